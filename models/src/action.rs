@@ -1,0 +1,71 @@
+//! What a sans-IO model asks its driver to do, and the effects it reports to the ledger.
+
+use serde_json::Value;
+
+/// A connection, numbered by the driver; the same number on both ends.
+pub type ConnId = u64;
+
+/// A named protocol point where the nemesis may crash the Agent (turmoil barriers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Point {
+    /// A `session/prompt` request was read, nothing done yet.
+    AfterReceive,
+    /// The message is inserted in memory, its record not yet written or synced.
+    AfterInsertBeforeSync,
+    /// The record is written (and synced, if the model syncs); no echo or response sent yet.
+    AfterSyncBeforeResponse,
+}
+
+impl Point {
+    /// Every point, for `acp-chaos list`.
+    pub const ALL: [Point; 3] = [
+        Point::AfterReceive,
+        Point::AfterInsertBeforeSync,
+        Point::AfterSyncBeforeResponse,
+    ];
+
+    /// The kebab-case name used in scenario files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Point::AfterReceive => "after-receive",
+            Point::AfterInsertBeforeSync => "after-insert-before-sync",
+            Point::AfterSyncBeforeResponse => "after-sync-before-response",
+        }
+    }
+}
+
+/// An effect the model reports for the history (an `info` op of its process).
+///
+/// `f` is the op's function name (`insert`, `durable`, `visible`, `dedup-hit`, `ack`, ...),
+/// `value` its JSON payload. Effects are ground truth for the checkers, never sent on the wire.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Effect {
+    /// Op name.
+    pub f: &'static str,
+    /// Op payload.
+    pub value: Value,
+}
+
+/// One thing a model asks its driver to do, executed in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Write one JSON-RPC line on a connection (dropped if the connection is gone).
+    Send { conn: ConnId, line: String },
+    /// Append a record to the model's store; `sync` means `sync_all` (+ `sync_dir` on create)
+    /// before the next action runs.
+    Persist { record: Value, sync: bool },
+    /// Deliver `Timer(id)` back after `after_ms` simulated milliseconds.
+    Timer { id: u64, after_ms: u64 },
+    /// Pass a named protocol point (the nemesis may crash the process here).
+    Point(Point),
+    /// Report an effect to the ledger.
+    Effect(Effect),
+    /// Client only: open a new connection to the Agent after `after_ms`.
+    Connect { after_ms: u64 },
+}
+
+/// Shorthand for an effect action.
+pub fn effect(f: &'static str, value: Value) -> Action {
+    Action::Effect(Effect { f, value })
+}

@@ -1,0 +1,354 @@
+//! The model Client (spec design) and its mutants.
+//!
+//! One key per submission, created from the seeded RNG and stored with the pending input in a
+//! durable client store before the first attempt is written (C1, C8). Each attempt is its own
+//! request id (C4). A late response on a live connection is resent on that connection with the
+//! same key; after a lost connection the Client reconnects with backoff, `initialize`s,
+//! `session/resume`s and then resends every pending prompt with its key (C6). A transient
+//! `-32603` or a `-32002` is retried with the same key; any other error is shown to the user.
+
+use agent_client_protocol_schema::v2::{
+    ContentBlock, IdempotencyKey, Implementation, InitializeRequest, NewSessionRequest,
+    PromptRequest, ResumeSessionRequest,
+};
+use agent_client_protocol_schema::ProtocolVersion;
+use indexmap::IndexMap;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::action::{effect, Action, ConnId};
+use crate::rpc::{self, code, Frame};
+
+/// What the driver feeds a Client.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ClientInput {
+    /// The process (re)started; connect.
+    Boot,
+    /// A connection asked for with [`Action::Connect`] is open.
+    Connected(ConnId),
+    /// A connection attempt failed or timed out.
+    ConnectFailed,
+    /// One line arrived.
+    Frame(ConnId, String),
+    /// The connection ended.
+    Disconnected(ConnId),
+    /// A timer fired.
+    Timer(u64),
+    /// The user submitted an input (numbered by the workload).
+    Submit { submission: u64, text: String },
+}
+
+/// A sans-IO Client.
+pub trait ClientModel {
+    /// Handle one input; push the actions to run, in order.
+    fn handle(&mut self, input: ClientInput, out: &mut Vec<Action>);
+    /// Submissions the Client still holds pending (neither acknowledged nor shown to the user).
+    fn pending(&self) -> Vec<u64>;
+}
+
+/// Client mutants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ClientMutant {
+    /// A fresh key for every attempt. Breaks C1 (P1, Client at fault).
+    NewKeyPerAttempt,
+    /// Pending inputs kept in memory only: a client restart loses them. Breaks C1/C8 (P2, Client).
+    VolatilePending,
+}
+
+/// Settings of the model Client. Times are simulated milliseconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClientConfig {
+    /// Resend a prompt on the same connection when its response is this late.
+    pub prompt_timeout_ms: u64,
+    /// First reconnect delay.
+    pub backoff_ms_min: u64,
+    /// Reconnect delay cap.
+    pub backoff_ms_max: u64,
+    /// After this many attempts for one submission the input is shown to the user as failed.
+    pub attempts_max: u32,
+    /// The mutant, if any.
+    pub mutant: Option<ClientMutant>,
+}
+
+#[derive(Debug, Clone)]
+struct PendingInput {
+    key: String,
+    text: String,
+    attempts: u32,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Req {
+    Initialize,
+    NewSession,
+    Resume,
+    Prompt { submission: u64 },
+}
+
+#[derive(Debug, PartialEq)]
+enum Phase {
+    Init,
+    Setup,
+    Ready,
+}
+
+struct Conn {
+    id: ConnId,
+    next_req: u64,
+    phase: Phase,
+    reqs: IndexMap<u64, Req>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum TimerKind {
+    PromptTimeout { conn: ConnId, req: u64 },
+    RetrySoon { submission: u64 },
+}
+
+/// The spec Client.
+pub struct SpecClient {
+    cfg: ClientConfig,
+    rng: ChaCha8Rng,
+    session: Option<String>,
+    pending: IndexMap<u64, PendingInput>,
+    conn: Option<Conn>,
+    backoff_ms: u64,
+    next_timer: u64,
+    timers: IndexMap<u64, TimerKind>,
+}
+
+impl SpecClient {
+    /// Rebuild from the client store's records (`{"t":"session"|"pending"|"done", ...}`).
+    pub fn recover(cfg: ClientConfig, boot: u32, seed: u64, records: &[Value]) -> Self {
+        let mut session = None;
+        let mut pending = IndexMap::new();
+        for r in records {
+            match r["t"].as_str() {
+                Some("session") => session = r["id"].as_str().map(str::to_string),
+                Some("pending") => {
+                    if let (Some(s), Some(k)) = (r["submission"].as_u64(), r["key"].as_str()) {
+                        let text = r["text"].as_str().unwrap_or_default().to_string();
+                        pending.insert(s, PendingInput { key: k.to_string(), text, attempts: 0 });
+                    }
+                }
+                Some("done") => {
+                    if let Some(s) = r["submission"].as_u64() {
+                        pending.shift_remove(&s);
+                    }
+                }
+                _ => {}
+            }
+        }
+        SpecClient {
+            backoff_ms: cfg.backoff_ms_min,
+            cfg,
+            rng: ChaCha8Rng::seed_from_u64(seed ^ 0xC1 ^ u64::from(boot).wrapping_mul(0x9E37_79B9)),
+            session,
+            pending,
+            conn: None,
+            next_timer: 0,
+            timers: IndexMap::new(),
+        }
+    }
+
+    fn new_key(&mut self) -> String {
+        // C5: a UUID from the run's seeded RNG (never OS randomness).
+        uuid::Builder::from_random_bytes(self.rng.gen()).into_uuid().to_string()
+    }
+
+    fn timer(&mut self, kind: TimerKind, after_ms: u64, out: &mut Vec<Action>) {
+        let id = self.next_timer;
+        self.next_timer += 1;
+        self.timers.insert(id, kind);
+        out.push(Action::Timer { id, after_ms });
+    }
+
+    fn send_req(&mut self, req: Req, method: &str, params: Value, out: &mut Vec<Action>) -> Option<u64> {
+        let c = self.conn.as_mut()?;
+        // C4: counter ids, never reused on a connection.
+        c.next_req += 1;
+        let id = c.next_req;
+        c.reqs.insert(id, req);
+        out.push(Action::Send { conn: c.id, line: rpc::request(id, method, params) });
+        Some(id)
+    }
+
+    fn attempt(&mut self, submission: u64, out: &mut Vec<Action>) {
+        let Some(sid) = self.session.clone() else { return };
+        if self.conn.as_ref().is_none_or(|c| c.phase != Phase::Ready) {
+            return;
+        }
+        let fresh = (self.cfg.mutant == Some(ClientMutant::NewKeyPerAttempt)).then(|| self.new_key());
+        let Some(p) = self.pending.get_mut(&submission) else { return };
+        if p.attempts >= self.cfg.attempts_max {
+            // C8: give up visibly, never silently.
+            return self.surface(submission, json!({"reason": "too many attempts"}), out);
+        }
+        p.attempts += 1;
+        let key = fresh.unwrap_or_else(|| p.key.clone());
+        let req = PromptRequest::new(sid, vec![ContentBlock::from(p.text.clone())])
+            .idempotency_key(IdempotencyKey::new(key.clone()).expect("uuid keys are valid"));
+        let params = serde_json::to_value(req).expect("serializes");
+        let conn = self.conn.as_ref().map(|c| c.id).unwrap_or_default();
+        if let Some(id) = self.send_req(Req::Prompt { submission }, "session/prompt", params, out) {
+            out.push(effect("attempt", json!({"submission": submission, "conn": conn, "id": id, "key": key})));
+            self.timer(TimerKind::PromptTimeout { conn, req: id }, self.cfg.prompt_timeout_ms, out);
+        }
+    }
+
+    fn settle(&mut self, submission: u64, out: &mut Vec<Action>) {
+        self.pending.shift_remove(&submission);
+        if self.cfg.mutant != Some(ClientMutant::VolatilePending) {
+            out.push(Action::Persist { record: json!({"t": "done", "submission": submission}), sync: true });
+        }
+    }
+
+    fn surface(&mut self, submission: u64, error: Value, out: &mut Vec<Action>) {
+        self.settle(submission, out);
+        out.push(effect("surface", json!({"submission": submission, "error": error})));
+    }
+
+    fn response(&mut self, conn: ConnId, id: &Value, result: Result<Value, Value>, out: &mut Vec<Action>) {
+        let Some(c) = self.conn.as_mut().filter(|c| c.id == conn) else { return };
+        let Some(req) = id.as_u64().and_then(|i| c.reqs.shift_remove(&i)) else { return };
+        match (req, result) {
+            (Req::Initialize, Ok(_)) => {
+                c.phase = Phase::Setup;
+                match self.session.clone() {
+                    None => {
+                        let p = serde_json::to_value(NewSessionRequest::new("/work")).expect("serializes");
+                        self.send_req(Req::NewSession, "session/new", p, out);
+                    }
+                    Some(sid) => {
+                        let p = serde_json::to_value(ResumeSessionRequest::new(sid, "/work")).expect("serializes");
+                        self.send_req(Req::Resume, "session/resume", p, out);
+                    }
+                }
+            }
+            (Req::NewSession, Ok(v)) => {
+                let Some(sid) = v["sessionId"].as_str() else { return };
+                self.session = Some(sid.to_string());
+                out.push(Action::Persist { record: json!({"t": "session", "id": sid}), sync: true });
+                self.ready(out);
+            }
+            (Req::Resume, Ok(_)) => self.ready(out),
+            (Req::Resume, Err(e)) => {
+                // The session is gone: every pending input is shown to the user (C8).
+                self.session = None;
+                for s in self.pending.keys().copied().collect::<Vec<_>>() {
+                    self.surface(s, json!({"reason": "session lost", "error": e}), out);
+                }
+                out.push(Action::Persist { record: json!({"t": "session", "id": null}), sync: true });
+            }
+            (Req::Prompt { submission }, Ok(v)) => {
+                if self.pending.contains_key(&submission) {
+                    let mid = v["messageId"].clone();
+                    self.settle(submission, out);
+                    out.push(effect("ack", json!({"submission": submission, "messageId": mid})));
+                }
+            }
+            (Req::Prompt { submission }, Err(e)) => {
+                if !self.pending.contains_key(&submission) {
+                    return;
+                }
+                match rpc::error_code(&e) {
+                    Some(code::INTERNAL_ERROR) => self.timer(TimerKind::RetrySoon { submission }, 5, out),
+                    Some(code::RESOURCE_NOT_FOUND) => {
+                        // Not active on this connection: resume again; pending prompts follow.
+                        if let Some(c) = self.conn.as_mut() {
+                            c.phase = Phase::Setup;
+                        }
+                        if let Some(sid) = self.session.clone() {
+                            let p = serde_json::to_value(ResumeSessionRequest::new(sid, "/work")).expect("serializes");
+                            self.send_req(Req::Resume, "session/resume", p, out);
+                        }
+                    }
+                    _ => self.surface(submission, e, out),
+                }
+            }
+            (_, Err(_)) => {
+                // initialize or session/new failed: drop this connection's setup and retry later.
+                self.timer(TimerKind::RetrySoon { submission: u64::MAX }, 5, out);
+            }
+        }
+    }
+
+    fn ready(&mut self, out: &mut Vec<Action>) {
+        if let Some(c) = self.conn.as_mut() {
+            c.phase = Phase::Ready;
+        }
+        self.backoff_ms = self.cfg.backoff_ms_min;
+        // C6: once resumed, resend every pending prompt at once, with its key.
+        for s in self.pending.keys().copied().collect::<Vec<_>>() {
+            self.attempt(s, out);
+        }
+    }
+
+    fn reconnect(&mut self, out: &mut Vec<Action>) {
+        let jitter = self.rng.gen_range(0..=self.backoff_ms / 2);
+        out.push(Action::Connect { after_ms: self.backoff_ms + jitter });
+        self.backoff_ms = (self.backoff_ms * 2).min(self.cfg.backoff_ms_max);
+    }
+}
+
+impl ClientModel for SpecClient {
+    fn handle(&mut self, input: ClientInput, out: &mut Vec<Action>) {
+        match input {
+            ClientInput::Boot => out.push(Action::Connect { after_ms: 0 }),
+            ClientInput::Connected(id) => {
+                self.conn = Some(Conn { id, next_req: 0, phase: Phase::Init, reqs: IndexMap::new() });
+                let init = InitializeRequest::new(ProtocolVersion::V2, Implementation::new("acp-chaos-spec-client", env!("CARGO_PKG_VERSION")));
+                let p = serde_json::to_value(init).expect("serializes");
+                self.send_req(Req::Initialize, "initialize", p, out);
+            }
+            ClientInput::ConnectFailed => self.reconnect(out),
+            ClientInput::Disconnected(id) => {
+                if self.conn.as_ref().is_some_and(|c| c.id == id) {
+                    self.conn = None;
+                    self.reconnect(out);
+                }
+            }
+            ClientInput::Frame(conn, line) => match rpc::parse(&line) {
+                Ok(Frame::Response { id, result }) => self.response(conn, &id, result, out),
+                // Requests from the Agent (permission) come with issue #3; updates are shown.
+                _ => {}
+            },
+            ClientInput::Timer(t) => match self.timers.shift_remove(&t) {
+                Some(TimerKind::PromptTimeout { conn, req }) => {
+                    let live = self.conn.as_ref().filter(|c| c.id == conn);
+                    if let Some(Req::Prompt { submission }) = live.and_then(|c| c.reqs.get(&req)).cloned() {
+                        // Late on a live connection: resend on it with the same key.
+                        self.attempt(submission, out);
+                    }
+                }
+                Some(TimerKind::RetrySoon { submission }) if submission == u64::MAX => {
+                    if let Some(c) = self.conn.take() {
+                        out.push(effect("give-up-connection", json!({"conn": c.id})));
+                    }
+                    self.reconnect(out);
+                }
+                Some(TimerKind::RetrySoon { submission }) => self.attempt(submission, out),
+                None => {}
+            },
+            ClientInput::Submit { submission, text } => {
+                // C1: the key is made at submission and stored before the first attempt.
+                let key = self.new_key();
+                if self.cfg.mutant != Some(ClientMutant::VolatilePending) {
+                    out.push(Action::Persist {
+                        record: json!({"t": "pending", "submission": submission, "key": key, "text": text}),
+                        sync: true,
+                    });
+                }
+                self.pending.insert(submission, PendingInput { key, text, attempts: 0 });
+                self.attempt(submission, out);
+            }
+        }
+    }
+
+    fn pending(&self) -> Vec<u64> {
+        self.pending.keys().copied().collect()
+    }
+}

@@ -1,0 +1,25 @@
+//! Sans-IO models of ACP v2 Agents and Clients for acp-chaos, with their mutants.
+//!
+//! Each model is a state machine: `handle(input, &mut out)` appends [`Action`]s (frames to
+//! send, records to persist, timers, protocol points, effects for the history). A driver (the
+//! turmoil world in the `acp-chaos` crate) runs them; unit tests drive them directly.
+//!
+//! Rule ids (`A1`, `C1`, ...) refer to `spec/RULES.md`.
+
+#[cfg(not(tokio_unstable))]
+compile_error!(
+    "acp-chaos needs `--cfg tokio_unstable` (set in .cargo/config.toml); a RUSTFLAGS variable \
+     overrides that file: add `--cfg tokio_unstable` to it"
+);
+
+pub mod action;
+pub mod agent;
+pub mod client;
+pub mod mutant;
+pub mod rpc;
+pub mod store;
+
+pub use action::{Action, ConnId, Effect, Point};
+pub use agent::{AgentConfig, AgentInput, AgentModel, AgentMutant, DuringTurn, HeldOnDisconnect, Retention, StoredAgent};
+pub use client::{ClientConfig, ClientInput, ClientModel, ClientMutant, SpecClient};
+pub use mutant::{Mutant, Party, MUTANTS};

@@ -1,0 +1,90 @@
+//! The mutant zoo: each entry names the model it changes, the rule it breaks, and the property
+//! and party a verdict must name.
+
+use serde::Serialize;
+
+use crate::{AgentMutant, ClientMutant};
+
+/// Who a verdict blames (RULES.md "Verdicts").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Party {
+    /// The Agent broke a MUST.
+    Agent,
+    /// The Client broke a MUST.
+    Client,
+    /// A proxy or conductor.
+    Intermediary,
+    /// The fault injector broke a transport guarantee.
+    Nemesis,
+    /// A gap in the spec.
+    Spec,
+}
+
+/// Which model a mutant changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum MutantKind {
+    /// An Agent mutant.
+    Agent(AgentMutant),
+    /// A Client mutant.
+    Client(ClientMutant),
+}
+
+/// One mutant and what catching it means.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Mutant {
+    /// CLI name (`--mutant NAME`).
+    pub name: &'static str,
+    /// The model change.
+    pub kind: MutantKind,
+    /// RULES.md ids it breaks.
+    pub rules: &'static [&'static str],
+    /// Property a verdict must name.
+    pub property: &'static str,
+    /// Party a verdict must blame.
+    pub party: Party,
+    /// One line: what differs from the correct model.
+    pub summary: &'static str,
+}
+
+/// Every shipped mutant.
+pub const MUTANTS: &[Mutant] = &[
+    Mutant {
+        name: "no-dedup",
+        kind: MutantKind::Agent(AgentMutant::NoDedup),
+        rules: &["A1", "A4"],
+        property: "P1",
+        party: Party::Agent,
+        summary: "Agent ignores idempotencyKey: a retry inserts a second message",
+    },
+    Mutant {
+        name: "record-unsynced",
+        kind: MutantKind::Agent(AgentMutant::RecordUnsynced),
+        rules: &["D1", "A10", "A13"],
+        property: "P11",
+        party: Party::Agent,
+        summary: "Agent writes message+key without sync_all: a crash loses an acknowledged message",
+    },
+    Mutant {
+        name: "new-key-per-attempt",
+        kind: MutantKind::Client(ClientMutant::NewKeyPerAttempt),
+        rules: &["C1"],
+        property: "P1",
+        party: Party::Client,
+        summary: "Client makes a fresh key for every retry",
+    },
+    Mutant {
+        name: "volatile-pending",
+        kind: MutantKind::Client(ClientMutant::VolatilePending),
+        rules: &["C1", "C8"],
+        property: "P2",
+        party: Party::Client,
+        summary: "Client keeps pending input in memory only: a client restart loses it",
+    },
+];
+
+/// Look a mutant up by its CLI name.
+pub fn find(name: &str) -> Option<&'static Mutant> {
+    MUTANTS.iter().find(|m| m.name == name)
+}

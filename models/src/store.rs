@@ -1,0 +1,53 @@
+//! Record framing for stored sessions and client stores: `[len: u32 LE][crc32: u32 LE][payload]`.
+//!
+//! A torn tail (short header, short payload or checksum mismatch) ends recovery: everything
+//! before it is returned with the offset to truncate the file to, so a correct model survives
+//! torn writes (turmoil `block_size`).
+
+/// Frame one payload.
+pub fn encode(payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(payload.len() + 8);
+    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    out.extend_from_slice(&crc32fast::hash(payload).to_le_bytes());
+    out.extend_from_slice(payload);
+    out
+}
+
+/// Decode every whole record; returns them and the length of the valid prefix.
+pub fn decode(bytes: &[u8]) -> (Vec<Vec<u8>>, usize) {
+    let mut out = Vec::new();
+    let mut at = 0usize;
+    while bytes.len() - at >= 8 {
+        let len = u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes")) as usize;
+        let crc = u32::from_le_bytes(bytes[at + 4..at + 8].try_into().expect("4 bytes"));
+        let Some(end) = (at + 8).checked_add(len).filter(|e| *e <= bytes.len()) else {
+            break;
+        };
+        let payload = &bytes[at + 8..end];
+        if crc32fast::hash(payload) != crc {
+            break;
+        }
+        out.push(payload.to_vec());
+        at = end;
+    }
+    (out, at)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn torn_tail_is_cut() {
+        let mut b = encode(b"one");
+        b.extend(encode(b"two"));
+        let whole = b.len();
+        b.extend(&encode(b"three")[..5]);
+        let (recs, valid) = decode(&b);
+        assert_eq!(recs, vec![b"one".to_vec(), b"two".to_vec()]);
+        assert_eq!(valid, whole);
+        let mut c = encode(b"x");
+        c[8] ^= 1;
+        assert_eq!(decode(&c).0.len(), 0);
+    }
+}
