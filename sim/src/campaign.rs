@@ -1,0 +1,286 @@
+//! A campaign: every scenario × a seed range, in parallel across seeds (one simulation per
+//! thread: `Sim` is `!Send`), then a table, a `summary.json` and one folder per failing run.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+use serde::Serialize;
+use serde_json::json;
+
+use crate::check::{self, Class, Status, Verdict, CHECKERS};
+use crate::history::History;
+use crate::plan::Plan;
+use crate::scenario::Scenario;
+use crate::world;
+
+/// Exit codes, one table for every command.
+pub mod exit {
+    /// Every property valid (findings allowed).
+    pub const VALID: i32 = 0;
+    /// Some MUST broken.
+    pub const INVALID: i32 = 1;
+    /// Usage or input error (bad flag, malformed scenario file).
+    pub const USAGE: i32 = 2;
+    /// The same run gave two different histories.
+    pub const NONDETERMINISM: i32 = 3;
+    /// Liveness failure, unknown verdict, or a vacuous campaign.
+    pub const LIVENESS: i32 = 4;
+}
+
+/// The outcome of one (scenario, seed).
+#[derive(Debug, Clone, Serialize)]
+pub struct RunResult {
+    /// Scenario name.
+    pub scenario: String,
+    /// Seed.
+    pub seed: u64,
+    /// History hash.
+    pub hash: String,
+    /// One verdict per checker.
+    pub verdicts: Vec<Verdict>,
+    /// Class counts of the submissions.
+    pub classes: BTreeMap<Class, u32>,
+    /// Events seen (for `sometimes`).
+    pub events: BTreeSet<&'static str>,
+    /// Number of ops.
+    pub ops: usize,
+    /// Simulated time at the end, ms.
+    pub sim_ms: u64,
+}
+
+/// Run one (scenario, seed, mutant): the history and its result.
+pub fn run_one(s: &Scenario, seed: u64, mutant: Option<&str>) -> (History, RunResult) {
+    let plan = Plan::derive(s, seed, mutant);
+    let h = world::run(&plan);
+    let r = result_of(&s.name, seed, &h);
+    (h, r)
+}
+
+/// Check a history and summarize it.
+pub fn result_of(scenario: &str, seed: u64, h: &History) -> RunResult {
+    let verdicts = check::check_all(h);
+    let facts = check::Facts::of(h);
+    let mut classes = BTreeMap::new();
+    for c in facts.classes().values() {
+        *classes.entry(*c).or_insert(0) += 1;
+    }
+    RunResult {
+        scenario: scenario.to_string(),
+        seed,
+        hash: h.hash(),
+        verdicts,
+        classes,
+        events: check::events(h),
+        ops: h.ops.len(),
+        sim_ms: h.ops.last().map(|o| o.time_ms).unwrap_or(0),
+    }
+}
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct CampaignSpec {
+    /// Scenarios.
+    pub scenarios: Vec<Scenario>,
+    /// First seed.
+    pub seed_start: u64,
+    /// How many seeds per scenario.
+    pub seeds: u64,
+    /// Worker threads.
+    pub jobs: usize,
+    /// Mutant name.
+    pub mutant: Option<String>,
+    /// Report folder.
+    pub out: PathBuf,
+    /// Most failing runs written out per (scenario, property).
+    pub keep_per_property: usize,
+}
+
+/// One cell of the table.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Cell {
+    /// Seeds run.
+    pub seeds: u64,
+    /// Invalid verdicts.
+    pub violations: u64,
+    /// Findings.
+    pub findings: u64,
+    /// Unknown verdicts.
+    pub unknown: u64,
+    /// First seed with an invalid (else unknown) verdict.
+    pub first_failing_seed: Option<u64>,
+    /// Parties blamed.
+    pub parties: BTreeSet<String>,
+}
+
+/// A finished campaign.
+#[derive(Debug, Serialize)]
+pub struct Summary {
+    /// Summary schema version.
+    pub format: u32,
+    /// Seeds.
+    pub seed_start: u64,
+    /// Seeds per scenario.
+    pub seeds: u64,
+    /// Mutant.
+    pub mutant: Option<String>,
+    /// scenario → property → cell.
+    pub table: BTreeMap<String, BTreeMap<String, Cell>>,
+    /// scenario → class → count.
+    pub classes: BTreeMap<String, BTreeMap<Class, u64>>,
+    /// scenario → events that never happened although listed under `sometimes`.
+    pub vacuous: BTreeMap<String, Vec<String>>,
+    /// Failing runs: repro lines with their verdicts.
+    pub failures: Vec<serde_json::Value>,
+    /// Runs whose replay gave another history.
+    pub nondeterministic: Vec<String>,
+    /// Exit code.
+    pub exit_code: i32,
+}
+
+/// The one-line repro of a run.
+pub fn repro(scenario: &str, seed: u64, mutant: Option<&str>) -> String {
+    match mutant {
+        Some(m) => format!("acp-chaos replay {scenario} --seed {seed} --mutant {m}"),
+        None => format!("acp-chaos replay {scenario} --seed {seed}"),
+    }
+}
+
+/// Run the campaign; print progress lines to stderr; write the report folder.
+pub fn run(spec: &CampaignSpec) -> anyhow::Result<Summary> {
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(spec.jobs.max(1)).build()?;
+    let work: Vec<(usize, u64)> = (0..spec.scenarios.len())
+        .flat_map(|i| (0..spec.seeds).map(move |k| (i, spec.seed_start + k)))
+        .collect();
+    let mutant = spec.mutant.as_deref();
+    let results: Vec<RunResult> = pool.install(|| {
+        work.par_iter()
+            .map(|&(i, seed)| run_one(&spec.scenarios[i], seed, mutant).1)
+            .collect()
+    });
+    summarize(spec, results)
+}
+
+fn summarize(spec: &CampaignSpec, results: Vec<RunResult>) -> anyhow::Result<Summary> {
+    let mutant = spec.mutant.as_deref();
+    let mut table: BTreeMap<String, BTreeMap<String, Cell>> = BTreeMap::new();
+    let mut classes: BTreeMap<String, BTreeMap<Class, u64>> = BTreeMap::new();
+    let mut seen: BTreeMap<String, BTreeSet<&'static str>> = BTreeMap::new();
+    let mut failures = Vec::new();
+    let mut kept: BTreeMap<(String, String), usize> = BTreeMap::new();
+    let mut nondeterministic = Vec::new();
+    let _ = std::fs::remove_dir_all(&spec.out);
+    std::fs::create_dir_all(&spec.out)?;
+    for r in &results {
+        let row = table.entry(r.scenario.clone()).or_default();
+        for (c, n) in &r.classes {
+            *classes.entry(r.scenario.clone()).or_default().entry(*c).or_default() += u64::from(*n);
+        }
+        seen.entry(r.scenario.clone()).or_default().extend(r.events.iter().copied());
+        for v in &r.verdicts {
+            let cell = row.entry(v.property.clone()).or_default();
+            cell.seeds += 1;
+            match v.status {
+                Status::Valid => {}
+                Status::Finding => cell.findings += 1,
+                Status::Unknown => {
+                    cell.unknown += 1;
+                    cell.first_failing_seed.get_or_insert(r.seed);
+                }
+                Status::Invalid => {
+                    cell.violations += 1;
+                    if cell.violations == 1 {
+                        cell.first_failing_seed = Some(r.seed);
+                    }
+                }
+            }
+            if let Some(p) = v.party {
+                cell.parties.insert(format!("{p:?}").to_lowercase());
+            }
+            if matches!(v.status, Status::Invalid | Status::Unknown) {
+                let line = repro(&r.scenario, r.seed, mutant);
+                failures.push(json!({"scenario": r.scenario, "seed": r.seed, "property": v.property, "status": v.status, "party": v.party, "rules": v.rules, "message": v.message, "hash": r.hash, "repro": line}));
+                let k = kept.entry((r.scenario.clone(), v.property.clone())).or_default();
+                if *k < spec.keep_per_property {
+                    *k += 1;
+                    // Re-run it: the report's history comes from the replay, and a different
+                    // hash is nondeterminism (exit 3).
+                    let s = spec.scenarios.iter().find(|s| s.name == r.scenario).expect("scenario ran");
+                    let (h, again) = run_one(s, r.seed, mutant);
+                    if again.hash != r.hash {
+                        nondeterministic.push(line.clone());
+                    }
+                    write_run(&spec.out, &h, &again, &line)?;
+                }
+            }
+        }
+    }
+    let mut vacuous = BTreeMap::new();
+    for s in &spec.scenarios {
+        let got = seen.get(&s.name).cloned().unwrap_or_default();
+        let missing: Vec<String> = s.sometimes.iter().filter(|e| !got.contains(e.as_str())).cloned().collect();
+        if !missing.is_empty() && mutant.is_none() {
+            vacuous.insert(s.name.clone(), missing);
+        }
+    }
+    let any = |st: Status| table.values().flat_map(|r| r.values()).any(|c| match st {
+        Status::Invalid => c.violations > 0,
+        _ => c.unknown > 0,
+    });
+    let exit_code = if !nondeterministic.is_empty() {
+        exit::NONDETERMINISM
+    } else if any(Status::Invalid) {
+        exit::INVALID
+    } else if any(Status::Unknown) || !vacuous.is_empty() {
+        exit::LIVENESS
+    } else {
+        exit::VALID
+    };
+    let summary = Summary {
+        format: 1,
+        seed_start: spec.seed_start,
+        seeds: spec.seeds,
+        mutant: spec.mutant.clone(),
+        table,
+        classes,
+        vacuous,
+        failures,
+        nondeterministic,
+        exit_code,
+    };
+    let tmp = spec.out.join("summary.json.tmp");
+    std::fs::write(&tmp, serde_json::to_vec_pretty(&summary)?)?;
+    std::fs::rename(&tmp, spec.out.join("summary.json"))?;
+    Ok(summary)
+}
+
+fn write_run(out: &Path, h: &History, r: &RunResult, line: &str) -> anyhow::Result<()> {
+    let dir = out.join(format!("{}-seed{}", r.scenario, r.seed));
+    std::fs::create_dir_all(&dir)?;
+    let mut f = std::io::BufWriter::new(std::fs::File::create(dir.join("history.jsonl"))?);
+    h.write_jsonl(&mut f)?;
+    f.flush()?;
+    std::fs::write(dir.join("verdicts.json"), serde_json::to_vec_pretty(&r.verdicts)?)?;
+    std::fs::write(dir.join("repro.txt"), format!("{line}\n"))?;
+    Ok(())
+}
+
+/// The table as text: scenario × property.
+pub fn table_text(s: &Summary) -> String {
+    let mut out = String::new();
+    let props: Vec<&str> = CHECKERS.iter().map(|c| c.property).collect();
+    let width = s.table.keys().map(|k| k.len()).max().unwrap_or(8).max(8);
+    out.push_str(&format!("{:<width$}  {:<5} {:>6} {:>10} {:>8}  {}\n", "scenario", "prop", "seeds", "violations", "unknown", "first failing seed (party)"));
+    for (scen, row) in &s.table {
+        for p in &props {
+            let Some(c) = row.get(*p) else { continue };
+            let first = match c.first_failing_seed {
+                Some(seed) => format!("{seed} ({})", c.parties.iter().cloned().collect::<Vec<_>>().join(",")),
+                None => "-".into(),
+            };
+            out.push_str(&format!("{scen:<width$}  {p:<5} {:>6} {:>10} {:>8}  {first}\n", c.seeds, c.violations, c.unknown));
+        }
+    }
+    out
+}

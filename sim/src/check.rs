@@ -1,0 +1,406 @@
+//! Checkers: pure functions from a [`History`] to a [`Verdict`], one per property of
+//! `spec/RULES.md` (P1 at-most-once, P2 no-silent-drop, P11 durability).
+//!
+//! Every non-valid verdict names the property, the rule ids, the witnessing op indices, the
+//! fault that enabled it (the last nemesis op before the witness) and who is at fault.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use acp_chaos_models::Party;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::history::{History, Op};
+
+/// Verdict status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// The property holds.
+    Valid,
+    /// A SHOULD or an *(ours)* rule broken, or a permitted outcome worth a look. Never fails.
+    Finding,
+    /// Cannot decide (e.g. still pending at the liveness bound).
+    Unknown,
+    /// A MUST broken.
+    Invalid,
+}
+
+/// One checker's answer for one run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// Property id, e.g. `P1`.
+    pub property: String,
+    /// Status.
+    pub status: Status,
+    /// RULES.md ids concerned.
+    pub rules: Vec<String>,
+    /// Op indices that witness it.
+    pub witnesses: Vec<usize>,
+    /// Index of the nemesis op that enabled it, if any.
+    pub fault: Option<usize>,
+    /// Who is at fault.
+    pub party: Option<Party>,
+    /// One readable sentence.
+    pub message: String,
+}
+
+impl Verdict {
+    fn valid(property: &str, rules: &[&str]) -> Verdict {
+        Verdict {
+            property: property.into(),
+            status: Status::Valid,
+            rules: rules.iter().map(|r| r.to_string()).collect(),
+            witnesses: vec![],
+            fault: None,
+            party: None,
+            message: String::new(),
+        }
+    }
+}
+
+/// A checker: a property id, its title, and the pure function.
+pub struct Checker {
+    /// Property id.
+    pub property: &'static str,
+    /// Short name.
+    pub title: &'static str,
+    /// RULES.md ids it enforces.
+    pub rules: &'static [&'static str],
+    /// The check.
+    pub check: fn(&Facts) -> Verdict,
+}
+
+/// Every checker, in report order.
+pub const CHECKERS: &[Checker] = &[
+    Checker { property: "P1", title: "at-most-once", rules: &["A1", "A4", "A10", "A12", "A13", "C1"], check: p1_at_most_once },
+    Checker { property: "P2", title: "no-silent-drop", rules: &["C1", "C6", "C8", "A2"], check: p2_no_silent_drop },
+    Checker { property: "P11", title: "durability", rules: &["D1"], check: p11_durability },
+];
+
+/// Run every checker.
+pub fn check_all(h: &History) -> Vec<Verdict> {
+    let facts = Facts::of(h);
+    CHECKERS.iter().map(|c| (c.check)(&facts)).collect()
+}
+
+/// One insertion as the Agent reported it.
+#[derive(Debug, Clone)]
+pub struct Insert {
+    /// Op index of the `insert` effect.
+    pub op: usize,
+    /// Session.
+    pub session: String,
+    /// The message id.
+    pub message_id: String,
+    /// Key it carried.
+    pub key: Option<String>,
+    /// The submission its attempt belongs to (from the ledger's attempt links).
+    pub submission: Option<u64>,
+    /// Op index where it took effect (became durable or visible), if it did.
+    pub took_effect: Option<usize>,
+}
+
+/// How one submission ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Class {
+    /// Inserted, and the Client holds its messageId.
+    Acknowledged,
+    /// Shown to the user as failed.
+    Surfaced,
+    /// Inserted more than once (P1).
+    Duplicated,
+    /// Never inserted, never shown (P2).
+    Lost,
+    /// Inserted, but the Client never learned its id and no longer holds the input (P2).
+    Unacknowledged,
+    /// Still pending at the liveness bound.
+    Pending,
+}
+
+/// Facts extracted once from a history; the checkers read only these and the ops.
+pub struct Facts<'a> {
+    /// The history.
+    pub history: &'a History,
+    /// Every insertion, in order.
+    pub inserts: Vec<Insert>,
+    /// User submissions: number → op index of the `submit` invoke.
+    pub submissions: BTreeMap<u64, usize>,
+    /// Submission → op index of the Client's `ack`, and the messageId it holds.
+    pub acks: BTreeMap<u64, (usize, String)>,
+    /// Submission → op index where it was shown to the user as failed.
+    pub surfaced: BTreeMap<u64, usize>,
+    /// Submissions the Client still held at the end.
+    pub pending_at_end: BTreeSet<u64>,
+    /// `recover` ops: (op index, session → retained messageIds).
+    pub recoveries: Vec<(usize, BTreeMap<String, BTreeSet<String>>)>,
+}
+
+impl<'a> Facts<'a> {
+    /// Extract the facts.
+    pub fn of(h: &'a History) -> Facts<'a> {
+        let mut attempts: BTreeMap<(u64, String), u64> = BTreeMap::new();
+        let mut inserts: Vec<Insert> = Vec::new();
+        let mut by_mid: BTreeMap<String, usize> = BTreeMap::new();
+        let mut submissions = BTreeMap::new();
+        let mut acks = BTreeMap::new();
+        let mut surfaced = BTreeMap::new();
+        let mut pending_at_end = BTreeSet::new();
+        let mut recoveries = Vec::new();
+        for op in &h.ops {
+            let v = &op.value;
+            match (op.process.as_str(), op.f.as_str()) {
+                ("user", "submit") => {
+                    if let Some(n) = v["submission"].as_u64() {
+                        submissions.insert(n, op.index);
+                    }
+                }
+                ("client", "attempt") => {
+                    if let (Some(c), Some(s)) = (v["conn"].as_u64(), v["submission"].as_u64()) {
+                        attempts.insert((c, v["id"].to_string()), s);
+                    }
+                }
+                ("client", "ack") => {
+                    if let Some(n) = v["submission"].as_u64() {
+                        acks.insert(n, (op.index, v["messageId"].as_str().unwrap_or_default().to_string()));
+                    }
+                }
+                ("client", "surface") => {
+                    if let Some(n) = v["submission"].as_u64() {
+                        surfaced.insert(n, op.index);
+                    }
+                }
+                ("client", "pending-at-end") => {
+                    pending_at_end = v["submissions"].as_array().into_iter().flatten().filter_map(Value::as_u64).collect();
+                }
+                ("agent", "insert") => {
+                    let mid = v["messageId"].as_str().unwrap_or_default().to_string();
+                    let submission = v["conn"].as_u64().and_then(|c| attempts.get(&(c, v["id"].to_string())).copied());
+                    by_mid.insert(mid.clone(), inserts.len());
+                    inserts.push(Insert {
+                        op: op.index,
+                        session: v["session"].as_str().unwrap_or_default().to_string(),
+                        message_id: mid,
+                        key: v["key"].as_str().map(str::to_string),
+                        submission,
+                        took_effect: None,
+                    });
+                }
+                ("agent", "durable") | ("agent", "visible") => {
+                    if let Some(&i) = v["messageId"].as_str().and_then(|m| by_mid.get(m)) {
+                        inserts[i].took_effect.get_or_insert(op.index);
+                    }
+                }
+                ("agent", "recover") => {
+                    let mut m = BTreeMap::new();
+                    if let Some(o) = v["retained"].as_object() {
+                        for (sid, ids) in o {
+                            let set = ids.as_array().into_iter().flatten().filter_map(|x| x.as_str().map(str::to_string)).collect();
+                            m.insert(sid.clone(), set);
+                        }
+                    }
+                    recoveries.push((op.index, m));
+                }
+                _ => {}
+            }
+        }
+        Facts { history: h, inserts, submissions, acks, surfaced, pending_at_end, recoveries }
+    }
+
+    /// The last nemesis op strictly before `index`.
+    pub fn fault_before(&self, index: usize) -> Option<usize> {
+        self.history.ops[..index.min(self.history.ops.len())]
+            .iter()
+            .rev()
+            .find(|o| o.process == "nemesis" && o.f != "heal" && o.f != "restart" && o.f != "heal-partition")
+            .map(|o| o.index)
+    }
+
+    /// Class of each submission (Jepsen set-full style).
+    pub fn classes(&self) -> BTreeMap<u64, Class> {
+        let mut per_sub: BTreeMap<u64, Vec<&Insert>> = BTreeMap::new();
+        for i in &self.inserts {
+            if let Some(s) = i.submission {
+                per_sub.entry(s).or_default().push(i);
+            }
+        }
+        self.submissions
+            .keys()
+            .map(|n| {
+                let effective = per_sub.get(n).map(|v| v.iter().filter(|i| i.took_effect.is_some()).count()).unwrap_or(0);
+                let c = if effective > 1 {
+                    Class::Duplicated
+                } else if self.acks.contains_key(n) {
+                    Class::Acknowledged
+                } else if self.surfaced.contains_key(n) {
+                    Class::Surfaced
+                } else if self.pending_at_end.contains(n) {
+                    Class::Pending
+                } else if effective == 1 {
+                    Class::Unacknowledged
+                } else {
+                    Class::Lost
+                };
+                (*n, c)
+            })
+            .collect()
+    }
+}
+
+/// P1 at-most-once: no second insertion for a submission while an earlier one that took
+/// effect is retained or should be (durable retention). Two keys for one submission: Client (C1).
+pub fn p1_at_most_once(f: &Facts) -> Verdict {
+    let mut v = Verdict::valid("P1", &["A1", "A4", "A10", "A13", "C1"]);
+    for (j, later) in f.inserts.iter().enumerate() {
+        let Some(sub) = later.submission else { continue };
+        let earlier = f.inserts[..j].iter().find(|e| {
+            e.submission == Some(sub) && e.session == later.session && e.took_effect.is_some_and(|t| t < later.op)
+        });
+        let Some(e) = earlier else { continue };
+        let client = e.key != later.key;
+        v.status = Status::Invalid;
+        v.witnesses = vec![e.op, e.took_effect.unwrap_or(e.op), later.op];
+        v.fault = f.fault_before(later.op);
+        if client {
+            v.party = Some(Party::Client);
+            v.rules = vec!["C1".into()];
+            v.message = format!(
+                "submission {sub} inserted twice ({} then {}) under two keys: the Client changed the key between attempts",
+                e.message_id, later.message_id
+            );
+        } else {
+            v.party = Some(Party::Agent);
+            v.rules = vec!["A1".into(), "A4".into(), "A10".into()];
+            v.message = format!(
+                "submission {sub} inserted twice ({} then {}) under the same key {:?}: the earlier insertion had taken effect",
+                e.message_id, later.message_id, e.key.as_deref().unwrap_or("")
+            );
+        }
+        return v;
+    }
+    v
+}
+
+/// P2 no-silent-drop: after heal and quiescence every submission is acknowledged or surfaced.
+pub fn p2_no_silent_drop(f: &Facts) -> Verdict {
+    let mut v = Verdict::valid("P2", &["C1", "C6", "C8", "A2"]);
+    let classes = f.classes();
+    let mut pending = Vec::new();
+    for (n, c) in &classes {
+        match c {
+            Class::Lost | Class::Unacknowledged => {
+                let at = f.submissions[n];
+                let last_client_op = f.history.ops.iter().rev().find(|o| o.process == "nemesis" && o.value["host"] == "client");
+                v.status = Status::Invalid;
+                v.party = Some(Party::Client);
+                v.rules = vec!["C1".into(), "C8".into()];
+                v.witnesses = vec![at];
+                v.fault = last_client_op.map(|o| o.index).or_else(|| f.fault_before(f.history.ops.len()));
+                v.message = format!(
+                    "submission {n} is {}: the Client no longer holds it, never got its messageId and never showed an error",
+                    if *c == Class::Lost { "lost (never inserted)" } else { "unacknowledged (inserted)" }
+                );
+                return v;
+            }
+            Class::Acknowledged => {
+                let (op, mid) = &f.acks[n];
+                let real = f.inserts.iter().any(|i| i.submission == Some(*n) && &i.message_id == mid);
+                if !real {
+                    v.status = Status::Invalid;
+                    v.party = Some(Party::Agent);
+                    v.rules = vec!["A1".into()];
+                    v.witnesses = vec![*op];
+                    v.message = format!("submission {n} was acknowledged with {mid}, which is not one of its insertions");
+                    return v;
+                }
+            }
+            Class::Pending => pending.push(*n),
+            _ => {}
+        }
+    }
+    if !pending.is_empty() {
+        v.status = Status::Unknown;
+        v.witnesses = pending.iter().map(|n| f.submissions[n]).collect();
+        v.message = format!("liveness: submissions {pending:?} still pending at the bound");
+    }
+    v
+}
+
+/// P11 durability: a `durable` design never loses a message whose insertion took effect.
+pub fn p11_durability(f: &Facts) -> Verdict {
+    let mut v = Verdict::valid("P11", &["D1"]);
+    for i in &f.inserts {
+        let Some(t) = i.took_effect else { continue };
+        for (rop, retained) in &f.recoveries {
+            if *rop <= t {
+                continue;
+            }
+            if !retained.get(&i.session).is_some_and(|s| s.contains(&i.message_id)) {
+                v.status = Status::Invalid;
+                v.party = Some(Party::Agent);
+                v.rules = vec!["D1".into(), "A10".into()];
+                v.witnesses = vec![i.op, t, *rop];
+                v.fault = f.fault_before(*rop);
+                v.message = format!(
+                    "message {} (session {}) took effect at op {t} but was gone when the Agent restarted (op {rop})",
+                    i.message_id, i.session
+                );
+                return v;
+            }
+        }
+    }
+    v
+}
+
+/// Events of a run, for the scenario's `sometimes` guard.
+pub fn events(h: &History) -> BTreeSet<&'static str> {
+    let mut e = BTreeSet::new();
+    let mut attempts: BTreeMap<u64, u32> = BTreeMap::new();
+    let mut client_conns = 0;
+    for op in &h.ops {
+        let has = |o: &Op, p: &str, f: &str| o.process == p && o.f == f;
+        if op.process == "nemesis" && !matches!(op.f.as_str(), "heal" | "restart" | "heal-partition") {
+            e.insert("fault");
+        }
+        if has(op, "client", "attempt") {
+            if let Some(s) = op.value["submission"].as_u64() {
+                *attempts.entry(s).or_default() += 1;
+            }
+        }
+        if has(op, "agent", "dedup-hit") {
+            e.insert("dedup-hit");
+        }
+        if has(op, "agent", "wait-held") {
+            e.insert("wait-held");
+        }
+        if has(op, "agent", "hold") {
+            e.insert("held");
+        }
+        if has(op, "agent", "insert") && op.value["mode"] == "steer" {
+            e.insert("steer");
+        }
+        if has(op, "agent", "recover") && op.value["boot"].as_u64() > Some(0) {
+            e.insert("agent-restart");
+        }
+        if has(op, "client", "boot") && op.value["boot"].as_u64() > Some(0) {
+            e.insert("client-restart");
+        }
+        if has(op, "agent", "reject") && op.value["transient"] == true {
+            e.insert("transient-error");
+        }
+        if has(op, "client", "surface") {
+            e.insert("surfaced");
+        }
+        if has(op, "net", "conn-open") {
+            client_conns += 1;
+        }
+    }
+    if attempts.values().any(|n| *n > 1) {
+        e.insert("retry");
+    }
+    if client_conns > 1 {
+        e.insert("reconnect");
+    }
+    e
+}

@@ -1,0 +1,384 @@
+//! The command line. `acp-chaos` with no subcommand runs the default campaign.
+//!
+//! Exit codes (every command): 0 valid (findings allowed), 1 invalid, 2 usage or input error,
+//! 3 nondeterminism, 4 liveness failure, unknown verdict or vacuous campaign.
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::campaign::{self, exit, CampaignSpec};
+use crate::check::{self, Status, CHECKERS};
+use crate::history::{self, History};
+use crate::models::{mutant, Point};
+use crate::plan::Plan;
+use crate::scenario::{self, FaultKind, Scenario};
+
+/// Deterministic fault-injection simulator for ACP v2 (idempotencyKey, retries, no silent drop).
+#[derive(Parser, Debug)]
+#[command(name = "acp-chaos", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    cmd: Option<Cmd>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Run a campaign: scenarios × seeds (the default command).
+    Run(RunArgs),
+    /// Re-run one (scenario, seed) and print its plan, history and verdicts.
+    Replay(ReplayArgs),
+    /// List scenarios, models, mutants, faults, properties and `sometimes` events.
+    List(DirArgs),
+    /// Re-run every checker on a stored history (a run folder or a history.jsonl).
+    Check {
+        /// A run folder (with history.jsonl) or the file itself.
+        path: PathBuf,
+    },
+    /// Measure seeds per second and the overhead over a bare turmoil run.
+    Bench(BenchArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+struct DirArgs {
+    /// Folder of scenario files.
+    #[arg(long, default_value = "scenarios", env = "ACP_CHAOS_SCENARIOS")]
+    scenarios: PathBuf,
+}
+
+#[derive(Args, Debug, Clone)]
+struct RunArgs {
+    /// Scenario names or .toml paths (default: every file in the scenarios folder).
+    scenario: Vec<String>,
+    /// Seeds per scenario.
+    #[arg(long, default_value_t = 200, env = "ACP_CHAOS_SEEDS")]
+    seeds: u64,
+    /// First seed.
+    #[arg(long, default_value_t = 0, env = "ACP_CHAOS_SEED")]
+    seed_start: u64,
+    /// Worker threads (default: the number of cores).
+    #[arg(long, env = "ACP_CHAOS_JOBS")]
+    jobs: Option<usize>,
+    /// Run against a mutant (see `acp-chaos list`).
+    #[arg(long)]
+    mutant: Option<String>,
+    /// Report folder.
+    #[arg(long, default_value = "reports/latest")]
+    out: PathBuf,
+    #[command(flatten)]
+    dir: DirArgs,
+}
+
+#[derive(Args, Debug, Clone)]
+struct ReplayArgs {
+    /// Scenario name or .toml path.
+    scenario: String,
+    /// The seed.
+    #[arg(long)]
+    seed: u64,
+    /// The mutant, if the failing run had one.
+    #[arg(long)]
+    mutant: Option<String>,
+    /// Print the history as JSON Lines instead of readable lines.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    dir: DirArgs,
+}
+
+#[derive(Args, Debug, Clone)]
+struct BenchArgs {
+    /// Scenario to measure.
+    #[arg(default_value = "swarm-basic")]
+    scenario: String,
+    /// Seeds.
+    #[arg(long, default_value_t = 200)]
+    seeds: u64,
+    /// Worker threads.
+    #[arg(long, default_value_t = 1)]
+    jobs: usize,
+    #[command(flatten)]
+    dir: DirArgs,
+}
+
+/// Parse the process arguments and run; returns the exit code.
+pub fn main() -> i32 {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .try_init();
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { exit::USAGE } else { exit::VALID };
+        }
+    };
+    match dispatch(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            exit::USAGE
+        }
+    }
+}
+
+/// Run parsed arguments (tests call this with `Cli::try_parse_from`).
+pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
+    match cli.cmd {
+        None => run(&cli.run),
+        Some(Cmd::Run(a)) => run(&a),
+        Some(Cmd::Replay(a)) => replay(&a).map(|(code, _)| code),
+        Some(Cmd::List(d)) => list(&d),
+        Some(Cmd::Check { path }) => check_stored(&path),
+        Some(Cmd::Bench(b)) => bench(&b),
+    }
+}
+
+/// Parse and run a repro line such as `acp-chaos replay S --seed N --mutant M`; returns the
+/// exit code and the history hash. Used by tests to round-trip printed repro lines.
+pub fn replay_line(line: &str, scenarios: &Path) -> anyhow::Result<(i32, String)> {
+    let mut args: Vec<String> = line.split_whitespace().map(String::from).collect();
+    args.push("--scenarios".into());
+    args.push(scenarios.display().to_string());
+    let cli = Cli::try_parse_from(args)?;
+    match cli.cmd {
+        Some(Cmd::Replay(a)) => replay(&a),
+        _ => anyhow::bail!("not a replay line: {line}"),
+    }
+}
+
+fn scenarios_dir(d: &DirArgs) -> PathBuf {
+    if d.scenarios.exists() || d.scenarios.is_absolute() {
+        return d.scenarios.clone();
+    }
+    // Run from elsewhere in the workspace: fall back to the repo's scenarios folder.
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(&d.scenarios);
+    if repo.exists() {
+        repo
+    } else {
+        d.scenarios.clone()
+    }
+}
+
+fn check_mutant(m: &Option<String>) -> anyhow::Result<()> {
+    if let Some(name) = m {
+        if mutant::find(name).is_none() {
+            let names: Vec<_> = mutant::MUTANTS.iter().map(|m| m.name).collect();
+            anyhow::bail!("unknown mutant `{name}` (known: {})", names.join(", "));
+        }
+    }
+    Ok(())
+}
+
+fn load(d: &DirArgs, names: &[String]) -> Result<Vec<Scenario>, scenario::ScenarioError> {
+    let dir = scenarios_dir(d);
+    if names.is_empty() {
+        scenario::load_dir(&dir)
+    } else {
+        names.iter().map(|n| scenario::resolve(&dir, n)).collect()
+    }
+}
+
+fn run(a: &RunArgs) -> anyhow::Result<i32> {
+    check_mutant(&a.mutant)?;
+    let scenarios = match load(&a.dir, &a.scenario) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(exit::USAGE);
+        }
+    };
+    if scenarios.is_empty() {
+        eprintln!("error: no scenarios found in {}", scenarios_dir(&a.dir).display());
+        return Ok(exit::USAGE);
+    }
+    let jobs = a.jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
+    // VOPR style: the seed range and every derived setting first.
+    println!(
+        "acp-chaos campaign: seeds {}..{} ({} per scenario) x {} scenarios, mutant={}, jobs={}",
+        a.seed_start,
+        a.seed_start + a.seeds,
+        a.seeds,
+        scenarios.len(),
+        a.mutant.as_deref().unwrap_or("none"),
+        jobs
+    );
+    for s in &scenarios {
+        let p = Plan::derive(s, a.seed_start, a.mutant.as_deref());
+        let how = if s.swarm.is_some() { "swarm (faults drawn per seed)".to_string() } else { format!("{} scripted faults", s.faults.len()) };
+        println!(
+            "  {:<44} {} submissions, o1={:?} o4={:?}, {}, rules {}",
+            s.name,
+            p.workload.len(),
+            s.agent.o1,
+            s.agent.o4,
+            how,
+            s.rules.join(" ")
+        );
+    }
+    let spec = CampaignSpec {
+        scenarios,
+        seed_start: a.seed_start,
+        seeds: a.seeds,
+        jobs,
+        mutant: a.mutant.clone(),
+        out: a.out.clone(),
+        keep_per_property: 5,
+    };
+    let summary = campaign::run(&spec)?;
+    println!();
+    print!("{}", campaign::table_text(&summary));
+    println!();
+    for (scen, counts) in &summary.classes {
+        let parts: Vec<String> = counts.iter().map(|(c, n)| format!("{c:?}={n}").to_lowercase()).collect();
+        println!("  submissions {scen}: {}", parts.join(" "));
+    }
+    for (scen, missing) in &summary.vacuous {
+        println!("VACUOUS {scen}: never happened: {}", missing.join(", "));
+    }
+    let mut shown = std::collections::BTreeSet::new();
+    for f in &summary.failures {
+        let key = (f["scenario"].to_string(), f["property"].to_string());
+        if shown.insert(key) {
+            println!(
+                "FAIL {} {} {} (party {}, rules {}): {}\n  repro: {}",
+                f["scenario"].as_str().unwrap_or(""),
+                f["property"].as_str().unwrap_or(""),
+                f["status"].as_str().unwrap_or(""),
+                f["party"].as_str().unwrap_or("-"),
+                f["rules"].as_array().map(|r| r.iter().filter_map(|x| x.as_str()).collect::<Vec<_>>().join(" ")).unwrap_or_default(),
+                f["message"].as_str().unwrap_or(""),
+                f["repro"].as_str().unwrap_or("")
+            );
+        }
+    }
+    for l in &summary.nondeterministic {
+        println!("NONDETERMINISM: {l} gave two different histories");
+    }
+    println!("report: {}/summary.json  exit {}", a.out.display(), summary.exit_code);
+    Ok(summary.exit_code)
+}
+
+fn replay(a: &ReplayArgs) -> anyhow::Result<(i32, String)> {
+    check_mutant(&a.mutant)?;
+    let s = match scenario::resolve(&scenarios_dir(&a.dir), &a.scenario) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok((exit::USAGE, String::new()));
+        }
+    };
+    let plan = Plan::derive(&s, a.seed, a.mutant.as_deref());
+    for l in plan.describe() {
+        println!("# {l}");
+    }
+    let (h, r) = campaign::run_one(&s, a.seed, a.mutant.as_deref());
+    if a.json {
+        let mut out = std::io::stdout().lock();
+        h.write_jsonl(&mut out)?;
+    } else {
+        for op in &h.ops {
+            println!("{}", history::describe(op));
+        }
+    }
+    let code = print_verdicts(&r.verdicts);
+    println!("history hash {}  ({} ops, {} ms simulated)", r.hash, r.ops, r.sim_ms);
+    Ok((code, r.hash))
+}
+
+fn print_verdicts(vs: &[check::Verdict]) -> i32 {
+    let mut code = exit::VALID;
+    for v in vs {
+        let title = CHECKERS.iter().find(|c| c.property == v.property).map(|c| c.title).unwrap_or("");
+        let status = format!("{:?}", v.status).to_lowercase();
+        if v.status == Status::Valid {
+            println!("verdict {} {title}: valid", v.property);
+        } else {
+            println!(
+                "verdict {} {title}: {status} (party {}, rules {}, witnesses {:?}, fault op {}): {}",
+                v.property,
+                v.party.map(|p| format!("{p:?}").to_lowercase()).unwrap_or_else(|| "-".into()),
+                v.rules.join(" "),
+                v.witnesses,
+                v.fault.map(|f| f.to_string()).unwrap_or_else(|| "-".into()),
+                v.message
+            );
+        }
+        code = match (code, v.status) {
+            (_, Status::Invalid) => exit::INVALID,
+            (exit::VALID, Status::Unknown) => exit::LIVENESS,
+            (c, _) => c,
+        };
+    }
+    code
+}
+
+fn list(d: &DirArgs) -> anyhow::Result<i32> {
+    println!("scenarios ({}):", scenarios_dir(d).display());
+    match scenario::load_dir(&scenarios_dir(d)) {
+        Ok(ss) => {
+            for s in ss {
+                println!("  {:<44} [{}] {}", s.name, s.rules.join(" "), s.summary);
+            }
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(exit::USAGE);
+        }
+    }
+    println!("models:\n  agent  stored   durable retention: key+message in one fsynced record (A10 A13 D1)\n  client spec     key per submission, durable pending store, resume then resend (C1 C4 C6 C8)");
+    println!("mutants:");
+    for m in mutant::MUTANTS {
+        println!("  {:<22} {:<6} breaks {:<12} caught by {} ({:?}): {}", m.name, match m.kind { mutant::MutantKind::Agent(_) => "agent", mutant::MutantKind::Client(_) => "client" }, m.rules.join(" "), m.property, m.party, m.summary);
+    }
+    println!("faults:");
+    for k in FaultKind::ALL {
+        println!("  {:<16} {}", k.as_str(), k.summary());
+    }
+    println!("  protocol points for crash-agent: {}", Point::ALL.map(|p| p.as_str()).join(", "));
+    println!("properties:");
+    for c in CHECKERS {
+        println!("  {:<4} {:<16} rules {}", c.property, c.title, c.rules.join(" "));
+    }
+    println!("sometimes events:");
+    for (n, d) in scenario::EVENTS {
+        println!("  {n:<16} {d}");
+    }
+    Ok(exit::VALID)
+}
+
+fn check_stored(path: &Path) -> anyhow::Result<i32> {
+    let file = if path.is_dir() { path.join("history.jsonl") } else { path.to_path_buf() };
+    let h = match History::read_jsonl(&file) {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            return Ok(exit::USAGE);
+        }
+    };
+    println!("# {} seed {} mutant {}", h.header["scenario"], h.header["seed"], h.header["mutant"]);
+    let vs = check::check_all(&h);
+    let code = print_verdicts(&vs);
+    println!("history hash {}", h.hash());
+    Ok(code)
+}
+
+fn bench(b: &BenchArgs) -> anyhow::Result<i32> {
+    let s = match scenario::resolve(&scenarios_dir(&b.dir), &b.scenario) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(exit::USAGE);
+        }
+    };
+    let r = crate::bench::run(&s, b.seeds, b.jobs)?;
+    println!(
+        "bench {}: {} seeds, jobs={}: {:.2} s wall, {:.0} seeds/s, mean {:.0} ms simulated per run; bare turmoil (same hosts, tick, simulated time): {:.2} s; overhead x{:.1}",
+        r.scenario, r.seeds, r.jobs, r.wall_s, r.seeds_per_s, r.sim_ms_mean, r.bare_wall_s, r.overhead_ratio
+    );
+    println!("{}", serde_json::to_string(&r)?);
+    Ok(exit::VALID)
+}

@@ -1,0 +1,132 @@
+//! The history: one JSON Lines file per run (Jepsen-style ops).
+//!
+//! Line 1 is the header `{"format": 1, "scenario", "seed", "mutant", "plan": {...}}`; every
+//! further line is an [`Op`]:
+//! `{"index", "time_ms", "process", "type": "invoke"|"ok"|"fail"|"info", "f", "value"}`.
+//!
+//! Processes: `user` (submissions), `client` (attempts, acks, surfaced errors), `agent`
+//! (insertions and when they became durable and visible, dedup hits, turns, recovery), `net`
+//! (every frame sent and received, connections opened and ended) and `nemesis` (faults,
+//! restarts, heal). The hash covers the ops only, never machine-dependent settings.
+
+use std::io::{BufRead, Write};
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// History format version (line 1).
+pub const FORMAT: u32 = 1;
+
+/// Jepsen op type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OpType {
+    /// An operation started.
+    Invoke,
+    /// It completed successfully.
+    Ok,
+    /// It failed (definitely did not happen, or was shown to the user as failed).
+    Fail,
+    /// Anything else: effects, frames, faults.
+    Info,
+}
+
+/// One history entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Op {
+    /// Position in the history, from 0.
+    pub index: usize,
+    /// Simulated time in ms.
+    pub time_ms: u64,
+    /// `user`, `client`, `agent`, `net`, `nemesis` or `world`.
+    pub process: String,
+    /// Op type.
+    #[serde(rename = "type")]
+    pub kind: OpType,
+    /// Function name, e.g. `submit`, `attempt`, `insert`, `send`, `crash`.
+    pub f: String,
+    /// Payload.
+    pub value: Value,
+}
+
+/// A whole run's history.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct History {
+    /// Header (line 1): scenario, seed, mutant and every derived setting.
+    pub header: Value,
+    /// The ops in order.
+    pub ops: Vec<Op>,
+}
+
+impl History {
+    /// SHA-256 (hex, first 16 chars) over the ops; equal hashes mean equal runs.
+    pub fn hash(&self) -> String {
+        let mut h = Sha256::new();
+        for op in &self.ops {
+            h.update(serde_json::to_vec(op).expect("ops serialize"));
+            h.update(b"\n");
+        }
+        h.finalize().iter().take(8).map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// Write as JSON Lines.
+    pub fn write_jsonl(&self, w: &mut impl Write) -> std::io::Result<()> {
+        serde_json::to_writer(&mut *w, &self.header)?;
+        w.write_all(b"\n")?;
+        for op in &self.ops {
+            serde_json::to_writer(&mut *w, op)?;
+            w.write_all(b"\n")?;
+        }
+        Ok(())
+    }
+
+    /// Read a `history.jsonl` back (for `acp-chaos check`).
+    pub fn read_jsonl(path: &Path) -> anyhow::Result<History> {
+        let f = std::fs::File::open(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        let mut lines = std::io::BufReader::new(f).lines();
+        let header: Value = match lines.next() {
+            Some(l) => serde_json::from_str(&l?).map_err(|e| anyhow::anyhow!("{}:1: {e}", path.display()))?,
+            None => anyhow::bail!("{}: empty history", path.display()),
+        };
+        if header["format"] != FORMAT {
+            anyhow::bail!("{}:1: field `format`: expected {FORMAT}", path.display());
+        }
+        let mut ops = Vec::new();
+        for (i, l) in lines.enumerate() {
+            let op: Op = serde_json::from_str(&l?).map_err(|e| anyhow::anyhow!("{}:{}: {e}", path.display(), i + 2))?;
+            ops.push(op);
+        }
+        Ok(History { header, ops })
+    }
+
+    /// Ops of one process with one function name.
+    pub fn ops<'a>(&'a self, process: &'a str, f: &'a str) -> impl Iterator<Item = &'a Op> + 'a {
+        self.ops.iter().filter(move |o| o.process == process && o.f == f)
+    }
+}
+
+/// One op as a short human line (`replay` prints these).
+pub fn describe(op: &Op) -> String {
+    let t = match op.kind {
+        OpType::Invoke => "invoke",
+        OpType::Ok => "ok",
+        OpType::Fail => "fail",
+        OpType::Info => "info",
+    };
+    let v = if op.process == "net" && (op.f == "send" || op.f == "recv") {
+        let fr = &op.value["frame"];
+        let what = if let Some(m) = fr["method"].as_str() {
+            format!("{m}{}", fr.get("id").map(|i| format!(" #{i}")).unwrap_or_default())
+        } else if fr.get("error").is_some() {
+            format!("#{} error {}", fr["id"], fr["error"]["code"])
+        } else {
+            format!("#{} result {}", fr["id"], fr["result"])
+        };
+        format!("conn={} {} {}", op.value["conn"], op.value["from"].as_str().unwrap_or("?"), what)
+    } else {
+        op.value.to_string()
+    };
+    format!("{:>5} {:>6}ms {:<8} {:<6} {:<14} {}", op.index, op.time_ms, op.process, t, op.f, v)
+}

@@ -1,0 +1,379 @@
+//! Thin async drivers that run the sans-IO models as turmoil hosts.
+//!
+//! Each host has one event loop. Connections are newline-delimited JSON over turmoil TCP with a
+//! heartbeat in the frame layer: an idle writer sends an empty line every `heartbeat_ms`, and a
+//! reader that hears nothing for `dead_ms` ends the connection (turmoil never ends a partitioned
+//! stream by itself). Frame faults are decided per frame by the [`Ledger`].
+
+use std::cell::RefCell;
+use std::net::{IpAddr, Ipv4Addr};
+use std::rc::Rc;
+use std::time::Duration;
+
+use acp_chaos_models::{
+    store, Action, AgentInput, AgentModel, ClientInput, ClientModel, ConnId, Point, SpecClient, StoredAgent,
+};
+use indexmap::IndexMap;
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+use tokio::task::AbortHandle;
+use turmoil::fs::shim::std::fs as simfs;
+use turmoil::net::{TcpListener, TcpStream};
+
+use crate::history::OpType;
+use crate::ledger::{FrameDecision, Ledger};
+use crate::plan::Plan;
+
+/// The Agent's listening port.
+pub const AGENT_PORT: u16 = 9000;
+
+/// What a host's event loop reacts to.
+enum Ev {
+    Accepted(TcpStream),
+    Connected(TcpStream),
+    ConnectFailed,
+    Frame(ConnId, String),
+    Closed(ConnId, &'static str),
+    Timer(u64),
+}
+
+/// The barrier value the Agent triggers at each protocol point.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PointHit(pub Point);
+
+/// Shared by the host factories of one run.
+pub struct Ctx {
+    /// The ledger.
+    pub ledger: Rc<RefCell<Ledger>>,
+    /// The plan.
+    pub plan: Plan,
+}
+
+struct ConnHandle {
+    out: UnboundedSender<String>,
+    tasks: [AbortHandle; 2],
+}
+
+impl Drop for ConnHandle {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+/// A process's I/O: its connections, its store file, its timers.
+struct Io {
+    process: &'static str,
+    ctx: Rc<Ctx>,
+    tx: UnboundedSender<Ev>,
+    conns: IndexMap<ConnId, ConnHandle>,
+    store: String,
+}
+
+impl Io {
+    fn new(process: &'static str, ctx: Rc<Ctx>, store: &str) -> (Io, UnboundedReceiver<Ev>) {
+        let (tx, rx) = unbounded_channel();
+        (Io { process, ctx, tx, conns: IndexMap::new(), store: store.to_string() }, rx)
+    }
+
+    fn record(&self, kind: OpType, f: &str, value: Value) {
+        self.ctx.ledger.borrow_mut().record(self.process, kind, f, value);
+    }
+
+    /// Read the store, cutting a torn tail (framed records, A13/D1).
+    fn recover(&self) -> std::io::Result<Vec<Value>> {
+        let dir = std::path::Path::new(&self.store).parent().expect("absolute path");
+        simfs::create_dir_all(dir)?;
+        if !simfs::exists(&self.store) {
+            return Ok(Vec::new());
+        }
+        let bytes = simfs::read(&self.store)?;
+        let (recs, valid) = store::decode(&bytes);
+        if valid < bytes.len() {
+            let f = simfs::OpenOptions::new().write(true).open(&self.store)?;
+            f.set_len(valid as u64)?;
+            f.sync_all()?;
+            self.record(OpType::Info, "truncate-torn-tail", json!({"from": bytes.len(), "to": valid}));
+        }
+        Ok(recs.iter().filter_map(|r| serde_json::from_slice(r).ok()).collect())
+    }
+
+    fn persist(&self, record: &Value, sync: bool) -> std::io::Result<()> {
+        use std::io::Write;
+        let existed = simfs::exists(&self.store);
+        let mut f = simfs::OpenOptions::new().create(true).append(true).open(&self.store)?;
+        f.write_all(&store::encode(&serde_json::to_vec(record).expect("serializes")))?;
+        if sync {
+            f.sync_all()?;
+            if !existed {
+                simfs::sync_dir(std::path::Path::new(&self.store).parent().expect("absolute path"))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn open(&mut self, stream: TcpStream, client_addr: String) -> ConnId {
+        let plan = &self.ctx.plan;
+        let id = self.ctx.ledger.borrow_mut().conn_id(&client_addr, self.process);
+        let (r, mut w) = stream.into_split();
+        let (otx, mut orx) = unbounded_channel::<String>();
+        let dead = Duration::from_millis(plan.net.dead_ms);
+        let hb = Duration::from_millis(plan.net.heartbeat_ms);
+        let tx = self.tx.clone();
+        let reader = tokio::task::spawn_local(async move {
+            let mut r = BufReader::new(r);
+            let mut buf = String::new();
+            loop {
+                buf.clear();
+                let why = match tokio::time::timeout(dead, r.read_line(&mut buf)).await {
+                    Ok(Ok(0)) => "eof",
+                    Ok(Ok(_)) => {
+                        let l = buf.trim_end();
+                        if !l.is_empty() {
+                            let _ = tx.send(Ev::Frame(id, l.to_string()));
+                        }
+                        continue;
+                    }
+                    Ok(Err(_)) => "reset",
+                    Err(_) => "heartbeat timeout",
+                };
+                let _ = tx.send(Ev::Closed(id, why));
+                return;
+            }
+        });
+        let tx = self.tx.clone();
+        let ledger = self.ctx.ledger.clone();
+        let from = self.process;
+        let writer = tokio::task::spawn_local(async move {
+            loop {
+                let line = match tokio::time::timeout(hb, orx.recv()).await {
+                    Ok(Some(l)) => l,
+                    Ok(None) => return,
+                    Err(_) => {
+                        if !ledger.borrow().is_blackholed(id) && w.write_all(b"\n").await.is_err() {
+                            let _ = tx.send(Ev::Closed(id, "write failed"));
+                            return;
+                        }
+                        continue;
+                    }
+                };
+                let frame: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+                let decision = ledger.borrow_mut().on_send(id, from, &frame);
+                match decision {
+                    FrameDecision::Deliver => {}
+                    FrameDecision::Stall(ms) => {
+                        tokio::time::sleep(Duration::from_millis(ms)).await;
+                        ledger.borrow_mut().record("net", OpType::Info, "stall-end", json!({"conn": id, "from": from}));
+                    }
+                    FrameDecision::Lose { silent: true } => continue,
+                    FrameDecision::Lose { silent: false } => {
+                        let _ = tx.send(Ev::Closed(id, "connection broke at a lost frame"));
+                        return;
+                    }
+                }
+                let mut bytes = line.into_bytes();
+                bytes.push(b'\n');
+                if w.write_all(&bytes).await.is_err() {
+                    let _ = tx.send(Ev::Closed(id, "write failed"));
+                    return;
+                }
+            }
+        });
+        self.conns.insert(id, ConnHandle { out: otx, tasks: [reader.abort_handle(), writer.abort_handle()] });
+        id
+    }
+
+    /// Forget a connection (its tasks are aborted, its halves dropped: the peer sees EOF).
+    fn close(&mut self, id: ConnId, why: &str) -> bool {
+        if self.conns.shift_remove(&id).is_some() {
+            self.record(OpType::Info, "conn-end", json!({"conn": id, "reason": why}));
+            true
+        } else {
+            false
+        }
+    }
+
+    fn log_recv(&self, id: ConnId, line: &str) -> Value {
+        let frame: Value = serde_json::from_str(line).unwrap_or_else(|_| Value::String(line.to_string()));
+        self.ctx.ledger.borrow_mut().record("net", OpType::Info, "recv", json!({"conn": id, "from": peer(self.process), "frame": frame}));
+        frame
+    }
+
+    /// Run the model's actions in order. Points await the nemesis's barrier.
+    async fn execute(&mut self, out: &mut Vec<Action>) -> std::io::Result<()> {
+        for a in out.drain(..) {
+            match a {
+                Action::Send { conn, line } => {
+                    if let Some(c) = self.conns.get(&conn) {
+                        let _ = c.out.send(line);
+                    }
+                }
+                Action::Persist { record, sync } => self.persist(&record, sync)?,
+                Action::Timer { id, after_ms } => {
+                    let tx = self.tx.clone();
+                    tokio::task::spawn_local(async move {
+                        tokio::time::sleep(Duration::from_millis(after_ms)).await;
+                        let _ = tx.send(Ev::Timer(id));
+                    });
+                }
+                Action::Point(p) => turmoil::barriers::trigger(PointHit(p)).await,
+                Action::Effect(e) => {
+                    // Jepsen types for the Client's view: an attempt is invoked, an ack is ok,
+                    // an input shown to the user as failed is fail.
+                    let kind = match e.f {
+                        "attempt" => OpType::Invoke,
+                        "ack" => OpType::Ok,
+                        "surface" => OpType::Fail,
+                        _ => OpType::Info,
+                    };
+                    self.record(kind, e.f, e.value)
+                }
+                Action::Connect { after_ms } => {
+                    let tx = self.tx.clone();
+                    let limit = Duration::from_millis(self.ctx.plan.net.connect_timeout_ms);
+                    tokio::task::spawn_local(async move {
+                        tokio::time::sleep(Duration::from_millis(after_ms)).await;
+                        let ev = match tokio::time::timeout(limit, TcpStream::connect(("agent", AGENT_PORT))).await {
+                            Ok(Ok(s)) => Ev::Connected(s),
+                            _ => Ev::ConnectFailed,
+                        };
+                        let _ = tx.send(ev);
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn peer(process: &str) -> &'static str {
+    if process == "agent" {
+        "client"
+    } else {
+        "agent"
+    }
+}
+
+/// The Agent host: recover the stored sessions, listen, run the model.
+pub async fn agent(ctx: Rc<Ctx>) -> turmoil::Result {
+    let boot = ctx.ledger.borrow_mut().boot("agent");
+    let (mut io, mut rx) = Io::new("agent", ctx.clone(), "/data/sessions.log");
+    let records = io.recover()?;
+    let mut model = StoredAgent::recover(ctx.plan.agent.clone(), boot, ctx.plan.seed, &records);
+    io.record(OpType::Info, "recover", json!({"boot": boot, "retained": model.retained()}));
+    ctx.ledger.borrow_mut().agent_idle = model.is_idle();
+    let listener = TcpListener::bind((IpAddr::V4(Ipv4Addr::UNSPECIFIED), AGENT_PORT)).await?;
+    let tx = io.tx.clone();
+    tokio::task::spawn_local(async move {
+        while let Ok((s, _)) = listener.accept().await {
+            if tx.send(Ev::Accepted(s)).is_err() {
+                return;
+            }
+        }
+    });
+    let mut out = Vec::new();
+    while let Some(ev) = rx.recv().await {
+        match ev {
+            Ev::Accepted(s) => {
+                let addr = s.peer_addr().map(|a| a.to_string()).unwrap_or_default();
+                let id = io.open(s, addr);
+                model.handle(AgentInput::Connected(id), &mut out);
+            }
+            Ev::Frame(id, line) if io.conns.contains_key(&id) => {
+                let frame = io.log_recv(id, &line);
+                if ctx.ledger.borrow_mut().take_transient(id, &frame) {
+                    model.handle(AgentInput::InjectTransientError, &mut out);
+                }
+                model.handle(AgentInput::Frame(id, line), &mut out);
+            }
+            Ev::Closed(id, why) => {
+                if io.close(id, why) {
+                    model.handle(AgentInput::Disconnected(id), &mut out);
+                }
+            }
+            Ev::Timer(t) => model.handle(AgentInput::Timer(t), &mut out),
+            Ev::Frame(..) | Ev::Connected(_) | Ev::ConnectFailed => {}
+        }
+        io.execute(&mut out).await?;
+        ctx.ledger.borrow_mut().agent_idle = model.is_idle();
+    }
+    Ok(())
+}
+
+/// The Client host: recover its store, connect, take the user's submissions when they are due.
+pub async fn client(ctx: Rc<Ctx>) -> turmoil::Result {
+    let boot = ctx.ledger.borrow_mut().boot("client");
+    let (mut io, mut rx) = Io::new("client", ctx.clone(), "/client/store.log");
+    let records = io.recover()?;
+    let mut model = SpecClient::recover(ctx.plan.client.clone(), boot, ctx.plan.seed, &records);
+    io.record(OpType::Info, "boot", json!({"boot": boot, "pending": model.pending()}));
+    let mut out = Vec::new();
+    model.handle(ClientInput::Boot, &mut out);
+    io.execute(&mut out).await?;
+    ctx.ledger.borrow_mut().client_pending = model.pending();
+    loop {
+        let due = {
+            let l = ctx.ledger.borrow();
+            l.workload.get(l.delivered).map(|w| w.0.saturating_sub(l.now_ms))
+        };
+        let ev = tokio::select! {
+            biased;
+            ev = rx.recv() => ev,
+            _ = tokio::time::sleep(Duration::from_millis(due.unwrap_or(0))), if due.is_some() => None,
+        };
+        match ev {
+            None => {
+                // The user submits every input that is due. Recorded as the user's invoke, then
+                // handed to the Client in the same step (no await in between: no crash there).
+                loop {
+                    let next = {
+                        let mut l = ctx.ledger.borrow_mut();
+                        match l.workload.get(l.delivered).cloned() {
+                            Some((at, n, text)) if at <= l.now_ms => {
+                                l.delivered += 1;
+                                l.record("user", OpType::Invoke, "submit", json!({"submission": n, "text": text}));
+                                Some((n, text))
+                            }
+                            _ => None,
+                        }
+                    };
+                    let Some((n, text)) = next else { break };
+                    model.handle(ClientInput::Submit { submission: n, text }, &mut out);
+                    io.execute(&mut out).await?;
+                    ctx.ledger.borrow_mut().on_submission(n);
+                }
+            }
+            Some(Ev::Connected(s)) => {
+                let addr = s.local_addr().map(|a| a.to_string()).unwrap_or_default();
+                let id = io.open(s, addr);
+                model.handle(ClientInput::Connected(id), &mut out);
+            }
+            Some(Ev::ConnectFailed) => {
+                io.record(OpType::Info, "connect-failed", json!({}));
+                model.handle(ClientInput::ConnectFailed, &mut out);
+            }
+            Some(Ev::Frame(id, line)) if io.conns.contains_key(&id) => {
+                io.log_recv(id, &line);
+                model.handle(ClientInput::Frame(id, line), &mut out);
+            }
+            Some(Ev::Closed(id, why)) => {
+                if io.close(id, why) {
+                    model.handle(ClientInput::Disconnected(id), &mut out);
+                }
+            }
+            Some(Ev::Timer(t)) => model.handle(ClientInput::Timer(t), &mut out),
+            Some(Ev::Frame(..) | Ev::Accepted(_)) => {}
+        }
+        io.execute(&mut out).await?;
+        ctx.ledger.borrow_mut().client_pending = model.pending();
+    }
+}
+
+/// A bare host for the benchmark baseline: same hosts and tick, no models.
+pub async fn idle_host() -> turmoil::Result {
+    loop {
+        tokio::time::sleep(Duration::from_secs(3600)).await;
+    }
+}

@@ -1,0 +1,251 @@
+//! The out-of-band ledger shared by every host of one run: it appends the history, numbers
+//! connections, and arms the nemesis's event-triggered faults (frame and submission triggers).
+//!
+//! One simulation runs on one thread, so the ledger is an `Rc<RefCell<_>>`.
+
+use std::collections::BTreeSet;
+
+use acp_chaos_models::ConnId;
+use indexmap::IndexMap;
+use serde_json::{json, Value};
+
+use crate::history::{Op, OpType};
+use crate::plan::{fault_line, Plan};
+use crate::scenario::{FaultKind, FaultSpec, Side};
+
+/// What a frame-layer writer does with one frame.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum FrameDecision {
+    /// Write it.
+    Deliver,
+    /// Break the connection here: this frame and everything after it are lost.
+    Lose {
+        /// Neither end sees a close; only heartbeats notice.
+        silent: bool,
+    },
+    /// Wait this long, then write it (and everything behind it).
+    Stall(u64),
+}
+
+/// A process-level fault the step loop carries out between steps.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NemesisAction {
+    /// Crash the Agent and restart it later.
+    CrashAgent {
+        /// Restart delay, ms.
+        restart_after_ms: u64,
+    },
+    /// Crash the Client and restart it later.
+    RestartClient {
+        /// Restart delay, ms.
+        restart_after_ms: u64,
+    },
+    /// Partition client↔agent, heal later.
+    Partition {
+        /// Heal delay, ms.
+        heal_after_ms: u64,
+    },
+}
+
+impl NemesisAction {
+    /// The process-level action of a fault spec, if it has one.
+    pub fn of(f: &FaultSpec) -> Option<NemesisAction> {
+        match f.kind {
+            FaultKind::CrashAgent => Some(NemesisAction::CrashAgent { restart_after_ms: f.restart_after_ms.unwrap_or(50) }),
+            FaultKind::RestartClient => Some(NemesisAction::RestartClient { restart_after_ms: f.restart_after_ms.unwrap_or(50) }),
+            FaultKind::Partition => Some(NemesisAction::Partition { heal_after_ms: f.heal_after_ms.unwrap_or(100) }),
+            _ => None,
+        }
+    }
+}
+
+/// The shared run state.
+pub struct Ledger {
+    /// Simulated time, set by the step loop before each step.
+    pub now_ms: u64,
+    /// The history so far.
+    pub ops: Vec<Op>,
+    faults: Vec<FaultSpec>,
+    fired: Vec<bool>,
+    armed: bool,
+    rendezvous: IndexMap<String, ConnId>,
+    next_conn: ConnId,
+    blackholed: BTreeSet<ConnId>,
+    /// (conn, request id) → (method, nth request of that method in the run).
+    requests: IndexMap<(ConnId, String), (String, u32)>,
+    method_counts: IndexMap<String, u32>,
+    transient: BTreeSet<(ConnId, String)>,
+    /// Process-level faults triggered by events, for the step loop.
+    pub queue: Vec<(usize, NemesisAction)>,
+    /// Workload (at_ms, submission, text) and how many the Client has accepted.
+    pub workload: Vec<(u64, u64, String)>,
+    /// How many workload entries were delivered to the Client.
+    pub delivered: usize,
+    /// Submissions the Client holds pending (published after every event it handles).
+    pub client_pending: Vec<u64>,
+    /// The Agent has no running turn and no held prompt.
+    pub agent_idle: bool,
+    boots: IndexMap<&'static str, u32>,
+}
+
+impl Ledger {
+    /// A fresh ledger for a plan.
+    pub fn new(plan: &Plan) -> Ledger {
+        Ledger {
+            now_ms: 0,
+            ops: Vec::with_capacity(512),
+            faults: plan.faults.clone(),
+            fired: vec![false; plan.faults.len()],
+            armed: true,
+            rendezvous: IndexMap::new(),
+            next_conn: 1,
+            blackholed: BTreeSet::new(),
+            requests: IndexMap::new(),
+            method_counts: IndexMap::new(),
+            transient: BTreeSet::new(),
+            queue: Vec::new(),
+            workload: plan.workload.iter().map(|s| (s.at_ms, s.submission, s.text.clone())).collect(),
+            delivered: 0,
+            client_pending: Vec::new(),
+            agent_idle: true,
+            boots: IndexMap::new(),
+        }
+    }
+
+    /// Append one op.
+    pub fn record(&mut self, process: &str, kind: OpType, f: &str, value: Value) -> usize {
+        let index = self.ops.len();
+        self.ops.push(Op { index, time_ms: self.now_ms, process: process.to_string(), kind, f: f.to_string(), value });
+        index
+    }
+
+    /// Count a process start; returns the boot number (0 for the first).
+    pub fn boot(&mut self, host: &'static str) -> u32 {
+        let b = self.boots.entry(host).or_insert(0);
+        let n = *b;
+        *b += 1;
+        n
+    }
+
+    /// The connection number for the client-side socket address `client_addr`: the first end
+    /// to ask allocates it, the second end claims it.
+    pub fn conn_id(&mut self, client_addr: &str, opener: &str) -> ConnId {
+        if let Some(id) = self.rendezvous.shift_remove(client_addr) {
+            return id;
+        }
+        let id = self.next_conn;
+        self.next_conn += 1;
+        self.rendezvous.insert(client_addr.to_string(), id);
+        self.record("net", OpType::Info, "conn-open", json!({"conn": id, "client_addr": client_addr, "seen_by": opener}));
+        id
+    }
+
+    /// Whether a silent break swallowed this connection.
+    pub fn is_blackholed(&self, conn: ConnId) -> bool {
+        self.blackholed.contains(&conn)
+    }
+
+    /// Stop firing faults (heal).
+    pub fn disarm(&mut self) {
+        self.armed = false;
+        self.blackholed.clear();
+    }
+
+    /// Mark fault `i` as fired and log it.
+    pub fn fire(&mut self, i: usize, detail: Value) {
+        self.fired[i] = true;
+        let line = fault_line(&self.faults[i]);
+        self.record("nemesis", OpType::Info, self.faults[i].kind.as_str(), json!({"fault": i, "spec": line, "detail": detail}));
+    }
+
+    /// A writer is about to send `frame` on `conn`; `from` is `client` or `agent`.
+    /// Logs the send and decides the frame's fate.
+    pub fn on_send(&mut self, conn: ConnId, from: &str, frame: &Value) -> FrameDecision {
+        if self.blackholed.contains(&conn) {
+            return FrameDecision::Lose { silent: true };
+        }
+        let id_key = frame.get("id").map(|i| i.to_string());
+        // Which exchange is this frame part of?
+        let exchange: Option<(Side, String, u32)> = match (frame.get("method").and_then(Value::as_str), &id_key) {
+            (Some(m), Some(id)) if from == "client" => {
+                let n = self.method_counts.entry(m.to_string()).or_insert(0);
+                *n += 1;
+                let nth = *n;
+                self.requests.insert((conn, id.clone()), (m.to_string(), nth));
+                Some((Side::Request, m.to_string(), nth))
+            }
+            (None, Some(id)) if from == "agent" => {
+                self.requests.get(&(conn, id.clone())).map(|(m, n)| (Side::Response, m.clone(), *n))
+            }
+            _ => None,
+        };
+        let mut decision = FrameDecision::Deliver;
+        if let (true, Some((side, method, nth))) = (self.armed, exchange) {
+            for i in 0..self.faults.len() {
+                let f = &self.faults[i];
+                let t = &f.on;
+                if self.fired[i] || t.frame != Some(side) || t.method.as_deref() != Some(method.as_str()) || t.nth != nth {
+                    continue;
+                }
+                let detail = json!({"conn": conn, "from": from, "frame": frame});
+                match f.kind {
+                    FaultKind::LoseFrame if decision == FrameDecision::Deliver => {
+                        decision = FrameDecision::Lose { silent: f.silent };
+                        if f.silent {
+                            self.blackholed.insert(conn);
+                        }
+                        self.fire(i, detail);
+                    }
+                    FaultKind::StallFrame if decision == FrameDecision::Deliver => {
+                        decision = FrameDecision::Stall(f.stall_ms.unwrap_or(100));
+                        self.fire(i, detail);
+                    }
+                    FaultKind::TransientError => {
+                        if let Some(id) = &id_key {
+                            self.transient.insert((conn, id.clone()));
+                        }
+                        self.fire(i, detail);
+                    }
+                    k => {
+                        if let Some(a) = NemesisAction::of(f) {
+                            self.queue.push((i, a));
+                        } else {
+                            tracing::debug!(?k, "fault kind ignores frame triggers");
+                        }
+                    }
+                }
+            }
+        }
+        if !matches!(decision, FrameDecision::Lose { .. }) {
+            self.record("net", OpType::Info, "send", json!({"conn": conn, "from": from, "frame": frame}));
+        }
+        decision
+    }
+
+    /// The Agent received request `id` on `conn`: must it reject it with a transient error?
+    pub fn take_transient(&mut self, conn: ConnId, frame: &Value) -> bool {
+        match frame.get("id") {
+            Some(id) => self.transient.remove(&(conn, id.to_string())),
+            None => false,
+        }
+    }
+
+    /// The Client accepted submission `n`: queue faults triggered by it.
+    pub fn on_submission(&mut self, n: u64) {
+        if !self.armed {
+            return;
+        }
+        for i in 0..self.faults.len() {
+            if !self.fired[i] && self.faults[i].on.submission.map(u64::from) == Some(n) {
+                if let Some(a) = NemesisAction::of(&self.faults[i]) {
+                    self.queue.push((i, a));
+                }
+            }
+        }
+    }
+
+    /// Whether fault `i` may still fire (used by the step loop for time and point triggers).
+    pub fn may_fire(&self, i: usize) -> bool {
+        self.armed && !self.fired[i]
+    }
+}

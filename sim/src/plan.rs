@@ -1,0 +1,266 @@
+//! A run's plan: every setting derived from (scenario, seed, mutant), printed first and written
+//! to the history header. Each choice draws from its own RNG stream (`stream(seed, label)`), so
+//! pinning or disabling one choice does not shift the others.
+
+use acp_chaos_models::mutant::{self, MutantKind};
+use acp_chaos_models::{AgentConfig, ClientConfig, DuringTurn, HeldOnDisconnect, Point};
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+
+use crate::scenario::{FaultKind, FaultSpec, Pinned, Scenario, Side, Trigger};
+
+/// Transport timing shared by every run (simulated ms). Kept short: wall time grows with
+/// simulated time × hosts.
+#[derive(Debug, Clone, Serialize)]
+pub struct NetTiming {
+    /// A connection end writes a heartbeat line after this much idle time.
+    pub heartbeat_ms: u64,
+    /// A connection end gives up after this much silence.
+    pub dead_ms: u64,
+    /// A `connect` that has not completed by then fails.
+    pub connect_timeout_ms: u64,
+}
+
+/// One user submission.
+#[derive(Debug, Clone, Serialize)]
+pub struct Submission {
+    /// Number, from 1.
+    pub submission: u64,
+    /// When the user submits it.
+    pub at_ms: u64,
+    /// Prompt text (sometimes the same text again, on purpose: C2).
+    pub text: String,
+}
+
+/// Everything one run needs.
+#[derive(Debug, Clone, Serialize)]
+pub struct Plan {
+    /// Scenario name.
+    pub scenario: String,
+    /// The seed.
+    pub seed: u64,
+    /// Mutant name, if any.
+    pub mutant: Option<String>,
+    /// Agent settings (with the mutant).
+    pub agent: AgentConfig,
+    /// Agent retention declared by the design.
+    pub retention: acp_chaos_models::Retention,
+    /// Client settings (with the mutant).
+    pub client: ClientConfig,
+    /// Transport timing.
+    pub net: NetTiming,
+    /// Latency bounds.
+    pub latency_ms_min: u64,
+    /// Latency bounds.
+    pub latency_ms_max: u64,
+    /// End of the safety phase.
+    pub safety_ms: u64,
+    /// Liveness bound after heal.
+    pub liveness_ms: u64,
+    /// The workload.
+    pub workload: Vec<Submission>,
+    /// The fault schedule (scripted, or drawn by the swarm).
+    pub faults: Vec<FaultSpec>,
+    /// Whether the faults were drawn by the swarm.
+    pub swarm: bool,
+}
+
+/// A named RNG stream of the seed.
+pub fn stream(seed: u64, label: &str) -> ChaCha8Rng {
+    // FNV-1a of the label, mixed into the seed: independent streams per choice.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in label.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    ChaCha8Rng::seed_from_u64(seed ^ h)
+}
+
+impl Plan {
+    /// Derive the plan. `mutant` must be a known mutant name (checked by the CLI).
+    pub fn derive(s: &Scenario, seed: u64, mutant: Option<&str>) -> Plan {
+        let m = mutant.and_then(mutant::find);
+        let (agent_mutant, client_mutant) = match m.map(|m| m.kind) {
+            Some(MutantKind::Agent(a)) => (Some(a), None),
+            Some(MutantKind::Client(c)) => (None, Some(c)),
+            None => (None, None),
+        };
+        let o1 = match s.agent.o1 {
+            Pinned::Value(v) => v,
+            Pinned::Seeded(_) => *[HeldOnDisconnect::Keep, HeldOnDisconnect::Drop]
+                .choose(&mut stream(seed, "policy.o1"))
+                .expect("non-empty"),
+        };
+        let o4 = match s.agent.o4 {
+            Pinned::Value(v) => v,
+            Pinned::Seeded(_) => *[DuringTurn::Hold, DuringTurn::Steer]
+                .choose(&mut stream(seed, "policy.o4"))
+                .expect("non-empty"),
+        };
+        let mut w = stream(seed, "workload");
+        let mut at = s.workload.start_ms;
+        let mut workload: Vec<Submission> = Vec::new();
+        for n in 1..=u64::from(s.workload.submissions) {
+            // Now and then the user sends the same text again on purpose: a new submission (C2).
+            let text = match workload.last() {
+                Some(prev) if w.gen_bool(0.2) => prev.text.clone(),
+                _ => format!("input {n}"),
+            };
+            workload.push(Submission { submission: n, at_ms: at, text });
+            at += w.gen_range(s.workload.gap_ms_min..=s.workload.gap_ms_max);
+        }
+        let faults = match &s.swarm {
+            Some(sw) => draw_swarm(s, seed, &sw.faults, sw.per_kind_max),
+            None => s.faults.clone(),
+        };
+        Plan {
+            scenario: s.name.clone(),
+            seed,
+            mutant: mutant.map(str::to_string),
+            agent: AgentConfig {
+                o1,
+                o4,
+                turn_ms_min: s.agent.turn_ms_min,
+                turn_ms_max: s.agent.turn_ms_max,
+                mutant: agent_mutant,
+            },
+            retention: acp_chaos_models::Retention::Durable,
+            client: ClientConfig {
+                // Longer than the longest turn, so held prompts rarely cause resends.
+                prompt_timeout_ms: s.agent.turn_ms_max * 2 + 40,
+                backoff_ms_min: 10,
+                backoff_ms_max: 160,
+                attempts_max: 40,
+                mutant: client_mutant,
+            },
+            net: NetTiming { heartbeat_ms: 25, dead_ms: 250, connect_timeout_ms: 100 },
+            latency_ms_min: s.timing.latency_ms_min,
+            latency_ms_max: s.timing.latency_ms_max,
+            safety_ms: s.timing.safety_ms,
+            liveness_ms: s.timing.liveness_ms,
+            workload,
+            faults,
+            swarm: s.swarm.is_some(),
+        }
+    }
+
+    /// One line per derived value, for printing first (VOPR style).
+    pub fn describe(&self) -> Vec<String> {
+        let mut v = vec![
+            format!("scenario={} seed={} mutant={}", self.scenario, self.seed, self.mutant.as_deref().unwrap_or("none")),
+            format!(
+                "agent: design=stored retention=durable o1={:?} o4={:?} turn_ms={}..={}",
+                self.agent.o1, self.agent.o4, self.agent.turn_ms_min, self.agent.turn_ms_max
+            )
+            .to_lowercase(),
+            format!(
+                "client: prompt_timeout_ms={} backoff_ms={}..={} attempts_max={}",
+                self.client.prompt_timeout_ms, self.client.backoff_ms_min, self.client.backoff_ms_max, self.client.attempts_max
+            ),
+            format!(
+                "net: latency_ms={}..={} heartbeat_ms={} dead_ms={} | phases: safety_ms={} liveness_ms={}",
+                self.latency_ms_min, self.latency_ms_max, self.net.heartbeat_ms, self.net.dead_ms, self.safety_ms, self.liveness_ms
+            ),
+            format!(
+                "workload: {} submissions at ms [{}]",
+                self.workload.len(),
+                self.workload.iter().map(|s| s.at_ms.to_string()).collect::<Vec<_>>().join(", ")
+            ),
+        ];
+        let src = if self.swarm { "swarm" } else { "scripted" };
+        if self.faults.is_empty() {
+            v.push(format!("faults ({src}): none"));
+        }
+        for f in &self.faults {
+            v.push(format!("fault ({src}): {}", fault_line(f)));
+        }
+        v
+    }
+}
+
+/// A fault as one readable line.
+pub fn fault_line(f: &FaultSpec) -> String {
+    let t = &f.on;
+    let on = if let (Some(side), Some(m)) = (t.frame, &t.method) {
+        format!("{side:?} of {m} #{}", t.nth).to_lowercase()
+    } else if let Some(p) = t.point {
+        format!("point {} #{}", p.as_str(), t.nth)
+    } else if let Some(s) = t.submission {
+        format!("submission {s}")
+    } else {
+        format!("at {}ms", t.at_ms.unwrap_or(0))
+    };
+    let mut extra = String::new();
+    if f.kind == FaultKind::LoseFrame {
+        extra = if f.silent { " (silent)".into() } else { " (visible close)".into() };
+    }
+    for (k, v) in [("stall_ms", f.stall_ms), ("heal_after_ms", f.heal_after_ms), ("restart_after_ms", f.restart_after_ms)] {
+        if let Some(v) = v {
+            extra.push_str(&format!(" {k}={v}"));
+        }
+    }
+    format!("{} on {on}{extra}", f.kind.as_str())
+}
+
+fn draw_swarm(s: &Scenario, seed: u64, kinds: &[FaultKind], per_kind_max: u32) -> Vec<FaultSpec> {
+    let n_sub = s.workload.submissions.max(1);
+    let horizon = s.workload.start_ms
+        + u64::from(n_sub) * (s.workload.gap_ms_min + s.workload.gap_ms_max) / 2
+        + 100;
+    let horizon = horizon.min(s.timing.safety_ms * 4 / 5).max(s.workload.start_ms + 1);
+    let mut out = Vec::new();
+    for &kind in kinds {
+        let mut r = stream(seed, &format!("swarm.{}", kind.as_str()));
+        if !r.gen_bool(0.6) {
+            continue;
+        }
+        for _ in 0..r.gen_range(1..=per_kind_max.max(1)) {
+            let at = Trigger { at_ms: Some(r.gen_range(s.workload.start_ms..=horizon)), ..Trigger::default() };
+            let frame_trigger = |r: &mut ChaCha8Rng| {
+                let method = *["session/prompt", "session/prompt", "session/prompt", "session/resume", "initialize", "session/new"]
+                    .choose(r)
+                    .expect("non-empty");
+                let side = if r.gen_bool(0.5) { Side::Request } else { Side::Response };
+                let nth = if method == "session/prompt" { r.gen_range(1..=n_sub + 1) } else { r.gen_range(1..=2) };
+                Trigger { frame: Some(side), method: Some(method.to_string()), nth, ..Trigger::default() }
+            };
+            let mut f = FaultSpec { kind, on: at, silent: false, stall_ms: None, heal_after_ms: None, restart_after_ms: None };
+            match kind {
+                FaultKind::LoseFrame => {
+                    f.on = frame_trigger(&mut r);
+                    f.silent = r.gen_bool(0.4);
+                }
+                FaultKind::StallFrame => {
+                    f.on = frame_trigger(&mut r);
+                    f.stall_ms = Some(r.gen_range(50..=400));
+                }
+                FaultKind::Partition => f.heal_after_ms = Some(r.gen_range(30..=400)),
+                FaultKind::CrashAgent => {
+                    if r.gen_bool(0.5) {
+                        let p = *Point::ALL.choose(&mut r).expect("non-empty");
+                        f.on = Trigger { point: Some(p), nth: r.gen_range(1..=n_sub), ..Trigger::default() };
+                    }
+                    f.restart_after_ms = Some(r.gen_range(10..=300));
+                }
+                FaultKind::RestartClient => {
+                    if r.gen_bool(0.5) {
+                        f.on = Trigger { submission: Some(r.gen_range(1..=n_sub)), ..Trigger::default() };
+                    }
+                    f.restart_after_ms = Some(r.gen_range(10..=200));
+                }
+                FaultKind::TransientError => {
+                    f.on = Trigger {
+                        frame: Some(Side::Request),
+                        method: Some("session/prompt".into()),
+                        nth: r.gen_range(1..=n_sub + 1),
+                        ..Trigger::default()
+                    };
+                }
+            }
+            out.push(f);
+        }
+    }
+    out
+}

@@ -1,0 +1,505 @@
+//! Scenario files: TOML in `scenarios/`, one run description per file.
+//!
+//! Unknown fields are rejected. Every error names the file, the line and the field, and the CLI
+//! exits 2 on it. See `scenarios/README.md` for the format.
+
+use std::path::{Path, PathBuf};
+
+use acp_chaos_models::{DuringTurn, HeldOnDisconnect, Point};
+use serde::{Deserialize, Serialize};
+
+/// A scenario file could not be used. Displayed as `FILE:LINE: field `F`: reason`.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    /// Reading the file failed.
+    #[error("{path}: cannot read: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// TOML syntax, type or unknown/missing field.
+    #[error("{path}:{line}: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// What is wrong, naming the field.
+        message: String,
+    },
+    /// No such scenario by name.
+    #[error("no scenario named `{0}` (see `acp-chaos list`)")]
+    NotFound(String),
+}
+
+/// Expected verdict of a scenario on the correct models.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Expect {
+    /// Every property holds.
+    Valid,
+    /// Some property must fail (a scenario that shows a spec gap).
+    Invalid,
+}
+
+/// A policy that may be pinned or left to the seed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Pinned<T> {
+    /// Pinned value.
+    Value(T),
+    /// Drawn from the seed (`"seeded"`).
+    Seeded(Seeded),
+}
+
+/// The word `seeded`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Seeded {
+    /// Draw from the seed.
+    Seeded,
+}
+
+/// `[workload]`: what the user submits.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Workload {
+    /// Number of submissions.
+    #[serde(default = "one")]
+    pub submissions: u32,
+    /// Shortest gap between submissions, ms.
+    #[serde(default = "gap_min")]
+    pub gap_ms_min: u64,
+    /// Longest gap between submissions, ms.
+    #[serde(default = "gap_max")]
+    pub gap_ms_max: u64,
+    /// Time of the first submission, ms after start.
+    #[serde(default = "start")]
+    pub start_ms: u64,
+}
+
+/// `[agent]`: the Agent design and its policies.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentSpec {
+    /// Agent design; only `stored` exists so far.
+    #[serde(default = "stored")]
+    pub design: String,
+    /// O1: `keep`, `drop` or `seeded`.
+    #[serde(default = "o1_default")]
+    pub o1: Pinned<HeldOnDisconnect>,
+    /// O4: `hold`, `steer` or `seeded`.
+    #[serde(default = "o4_default")]
+    pub o4: Pinned<DuringTurn>,
+    /// Shortest turn, ms.
+    #[serde(default = "turn_min")]
+    pub turn_ms_min: u64,
+    /// Longest turn, ms.
+    #[serde(default = "turn_max")]
+    pub turn_ms_max: u64,
+}
+
+/// `[timing]`: network and phase bounds (simulated ms).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Timing {
+    /// Smallest one-way latency.
+    #[serde(default = "one_u64")]
+    pub latency_ms_min: u64,
+    /// Largest one-way latency (equal to min for scripted runs).
+    #[serde(default = "one_u64")]
+    pub latency_ms_max: u64,
+    /// End of the safety phase (faults on).
+    #[serde(default = "safety")]
+    pub safety_ms: u64,
+    /// Bound of the liveness phase after heal.
+    #[serde(default = "liveness")]
+    pub liveness_ms: u64,
+}
+
+/// The kinds of fault.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultKind {
+    /// The connection breaks at a frame: it and everything after it are lost.
+    LoseFrame,
+    /// The connection stalls before a frame for `stall_ms`, then flows again.
+    StallFrame,
+    /// Two-way partition client↔agent, healed after `heal_after_ms`.
+    Partition,
+    /// Crash the Agent (unsynced writes lost), restart after `restart_after_ms`.
+    CrashAgent,
+    /// Crash and restart the Client.
+    RestartClient,
+    /// The Agent rejects one `session/prompt` attempt with a transient `-32603`.
+    TransientError,
+}
+
+impl FaultKind {
+    /// Every kind, for `acp-chaos list` and the swarm.
+    pub const ALL: [FaultKind; 6] = [
+        FaultKind::LoseFrame,
+        FaultKind::StallFrame,
+        FaultKind::Partition,
+        FaultKind::CrashAgent,
+        FaultKind::RestartClient,
+        FaultKind::TransientError,
+    ];
+
+    /// Name as written in scenario files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FaultKind::LoseFrame => "lose-frame",
+            FaultKind::StallFrame => "stall-frame",
+            FaultKind::Partition => "partition",
+            FaultKind::CrashAgent => "crash-agent",
+            FaultKind::RestartClient => "restart-client",
+            FaultKind::TransientError => "transient-error",
+        }
+    }
+
+    /// One line for `acp-chaos list`.
+    pub fn summary(self) -> &'static str {
+        match self {
+            FaultKind::LoseFrame => "connection breaks at a frame (visible close, or silent: heartbeat notices)",
+            FaultKind::StallFrame => "connection stalls before a frame for stall_ms, then flows again",
+            FaultKind::Partition => "two-way partition client<->agent, healed after heal_after_ms",
+            FaultKind::CrashAgent => "crash the Agent (unsynced writes lost), at a time, frame or protocol point",
+            FaultKind::RestartClient => "crash and restart the Client process",
+            FaultKind::TransientError => "Agent rejects one session/prompt attempt with -32603 before inserting",
+        }
+    }
+}
+
+/// Which frame of an exchange.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Side {
+    /// The request (Client → Agent).
+    Request,
+    /// The response to it (Agent → Client).
+    Response,
+}
+
+/// When a fault fires: a protocol event, never a step number.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Trigger {
+    /// With `method`: the `nth` request of that method, or the response to it.
+    pub frame: Option<Side>,
+    /// JSON-RPC method, e.g. `session/prompt`.
+    pub method: Option<String>,
+    /// With `point`: the Agent reaches that protocol point for the `nth` time.
+    pub point: Option<Point>,
+    /// Right after the user's `nth`-numbered submission is accepted by the Client.
+    pub submission: Option<u32>,
+    /// A simulated time (swarm schedules use it).
+    pub at_ms: Option<u64>,
+    /// Which occurrence, 1-based.
+    #[serde(default = "one")]
+    pub nth: u32,
+}
+
+/// One `[[fault]]` entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaultSpec {
+    /// The fault kind.
+    pub kind: FaultKind,
+    /// When it fires.
+    pub on: Trigger,
+    /// `lose-frame`: nobody sees the close; both heartbeats must notice.
+    #[serde(default)]
+    pub silent: bool,
+    /// `stall-frame`: how long the connection stalls.
+    pub stall_ms: Option<u64>,
+    /// `partition`: when it heals.
+    pub heal_after_ms: Option<u64>,
+    /// `crash-agent`, `restart-client`: when the process starts again.
+    pub restart_after_ms: Option<u64>,
+}
+
+/// `[swarm]`: draw faults from the seed instead of a script.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SwarmSpec {
+    /// Fault kinds the swarm may enable; each seed enables a random subset.
+    pub faults: Vec<FaultKind>,
+    /// Most faults of one kind in one run.
+    #[serde(default = "three")]
+    pub per_kind_max: u32,
+}
+
+/// A parsed scenario.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Name (defaults to the file stem).
+    #[serde(default)]
+    pub name: String,
+    /// What it exercises.
+    pub summary: String,
+    /// RULES.md ids it concerns.
+    #[serde(default)]
+    pub rules: Vec<String>,
+    /// Verdict on the correct models.
+    #[serde(default = "expect_valid")]
+    pub expect: Expect,
+    /// Events that must happen in at least one seed, or the campaign is vacuous (exit 4).
+    #[serde(default)]
+    pub sometimes: Vec<String>,
+    /// The workload.
+    #[serde(default = "workload_default")]
+    pub workload: Workload,
+    /// The Agent.
+    #[serde(default = "agent_default")]
+    pub agent: AgentSpec,
+    /// Timing.
+    #[serde(default = "timing_default")]
+    pub timing: Timing,
+    /// Scripted faults.
+    #[serde(default, rename = "fault")]
+    pub faults: Vec<FaultSpec>,
+    /// Swarm faults.
+    pub swarm: Option<SwarmSpec>,
+    /// Where it was read from (not in the file).
+    #[serde(skip)]
+    pub path: PathBuf,
+}
+
+/// Events a scenario may list under `sometimes`.
+pub const EVENTS: &[(&str, &str)] = &[
+    ("fault", "the nemesis applied a fault"),
+    ("retry", "some submission had more than one attempt"),
+    ("dedup-hit", "the Agent answered a retry from a recorded key"),
+    ("wait-held", "a retry waited for its held original (A7)"),
+    ("held", "a prompt was held behind a running turn"),
+    ("steer", "a prompt was inserted into a running turn (O4 steer)"),
+    ("agent-restart", "the Agent process restarted"),
+    ("client-restart", "the Client process restarted"),
+    ("reconnect", "the Client opened a second connection"),
+    ("transient-error", "the Agent rejected an attempt with a transient error"),
+    ("surfaced", "an input was shown to the user as failed"),
+];
+
+impl Scenario {
+    /// Parse scenario text; `path` is used for messages and the default name.
+    pub fn parse(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
+        let mut s: Scenario = toml::from_str(text).map_err(|e| {
+            let line = e.span().map(|r| line_of(text, r.start)).unwrap_or(1);
+            ScenarioError::Parse { path: path.to_path_buf(), line, message: e.message().trim().to_string() }
+        })?;
+        s.path = path.to_path_buf();
+        if s.name.is_empty() {
+            s.name = path.file_stem().map(|x| x.to_string_lossy().into_owned()).unwrap_or_default();
+        }
+        s.validate(text)?;
+        Ok(s)
+    }
+
+    /// Read and parse one file.
+    pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| ScenarioError::Io { path: path.to_path_buf(), source })?;
+        Scenario::parse(path, &text)
+    }
+
+    fn validate(&self, text: &str) -> Result<(), ScenarioError> {
+        let err = |needle: &str, nth: usize, message: String| ScenarioError::Parse {
+            path: self.path.clone(),
+            line: find_line(text, needle, nth),
+            message,
+        };
+        if self.agent.design != "stored" {
+            return Err(err("design", 0, format!("field `agent.design`: unknown design `{}` (known: stored)", self.agent.design)));
+        }
+        if self.workload.submissions == 0 {
+            return Err(err("submissions", 0, "field `workload.submissions`: must be at least 1".into()));
+        }
+        for (lo, hi, name) in [
+            (self.workload.gap_ms_min, self.workload.gap_ms_max, "workload.gap_ms"),
+            (self.agent.turn_ms_min, self.agent.turn_ms_max, "agent.turn_ms"),
+            (self.timing.latency_ms_min, self.timing.latency_ms_max, "timing.latency_ms"),
+        ] {
+            if lo > hi {
+                let field = name.rsplit('.').next().unwrap_or(name);
+                return Err(err(field, 0, format!("field `{name}_min`: larger than `{name}_max`")));
+            }
+        }
+        if self.timing.latency_ms_min == 0 {
+            return Err(err("latency_ms_min", 0, "field `timing.latency_ms_min`: must be at least 1".into()));
+        }
+        for e in &self.sometimes {
+            if !EVENTS.iter().any(|(n, _)| n == e) {
+                let known: Vec<_> = EVENTS.iter().map(|(n, _)| *n).collect();
+                return Err(err("sometimes", 0, format!("field `sometimes`: unknown event `{e}` (known: {})", known.join(", "))));
+            }
+        }
+        for (i, f) in self.faults.iter().enumerate() {
+            if let Some(m) = f.check() {
+                return Err(err("[[fault]]", i, format!("field `fault[{i}].{m}")));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl FaultSpec {
+    /// What is wrong with this fault entry, as "field`: reason", or `None`.
+    pub fn check(&self) -> Option<String> {
+        let t = &self.on;
+        let frame = t.frame.is_some() && t.method.is_some();
+        let kinds = [frame, t.point.is_some(), t.submission.is_some(), t.at_ms.is_some()];
+        if kinds.iter().filter(|x| **x).count() != 1 {
+            return Some("on`: give exactly one of {frame + method}, point, submission, at_ms".into());
+        }
+        if t.frame.is_some() != t.method.is_some() {
+            return Some("on`: `frame` and `method` go together".into());
+        }
+        if t.nth == 0 {
+            return Some("on.nth`: occurrences count from 1".into());
+        }
+        match self.kind {
+            FaultKind::LoseFrame | FaultKind::StallFrame if !frame => {
+                Some("on`: a frame fault needs `frame` and `method`".into())
+            }
+            FaultKind::StallFrame if self.stall_ms.is_none() => Some("stall_ms`: required for stall-frame".into()),
+            FaultKind::Partition if self.heal_after_ms.is_none() => {
+                Some("heal_after_ms`: required for partition".into())
+            }
+            FaultKind::CrashAgent | FaultKind::RestartClient if self.restart_after_ms.is_none() => {
+                Some("restart_after_ms`: required".into())
+            }
+            FaultKind::TransientError if !(t.frame == Some(Side::Request) && t.method.as_deref() == Some("session/prompt")) => {
+                Some("on`: transient-error needs frame = \"request\", method = \"session/prompt\"".into())
+            }
+            k if t.point.is_some() && k != FaultKind::CrashAgent => Some("on.point`: only crash-agent fires at a protocol point".into()),
+            _ => None,
+        }
+    }
+}
+
+/// Every `*.toml` in `dir`, sorted by file name.
+pub fn load_dir(dir: &Path) -> Result<Vec<Scenario>, ScenarioError> {
+    let rd = std::fs::read_dir(dir).map_err(|source| ScenarioError::Io { path: dir.to_path_buf(), source })?;
+    let mut paths: Vec<PathBuf> = rd
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    paths.sort();
+    paths.iter().map(|p| Scenario::load(p)).collect()
+}
+
+/// Find a scenario by name (file stem in `dir`) or by path to a `.toml` file.
+pub fn resolve(dir: &Path, name_or_path: &str) -> Result<Scenario, ScenarioError> {
+    let p = Path::new(name_or_path);
+    if p.extension().is_some_and(|x| x == "toml") {
+        return Scenario::load(p);
+    }
+    let file = dir.join(format!("{name_or_path}.toml"));
+    if file.exists() {
+        return Scenario::load(&file);
+    }
+    Err(ScenarioError::NotFound(name_or_path.to_string()))
+}
+
+fn line_of(text: &str, byte: usize) -> usize {
+    text[..byte.min(text.len())].bytes().filter(|b| *b == b'\n').count() + 1
+}
+
+/// Line of the `nth` (0-based) line containing `needle`, or 1.
+fn find_line(text: &str, needle: &str, nth: usize) -> usize {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| l.trim_start().starts_with(needle) || (needle.starts_with('[') && l.contains(needle)))
+        .nth(nth)
+        .map(|(i, _)| i + 1)
+        .unwrap_or(1)
+}
+
+fn one() -> u32 {
+    1
+}
+fn three() -> u32 {
+    3
+}
+fn one_u64() -> u64 {
+    1
+}
+fn gap_min() -> u64 {
+    20
+}
+fn gap_max() -> u64 {
+    80
+}
+fn start() -> u64 {
+    20
+}
+fn stored() -> String {
+    "stored".into()
+}
+fn o1_default() -> Pinned<HeldOnDisconnect> {
+    Pinned::Value(HeldOnDisconnect::Keep)
+}
+fn o4_default() -> Pinned<DuringTurn> {
+    Pinned::Value(DuringTurn::Hold)
+}
+fn turn_min() -> u64 {
+    10
+}
+fn turn_max() -> u64 {
+    50
+}
+fn safety() -> u64 {
+    1500
+}
+fn liveness() -> u64 {
+    5000
+}
+fn expect_valid() -> Expect {
+    Expect::Valid
+}
+fn workload_default() -> Workload {
+    Workload { submissions: 1, gap_ms_min: gap_min(), gap_ms_max: gap_max(), start_ms: start() }
+}
+fn agent_default() -> AgentSpec {
+    AgentSpec { design: stored(), o1: o1_default(), o4: o4_default(), turn_ms_min: turn_min(), turn_ms_max: turn_max() }
+}
+fn timing_default() -> Timing {
+    Timing { latency_ms_min: 1, latency_ms_max: 1, safety_ms: safety(), liveness_ms: liveness() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Scenario, ScenarioError> {
+        Scenario::parse(Path::new("scenarios/x.toml"), text)
+    }
+
+    #[test]
+    fn unknown_field_names_file_line_and_field() {
+        let e = parse("summary = \"s\"\n[agent]\nflavour = 1\n").unwrap_err().to_string();
+        assert!(e.starts_with("scenarios/x.toml:3:"), "{e}");
+        assert!(e.contains("flavour"), "{e}");
+    }
+
+    #[test]
+    fn bad_fault_names_its_field() {
+        let e = parse("summary = \"s\"\n\n[[fault]]\nkind = \"partition\"\non = { at_ms = 5 }\n").unwrap_err().to_string();
+        assert!(e.starts_with("scenarios/x.toml:3:"), "{e}");
+        assert!(e.contains("heal_after_ms"), "{e}");
+        let e = parse("summary = \"s\"\n[[fault]]\nkind = \"explode\"\non = { at_ms = 5 }\n").unwrap_err().to_string();
+        assert!(e.contains(":3:") && e.contains("explode"), "{e}");
+    }
+
+    #[test]
+    fn defaults_fill_in() {
+        let s = parse("summary = \"s\"\n").unwrap();
+        assert_eq!(s.name, "x");
+        assert_eq!(s.workload.submissions, 1);
+        assert_eq!(s.expect, Expect::Valid);
+    }
+}
