@@ -36,8 +36,8 @@ pub enum ClientInput {
     Disconnected(ConnId),
     /// A timer fired.
     Timer(u64),
-    /// The user submitted an input (numbered by the workload).
-    Submit { submission: u64, text: String },
+    /// The user submitted an input (numbered by the workload) to session slot `slot`.
+    Submit { submission: u64, slot: usize, text: String },
 }
 
 /// A sans-IO Client.
@@ -58,6 +58,17 @@ pub enum ClientMutant {
     VolatilePending,
 }
 
+/// How the Client makes keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KeyScheme {
+    /// A UUID per submission from the seeded RNG (C5).
+    Uuid,
+    /// `k1`, `k2`, ... counted per session slot and kept in the store: unique per session, so
+    /// legal, but the same strings recur in every session (exercises A9).
+    SessionCounter,
+}
+
 /// Settings of the model Client. Times are simulated milliseconds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClientConfig {
@@ -69,12 +80,17 @@ pub struct ClientConfig {
     pub backoff_ms_max: u64,
     /// After this many attempts for one submission the input is shown to the user as failed.
     pub attempts_max: u32,
+    /// How many sessions the Client opens and prompts (submissions name a slot).
+    pub sessions: usize,
+    /// How keys are made.
+    pub keys: KeyScheme,
     /// The mutant, if any.
     pub mutant: Option<ClientMutant>,
 }
 
 #[derive(Debug, Clone)]
 struct PendingInput {
+    slot: usize,
     key: String,
     text: String,
     attempts: u32,
@@ -83,8 +99,8 @@ struct PendingInput {
 #[derive(Debug, Clone, PartialEq)]
 enum Req {
     Initialize,
-    NewSession,
-    Resume,
+    NewSession { slot: usize },
+    Resume { slot: usize },
     Prompt { submission: u64 },
 }
 
@@ -99,6 +115,8 @@ struct Conn {
     id: ConnId,
     next_req: u64,
     phase: Phase,
+    /// Session set-up requests still outstanding.
+    setting_up: usize,
     reqs: IndexMap<u64, Req>,
 }
 
@@ -112,7 +130,8 @@ enum TimerKind {
 pub struct SpecClient {
     cfg: ClientConfig,
     rng: ChaCha8Rng,
-    session: Option<String>,
+    sessions: Vec<Option<String>>,
+    key_counters: Vec<u64>,
     pending: IndexMap<u64, PendingInput>,
     conn: Option<Conn>,
     backoff_ms: u64,
@@ -121,17 +140,22 @@ pub struct SpecClient {
 }
 
 impl SpecClient {
-    /// Rebuild from the client store's records (`{"t":"session"|"pending"|"done", ...}`).
+    /// Rebuild from the client store's records
+    /// (`{"t":"session"|"pending"|"done"|"key-counter", ...}`).
     pub fn recover(cfg: ClientConfig, boot: u32, seed: u64, records: &[Value]) -> Self {
-        let mut session = None;
+        let n = cfg.sessions.max(1);
+        let mut sessions = vec![None; n];
+        let mut key_counters = vec![0; n];
         let mut pending = IndexMap::new();
         for r in records {
+            let slot = r["slot"].as_u64().map(|x| x as usize).filter(|x| *x < n).unwrap_or(0);
             match r["t"].as_str() {
-                Some("session") => session = r["id"].as_str().map(str::to_string),
+                Some("session") => sessions[slot] = r["id"].as_str().map(str::to_string),
+                Some("key-counter") => key_counters[slot] = r["n"].as_u64().unwrap_or(0),
                 Some("pending") => {
                     if let (Some(s), Some(k)) = (r["submission"].as_u64(), r["key"].as_str()) {
                         let text = r["text"].as_str().unwrap_or_default().to_string();
-                        pending.insert(s, PendingInput { key: k.to_string(), text, attempts: 0 });
+                        pending.insert(s, PendingInput { slot, key: k.to_string(), text, attempts: 0 });
                     }
                 }
                 Some("done") => {
@@ -146,7 +170,8 @@ impl SpecClient {
             backoff_ms: cfg.backoff_ms_min,
             cfg,
             rng: ChaCha8Rng::seed_from_u64(seed ^ 0xC1 ^ u64::from(boot).wrapping_mul(0x9E37_79B9)),
-            session,
+            sessions,
+            key_counters,
             pending,
             conn: None,
             next_timer: 0,
@@ -177,12 +202,12 @@ impl SpecClient {
     }
 
     fn attempt(&mut self, submission: u64, out: &mut Vec<Action>) {
-        let Some(sid) = self.session.clone() else { return };
         if self.conn.as_ref().is_none_or(|c| c.phase != Phase::Ready) {
             return;
         }
         let fresh = (self.cfg.mutant == Some(ClientMutant::NewKeyPerAttempt)).then(|| self.new_key());
         let Some(p) = self.pending.get_mut(&submission) else { return };
+        let Some(sid) = self.sessions.get(p.slot).cloned().flatten() else { return };
         if p.attempts >= self.cfg.attempts_max {
             // C8: give up visibly, never silently.
             return self.surface(submission, json!({"reason": "too many attempts"}), out);
@@ -217,31 +242,27 @@ impl SpecClient {
         match (req, result) {
             (Req::Initialize, Ok(_)) => {
                 c.phase = Phase::Setup;
-                match self.session.clone() {
-                    None => {
-                        let p = serde_json::to_value(NewSessionRequest::new("/work")).expect("serializes");
-                        self.send_req(Req::NewSession, "session/new", p, out);
-                    }
-                    Some(sid) => {
-                        let p = serde_json::to_value(ResumeSessionRequest::new(sid, "/work")).expect("serializes");
-                        self.send_req(Req::Resume, "session/resume", p, out);
-                    }
+                for slot in 0..self.sessions.len() {
+                    self.set_up(slot, out);
                 }
             }
-            (Req::NewSession, Ok(v)) => {
+            (Req::NewSession { slot }, Ok(v)) => {
                 let Some(sid) = v["sessionId"].as_str() else { return };
-                self.session = Some(sid.to_string());
-                out.push(Action::Persist { record: json!({"t": "session", "id": sid}), sync: true });
-                self.ready(out);
+                self.sessions[slot] = Some(sid.to_string());
+                out.push(Action::Persist { record: json!({"t": "session", "slot": slot, "id": sid}), sync: true });
+                self.set_up_done(out);
             }
-            (Req::Resume, Ok(_)) => self.ready(out),
-            (Req::Resume, Err(e)) => {
-                // The session is gone: every pending input is shown to the user (C8).
-                self.session = None;
-                for s in self.pending.keys().copied().collect::<Vec<_>>() {
+            (Req::Resume { .. }, Ok(_)) => self.set_up_done(out),
+            (Req::Resume { slot }, Err(e)) => {
+                // The session is gone: its pending inputs are shown to the user (C8).
+                self.sessions[slot] = None;
+                let lost: Vec<u64> = self.pending.iter().filter(|(_, p)| p.slot == slot).map(|(s, _)| *s).collect();
+                for s in lost {
                     self.surface(s, json!({"reason": "session lost", "error": e}), out);
                 }
-                out.push(Action::Persist { record: json!({"t": "session", "id": null}), sync: true });
+                out.push(Action::Persist { record: json!({"t": "session", "slot": slot, "id": null}), sync: true });
+                self.set_up(slot, out);
+                self.set_up_done(out);
             }
             (Req::Prompt { submission }, Ok(v)) => {
                 if self.pending.contains_key(&submission) {
@@ -258,13 +279,11 @@ impl SpecClient {
                     Some(code::INTERNAL_ERROR) => self.timer(TimerKind::RetrySoon { submission }, 5, out),
                     Some(code::RESOURCE_NOT_FOUND) => {
                         // Not active on this connection: resume again; pending prompts follow.
+                        let slot = self.pending[&submission].slot;
                         if let Some(c) = self.conn.as_mut() {
                             c.phase = Phase::Setup;
                         }
-                        if let Some(sid) = self.session.clone() {
-                            let p = serde_json::to_value(ResumeSessionRequest::new(sid, "/work")).expect("serializes");
-                            self.send_req(Req::Resume, "session/resume", p, out);
-                        }
+                        self.set_up(slot, out);
                     }
                     _ => self.surface(submission, e, out),
                 }
@@ -273,6 +292,27 @@ impl SpecClient {
                 // initialize or session/new failed: drop this connection's setup and retry later.
                 self.timer(TimerKind::RetrySoon { submission: u64::MAX }, 5, out);
             }
+        }
+    }
+
+    /// `session/new` or `session/resume` for one slot on the current connection.
+    fn set_up(&mut self, slot: usize, out: &mut Vec<Action>) {
+        let (req, method, params) = match self.sessions[slot].clone() {
+            None => (Req::NewSession { slot }, "session/new", serde_json::to_value(NewSessionRequest::new("/work"))),
+            Some(sid) => (Req::Resume { slot }, "session/resume", serde_json::to_value(ResumeSessionRequest::new(sid, "/work"))),
+        };
+        if self.send_req(req, method, params.expect("serializes"), out).is_some() {
+            if let Some(c) = self.conn.as_mut() {
+                c.setting_up += 1;
+            }
+        }
+    }
+
+    fn set_up_done(&mut self, out: &mut Vec<Action>) {
+        let Some(c) = self.conn.as_mut() else { return };
+        c.setting_up = c.setting_up.saturating_sub(1);
+        if c.setting_up == 0 {
+            self.ready(out);
         }
     }
 
@@ -299,7 +339,7 @@ impl ClientModel for SpecClient {
         match input {
             ClientInput::Boot => out.push(Action::Connect { after_ms: 0 }),
             ClientInput::Connected(id) => {
-                self.conn = Some(Conn { id, next_req: 0, phase: Phase::Init, reqs: IndexMap::new() });
+                self.conn = Some(Conn { id, next_req: 0, phase: Phase::Init, setting_up: 0, reqs: IndexMap::new() });
                 let init = InitializeRequest::new(ProtocolVersion::V2, Implementation::new("acp-chaos-spec-client", env!("CARGO_PKG_VERSION")));
                 let p = serde_json::to_value(init).expect("serializes");
                 self.send_req(Req::Initialize, "initialize", p, out);
@@ -333,16 +373,25 @@ impl ClientModel for SpecClient {
                 Some(TimerKind::RetrySoon { submission }) => self.attempt(submission, out),
                 None => {}
             },
-            ClientInput::Submit { submission, text } => {
+            ClientInput::Submit { submission, slot, text } => {
                 // C1: the key is made at submission and stored before the first attempt.
-                let key = self.new_key();
+                let slot = slot.min(self.sessions.len() - 1);
+                let key = match self.cfg.keys {
+                    KeyScheme::Uuid => self.new_key(),
+                    KeyScheme::SessionCounter => {
+                        self.key_counters[slot] += 1;
+                        let n = self.key_counters[slot];
+                        out.push(Action::Persist { record: json!({"t": "key-counter", "slot": slot, "n": n}), sync: true });
+                        format!("k{n}")
+                    }
+                };
                 if self.cfg.mutant != Some(ClientMutant::VolatilePending) {
                     out.push(Action::Persist {
-                        record: json!({"t": "pending", "submission": submission, "key": key, "text": text}),
+                        record: json!({"t": "pending", "submission": submission, "slot": slot, "key": key, "text": text}),
                         sync: true,
                     });
                 }
-                self.pending.insert(submission, PendingInput { key, text, attempts: 0 });
+                self.pending.insert(submission, PendingInput { slot, key, text, attempts: 0 });
                 self.attempt(submission, out);
             }
         }

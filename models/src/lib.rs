@@ -21,5 +21,5 @@ pub mod store;
 
 pub use action::{Action, ConnId, Effect, Point};
 pub use agent::{AgentConfig, AgentInput, AgentModel, AgentMutant, DuringTurn, HeldOnDisconnect, Retention, StoredAgent};
-pub use client::{ClientConfig, ClientInput, ClientModel, ClientMutant, SpecClient};
+pub use client::{ClientConfig, ClientInput, ClientModel, ClientMutant, KeyScheme, SpecClient};
 pub use mutant::{Mutant, Party, MUTANTS};

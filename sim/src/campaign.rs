@@ -129,6 +129,10 @@ pub struct Summary {
     pub table: BTreeMap<String, BTreeMap<String, Cell>>,
     /// scenario → class → count.
     pub classes: BTreeMap<String, BTreeMap<Class, u64>>,
+    /// scenario → event → seeds in which it happened (coverage).
+    pub events: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Every run's history hash, as `scenario/seed` → hash (determinism checks compare these).
+    pub hashes: BTreeMap<String, String>,
     /// scenario → events that never happened although listed under `sometimes`.
     pub vacuous: BTreeMap<String, Vec<String>>,
     /// Failing runs: repro lines with their verdicts.
@@ -170,6 +174,8 @@ fn summarize(spec: &CampaignSpec, results: Vec<RunResult>) -> anyhow::Result<Sum
     let mut failures = Vec::new();
     let mut kept: BTreeMap<(String, String), usize> = BTreeMap::new();
     let mut nondeterministic = Vec::new();
+    let mut events: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+    let mut hashes = BTreeMap::new();
     let _ = std::fs::remove_dir_all(&spec.out);
     std::fs::create_dir_all(&spec.out)?;
     for r in &results {
@@ -178,6 +184,10 @@ fn summarize(spec: &CampaignSpec, results: Vec<RunResult>) -> anyhow::Result<Sum
             *classes.entry(r.scenario.clone()).or_default().entry(*c).or_default() += u64::from(*n);
         }
         seen.entry(r.scenario.clone()).or_default().extend(r.events.iter().copied());
+        for e in &r.events {
+            *events.entry(r.scenario.clone()).or_default().entry(e.to_string()).or_default() += 1;
+        }
+        hashes.insert(format!("{}/{}", r.scenario, r.seed), r.hash.clone());
         for v in &r.verdicts {
             let cell = row.entry(v.property.clone()).or_default();
             cell.seeds += 1;
@@ -244,6 +254,8 @@ fn summarize(spec: &CampaignSpec, results: Vec<RunResult>) -> anyhow::Result<Sum
         mutant: spec.mutant.clone(),
         table,
         classes,
+        events,
+        hashes,
         vacuous,
         failures,
         nondeterministic,

@@ -131,6 +131,10 @@ pub struct Facts<'a> {
     pub acks: BTreeMap<u64, (usize, String)>,
     /// Submission → op index where it was shown to the user as failed.
     pub surfaced: BTreeMap<u64, usize>,
+    /// Keys the Client put on each submission's attempts.
+    pub attempt_keys: BTreeMap<u64, BTreeSet<String>>,
+    /// messageId → op indices of `turn-start` ops for it (rounds of work).
+    pub turns: BTreeMap<String, Vec<usize>>,
     /// Submissions the Client still held at the end.
     pub pending_at_end: BTreeSet<u64>,
     /// `recover` ops: (op index, session → retained messageIds).
@@ -148,6 +152,8 @@ impl<'a> Facts<'a> {
         let mut surfaced = BTreeMap::new();
         let mut pending_at_end = BTreeSet::new();
         let mut recoveries = Vec::new();
+        let mut attempt_keys: BTreeMap<u64, BTreeSet<String>> = BTreeMap::new();
+        let mut turns: BTreeMap<String, Vec<usize>> = BTreeMap::new();
         for op in &h.ops {
             let v = &op.value;
             match (op.process.as_str(), op.f.as_str()) {
@@ -159,6 +165,9 @@ impl<'a> Facts<'a> {
                 ("client", "attempt") => {
                     if let (Some(c), Some(s)) = (v["conn"].as_u64(), v["submission"].as_u64()) {
                         attempts.insert((c, v["id"].to_string()), s);
+                        if let Some(k) = v["key"].as_str() {
+                            attempt_keys.entry(s).or_default().insert(k.to_string());
+                        }
                     }
                 }
                 ("client", "ack") => {
@@ -192,6 +201,11 @@ impl<'a> Facts<'a> {
                         inserts[i].took_effect.get_or_insert(op.index);
                     }
                 }
+                ("agent", "turn-start") => {
+                    if let Some(m) = v["messageId"].as_str() {
+                        turns.entry(m.to_string()).or_default().push(op.index);
+                    }
+                }
                 ("agent", "recover") => {
                     let mut m = BTreeMap::new();
                     if let Some(o) = v["retained"].as_object() {
@@ -205,7 +219,7 @@ impl<'a> Facts<'a> {
                 _ => {}
             }
         }
-        Facts { history: h, inserts, submissions, acks, surfaced, pending_at_end, recoveries }
+        Facts { history: h, inserts, submissions, acks, surfaced, attempt_keys, turns, pending_at_end, recoveries }
     }
 
     /// The last nemesis op strictly before `index`.
@@ -279,6 +293,15 @@ pub fn p1_at_most_once(f: &Facts) -> Verdict {
         }
         return v;
     }
+    // A1: no second round of work for one message.
+    if let Some((mid, ops)) = f.turns.iter().find(|(_, ops)| ops.len() > 1) {
+        v.status = Status::Invalid;
+        v.party = Some(Party::Agent);
+        v.rules = vec!["A1".into()];
+        v.witnesses = ops.clone();
+        v.fault = f.fault_before(ops[1]);
+        v.message = format!("message {mid} got {} rounds of work (A1: a retry starts no second round)", ops.len());
+    }
     v
 }
 
@@ -307,11 +330,26 @@ pub fn p2_no_silent_drop(f: &Facts) -> Verdict {
                 let (op, mid) = &f.acks[n];
                 let real = f.inserts.iter().any(|i| i.submission == Some(*n) && &i.message_id == mid);
                 if !real {
+                    // Whose message is it? If it carries a key this submission used, the
+                    // Client reused a key for a new submission (C2); otherwise the Agent
+                    // answered with another submission's message (A1, A9).
+                    let other = f.inserts.iter().find(|i| &i.message_id == mid);
+                    let reused = other.and_then(|o| o.key.as_ref()).is_some_and(|k| {
+                        f.attempt_keys.get(n).is_some_and(|ks| ks.contains(k))
+                            && other.is_some_and(|o| f.inserts.iter().all(|i| i.submission != Some(*n) || i.session == o.session))
+                    });
                     v.status = Status::Invalid;
-                    v.party = Some(Party::Agent);
-                    v.rules = vec!["A1".into()];
-                    v.witnesses = vec![*op];
-                    v.message = format!("submission {n} was acknowledged with {mid}, which is not one of its insertions");
+                    v.witnesses = std::iter::once(*op).chain(other.map(|o| o.op)).collect();
+                    v.fault = f.fault_before(*op);
+                    if reused {
+                        v.party = Some(Party::Client);
+                        v.rules = vec!["C2".into()];
+                        v.message = format!("submission {n} was acknowledged with {mid}, the message of an earlier submission whose key it reused (C2)");
+                    } else {
+                        v.party = Some(Party::Agent);
+                        v.rules = vec!["A1".into(), "A9".into()];
+                        v.message = format!("submission {n} was acknowledged with {mid}, which is not one of its insertions");
+                    }
                     return v;
                 }
             }

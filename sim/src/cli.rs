@@ -210,7 +210,7 @@ fn run(a: &RunArgs) -> anyhow::Result<i32> {
         let p = Plan::derive(s, a.seed_start, a.mutant.as_deref());
         let how = if s.swarm.is_some() { "swarm (faults drawn per seed)".to_string() } else { format!("{} scripted faults", s.faults.len()) };
         println!(
-            "  {:<44} {} submissions, o1={:?} o4={:?}, {}, rules {}",
+            "  {:<44} {} submissions, o1={} o4={}, {}, rules {}",
             s.name,
             p.workload.len(),
             s.agent.o1,
@@ -235,6 +235,10 @@ fn run(a: &RunArgs) -> anyhow::Result<i32> {
     for (scen, counts) in &summary.classes {
         let parts: Vec<String> = counts.iter().map(|(c, n)| format!("{c:?}={n}").to_lowercase()).collect();
         println!("  submissions {scen}: {}", parts.join(" "));
+    }
+    for (scen, ev) in &summary.events {
+        let parts: Vec<String> = ev.iter().map(|(e, n)| format!("{e}={n}")).collect();
+        println!("  coverage {scen} (seeds with): {}", parts.join(" "));
     }
     for (scen, missing) in &summary.vacuous {
         println!("VACUOUS {scen}: never happened: {}", missing.join(", "));

@@ -331,16 +331,16 @@ pub async fn client(ctx: Rc<Ctx>) -> turmoil::Result {
                     let next = {
                         let mut l = ctx.ledger.borrow_mut();
                         match l.workload.get(l.delivered).cloned() {
-                            Some((at, n, text)) if at <= l.now_ms => {
+                            Some((at, n, slot, text)) if at <= l.now_ms => {
                                 l.delivered += 1;
-                                l.record("user", OpType::Invoke, "submit", json!({"submission": n, "text": text}));
-                                Some((n, text))
+                                l.record("user", OpType::Invoke, "submit", json!({"submission": n, "slot": slot, "text": text}));
+                                Some((n, slot, text))
                             }
                             _ => None,
                         }
                     };
-                    let Some((n, text)) = next else { break };
-                    model.handle(ClientInput::Submit { submission: n, text }, &mut out);
+                    let Some((n, slot, text)) = next else { break };
+                    model.handle(ClientInput::Submit { submission: n, slot, text }, &mut out);
                     io.execute(&mut out).await?;
                     ctx.ledger.borrow_mut().on_submission(n);
                 }

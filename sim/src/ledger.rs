@@ -77,8 +77,8 @@ pub struct Ledger {
     transient: BTreeSet<(ConnId, String)>,
     /// Process-level faults triggered by events, for the step loop.
     pub queue: Vec<(usize, NemesisAction)>,
-    /// Workload (at_ms, submission, text) and how many the Client has accepted.
-    pub workload: Vec<(u64, u64, String)>,
+    /// Workload (at_ms, submission, slot, text).
+    pub workload: Vec<(u64, u64, usize, String)>,
     /// How many workload entries were delivered to the Client.
     pub delivered: usize,
     /// Submissions the Client holds pending (published after every event it handles).
@@ -104,7 +104,7 @@ impl Ledger {
             method_counts: IndexMap::new(),
             transient: BTreeSet::new(),
             queue: Vec::new(),
-            workload: plan.workload.iter().map(|s| (s.at_ms, s.submission, s.text.clone())).collect(),
+            workload: plan.workload.iter().map(|s| (s.at_ms, s.submission, s.slot, s.text.clone())).collect(),
             delivered: 0,
             client_pending: Vec::new(),
             agent_idle: true,
@@ -145,10 +145,10 @@ impl Ledger {
         self.blackholed.contains(&conn)
     }
 
-    /// Stop firing faults (heal).
+    /// Stop firing faults (heal). Silently broken connections stay broken: their lost frames
+    /// are gone, so they may only end (by heartbeat), never flow again.
     pub fn disarm(&mut self) {
         self.armed = false;
-        self.blackholed.clear();
     }
 
     /// Mark fault `i` as fired and log it.

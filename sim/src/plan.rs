@@ -30,6 +30,8 @@ pub struct Submission {
     pub submission: u64,
     /// When the user submits it.
     pub at_ms: u64,
+    /// Session slot it goes to.
+    pub slot: usize,
     /// Prompt text (sometimes the same text again, on purpose: C2).
     pub text: String,
 }
@@ -108,7 +110,8 @@ impl Plan {
                 Some(prev) if w.gen_bool(0.2) => prev.text.clone(),
                 _ => format!("input {n}"),
             };
-            workload.push(Submission { submission: n, at_ms: at, text });
+            let slot = ((n - 1) as usize) % s.workload.sessions.max(1);
+            workload.push(Submission { submission: n, at_ms: at, slot, text });
             at += w.gen_range(s.workload.gap_ms_min..=s.workload.gap_ms_max);
         }
         let faults = match &s.swarm {
@@ -133,6 +136,8 @@ impl Plan {
                 backoff_ms_min: 10,
                 backoff_ms_max: 160,
                 attempts_max: 40,
+                sessions: s.workload.sessions.max(1),
+                keys: s.workload.keys,
                 mutant: client_mutant,
             },
             net: NetTiming { heartbeat_ms: 25, dead_ms: 250, connect_timeout_ms: 100 },
@@ -164,8 +169,10 @@ impl Plan {
                 self.latency_ms_min, self.latency_ms_max, self.net.heartbeat_ms, self.net.dead_ms, self.safety_ms, self.liveness_ms
             ),
             format!(
-                "workload: {} submissions at ms [{}]",
+                "workload: {} submissions to {} session(s), keys={:?}, at ms [{}]",
                 self.workload.len(),
+                self.client.sessions,
+                self.client.keys,
                 self.workload.iter().map(|s| s.at_ms.to_string()).collect::<Vec<_>>().join(", ")
             ),
         ];

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use acp_chaos_models::{DuringTurn, HeldOnDisconnect, Point};
+use acp_chaos_models::{DuringTurn, HeldOnDisconnect, KeyScheme, Point};
 use serde::{Deserialize, Serialize};
 
 /// A scenario file could not be used. Displayed as `FILE:LINE: field `F`: reason`.
@@ -54,6 +54,13 @@ pub enum Pinned<T> {
     Seeded(Seeded),
 }
 
+impl<T: Serialize> std::fmt::Display for Pinned<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let v = serde_json::to_value(self).map_err(|_| std::fmt::Error)?;
+        write!(f, "{}", v.as_str().unwrap_or("?"))
+    }
+}
+
 /// The word `seeded`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -78,6 +85,13 @@ pub struct Workload {
     /// Time of the first submission, ms after start.
     #[serde(default = "start")]
     pub start_ms: u64,
+    /// Sessions the Client opens; submissions go to them in turn.
+    #[serde(default = "one_usize")]
+    pub sessions: usize,
+    /// Key scheme of the Client: `uuid` (default) or `session-counter` (`k1`, `k2`, ... per
+    /// session: the same strings in every session, exercising A9).
+    #[serde(default = "uuid_keys")]
+    pub keys: KeyScheme,
 }
 
 /// `[agent]`: the Agent design and its policies.
@@ -315,6 +329,9 @@ impl Scenario {
         if self.agent.design != "stored" {
             return Err(err("design", 0, format!("field `agent.design`: unknown design `{}` (known: stored)", self.agent.design)));
         }
+        if self.workload.sessions == 0 || self.workload.sessions > 16 {
+            return Err(err("sessions", 0, "field `workload.sessions`: must be 1 to 16".into()));
+        }
         if self.workload.submissions == 0 {
             return Err(err("submissions", 0, "field `workload.submissions`: must be at least 1".into()));
         }
@@ -422,6 +439,12 @@ fn find_line(text: &str, needle: &str, nth: usize) -> usize {
 fn one() -> u32 {
     1
 }
+fn one_usize() -> usize {
+    1
+}
+fn uuid_keys() -> KeyScheme {
+    KeyScheme::Uuid
+}
 fn three() -> u32 {
     3
 }
@@ -462,7 +485,7 @@ fn expect_valid() -> Expect {
     Expect::Valid
 }
 fn workload_default() -> Workload {
-    Workload { submissions: 1, gap_ms_min: gap_min(), gap_ms_max: gap_max(), start_ms: start() }
+    Workload { submissions: 1, gap_ms_min: gap_min(), gap_ms_max: gap_max(), start_ms: start(), sessions: 1, keys: KeyScheme::Uuid }
 }
 fn agent_default() -> AgentSpec {
     AgentSpec { design: stored(), o1: o1_default(), o4: o4_default(), turn_ms_min: turn_min(), turn_ms_max: turn_max() }
