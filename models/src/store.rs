@@ -51,3 +51,23 @@ mod tests {
         assert_eq!(decode(&c).0.len(), 0);
     }
 }
+
+#[cfg(test)]
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Any prefix of a log (a crash mid-write, a torn tail) decodes to a prefix of its records.
+        #[test]
+        fn any_prefix_decodes_to_a_prefix_of_records(recs in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..40), 0..8), cut in 0usize..400) {
+            let mut log = Vec::new();
+            for r in &recs { log.extend(encode(r)); }
+            let cut = cut.min(log.len());
+            let (got, valid) = decode(&log[..cut]);
+            prop_assert!(valid <= cut);
+            prop_assert_eq!(&got[..], &recs[..got.len()]);
+            if cut == log.len() { prop_assert_eq!(got.len(), recs.len()); }
+        }
+    }
+}

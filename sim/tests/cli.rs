@@ -1,0 +1,83 @@
+//! The binary's contract: exit codes, error messages, the repro line.
+
+mod common;
+
+use std::process::Command;
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_acp-chaos"));
+    c.env("ACP_CHAOS_SCENARIOS", common::scenarios_dir());
+    c
+}
+
+#[test]
+fn malformed_scenario_exits_2_naming_file_line_and_field() {
+    let dir = std::env::temp_dir().join("acp-chaos-bad-scenario");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("bad.toml");
+    std::fs::write(&path, "summary = \"x\"\n\n[workload]\nsubmisions = 3\n").unwrap();
+    let out = bin().args(["run", path.to_str().unwrap(), "--seeds", "1"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("bad.toml:4:"), "{err}");
+    assert!(err.contains("submisions"), "{err}");
+
+    std::fs::write(&path, "summary = \"x\"\n[[fault]]\nkind = \"stall-frame\"\non = { frame = \"response\", method = \"session/prompt\" }\n").unwrap();
+    let out = bin().args(["run", path.to_str().unwrap(), "--seeds", "1"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("bad.toml:2:") && err.contains("stall_ms"), "{err}");
+}
+
+#[test]
+fn unknown_mutant_and_unknown_scenario_exit_2() {
+    let out = bin().args(["run", "--mutant", "nope", "--seeds", "1"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = bin().args(["replay", "no-such-scenario", "--seed", "1"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = bin().args(["run", "--seeds", "x"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn mutant_run_exits_1_and_its_repro_line_replays_identically() {
+    let outdir = std::env::temp_dir().join("acp-chaos-cli-mutant");
+    let out = bin()
+        .args(["run", "rfd-03-retry-after-agent-restart", "--seeds", "2", "--mutant", "record-unsynced", "--out"])
+        .arg(&outdir)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let line = text.lines().find_map(|l| l.trim().strip_prefix("repro: ")).expect("a repro line").to_string();
+    assert!(line.contains("--mutant record-unsynced"), "{line}");
+    let summary: serde_json::Value = serde_json::from_slice(&std::fs::read(outdir.join("summary.json")).unwrap()).unwrap();
+    assert!(summary["failures"].as_array().unwrap().iter().any(|f| f["property"] == "P11" && f["party"] == "agent"));
+    let seed = line.split("--seed ").nth(1).unwrap().split(' ').next().unwrap();
+    let run_dir = outdir.join(format!("rfd-03-retry-after-agent-restart-seed{seed}"));
+    assert!(run_dir.join("history.jsonl").exists() && run_dir.join("repro.txt").exists());
+
+    let args: Vec<&str> = line.split_whitespace().skip(1).collect();
+    let a = bin().args(&args).output().unwrap();
+    let b = bin().args(&args).output().unwrap();
+    assert_eq!(a.status.code(), Some(1));
+    assert_eq!(a.stdout, b.stdout, "replay is not deterministic");
+    let a_text = String::from_utf8_lossy(&a.stdout);
+    assert!(a_text.contains("verdict P11 durability: invalid (party agent"), "{a_text}");
+
+    // `check` re-runs the checkers on the stored history, without simulating.
+    let c = bin().arg("check").arg(&run_dir).output().unwrap();
+    assert_eq!(c.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&c.stdout).contains("verdict P11 durability: invalid"));
+}
+
+#[test]
+fn list_names_every_mutant_and_scenario() {
+    let out = bin().arg("list").output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let t = String::from_utf8_lossy(&out.stdout);
+    for m in acp_chaos::models::mutant::MUTANTS {
+        assert!(t.contains(m.name), "{t}");
+    }
+    assert!(t.contains("swarm-basic") && t.contains("rfd-07-retry-inserted-during-active-work"));
+}
