@@ -8,9 +8,8 @@ use std::collections::{BTreeSet, VecDeque};
 
 use agent_client_protocol_schema::v2::{
     AgentCapabilities, ClientRequest, ContentBlock, Implementation, InitializeResponse,
-    NewSessionResponse, PromptResponse, ReplayComplete, ResumeSessionResponse,
-    SessionCapabilities, SessionUpdate, StateUpdate, StopReason, UpdateSessionNotification,
-    UserMessage,
+    NewSessionResponse, PromptResponse, ReplayComplete, ResumeSessionResponse, SessionCapabilities,
+    SessionUpdate, StateUpdate, StopReason, UpdateSessionNotification, UserMessage,
 };
 use agent_client_protocol_schema::{v2, ProtocolVersion};
 use indexmap::IndexMap;
@@ -160,11 +159,15 @@ impl StoredAgent {
                     else {
                         continue;
                     };
-                    sessions.entry(sid.to_string()).or_default().messages.push(Msg {
-                        message_id: mid.to_string(),
-                        key: r["key"].as_str().map(str::to_string),
-                        text: r["text"].as_str().unwrap_or_default().to_string(),
-                    });
+                    sessions
+                        .entry(sid.to_string())
+                        .or_default()
+                        .messages
+                        .push(Msg {
+                            message_id: mid.to_string(),
+                            key: r["key"].as_str().map(str::to_string),
+                            text: r["text"].as_str().unwrap_or_default().to_string(),
+                        });
                 }
                 _ => {}
             }
@@ -188,7 +191,10 @@ impl StoredAgent {
         for (sid, s) in &self.sessions {
             m.insert(
                 sid.clone(),
-                s.messages.iter().map(|x| Value::from(x.message_id.clone())).collect(),
+                s.messages
+                    .iter()
+                    .map(|x| Value::from(x.message_id.clone()))
+                    .collect(),
             );
         }
         Value::Object(m)
@@ -207,7 +213,10 @@ impl StoredAgent {
         );
         for (conn, active) in &self.conns {
             if active.contains(sid) {
-                out.push(Action::Send { conn: *conn, line: line.clone() });
+                out.push(Action::Send {
+                    conn: *conn,
+                    line: line.clone(),
+                });
             }
         }
     }
@@ -219,36 +228,63 @@ impl StoredAgent {
         let frame = match rpc::parse(line) {
             Ok(f) => f,
             Err(e) => {
-                let l = rpc::err(&Value::Null, code::PARSE_ERROR, "Parse error", Some(json!(e.0)));
+                let l = rpc::err(
+                    &Value::Null,
+                    code::PARSE_ERROR,
+                    "Parse error",
+                    Some(json!(e.0)),
+                );
                 return self.send(conn, l, out);
             }
         };
         match frame {
             Frame::Request { id, method, params } => self.request(conn, id, &method, params, out),
-            Frame::Invalid { id } => {
-                self.send(conn, rpc::err(&id, code::INVALID_REQUEST, "Invalid Request", None), out)
-            }
+            Frame::Invalid { id } => self.send(
+                conn,
+                rpc::err(&id, code::INVALID_REQUEST, "Invalid Request", None),
+                out,
+            ),
             // Notifications we do not act on (session/cancel comes with issue #3) and stray
             // responses are ignored, as JSON-RPC allows.
             Frame::Notification { .. } | Frame::Response { .. } => {}
         }
     }
 
-    fn request(&mut self, conn: ConnId, id: Value, method: &str, params: Value, out: &mut Vec<Action>) {
+    fn request(
+        &mut self,
+        conn: ConnId,
+        id: Value,
+        method: &str,
+        params: Value,
+        out: &mut Vec<Action>,
+    ) {
         if method == "session/prompt" {
             out.push(Action::Point(Point::AfterReceive));
         }
         let req = match ClientRequest::from_method_and_params(method, &params) {
             Ok(r) => r,
             Err(agent_client_protocol_schema::MethodDispatchError::UnknownMethod { .. }) => {
-                let l = rpc::err(&id, code::METHOD_NOT_FOUND, "Method not found", Some(json!(method)));
+                let l = rpc::err(
+                    &id,
+                    code::METHOD_NOT_FOUND,
+                    "Method not found",
+                    Some(json!(method)),
+                );
                 return self.send(conn, l, out);
             }
             Err(e) => {
                 // K3: a malformed key is never treated as omitted; nothing is inserted.
-                let l = rpc::err(&id, code::INVALID_PARAMS, "Invalid params", Some(json!(e.to_string())));
+                let l = rpc::err(
+                    &id,
+                    code::INVALID_PARAMS,
+                    "Invalid params",
+                    Some(json!(e.to_string())),
+                );
                 if method == "session/prompt" {
-                    out.push(effect("reject", json!({"conn": conn, "id": id, "code": code::INVALID_PARAMS})));
+                    out.push(effect(
+                        "reject",
+                        json!({"conn": conn, "id": id, "code": code::INVALID_PARAMS}),
+                    ));
                 }
                 return self.send(conn, l, out);
             }
@@ -266,35 +302,62 @@ impl StoredAgent {
                 let sid = format!("s{}.{}", self.boot, self.next_session);
                 self.next_session += 1;
                 self.sessions.insert(sid.clone(), Session::default());
-                out.push(Action::Persist { record: json!({"t": "session", "id": sid}), sync: true });
+                out.push(Action::Persist {
+                    record: json!({"t": "session", "id": sid}),
+                    sync: true,
+                });
                 out.push(effect("session-new", json!({"session": sid, "conn": conn})));
                 self.conns.entry(conn).or_default().insert(sid.clone());
-                self.send(conn, rpc::ok(&id, to_value(NewSessionResponse::new(sid))), out);
+                self.send(
+                    conn,
+                    rpc::ok(&id, to_value(NewSessionResponse::new(sid))),
+                    out,
+                );
             }
             ClientRequest::ResumeSessionRequest(r) => self.resume(conn, id, &r, out),
             ClientRequest::PromptRequest(r) => self.prompt(conn, id, &r, out),
             _ => {
-                let l = rpc::err(&id, code::METHOD_NOT_FOUND, "Method not found", Some(json!(method)));
+                let l = rpc::err(
+                    &id,
+                    code::METHOD_NOT_FOUND,
+                    "Method not found",
+                    Some(json!(method)),
+                );
                 self.send(conn, l, out);
             }
         }
     }
 
-    fn resume(&mut self, conn: ConnId, id: Value, r: &v2::ResumeSessionRequest, out: &mut Vec<Action>) {
+    fn resume(
+        &mut self,
+        conn: ConnId,
+        id: Value,
+        r: &v2::ResumeSessionRequest,
+        out: &mut Vec<Action>,
+    ) {
         let sid = r.session_id.0.to_string();
         let Some(s) = self.sessions.get(&sid) else {
-            let l = rpc::err(&id, code::RESOURCE_NOT_FOUND, "Session not found", Some(json!({"sessionId": sid})));
+            let l = rpc::err(
+                &id,
+                code::RESOURCE_NOT_FOUND,
+                "Session not found",
+                Some(json!({"sessionId": sid})),
+            );
             return self.send(conn, l, out);
         };
         // X4: replay (user messages keep their messageId, never their key), replay_complete,
         // then the current state snapshot, then the response.
         let mut lines = Vec::new();
         let note = |u: SessionUpdate| {
-            rpc::notification("session/update", to_value(UpdateSessionNotification::new(sid.clone(), u)))
+            rpc::notification(
+                "session/update",
+                to_value(UpdateSessionNotification::new(sid.clone(), u)),
+            )
         };
         if r.replay_from.is_some() {
             for m in &s.messages {
-                let um = UserMessage::new(m.message_id.clone()).content(vec![ContentBlock::from(m.text.clone())]);
+                let um = UserMessage::new(m.message_id.clone())
+                    .content(vec![ContentBlock::from(m.text.clone())]);
                 lines.push(note(SessionUpdate::UserMessage(um)));
             }
             lines.push(note(SessionUpdate::ReplayComplete(ReplayComplete::new())));
@@ -309,7 +372,11 @@ impl StoredAgent {
         for l in lines {
             self.send(conn, l, out);
         }
-        self.send(conn, rpc::ok(&id, to_value(ResumeSessionResponse::new())), out);
+        self.send(
+            conn,
+            rpc::ok(&id, to_value(ResumeSessionResponse::new())),
+            out,
+        );
     }
 
     fn prompt(&mut self, conn: ConnId, id: Value, r: &v2::PromptRequest, out: &mut Vec<Action>) {
@@ -317,20 +384,52 @@ impl StoredAgent {
         let active = self.conns.get(&conn).is_some_and(|a| a.contains(&sid));
         if !active || !self.sessions.contains_key(&sid) {
             // X2: the session must be active on this connection.
-            out.push(effect("reject", json!({"conn": conn, "id": id, "code": code::RESOURCE_NOT_FOUND})));
-            let l = rpc::err(&id, code::RESOURCE_NOT_FOUND, "Session not active on this connection", Some(json!({"sessionId": sid})));
+            out.push(effect(
+                "reject",
+                json!({"conn": conn, "id": id, "code": code::RESOURCE_NOT_FOUND}),
+            ));
+            let l = rpc::err(
+                &id,
+                code::RESOURCE_NOT_FOUND,
+                "Session not active on this connection",
+                Some(json!({"sessionId": sid})),
+            );
             return self.send(conn, l, out);
         }
         if r.prompt.is_empty() {
             // A17: may reject `prompt: []` without inserting.
-            out.push(effect("reject", json!({"conn": conn, "id": id, "code": code::INVALID_PARAMS})));
-            return self.send(conn, rpc::err(&id, code::INVALID_PARAMS, "Invalid params", Some(json!("empty prompt"))), out);
+            out.push(effect(
+                "reject",
+                json!({"conn": conn, "id": id, "code": code::INVALID_PARAMS}),
+            ));
+            return self.send(
+                conn,
+                rpc::err(
+                    &id,
+                    code::INVALID_PARAMS,
+                    "Invalid params",
+                    Some(json!("empty prompt")),
+                ),
+                out,
+            );
         }
         if self.transient_errors > 0 {
             // A2: an error means this attempt inserted nothing and recorded nothing.
             self.transient_errors -= 1;
-            out.push(effect("reject", json!({"conn": conn, "id": id, "code": code::INTERNAL_ERROR, "transient": true})));
-            return self.send(conn, rpc::err(&id, code::INTERNAL_ERROR, "Internal error", Some(json!({"transient": true}))), out);
+            out.push(effect(
+                "reject",
+                json!({"conn": conn, "id": id, "code": code::INTERNAL_ERROR, "transient": true}),
+            ));
+            return self.send(
+                conn,
+                rpc::err(
+                    &id,
+                    code::INTERNAL_ERROR,
+                    "Internal error",
+                    Some(json!({"transient": true})),
+                ),
+                out,
+            );
         }
         let key = r.idempotency_key.as_ref().map(|k| k.as_str().to_string());
         let text = r
@@ -347,24 +446,39 @@ impl StoredAgent {
             // A1/A4: a recorded key gets the original messageId and nothing else.
             if let Some(m) = s.messages.iter().find(|m| m.key.as_deref() == Some(k)) {
                 let mid = m.message_id.clone();
-                out.push(effect("dedup-hit", json!({"session": sid, "key": k, "messageId": mid, "conn": conn, "id": id})));
+                out.push(effect(
+                    "dedup-hit",
+                    json!({"session": sid, "key": k, "messageId": mid, "conn": conn, "id": id}),
+                ));
                 return self.send(conn, rpc::ok(&id, to_value(PromptResponse::new(mid))), out);
             }
             // A7: a retry of a held prompt waits for the original's outcome.
             if let Some(h) = s.held.iter_mut().find(|h| h.key.as_deref() == Some(k)) {
                 h.waiters.push((conn, id.clone()));
-                out.push(effect("wait-held", json!({"session": sid, "key": k, "conn": conn, "id": id})));
+                out.push(effect(
+                    "wait-held",
+                    json!({"session": sid, "key": k, "conn": conn, "id": id}),
+                ));
                 return;
             }
         }
-        let held = Held { conn, id, key, text, waiters: Vec::new() };
+        let held = Held {
+            conn,
+            id,
+            key,
+            text,
+            waiters: Vec::new(),
+        };
         if s.turn.is_none() {
             self.insert(&sid, held, "direct", out);
             self.start_turn(&sid, out);
         } else if self.cfg.o4 == DuringTurn::Steer {
             self.insert(&sid, held, "steer", out);
         } else {
-            out.push(effect("hold", json!({"session": sid, "conn": held.conn, "id": held.id})));
+            out.push(effect(
+                "hold",
+                json!({"session": sid, "conn": held.conn, "id": held.id}),
+            ));
             s.held.push_back(held);
         }
     }
@@ -375,7 +489,11 @@ impl StoredAgent {
         let s = self.sessions.get_mut(sid).expect("session exists");
         let mid = format!("m{}.{}.{}", self.boot, index, s.next_msg);
         s.next_msg += 1;
-        s.messages.push(Msg { message_id: mid.clone(), key: p.key.clone(), text: p.text.clone() });
+        s.messages.push(Msg {
+            message_id: mid.clone(),
+            key: p.key.clone(),
+            text: p.text.clone(),
+        });
         out.push(effect("insert", json!({"session": sid, "messageId": mid, "key": p.key, "conn": p.conn, "id": p.id, "mode": mode})));
         out.push(Action::Point(Point::AfterInsertBeforeSync));
         let sync = self.cfg.mutant != Some(AgentMutant::RecordUnsynced);
@@ -401,29 +519,53 @@ impl StoredAgent {
     fn start_turn(&mut self, sid: &str, out: &mut Vec<Action>) {
         let t = self.next_timer;
         self.next_timer += 1;
-        let ms = self.rng.gen_range(self.cfg.turn_ms_min..=self.cfg.turn_ms_max.max(self.cfg.turn_ms_min));
+        let ms = self
+            .rng
+            .gen_range(self.cfg.turn_ms_min..=self.cfg.turn_ms_max.max(self.cfg.turn_ms_min));
         let s = self.sessions.get_mut(sid).expect("session exists");
         s.turn = Some(t);
         let mid = s.messages.last().map(|m| m.message_id.clone());
         self.timers.insert(t, sid.to_string());
-        out.push(effect("turn-start", json!({"session": sid, "messageId": mid, "ms": ms})));
-        self.update_all(sid, SessionUpdate::StateUpdate(StateUpdate::Running(v2::RunningStateUpdate::new())), out);
-        out.push(Action::Timer { id: t, after_ms: ms });
+        out.push(effect(
+            "turn-start",
+            json!({"session": sid, "messageId": mid, "ms": ms}),
+        ));
+        self.update_all(
+            sid,
+            SessionUpdate::StateUpdate(StateUpdate::Running(v2::RunningStateUpdate::new())),
+            out,
+        );
+        out.push(Action::Timer {
+            id: t,
+            after_ms: ms,
+        });
     }
 
     fn end_turn(&mut self, t: u64, out: &mut Vec<Action>) {
-        let Some(sid) = self.timers.shift_remove(&t) else { return };
-        let Some(s) = self.sessions.get_mut(&sid) else { return };
+        let Some(sid) = self.timers.shift_remove(&t) else {
+            return;
+        };
+        let Some(s) = self.sessions.get_mut(&sid) else {
+            return;
+        };
         if s.turn != Some(t) {
             return;
         }
         s.turn = None;
         let n = s.next_msg;
-        out.push(effect("turn-end", json!({"session": sid, "stopReason": "end_turn"})));
-        let chunk = v2::ContentChunk::new(ContentBlock::from("done"), format!("a{}.{}", self.boot, n));
+        out.push(effect(
+            "turn-end",
+            json!({"session": sid, "stopReason": "end_turn"}),
+        ));
+        let chunk =
+            v2::ContentChunk::new(ContentBlock::from("done"), format!("a{}.{}", self.boot, n));
         self.update_all(&sid, SessionUpdate::AgentMessageChunk(chunk), out);
         let idle = v2::IdleStateUpdate::new().stop_reason(StopReason::EndTurn);
-        self.update_all(&sid, SessionUpdate::StateUpdate(StateUpdate::Idle(idle)), out);
+        self.update_all(
+            &sid,
+            SessionUpdate::StateUpdate(StateUpdate::Idle(idle)),
+            out,
+        );
         let next = self.sessions.get_mut(&sid).and_then(|s| s.held.pop_front());
         if let Some(h) = next {
             self.insert(&sid, h, "held", out);
@@ -450,7 +592,10 @@ impl StoredAgent {
                         h.id = id;
                         kept.push_back(h);
                     } else {
-                        out.push(effect("drop-held", json!({"session": sid, "conn": conn, "id": h.id})));
+                        out.push(effect(
+                            "drop-held",
+                            json!({"session": sid, "conn": conn, "id": h.id}),
+                        ));
                     }
                 }
                 s.held = kept;
@@ -473,7 +618,9 @@ impl AgentModel for StoredAgent {
     }
 
     fn is_idle(&self) -> bool {
-        self.sessions.values().all(|s| s.turn.is_none() && s.held.is_empty())
+        self.sessions
+            .values()
+            .all(|s| s.turn.is_none() && s.held.is_empty())
     }
 }
 
@@ -486,7 +633,13 @@ mod tests {
     use super::*;
 
     fn cfg(mutant: Option<AgentMutant>) -> AgentConfig {
-        AgentConfig { o1: HeldOnDisconnect::Keep, o4: DuringTurn::Hold, turn_ms_min: 10, turn_ms_max: 10, mutant }
+        AgentConfig {
+            o1: HeldOnDisconnect::Keep,
+            o4: DuringTurn::Hold,
+            turn_ms_min: 10,
+            turn_ms_max: 10,
+            mutant,
+        }
     }
 
     fn sends(out: &[Action]) -> Vec<Value> {
@@ -499,18 +652,30 @@ mod tests {
     }
 
     fn inserts(out: &[Action]) -> usize {
-        out.iter().filter(|a| matches!(a, Action::Effect(e) if e.f == "insert")).count()
+        out.iter()
+            .filter(|a| matches!(a, Action::Effect(e) if e.f == "insert"))
+            .count()
     }
 
     fn session(a: &mut StoredAgent) -> String {
         let mut out = vec![];
         a.handle(AgentInput::Connected(1), &mut out);
-        a.handle(AgentInput::Frame(1, rpc::request(1, "session/new", json!({"cwd": "/w"}))), &mut out);
-        sends(&out)[0]["result"]["sessionId"].as_str().unwrap().to_string()
+        a.handle(
+            AgentInput::Frame(1, rpc::request(1, "session/new", json!({"cwd": "/w"}))),
+            &mut out,
+        );
+        sends(&out)[0]["result"]["sessionId"]
+            .as_str()
+            .unwrap()
+            .to_string()
     }
 
     fn prompt(sid: &str, id: u64, key: Value) -> String {
-        rpc::request(id, "session/prompt", json!({"sessionId": sid, "prompt": [{"type": "text", "text": "hi"}], "idempotencyKey": key}))
+        rpc::request(
+            id,
+            "session/prompt",
+            json!({"sessionId": sid, "prompt": [{"type": "text", "text": "hi"}], "idempotencyKey": key}),
+        )
     }
 
     #[test]
@@ -521,7 +686,10 @@ mod tests {
         a.handle(AgentInput::Frame(1, prompt(&sid, 2, json!("k"))), &mut out);
         a.handle(AgentInput::Frame(1, prompt(&sid, 3, json!("k"))), &mut out);
         assert_eq!(inserts(&out), 1);
-        let ids: Vec<_> = sends(&out).into_iter().filter_map(|v| v["result"]["messageId"].as_str().map(String::from)).collect();
+        let ids: Vec<_> = sends(&out)
+            .into_iter()
+            .filter_map(|v| v["result"]["messageId"].as_str().map(String::from))
+            .collect();
         assert_eq!(ids.len(), 2);
         assert_eq!(ids[0], ids[1]);
     }
@@ -541,7 +709,14 @@ mod tests {
     fn malformed_keys_get_invalid_params_and_insert_nothing() {
         let mut a = StoredAgent::recover(cfg(None), 0, 1, &[]);
         let sid = session(&mut a);
-        for k in [json!(""), json!("x".repeat(256)), json!(7), json!(true), json!({}), json!([])] {
+        for k in [
+            json!(""),
+            json!("x".repeat(256)),
+            json!(7),
+            json!(true),
+            json!({}),
+            json!([]),
+        ] {
             let mut out = vec![];
             a.handle(AgentInput::Frame(1, prompt(&sid, 9, k.clone())), &mut out);
             assert_eq!(inserts(&out), 0, "{k}");
@@ -576,9 +751,32 @@ mod tests {
         let mut out = vec![];
         a.handle(AgentInput::Connected(1), &mut out);
         a.handle(AgentInput::Frame(1, "{oops".into()), &mut out);
-        a.handle(AgentInput::Frame(1, rpc::request(5, "nope", json!({}))), &mut out);
-        a.handle(AgentInput::Frame(1, rpc::request(6, "session/prompt", json!({"sessionId": "zz", "prompt": [{"type":"text","text":"x"}]}))), &mut out);
-        let codes: Vec<_> = sends(&out).iter().map(|v| v["error"]["code"].as_i64().unwrap()).collect();
-        assert_eq!(codes, vec![code::PARSE_ERROR, code::METHOD_NOT_FOUND, code::RESOURCE_NOT_FOUND]);
+        a.handle(
+            AgentInput::Frame(1, rpc::request(5, "nope", json!({}))),
+            &mut out,
+        );
+        a.handle(
+            AgentInput::Frame(
+                1,
+                rpc::request(
+                    6,
+                    "session/prompt",
+                    json!({"sessionId": "zz", "prompt": [{"type":"text","text":"x"}]}),
+                ),
+            ),
+            &mut out,
+        );
+        let codes: Vec<_> = sends(&out)
+            .iter()
+            .map(|v| v["error"]["code"].as_i64().unwrap())
+            .collect();
+        assert_eq!(
+            codes,
+            vec![
+                code::PARSE_ERROR,
+                code::METHOD_NOT_FOUND,
+                code::RESOURCE_NOT_FOUND
+            ]
+        );
     }
 }

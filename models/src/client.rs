@@ -37,7 +37,11 @@ pub enum ClientInput {
     /// A timer fired.
     Timer(u64),
     /// The user submitted an input (numbered by the workload) to session slot `slot`.
-    Submit { submission: u64, slot: usize, text: String },
+    Submit {
+        submission: u64,
+        slot: usize,
+        text: String,
+    },
 }
 
 /// A sans-IO Client.
@@ -148,14 +152,26 @@ impl SpecClient {
         let mut key_counters = vec![0; n];
         let mut pending = IndexMap::new();
         for r in records {
-            let slot = r["slot"].as_u64().map(|x| x as usize).filter(|x| *x < n).unwrap_or(0);
+            let slot = r["slot"]
+                .as_u64()
+                .map(|x| x as usize)
+                .filter(|x| *x < n)
+                .unwrap_or(0);
             match r["t"].as_str() {
                 Some("session") => sessions[slot] = r["id"].as_str().map(str::to_string),
                 Some("key-counter") => key_counters[slot] = r["n"].as_u64().unwrap_or(0),
                 Some("pending") => {
                     if let (Some(s), Some(k)) = (r["submission"].as_u64(), r["key"].as_str()) {
                         let text = r["text"].as_str().unwrap_or_default().to_string();
-                        pending.insert(s, PendingInput { slot, key: k.to_string(), text, attempts: 0 });
+                        pending.insert(
+                            s,
+                            PendingInput {
+                                slot,
+                                key: k.to_string(),
+                                text,
+                                attempts: 0,
+                            },
+                        );
                     }
                 }
                 Some("done") => {
@@ -181,7 +197,9 @@ impl SpecClient {
 
     fn new_key(&mut self) -> String {
         // C5: a UUID from the run's seeded RNG (never OS randomness).
-        uuid::Builder::from_random_bytes(self.rng.gen()).into_uuid().to_string()
+        uuid::Builder::from_random_bytes(self.rng.gen())
+            .into_uuid()
+            .to_string()
     }
 
     fn timer(&mut self, kind: TimerKind, after_ms: u64, out: &mut Vec<Action>) {
@@ -191,13 +209,22 @@ impl SpecClient {
         out.push(Action::Timer { id, after_ms });
     }
 
-    fn send_req(&mut self, req: Req, method: &str, params: Value, out: &mut Vec<Action>) -> Option<u64> {
+    fn send_req(
+        &mut self,
+        req: Req,
+        method: &str,
+        params: Value,
+        out: &mut Vec<Action>,
+    ) -> Option<u64> {
         let c = self.conn.as_mut()?;
         // C4: counter ids, never reused on a connection.
         c.next_req += 1;
         let id = c.next_req;
         c.reqs.insert(id, req);
-        out.push(Action::Send { conn: c.id, line: rpc::request(id, method, params) });
+        out.push(Action::Send {
+            conn: c.id,
+            line: rpc::request(id, method, params),
+        });
         Some(id)
     }
 
@@ -205,9 +232,14 @@ impl SpecClient {
         if self.conn.as_ref().is_none_or(|c| c.phase != Phase::Ready) {
             return;
         }
-        let fresh = (self.cfg.mutant == Some(ClientMutant::NewKeyPerAttempt)).then(|| self.new_key());
-        let Some(p) = self.pending.get_mut(&submission) else { return };
-        let Some(sid) = self.sessions.get(p.slot).cloned().flatten() else { return };
+        let fresh =
+            (self.cfg.mutant == Some(ClientMutant::NewKeyPerAttempt)).then(|| self.new_key());
+        let Some(p) = self.pending.get_mut(&submission) else {
+            return;
+        };
+        let Some(sid) = self.sessions.get(p.slot).cloned().flatten() else {
+            return;
+        };
         if p.attempts >= self.cfg.attempts_max {
             // C8: give up visibly, never silently.
             return self.surface(submission, json!({"reason": "too many attempts"}), out);
@@ -219,26 +251,49 @@ impl SpecClient {
         let params = serde_json::to_value(req).expect("serializes");
         let conn = self.conn.as_ref().map(|c| c.id).unwrap_or_default();
         if let Some(id) = self.send_req(Req::Prompt { submission }, "session/prompt", params, out) {
-            out.push(effect("attempt", json!({"submission": submission, "conn": conn, "id": id, "key": key})));
-            self.timer(TimerKind::PromptTimeout { conn, req: id }, self.cfg.prompt_timeout_ms, out);
+            out.push(effect(
+                "attempt",
+                json!({"submission": submission, "conn": conn, "id": id, "key": key}),
+            ));
+            self.timer(
+                TimerKind::PromptTimeout { conn, req: id },
+                self.cfg.prompt_timeout_ms,
+                out,
+            );
         }
     }
 
     fn settle(&mut self, submission: u64, out: &mut Vec<Action>) {
         self.pending.shift_remove(&submission);
         if self.cfg.mutant != Some(ClientMutant::VolatilePending) {
-            out.push(Action::Persist { record: json!({"t": "done", "submission": submission}), sync: true });
+            out.push(Action::Persist {
+                record: json!({"t": "done", "submission": submission}),
+                sync: true,
+            });
         }
     }
 
     fn surface(&mut self, submission: u64, error: Value, out: &mut Vec<Action>) {
         self.settle(submission, out);
-        out.push(effect("surface", json!({"submission": submission, "error": error})));
+        out.push(effect(
+            "surface",
+            json!({"submission": submission, "error": error}),
+        ));
     }
 
-    fn response(&mut self, conn: ConnId, id: &Value, result: Result<Value, Value>, out: &mut Vec<Action>) {
-        let Some(c) = self.conn.as_mut().filter(|c| c.id == conn) else { return };
-        let Some(req) = id.as_u64().and_then(|i| c.reqs.shift_remove(&i)) else { return };
+    fn response(
+        &mut self,
+        conn: ConnId,
+        id: &Value,
+        result: Result<Value, Value>,
+        out: &mut Vec<Action>,
+    ) {
+        let Some(c) = self.conn.as_mut().filter(|c| c.id == conn) else {
+            return;
+        };
+        let Some(req) = id.as_u64().and_then(|i| c.reqs.shift_remove(&i)) else {
+            return;
+        };
         match (req, result) {
             (Req::Initialize, Ok(_)) => {
                 c.phase = Phase::Setup;
@@ -247,20 +302,33 @@ impl SpecClient {
                 }
             }
             (Req::NewSession { slot }, Ok(v)) => {
-                let Some(sid) = v["sessionId"].as_str() else { return };
+                let Some(sid) = v["sessionId"].as_str() else {
+                    return;
+                };
                 self.sessions[slot] = Some(sid.to_string());
-                out.push(Action::Persist { record: json!({"t": "session", "slot": slot, "id": sid}), sync: true });
+                out.push(Action::Persist {
+                    record: json!({"t": "session", "slot": slot, "id": sid}),
+                    sync: true,
+                });
                 self.set_up_done(out);
             }
             (Req::Resume { .. }, Ok(_)) => self.set_up_done(out),
             (Req::Resume { slot }, Err(e)) => {
                 // The session is gone: its pending inputs are shown to the user (C8).
                 self.sessions[slot] = None;
-                let lost: Vec<u64> = self.pending.iter().filter(|(_, p)| p.slot == slot).map(|(s, _)| *s).collect();
+                let lost: Vec<u64> = self
+                    .pending
+                    .iter()
+                    .filter(|(_, p)| p.slot == slot)
+                    .map(|(s, _)| *s)
+                    .collect();
                 for s in lost {
                     self.surface(s, json!({"reason": "session lost", "error": e}), out);
                 }
-                out.push(Action::Persist { record: json!({"t": "session", "slot": slot, "id": null}), sync: true });
+                out.push(Action::Persist {
+                    record: json!({"t": "session", "slot": slot, "id": null}),
+                    sync: true,
+                });
                 self.set_up(slot, out);
                 self.set_up_done(out);
             }
@@ -268,7 +336,10 @@ impl SpecClient {
                 if self.pending.contains_key(&submission) {
                     let mid = v["messageId"].clone();
                     self.settle(submission, out);
-                    out.push(effect("ack", json!({"submission": submission, "messageId": mid})));
+                    out.push(effect(
+                        "ack",
+                        json!({"submission": submission, "messageId": mid}),
+                    ));
                 }
             }
             (Req::Prompt { submission }, Err(e)) => {
@@ -276,7 +347,9 @@ impl SpecClient {
                     return;
                 }
                 match rpc::error_code(&e) {
-                    Some(code::INTERNAL_ERROR) => self.timer(TimerKind::RetrySoon { submission }, 5, out),
+                    Some(code::INTERNAL_ERROR) => {
+                        self.timer(TimerKind::RetrySoon { submission }, 5, out)
+                    }
                     Some(code::RESOURCE_NOT_FOUND) => {
                         // Not active on this connection: resume again; pending prompts follow.
                         let slot = self.pending[&submission].slot;
@@ -290,7 +363,13 @@ impl SpecClient {
             }
             (_, Err(_)) => {
                 // initialize or session/new failed: drop this connection's setup and retry later.
-                self.timer(TimerKind::RetrySoon { submission: u64::MAX }, 5, out);
+                self.timer(
+                    TimerKind::RetrySoon {
+                        submission: u64::MAX,
+                    },
+                    5,
+                    out,
+                );
             }
         }
     }
@@ -298,10 +377,21 @@ impl SpecClient {
     /// `session/new` or `session/resume` for one slot on the current connection.
     fn set_up(&mut self, slot: usize, out: &mut Vec<Action>) {
         let (req, method, params) = match self.sessions[slot].clone() {
-            None => (Req::NewSession { slot }, "session/new", serde_json::to_value(NewSessionRequest::new("/work"))),
-            Some(sid) => (Req::Resume { slot }, "session/resume", serde_json::to_value(ResumeSessionRequest::new(sid, "/work"))),
+            None => (
+                Req::NewSession { slot },
+                "session/new",
+                serde_json::to_value(NewSessionRequest::new("/work")),
+            ),
+            Some(sid) => (
+                Req::Resume { slot },
+                "session/resume",
+                serde_json::to_value(ResumeSessionRequest::new(sid, "/work")),
+            ),
         };
-        if self.send_req(req, method, params.expect("serializes"), out).is_some() {
+        if self
+            .send_req(req, method, params.expect("serializes"), out)
+            .is_some()
+        {
             if let Some(c) = self.conn.as_mut() {
                 c.setting_up += 1;
             }
@@ -329,7 +419,9 @@ impl SpecClient {
 
     fn reconnect(&mut self, out: &mut Vec<Action>) {
         let jitter = self.rng.gen_range(0..=self.backoff_ms / 2);
-        out.push(Action::Connect { after_ms: self.backoff_ms + jitter });
+        out.push(Action::Connect {
+            after_ms: self.backoff_ms + jitter,
+        });
         self.backoff_ms = (self.backoff_ms * 2).min(self.cfg.backoff_ms_max);
     }
 }
@@ -339,8 +431,17 @@ impl ClientModel for SpecClient {
         match input {
             ClientInput::Boot => out.push(Action::Connect { after_ms: 0 }),
             ClientInput::Connected(id) => {
-                self.conn = Some(Conn { id, next_req: 0, phase: Phase::Init, setting_up: 0, reqs: IndexMap::new() });
-                let init = InitializeRequest::new(ProtocolVersion::V2, Implementation::new("acp-chaos-spec-client", env!("CARGO_PKG_VERSION")));
+                self.conn = Some(Conn {
+                    id,
+                    next_req: 0,
+                    phase: Phase::Init,
+                    setting_up: 0,
+                    reqs: IndexMap::new(),
+                });
+                let init = InitializeRequest::new(
+                    ProtocolVersion::V2,
+                    Implementation::new("acp-chaos-spec-client", env!("CARGO_PKG_VERSION")),
+                );
                 let p = serde_json::to_value(init).expect("serializes");
                 self.send_req(Req::Initialize, "initialize", p, out);
             }
@@ -351,15 +452,18 @@ impl ClientModel for SpecClient {
                     self.reconnect(out);
                 }
             }
-            ClientInput::Frame(conn, line) => match rpc::parse(&line) {
-                Ok(Frame::Response { id, result }) => self.response(conn, &id, result, out),
+            ClientInput::Frame(conn, line) => {
                 // Requests from the Agent (permission) come with issue #3; updates are shown.
-                _ => {}
-            },
+                if let Ok(Frame::Response { id, result }) = rpc::parse(&line) {
+                    self.response(conn, &id, result, out);
+                }
+            }
             ClientInput::Timer(t) => match self.timers.shift_remove(&t) {
                 Some(TimerKind::PromptTimeout { conn, req }) => {
                     let live = self.conn.as_ref().filter(|c| c.id == conn);
-                    if let Some(Req::Prompt { submission }) = live.and_then(|c| c.reqs.get(&req)).cloned() {
+                    if let Some(Req::Prompt { submission }) =
+                        live.and_then(|c| c.reqs.get(&req)).cloned()
+                    {
                         // Late on a live connection: resend on it with the same key.
                         self.attempt(submission, out);
                     }
@@ -373,7 +477,11 @@ impl ClientModel for SpecClient {
                 Some(TimerKind::RetrySoon { submission }) => self.attempt(submission, out),
                 None => {}
             },
-            ClientInput::Submit { submission, slot, text } => {
+            ClientInput::Submit {
+                submission,
+                slot,
+                text,
+            } => {
                 // C1: the key is made at submission and stored before the first attempt.
                 let slot = slot.min(self.sessions.len() - 1);
                 let key = match self.cfg.keys {
@@ -381,7 +489,10 @@ impl ClientModel for SpecClient {
                     KeyScheme::SessionCounter => {
                         self.key_counters[slot] += 1;
                         let n = self.key_counters[slot];
-                        out.push(Action::Persist { record: json!({"t": "key-counter", "slot": slot, "n": n}), sync: true });
+                        out.push(Action::Persist {
+                            record: json!({"t": "key-counter", "slot": slot, "n": n}),
+                            sync: true,
+                        });
                         format!("k{n}")
                     }
                 };
@@ -391,7 +502,15 @@ impl ClientModel for SpecClient {
                         sync: true,
                     });
                 }
-                self.pending.insert(submission, PendingInput { slot, key, text, attempts: 0 });
+                self.pending.insert(
+                    submission,
+                    PendingInput {
+                        slot,
+                        key,
+                        text,
+                        attempts: 0,
+                    },
+                );
                 self.attempt(submission, out);
             }
         }

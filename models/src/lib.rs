@@ -20,6 +20,9 @@ pub mod rpc;
 pub mod store;
 
 pub use action::{Action, ConnId, Effect, Point};
-pub use agent::{AgentConfig, AgentInput, AgentModel, AgentMutant, DuringTurn, HeldOnDisconnect, Retention, StoredAgent};
+pub use agent::{
+    AgentConfig, AgentInput, AgentModel, AgentMutant, DuringTurn, HeldOnDisconnect, Retention,
+    StoredAgent,
+};
 pub use client::{ClientConfig, ClientInput, ClientModel, ClientMutant, KeyScheme, SpecClient};
 pub use mutant::{Mutant, Party, MUTANTS};

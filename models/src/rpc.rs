@@ -27,11 +27,18 @@ pub mod code {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Frame {
     /// A request: has `method` and `id`.
-    Request { id: Value, method: String, params: Value },
+    Request {
+        id: Value,
+        method: String,
+        params: Value,
+    },
     /// A notification: `method`, no `id`.
     Notification { method: String, params: Value },
     /// A response: `id` and `result` or `error`.
-    Response { id: Value, result: Result<Value, Value> },
+    Response {
+        id: Value,
+        result: Result<Value, Value>,
+    },
     /// Valid JSON, but not a JSON-RPC message; answered with `-32600` when it has an id.
     Invalid { id: Value },
 }
@@ -60,14 +67,22 @@ pub fn parse(line: &str) -> Result<Frame, ParseError> {
         }),
         (None, Some(id)) => {
             if let Some(e) = obj.get("error") {
-                Ok(Frame::Response { id, result: Err(e.clone()) })
+                Ok(Frame::Response {
+                    id,
+                    result: Err(e.clone()),
+                })
             } else if let Some(r) = obj.get("result") {
-                Ok(Frame::Response { id, result: Ok(r.clone()) })
+                Ok(Frame::Response {
+                    id,
+                    result: Ok(r.clone()),
+                })
             } else {
                 Ok(Frame::Invalid { id })
             }
         }
-        (_, id) => Ok(Frame::Invalid { id: id.unwrap_or(Value::Null) }),
+        (_, id) => Ok(Frame::Invalid {
+            id: id.unwrap_or(Value::Null),
+        }),
     }
 }
 
@@ -106,8 +121,14 @@ mod tests {
 
     #[test]
     fn parses_each_kind() {
-        assert!(matches!(parse(&request(1, "x", json!({}))), Ok(Frame::Request { .. })));
-        assert!(matches!(parse(&notification("x", json!({}))), Ok(Frame::Notification { .. })));
+        assert!(matches!(
+            parse(&request(1, "x", json!({}))),
+            Ok(Frame::Request { .. })
+        ));
+        assert!(matches!(
+            parse(&notification("x", json!({}))),
+            Ok(Frame::Notification { .. })
+        ));
         assert!(matches!(
             parse(&ok(&json!(1), json!({}))),
             Ok(Frame::Response { result: Ok(_), .. })

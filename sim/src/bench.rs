@@ -39,15 +39,22 @@ fn now() -> std::time::Instant {
 
 /// Run the benchmark.
 pub fn run(s: &Scenario, seeds: u64, jobs: usize) -> anyhow::Result<BenchReport> {
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs.max(1)).build()?;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs.max(1))
+        .build()?;
     let t0 = now();
     let sims: Vec<u64> = pool.install(|| {
-        (0..seeds).into_par_iter().map(|seed| campaign::run_one(s, seed, None).1.sim_ms).collect()
+        (0..seeds)
+            .into_par_iter()
+            .map(|seed| campaign::run_one(s, seed, None).1.sim_ms)
+            .collect()
     });
     let wall = t0.elapsed().as_secs_f64();
     let t1 = now();
     pool.install(|| {
-        sims.par_iter().enumerate().for_each(|(seed, &ms)| bare(s, seed as u64, ms));
+        sims.par_iter()
+            .enumerate()
+            .for_each(|(seed, &ms)| bare(s, seed as u64, ms));
     });
     let bare_wall = t1.elapsed().as_secs_f64();
     Ok(BenchReport {

@@ -153,7 +153,9 @@ pub fn repro(scenario: &str, seed: u64, mutant: Option<&str>) -> String {
 
 /// Run the campaign; print progress lines to stderr; write the report folder.
 pub fn run(spec: &CampaignSpec) -> anyhow::Result<Summary> {
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(spec.jobs.max(1)).build()?;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(spec.jobs.max(1))
+        .build()?;
     let work: Vec<(usize, u64)> = (0..spec.scenarios.len())
         .flat_map(|i| (0..spec.seeds).map(move |k| (i, spec.seed_start + k)))
         .collect();
@@ -181,11 +183,21 @@ fn summarize(spec: &CampaignSpec, results: Vec<RunResult>) -> anyhow::Result<Sum
     for r in &results {
         let row = table.entry(r.scenario.clone()).or_default();
         for (c, n) in &r.classes {
-            *classes.entry(r.scenario.clone()).or_default().entry(*c).or_default() += u64::from(*n);
+            *classes
+                .entry(r.scenario.clone())
+                .or_default()
+                .entry(*c)
+                .or_default() += u64::from(*n);
         }
-        seen.entry(r.scenario.clone()).or_default().extend(r.events.iter().copied());
+        seen.entry(r.scenario.clone())
+            .or_default()
+            .extend(r.events.iter().copied());
         for e in &r.events {
-            *events.entry(r.scenario.clone()).or_default().entry(e.to_string()).or_default() += 1;
+            *events
+                .entry(r.scenario.clone())
+                .or_default()
+                .entry(e.to_string())
+                .or_default() += 1;
         }
         hashes.insert(format!("{}/{}", r.scenario, r.seed), r.hash.clone());
         for v in &r.verdicts {
@@ -211,12 +223,18 @@ fn summarize(spec: &CampaignSpec, results: Vec<RunResult>) -> anyhow::Result<Sum
             if matches!(v.status, Status::Invalid | Status::Unknown) {
                 let line = repro(&r.scenario, r.seed, mutant);
                 failures.push(json!({"scenario": r.scenario, "seed": r.seed, "property": v.property, "status": v.status, "party": v.party, "rules": v.rules, "message": v.message, "hash": r.hash, "repro": line}));
-                let k = kept.entry((r.scenario.clone(), v.property.clone())).or_default();
+                let k = kept
+                    .entry((r.scenario.clone(), v.property.clone()))
+                    .or_default();
                 if *k < spec.keep_per_property {
                     *k += 1;
                     // Re-run it: the report's history comes from the replay, and a different
                     // hash is nondeterminism (exit 3).
-                    let s = spec.scenarios.iter().find(|s| s.name == r.scenario).expect("scenario ran");
+                    let s = spec
+                        .scenarios
+                        .iter()
+                        .find(|s| s.name == r.scenario)
+                        .expect("scenario ran");
                     let (h, again) = run_one(s, r.seed, mutant);
                     if again.hash != r.hash {
                         nondeterministic.push(line.clone());
@@ -229,15 +247,22 @@ fn summarize(spec: &CampaignSpec, results: Vec<RunResult>) -> anyhow::Result<Sum
     let mut vacuous = BTreeMap::new();
     for s in &spec.scenarios {
         let got = seen.get(&s.name).cloned().unwrap_or_default();
-        let missing: Vec<String> = s.sometimes.iter().filter(|e| !got.contains(e.as_str())).cloned().collect();
+        let missing: Vec<String> = s
+            .sometimes
+            .iter()
+            .filter(|e| !got.contains(e.as_str()))
+            .cloned()
+            .collect();
         if !missing.is_empty() && mutant.is_none() {
             vacuous.insert(s.name.clone(), missing);
         }
     }
-    let any = |st: Status| table.values().flat_map(|r| r.values()).any(|c| match st {
-        Status::Invalid => c.violations > 0,
-        _ => c.unknown > 0,
-    });
+    let any = |st: Status| {
+        table.values().flat_map(|r| r.values()).any(|c| match st {
+            Status::Invalid => c.violations > 0,
+            _ => c.unknown > 0,
+        })
+    };
     let exit_code = if !nondeterministic.is_empty() {
         exit::NONDETERMINISM
     } else if any(Status::Invalid) {
@@ -273,7 +298,10 @@ fn write_run(out: &Path, h: &History, r: &RunResult, line: &str) -> anyhow::Resu
     let mut f = std::io::BufWriter::new(std::fs::File::create(dir.join("history.jsonl"))?);
     h.write_jsonl(&mut f)?;
     f.flush()?;
-    std::fs::write(dir.join("verdicts.json"), serde_json::to_vec_pretty(&r.verdicts)?)?;
+    std::fs::write(
+        dir.join("verdicts.json"),
+        serde_json::to_vec_pretty(&r.verdicts)?,
+    )?;
     std::fs::write(dir.join("repro.txt"), format!("{line}\n"))?;
     Ok(())
 }
@@ -283,15 +311,24 @@ pub fn table_text(s: &Summary) -> String {
     let mut out = String::new();
     let props: Vec<&str> = CHECKERS.iter().map(|c| c.property).collect();
     let width = s.table.keys().map(|k| k.len()).max().unwrap_or(8).max(8);
-    out.push_str(&format!("{:<width$}  {:<5} {:>6} {:>10} {:>8}  {}\n", "scenario", "prop", "seeds", "violations", "unknown", "first failing seed (party)"));
+    out.push_str(&format!(
+        "{:<width$}  {:<5} {:>6} {:>10} {:>8}  {}\n",
+        "scenario", "prop", "seeds", "violations", "unknown", "first failing seed (party)"
+    ));
     for (scen, row) in &s.table {
         for p in &props {
             let Some(c) = row.get(*p) else { continue };
             let first = match c.first_failing_seed {
-                Some(seed) => format!("{seed} ({})", c.parties.iter().cloned().collect::<Vec<_>>().join(",")),
+                Some(seed) => format!(
+                    "{seed} ({})",
+                    c.parties.iter().cloned().collect::<Vec<_>>().join(",")
+                ),
                 None => "-".into(),
             };
-            out.push_str(&format!("{scen:<width$}  {p:<5} {:>6} {:>10} {:>8}  {first}\n", c.seeds, c.violations, c.unknown));
+            out.push_str(&format!(
+                "{scen:<width$}  {p:<5} {:>6} {:>10} {:>8}  {first}\n",
+                c.seeds, c.violations, c.unknown
+            ));
         }
     }
     out

@@ -73,9 +73,24 @@ pub struct Checker {
 
 /// Every checker, in report order.
 pub const CHECKERS: &[Checker] = &[
-    Checker { property: "P1", title: "at-most-once", rules: &["A1", "A4", "A10", "A12", "A13", "C1"], check: p1_at_most_once },
-    Checker { property: "P2", title: "no-silent-drop", rules: &["C1", "C6", "C8", "A2"], check: p2_no_silent_drop },
-    Checker { property: "P11", title: "durability", rules: &["D1"], check: p11_durability },
+    Checker {
+        property: "P1",
+        title: "at-most-once",
+        rules: &["A1", "A4", "A10", "A12", "A13", "C1"],
+        check: p1_at_most_once,
+    },
+    Checker {
+        property: "P2",
+        title: "no-silent-drop",
+        rules: &["C1", "C6", "C8", "A2"],
+        check: p2_no_silent_drop,
+    },
+    Checker {
+        property: "P11",
+        title: "durability",
+        rules: &["D1"],
+        check: p11_durability,
+    },
 ];
 
 /// Run every checker.
@@ -172,7 +187,13 @@ impl<'a> Facts<'a> {
                 }
                 ("client", "ack") => {
                     if let Some(n) = v["submission"].as_u64() {
-                        acks.insert(n, (op.index, v["messageId"].as_str().unwrap_or_default().to_string()));
+                        acks.insert(
+                            n,
+                            (
+                                op.index,
+                                v["messageId"].as_str().unwrap_or_default().to_string(),
+                            ),
+                        );
                     }
                 }
                 ("client", "surface") => {
@@ -181,11 +202,18 @@ impl<'a> Facts<'a> {
                     }
                 }
                 ("client", "pending-at-end") => {
-                    pending_at_end = v["submissions"].as_array().into_iter().flatten().filter_map(Value::as_u64).collect();
+                    pending_at_end = v["submissions"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(Value::as_u64)
+                        .collect();
                 }
                 ("agent", "insert") => {
                     let mid = v["messageId"].as_str().unwrap_or_default().to_string();
-                    let submission = v["conn"].as_u64().and_then(|c| attempts.get(&(c, v["id"].to_string())).copied());
+                    let submission = v["conn"]
+                        .as_u64()
+                        .and_then(|c| attempts.get(&(c, v["id"].to_string())).copied());
                     by_mid.insert(mid.clone(), inserts.len());
                     inserts.push(Insert {
                         op: op.index,
@@ -210,7 +238,12 @@ impl<'a> Facts<'a> {
                     let mut m = BTreeMap::new();
                     if let Some(o) = v["retained"].as_object() {
                         for (sid, ids) in o {
-                            let set = ids.as_array().into_iter().flatten().filter_map(|x| x.as_str().map(str::to_string)).collect();
+                            let set = ids
+                                .as_array()
+                                .into_iter()
+                                .flatten()
+                                .filter_map(|x| x.as_str().map(str::to_string))
+                                .collect();
                             m.insert(sid.clone(), set);
                         }
                     }
@@ -219,7 +252,17 @@ impl<'a> Facts<'a> {
                 _ => {}
             }
         }
-        Facts { history: h, inserts, submissions, acks, surfaced, attempt_keys, turns, pending_at_end, recoveries }
+        Facts {
+            history: h,
+            inserts,
+            submissions,
+            acks,
+            surfaced,
+            attempt_keys,
+            turns,
+            pending_at_end,
+            recoveries,
+        }
     }
 
     /// The last nemesis op strictly before `index`.
@@ -227,7 +270,12 @@ impl<'a> Facts<'a> {
         self.history.ops[..index.min(self.history.ops.len())]
             .iter()
             .rev()
-            .find(|o| o.process == "nemesis" && o.f != "heal" && o.f != "restart" && o.f != "heal-partition")
+            .find(|o| {
+                o.process == "nemesis"
+                    && o.f != "heal"
+                    && o.f != "restart"
+                    && o.f != "heal-partition"
+            })
             .map(|o| o.index)
     }
 
@@ -242,7 +290,10 @@ impl<'a> Facts<'a> {
         self.submissions
             .keys()
             .map(|n| {
-                let effective = per_sub.get(n).map(|v| v.iter().filter(|i| i.took_effect.is_some()).count()).unwrap_or(0);
+                let effective = per_sub
+                    .get(n)
+                    .map(|v| v.iter().filter(|i| i.took_effect.is_some()).count())
+                    .unwrap_or(0);
                 let c = if effective > 1 {
                     Class::Duplicated
                 } else if self.acks.contains_key(n) {
@@ -267,9 +318,13 @@ impl<'a> Facts<'a> {
 pub fn p1_at_most_once(f: &Facts) -> Verdict {
     let mut v = Verdict::valid("P1", &["A1", "A4", "A10", "A13", "C1"]);
     for (j, later) in f.inserts.iter().enumerate() {
-        let Some(sub) = later.submission else { continue };
+        let Some(sub) = later.submission else {
+            continue;
+        };
         let earlier = f.inserts[..j].iter().find(|e| {
-            e.submission == Some(sub) && e.session == later.session && e.took_effect.is_some_and(|t| t < later.op)
+            e.submission == Some(sub)
+                && e.session == later.session
+                && e.took_effect.is_some_and(|t| t < later.op)
         });
         let Some(e) = earlier else { continue };
         let client = e.key != later.key;
@@ -300,7 +355,10 @@ pub fn p1_at_most_once(f: &Facts) -> Verdict {
         v.rules = vec!["A1".into()];
         v.witnesses = ops.clone();
         v.fault = f.fault_before(ops[1]);
-        v.message = format!("message {mid} got {} rounds of work (A1: a retry starts no second round)", ops.len());
+        v.message = format!(
+            "message {mid} got {} rounds of work (A1: a retry starts no second round)",
+            ops.len()
+        );
     }
     v
 }
@@ -314,12 +372,19 @@ pub fn p2_no_silent_drop(f: &Facts) -> Verdict {
         match c {
             Class::Lost | Class::Unacknowledged => {
                 let at = f.submissions[n];
-                let last_client_op = f.history.ops.iter().rev().find(|o| o.process == "nemesis" && o.value["host"] == "client");
+                let last_client_op = f
+                    .history
+                    .ops
+                    .iter()
+                    .rev()
+                    .find(|o| o.process == "nemesis" && o.value["host"] == "client");
                 v.status = Status::Invalid;
                 v.party = Some(Party::Client);
                 v.rules = vec!["C1".into(), "C8".into()];
                 v.witnesses = vec![at];
-                v.fault = last_client_op.map(|o| o.index).or_else(|| f.fault_before(f.history.ops.len()));
+                v.fault = last_client_op
+                    .map(|o| o.index)
+                    .or_else(|| f.fault_before(f.history.ops.len()));
                 v.message = format!(
                     "submission {n} is {}: the Client no longer holds it, never got its messageId and never showed an error",
                     if *c == Class::Lost { "lost (never inserted)" } else { "unacknowledged (inserted)" }
@@ -328,7 +393,10 @@ pub fn p2_no_silent_drop(f: &Facts) -> Verdict {
             }
             Class::Acknowledged => {
                 let (op, mid) = &f.acks[n];
-                let real = f.inserts.iter().any(|i| i.submission == Some(*n) && &i.message_id == mid);
+                let real = f
+                    .inserts
+                    .iter()
+                    .any(|i| i.submission == Some(*n) && &i.message_id == mid);
                 if !real {
                     // Whose message is it? If it carries a key this submission used, the
                     // Client reused a key for a new submission (C2); otherwise the Agent
@@ -336,7 +404,11 @@ pub fn p2_no_silent_drop(f: &Facts) -> Verdict {
                     let other = f.inserts.iter().find(|i| &i.message_id == mid);
                     let reused = other.and_then(|o| o.key.as_ref()).is_some_and(|k| {
                         f.attempt_keys.get(n).is_some_and(|ks| ks.contains(k))
-                            && other.is_some_and(|o| f.inserts.iter().all(|i| i.submission != Some(*n) || i.session == o.session))
+                            && other.is_some_and(|o| {
+                                f.inserts
+                                    .iter()
+                                    .all(|i| i.submission != Some(*n) || i.session == o.session)
+                            })
                     });
                     v.status = Status::Invalid;
                     v.witnesses = std::iter::once(*op).chain(other.map(|o| o.op)).collect();
@@ -374,7 +446,10 @@ pub fn p11_durability(f: &Facts) -> Verdict {
             if *rop <= t {
                 continue;
             }
-            if !retained.get(&i.session).is_some_and(|s| s.contains(&i.message_id)) {
+            if !retained
+                .get(&i.session)
+                .is_some_and(|s| s.contains(&i.message_id))
+            {
                 v.status = Status::Invalid;
                 v.party = Some(Party::Agent);
                 v.rules = vec!["D1".into(), "A10".into()];
@@ -398,7 +473,9 @@ pub fn events(h: &History) -> BTreeSet<&'static str> {
     let mut client_conns = 0;
     for op in &h.ops {
         let has = |o: &Op, p: &str, f: &str| o.process == p && o.f == f;
-        if op.process == "nemesis" && !matches!(op.f.as_str(), "heal" | "restart" | "heal-partition") {
+        if op.process == "nemesis"
+            && !matches!(op.f.as_str(), "heal" | "restart" | "heal-partition")
+        {
             e.insert("fault");
         }
         if has(op, "client", "attempt") {
@@ -456,21 +533,46 @@ mod tests {
             ops: ops
                 .iter()
                 .enumerate()
-                .map(|(i, (p, f, v))| Op { index: i, time_ms: i as u64, process: p.to_string(), kind: OpType::Info, f: f.to_string(), value: v.clone() })
+                .map(|(i, (p, f, v))| Op {
+                    index: i,
+                    time_ms: i as u64,
+                    process: p.to_string(),
+                    kind: OpType::Info,
+                    f: f.to_string(),
+                    value: v.clone(),
+                })
                 .collect(),
         }
     }
 
-    fn submit_and_attempt(n: u64, conn: u64, id: u64, key: &str) -> Vec<(&'static str, &'static str, Value)> {
+    fn submit_and_attempt(
+        n: u64,
+        conn: u64,
+        id: u64,
+        key: &str,
+    ) -> Vec<(&'static str, &'static str, Value)> {
         vec![
             ("user", "submit", json!({"submission": n})),
-            ("client", "attempt", json!({"submission": n, "conn": conn, "id": id, "key": key})),
+            (
+                "client",
+                "attempt",
+                json!({"submission": n, "conn": conn, "id": id, "key": key}),
+            ),
         ]
     }
 
-    fn insert(mid: &str, conn: u64, id: u64, key: &str) -> Vec<(&'static str, &'static str, Value)> {
+    fn insert(
+        mid: &str,
+        conn: u64,
+        id: u64,
+        key: &str,
+    ) -> Vec<(&'static str, &'static str, Value)> {
         vec![
-            ("agent", "insert", json!({"session": "s", "messageId": mid, "key": key, "conn": conn, "id": id})),
+            (
+                "agent",
+                "insert",
+                json!({"session": "s", "messageId": mid, "key": key, "conn": conn, "id": id}),
+            ),
             ("agent", "durable", json!({"messageId": mid})),
             ("agent", "visible", json!({"messageId": mid})),
         ]
@@ -497,7 +599,11 @@ mod tests {
         let mut ops = submit_and_attempt(1, 1, 3, "k");
         ops.extend(insert("m1", 1, 3, "k"));
         ops.push(("nemesis", "lose-frame", json!({})));
-        ops.push(("client", "attempt", json!({"submission": 1, "conn": 2, "id": 3, "key": "k"})));
+        ops.push((
+            "client",
+            "attempt",
+            json!({"submission": 1, "conn": 2, "id": 3, "key": "k"}),
+        ));
         ops.extend(insert("m2", 2, 3, "k"));
         ops.push(("client", "ack", json!({"submission": 1, "messageId": "m2"})));
         let h = hist(&ops);
@@ -511,18 +617,37 @@ mod tests {
     fn p1_second_insertion_new_key_blames_the_client() {
         let mut ops = submit_and_attempt(1, 1, 3, "k");
         ops.extend(insert("m1", 1, 3, "k"));
-        ops.push(("client", "attempt", json!({"submission": 1, "conn": 2, "id": 3, "key": "k2"})));
+        ops.push((
+            "client",
+            "attempt",
+            json!({"submission": 1, "conn": 2, "id": 3, "key": "k2"}),
+        ));
         ops.extend(insert("m2", 2, 3, "k2"));
-        assert_eq!(status(&hist(&ops), "P1"), (Status::Invalid, Some(Party::Client)));
+        assert_eq!(
+            status(&hist(&ops), "P1"),
+            (Status::Invalid, Some(Party::Client))
+        );
     }
 
     #[test]
     fn p1_insertion_that_never_took_effect_may_be_redone() {
         let mut ops = submit_and_attempt(1, 1, 3, "k");
-        ops.push(("agent", "insert", json!({"session": "s", "messageId": "m1", "key": "k", "conn": 1, "id": 3})));
+        ops.push((
+            "agent",
+            "insert",
+            json!({"session": "s", "messageId": "m1", "key": "k", "conn": 1, "id": 3}),
+        ));
         ops.push(("nemesis", "crash", json!({"host": "agent"})));
-        ops.push(("agent", "recover", json!({"boot": 1, "retained": {"s": []}})));
-        ops.push(("client", "attempt", json!({"submission": 1, "conn": 2, "id": 3, "key": "k"})));
+        ops.push((
+            "agent",
+            "recover",
+            json!({"boot": 1, "retained": {"s": []}}),
+        ));
+        ops.push((
+            "client",
+            "attempt",
+            json!({"submission": 1, "conn": 2, "id": 3, "key": "k"}),
+        ));
         ops.extend(insert("m2", 2, 3, "k"));
         ops.push(("client", "ack", json!({"submission": 1, "messageId": "m2"})));
         for v in check_all(&hist(&ops)) {
@@ -537,7 +662,10 @@ mod tests {
         ops.push(("agent", "turn-start", json!({"messageId": "m1"})));
         ops.push(("agent", "turn-start", json!({"messageId": "m1"})));
         ops.push(("client", "ack", json!({"submission": 1, "messageId": "m1"})));
-        assert_eq!(status(&hist(&ops), "P1"), (Status::Invalid, Some(Party::Agent)));
+        assert_eq!(
+            status(&hist(&ops), "P1"),
+            (Status::Invalid, Some(Party::Agent))
+        );
     }
 
     #[test]
@@ -545,7 +673,10 @@ mod tests {
         let ops = submit_and_attempt(1, 1, 3, "k");
         let mut lost = ops.clone();
         lost.push(("client", "pending-at-end", json!({"submissions": []})));
-        assert_eq!(status(&hist(&lost), "P2"), (Status::Invalid, Some(Party::Client)));
+        assert_eq!(
+            status(&hist(&lost), "P2"),
+            (Status::Invalid, Some(Party::Client))
+        );
         let mut pending = ops.clone();
         pending.push(("client", "pending-at-end", json!({"submissions": [1]})));
         assert_eq!(status(&hist(&pending), "P2").0, Status::Unknown);
@@ -561,29 +692,47 @@ mod tests {
         ops.push(("client", "ack", json!({"submission": 1, "messageId": "m1"})));
         ops.extend(submit_and_attempt(2, 1, 4, "b"));
         ops.push(("client", "ack", json!({"submission": 2, "messageId": "m1"})));
-        assert_eq!(status(&hist(&ops), "P2"), (Status::Invalid, Some(Party::Agent)));
+        assert_eq!(
+            status(&hist(&ops), "P2"),
+            (Status::Invalid, Some(Party::Agent))
+        );
         // Same key reused for a new submission: the Client's fault (C2).
         let mut ops = submit_and_attempt(1, 1, 3, "a");
         ops.extend(insert("m1", 1, 3, "a"));
         ops.push(("client", "ack", json!({"submission": 1, "messageId": "m1"})));
         ops.extend(submit_and_attempt(2, 1, 4, "a"));
         ops.push(("client", "ack", json!({"submission": 2, "messageId": "m1"})));
-        assert_eq!(status(&hist(&ops), "P2"), (Status::Invalid, Some(Party::Client)));
+        assert_eq!(
+            status(&hist(&ops), "P2"),
+            (Status::Invalid, Some(Party::Client))
+        );
     }
 
     #[test]
     fn p11_message_missing_after_restart() {
         let mut ops = submit_and_attempt(1, 1, 3, "k");
-        ops.push(("agent", "insert", json!({"session": "s", "messageId": "m1", "key": "k", "conn": 1, "id": 3})));
+        ops.push((
+            "agent",
+            "insert",
+            json!({"session": "s", "messageId": "m1", "key": "k", "conn": 1, "id": 3}),
+        ));
         ops.push(("agent", "visible", json!({"messageId": "m1"})));
         ops.push(("client", "ack", json!({"submission": 1, "messageId": "m1"})));
         ops.push(("nemesis", "crash", json!({"host": "agent"})));
-        ops.push(("agent", "recover", json!({"boot": 1, "retained": {"s": []}})));
+        ops.push((
+            "agent",
+            "recover",
+            json!({"boot": 1, "retained": {"s": []}}),
+        ));
         let h = hist(&ops);
         assert_eq!(status(&h, "P11"), (Status::Invalid, Some(Party::Agent)));
         let mut kept = ops.clone();
         kept.pop();
-        kept.push(("agent", "recover", json!({"boot": 1, "retained": {"s": ["m1"]}})));
+        kept.push((
+            "agent",
+            "recover",
+            json!({"boot": 1, "retained": {"s": ["m1"]}}),
+        ));
         assert_eq!(status(&hist(&kept), "P11").0, Status::Valid);
     }
 }

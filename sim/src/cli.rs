@@ -113,7 +113,11 @@ pub fn main() -> i32 {
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();
-            return if e.use_stderr() { exit::USAGE } else { exit::VALID };
+            return if e.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::VALID
+            };
         }
     };
     match dispatch(cli) {
@@ -155,7 +159,9 @@ fn scenarios_dir(d: &DirArgs) -> PathBuf {
         return d.scenarios.clone();
     }
     // Run from elsewhere in the workspace: fall back to the repo's scenarios folder.
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(&d.scenarios);
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(&d.scenarios);
     if repo.exists() {
         repo
     } else {
@@ -192,10 +198,17 @@ fn run(a: &RunArgs) -> anyhow::Result<i32> {
         }
     };
     if scenarios.is_empty() {
-        eprintln!("error: no scenarios found in {}", scenarios_dir(&a.dir).display());
+        eprintln!(
+            "error: no scenarios found in {}",
+            scenarios_dir(&a.dir).display()
+        );
         return Ok(exit::USAGE);
     }
-    let jobs = a.jobs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
+    let jobs = a.jobs.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    });
     // VOPR style: the seed range and every derived setting first.
     println!(
         "acp-chaos campaign: seeds {}..{} ({} per scenario) x {} scenarios, mutant={}, jobs={}",
@@ -208,7 +221,11 @@ fn run(a: &RunArgs) -> anyhow::Result<i32> {
     );
     for s in &scenarios {
         let p = Plan::derive(s, a.seed_start, a.mutant.as_deref());
-        let how = if s.swarm.is_some() { "swarm (faults drawn per seed)".to_string() } else { format!("{} scripted faults", s.faults.len()) };
+        let how = if s.swarm.is_some() {
+            "swarm (faults drawn per seed)".to_string()
+        } else {
+            format!("{} scripted faults", s.faults.len())
+        };
         println!(
             "  {:<44} {} submissions, o1={} o4={}, {}, rules {}",
             s.name,
@@ -233,7 +250,10 @@ fn run(a: &RunArgs) -> anyhow::Result<i32> {
     print!("{}", campaign::table_text(&summary));
     println!();
     for (scen, counts) in &summary.classes {
-        let parts: Vec<String> = counts.iter().map(|(c, n)| format!("{c:?}={n}").to_lowercase()).collect();
+        let parts: Vec<String> = counts
+            .iter()
+            .map(|(c, n)| format!("{c:?}={n}").to_lowercase())
+            .collect();
         println!("  submissions {scen}: {}", parts.join(" "));
     }
     for (scen, ev) in &summary.events {
@@ -253,7 +273,14 @@ fn run(a: &RunArgs) -> anyhow::Result<i32> {
                 f["property"].as_str().unwrap_or(""),
                 f["status"].as_str().unwrap_or(""),
                 f["party"].as_str().unwrap_or("-"),
-                f["rules"].as_array().map(|r| r.iter().filter_map(|x| x.as_str()).collect::<Vec<_>>().join(" ")).unwrap_or_default(),
+                f["rules"]
+                    .as_array()
+                    .map(|r| r
+                        .iter()
+                        .filter_map(|x| x.as_str())
+                        .collect::<Vec<_>>()
+                        .join(" "))
+                    .unwrap_or_default(),
                 f["message"].as_str().unwrap_or(""),
                 f["repro"].as_str().unwrap_or("")
             );
@@ -262,7 +289,11 @@ fn run(a: &RunArgs) -> anyhow::Result<i32> {
     for l in &summary.nondeterministic {
         println!("NONDETERMINISM: {l} gave two different histories");
     }
-    println!("report: {}/summary.json  exit {}", a.out.display(), summary.exit_code);
+    println!(
+        "report: {}/summary.json  exit {}",
+        a.out.display(),
+        summary.exit_code
+    );
     Ok(summary.exit_code)
 }
 
@@ -289,14 +320,21 @@ fn replay(a: &ReplayArgs) -> anyhow::Result<(i32, String)> {
         }
     }
     let code = print_verdicts(&r.verdicts);
-    println!("history hash {}  ({} ops, {} ms simulated)", r.hash, r.ops, r.sim_ms);
+    println!(
+        "history hash {}  ({} ops, {} ms simulated)",
+        r.hash, r.ops, r.sim_ms
+    );
     Ok((code, r.hash))
 }
 
 fn print_verdicts(vs: &[check::Verdict]) -> i32 {
     let mut code = exit::VALID;
     for v in vs {
-        let title = CHECKERS.iter().find(|c| c.property == v.property).map(|c| c.title).unwrap_or("");
+        let title = CHECKERS
+            .iter()
+            .find(|c| c.property == v.property)
+            .map(|c| c.title)
+            .unwrap_or("");
         let status = format!("{:?}", v.status).to_lowercase();
         if v.status == Status::Valid {
             println!("verdict {} {title}: valid", v.property);
@@ -336,16 +374,35 @@ fn list(d: &DirArgs) -> anyhow::Result<i32> {
     println!("models:\n  agent  stored   durable retention: key+message in one fsynced record (A10 A13 D1)\n  client spec     key per submission, durable pending store, resume then resend (C1 C4 C6 C8)");
     println!("mutants:");
     for m in mutant::MUTANTS {
-        println!("  {:<22} {:<6} breaks {:<12} caught by {} ({:?}): {}", m.name, match m.kind { mutant::MutantKind::Agent(_) => "agent", mutant::MutantKind::Client(_) => "client" }, m.rules.join(" "), m.property, m.party, m.summary);
+        println!(
+            "  {:<22} {:<6} breaks {:<12} caught by {} ({:?}): {}",
+            m.name,
+            match m.kind {
+                mutant::MutantKind::Agent(_) => "agent",
+                mutant::MutantKind::Client(_) => "client",
+            },
+            m.rules.join(" "),
+            m.property,
+            m.party,
+            m.summary
+        );
     }
     println!("faults:");
     for k in FaultKind::ALL {
         println!("  {:<16} {}", k.as_str(), k.summary());
     }
-    println!("  protocol points for crash-agent: {}", Point::ALL.map(|p| p.as_str()).join(", "));
+    println!(
+        "  protocol points for crash-agent: {}",
+        Point::ALL.map(|p| p.as_str()).join(", ")
+    );
     println!("properties:");
     for c in CHECKERS {
-        println!("  {:<4} {:<16} rules {}", c.property, c.title, c.rules.join(" "));
+        println!(
+            "  {:<4} {:<16} rules {}",
+            c.property,
+            c.title,
+            c.rules.join(" ")
+        );
     }
     println!("sometimes events:");
     for (n, d) in scenario::EVENTS {
@@ -355,7 +412,11 @@ fn list(d: &DirArgs) -> anyhow::Result<i32> {
 }
 
 fn check_stored(path: &Path) -> anyhow::Result<i32> {
-    let file = if path.is_dir() { path.join("history.jsonl") } else { path.to_path_buf() };
+    let file = if path.is_dir() {
+        path.join("history.jsonl")
+    } else {
+        path.to_path_buf()
+    };
     let h = match History::read_jsonl(&file) {
         Ok(h) => h,
         Err(e) => {
@@ -363,7 +424,10 @@ fn check_stored(path: &Path) -> anyhow::Result<i32> {
             return Ok(exit::USAGE);
         }
     };
-    println!("# {} seed {} mutant {}", h.header["scenario"], h.header["seed"], h.header["mutant"]);
+    println!(
+        "# {} seed {} mutant {}",
+        h.header["scenario"], h.header["seed"], h.header["mutant"]
+    );
     let vs = check::check_all(&h);
     let code = print_verdicts(&vs);
     println!("history hash {}", h.hash());

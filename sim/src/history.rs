@@ -68,7 +68,11 @@ impl History {
             h.update(serde_json::to_vec(op).expect("ops serialize"));
             h.update(b"\n");
         }
-        h.finalize().iter().take(8).map(|b| format!("{b:02x}")).collect()
+        h.finalize()
+            .iter()
+            .take(8)
+            .map(|b| format!("{b:02x}"))
+            .collect()
     }
 
     /// Write as JSON Lines.
@@ -84,10 +88,12 @@ impl History {
 
     /// Read a `history.jsonl` back (for `acp-chaos check`).
     pub fn read_jsonl(path: &Path) -> anyhow::Result<History> {
-        let f = std::fs::File::open(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        let f =
+            std::fs::File::open(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
         let mut lines = std::io::BufReader::new(f).lines();
         let header: Value = match lines.next() {
-            Some(l) => serde_json::from_str(&l?).map_err(|e| anyhow::anyhow!("{}:1: {e}", path.display()))?,
+            Some(l) => serde_json::from_str(&l?)
+                .map_err(|e| anyhow::anyhow!("{}:1: {e}", path.display()))?,
             None => anyhow::bail!("{}: empty history", path.display()),
         };
         if header["format"] != FORMAT {
@@ -95,7 +101,8 @@ impl History {
         }
         let mut ops = Vec::new();
         for (i, l) in lines.enumerate() {
-            let op: Op = serde_json::from_str(&l?).map_err(|e| anyhow::anyhow!("{}:{}: {e}", path.display(), i + 2))?;
+            let op: Op = serde_json::from_str(&l?)
+                .map_err(|e| anyhow::anyhow!("{}:{}: {e}", path.display(), i + 2))?;
             ops.push(op);
         }
         Ok(History { header, ops })
@@ -103,7 +110,9 @@ impl History {
 
     /// Ops of one process with one function name.
     pub fn ops<'a>(&'a self, process: &'a str, f: &'a str) -> impl Iterator<Item = &'a Op> + 'a {
-        self.ops.iter().filter(move |o| o.process == process && o.f == f)
+        self.ops
+            .iter()
+            .filter(move |o| o.process == process && o.f == f)
     }
 }
 
@@ -118,15 +127,26 @@ pub fn describe(op: &Op) -> String {
     let v = if op.process == "net" && (op.f == "send" || op.f == "recv") {
         let fr = &op.value["frame"];
         let what = if let Some(m) = fr["method"].as_str() {
-            format!("{m}{}", fr.get("id").map(|i| format!(" #{i}")).unwrap_or_default())
+            format!(
+                "{m}{}",
+                fr.get("id").map(|i| format!(" #{i}")).unwrap_or_default()
+            )
         } else if fr.get("error").is_some() {
             format!("#{} error {}", fr["id"], fr["error"]["code"])
         } else {
             format!("#{} result {}", fr["id"], fr["result"])
         };
-        format!("conn={} {} {}", op.value["conn"], op.value["from"].as_str().unwrap_or("?"), what)
+        format!(
+            "conn={} {} {}",
+            op.value["conn"],
+            op.value["from"].as_str().unwrap_or("?"),
+            what
+        )
     } else {
         op.value.to_string()
     };
-    format!("{:>5} {:>6}ms {:<8} {:<6} {:<14} {}", op.index, op.time_ms, op.process, t, op.f, v)
+    format!(
+        "{:>5} {:>6}ms {:<8} {:<6} {:<14} {}",
+        op.index, op.time_ms, op.process, t, op.f, v
+    )
 }

@@ -11,7 +11,8 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use acp_chaos_models::{
-    store, Action, AgentInput, AgentModel, ClientInput, ClientModel, ConnId, Point, SpecClient, StoredAgent,
+    store, Action, AgentInput, AgentModel, ClientInput, ClientModel, ConnId, Point, SpecClient,
+    StoredAgent,
 };
 use indexmap::IndexMap;
 use serde_json::{json, Value};
@@ -75,16 +76,30 @@ struct Io {
 impl Io {
     fn new(process: &'static str, ctx: Rc<Ctx>, store: &str) -> (Io, UnboundedReceiver<Ev>) {
         let (tx, rx) = unbounded_channel();
-        (Io { process, ctx, tx, conns: IndexMap::new(), store: store.to_string() }, rx)
+        (
+            Io {
+                process,
+                ctx,
+                tx,
+                conns: IndexMap::new(),
+                store: store.to_string(),
+            },
+            rx,
+        )
     }
 
     fn record(&self, kind: OpType, f: &str, value: Value) {
-        self.ctx.ledger.borrow_mut().record(self.process, kind, f, value);
+        self.ctx
+            .ledger
+            .borrow_mut()
+            .record(self.process, kind, f, value);
     }
 
     /// Read the store, cutting a torn tail (framed records, A13/D1).
     fn recover(&self) -> std::io::Result<Vec<Value>> {
-        let dir = std::path::Path::new(&self.store).parent().expect("absolute path");
+        let dir = std::path::Path::new(&self.store)
+            .parent()
+            .expect("absolute path");
         simfs::create_dir_all(dir)?;
         if !simfs::exists(&self.store) {
             return Ok(Vec::new());
@@ -95,20 +110,36 @@ impl Io {
             let f = simfs::OpenOptions::new().write(true).open(&self.store)?;
             f.set_len(valid as u64)?;
             f.sync_all()?;
-            self.record(OpType::Info, "truncate-torn-tail", json!({"from": bytes.len(), "to": valid}));
+            self.record(
+                OpType::Info,
+                "truncate-torn-tail",
+                json!({"from": bytes.len(), "to": valid}),
+            );
         }
-        Ok(recs.iter().filter_map(|r| serde_json::from_slice(r).ok()).collect())
+        Ok(recs
+            .iter()
+            .filter_map(|r| serde_json::from_slice(r).ok())
+            .collect())
     }
 
     fn persist(&self, record: &Value, sync: bool) -> std::io::Result<()> {
         use std::io::Write;
         let existed = simfs::exists(&self.store);
-        let mut f = simfs::OpenOptions::new().create(true).append(true).open(&self.store)?;
-        f.write_all(&store::encode(&serde_json::to_vec(record).expect("serializes")))?;
+        let mut f = simfs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.store)?;
+        f.write_all(&store::encode(
+            &serde_json::to_vec(record).expect("serializes"),
+        ))?;
         if sync {
             f.sync_all()?;
             if !existed {
-                simfs::sync_dir(std::path::Path::new(&self.store).parent().expect("absolute path"))?;
+                simfs::sync_dir(
+                    std::path::Path::new(&self.store)
+                        .parent()
+                        .expect("absolute path"),
+                )?;
             }
         }
         Ok(())
@@ -116,7 +147,11 @@ impl Io {
 
     fn open(&mut self, stream: TcpStream, client_addr: String) -> ConnId {
         let plan = &self.ctx.plan;
-        let id = self.ctx.ledger.borrow_mut().conn_id(&client_addr, self.process);
+        let id = self
+            .ctx
+            .ledger
+            .borrow_mut()
+            .conn_id(&client_addr, self.process);
         let (r, mut w) = stream.into_split();
         let (otx, mut orx) = unbounded_channel::<String>();
         let dead = Duration::from_millis(plan.net.dead_ms);
@@ -165,7 +200,12 @@ impl Io {
                     FrameDecision::Deliver => {}
                     FrameDecision::Stall(ms) => {
                         tokio::time::sleep(Duration::from_millis(ms)).await;
-                        ledger.borrow_mut().record("net", OpType::Info, "stall-end", json!({"conn": id, "from": from}));
+                        ledger.borrow_mut().record(
+                            "net",
+                            OpType::Info,
+                            "stall-end",
+                            json!({"conn": id, "from": from}),
+                        );
                     }
                     FrameDecision::Lose { silent: true } => continue,
                     FrameDecision::Lose { silent: false } => {
@@ -181,7 +221,13 @@ impl Io {
                 }
             }
         });
-        self.conns.insert(id, ConnHandle { out: otx, tasks: [reader.abort_handle(), writer.abort_handle()] });
+        self.conns.insert(
+            id,
+            ConnHandle {
+                out: otx,
+                tasks: [reader.abort_handle(), writer.abort_handle()],
+            },
+        );
         id
     }
 
@@ -196,8 +242,14 @@ impl Io {
     }
 
     fn log_recv(&self, id: ConnId, line: &str) -> Value {
-        let frame: Value = serde_json::from_str(line).unwrap_or_else(|_| Value::String(line.to_string()));
-        self.ctx.ledger.borrow_mut().record("net", OpType::Info, "recv", json!({"conn": id, "from": peer(self.process), "frame": frame}));
+        let frame: Value =
+            serde_json::from_str(line).unwrap_or_else(|_| Value::String(line.to_string()));
+        self.ctx.ledger.borrow_mut().record(
+            "net",
+            OpType::Info,
+            "recv",
+            json!({"conn": id, "from": peer(self.process), "frame": frame}),
+        );
         frame
     }
 
@@ -235,7 +287,12 @@ impl Io {
                     let limit = Duration::from_millis(self.ctx.plan.net.connect_timeout_ms);
                     tokio::task::spawn_local(async move {
                         tokio::time::sleep(Duration::from_millis(after_ms)).await;
-                        let ev = match tokio::time::timeout(limit, TcpStream::connect(("agent", AGENT_PORT))).await {
+                        let ev = match tokio::time::timeout(
+                            limit,
+                            TcpStream::connect(("agent", AGENT_PORT)),
+                        )
+                        .await
+                        {
                             Ok(Ok(s)) => Ev::Connected(s),
                             _ => Ev::ConnectFailed,
                         };
@@ -262,7 +319,11 @@ pub async fn agent(ctx: Rc<Ctx>) -> turmoil::Result {
     let (mut io, mut rx) = Io::new("agent", ctx.clone(), "/data/sessions.log");
     let records = io.recover()?;
     let mut model = StoredAgent::recover(ctx.plan.agent.clone(), boot, ctx.plan.seed, &records);
-    io.record(OpType::Info, "recover", json!({"boot": boot, "retained": model.retained()}));
+    io.record(
+        OpType::Info,
+        "recover",
+        json!({"boot": boot, "retained": model.retained()}),
+    );
     ctx.ledger.borrow_mut().agent_idle = model.is_idle();
     let listener = TcpListener::bind((IpAddr::V4(Ipv4Addr::UNSPECIFIED), AGENT_PORT)).await?;
     let tx = io.tx.clone();
@@ -308,7 +369,11 @@ pub async fn client(ctx: Rc<Ctx>) -> turmoil::Result {
     let (mut io, mut rx) = Io::new("client", ctx.clone(), "/client/store.log");
     let records = io.recover()?;
     let mut model = SpecClient::recover(ctx.plan.client.clone(), boot, ctx.plan.seed, &records);
-    io.record(OpType::Info, "boot", json!({"boot": boot, "pending": model.pending()}));
+    io.record(
+        OpType::Info,
+        "boot",
+        json!({"boot": boot, "pending": model.pending()}),
+    );
     let mut out = Vec::new();
     model.handle(ClientInput::Boot, &mut out);
     io.execute(&mut out).await?;
@@ -316,7 +381,9 @@ pub async fn client(ctx: Rc<Ctx>) -> turmoil::Result {
     loop {
         let due = {
             let l = ctx.ledger.borrow();
-            l.workload.get(l.delivered).map(|w| w.0.saturating_sub(l.now_ms))
+            l.workload
+                .get(l.delivered)
+                .map(|w| w.0.saturating_sub(l.now_ms))
         };
         let ev = tokio::select! {
             biased;
@@ -333,14 +400,26 @@ pub async fn client(ctx: Rc<Ctx>) -> turmoil::Result {
                         match l.workload.get(l.delivered).cloned() {
                             Some((at, n, slot, text)) if at <= l.now_ms => {
                                 l.delivered += 1;
-                                l.record("user", OpType::Invoke, "submit", json!({"submission": n, "slot": slot, "text": text}));
+                                l.record(
+                                    "user",
+                                    OpType::Invoke,
+                                    "submit",
+                                    json!({"submission": n, "slot": slot, "text": text}),
+                                );
                                 Some((n, slot, text))
                             }
                             _ => None,
                         }
                     };
                     let Some((n, slot, text)) = next else { break };
-                    model.handle(ClientInput::Submit { submission: n, slot, text }, &mut out);
+                    model.handle(
+                        ClientInput::Submit {
+                            submission: n,
+                            slot,
+                            text,
+                        },
+                        &mut out,
+                    );
                     io.execute(&mut out).await?;
                     ctx.ledger.borrow_mut().on_submission(n);
                 }

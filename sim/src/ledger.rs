@@ -51,9 +51,15 @@ impl NemesisAction {
     /// The process-level action of a fault spec, if it has one.
     pub fn of(f: &FaultSpec) -> Option<NemesisAction> {
         match f.kind {
-            FaultKind::CrashAgent => Some(NemesisAction::CrashAgent { restart_after_ms: f.restart_after_ms.unwrap_or(50) }),
-            FaultKind::RestartClient => Some(NemesisAction::RestartClient { restart_after_ms: f.restart_after_ms.unwrap_or(50) }),
-            FaultKind::Partition => Some(NemesisAction::Partition { heal_after_ms: f.heal_after_ms.unwrap_or(100) }),
+            FaultKind::CrashAgent => Some(NemesisAction::CrashAgent {
+                restart_after_ms: f.restart_after_ms.unwrap_or(50),
+            }),
+            FaultKind::RestartClient => Some(NemesisAction::RestartClient {
+                restart_after_ms: f.restart_after_ms.unwrap_or(50),
+            }),
+            FaultKind::Partition => Some(NemesisAction::Partition {
+                heal_after_ms: f.heal_after_ms.unwrap_or(100),
+            }),
             _ => None,
         }
     }
@@ -104,7 +110,11 @@ impl Ledger {
             method_counts: IndexMap::new(),
             transient: BTreeSet::new(),
             queue: Vec::new(),
-            workload: plan.workload.iter().map(|s| (s.at_ms, s.submission, s.slot, s.text.clone())).collect(),
+            workload: plan
+                .workload
+                .iter()
+                .map(|s| (s.at_ms, s.submission, s.slot, s.text.clone()))
+                .collect(),
             delivered: 0,
             client_pending: Vec::new(),
             agent_idle: true,
@@ -115,7 +125,14 @@ impl Ledger {
     /// Append one op.
     pub fn record(&mut self, process: &str, kind: OpType, f: &str, value: Value) -> usize {
         let index = self.ops.len();
-        self.ops.push(Op { index, time_ms: self.now_ms, process: process.to_string(), kind, f: f.to_string(), value });
+        self.ops.push(Op {
+            index,
+            time_ms: self.now_ms,
+            process: process.to_string(),
+            kind,
+            f: f.to_string(),
+            value,
+        });
         index
     }
 
@@ -136,7 +153,12 @@ impl Ledger {
         let id = self.next_conn;
         self.next_conn += 1;
         self.rendezvous.insert(client_addr.to_string(), id);
-        self.record("net", OpType::Info, "conn-open", json!({"conn": id, "client_addr": client_addr, "seen_by": opener}));
+        self.record(
+            "net",
+            OpType::Info,
+            "conn-open",
+            json!({"conn": id, "client_addr": client_addr, "seen_by": opener}),
+        );
         id
     }
 
@@ -155,7 +177,12 @@ impl Ledger {
     pub fn fire(&mut self, i: usize, detail: Value) {
         self.fired[i] = true;
         let line = fault_line(&self.faults[i]);
-        self.record("nemesis", OpType::Info, self.faults[i].kind.as_str(), json!({"fault": i, "spec": line, "detail": detail}));
+        self.record(
+            "nemesis",
+            OpType::Info,
+            self.faults[i].kind.as_str(),
+            json!({"fault": i, "spec": line, "detail": detail}),
+        );
     }
 
     /// A writer is about to send `frame` on `conn`; `from` is `client` or `agent`.
@@ -166,25 +193,32 @@ impl Ledger {
         }
         let id_key = frame.get("id").map(|i| i.to_string());
         // Which exchange is this frame part of?
-        let exchange: Option<(Side, String, u32)> = match (frame.get("method").and_then(Value::as_str), &id_key) {
-            (Some(m), Some(id)) if from == "client" => {
-                let n = self.method_counts.entry(m.to_string()).or_insert(0);
-                *n += 1;
-                let nth = *n;
-                self.requests.insert((conn, id.clone()), (m.to_string(), nth));
-                Some((Side::Request, m.to_string(), nth))
-            }
-            (None, Some(id)) if from == "agent" => {
-                self.requests.get(&(conn, id.clone())).map(|(m, n)| (Side::Response, m.clone(), *n))
-            }
-            _ => None,
-        };
+        let exchange: Option<(Side, String, u32)> =
+            match (frame.get("method").and_then(Value::as_str), &id_key) {
+                (Some(m), Some(id)) if from == "client" => {
+                    let n = self.method_counts.entry(m.to_string()).or_insert(0);
+                    *n += 1;
+                    let nth = *n;
+                    self.requests
+                        .insert((conn, id.clone()), (m.to_string(), nth));
+                    Some((Side::Request, m.to_string(), nth))
+                }
+                (None, Some(id)) if from == "agent" => self
+                    .requests
+                    .get(&(conn, id.clone()))
+                    .map(|(m, n)| (Side::Response, m.clone(), *n)),
+                _ => None,
+            };
         let mut decision = FrameDecision::Deliver;
         if let (true, Some((side, method, nth))) = (self.armed, exchange) {
             for i in 0..self.faults.len() {
                 let f = &self.faults[i];
                 let t = &f.on;
-                if self.fired[i] || t.frame != Some(side) || t.method.as_deref() != Some(method.as_str()) || t.nth != nth {
+                if self.fired[i]
+                    || t.frame != Some(side)
+                    || t.method.as_deref() != Some(method.as_str())
+                    || t.nth != nth
+                {
                     continue;
                 }
                 let detail = json!({"conn": conn, "from": from, "frame": frame});
@@ -217,7 +251,12 @@ impl Ledger {
             }
         }
         if !matches!(decision, FrameDecision::Lose { .. }) {
-            self.record("net", OpType::Info, "send", json!({"conn": conn, "from": from, "frame": frame}));
+            self.record(
+                "net",
+                OpType::Info,
+                "send",
+                json!({"conn": conn, "from": from, "frame": frame}),
+            );
         }
         decision
     }

@@ -111,7 +111,12 @@ impl Plan {
                 _ => format!("input {n}"),
             };
             let slot = ((n - 1) as usize) % s.workload.sessions.max(1);
-            workload.push(Submission { submission: n, at_ms: at, slot, text });
+            workload.push(Submission {
+                submission: n,
+                at_ms: at,
+                slot,
+                text,
+            });
             at += w.gen_range(s.workload.gap_ms_min..=s.workload.gap_ms_max);
         }
         let faults = match &s.swarm {
@@ -140,7 +145,11 @@ impl Plan {
                 keys: s.workload.keys,
                 mutant: client_mutant,
             },
-            net: NetTiming { heartbeat_ms: 25, dead_ms: 250, connect_timeout_ms: 100 },
+            net: NetTiming {
+                heartbeat_ms: 25,
+                dead_ms: 250,
+                connect_timeout_ms: 100,
+            },
             latency_ms_min: s.timing.latency_ms_min,
             latency_ms_max: s.timing.latency_ms_max,
             safety_ms: s.timing.safety_ms,
@@ -201,9 +210,17 @@ pub fn fault_line(f: &FaultSpec) -> String {
     };
     let mut extra = String::new();
     if f.kind == FaultKind::LoseFrame {
-        extra = if f.silent { " (silent)".into() } else { " (visible close)".into() };
+        extra = if f.silent {
+            " (silent)".into()
+        } else {
+            " (visible close)".into()
+        };
     }
-    for (k, v) in [("stall_ms", f.stall_ms), ("heal_after_ms", f.heal_after_ms), ("restart_after_ms", f.restart_after_ms)] {
+    for (k, v) in [
+        ("stall_ms", f.stall_ms),
+        ("heal_after_ms", f.heal_after_ms),
+        ("restart_after_ms", f.restart_after_ms),
+    ] {
         if let Some(v) = v {
             extra.push_str(&format!(" {k}={v}"));
         }
@@ -216,7 +233,9 @@ fn draw_swarm(s: &Scenario, seed: u64, kinds: &[FaultKind], per_kind_max: u32) -
     let horizon = s.workload.start_ms
         + u64::from(n_sub) * (s.workload.gap_ms_min + s.workload.gap_ms_max) / 2
         + 100;
-    let horizon = horizon.min(s.timing.safety_ms * 4 / 5).max(s.workload.start_ms + 1);
+    let horizon = horizon
+        .min(s.timing.safety_ms * 4 / 5)
+        .max(s.workload.start_ms + 1);
     let mut out = Vec::new();
     for &kind in kinds {
         let mut r = stream(seed, &format!("swarm.{}", kind.as_str()));
@@ -224,16 +243,46 @@ fn draw_swarm(s: &Scenario, seed: u64, kinds: &[FaultKind], per_kind_max: u32) -
             continue;
         }
         for _ in 0..r.gen_range(1..=per_kind_max.max(1)) {
-            let at = Trigger { at_ms: Some(r.gen_range(s.workload.start_ms..=horizon)), ..Trigger::default() };
-            let frame_trigger = |r: &mut ChaCha8Rng| {
-                let method = *["session/prompt", "session/prompt", "session/prompt", "session/resume", "initialize", "session/new"]
-                    .choose(r)
-                    .expect("non-empty");
-                let side = if r.gen_bool(0.5) { Side::Request } else { Side::Response };
-                let nth = if method == "session/prompt" { r.gen_range(1..=n_sub + 1) } else { r.gen_range(1..=2) };
-                Trigger { frame: Some(side), method: Some(method.to_string()), nth, ..Trigger::default() }
+            let at = Trigger {
+                at_ms: Some(r.gen_range(s.workload.start_ms..=horizon)),
+                ..Trigger::default()
             };
-            let mut f = FaultSpec { kind, on: at, silent: false, stall_ms: None, heal_after_ms: None, restart_after_ms: None };
+            let frame_trigger = |r: &mut ChaCha8Rng| {
+                let method = *[
+                    "session/prompt",
+                    "session/prompt",
+                    "session/prompt",
+                    "session/resume",
+                    "initialize",
+                    "session/new",
+                ]
+                .choose(r)
+                .expect("non-empty");
+                let side = if r.gen_bool(0.5) {
+                    Side::Request
+                } else {
+                    Side::Response
+                };
+                let nth = if method == "session/prompt" {
+                    r.gen_range(1..=n_sub + 1)
+                } else {
+                    r.gen_range(1..=2)
+                };
+                Trigger {
+                    frame: Some(side),
+                    method: Some(method.to_string()),
+                    nth,
+                    ..Trigger::default()
+                }
+            };
+            let mut f = FaultSpec {
+                kind,
+                on: at,
+                silent: false,
+                stall_ms: None,
+                heal_after_ms: None,
+                restart_after_ms: None,
+            };
             match kind {
                 FaultKind::LoseFrame => {
                     f.on = frame_trigger(&mut r);
@@ -247,13 +296,20 @@ fn draw_swarm(s: &Scenario, seed: u64, kinds: &[FaultKind], per_kind_max: u32) -
                 FaultKind::CrashAgent => {
                     if r.gen_bool(0.5) {
                         let p = *Point::ALL.choose(&mut r).expect("non-empty");
-                        f.on = Trigger { point: Some(p), nth: r.gen_range(1..=n_sub), ..Trigger::default() };
+                        f.on = Trigger {
+                            point: Some(p),
+                            nth: r.gen_range(1..=n_sub),
+                            ..Trigger::default()
+                        };
                     }
                     f.restart_after_ms = Some(r.gen_range(10..=300));
                 }
                 FaultKind::RestartClient => {
                     if r.gen_bool(0.5) {
-                        f.on = Trigger { submission: Some(r.gen_range(1..=n_sub)), ..Trigger::default() };
+                        f.on = Trigger {
+                            submission: Some(r.gen_range(1..=n_sub)),
+                            ..Trigger::default()
+                        };
                     }
                     f.restart_after_ms = Some(r.gen_range(10..=200));
                 }

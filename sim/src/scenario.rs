@@ -177,12 +177,20 @@ impl FaultKind {
     /// One line for `acp-chaos list`.
     pub fn summary(self) -> &'static str {
         match self {
-            FaultKind::LoseFrame => "connection breaks at a frame (visible close, or silent: heartbeat notices)",
-            FaultKind::StallFrame => "connection stalls before a frame for stall_ms, then flows again",
+            FaultKind::LoseFrame => {
+                "connection breaks at a frame (visible close, or silent: heartbeat notices)"
+            }
+            FaultKind::StallFrame => {
+                "connection stalls before a frame for stall_ms, then flows again"
+            }
             FaultKind::Partition => "two-way partition client<->agent, healed after heal_after_ms",
-            FaultKind::CrashAgent => "crash the Agent (unsynced writes lost), at a time, frame or protocol point",
+            FaultKind::CrashAgent => {
+                "crash the Agent (unsynced writes lost), at a time, frame or protocol point"
+            }
             FaultKind::RestartClient => "crash and restart the Client process",
-            FaultKind::TransientError => "Agent rejects one session/prompt attempt with -32603 before inserting",
+            FaultKind::TransientError => {
+                "Agent rejects one session/prompt attempt with -32603 before inserting"
+            }
         }
     }
 }
@@ -287,14 +295,23 @@ pub struct Scenario {
 pub const EVENTS: &[(&str, &str)] = &[
     ("fault", "the nemesis applied a fault"),
     ("retry", "some submission had more than one attempt"),
-    ("dedup-hit", "the Agent answered a retry from a recorded key"),
+    (
+        "dedup-hit",
+        "the Agent answered a retry from a recorded key",
+    ),
     ("wait-held", "a retry waited for its held original (A7)"),
     ("held", "a prompt was held behind a running turn"),
-    ("steer", "a prompt was inserted into a running turn (O4 steer)"),
+    (
+        "steer",
+        "a prompt was inserted into a running turn (O4 steer)",
+    ),
     ("agent-restart", "the Agent process restarted"),
     ("client-restart", "the Client process restarted"),
     ("reconnect", "the Client opened a second connection"),
-    ("transient-error", "the Agent rejected an attempt with a transient error"),
+    (
+        "transient-error",
+        "the Agent rejected an attempt with a transient error",
+    ),
     ("surfaced", "an input was shown to the user as failed"),
 ];
 
@@ -303,11 +320,18 @@ impl Scenario {
     pub fn parse(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
         let mut s: Scenario = toml::from_str(text).map_err(|e| {
             let line = e.span().map(|r| line_of(text, r.start)).unwrap_or(1);
-            ScenarioError::Parse { path: path.to_path_buf(), line, message: e.message().trim().to_string() }
+            ScenarioError::Parse {
+                path: path.to_path_buf(),
+                line,
+                message: e.message().trim().to_string(),
+            }
         })?;
         s.path = path.to_path_buf();
         if s.name.is_empty() {
-            s.name = path.file_stem().map(|x| x.to_string_lossy().into_owned()).unwrap_or_default();
+            s.name = path
+                .file_stem()
+                .map(|x| x.to_string_lossy().into_owned())
+                .unwrap_or_default();
         }
         s.validate(text)?;
         Ok(s)
@@ -315,8 +339,10 @@ impl Scenario {
 
     /// Read and parse one file.
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|source| ScenarioError::Io { path: path.to_path_buf(), source })?;
+        let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
         Scenario::parse(path, &text)
     }
 
@@ -327,31 +353,73 @@ impl Scenario {
             message,
         };
         if self.agent.design != "stored" {
-            return Err(err("design", 0, format!("field `agent.design`: unknown design `{}` (known: stored)", self.agent.design)));
+            return Err(err(
+                "design",
+                0,
+                format!(
+                    "field `agent.design`: unknown design `{}` (known: stored)",
+                    self.agent.design
+                ),
+            ));
         }
         if self.workload.sessions == 0 || self.workload.sessions > 16 {
-            return Err(err("sessions", 0, "field `workload.sessions`: must be 1 to 16".into()));
+            return Err(err(
+                "sessions",
+                0,
+                "field `workload.sessions`: must be 1 to 16".into(),
+            ));
         }
         if self.workload.submissions == 0 {
-            return Err(err("submissions", 0, "field `workload.submissions`: must be at least 1".into()));
+            return Err(err(
+                "submissions",
+                0,
+                "field `workload.submissions`: must be at least 1".into(),
+            ));
         }
         for (lo, hi, name) in [
-            (self.workload.gap_ms_min, self.workload.gap_ms_max, "workload.gap_ms"),
-            (self.agent.turn_ms_min, self.agent.turn_ms_max, "agent.turn_ms"),
-            (self.timing.latency_ms_min, self.timing.latency_ms_max, "timing.latency_ms"),
+            (
+                self.workload.gap_ms_min,
+                self.workload.gap_ms_max,
+                "workload.gap_ms",
+            ),
+            (
+                self.agent.turn_ms_min,
+                self.agent.turn_ms_max,
+                "agent.turn_ms",
+            ),
+            (
+                self.timing.latency_ms_min,
+                self.timing.latency_ms_max,
+                "timing.latency_ms",
+            ),
         ] {
             if lo > hi {
                 let field = name.rsplit('.').next().unwrap_or(name);
-                return Err(err(field, 0, format!("field `{name}_min`: larger than `{name}_max`")));
+                return Err(err(
+                    field,
+                    0,
+                    format!("field `{name}_min`: larger than `{name}_max`"),
+                ));
             }
         }
         if self.timing.latency_ms_min == 0 {
-            return Err(err("latency_ms_min", 0, "field `timing.latency_ms_min`: must be at least 1".into()));
+            return Err(err(
+                "latency_ms_min",
+                0,
+                "field `timing.latency_ms_min`: must be at least 1".into(),
+            ));
         }
         for e in &self.sometimes {
             if !EVENTS.iter().any(|(n, _)| n == e) {
                 let known: Vec<_> = EVENTS.iter().map(|(n, _)| *n).collect();
-                return Err(err("sometimes", 0, format!("field `sometimes`: unknown event `{e}` (known: {})", known.join(", "))));
+                return Err(err(
+                    "sometimes",
+                    0,
+                    format!(
+                        "field `sometimes`: unknown event `{e}` (known: {})",
+                        known.join(", ")
+                    ),
+                ));
             }
         }
         for (i, f) in self.faults.iter().enumerate() {
@@ -368,9 +436,16 @@ impl FaultSpec {
     pub fn check(&self) -> Option<String> {
         let t = &self.on;
         let frame = t.frame.is_some() && t.method.is_some();
-        let kinds = [frame, t.point.is_some(), t.submission.is_some(), t.at_ms.is_some()];
+        let kinds = [
+            frame,
+            t.point.is_some(),
+            t.submission.is_some(),
+            t.at_ms.is_some(),
+        ];
         if kinds.iter().filter(|x| **x).count() != 1 {
-            return Some("on`: give exactly one of {frame + method}, point, submission, at_ms".into());
+            return Some(
+                "on`: give exactly one of {frame + method}, point, submission, at_ms".into(),
+            );
         }
         if t.frame.is_some() != t.method.is_some() {
             return Some("on`: `frame` and `method` go together".into());
@@ -382,17 +457,27 @@ impl FaultSpec {
             FaultKind::LoseFrame | FaultKind::StallFrame if !frame => {
                 Some("on`: a frame fault needs `frame` and `method`".into())
             }
-            FaultKind::StallFrame if self.stall_ms.is_none() => Some("stall_ms`: required for stall-frame".into()),
+            FaultKind::StallFrame if self.stall_ms.is_none() => {
+                Some("stall_ms`: required for stall-frame".into())
+            }
             FaultKind::Partition if self.heal_after_ms.is_none() => {
                 Some("heal_after_ms`: required for partition".into())
             }
             FaultKind::CrashAgent | FaultKind::RestartClient if self.restart_after_ms.is_none() => {
                 Some("restart_after_ms`: required".into())
             }
-            FaultKind::TransientError if !(t.frame == Some(Side::Request) && t.method.as_deref() == Some("session/prompt")) => {
-                Some("on`: transient-error needs frame = \"request\", method = \"session/prompt\"".into())
+            FaultKind::TransientError
+                if !(t.frame == Some(Side::Request)
+                    && t.method.as_deref() == Some("session/prompt")) =>
+            {
+                Some(
+                    "on`: transient-error needs frame = \"request\", method = \"session/prompt\""
+                        .into(),
+                )
             }
-            k if t.point.is_some() && k != FaultKind::CrashAgent => Some("on.point`: only crash-agent fires at a protocol point".into()),
+            k if t.point.is_some() && k != FaultKind::CrashAgent => {
+                Some("on.point`: only crash-agent fires at a protocol point".into())
+            }
             _ => None,
         }
     }
@@ -400,7 +485,10 @@ impl FaultSpec {
 
 /// Every `*.toml` in `dir`, sorted by file name.
 pub fn load_dir(dir: &Path) -> Result<Vec<Scenario>, ScenarioError> {
-    let rd = std::fs::read_dir(dir).map_err(|source| ScenarioError::Io { path: dir.to_path_buf(), source })?;
+    let rd = std::fs::read_dir(dir).map_err(|source| ScenarioError::Io {
+        path: dir.to_path_buf(),
+        source,
+    })?;
     let mut paths: Vec<PathBuf> = rd
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "toml"))
@@ -423,14 +511,20 @@ pub fn resolve(dir: &Path, name_or_path: &str) -> Result<Scenario, ScenarioError
 }
 
 fn line_of(text: &str, byte: usize) -> usize {
-    text[..byte.min(text.len())].bytes().filter(|b| *b == b'\n').count() + 1
+    text[..byte.min(text.len())]
+        .bytes()
+        .filter(|b| *b == b'\n')
+        .count()
+        + 1
 }
 
 /// Line of the `nth` (0-based) line containing `needle`, or 1.
 fn find_line(text: &str, needle: &str, nth: usize) -> usize {
     text.lines()
         .enumerate()
-        .filter(|(_, l)| l.trim_start().starts_with(needle) || (needle.starts_with('[') && l.contains(needle)))
+        .filter(|(_, l)| {
+            l.trim_start().starts_with(needle) || (needle.starts_with('[') && l.contains(needle))
+        })
         .nth(nth)
         .map(|(i, _)| i + 1)
         .unwrap_or(1)
@@ -485,13 +579,31 @@ fn expect_valid() -> Expect {
     Expect::Valid
 }
 fn workload_default() -> Workload {
-    Workload { submissions: 1, gap_ms_min: gap_min(), gap_ms_max: gap_max(), start_ms: start(), sessions: 1, keys: KeyScheme::Uuid }
+    Workload {
+        submissions: 1,
+        gap_ms_min: gap_min(),
+        gap_ms_max: gap_max(),
+        start_ms: start(),
+        sessions: 1,
+        keys: KeyScheme::Uuid,
+    }
 }
 fn agent_default() -> AgentSpec {
-    AgentSpec { design: stored(), o1: o1_default(), o4: o4_default(), turn_ms_min: turn_min(), turn_ms_max: turn_max() }
+    AgentSpec {
+        design: stored(),
+        o1: o1_default(),
+        o4: o4_default(),
+        turn_ms_min: turn_min(),
+        turn_ms_max: turn_max(),
+    }
 }
 fn timing_default() -> Timing {
-    Timing { latency_ms_min: 1, latency_ms_max: 1, safety_ms: safety(), liveness_ms: liveness() }
+    Timing {
+        latency_ms_min: 1,
+        latency_ms_max: 1,
+        safety_ms: safety(),
+        liveness_ms: liveness(),
+    }
 }
 
 #[cfg(test)]
@@ -504,17 +616,23 @@ mod tests {
 
     #[test]
     fn unknown_field_names_file_line_and_field() {
-        let e = parse("summary = \"s\"\n[agent]\nflavour = 1\n").unwrap_err().to_string();
+        let e = parse("summary = \"s\"\n[agent]\nflavour = 1\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("scenarios/x.toml:3:"), "{e}");
         assert!(e.contains("flavour"), "{e}");
     }
 
     #[test]
     fn bad_fault_names_its_field() {
-        let e = parse("summary = \"s\"\n\n[[fault]]\nkind = \"partition\"\non = { at_ms = 5 }\n").unwrap_err().to_string();
+        let e = parse("summary = \"s\"\n\n[[fault]]\nkind = \"partition\"\non = { at_ms = 5 }\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("scenarios/x.toml:3:"), "{e}");
         assert!(e.contains("heal_after_ms"), "{e}");
-        let e = parse("summary = \"s\"\n[[fault]]\nkind = \"explode\"\non = { at_ms = 5 }\n").unwrap_err().to_string();
+        let e = parse("summary = \"s\"\n[[fault]]\nkind = \"explode\"\non = { at_ms = 5 }\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains(":3:") && e.contains("explode"), "{e}");
     }
 

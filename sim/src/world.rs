@@ -32,7 +32,9 @@ pub fn builder(plan: &Plan) -> turmoil::Builder {
     b.rng_seed(plan.seed)
         .epoch(epoch())
         .tick_duration(Duration::from_millis(TICK_MS))
-        .simulation_duration(Duration::from_millis(plan.safety_ms + plan.liveness_ms + 10_000))
+        .simulation_duration(Duration::from_millis(
+            plan.safety_ms + plan.liveness_ms + 10_000,
+        ))
         .min_message_latency(Duration::from_millis(plan.latency_ms_min))
         .max_message_latency(Duration::from_millis(plan.latency_ms_max));
     // Only fsync makes writes durable.
@@ -51,7 +53,10 @@ enum Timed {
 pub fn run(plan: &Plan) -> History {
     let ledger = Rc::new(RefCell::new(Ledger::new(plan)));
     let mut sim = builder(plan).build();
-    let ctx = Rc::new(Ctx { ledger: ledger.clone(), plan: plan.clone() });
+    let ctx = Rc::new(Ctx {
+        ledger: ledger.clone(),
+        plan: plan.clone(),
+    });
     let c = ctx.clone();
     sim.host("agent", move || hosts::agent(c.clone()));
     let c = ctx.clone();
@@ -88,7 +93,12 @@ pub fn run(plan: &Plan) -> History {
         let now = sim.elapsed().as_millis() as u64;
         ledger.borrow_mut().now_ms = now;
         if let Err(e) = sim.step() {
-            ledger.borrow_mut().record("world", OpType::Info, "error", json!({"error": e.to_string()}));
+            ledger.borrow_mut().record(
+                "world",
+                OpType::Info,
+                "error",
+                json!({"error": e.to_string()}),
+            );
             outcome = "error";
             break;
         }
@@ -101,8 +111,14 @@ pub fn run(plan: &Plan) -> History {
             let mut fut = std::pin::pin!(b.wait());
             match fut.as_mut().poll(&mut cx) {
                 Poll::Ready(Some(hit)) => {
-                    ledger.borrow_mut().fire(*i, json!({"point": hit.0.as_str()}));
-                    actions.push((*i, NemesisAction::of(&plan.faults[*i]).expect("point faults crash"), true));
+                    ledger
+                        .borrow_mut()
+                        .fire(*i, json!({"point": hit.0.as_str()}));
+                    actions.push((
+                        *i,
+                        NemesisAction::of(&plan.faults[*i]).expect("point faults crash"),
+                        true,
+                    ));
                     // The suspended task dies with the crash below; the handle is dropped here.
                     false
                 }
@@ -118,12 +134,22 @@ pub fn run(plan: &Plan) -> History {
                 Timed::Restart(h) => {
                     sim.bounce(h);
                     down.retain(|d| *d != h);
-                    ledger.borrow_mut().record("nemesis", OpType::Info, "restart", json!({"host": h}));
+                    ledger.borrow_mut().record(
+                        "nemesis",
+                        OpType::Info,
+                        "restart",
+                        json!({"host": h}),
+                    );
                 }
                 Timed::Heal => {
                     sim.repair("client", "agent");
                     partitioned = false;
-                    ledger.borrow_mut().record("nemesis", OpType::Info, "heal-partition", json!({}));
+                    ledger.borrow_mut().record(
+                        "nemesis",
+                        OpType::Info,
+                        "heal-partition",
+                        json!({}),
+                    );
                 }
                 Timed::Fire(i) => {
                     if let Some(a) = NemesisAction::of(&plan.faults[i]) {
@@ -147,19 +173,34 @@ pub fn run(plan: &Plan) -> History {
                     sim.crash("agent");
                     down.push("agent");
                     ledger.borrow_mut().agent_idle = true;
-                    ledger.borrow_mut().record("nemesis", OpType::Info, "crash", json!({"host": "agent"}));
+                    ledger.borrow_mut().record(
+                        "nemesis",
+                        OpType::Info,
+                        "crash",
+                        json!({"host": "agent"}),
+                    );
                     timed.push((now + restart_after_ms, Timed::Restart("agent")));
                 }
                 NemesisAction::RestartClient { restart_after_ms } if !down.contains(&"client") => {
                     sim.crash("client");
                     down.push("client");
-                    ledger.borrow_mut().record("nemesis", OpType::Info, "crash", json!({"host": "client"}));
+                    ledger.borrow_mut().record(
+                        "nemesis",
+                        OpType::Info,
+                        "crash",
+                        json!({"host": "client"}),
+                    );
                     timed.push((now + restart_after_ms, Timed::Restart("client")));
                 }
                 NemesisAction::Partition { heal_after_ms } if !partitioned => {
                     sim.partition("client", "agent");
                     partitioned = true;
-                    ledger.borrow_mut().record("nemesis", OpType::Info, "partition", json!({"between": ["client", "agent"]}));
+                    ledger.borrow_mut().record(
+                        "nemesis",
+                        OpType::Info,
+                        "partition",
+                        json!({"between": ["client", "agent"]}),
+                    );
                     timed.push((now + heal_after_ms, Timed::Heal));
                 }
                 _ => {}
@@ -168,7 +209,10 @@ pub fn run(plan: &Plan) -> History {
 
         let quiet = {
             let l = ledger.borrow();
-            down.is_empty() && l.delivered == l.workload.len() && l.client_pending.is_empty() && l.agent_idle
+            down.is_empty()
+                && l.delivered == l.workload.len()
+                && l.client_pending.is_empty()
+                && l.agent_idle
         };
         if !liveness {
             let nothing_left = timed.is_empty() && !partitioned && down.is_empty();
@@ -183,11 +227,23 @@ pub fn run(plan: &Plan) -> History {
                 }
                 for h in std::mem::take(&mut down) {
                     sim.bounce(h);
-                    ledger.borrow_mut().record("nemesis", OpType::Info, "restart", json!({"host": h}));
+                    ledger.borrow_mut().record(
+                        "nemesis",
+                        OpType::Info,
+                        "restart",
+                        json!({"host": h}),
+                    );
                 }
                 timed.clear();
-                ledger.borrow_mut().record("nemesis", OpType::Info, "heal", json!({}));
-                ledger.borrow_mut().record("world", OpType::Info, "phase", json!({"phase": "liveness"}));
+                ledger
+                    .borrow_mut()
+                    .record("nemesis", OpType::Info, "heal", json!({}));
+                ledger.borrow_mut().record(
+                    "world",
+                    OpType::Info,
+                    "phase",
+                    json!({"phase": "liveness"}),
+                );
                 end_ms = now + plan.liveness_ms;
             }
         } else if quiet {
@@ -199,7 +255,12 @@ pub fn run(plan: &Plan) -> History {
     }
     let mut l = ledger.borrow_mut();
     let pending = l.client_pending.clone();
-    l.record("client", OpType::Info, "pending-at-end", json!({"submissions": pending}));
+    l.record(
+        "client",
+        OpType::Info,
+        "pending-at-end",
+        json!({"submissions": pending}),
+    );
     l.record("world", OpType::Info, "end", json!({"outcome": outcome}));
     let header = json!({
         "format": FORMAT,
@@ -208,5 +269,8 @@ pub fn run(plan: &Plan) -> History {
         "mutant": plan.mutant,
         "plan": plan,
     });
-    History { header, ops: std::mem::take(&mut l.ops) }
+    History {
+        header,
+        ops: std::mem::take(&mut l.ops),
+    }
 }

@@ -16,24 +16,39 @@ fn malformed_scenario_exits_2_naming_file_line_and_field() {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("bad.toml");
     std::fs::write(&path, "summary = \"x\"\n\n[workload]\nsubmisions = 3\n").unwrap();
-    let out = bin().args(["run", path.to_str().unwrap(), "--seeds", "1"]).output().unwrap();
+    let out = bin()
+        .args(["run", path.to_str().unwrap(), "--seeds", "1"])
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("bad.toml:4:"), "{err}");
     assert!(err.contains("submisions"), "{err}");
 
     std::fs::write(&path, "summary = \"x\"\n[[fault]]\nkind = \"stall-frame\"\non = { frame = \"response\", method = \"session/prompt\" }\n").unwrap();
-    let out = bin().args(["run", path.to_str().unwrap(), "--seeds", "1"]).output().unwrap();
+    let out = bin()
+        .args(["run", path.to_str().unwrap(), "--seeds", "1"])
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("bad.toml:2:") && err.contains("stall_ms"), "{err}");
+    assert!(
+        err.contains("bad.toml:2:") && err.contains("stall_ms"),
+        "{err}"
+    );
 }
 
 #[test]
 fn unknown_mutant_and_unknown_scenario_exit_2() {
-    let out = bin().args(["run", "--mutant", "nope", "--seeds", "1"]).output().unwrap();
+    let out = bin()
+        .args(["run", "--mutant", "nope", "--seeds", "1"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    let out = bin().args(["replay", "no-such-scenario", "--seed", "1"]).output().unwrap();
+    let out = bin()
+        .args(["replay", "no-such-scenario", "--seed", "1"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let out = bin().args(["run", "--seeds", "x"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
@@ -43,17 +58,40 @@ fn unknown_mutant_and_unknown_scenario_exit_2() {
 fn mutant_run_exits_1_and_its_repro_line_replays_identically() {
     let outdir = std::env::temp_dir().join("acp-chaos-cli-mutant");
     let out = bin()
-        .args(["run", "rfd-03-retry-after-agent-restart", "--seeds", "2", "--mutant", "record-unsynced", "--out"])
+        .args([
+            "run",
+            "rfd-03-retry-after-agent-restart",
+            "--seeds",
+            "2",
+            "--mutant",
+            "record-unsynced",
+            "--out",
+        ])
         .arg(&outdir)
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{text}");
-    let line = text.lines().find_map(|l| l.trim().strip_prefix("repro: ")).expect("a repro line").to_string();
+    let line = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("repro: "))
+        .expect("a repro line")
+        .to_string();
     assert!(line.contains("--mutant record-unsynced"), "{line}");
-    let summary: serde_json::Value = serde_json::from_slice(&std::fs::read(outdir.join("summary.json")).unwrap()).unwrap();
-    assert!(summary["failures"].as_array().unwrap().iter().any(|f| f["property"] == "P11" && f["party"] == "agent"));
-    let seed = line.split("--seed ").nth(1).unwrap().split(' ').next().unwrap();
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(outdir.join("summary.json")).unwrap()).unwrap();
+    assert!(summary["failures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["property"] == "P11" && f["party"] == "agent"));
+    let seed = line
+        .split("--seed ")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap();
     let run_dir = outdir.join(format!("rfd-03-retry-after-agent-restart-seed{seed}"));
     assert!(run_dir.join("history.jsonl").exists() && run_dir.join("repro.txt").exists());
 
@@ -63,7 +101,10 @@ fn mutant_run_exits_1_and_its_repro_line_replays_identically() {
     assert_eq!(a.status.code(), Some(1));
     assert_eq!(a.stdout, b.stdout, "replay is not deterministic");
     let a_text = String::from_utf8_lossy(&a.stdout);
-    assert!(a_text.contains("verdict P11 durability: invalid (party agent"), "{a_text}");
+    assert!(
+        a_text.contains("verdict P11 durability: invalid (party agent"),
+        "{a_text}"
+    );
 
     // `check` re-runs the checkers on the stored history, without simulating.
     let c = bin().arg("check").arg(&run_dir).output().unwrap();

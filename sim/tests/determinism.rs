@@ -26,7 +26,11 @@ fn fifty_swarm_seeds_twice_with_one_and_two_jobs_give_equal_hashes() {
     assert_eq!(a.hashes, b.hashes, "jobs=1 and jobs=2 differ");
     // Distinct seeds really are distinct runs (the hash is not a constant).
     let distinct: std::collections::BTreeSet<_> = a.hashes.values().collect();
-    assert!(distinct.len() > 40, "only {} distinct histories", distinct.len());
+    assert!(
+        distinct.len() > 40,
+        "only {} distinct histories",
+        distinct.len()
+    );
 }
 
 #[test]
@@ -48,9 +52,16 @@ fn printed_repro_line_replays_the_same_verdict_and_history() {
     sp.mutant = Some("no-dedup".into());
     let summary = campaign::run(&sp).unwrap();
     assert_eq!(summary.exit_code, campaign::exit::INVALID);
-    let f = summary.failures.iter().find(|f| f["property"] == "P1").expect("a P1 failure");
+    let f = summary
+        .failures
+        .iter()
+        .find(|f| f["property"] == "P1")
+        .expect("a P1 failure");
     let line = f["repro"].as_str().unwrap();
-    assert!(line.starts_with("acp-chaos replay rfd-02-retry-after-resume-new-connection --seed "), "{line}");
+    assert!(
+        line.starts_with("acp-chaos replay rfd-02-retry-after-resume-new-connection --seed "),
+        "{line}"
+    );
     assert!(line.ends_with("--mutant no-dedup"), "{line}");
     for _ in 0..2 {
         let (code, hash) = cli::replay_line(line, &common::scenarios_dir()).unwrap();

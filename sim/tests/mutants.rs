@@ -12,8 +12,16 @@ const PINNED: &[(&str, &str, u64)] = &[
     ("no-dedup", "rfd-02-retry-after-resume-new-connection", 0),
     ("no-dedup", "rfd-04-retry-while-held", 1),
     ("record-unsynced", "rfd-03-retry-after-agent-restart", 0),
-    ("new-key-per-attempt", "rfd-02-retry-after-resume-new-connection", 0),
-    ("new-key-per-attempt", "rfd-07-retry-inserted-during-active-work", 2),
+    (
+        "new-key-per-attempt",
+        "rfd-02-retry-after-resume-new-connection",
+        0,
+    ),
+    (
+        "new-key-per-attempt",
+        "rfd-07-retry-inserted-during-active-work",
+        2,
+    ),
     ("volatile-pending", "rfd-06-same-key-other-session", 0),
 ];
 
@@ -23,14 +31,29 @@ fn every_mutant_is_caught_on_its_property_and_party_on_pinned_seeds() {
         let m = MUTANTS.iter().find(|m| m.name == name).unwrap();
         let s = common::scenario(scen);
         let (_, bad) = campaign::run_one(&s, seed, Some(name));
-        let v = bad.verdicts.iter().find(|v| v.property == m.property).unwrap();
-        assert_eq!(v.status, Status::Invalid, "{name} on {scen} seed {seed}: {v:?}");
+        let v = bad
+            .verdicts
+            .iter()
+            .find(|v| v.property == m.property)
+            .unwrap();
+        assert_eq!(
+            v.status,
+            Status::Invalid,
+            "{name} on {scen} seed {seed}: {v:?}"
+        );
         assert_eq!(v.party, Some(m.party), "{name}: wrong party: {v:?}");
-        assert!(!v.witnesses.is_empty() && !v.rules.is_empty(), "{name}: {v:?}");
+        assert!(
+            !v.witnesses.is_empty() && !v.rules.is_empty(),
+            "{name}: {v:?}"
+        );
         assert!(v.fault.is_some(), "{name}: no enabling fault named: {v:?}");
         let (_, good) = campaign::run_one(&s, seed, None);
         for v in &good.verdicts {
-            assert_eq!(v.status, Status::Valid, "correct models on {scen} seed {seed}: {v:?}");
+            assert_eq!(
+                v.status,
+                Status::Valid,
+                "correct models on {scen} seed {seed}: {v:?}"
+            );
         }
     }
 }
@@ -38,7 +61,11 @@ fn every_mutant_is_caught_on_its_property_and_party_on_pinned_seeds() {
 #[test]
 fn every_shipped_mutant_has_a_pinned_seed() {
     for m in MUTANTS {
-        assert!(PINNED.iter().any(|p| p.0 == m.name), "{} has no pinned seed", m.name);
+        assert!(
+            PINNED.iter().any(|p| p.0 == m.name),
+            "{} has no pinned seed",
+            m.name
+        );
     }
 }
 
@@ -48,14 +75,24 @@ fn swarm_catches_every_mutant_within_forty_seeds_and_passes_the_correct_models()
     for m in MUTANTS {
         let caught = (0..40).find(|&seed| {
             let (_, r) = campaign::run_one(&s, seed, Some(m.name));
-            r.verdicts.iter().any(|v| v.property == m.property && v.status == Status::Invalid && v.party == Some(m.party))
+            r.verdicts.iter().any(|v| {
+                v.property == m.property && v.status == Status::Invalid && v.party == Some(m.party)
+            })
         });
-        assert!(caught.is_some(), "{} not caught by swarm-basic seeds 0..40", m.name);
+        assert!(
+            caught.is_some(),
+            "{} not caught by swarm-basic seeds 0..40",
+            m.name
+        );
     }
     for seed in 0..40 {
         let (_, r) = campaign::run_one(&s, seed, None);
         for v in &r.verdicts {
-            assert_eq!(v.status, Status::Valid, "correct models, swarm seed {seed}: {v:?}");
+            assert_eq!(
+                v.status,
+                Status::Valid,
+                "correct models, swarm seed {seed}: {v:?}"
+            );
         }
     }
 }

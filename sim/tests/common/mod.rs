@@ -7,7 +7,9 @@ use acp_chaos::scenario::{self, Scenario};
 
 /// The repo's scenarios folder.
 pub fn scenarios_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..").join("scenarios")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("scenarios")
 }
 
 /// Load a shipped scenario by name.
