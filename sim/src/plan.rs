@@ -178,10 +178,10 @@ impl Plan {
                 self.latency_ms_min, self.latency_ms_max, self.net.heartbeat_ms, self.net.dead_ms, self.safety_ms, self.liveness_ms
             ),
             format!(
-                "workload: {} submissions to {} session(s), keys={:?}, at ms [{}]",
+                "workload: {} submissions to {} session(s), keys={}, at ms [{}]",
                 self.workload.len(),
                 self.client.sessions,
-                self.client.keys,
+                serde_json::to_value(self.client.keys).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default(),
                 self.workload.iter().map(|s| s.at_ms.to_string()).collect::<Vec<_>>().join(", ")
             ),
         ];
