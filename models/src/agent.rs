@@ -1,17 +1,28 @@
-//! The model Agent (stored-session design) and its mutants.
+//! The model Agents and their mutants.
 //!
 //! A sans-IO state machine: [`AgentModel::handle`] takes one [`AgentInput`] and appends
-//! [`Action`]s. The stored design keeps sessions as framed records on its disk; key and
-//! message go in one record, synced before the insertion becomes visible (A10, A13, D1).
+//! [`Action`]s. One protocol core serves every design; a [`Design`] differs from another only
+//! where the proposal says designs differ: where sessions and keys live and when they are
+//! durable.
+//!
+//! - `stored` (`durable`): key and message in one framed record, synced before the insertion
+//!   becomes visible (A10, A13, D1).
+//! - `in-memory` (`process`): nothing on disk; a restart loses every session.
+//! - `adapter` (`process`): the proposal's "Adapter validation" design over a runtime store it
+//!   does not control: the runtime keeps user messages under an id the adapter picks
+//!   (`UUIDv5(sessionId, key)`), never keys, and persists lazily (synced at turn end); the
+//!   adapter finds retries in its pending prompts and in an in-memory id set that it fills from
+//!   the runtime's history once, on the first keyed prompt after a restart.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use agent_client_protocol_schema::v2::{
-    AgentCapabilities, ClientRequest, ContentBlock, Implementation, InitializeResponse,
-    NewSessionResponse, PromptResponse, ReplayComplete, ResumeSessionResponse, SessionCapabilities,
-    SessionUpdate, StateUpdate, StopReason, UpdateSessionNotification, UserMessage,
+    self, AgentCapabilities, ClientNotification, ClientRequest, ContentBlock, Implementation,
+    InitializeResponse, NewSessionResponse, PromptResponse, ReplayComplete, ResumeSessionResponse,
+    SessionCapabilities, SessionUpdate, StateUpdate, StopReason, UpdateSessionNotification,
+    UserMessage,
 };
-use agent_client_protocol_schema::{v2, ProtocolVersion};
+use agent_client_protocol_schema::ProtocolVersion;
 use indexmap::IndexMap;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -54,6 +65,49 @@ pub enum Retention {
     Process,
 }
 
+/// An Agent design.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Design {
+    /// Keys and sessions in memory: a stdio agent whose restart loses everything.
+    InMemory,
+    /// Stored sessions: key and message in one fsynced record.
+    Stored,
+    /// An adapter over a runtime store it does not control (derived ids, lazy runtime sync).
+    Adapter,
+}
+
+impl Design {
+    /// Every design, for `acp-chaos list`.
+    pub const ALL: [Design; 3] = [Design::InMemory, Design::Stored, Design::Adapter];
+
+    /// The retention the design declares.
+    pub fn retention(self) -> Retention {
+        match self {
+            Design::Stored => Retention::Durable,
+            Design::InMemory | Design::Adapter => Retention::Process,
+        }
+    }
+
+    /// Name used in scenario files and `--agent`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Design::InMemory => "in-memory",
+            Design::Stored => "stored",
+            Design::Adapter => "adapter",
+        }
+    }
+
+    /// One line for `acp-chaos list`.
+    pub fn summary(self) -> &'static str {
+        match self {
+            Design::InMemory => "process retention: sessions and keys in memory; a restart loses them (resume gets -32002)",
+            Design::Stored => "durable retention: key + message in one fsynced record before the echo, response or work (A10 A13 D1)",
+            Design::Adapter => "process retention: runtime keeps messages under UUIDv5(sessionId, key), synced at turn end; id set filled from history after restart",
+        }
+    }
+}
+
 /// O1: held prompts when their connection ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -62,6 +116,16 @@ pub enum HeldOnDisconnect {
     Keep,
     /// Drop it; a waiting retry becomes the submission (A7), otherwise a retry is new.
     Drop,
+}
+
+/// O2: foreground work when its connection ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorkOnDisconnect {
+    /// The turn runs to its end.
+    Continue,
+    /// The turn is cancelled (`stopReason: cancelled`).
+    Cancel,
 }
 
 /// O4: prompts that arrive during a running turn.
@@ -83,21 +147,49 @@ pub enum AgentMutant {
     /// Writes message and key without `sync_all`: a crash loses an acknowledged message and the
     /// retry inserts it again. Breaks D1/A10 (P11 and P1, Agent at fault).
     RecordUnsynced,
+    /// Adapter trusts only its in-memory id set after a restart (never reads the history).
+    /// Breaks A10 (P1, Agent at fault).
+    AdapterNoHistoryFill,
 }
 
 /// Settings of a model Agent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AgentConfig {
+    /// The design.
+    pub design: Design,
     /// O1 policy.
     pub o1: HeldOnDisconnect,
+    /// O2 policy.
+    pub o2: WorkOnDisconnect,
     /// O4 policy.
     pub o4: DuringTurn,
     /// Shortest simulated turn, in ms.
     pub turn_ms_min: u64,
     /// Longest simulated turn, in ms.
     pub turn_ms_max: u64,
+    /// Chance that a turn makes a tool call with a side effect (counted in the ledger).
+    pub tool_rate: f64,
+    /// Chance that a tool call first asks the Client with `session/request_permission`.
+    pub permission_rate: f64,
     /// The mutant, if any.
     pub mutant: Option<AgentMutant>,
+}
+
+impl AgentConfig {
+    /// A config with the given design and policies and no tools, for tests.
+    pub fn simple(design: Design, o1: HeldOnDisconnect, o4: DuringTurn, mutant: Option<AgentMutant>) -> AgentConfig {
+        AgentConfig {
+            design,
+            o1,
+            o2: WorkOnDisconnect::Continue,
+            o4,
+            turn_ms_min: 10,
+            turn_ms_max: 10,
+            tool_rate: 0.0,
+            permission_rate: 0.0,
+            mutant,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -117,19 +209,48 @@ struct Held {
     waiters: Vec<(ConnId, Value)>,
 }
 
-#[derive(Debug, Default)]
-struct Session {
-    messages: Vec<Msg>,
-    held: VecDeque<Held>,
-    /// Timer id of the running turn.
-    turn: Option<u64>,
-    next_msg: u64,
+#[derive(Debug, Clone)]
+enum TurnPhase {
+    /// Waiting for the Client's answer to a permission request (agent request id).
+    AwaitPermission { conn: ConnId, req: u64 },
+    /// Working; ends when the timer fires.
+    Working { timer: u64 },
 }
 
-/// The stored-session Agent (`durable` retention).
-///
-/// Records on disk: `{"t":"session","id"}` and `{"t":"msg","session","messageId","key","text"}`.
-pub struct StoredAgent {
+#[derive(Debug, Clone)]
+struct Turn {
+    message_id: String,
+    /// The connection whose prompt started it (asked for permission).
+    owner: ConnId,
+    phase: TurnPhase,
+    ms: u64,
+    tool: bool,
+}
+
+#[derive(Debug, Default)]
+struct Session {
+    /// Retained user messages, in order.
+    messages: Vec<Msg>,
+    /// Live-only messages (locally handled commands), kept while the session is active (A11).
+    live: Vec<Msg>,
+    held: VecDeque<Held>,
+    turn: Option<Turn>,
+    next_msg: u64,
+    config: BTreeMap<String, Value>,
+    /// Adapter: ids of user messages known to the adapter (the cache over the runtime history).
+    ids: BTreeSet<String>,
+    /// Adapter: whether `ids` covers the runtime history (false after a restart until filled).
+    filled: bool,
+    /// Adapter: prompts waiting for the history fill (conn, id, request).
+    fill_queue: Vec<(ConnId, Value, v2::PromptRequest)>,
+    filling: bool,
+}
+
+/// Why a prompt's wait ended without insertion.
+const CANCELLED: &str = "Request cancelled";
+
+/// The model Agent for every [`Design`].
+pub struct ModelAgent {
     cfg: AgentConfig,
     boot: u32,
     rng: ChaCha8Rng,
@@ -138,41 +259,60 @@ pub struct StoredAgent {
     conns: IndexMap<ConnId, BTreeSet<String>>,
     next_session: u64,
     next_timer: u64,
-    timers: IndexMap<u64, String>,
+    next_req: u64,
+    /// timer id → (session, what).
+    timers: IndexMap<u64, (String, TimerKind)>,
+    /// Agent-side request id → session (permission requests awaiting an answer).
+    asks: IndexMap<u64, String>,
     transient_errors: u32,
+    tool_effects: u64,
 }
 
-impl StoredAgent {
-    /// Rebuild from the records recovered from disk. `boot` numbers the process start (ids stay
-    /// unique across restarts); `seed` seeds turn durations.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum TimerKind {
+    TurnEnd,
+    HistoryFill,
+}
+
+/// The stored-session Agent: the `stored` design of [`ModelAgent`].
+pub type StoredAgent = ModelAgent;
+
+impl ModelAgent {
+    /// Rebuild from the records recovered from disk (none for `in-memory`). `boot` numbers the
+    /// process start (ids stay unique across restarts); `seed` seeds turn durations and tools.
     pub fn recover(cfg: AgentConfig, boot: u32, seed: u64, records: &[Value]) -> Self {
         let mut sessions: IndexMap<String, Session> = IndexMap::new();
-        for r in records {
-            match r["t"].as_str() {
-                Some("session") => {
-                    if let Some(id) = r["id"].as_str() {
-                        sessions.entry(id.to_string()).or_default();
+        if cfg.design != Design::InMemory {
+            for r in records {
+                let sid = r["id"].as_str().or(r["session"].as_str()).unwrap_or_default().to_string();
+                match r["t"].as_str() {
+                    Some("session") => {
+                        sessions.entry(sid).or_default();
                     }
-                }
-                Some("msg") => {
-                    let (Some(sid), Some(mid)) = (r["session"].as_str(), r["messageId"].as_str())
-                    else {
-                        continue;
-                    };
-                    sessions
-                        .entry(sid.to_string())
-                        .or_default()
-                        .messages
-                        .push(Msg {
+                    Some("fork") => {
+                        let from = r["from"].as_str().unwrap_or_default();
+                        let msgs: Vec<Msg> = sessions
+                            .get(from)
+                            .map(|s| s.messages.iter().map(|m| Msg { key: None, ..m.clone() }).collect())
+                            .unwrap_or_default();
+                        sessions.entry(sid).or_default().messages = msgs;
+                    }
+                    Some("delete") => {
+                        sessions.shift_remove(&sid);
+                    }
+                    Some("msg") => {
+                        let Some(mid) = r["messageId"].as_str() else { continue };
+                        sessions.entry(sid).or_default().messages.push(Msg {
                             message_id: mid.to_string(),
                             key: r["key"].as_str().map(str::to_string),
                             text: r["text"].as_str().unwrap_or_default().to_string(),
                         });
+                    }
+                    _ => {}
                 }
-                _ => {}
             }
         }
-        StoredAgent {
+        ModelAgent {
             cfg,
             boot,
             rng: ChaCha8Rng::seed_from_u64(seed ^ u64::from(boot).wrapping_mul(0x9E37_79B9)),
@@ -180,8 +320,11 @@ impl StoredAgent {
             conns: IndexMap::new(),
             next_session: 0,
             next_timer: 0,
+            next_req: 0,
             timers: IndexMap::new(),
+            asks: IndexMap::new(),
             transient_errors: 0,
+            tool_effects: 0,
         }
     }
 
@@ -189,15 +332,18 @@ impl StoredAgent {
     pub fn retained(&self) -> Value {
         let mut m = serde_json::Map::new();
         for (sid, s) in &self.sessions {
-            m.insert(
-                sid.clone(),
-                s.messages
-                    .iter()
-                    .map(|x| Value::from(x.message_id.clone()))
-                    .collect(),
-            );
+            m.insert(sid.clone(), s.messages.iter().map(|x| Value::from(x.message_id.clone())).collect());
         }
         Value::Object(m)
+    }
+
+    /// The design's declared retention.
+    pub fn retention(&self) -> Retention {
+        self.cfg.design.retention()
+    }
+
+    fn persists(&self) -> bool {
+        self.cfg.design != Design::InMemory
     }
 
     fn send(&self, conn: ConnId, line: String, out: &mut Vec<Action>) {
@@ -206,19 +352,25 @@ impl StoredAgent {
         }
     }
 
+    fn note(sid: &str, update: SessionUpdate) -> String {
+        rpc::notification("session/update", to_value(UpdateSessionNotification::new(sid.to_string(), update)))
+    }
+
     fn update_all(&self, sid: &str, update: SessionUpdate, out: &mut Vec<Action>) {
-        let line = rpc::notification(
-            "session/update",
-            to_value(UpdateSessionNotification::new(sid.to_string(), update)),
-        );
+        let line = Self::note(sid, update);
         for (conn, active) in &self.conns {
             if active.contains(sid) {
-                out.push(Action::Send {
-                    conn: *conn,
-                    line: line.clone(),
-                });
+                out.push(Action::Send { conn: *conn, line: line.clone() });
             }
         }
+    }
+
+    fn timer(&mut self, sid: &str, kind: TimerKind, after_ms: u64, out: &mut Vec<Action>) -> u64 {
+        let t = self.next_timer;
+        self.next_timer += 1;
+        self.timers.insert(t, (sid.to_string(), kind));
+        out.push(Action::Timer { id: t, after_ms });
+        t
     }
 
     fn frame(&mut self, conn: ConnId, line: &str, out: &mut Vec<Action>) {
@@ -228,209 +380,262 @@ impl StoredAgent {
         let frame = match rpc::parse(line) {
             Ok(f) => f,
             Err(e) => {
-                let l = rpc::err(
-                    &Value::Null,
-                    code::PARSE_ERROR,
-                    "Parse error",
-                    Some(json!(e.0)),
-                );
+                let l = rpc::err(&Value::Null, code::PARSE_ERROR, "Parse error", Some(json!(e.0)));
                 return self.send(conn, l, out);
             }
         };
         match frame {
             Frame::Request { id, method, params } => self.request(conn, id, &method, params, out),
-            Frame::Invalid { id } => self.send(
-                conn,
-                rpc::err(&id, code::INVALID_REQUEST, "Invalid Request", None),
-                out,
-            ),
-            // Notifications we do not act on (session/cancel comes with issue #3) and stray
-            // responses are ignored, as JSON-RPC allows.
-            Frame::Notification { .. } | Frame::Response { .. } => {}
+            Frame::Notification { method, params } => self.notification(conn, &method, &params, out),
+            Frame::Response { id, result } => self.client_response(conn, &id, result, out),
+            Frame::Invalid { id } => self.send(conn, rpc::err(&id, code::INVALID_REQUEST, "Invalid Request", None), out),
         }
     }
 
-    fn request(
-        &mut self,
-        conn: ConnId,
-        id: Value,
-        method: &str,
-        params: Value,
-        out: &mut Vec<Action>,
-    ) {
+    fn request(&mut self, conn: ConnId, id: Value, method: &str, params: Value, out: &mut Vec<Action>) {
         if method == "session/prompt" {
             out.push(Action::Point(Point::AfterReceive));
         }
         let req = match ClientRequest::from_method_and_params(method, &params) {
             Ok(r) => r,
             Err(agent_client_protocol_schema::MethodDispatchError::UnknownMethod { .. }) => {
-                let l = rpc::err(
-                    &id,
-                    code::METHOD_NOT_FOUND,
-                    "Method not found",
-                    Some(json!(method)),
-                );
+                let l = rpc::err(&id, code::METHOD_NOT_FOUND, "Method not found", Some(json!(method)));
                 return self.send(conn, l, out);
             }
             Err(e) => {
                 // K3: a malformed key is never treated as omitted; nothing is inserted.
-                let l = rpc::err(
-                    &id,
-                    code::INVALID_PARAMS,
-                    "Invalid params",
-                    Some(json!(e.to_string())),
-                );
+                let l = rpc::err(&id, code::INVALID_PARAMS, "Invalid params", Some(json!(e.to_string())));
                 if method == "session/prompt" {
-                    out.push(effect(
-                        "reject",
-                        json!({"conn": conn, "id": id, "code": code::INVALID_PARAMS}),
-                    ));
+                    out.push(effect("reject", json!({"conn": conn, "id": id, "code": code::INVALID_PARAMS})));
                 }
                 return self.send(conn, l, out);
             }
         };
+        let not_found = |sid: &str| Some(json!({"sessionId": sid}));
         match req {
             ClientRequest::InitializeRequest(_) => {
                 let resp = InitializeResponse::new(
                     ProtocolVersion::V2,
-                    Implementation::new("acp-chaos-stored-agent", env!("CARGO_PKG_VERSION")),
+                    Implementation::new(format!("acp-chaos-{}-agent", self.cfg.design.as_str()), env!("CARGO_PKG_VERSION")),
                 )
                 .capabilities(AgentCapabilities::new().session(SessionCapabilities::new()));
                 self.send(conn, rpc::ok(&id, to_value(resp)), out);
             }
             ClientRequest::NewSessionRequest(_) => {
-                let sid = format!("s{}.{}", self.boot, self.next_session);
-                self.next_session += 1;
-                self.sessions.insert(sid.clone(), Session::default());
-                out.push(Action::Persist {
-                    record: json!({"t": "session", "id": sid}),
-                    sync: true,
-                });
-                out.push(effect("session-new", json!({"session": sid, "conn": conn})));
-                self.conns.entry(conn).or_default().insert(sid.clone());
-                self.send(
-                    conn,
-                    rpc::ok(&id, to_value(NewSessionResponse::new(sid))),
-                    out,
-                );
+                let sid = self.new_session_id();
+                self.sessions.insert(sid.clone(), Session { filled: true, ..Session::default() });
+                if self.persists() {
+                    out.push(Action::Persist { record: json!({"t": "session", "id": sid}), sync: true });
+                }
+                self.activate(conn, &sid, out);
+                self.send(conn, rpc::ok(&id, to_value(NewSessionResponse::new(sid))), out);
+            }
+            ClientRequest::ForkSessionRequest(r) => {
+                let from = r.session_id.0.to_string();
+                let Some(src) = self.sessions.get(&from) else {
+                    let l = rpc::err(&id, code::RESOURCE_NOT_FOUND, "Session not found", not_found(&from));
+                    return self.send(conn, l, out);
+                };
+                // A9: the fork copies the history, never the keys.
+                let messages: Vec<Msg> = src.messages.iter().map(|m| Msg { key: None, ..m.clone() }).collect();
+                let ids = messages.iter().map(|m| m.message_id.clone()).collect();
+                let sid = self.new_session_id();
+                self.sessions.insert(sid.clone(), Session { messages, ids, filled: true, ..Session::default() });
+                if self.persists() {
+                    out.push(Action::Persist { record: json!({"t": "fork", "id": sid, "from": from}), sync: true });
+                }
+                self.activate(conn, &sid, out);
+                self.send(conn, rpc::ok(&id, to_value(v2::ForkSessionResponse::new(sid))), out);
+            }
+            ClientRequest::ListSessionsRequest(_) => {
+                // A8: no keys in list results.
+                let infos: Vec<v2::SessionInfo> = self.sessions.keys().map(|s| v2::SessionInfo::new(s.clone(), "/work")).collect();
+                self.send(conn, rpc::ok(&id, to_value(v2::ListSessionsResponse::new(infos))), out);
             }
             ClientRequest::ResumeSessionRequest(r) => self.resume(conn, id, &r, out),
-            ClientRequest::PromptRequest(r) => self.prompt(conn, id, &r, out),
+            ClientRequest::SessionStatusRequest(r) => {
+                let sid = r.session_id.0.to_string();
+                let Some(s) = self.sessions.get(&sid) else {
+                    let l = rpc::err(&id, code::RESOURCE_NOT_FOUND, "Session not found", not_found(&sid));
+                    return self.send(conn, l, out);
+                };
+                let resp = v2::SessionStatusResponse::new(v2::SessionStatus::Open).state(Self::snapshot(s));
+                self.send(conn, rpc::ok(&id, to_value(resp)), out);
+            }
+            ClientRequest::SetSessionConfigOptionRequest(r) => {
+                let sid = r.session_id.0.to_string();
+                if !self.is_active(conn, &sid) {
+                    let l = rpc::err(&id, code::RESOURCE_NOT_FOUND, "Session not active on this connection", not_found(&sid));
+                    return self.send(conn, l, out);
+                }
+                let value = serde_json::to_value(&r.value).unwrap_or(Value::Null);
+                let s = self.sessions.get_mut(&sid).expect("active sessions exist");
+                s.config.insert(r.config_id.0.to_string(), value);
+                let on = s.config.get("autosave").and_then(|v| v["value"].as_bool()).unwrap_or(false);
+                let resp = v2::SetSessionConfigOptionResponse::new(vec![v2::SessionConfigOption::boolean("autosave", "Autosave", on)]);
+                self.send(conn, rpc::ok(&id, to_value(resp)), out);
+            }
+            ClientRequest::CloseSessionRequest(r) => {
+                let sid = r.session_id.0.to_string();
+                // A15: closing a missing or inactive session succeeds and changes nothing.
+                if self.is_active(conn, &sid) {
+                    self.cancel_work(&sid, true, "close", out);
+                    if let Some(a) = self.conns.get_mut(&conn) {
+                        a.remove(&sid);
+                    }
+                    self.forget_live_if_inactive(&sid);
+                }
+                self.send(conn, rpc::ok(&id, to_value(v2::CloseSessionResponse::new())), out);
+            }
+            ClientRequest::DeleteSessionRequest(r) => {
+                let sid = r.session_id.0.to_string();
+                if self.sessions.contains_key(&sid) {
+                    self.cancel_work(&sid, true, "delete", out);
+                    self.sessions.shift_remove(&sid);
+                    for a in self.conns.values_mut() {
+                        a.remove(&sid);
+                    }
+                    if self.persists() {
+                        out.push(Action::Persist { record: json!({"t": "delete", "id": sid}), sync: true });
+                    }
+                    out.push(effect("session-delete", json!({"session": sid})));
+                }
+                self.send(conn, rpc::ok(&id, to_value(v2::DeleteSessionResponse::new())), out);
+            }
+            ClientRequest::PromptRequest(r) => self.prompt(conn, id, *r, out),
             _ => {
-                let l = rpc::err(
-                    &id,
-                    code::METHOD_NOT_FOUND,
-                    "Method not found",
-                    Some(json!(method)),
-                );
+                let l = rpc::err(&id, code::METHOD_NOT_FOUND, "Method not found", Some(json!(method)));
                 self.send(conn, l, out);
             }
         }
     }
 
-    fn resume(
-        &mut self,
-        conn: ConnId,
-        id: Value,
-        r: &v2::ResumeSessionRequest,
-        out: &mut Vec<Action>,
-    ) {
+    fn notification(&mut self, conn: ConnId, method: &str, params: &Value, out: &mut Vec<Action>) {
+        if method == "$/cancel_request" {
+            // A5: about a request the sender issued; unknown or answered ids are ignored.
+            if let Some(rid) = params.get("requestId") {
+                self.cancel_request(conn, rid, out);
+            }
+            return;
+        }
+        if let Ok(ClientNotification::CancelSessionNotification(n)) = ClientNotification::from_method_and_params(method, params) {
+            let sid = n.session_id.0.to_string();
+            if self.is_active(conn, &sid) {
+                self.cancel_work(&sid, false, "session/cancel", out);
+            }
+        }
+    }
+
+    /// A Client's answer to one of our requests (permission).
+    fn client_response(&mut self, conn: ConnId, id: &Value, result: Result<Value, Value>, out: &mut Vec<Action>) {
+        let Some(req) = id.as_u64() else { return };
+        let Some(sid) = self.asks.shift_remove(&req) else { return };
+        let approved = matches!(&result, Ok(v) if v["outcome"]["outcome"] == "selected" && v["outcome"]["optionId"] == "allow");
+        let Some(turn) = self.sessions.get(&sid).and_then(|s| s.turn.clone()) else { return };
+        if let TurnPhase::AwaitPermission { conn: c, req: r } = turn.phase {
+            if c == conn && r == req {
+                out.push(effect("permission", json!({"session": sid, "messageId": turn.message_id, "approved": approved})));
+                self.work(&sid, approved, out);
+            }
+        }
+    }
+
+    fn new_session_id(&mut self) -> String {
+        let sid = format!("s{}.{}", self.boot, self.next_session);
+        self.next_session += 1;
+        sid
+    }
+
+    fn is_active(&self, conn: ConnId, sid: &str) -> bool {
+        self.sessions.contains_key(sid) && self.conns.get(&conn).is_some_and(|a| a.contains(sid))
+    }
+
+    fn activate(&mut self, conn: ConnId, sid: &str, out: &mut Vec<Action>) {
+        self.conns.entry(conn).or_default().insert(sid.to_string());
+        out.push(effect("activate", json!({"session": sid, "conn": conn})));
+    }
+
+    /// A11: live-only keys may be forgotten once the session is active on no connection.
+    fn forget_live_if_inactive(&mut self, sid: &str) {
+        if !self.conns.values().any(|a| a.contains(sid)) {
+            if let Some(s) = self.sessions.get_mut(sid) {
+                s.live.clear();
+            }
+        }
+    }
+
+    fn snapshot(s: &Session) -> StateUpdate {
+        if s.turn.is_some() {
+            StateUpdate::Running(v2::RunningStateUpdate::new())
+        } else {
+            StateUpdate::Idle(v2::IdleStateUpdate::new())
+        }
+    }
+
+    fn resume(&mut self, conn: ConnId, id: Value, r: &v2::ResumeSessionRequest, out: &mut Vec<Action>) {
         let sid = r.session_id.0.to_string();
         let Some(s) = self.sessions.get(&sid) else {
-            let l = rpc::err(
-                &id,
-                code::RESOURCE_NOT_FOUND,
-                "Session not found",
-                Some(json!({"sessionId": sid})),
-            );
+            let l = rpc::err(&id, code::RESOURCE_NOT_FOUND, "Session not found", Some(json!({"sessionId": sid})));
             return self.send(conn, l, out);
         };
         // X4: replay (user messages keep their messageId, never their key), replay_complete,
         // then the current state snapshot, then the response.
         let mut lines = Vec::new();
-        let note = |u: SessionUpdate| {
-            rpc::notification(
-                "session/update",
-                to_value(UpdateSessionNotification::new(sid.clone(), u)),
-            )
-        };
         if r.replay_from.is_some() {
             for m in &s.messages {
-                let um = UserMessage::new(m.message_id.clone())
-                    .content(vec![ContentBlock::from(m.text.clone())]);
-                lines.push(note(SessionUpdate::UserMessage(um)));
+                let um = UserMessage::new(m.message_id.clone()).content(vec![ContentBlock::from(m.text.clone())]);
+                lines.push(Self::note(&sid, SessionUpdate::UserMessage(um)));
             }
-            lines.push(note(SessionUpdate::ReplayComplete(ReplayComplete::new())));
+            lines.push(Self::note(&sid, SessionUpdate::ReplayComplete(ReplayComplete::new())));
         }
-        let state = if s.turn.is_some() {
-            StateUpdate::Running(v2::RunningStateUpdate::new())
-        } else {
-            StateUpdate::Idle(v2::IdleStateUpdate::new())
-        };
-        lines.push(note(SessionUpdate::StateUpdate(state)));
-        self.conns.entry(conn).or_default().insert(sid.clone());
+        lines.push(Self::note(&sid, SessionUpdate::StateUpdate(Self::snapshot(s))));
+        self.activate(conn, &sid, out);
         for l in lines {
             self.send(conn, l, out);
         }
-        self.send(
-            conn,
-            rpc::ok(&id, to_value(ResumeSessionResponse::new())),
-            out,
-        );
+        self.send(conn, rpc::ok(&id, to_value(ResumeSessionResponse::new())), out);
     }
 
-    fn prompt(&mut self, conn: ConnId, id: Value, r: &v2::PromptRequest, out: &mut Vec<Action>) {
+    fn prompt(&mut self, conn: ConnId, id: Value, r: v2::PromptRequest, out: &mut Vec<Action>) {
         let sid = r.session_id.0.to_string();
-        let active = self.conns.get(&conn).is_some_and(|a| a.contains(&sid));
-        if !active || !self.sessions.contains_key(&sid) {
+        if !self.is_active(conn, &sid) {
             // X2: the session must be active on this connection.
-            out.push(effect(
-                "reject",
-                json!({"conn": conn, "id": id, "code": code::RESOURCE_NOT_FOUND}),
-            ));
-            let l = rpc::err(
-                &id,
-                code::RESOURCE_NOT_FOUND,
-                "Session not active on this connection",
-                Some(json!({"sessionId": sid})),
-            );
+            out.push(effect("reject", json!({"conn": conn, "id": id, "code": code::RESOURCE_NOT_FOUND})));
+            let l = rpc::err(&id, code::RESOURCE_NOT_FOUND, "Session not active on this connection", Some(json!({"sessionId": sid})));
             return self.send(conn, l, out);
         }
         if r.prompt.is_empty() {
             // A17: may reject `prompt: []` without inserting.
-            out.push(effect(
-                "reject",
-                json!({"conn": conn, "id": id, "code": code::INVALID_PARAMS}),
-            ));
-            return self.send(
-                conn,
-                rpc::err(
-                    &id,
-                    code::INVALID_PARAMS,
-                    "Invalid params",
-                    Some(json!("empty prompt")),
-                ),
-                out,
-            );
+            out.push(effect("reject", json!({"conn": conn, "id": id, "code": code::INVALID_PARAMS})));
+            return self.send(conn, rpc::err(&id, code::INVALID_PARAMS, "Invalid params", Some(json!("empty prompt"))), out);
         }
         if self.transient_errors > 0 {
             // A2: an error means this attempt inserted nothing and recorded nothing.
             self.transient_errors -= 1;
-            out.push(effect(
-                "reject",
-                json!({"conn": conn, "id": id, "code": code::INTERNAL_ERROR, "transient": true}),
-            ));
-            return self.send(
-                conn,
-                rpc::err(
-                    &id,
-                    code::INTERNAL_ERROR,
-                    "Internal error",
-                    Some(json!({"transient": true})),
-                ),
-                out,
-            );
+            out.push(effect("reject", json!({"conn": conn, "id": id, "code": code::INTERNAL_ERROR, "transient": true})));
+            return self.send(conn, rpc::err(&id, code::INTERNAL_ERROR, "Internal error", Some(json!({"transient": true}))), out);
         }
+        let keyed = r.idempotency_key.is_some();
+        if self.cfg.design == Design::Adapter && keyed {
+            let s = self.sessions.get_mut(&sid).expect("active sessions exist");
+            if !s.filled && self.cfg.mutant != Some(AgentMutant::AdapterNoHistoryFill) {
+                // The first keyed prompt after a restart reads the runtime history once; prompts
+                // arriving meanwhile wait for the fill.
+                s.fill_queue.push((conn, id, r));
+                if !s.filling {
+                    s.filling = true;
+                    out.push(effect("history-read-start", json!({"session": sid})));
+                    self.timer(&sid, TimerKind::HistoryFill, 5, out);
+                }
+                return;
+            }
+        }
+        self.admit(conn, id, r, out);
+    }
+
+    /// Dedup, then insert, hold or steer (the prompt passed validation and any history fill).
+    fn admit(&mut self, conn: ConnId, id: Value, r: v2::PromptRequest, out: &mut Vec<Action>) {
+        let sid = r.session_id.0.to_string();
         let key = r.idempotency_key.as_ref().map(|k| k.as_str().to_string());
         let text = r
             .prompt
@@ -441,44 +646,43 @@ impl StoredAgent {
             })
             .unwrap_or_default();
         let dedup = self.cfg.mutant != Some(AgentMutant::NoDedup);
-        let s = self.sessions.get_mut(&sid).expect("checked above");
+        let design = self.cfg.design;
+        let Some(s) = self.sessions.get_mut(&sid) else { return };
         if let (Some(k), true) = (&key, dedup) {
-            // A1/A4: a recorded key gets the original messageId and nothing else.
-            if let Some(m) = s.messages.iter().find(|m| m.key.as_deref() == Some(k)) {
-                let mid = m.message_id.clone();
-                out.push(effect(
-                    "dedup-hit",
-                    json!({"session": sid, "key": k, "messageId": mid, "conn": conn, "id": id}),
-                ));
+            // A1/A4: a recorded key gets the original messageId and nothing else. Live-only
+            // keys are known while the session is active (A11); retained ones per design.
+            let live = s.live.iter().find(|m| m.key.as_deref() == Some(k)).map(|m| m.message_id.clone());
+            let found = live.or_else(|| {
+                if design == Design::Adapter {
+                    let derived = derive_id(&sid, k);
+                    s.ids.contains(&derived).then_some(derived)
+                } else {
+                    s.messages.iter().find(|m| m.key.as_deref() == Some(k)).map(|m| m.message_id.clone())
+                }
+            });
+            if let Some(mid) = found {
+                out.push(effect("dedup-hit", json!({"session": sid, "key": k, "messageId": mid, "conn": conn, "id": id})));
                 return self.send(conn, rpc::ok(&id, to_value(PromptResponse::new(mid))), out);
             }
             // A7: a retry of a held prompt waits for the original's outcome.
             if let Some(h) = s.held.iter_mut().find(|h| h.key.as_deref() == Some(k)) {
                 h.waiters.push((conn, id.clone()));
-                out.push(effect(
-                    "wait-held",
-                    json!({"session": sid, "key": k, "conn": conn, "id": id}),
-                ));
+                out.push(effect("wait-held", json!({"session": sid, "key": k, "conn": conn, "id": id})));
                 return;
             }
         }
-        let held = Held {
-            conn,
-            id,
-            key,
-            text,
-            waiters: Vec::new(),
-        };
+        let held = Held { conn, id, key, text, waiters: Vec::new() };
+        if held.text.starts_with('/') {
+            // A locally handled command: answered and echoed, not retained, no turn (A11).
+            return self.insert(&sid, held, "live", out);
+        }
         if s.turn.is_none() {
             self.insert(&sid, held, "direct", out);
-            self.start_turn(&sid, out);
+            self.start_turn(&sid, conn, out);
         } else if self.cfg.o4 == DuringTurn::Steer {
             self.insert(&sid, held, "steer", out);
         } else {
-            out.push(effect(
-                "hold",
-                json!({"session": sid, "conn": held.conn, "id": held.id}),
-            ));
+            out.push(effect("hold", json!({"session": sid, "conn": held.conn, "id": held.id})));
             s.held.push_back(held);
         }
     }
@@ -486,23 +690,50 @@ impl StoredAgent {
     /// Insert one prompt: record (key + message in one write), sync, then make it visible.
     fn insert(&mut self, sid: &str, p: Held, mode: &str, out: &mut Vec<Action>) {
         let index = self.sessions.get_index_of(sid).unwrap_or(0);
+        let live = mode == "live";
+        let design = self.cfg.design;
+        let mid = match (&p.key, design) {
+            (Some(k), Design::Adapter) => derive_id(sid, k),
+            (None, Design::Adapter) => uuid::Builder::from_random_bytes(self.rng.gen()).into_uuid().to_string(),
+            _ => {
+                let s = &self.sessions[sid];
+                format!("m{}.{}.{}", self.boot, index, s.next_msg)
+            }
+        };
         let s = self.sessions.get_mut(sid).expect("session exists");
-        let mid = format!("m{}.{}.{}", self.boot, index, s.next_msg);
         s.next_msg += 1;
-        s.messages.push(Msg {
-            message_id: mid.clone(),
-            key: p.key.clone(),
-            text: p.text.clone(),
-        });
-        out.push(effect("insert", json!({"session": sid, "messageId": mid, "key": p.key, "conn": p.conn, "id": p.id, "mode": mode})));
+        let msg = Msg { message_id: mid.clone(), key: p.key.clone(), text: p.text.clone() };
+        if live {
+            s.live.push(msg);
+        } else {
+            s.messages.push(msg);
+            s.ids.insert(mid.clone());
+        }
+        out.push(effect(
+            "insert",
+            json!({"session": sid, "messageId": mid, "key": p.key, "conn": p.conn, "id": p.id, "mode": mode, "live_only": live}),
+        ));
         out.push(Action::Point(Point::AfterInsertBeforeSync));
-        let sync = self.cfg.mutant != Some(AgentMutant::RecordUnsynced);
-        out.push(Action::Persist {
-            record: json!({"t": "msg", "session": sid, "messageId": mid, "key": p.key, "text": p.text}),
-            sync,
-        });
-        if sync {
-            out.push(effect("durable", json!({"session": sid, "messageId": mid})));
+        if !live {
+            match design {
+                Design::Stored => {
+                    let sync = self.cfg.mutant != Some(AgentMutant::RecordUnsynced);
+                    out.push(Action::Persist {
+                        record: json!({"t": "msg", "session": sid, "messageId": mid, "key": p.key, "text": p.text}),
+                        sync,
+                    });
+                    if sync {
+                        out.push(effect("durable", json!({"session": sid, "messageId": mid})));
+                    }
+                }
+                // The runtime stores the message under the adapter's id, never the key, and
+                // syncs lazily (at the end of the turn).
+                Design::Adapter => out.push(Action::Persist {
+                    record: json!({"t": "msg", "session": sid, "messageId": mid, "text": p.text}),
+                    sync: false,
+                }),
+                Design::InMemory => {}
+            }
         }
         out.push(Action::Point(Point::AfterSyncBeforeResponse));
         out.push(effect("visible", json!({"session": sid, "messageId": mid})));
@@ -516,70 +747,136 @@ impl StoredAgent {
         }
     }
 
-    fn start_turn(&mut self, sid: &str, out: &mut Vec<Action>) {
-        let t = self.next_timer;
-        self.next_timer += 1;
-        let ms = self
-            .rng
-            .gen_range(self.cfg.turn_ms_min..=self.cfg.turn_ms_max.max(self.cfg.turn_ms_min));
-        let s = self.sessions.get_mut(sid).expect("session exists");
-        s.turn = Some(t);
-        let mid = s.messages.last().map(|m| m.message_id.clone());
-        self.timers.insert(t, sid.to_string());
-        out.push(effect(
-            "turn-start",
-            json!({"session": sid, "messageId": mid, "ms": ms}),
-        ));
-        self.update_all(
-            sid,
-            SessionUpdate::StateUpdate(StateUpdate::Running(v2::RunningStateUpdate::new())),
-            out,
-        );
-        out.push(Action::Timer {
-            id: t,
-            after_ms: ms,
-        });
+    fn start_turn(&mut self, sid: &str, owner: ConnId, out: &mut Vec<Action>) {
+        let ms = self.rng.gen_range(self.cfg.turn_ms_min..=self.cfg.turn_ms_max.max(self.cfg.turn_ms_min));
+        let tool = self.rng.gen_bool(self.cfg.tool_rate.clamp(0.0, 1.0));
+        let ask = tool && self.rng.gen_bool(self.cfg.permission_rate.clamp(0.0, 1.0));
+        let Some(mid) = self.sessions[sid].messages.last().map(|m| m.message_id.clone()) else { return };
+        out.push(effect("turn-start", json!({"session": sid, "messageId": mid, "ms": ms, "tool": tool})));
+        self.update_all(sid, SessionUpdate::StateUpdate(StateUpdate::Running(v2::RunningStateUpdate::new())), out);
+        let placeholder = TurnPhase::Working { timer: u64::MAX };
+        self.sessions[sid].turn = Some(Turn { message_id: mid, owner, phase: placeholder, ms, tool });
+        if ask && self.conns.contains_key(&owner) {
+            self.next_req += 1;
+            let req = self.next_req;
+            self.asks.insert(req, sid.to_string());
+            let opts = vec![
+                v2::PermissionOption::new("allow", "Allow", v2::PermissionOptionKind::AllowOnce),
+                v2::PermissionOption::new("reject", "Reject", v2::PermissionOptionKind::RejectOnce),
+            ];
+            let params = to_value(v2::RequestPermissionRequest::new(sid.to_string(), "write a file", opts));
+            self.sessions[sid].turn.as_mut().expect("set above").phase = TurnPhase::AwaitPermission { conn: owner, req };
+            self.send(owner, rpc::request(req, "session/request_permission", params), out);
+        } else {
+            self.work(sid, tool, out);
+        }
     }
 
-    fn end_turn(&mut self, t: u64, out: &mut Vec<Action>) {
-        let Some(sid) = self.timers.shift_remove(&t) else {
-            return;
-        };
-        let Some(s) = self.sessions.get_mut(&sid) else {
-            return;
-        };
-        if s.turn != Some(t) {
-            return;
+    /// Run the turn's tool (if any and approved) and set the timer for the rest of the work.
+    fn work(&mut self, sid: &str, run_tool: bool, out: &mut Vec<Action>) {
+        let Some(turn) = self.sessions.get(sid).and_then(|s| s.turn.clone()) else { return };
+        if run_tool && turn.tool {
+            // The side effect the user cares about: counted in the ledger (A1: never twice).
+            self.tool_effects += 1;
+            let tc = format!("tool-{}", turn.message_id);
+            out.push(effect("tool-effect", json!({"session": sid, "messageId": turn.message_id, "toolCallId": tc})));
+            let upd = v2::ToolCallUpdate::new(tc).title("write a file").status(v2::ToolCallStatus::Completed);
+            self.update_all(sid, SessionUpdate::ToolCallUpdate(upd), out);
         }
-        s.turn = None;
-        let n = s.next_msg;
-        out.push(effect(
-            "turn-end",
-            json!({"session": sid, "stopReason": "end_turn"}),
-        ));
-        let chunk =
-            v2::ContentChunk::new(ContentBlock::from("done"), format!("a{}.{}", self.boot, n));
-        self.update_all(&sid, SessionUpdate::AgentMessageChunk(chunk), out);
-        let idle = v2::IdleStateUpdate::new().stop_reason(StopReason::EndTurn);
-        self.update_all(
-            &sid,
-            SessionUpdate::StateUpdate(StateUpdate::Idle(idle)),
-            out,
-        );
-        let next = self.sessions.get_mut(&sid).and_then(|s| s.held.pop_front());
+        let timer = self.timer(sid, TimerKind::TurnEnd, turn.ms, out);
+        if let Some(t) = self.sessions[sid].turn.as_mut() {
+            t.phase = TurnPhase::Working { timer };
+        }
+    }
+
+    fn end_turn(&mut self, sid: &str, stop: StopReason, out: &mut Vec<Action>) {
+        let Some(turn) = self.sessions.get_mut(sid).and_then(|s| s.turn.take()) else { return };
+        let reason = serde_json::to_value(&stop).unwrap_or(Value::Null);
+        out.push(effect("turn-end", json!({"session": sid, "messageId": turn.message_id, "stopReason": reason})));
+        let chunk = v2::ContentChunk::new(ContentBlock::from("done"), format!("a-{}", turn.message_id));
+        self.update_all(sid, SessionUpdate::AgentMessageChunk(chunk), out);
+        let idle = v2::IdleStateUpdate::new().stop_reason(stop);
+        self.update_all(sid, SessionUpdate::StateUpdate(StateUpdate::Idle(idle)), out);
+        if self.cfg.design == Design::Adapter {
+            // The runtime syncs at the end of a turn: everything written so far is durable.
+            out.push(Action::Persist { record: json!({"t": "turn-end", "session": sid}), sync: true });
+            let s = &self.sessions[sid];
+            for m in &s.messages {
+                out.push(effect("durable", json!({"session": sid, "messageId": m.message_id})));
+            }
+        }
+    }
+
+    fn next_held(&mut self, sid: &str, out: &mut Vec<Action>) {
+        let next = self.sessions.get_mut(sid).and_then(|s| s.held.pop_front());
         if let Some(h) = next {
-            self.insert(&sid, h, "held", out);
-            self.start_turn(&sid, out);
+            let owner = h.conn;
+            self.insert(sid, h, "held", out);
+            self.start_turn(sid, owner, out);
+        }
+    }
+
+    /// `session/cancel` (A6) or close/delete (A15): cancel the foreground work and every
+    /// prompt not yet inserted (all were received earlier), answering each `-32800`.
+    fn cancel_work(&mut self, sid: &str, closing: bool, why: &str, out: &mut Vec<Action>) {
+        let Some(s) = self.sessions.get_mut(sid) else { return };
+        let held: Vec<Held> = s.held.drain(..).collect();
+        let queued: Vec<(ConnId, Value, v2::PromptRequest)> = s.fill_queue.drain(..).collect();
+        let turn = s.turn.clone();
+        for h in held {
+            out.push(effect("withdraw", json!({"session": sid, "conn": h.conn, "id": h.id, "key": h.key, "by": why})));
+            self.send(h.conn, rpc::err(&h.id, code::REQUEST_CANCELLED, CANCELLED, None), out);
+            for (c, id) in h.waiters {
+                self.send(c, rpc::err(&id, code::REQUEST_CANCELLED, CANCELLED, None), out);
+            }
+        }
+        for (c, id, _) in queued {
+            out.push(effect("withdraw", json!({"session": sid, "conn": c, "id": id, "by": why})));
+            self.send(c, rpc::err(&id, code::REQUEST_CANCELLED, CANCELLED, None), out);
+        }
+        if let Some(t) = turn {
+            if let TurnPhase::AwaitPermission { conn, req } = t.phase {
+                // Stop waiting: not approved, and withdraw the request itself.
+                self.asks.shift_remove(&req);
+                self.send(conn, rpc::notification("$/cancel_request", json!({"requestId": req})), out);
+            }
+            self.end_turn(sid, StopReason::Cancelled, out);
+        }
+        let _ = closing;
+    }
+
+    /// `$/cancel_request` for a prompt attempt: withdraw the un-inserted prompt and answer every
+    /// pending attempt for its key `-32800` (A5). Inserted or unknown: ignored.
+    fn cancel_request(&mut self, conn: ConnId, rid: &Value, out: &mut Vec<Action>) {
+        for sid in self.sessions.keys().cloned().collect::<Vec<_>>() {
+            let s = self.sessions.get_mut(&sid).expect("listed");
+            let pos = s
+                .held
+                .iter()
+                .position(|h| (h.conn == conn && &h.id == rid) || h.waiters.iter().any(|(c, i)| *c == conn && i == rid));
+            if let Some(pos) = pos {
+                let h = s.held.remove(pos).expect("position is valid");
+                out.push(effect("withdraw", json!({"session": sid, "conn": h.conn, "id": h.id, "key": h.key, "by": "$/cancel_request"})));
+                self.send(h.conn, rpc::err(&h.id, code::REQUEST_CANCELLED, CANCELLED, None), out);
+                for (c, id) in h.waiters {
+                    self.send(c, rpc::err(&id, code::REQUEST_CANCELLED, CANCELLED, None), out);
+                }
+                return;
+            }
         }
     }
 
     fn disconnected(&mut self, conn: ConnId, out: &mut Vec<Action>) {
-        self.conns.shift_remove(&conn);
+        let was_active = self.conns.shift_remove(&conn).unwrap_or_default();
         let o1 = self.cfg.o1;
-        for (sid, s) in self.sessions.iter_mut() {
+        let o2 = self.cfg.o2;
+        let sids: Vec<String> = self.sessions.keys().cloned().collect();
+        for sid in sids {
+            let s = self.sessions.get_mut(&sid).expect("listed");
             for h in s.held.iter_mut() {
                 h.waiters.retain(|(c, _)| *c != conn);
             }
+            s.fill_queue.retain(|(c, _, _)| *c != conn);
             if o1 == HeldOnDisconnect::Drop {
                 let mut kept = VecDeque::new();
                 while let Some(mut h) = s.held.pop_front() {
@@ -592,19 +889,69 @@ impl StoredAgent {
                         h.id = id;
                         kept.push_back(h);
                     } else {
-                        out.push(effect(
-                            "drop-held",
-                            json!({"session": sid, "conn": conn, "id": h.id}),
-                        ));
+                        out.push(effect("drop-held", json!({"session": sid, "conn": conn, "id": h.id})));
                     }
                 }
                 s.held = kept;
+            }
+            // A connection that ends is never approval.
+            let waiting = matches!(s.turn.as_ref().map(|t| &t.phase), Some(TurnPhase::AwaitPermission { conn: c, .. }) if *c == conn);
+            let owned = s.turn.as_ref().is_some_and(|t| t.owner == conn);
+            if waiting {
+                if let Some(TurnPhase::AwaitPermission { req, .. }) = s.turn.as_ref().map(|t| t.phase.clone()) {
+                    self.asks.shift_remove(&req);
+                }
+                out.push(effect("permission", json!({"session": sid, "approved": false, "reason": "connection ended"})));
+                if o2 == WorkOnDisconnect::Cancel {
+                    self.end_turn(&sid, StopReason::Cancelled, out);
+                    self.next_held(&sid, out);
+                } else {
+                    self.work(&sid, false, out);
+                }
+            } else if owned && o2 == WorkOnDisconnect::Cancel && was_active.contains(&sid) {
+                self.end_turn(&sid, StopReason::Cancelled, out);
+                self.next_held(&sid, out);
+            }
+            self.forget_live_if_inactive(&sid);
+        }
+    }
+
+    fn timer_fired(&mut self, t: u64, out: &mut Vec<Action>) {
+        let Some((sid, kind)) = self.timers.shift_remove(&t) else { return };
+        match kind {
+            TimerKind::TurnEnd => {
+                let current = self.sessions.get(&sid).and_then(|s| s.turn.as_ref()).map(|t| t.phase.clone());
+                if matches!(current, Some(TurnPhase::Working { timer }) if timer == t) {
+                    self.end_turn(&sid, StopReason::EndTurn, out);
+                    self.next_held(&sid, out);
+                }
+            }
+            TimerKind::HistoryFill => {
+                let Some(s) = self.sessions.get_mut(&sid) else { return };
+                // The cache over the runtime history: every stored user message id.
+                s.ids = s.messages.iter().map(|m| m.message_id.clone()).collect();
+                s.filled = true;
+                s.filling = false;
+                let n = s.ids.len();
+                let queued: Vec<_> = s.fill_queue.drain(..).collect();
+                out.push(effect("history-read", json!({"session": sid, "messages": n})));
+                for (c, id, r) in queued {
+                    if self.conns.contains_key(&c) {
+                        self.admit(c, id, r, out);
+                    }
+                }
             }
         }
     }
 }
 
-impl AgentModel for StoredAgent {
+/// The adapter's message id for a key: `UUIDv5(sessionId, key)` (the RFD's derived id).
+pub fn derive_id(session: &str, key: &str) -> String {
+    let ns = uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, session.as_bytes());
+    uuid::Uuid::new_v5(&ns, key.as_bytes()).to_string()
+}
+
+impl AgentModel for ModelAgent {
     fn handle(&mut self, input: AgentInput, out: &mut Vec<Action>) {
         match input {
             AgentInput::Connected(c) => {
@@ -612,15 +959,13 @@ impl AgentModel for StoredAgent {
             }
             AgentInput::Frame(c, line) => self.frame(c, &line, out),
             AgentInput::Disconnected(c) => self.disconnected(c, out),
-            AgentInput::Timer(t) => self.end_turn(t, out),
+            AgentInput::Timer(t) => self.timer_fired(t, out),
             AgentInput::InjectTransientError => self.transient_errors += 1,
         }
     }
 
     fn is_idle(&self) -> bool {
-        self.sessions
-            .values()
-            .all(|s| s.turn.is_none() && s.held.is_empty())
+        self.sessions.values().all(|s| s.turn.is_none() && s.held.is_empty() && s.fill_queue.is_empty())
     }
 }
 
@@ -629,154 +974,4 @@ fn to_value<T: Serialize>(v: T) -> Value {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn cfg(mutant: Option<AgentMutant>) -> AgentConfig {
-        AgentConfig {
-            o1: HeldOnDisconnect::Keep,
-            o4: DuringTurn::Hold,
-            turn_ms_min: 10,
-            turn_ms_max: 10,
-            mutant,
-        }
-    }
-
-    fn sends(out: &[Action]) -> Vec<Value> {
-        out.iter()
-            .filter_map(|a| match a {
-                Action::Send { line, .. } => Some(serde_json::from_str(line).unwrap()),
-                _ => None,
-            })
-            .collect()
-    }
-
-    fn inserts(out: &[Action]) -> usize {
-        out.iter()
-            .filter(|a| matches!(a, Action::Effect(e) if e.f == "insert"))
-            .count()
-    }
-
-    fn session(a: &mut StoredAgent) -> String {
-        let mut out = vec![];
-        a.handle(AgentInput::Connected(1), &mut out);
-        a.handle(
-            AgentInput::Frame(1, rpc::request(1, "session/new", json!({"cwd": "/w"}))),
-            &mut out,
-        );
-        sends(&out)[0]["result"]["sessionId"]
-            .as_str()
-            .unwrap()
-            .to_string()
-    }
-
-    fn prompt(sid: &str, id: u64, key: Value) -> String {
-        rpc::request(
-            id,
-            "session/prompt",
-            json!({"sessionId": sid, "prompt": [{"type": "text", "text": "hi"}], "idempotencyKey": key}),
-        )
-    }
-
-    #[test]
-    fn keyed_retry_gets_the_original_message_id() {
-        let mut a = StoredAgent::recover(cfg(None), 0, 1, &[]);
-        let sid = session(&mut a);
-        let mut out = vec![];
-        a.handle(AgentInput::Frame(1, prompt(&sid, 2, json!("k"))), &mut out);
-        a.handle(AgentInput::Frame(1, prompt(&sid, 3, json!("k"))), &mut out);
-        assert_eq!(inserts(&out), 1);
-        let ids: Vec<_> = sends(&out)
-            .into_iter()
-            .filter_map(|v| v["result"]["messageId"].as_str().map(String::from))
-            .collect();
-        assert_eq!(ids.len(), 2);
-        assert_eq!(ids[0], ids[1]);
-    }
-
-    #[test]
-    fn no_dedup_mutant_inserts_twice() {
-        let mut a = StoredAgent::recover(cfg(Some(AgentMutant::NoDedup)), 0, 1, &[]);
-        let sid = session(&mut a);
-        let mut out = vec![];
-        a.handle(AgentInput::Frame(1, prompt(&sid, 2, json!("k"))), &mut out);
-        a.handle(AgentInput::Timer(0), &mut out);
-        a.handle(AgentInput::Frame(1, prompt(&sid, 3, json!("k"))), &mut out);
-        assert_eq!(inserts(&out), 2);
-    }
-
-    #[test]
-    fn malformed_keys_get_invalid_params_and_insert_nothing() {
-        let mut a = StoredAgent::recover(cfg(None), 0, 1, &[]);
-        let sid = session(&mut a);
-        for k in [
-            json!(""),
-            json!("x".repeat(256)),
-            json!(7),
-            json!(true),
-            json!({}),
-            json!([]),
-        ] {
-            let mut out = vec![];
-            a.handle(AgentInput::Frame(1, prompt(&sid, 9, k.clone())), &mut out);
-            assert_eq!(inserts(&out), 0, "{k}");
-            assert_eq!(sends(&out)[0]["error"]["code"], code::INVALID_PARAMS, "{k}");
-        }
-        for k in [json!("é".repeat(255)), json!("a b"), Value::Null] {
-            let mut out = vec![];
-            a.handle(AgentInput::Frame(1, prompt(&sid, 9, k.clone())), &mut out);
-            a.handle(AgentInput::Timer(a.next_timer.saturating_sub(1)), &mut out);
-            assert_eq!(inserts(&out), 1, "{k}");
-        }
-    }
-
-    #[test]
-    fn retry_while_held_waits_for_the_original() {
-        let mut a = StoredAgent::recover(cfg(None), 0, 1, &[]);
-        let sid = session(&mut a);
-        let mut out = vec![];
-        a.handle(AgentInput::Frame(1, prompt(&sid, 2, json!("a"))), &mut out);
-        a.handle(AgentInput::Frame(1, prompt(&sid, 3, json!("b"))), &mut out);
-        a.handle(AgentInput::Frame(1, prompt(&sid, 4, json!("b"))), &mut out);
-        let answered = |out: &[Action], id: u64| sends(out).iter().any(|v| v["id"] == id);
-        assert!(!answered(&out, 3) && !answered(&out, 4));
-        a.handle(AgentInput::Timer(0), &mut out);
-        assert!(answered(&out, 3) && answered(&out, 4));
-        assert_eq!(inserts(&out), 2);
-    }
-
-    #[test]
-    fn garbage_gets_json_rpc_errors() {
-        let mut a = StoredAgent::recover(cfg(None), 0, 1, &[]);
-        let mut out = vec![];
-        a.handle(AgentInput::Connected(1), &mut out);
-        a.handle(AgentInput::Frame(1, "{oops".into()), &mut out);
-        a.handle(
-            AgentInput::Frame(1, rpc::request(5, "nope", json!({}))),
-            &mut out,
-        );
-        a.handle(
-            AgentInput::Frame(
-                1,
-                rpc::request(
-                    6,
-                    "session/prompt",
-                    json!({"sessionId": "zz", "prompt": [{"type":"text","text":"x"}]}),
-                ),
-            ),
-            &mut out,
-        );
-        let codes: Vec<_> = sends(&out)
-            .iter()
-            .map(|v| v["error"]["code"].as_i64().unwrap())
-            .collect();
-        assert_eq!(
-            codes,
-            vec![
-                code::PARSE_ERROR,
-                code::METHOD_NOT_FOUND,
-                code::RESOURCE_NOT_FOUND
-            ]
-        );
-    }
-}
+mod tests;
