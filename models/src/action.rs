@@ -15,14 +15,17 @@ pub enum Point {
     AfterInsertBeforeSync,
     /// The record is written (and synced, if the model syncs); no echo or response sent yet.
     AfterSyncBeforeResponse,
+    /// Adapter: the history fill after a restart has started and not finished.
+    DuringHistoryFill,
 }
 
 impl Point {
     /// Every point, for `acp-chaos list`.
-    pub const ALL: [Point; 3] = [
+    pub const ALL: [Point; 4] = [
         Point::AfterReceive,
         Point::AfterInsertBeforeSync,
         Point::AfterSyncBeforeResponse,
+        Point::DuringHistoryFill,
     ];
 
     /// The kebab-case name used in scenario files.
@@ -31,6 +34,7 @@ impl Point {
             Point::AfterReceive => "after-receive",
             Point::AfterInsertBeforeSync => "after-insert-before-sync",
             Point::AfterSyncBeforeResponse => "after-sync-before-response",
+            Point::DuringHistoryFill => "during-history-fill",
         }
     }
 }

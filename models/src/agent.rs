@@ -177,7 +177,12 @@ pub struct AgentConfig {
 
 impl AgentConfig {
     /// A config with the given design and policies and no tools, for tests.
-    pub fn simple(design: Design, o1: HeldOnDisconnect, o4: DuringTurn, mutant: Option<AgentMutant>) -> AgentConfig {
+    pub fn simple(
+        design: Design,
+        o1: HeldOnDisconnect,
+        o4: DuringTurn,
+        mutant: Option<AgentMutant>,
+    ) -> AgentConfig {
         AgentConfig {
             design,
             o1,
@@ -284,7 +289,11 @@ impl ModelAgent {
         let mut sessions: IndexMap<String, Session> = IndexMap::new();
         if cfg.design != Design::InMemory {
             for r in records {
-                let sid = r["id"].as_str().or(r["session"].as_str()).unwrap_or_default().to_string();
+                let sid = r["id"]
+                    .as_str()
+                    .or(r["session"].as_str())
+                    .unwrap_or_default()
+                    .to_string();
                 match r["t"].as_str() {
                     Some("session") => {
                         sessions.entry(sid).or_default();
@@ -293,7 +302,15 @@ impl ModelAgent {
                         let from = r["from"].as_str().unwrap_or_default();
                         let msgs: Vec<Msg> = sessions
                             .get(from)
-                            .map(|s| s.messages.iter().map(|m| Msg { key: None, ..m.clone() }).collect())
+                            .map(|s| {
+                                s.messages
+                                    .iter()
+                                    .map(|m| Msg {
+                                        key: None,
+                                        ..m.clone()
+                                    })
+                                    .collect()
+                            })
                             .unwrap_or_default();
                         sessions.entry(sid).or_default().messages = msgs;
                     }
@@ -301,7 +318,9 @@ impl ModelAgent {
                         sessions.shift_remove(&sid);
                     }
                     Some("msg") => {
-                        let Some(mid) = r["messageId"].as_str() else { continue };
+                        let Some(mid) = r["messageId"].as_str() else {
+                            continue;
+                        };
                         sessions.entry(sid).or_default().messages.push(Msg {
                             message_id: mid.to_string(),
                             key: r["key"].as_str().map(str::to_string),
@@ -332,7 +351,13 @@ impl ModelAgent {
     pub fn retained(&self) -> Value {
         let mut m = serde_json::Map::new();
         for (sid, s) in &self.sessions {
-            m.insert(sid.clone(), s.messages.iter().map(|x| Value::from(x.message_id.clone())).collect());
+            m.insert(
+                sid.clone(),
+                s.messages
+                    .iter()
+                    .map(|x| Value::from(x.message_id.clone()))
+                    .collect(),
+            );
         }
         Value::Object(m)
     }
@@ -353,14 +378,20 @@ impl ModelAgent {
     }
 
     fn note(sid: &str, update: SessionUpdate) -> String {
-        rpc::notification("session/update", to_value(UpdateSessionNotification::new(sid.to_string(), update)))
+        rpc::notification(
+            "session/update",
+            to_value(UpdateSessionNotification::new(sid.to_string(), update)),
+        )
     }
 
     fn update_all(&self, sid: &str, update: SessionUpdate, out: &mut Vec<Action>) {
         let line = Self::note(sid, update);
         for (conn, active) in &self.conns {
             if active.contains(sid) {
-                out.push(Action::Send { conn: *conn, line: line.clone() });
+                out.push(Action::Send {
+                    conn: *conn,
+                    line: line.clone(),
+                });
             }
         }
     }
@@ -380,33 +411,64 @@ impl ModelAgent {
         let frame = match rpc::parse(line) {
             Ok(f) => f,
             Err(e) => {
-                let l = rpc::err(&Value::Null, code::PARSE_ERROR, "Parse error", Some(json!(e.0)));
+                let l = rpc::err(
+                    &Value::Null,
+                    code::PARSE_ERROR,
+                    "Parse error",
+                    Some(json!(e.0)),
+                );
                 return self.send(conn, l, out);
             }
         };
         match frame {
             Frame::Request { id, method, params } => self.request(conn, id, &method, params, out),
-            Frame::Notification { method, params } => self.notification(conn, &method, &params, out),
+            Frame::Notification { method, params } => {
+                self.notification(conn, &method, &params, out)
+            }
             Frame::Response { id, result } => self.client_response(conn, &id, result, out),
-            Frame::Invalid { id } => self.send(conn, rpc::err(&id, code::INVALID_REQUEST, "Invalid Request", None), out),
+            Frame::Invalid { id } => self.send(
+                conn,
+                rpc::err(&id, code::INVALID_REQUEST, "Invalid Request", None),
+                out,
+            ),
         }
     }
 
-    fn request(&mut self, conn: ConnId, id: Value, method: &str, params: Value, out: &mut Vec<Action>) {
+    fn request(
+        &mut self,
+        conn: ConnId,
+        id: Value,
+        method: &str,
+        params: Value,
+        out: &mut Vec<Action>,
+    ) {
         if method == "session/prompt" {
             out.push(Action::Point(Point::AfterReceive));
         }
         let req = match ClientRequest::from_method_and_params(method, &params) {
             Ok(r) => r,
             Err(agent_client_protocol_schema::MethodDispatchError::UnknownMethod { .. }) => {
-                let l = rpc::err(&id, code::METHOD_NOT_FOUND, "Method not found", Some(json!(method)));
+                let l = rpc::err(
+                    &id,
+                    code::METHOD_NOT_FOUND,
+                    "Method not found",
+                    Some(json!(method)),
+                );
                 return self.send(conn, l, out);
             }
             Err(e) => {
                 // K3: a malformed key is never treated as omitted; nothing is inserted.
-                let l = rpc::err(&id, code::INVALID_PARAMS, "Invalid params", Some(json!(e.to_string())));
+                let l = rpc::err(
+                    &id,
+                    code::INVALID_PARAMS,
+                    "Invalid params",
+                    Some(json!(e.to_string())),
+                );
                 if method == "session/prompt" {
-                    out.push(effect("reject", json!({"conn": conn, "id": id, "code": code::INVALID_PARAMS})));
+                    out.push(effect(
+                        "reject",
+                        json!({"conn": conn, "id": id, "code": code::INVALID_PARAMS}),
+                    ));
                 }
                 return self.send(conn, l, out);
             }
@@ -416,63 +478,131 @@ impl ModelAgent {
             ClientRequest::InitializeRequest(_) => {
                 let resp = InitializeResponse::new(
                     ProtocolVersion::V2,
-                    Implementation::new(format!("acp-chaos-{}-agent", self.cfg.design.as_str()), env!("CARGO_PKG_VERSION")),
+                    Implementation::new(
+                        format!("acp-chaos-{}-agent", self.cfg.design.as_str()),
+                        env!("CARGO_PKG_VERSION"),
+                    ),
                 )
                 .capabilities(AgentCapabilities::new().session(SessionCapabilities::new()));
                 self.send(conn, rpc::ok(&id, to_value(resp)), out);
             }
             ClientRequest::NewSessionRequest(_) => {
                 let sid = self.new_session_id();
-                self.sessions.insert(sid.clone(), Session { filled: true, ..Session::default() });
+                self.sessions.insert(
+                    sid.clone(),
+                    Session {
+                        filled: true,
+                        ..Session::default()
+                    },
+                );
                 if self.persists() {
-                    out.push(Action::Persist { record: json!({"t": "session", "id": sid}), sync: true });
+                    out.push(Action::Persist {
+                        record: json!({"t": "session", "id": sid}),
+                        sync: true,
+                    });
                 }
                 self.activate(conn, &sid, out);
-                self.send(conn, rpc::ok(&id, to_value(NewSessionResponse::new(sid))), out);
+                self.send(
+                    conn,
+                    rpc::ok(&id, to_value(NewSessionResponse::new(sid))),
+                    out,
+                );
             }
             ClientRequest::ForkSessionRequest(r) => {
                 let from = r.session_id.0.to_string();
                 let Some(src) = self.sessions.get(&from) else {
-                    let l = rpc::err(&id, code::RESOURCE_NOT_FOUND, "Session not found", not_found(&from));
+                    let l = rpc::err(
+                        &id,
+                        code::RESOURCE_NOT_FOUND,
+                        "Session not found",
+                        not_found(&from),
+                    );
                     return self.send(conn, l, out);
                 };
                 // A9: the fork copies the history, never the keys.
-                let messages: Vec<Msg> = src.messages.iter().map(|m| Msg { key: None, ..m.clone() }).collect();
+                let messages: Vec<Msg> = src
+                    .messages
+                    .iter()
+                    .map(|m| Msg {
+                        key: None,
+                        ..m.clone()
+                    })
+                    .collect();
                 let ids = messages.iter().map(|m| m.message_id.clone()).collect();
                 let sid = self.new_session_id();
-                self.sessions.insert(sid.clone(), Session { messages, ids, filled: true, ..Session::default() });
+                self.sessions.insert(
+                    sid.clone(),
+                    Session {
+                        messages,
+                        ids,
+                        filled: true,
+                        ..Session::default()
+                    },
+                );
                 if self.persists() {
-                    out.push(Action::Persist { record: json!({"t": "fork", "id": sid, "from": from}), sync: true });
+                    out.push(Action::Persist {
+                        record: json!({"t": "fork", "id": sid, "from": from}),
+                        sync: true,
+                    });
                 }
                 self.activate(conn, &sid, out);
-                self.send(conn, rpc::ok(&id, to_value(v2::ForkSessionResponse::new(sid))), out);
+                self.send(
+                    conn,
+                    rpc::ok(&id, to_value(v2::ForkSessionResponse::new(sid))),
+                    out,
+                );
             }
             ClientRequest::ListSessionsRequest(_) => {
                 // A8: no keys in list results.
-                let infos: Vec<v2::SessionInfo> = self.sessions.keys().map(|s| v2::SessionInfo::new(s.clone(), "/work")).collect();
-                self.send(conn, rpc::ok(&id, to_value(v2::ListSessionsResponse::new(infos))), out);
+                let infos: Vec<v2::SessionInfo> = self
+                    .sessions
+                    .keys()
+                    .map(|s| v2::SessionInfo::new(s.clone(), "/work"))
+                    .collect();
+                self.send(
+                    conn,
+                    rpc::ok(&id, to_value(v2::ListSessionsResponse::new(infos))),
+                    out,
+                );
             }
             ClientRequest::ResumeSessionRequest(r) => self.resume(conn, id, &r, out),
             ClientRequest::SessionStatusRequest(r) => {
                 let sid = r.session_id.0.to_string();
                 let Some(s) = self.sessions.get(&sid) else {
-                    let l = rpc::err(&id, code::RESOURCE_NOT_FOUND, "Session not found", not_found(&sid));
+                    let l = rpc::err(
+                        &id,
+                        code::RESOURCE_NOT_FOUND,
+                        "Session not found",
+                        not_found(&sid),
+                    );
                     return self.send(conn, l, out);
                 };
-                let resp = v2::SessionStatusResponse::new(v2::SessionStatus::Open).state(Self::snapshot(s));
+                let resp = v2::SessionStatusResponse::new(v2::SessionStatus::Open)
+                    .state(Self::snapshot(s));
                 self.send(conn, rpc::ok(&id, to_value(resp)), out);
             }
             ClientRequest::SetSessionConfigOptionRequest(r) => {
                 let sid = r.session_id.0.to_string();
                 if !self.is_active(conn, &sid) {
-                    let l = rpc::err(&id, code::RESOURCE_NOT_FOUND, "Session not active on this connection", not_found(&sid));
+                    let l = rpc::err(
+                        &id,
+                        code::RESOURCE_NOT_FOUND,
+                        "Session not active on this connection",
+                        not_found(&sid),
+                    );
                     return self.send(conn, l, out);
                 }
                 let value = serde_json::to_value(&r.value).unwrap_or(Value::Null);
                 let s = self.sessions.get_mut(&sid).expect("active sessions exist");
                 s.config.insert(r.config_id.0.to_string(), value);
-                let on = s.config.get("autosave").and_then(|v| v["value"].as_bool()).unwrap_or(false);
-                let resp = v2::SetSessionConfigOptionResponse::new(vec![v2::SessionConfigOption::boolean("autosave", "Autosave", on)]);
+                let on = s
+                    .config
+                    .get("autosave")
+                    .and_then(|v| v["value"].as_bool())
+                    .unwrap_or(false);
+                let resp = v2::SetSessionConfigOptionResponse::new(vec![
+                    v2::SessionConfigOption::boolean("autosave", "Autosave", on),
+                ]);
                 self.send(conn, rpc::ok(&id, to_value(resp)), out);
             }
             ClientRequest::CloseSessionRequest(r) => {
@@ -485,7 +615,11 @@ impl ModelAgent {
                     }
                     self.forget_live_if_inactive(&sid);
                 }
-                self.send(conn, rpc::ok(&id, to_value(v2::CloseSessionResponse::new())), out);
+                self.send(
+                    conn,
+                    rpc::ok(&id, to_value(v2::CloseSessionResponse::new())),
+                    out,
+                );
             }
             ClientRequest::DeleteSessionRequest(r) => {
                 let sid = r.session_id.0.to_string();
@@ -496,15 +630,27 @@ impl ModelAgent {
                         a.remove(&sid);
                     }
                     if self.persists() {
-                        out.push(Action::Persist { record: json!({"t": "delete", "id": sid}), sync: true });
+                        out.push(Action::Persist {
+                            record: json!({"t": "delete", "id": sid}),
+                            sync: true,
+                        });
                     }
                     out.push(effect("session-delete", json!({"session": sid})));
                 }
-                self.send(conn, rpc::ok(&id, to_value(v2::DeleteSessionResponse::new())), out);
+                self.send(
+                    conn,
+                    rpc::ok(&id, to_value(v2::DeleteSessionResponse::new())),
+                    out,
+                );
             }
             ClientRequest::PromptRequest(r) => self.prompt(conn, id, *r, out),
             _ => {
-                let l = rpc::err(&id, code::METHOD_NOT_FOUND, "Method not found", Some(json!(method)));
+                let l = rpc::err(
+                    &id,
+                    code::METHOD_NOT_FOUND,
+                    "Method not found",
+                    Some(json!(method)),
+                );
                 self.send(conn, l, out);
             }
         }
@@ -518,7 +664,9 @@ impl ModelAgent {
             }
             return;
         }
-        if let Ok(ClientNotification::CancelSessionNotification(n)) = ClientNotification::from_method_and_params(method, params) {
+        if let Ok(ClientNotification::CancelSessionNotification(n)) =
+            ClientNotification::from_method_and_params(method, params)
+        {
             let sid = n.session_id.0.to_string();
             if self.is_active(conn, &sid) {
                 self.cancel_work(&sid, false, "session/cancel", out);
@@ -527,14 +675,27 @@ impl ModelAgent {
     }
 
     /// A Client's answer to one of our requests (permission).
-    fn client_response(&mut self, conn: ConnId, id: &Value, result: Result<Value, Value>, out: &mut Vec<Action>) {
+    fn client_response(
+        &mut self,
+        conn: ConnId,
+        id: &Value,
+        result: Result<Value, Value>,
+        out: &mut Vec<Action>,
+    ) {
         let Some(req) = id.as_u64() else { return };
-        let Some(sid) = self.asks.shift_remove(&req) else { return };
+        let Some(sid) = self.asks.shift_remove(&req) else {
+            return;
+        };
         let approved = matches!(&result, Ok(v) if v["outcome"]["outcome"] == "selected" && v["outcome"]["optionId"] == "allow");
-        let Some(turn) = self.sessions.get(&sid).and_then(|s| s.turn.clone()) else { return };
+        let Some(turn) = self.sessions.get(&sid).and_then(|s| s.turn.clone()) else {
+            return;
+        };
         if let TurnPhase::AwaitPermission { conn: c, req: r } = turn.phase {
             if c == conn && r == req {
-                out.push(effect("permission", json!({"session": sid, "messageId": turn.message_id, "approved": approved})));
+                out.push(effect(
+                    "permission",
+                    json!({"session": sid, "messageId": turn.message_id, "approved": approved}),
+                ));
                 self.work(&sid, approved, out);
             }
         }
@@ -572,10 +733,21 @@ impl ModelAgent {
         }
     }
 
-    fn resume(&mut self, conn: ConnId, id: Value, r: &v2::ResumeSessionRequest, out: &mut Vec<Action>) {
+    fn resume(
+        &mut self,
+        conn: ConnId,
+        id: Value,
+        r: &v2::ResumeSessionRequest,
+        out: &mut Vec<Action>,
+    ) {
         let sid = r.session_id.0.to_string();
         let Some(s) = self.sessions.get(&sid) else {
-            let l = rpc::err(&id, code::RESOURCE_NOT_FOUND, "Session not found", Some(json!({"sessionId": sid})));
+            let l = rpc::err(
+                &id,
+                code::RESOURCE_NOT_FOUND,
+                "Session not found",
+                Some(json!({"sessionId": sid})),
+            );
             return self.send(conn, l, out);
         };
         // X4: replay (user messages keep their messageId, never their key), replay_complete,
@@ -583,37 +755,80 @@ impl ModelAgent {
         let mut lines = Vec::new();
         if r.replay_from.is_some() {
             for m in &s.messages {
-                let um = UserMessage::new(m.message_id.clone()).content(vec![ContentBlock::from(m.text.clone())]);
+                let um = UserMessage::new(m.message_id.clone())
+                    .content(vec![ContentBlock::from(m.text.clone())]);
                 lines.push(Self::note(&sid, SessionUpdate::UserMessage(um)));
             }
-            lines.push(Self::note(&sid, SessionUpdate::ReplayComplete(ReplayComplete::new())));
+            lines.push(Self::note(
+                &sid,
+                SessionUpdate::ReplayComplete(ReplayComplete::new()),
+            ));
         }
-        lines.push(Self::note(&sid, SessionUpdate::StateUpdate(Self::snapshot(s))));
+        lines.push(Self::note(
+            &sid,
+            SessionUpdate::StateUpdate(Self::snapshot(s)),
+        ));
         self.activate(conn, &sid, out);
         for l in lines {
             self.send(conn, l, out);
         }
-        self.send(conn, rpc::ok(&id, to_value(ResumeSessionResponse::new())), out);
+        self.send(
+            conn,
+            rpc::ok(&id, to_value(ResumeSessionResponse::new())),
+            out,
+        );
     }
 
     fn prompt(&mut self, conn: ConnId, id: Value, r: v2::PromptRequest, out: &mut Vec<Action>) {
         let sid = r.session_id.0.to_string();
         if !self.is_active(conn, &sid) {
             // X2: the session must be active on this connection.
-            out.push(effect("reject", json!({"conn": conn, "id": id, "code": code::RESOURCE_NOT_FOUND})));
-            let l = rpc::err(&id, code::RESOURCE_NOT_FOUND, "Session not active on this connection", Some(json!({"sessionId": sid})));
+            out.push(effect(
+                "reject",
+                json!({"conn": conn, "id": id, "code": code::RESOURCE_NOT_FOUND}),
+            ));
+            let l = rpc::err(
+                &id,
+                code::RESOURCE_NOT_FOUND,
+                "Session not active on this connection",
+                Some(json!({"sessionId": sid})),
+            );
             return self.send(conn, l, out);
         }
         if r.prompt.is_empty() {
             // A17: may reject `prompt: []` without inserting.
-            out.push(effect("reject", json!({"conn": conn, "id": id, "code": code::INVALID_PARAMS})));
-            return self.send(conn, rpc::err(&id, code::INVALID_PARAMS, "Invalid params", Some(json!("empty prompt"))), out);
+            out.push(effect(
+                "reject",
+                json!({"conn": conn, "id": id, "code": code::INVALID_PARAMS}),
+            ));
+            return self.send(
+                conn,
+                rpc::err(
+                    &id,
+                    code::INVALID_PARAMS,
+                    "Invalid params",
+                    Some(json!("empty prompt")),
+                ),
+                out,
+            );
         }
         if self.transient_errors > 0 {
             // A2: an error means this attempt inserted nothing and recorded nothing.
             self.transient_errors -= 1;
-            out.push(effect("reject", json!({"conn": conn, "id": id, "code": code::INTERNAL_ERROR, "transient": true})));
-            return self.send(conn, rpc::err(&id, code::INTERNAL_ERROR, "Internal error", Some(json!({"transient": true}))), out);
+            out.push(effect(
+                "reject",
+                json!({"conn": conn, "id": id, "code": code::INTERNAL_ERROR, "transient": true}),
+            ));
+            return self.send(
+                conn,
+                rpc::err(
+                    &id,
+                    code::INTERNAL_ERROR,
+                    "Internal error",
+                    Some(json!({"transient": true})),
+                ),
+                out,
+            );
         }
         let keyed = r.idempotency_key.is_some();
         if self.cfg.design == Design::Adapter && keyed {
@@ -626,6 +841,7 @@ impl ModelAgent {
                     s.filling = true;
                     out.push(effect("history-read-start", json!({"session": sid})));
                     self.timer(&sid, TimerKind::HistoryFill, 5, out);
+                    out.push(Action::Point(Point::DuringHistoryFill));
                 }
                 return;
             }
@@ -647,31 +863,52 @@ impl ModelAgent {
             .unwrap_or_default();
         let dedup = self.cfg.mutant != Some(AgentMutant::NoDedup);
         let design = self.cfg.design;
-        let Some(s) = self.sessions.get_mut(&sid) else { return };
+        let Some(s) = self.sessions.get_mut(&sid) else {
+            return;
+        };
         if let (Some(k), true) = (&key, dedup) {
             // A1/A4: a recorded key gets the original messageId and nothing else. Live-only
             // keys are known while the session is active (A11); retained ones per design.
-            let live = s.live.iter().find(|m| m.key.as_deref() == Some(k)).map(|m| m.message_id.clone());
+            let live = s
+                .live
+                .iter()
+                .find(|m| m.key.as_deref() == Some(k))
+                .map(|m| m.message_id.clone());
             let found = live.or_else(|| {
                 if design == Design::Adapter {
                     let derived = derive_id(&sid, k);
                     s.ids.contains(&derived).then_some(derived)
                 } else {
-                    s.messages.iter().find(|m| m.key.as_deref() == Some(k)).map(|m| m.message_id.clone())
+                    s.messages
+                        .iter()
+                        .find(|m| m.key.as_deref() == Some(k))
+                        .map(|m| m.message_id.clone())
                 }
             });
             if let Some(mid) = found {
-                out.push(effect("dedup-hit", json!({"session": sid, "key": k, "messageId": mid, "conn": conn, "id": id})));
+                out.push(effect(
+                    "dedup-hit",
+                    json!({"session": sid, "key": k, "messageId": mid, "conn": conn, "id": id}),
+                ));
                 return self.send(conn, rpc::ok(&id, to_value(PromptResponse::new(mid))), out);
             }
             // A7: a retry of a held prompt waits for the original's outcome.
             if let Some(h) = s.held.iter_mut().find(|h| h.key.as_deref() == Some(k)) {
                 h.waiters.push((conn, id.clone()));
-                out.push(effect("wait-held", json!({"session": sid, "key": k, "conn": conn, "id": id})));
+                out.push(effect(
+                    "wait-held",
+                    json!({"session": sid, "key": k, "conn": conn, "id": id}),
+                ));
                 return;
             }
         }
-        let held = Held { conn, id, key, text, waiters: Vec::new() };
+        let held = Held {
+            conn,
+            id,
+            key,
+            text,
+            waiters: Vec::new(),
+        };
         if held.text.starts_with('/') {
             // A locally handled command: answered and echoed, not retained, no turn (A11).
             return self.insert(&sid, held, "live", out);
@@ -682,7 +919,10 @@ impl ModelAgent {
         } else if self.cfg.o4 == DuringTurn::Steer {
             self.insert(&sid, held, "steer", out);
         } else {
-            out.push(effect("hold", json!({"session": sid, "conn": held.conn, "id": held.id})));
+            out.push(effect(
+                "hold",
+                json!({"session": sid, "conn": held.conn, "id": held.id}),
+            ));
             s.held.push_back(held);
         }
     }
@@ -694,7 +934,9 @@ impl ModelAgent {
         let design = self.cfg.design;
         let mid = match (&p.key, design) {
             (Some(k), Design::Adapter) => derive_id(sid, k),
-            (None, Design::Adapter) => uuid::Builder::from_random_bytes(self.rng.gen()).into_uuid().to_string(),
+            (None, Design::Adapter) => uuid::Builder::from_random_bytes(self.rng.gen())
+                .into_uuid()
+                .to_string(),
             _ => {
                 let s = &self.sessions[sid];
                 format!("m{}.{}.{}", self.boot, index, s.next_msg)
@@ -702,7 +944,11 @@ impl ModelAgent {
         };
         let s = self.sessions.get_mut(sid).expect("session exists");
         s.next_msg += 1;
-        let msg = Msg { message_id: mid.clone(), key: p.key.clone(), text: p.text.clone() };
+        let msg = Msg {
+            message_id: mid.clone(),
+            key: p.key.clone(),
+            text: p.text.clone(),
+        };
         if live {
             s.live.push(msg);
         } else {
@@ -748,14 +994,35 @@ impl ModelAgent {
     }
 
     fn start_turn(&mut self, sid: &str, owner: ConnId, out: &mut Vec<Action>) {
-        let ms = self.rng.gen_range(self.cfg.turn_ms_min..=self.cfg.turn_ms_max.max(self.cfg.turn_ms_min));
+        let ms = self
+            .rng
+            .gen_range(self.cfg.turn_ms_min..=self.cfg.turn_ms_max.max(self.cfg.turn_ms_min));
         let tool = self.rng.gen_bool(self.cfg.tool_rate.clamp(0.0, 1.0));
         let ask = tool && self.rng.gen_bool(self.cfg.permission_rate.clamp(0.0, 1.0));
-        let Some(mid) = self.sessions[sid].messages.last().map(|m| m.message_id.clone()) else { return };
-        out.push(effect("turn-start", json!({"session": sid, "messageId": mid, "ms": ms, "tool": tool})));
-        self.update_all(sid, SessionUpdate::StateUpdate(StateUpdate::Running(v2::RunningStateUpdate::new())), out);
+        let Some(mid) = self.sessions[sid]
+            .messages
+            .last()
+            .map(|m| m.message_id.clone())
+        else {
+            return;
+        };
+        out.push(effect(
+            "turn-start",
+            json!({"session": sid, "messageId": mid, "ms": ms, "tool": tool}),
+        ));
+        self.update_all(
+            sid,
+            SessionUpdate::StateUpdate(StateUpdate::Running(v2::RunningStateUpdate::new())),
+            out,
+        );
         let placeholder = TurnPhase::Working { timer: u64::MAX };
-        self.sessions[sid].turn = Some(Turn { message_id: mid, owner, phase: placeholder, ms, tool });
+        self.sessions[sid].turn = Some(Turn {
+            message_id: mid,
+            owner,
+            phase: placeholder,
+            ms,
+            tool,
+        });
         if ask && self.conns.contains_key(&owner) {
             self.next_req += 1;
             let req = self.next_req;
@@ -764,9 +1031,18 @@ impl ModelAgent {
                 v2::PermissionOption::new("allow", "Allow", v2::PermissionOptionKind::AllowOnce),
                 v2::PermissionOption::new("reject", "Reject", v2::PermissionOptionKind::RejectOnce),
             ];
-            let params = to_value(v2::RequestPermissionRequest::new(sid.to_string(), "write a file", opts));
-            self.sessions[sid].turn.as_mut().expect("set above").phase = TurnPhase::AwaitPermission { conn: owner, req };
-            self.send(owner, rpc::request(req, "session/request_permission", params), out);
+            let params = to_value(v2::RequestPermissionRequest::new(
+                sid.to_string(),
+                "write a file",
+                opts,
+            ));
+            self.sessions[sid].turn.as_mut().expect("set above").phase =
+                TurnPhase::AwaitPermission { conn: owner, req };
+            self.send(
+                owner,
+                rpc::request(req, "session/request_permission", params),
+                out,
+            );
         } else {
             self.work(sid, tool, out);
         }
@@ -774,13 +1050,20 @@ impl ModelAgent {
 
     /// Run the turn's tool (if any and approved) and set the timer for the rest of the work.
     fn work(&mut self, sid: &str, run_tool: bool, out: &mut Vec<Action>) {
-        let Some(turn) = self.sessions.get(sid).and_then(|s| s.turn.clone()) else { return };
+        let Some(turn) = self.sessions.get(sid).and_then(|s| s.turn.clone()) else {
+            return;
+        };
         if run_tool && turn.tool {
             // The side effect the user cares about: counted in the ledger (A1: never twice).
             self.tool_effects += 1;
             let tc = format!("tool-{}", turn.message_id);
-            out.push(effect("tool-effect", json!({"session": sid, "messageId": turn.message_id, "toolCallId": tc})));
-            let upd = v2::ToolCallUpdate::new(tc).title("write a file").status(v2::ToolCallStatus::Completed);
+            out.push(effect(
+                "tool-effect",
+                json!({"session": sid, "messageId": turn.message_id, "toolCallId": tc}),
+            ));
+            let upd = v2::ToolCallUpdate::new(tc)
+                .title("write a file")
+                .status(v2::ToolCallStatus::Completed);
             self.update_all(sid, SessionUpdate::ToolCallUpdate(upd), out);
         }
         let timer = self.timer(sid, TimerKind::TurnEnd, turn.ms, out);
@@ -790,19 +1073,35 @@ impl ModelAgent {
     }
 
     fn end_turn(&mut self, sid: &str, stop: StopReason, out: &mut Vec<Action>) {
-        let Some(turn) = self.sessions.get_mut(sid).and_then(|s| s.turn.take()) else { return };
+        let Some(turn) = self.sessions.get_mut(sid).and_then(|s| s.turn.take()) else {
+            return;
+        };
         let reason = serde_json::to_value(&stop).unwrap_or(Value::Null);
-        out.push(effect("turn-end", json!({"session": sid, "messageId": turn.message_id, "stopReason": reason})));
-        let chunk = v2::ContentChunk::new(ContentBlock::from("done"), format!("a-{}", turn.message_id));
+        out.push(effect(
+            "turn-end",
+            json!({"session": sid, "messageId": turn.message_id, "stopReason": reason}),
+        ));
+        let chunk =
+            v2::ContentChunk::new(ContentBlock::from("done"), format!("a-{}", turn.message_id));
         self.update_all(sid, SessionUpdate::AgentMessageChunk(chunk), out);
         let idle = v2::IdleStateUpdate::new().stop_reason(stop);
-        self.update_all(sid, SessionUpdate::StateUpdate(StateUpdate::Idle(idle)), out);
+        self.update_all(
+            sid,
+            SessionUpdate::StateUpdate(StateUpdate::Idle(idle)),
+            out,
+        );
         if self.cfg.design == Design::Adapter {
             // The runtime syncs at the end of a turn: everything written so far is durable.
-            out.push(Action::Persist { record: json!({"t": "turn-end", "session": sid}), sync: true });
+            out.push(Action::Persist {
+                record: json!({"t": "turn-end", "session": sid}),
+                sync: true,
+            });
             let s = &self.sessions[sid];
             for m in &s.messages {
-                out.push(effect("durable", json!({"session": sid, "messageId": m.message_id})));
+                out.push(effect(
+                    "durable",
+                    json!({"session": sid, "messageId": m.message_id}),
+                ));
             }
         }
     }
@@ -819,26 +1118,50 @@ impl ModelAgent {
     /// `session/cancel` (A6) or close/delete (A15): cancel the foreground work and every
     /// prompt not yet inserted (all were received earlier), answering each `-32800`.
     fn cancel_work(&mut self, sid: &str, closing: bool, why: &str, out: &mut Vec<Action>) {
-        let Some(s) = self.sessions.get_mut(sid) else { return };
+        let Some(s) = self.sessions.get_mut(sid) else {
+            return;
+        };
         let held: Vec<Held> = s.held.drain(..).collect();
         let queued: Vec<(ConnId, Value, v2::PromptRequest)> = s.fill_queue.drain(..).collect();
         let turn = s.turn.clone();
         for h in held {
-            out.push(effect("withdraw", json!({"session": sid, "conn": h.conn, "id": h.id, "key": h.key, "by": why})));
-            self.send(h.conn, rpc::err(&h.id, code::REQUEST_CANCELLED, CANCELLED, None), out);
+            out.push(effect(
+                "withdraw",
+                json!({"session": sid, "conn": h.conn, "id": h.id, "key": h.key, "by": why}),
+            ));
+            self.send(
+                h.conn,
+                rpc::err(&h.id, code::REQUEST_CANCELLED, CANCELLED, None),
+                out,
+            );
             for (c, id) in h.waiters {
-                self.send(c, rpc::err(&id, code::REQUEST_CANCELLED, CANCELLED, None), out);
+                self.send(
+                    c,
+                    rpc::err(&id, code::REQUEST_CANCELLED, CANCELLED, None),
+                    out,
+                );
             }
         }
         for (c, id, _) in queued {
-            out.push(effect("withdraw", json!({"session": sid, "conn": c, "id": id, "by": why})));
-            self.send(c, rpc::err(&id, code::REQUEST_CANCELLED, CANCELLED, None), out);
+            out.push(effect(
+                "withdraw",
+                json!({"session": sid, "conn": c, "id": id, "by": why}),
+            ));
+            self.send(
+                c,
+                rpc::err(&id, code::REQUEST_CANCELLED, CANCELLED, None),
+                out,
+            );
         }
         if let Some(t) = turn {
             if let TurnPhase::AwaitPermission { conn, req } = t.phase {
                 // Stop waiting: not approved, and withdraw the request itself.
                 self.asks.shift_remove(&req);
-                self.send(conn, rpc::notification("$/cancel_request", json!({"requestId": req})), out);
+                self.send(
+                    conn,
+                    rpc::notification("$/cancel_request", json!({"requestId": req})),
+                    out,
+                );
             }
             self.end_turn(sid, StopReason::Cancelled, out);
         }
@@ -850,16 +1173,24 @@ impl ModelAgent {
     fn cancel_request(&mut self, conn: ConnId, rid: &Value, out: &mut Vec<Action>) {
         for sid in self.sessions.keys().cloned().collect::<Vec<_>>() {
             let s = self.sessions.get_mut(&sid).expect("listed");
-            let pos = s
-                .held
-                .iter()
-                .position(|h| (h.conn == conn && &h.id == rid) || h.waiters.iter().any(|(c, i)| *c == conn && i == rid));
+            let pos = s.held.iter().position(|h| {
+                (h.conn == conn && &h.id == rid)
+                    || h.waiters.iter().any(|(c, i)| *c == conn && i == rid)
+            });
             if let Some(pos) = pos {
                 let h = s.held.remove(pos).expect("position is valid");
                 out.push(effect("withdraw", json!({"session": sid, "conn": h.conn, "id": h.id, "key": h.key, "by": "$/cancel_request"})));
-                self.send(h.conn, rpc::err(&h.id, code::REQUEST_CANCELLED, CANCELLED, None), out);
+                self.send(
+                    h.conn,
+                    rpc::err(&h.id, code::REQUEST_CANCELLED, CANCELLED, None),
+                    out,
+                );
                 for (c, id) in h.waiters {
-                    self.send(c, rpc::err(&id, code::REQUEST_CANCELLED, CANCELLED, None), out);
+                    self.send(
+                        c,
+                        rpc::err(&id, code::REQUEST_CANCELLED, CANCELLED, None),
+                        out,
+                    );
                 }
                 return;
             }
@@ -889,7 +1220,10 @@ impl ModelAgent {
                         h.id = id;
                         kept.push_back(h);
                     } else {
-                        out.push(effect("drop-held", json!({"session": sid, "conn": conn, "id": h.id})));
+                        out.push(effect(
+                            "drop-held",
+                            json!({"session": sid, "conn": conn, "id": h.id}),
+                        ));
                     }
                 }
                 s.held = kept;
@@ -898,10 +1232,15 @@ impl ModelAgent {
             let waiting = matches!(s.turn.as_ref().map(|t| &t.phase), Some(TurnPhase::AwaitPermission { conn: c, .. }) if *c == conn);
             let owned = s.turn.as_ref().is_some_and(|t| t.owner == conn);
             if waiting {
-                if let Some(TurnPhase::AwaitPermission { req, .. }) = s.turn.as_ref().map(|t| t.phase.clone()) {
+                if let Some(TurnPhase::AwaitPermission { req, .. }) =
+                    s.turn.as_ref().map(|t| t.phase.clone())
+                {
                     self.asks.shift_remove(&req);
                 }
-                out.push(effect("permission", json!({"session": sid, "approved": false, "reason": "connection ended"})));
+                out.push(effect(
+                    "permission",
+                    json!({"session": sid, "approved": false, "reason": "connection ended"}),
+                ));
                 if o2 == WorkOnDisconnect::Cancel {
                     self.end_turn(&sid, StopReason::Cancelled, out);
                     self.next_held(&sid, out);
@@ -917,24 +1256,35 @@ impl ModelAgent {
     }
 
     fn timer_fired(&mut self, t: u64, out: &mut Vec<Action>) {
-        let Some((sid, kind)) = self.timers.shift_remove(&t) else { return };
+        let Some((sid, kind)) = self.timers.shift_remove(&t) else {
+            return;
+        };
         match kind {
             TimerKind::TurnEnd => {
-                let current = self.sessions.get(&sid).and_then(|s| s.turn.as_ref()).map(|t| t.phase.clone());
+                let current = self
+                    .sessions
+                    .get(&sid)
+                    .and_then(|s| s.turn.as_ref())
+                    .map(|t| t.phase.clone());
                 if matches!(current, Some(TurnPhase::Working { timer }) if timer == t) {
                     self.end_turn(&sid, StopReason::EndTurn, out);
                     self.next_held(&sid, out);
                 }
             }
             TimerKind::HistoryFill => {
-                let Some(s) = self.sessions.get_mut(&sid) else { return };
+                let Some(s) = self.sessions.get_mut(&sid) else {
+                    return;
+                };
                 // The cache over the runtime history: every stored user message id.
                 s.ids = s.messages.iter().map(|m| m.message_id.clone()).collect();
                 s.filled = true;
                 s.filling = false;
                 let n = s.ids.len();
                 let queued: Vec<_> = s.fill_queue.drain(..).collect();
-                out.push(effect("history-read", json!({"session": sid, "messages": n})));
+                out.push(effect(
+                    "history-read",
+                    json!({"session": sid, "messages": n}),
+                ));
                 for (c, id, r) in queued {
                     if self.conns.contains_key(&c) {
                         self.admit(c, id, r, out);
@@ -965,7 +1315,9 @@ impl AgentModel for ModelAgent {
     }
 
     fn is_idle(&self) -> bool {
-        self.sessions.values().all(|s| s.turn.is_none() && s.held.is_empty() && s.fill_queue.is_empty())
+        self.sessions
+            .values()
+            .all(|s| s.turn.is_none() && s.held.is_empty() && s.fill_queue.is_empty())
     }
 }
 

@@ -453,9 +453,23 @@ impl ClientModel for SpecClient {
                 }
             }
             ClientInput::Frame(conn, line) => {
-                // Requests from the Agent (permission) come with issue #3; updates are shown.
-                if let Ok(Frame::Response { id, result }) = rpc::parse(&line) {
-                    self.response(conn, &id, result, out);
+                match rpc::parse(&line) {
+                    Ok(Frame::Response { id, result }) => self.response(conn, &id, result, out),
+                    Ok(Frame::Request { id, method, .. }) => {
+                        // The user approves tool calls; every Agent request gets one answer.
+                        let line = if method == "session/request_permission" {
+                            rpc::ok(
+                                &id,
+                                json!({"outcome": {"outcome": "selected", "optionId": "allow"}}),
+                            )
+                        } else {
+                            rpc::err(&id, code::METHOD_NOT_FOUND, "Method not found", None)
+                        };
+                        out.push(Action::Send { conn, line });
+                    }
+                    // Updates are shown; `$/cancel_request` for a permission we already
+                    // answered is ignored.
+                    _ => {}
                 }
             }
             ClientInput::Timer(t) => match self.timers.shift_remove(&t) {

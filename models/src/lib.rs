@@ -21,8 +21,8 @@ pub mod store;
 
 pub use action::{Action, ConnId, Effect, Point};
 pub use agent::{
-    AgentConfig, AgentInput, AgentModel, AgentMutant, DuringTurn, HeldOnDisconnect, Retention,
-    StoredAgent,
+    AgentConfig, AgentInput, AgentModel, AgentMutant, Design, DuringTurn, HeldOnDisconnect,
+    ModelAgent, Retention, StoredAgent, WorkOnDisconnect,
 };
 pub use client::{ClientConfig, ClientInput, ClientModel, ClientMutant, KeyScheme, SpecClient};
 pub use mutant::{Mutant, Party, MUTANTS};

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::{AgentMutant, ClientMutant};
+use crate::{AgentMutant, ClientMutant, Design};
 
 /// Who a verdict blames (RULES.md "Verdicts").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
@@ -46,6 +46,8 @@ pub struct Mutant {
     pub party: Party,
     /// One line: what differs from the correct model.
     pub summary: &'static str,
+    /// Agent designs it applies to (empty: every design).
+    pub designs: &'static [Design],
 }
 
 /// Every shipped mutant.
@@ -57,6 +59,7 @@ pub const MUTANTS: &[Mutant] = &[
         property: "P1",
         party: Party::Agent,
         summary: "Agent ignores idempotencyKey: a retry inserts a second message",
+        designs: &[],
     },
     Mutant {
         name: "record-unsynced",
@@ -65,6 +68,16 @@ pub const MUTANTS: &[Mutant] = &[
         property: "P11",
         party: Party::Agent,
         summary: "Agent writes message+key without sync_all: a crash loses an acknowledged message",
+        designs: &[Design::Stored],
+    },
+    Mutant {
+        name: "adapter-no-history-fill",
+        kind: MutantKind::Agent(AgentMutant::AdapterNoHistoryFill),
+        rules: &["A10", "A1"],
+        property: "P1",
+        party: Party::Agent,
+        summary: "adapter trusts only its in-memory id set after a restart: a retry of a stored message inserts again",
+        designs: &[Design::Adapter],
     },
     Mutant {
         name: "new-key-per-attempt",
@@ -73,6 +86,7 @@ pub const MUTANTS: &[Mutant] = &[
         property: "P1",
         party: Party::Client,
         summary: "Client makes a fresh key for every retry",
+        designs: &[],
     },
     Mutant {
         name: "volatile-pending",
@@ -81,6 +95,7 @@ pub const MUTANTS: &[Mutant] = &[
         property: "P2",
         party: Party::Client,
         summary: "Client keeps pending input in memory only: a client restart loses it",
+        designs: &[],
     },
 ];
 

@@ -7,6 +7,7 @@ use std::time::Duration;
 use rayon::prelude::*;
 
 use crate::campaign;
+use crate::models::Design;
 use crate::plan::Plan;
 use crate::scenario::Scenario;
 use crate::world;
@@ -46,7 +47,7 @@ pub fn run(s: &Scenario, seeds: u64, jobs: usize) -> anyhow::Result<BenchReport>
     let sims: Vec<u64> = pool.install(|| {
         (0..seeds)
             .into_par_iter()
-            .map(|seed| campaign::run_one(s, seed, None).1.sim_ms)
+            .map(|seed| campaign::run_one(s, seed, None, Design::Stored).1.sim_ms)
             .collect()
     });
     let wall = t0.elapsed().as_secs_f64();
@@ -71,7 +72,7 @@ pub fn run(s: &Scenario, seeds: u64, jobs: usize) -> anyhow::Result<BenchReport>
 
 /// Two idle hosts stepped for `sim_ms` at the same tick: the floor a run cannot beat.
 fn bare(s: &Scenario, seed: u64, sim_ms: u64) {
-    let plan = Plan::derive(s, seed, None);
+    let plan = Plan::derive(s, seed, None, Design::Stored);
     let mut sim = world::builder(&plan).build();
     sim.host("agent", crate::hosts::idle_host);
     sim.host("client", crate::hosts::idle_host);

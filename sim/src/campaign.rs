@@ -12,8 +12,9 @@ use serde_json::json;
 use crate::check::{self, Class, Status, Verdict, CHECKERS};
 use crate::history::History;
 use crate::plan::Plan;
-use crate::scenario::Scenario;
+use crate::scenario::{Expect, Scenario};
 use crate::world;
+use acp_chaos_models::Design;
 
 /// Exit codes, one table for every command.
 pub mod exit {
@@ -29,11 +30,13 @@ pub mod exit {
     pub const LIVENESS: i32 = 4;
 }
 
-/// The outcome of one (scenario, seed).
+/// The outcome of one (scenario, design, seed).
 #[derive(Debug, Clone, Serialize)]
 pub struct RunResult {
     /// Scenario name.
     pub scenario: String,
+    /// Agent design.
+    pub design: Design,
     /// Seed.
     pub seed: u64,
     /// History hash.
@@ -50,16 +53,28 @@ pub struct RunResult {
     pub sim_ms: u64,
 }
 
-/// Run one (scenario, seed, mutant): the history and its result.
-pub fn run_one(s: &Scenario, seed: u64, mutant: Option<&str>) -> (History, RunResult) {
-    let plan = Plan::derive(s, seed, mutant);
+impl RunResult {
+    /// `scenario@design`: the row key of tables and summaries.
+    pub fn key(&self) -> String {
+        format!("{}@{}", self.scenario, self.design.as_str())
+    }
+}
+
+/// Run one (scenario, design, seed, mutant): the history and its result.
+pub fn run_one(
+    s: &Scenario,
+    seed: u64,
+    mutant: Option<&str>,
+    design: Design,
+) -> (History, RunResult) {
+    let plan = Plan::derive(s, seed, mutant, design);
     let h = world::run(&plan);
-    let r = result_of(&s.name, seed, &h);
+    let r = result_of(&s.name, design, seed, &h);
     (h, r)
 }
 
 /// Check a history and summarize it.
-pub fn result_of(scenario: &str, seed: u64, h: &History) -> RunResult {
+pub fn result_of(scenario: &str, design: Design, seed: u64, h: &History) -> RunResult {
     let verdicts = check::check_all(h);
     let facts = check::Facts::of(h);
     let mut classes = BTreeMap::new();
@@ -68,6 +83,7 @@ pub fn result_of(scenario: &str, seed: u64, h: &History) -> RunResult {
     }
     RunResult {
         scenario: scenario.to_string(),
+        design,
         seed,
         hash: h.hash(),
         verdicts,
@@ -95,6 +111,28 @@ pub struct CampaignSpec {
     pub out: PathBuf,
     /// Most failing runs written out per (scenario, property).
     pub keep_per_property: usize,
+    /// Run every scenario under this design only (`--agent`), instead of its `designs`.
+    pub agent: Option<Design>,
+}
+
+impl CampaignSpec {
+    /// The designs scenario `s` runs under: `--agent`, else the scenario's list, narrowed to
+    /// the designs the mutant applies to.
+    pub fn designs_for(&self, s: &Scenario) -> Vec<Design> {
+        let base = match self.agent {
+            Some(d) => vec![d],
+            None => s.agent.designs.clone(),
+        };
+        let only = self
+            .mutant
+            .as_deref()
+            .and_then(acp_chaos_models::mutant::find)
+            .map(|m| m.designs)
+            .unwrap_or(&[]);
+        base.into_iter()
+            .filter(|d| only.is_empty() || only.contains(d))
+            .collect()
+    }
 }
 
 /// One cell of the table.
@@ -135,6 +173,10 @@ pub struct Summary {
     pub hashes: BTreeMap<String, String>,
     /// scenario → events that never happened although listed under `sometimes`.
     pub vacuous: BTreeMap<String, Vec<String>>,
+    /// The first finding per scenario@design × property (never fails a campaign).
+    pub findings: Vec<serde_json::Value>,
+    /// `scenario@design` runs that expected a violation and found none.
+    pub expectations_unmet: Vec<String>,
     /// Failing runs: repro lines with their verdicts.
     pub failures: Vec<serde_json::Value>,
     /// Runs whose replay gave another history.
@@ -144,10 +186,11 @@ pub struct Summary {
 }
 
 /// The one-line repro of a run.
-pub fn repro(scenario: &str, seed: u64, mutant: Option<&str>) -> String {
+pub fn repro(scenario: &str, design: Design, seed: u64, mutant: Option<&str>) -> String {
+    let d = design.as_str();
     match mutant {
-        Some(m) => format!("acp-chaos replay {scenario} --seed {seed} --mutant {m}"),
-        None => format!("acp-chaos replay {scenario} --seed {seed}"),
+        Some(m) => format!("acp-chaos replay {scenario} --seed {seed} --agent {d} --mutant {m}"),
+        None => format!("acp-chaos replay {scenario} --seed {seed} --agent {d}"),
     }
 }
 
@@ -156,13 +199,16 @@ pub fn run(spec: &CampaignSpec) -> anyhow::Result<Summary> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(spec.jobs.max(1))
         .build()?;
-    let work: Vec<(usize, u64)> = (0..spec.scenarios.len())
-        .flat_map(|i| (0..spec.seeds).map(move |k| (i, spec.seed_start + k)))
-        .collect();
+    let mut work: Vec<(usize, Design, u64)> = Vec::new();
+    for (i, s) in spec.scenarios.iter().enumerate() {
+        for d in spec.designs_for(s) {
+            work.extend((0..spec.seeds).map(|k| (i, d, spec.seed_start.saturating_add(k))));
+        }
+    }
     let mutant = spec.mutant.as_deref();
     let results: Vec<RunResult> = pool.install(|| {
         work.par_iter()
-            .map(|&(i, seed)| run_one(&spec.scenarios[i], seed, mutant).1)
+            .map(|&(i, d, seed)| run_one(&spec.scenarios[i], seed, mutant, d).1)
             .collect()
     });
     summarize(spec, results)
@@ -174,6 +220,7 @@ fn summarize(spec: &CampaignSpec, results: Vec<RunResult>) -> anyhow::Result<Sum
     let mut classes: BTreeMap<String, BTreeMap<Class, u64>> = BTreeMap::new();
     let mut seen: BTreeMap<String, BTreeSet<&'static str>> = BTreeMap::new();
     let mut failures = Vec::new();
+    let mut findings = Vec::new();
     let mut kept: BTreeMap<(String, String), usize> = BTreeMap::new();
     let mut nondeterministic = Vec::new();
     let mut events: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
@@ -181,25 +228,21 @@ fn summarize(spec: &CampaignSpec, results: Vec<RunResult>) -> anyhow::Result<Sum
     let _ = std::fs::remove_dir_all(&spec.out);
     std::fs::create_dir_all(&spec.out)?;
     for r in &results {
-        let row = table.entry(r.scenario.clone()).or_default();
+        let row = table.entry(r.key()).or_default();
         for (c, n) in &r.classes {
-            *classes
-                .entry(r.scenario.clone())
-                .or_default()
-                .entry(*c)
-                .or_default() += u64::from(*n);
+            *classes.entry(r.key()).or_default().entry(*c).or_default() += u64::from(*n);
         }
         seen.entry(r.scenario.clone())
             .or_default()
             .extend(r.events.iter().copied());
         for e in &r.events {
             *events
-                .entry(r.scenario.clone())
+                .entry(r.key())
                 .or_default()
                 .entry(e.to_string())
                 .or_default() += 1;
         }
-        hashes.insert(format!("{}/{}", r.scenario, r.seed), r.hash.clone());
+        hashes.insert(format!("{}/{}", r.key(), r.seed), r.hash.clone());
         for v in &r.verdicts {
             let cell = row.entry(v.property.clone()).or_default();
             cell.seeds += 1;
@@ -217,15 +260,17 @@ fn summarize(spec: &CampaignSpec, results: Vec<RunResult>) -> anyhow::Result<Sum
                     }
                 }
             }
-            if let Some(p) = v.party {
+            if let (Some(p), Status::Invalid | Status::Unknown) = (v.party, v.status) {
                 cell.parties.insert(format!("{p:?}").to_lowercase());
             }
+            if v.status == Status::Finding && cell.findings == 1 {
+                let line = repro(&r.scenario, r.design, r.seed, mutant);
+                findings.push(json!({"scenario": r.scenario, "design": r.design, "seed": r.seed, "property": v.property, "status": v.status, "party": v.party, "rules": v.rules, "message": v.message, "repro": line}));
+            }
             if matches!(v.status, Status::Invalid | Status::Unknown) {
-                let line = repro(&r.scenario, r.seed, mutant);
-                failures.push(json!({"scenario": r.scenario, "seed": r.seed, "property": v.property, "status": v.status, "party": v.party, "rules": v.rules, "message": v.message, "hash": r.hash, "repro": line}));
-                let k = kept
-                    .entry((r.scenario.clone(), v.property.clone()))
-                    .or_default();
+                let line = repro(&r.scenario, r.design, r.seed, mutant);
+                failures.push(json!({"scenario": r.scenario, "design": r.design, "seed": r.seed, "property": v.property, "status": v.status, "party": v.party, "rules": v.rules, "message": v.message, "hash": r.hash, "repro": line}));
+                let k = kept.entry((r.key(), v.property.clone())).or_default();
                 if *k < spec.keep_per_property {
                     *k += 1;
                     // Re-run it: the report's history comes from the replay, and a different
@@ -235,7 +280,7 @@ fn summarize(spec: &CampaignSpec, results: Vec<RunResult>) -> anyhow::Result<Sum
                         .iter()
                         .find(|s| s.name == r.scenario)
                         .expect("scenario ran");
-                    let (h, again) = run_one(s, r.seed, mutant);
+                    let (h, again) = run_one(s, r.seed, mutant, r.design);
                     if again.hash != r.hash {
                         nondeterministic.push(line.clone());
                     }
@@ -257,15 +302,38 @@ fn summarize(spec: &CampaignSpec, results: Vec<RunResult>) -> anyhow::Result<Sum
             vacuous.insert(s.name.clone(), missing);
         }
     }
+    // A scenario states its expected verdict per design; with a mutant every violation counts.
+    let mut unexpected = false;
+    let mut expectations_unmet = Vec::new();
+    for s in &spec.scenarios {
+        for d in spec.designs_for(s) {
+            let key = format!("{}@{}", s.name, d.as_str());
+            let violations: u64 = table
+                .get(&key)
+                .map(|r| r.values().map(|c| c.violations).sum())
+                .unwrap_or(0);
+            let expect = if mutant.is_some() {
+                Expect::Valid
+            } else {
+                s.expect_for(d)
+            };
+            match expect {
+                Expect::Valid if violations > 0 => unexpected = true,
+                Expect::Invalid if violations == 0 => expectations_unmet.push(key),
+                _ => {}
+            }
+        }
+    }
     let any = |st: Status| {
         table.values().flat_map(|r| r.values()).any(|c| match st {
             Status::Invalid => c.violations > 0,
             _ => c.unknown > 0,
         })
     };
+    let _ = any(Status::Invalid);
     let exit_code = if !nondeterministic.is_empty() {
         exit::NONDETERMINISM
-    } else if any(Status::Invalid) {
+    } else if unexpected || !expectations_unmet.is_empty() {
         exit::INVALID
     } else if any(Status::Unknown) || !vacuous.is_empty() {
         exit::LIVENESS
@@ -282,6 +350,8 @@ fn summarize(spec: &CampaignSpec, results: Vec<RunResult>) -> anyhow::Result<Sum
         events,
         hashes,
         vacuous,
+        expectations_unmet,
+        findings,
         failures,
         nondeterministic,
         exit_code,
@@ -293,7 +363,12 @@ fn summarize(spec: &CampaignSpec, results: Vec<RunResult>) -> anyhow::Result<Sum
 }
 
 fn write_run(out: &Path, h: &History, r: &RunResult, line: &str) -> anyhow::Result<()> {
-    let dir = out.join(format!("{}-seed{}", r.scenario, r.seed));
+    let dir = out.join(format!(
+        "{}-{}-seed{}",
+        r.scenario,
+        r.design.as_str(),
+        r.seed
+    ));
     std::fs::create_dir_all(&dir)?;
     let mut f = std::io::BufWriter::new(std::fs::File::create(dir.join("history.jsonl"))?);
     h.write_jsonl(&mut f)?;
@@ -312,8 +387,14 @@ pub fn table_text(s: &Summary) -> String {
     let props: Vec<&str> = CHECKERS.iter().map(|c| c.property).collect();
     let width = s.table.keys().map(|k| k.len()).max().unwrap_or(8).max(8);
     out.push_str(&format!(
-        "{:<width$}  {:<5} {:>6} {:>10} {:>8}  {}\n",
-        "scenario", "prop", "seeds", "violations", "unknown", "first failing seed (party)"
+        "{:<width$}  {:<5} {:>6} {:>10} {:>8} {:>8}  {}\n",
+        "scenario@design",
+        "prop",
+        "seeds",
+        "violations",
+        "unknown",
+        "findings",
+        "first failing seed (party)"
     ));
     for (scen, row) in &s.table {
         for p in &props {
@@ -326,8 +407,8 @@ pub fn table_text(s: &Summary) -> String {
                 None => "-".into(),
             };
             out.push_str(&format!(
-                "{scen:<width$}  {p:<5} {:>6} {:>10} {:>8}  {first}\n",
-                c.seeds, c.violations, c.unknown
+                "{scen:<width$}  {p:<5} {:>6} {:>10} {:>8} {:>8}  {first}\n",
+                c.seeds, c.violations, c.unknown, c.findings
             ));
         }
     }

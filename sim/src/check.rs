@@ -91,6 +91,12 @@ pub const CHECKERS: &[Checker] = &[
         rules: &["D1"],
         check: p11_durability,
     },
+    Checker {
+        property: "P12",
+        title: "id-uniqueness",
+        rules: &["A11", "A16"],
+        check: p12_id_uniqueness,
+    },
 ];
 
 /// Run every checker.
@@ -114,6 +120,23 @@ pub struct Insert {
     pub submission: Option<u64>,
     /// Op index where it took effect (became durable or visible), if it did.
     pub took_effect: Option<usize>,
+    /// A live-only message (a locally handled command, never retained: A11).
+    pub live_only: bool,
+    /// Op index of the Agent restart whose recovery no longer had it.
+    pub lost_at: Option<usize>,
+    /// Live-only: op index where its session became active on no connection (key forgettable).
+    pub forgotten_at: Option<usize>,
+}
+
+impl Insert {
+    /// Op index from which the Agent may have forgotten it, if before `before`.
+    pub fn gone_before(&self, before: usize) -> Option<usize> {
+        [self.lost_at, self.forgotten_at]
+            .into_iter()
+            .flatten()
+            .filter(|g| *g < before)
+            .min()
+    }
 }
 
 /// How one submission ended.
@@ -148,8 +171,13 @@ pub struct Facts<'a> {
     pub surfaced: BTreeMap<u64, usize>,
     /// Keys the Client put on each submission's attempts.
     pub attempt_keys: BTreeMap<u64, BTreeSet<String>>,
-    /// messageId → op indices of `turn-start` ops for it (rounds of work).
-    pub turns: BTreeMap<String, Vec<usize>>,
+    /// Insertion (index into `inserts`) → op indices of `turn-start` ops for it (rounds of
+    /// work). Keyed by insertion, not id: a design that derives ids repeats them.
+    pub turns: BTreeMap<usize, Vec<usize>>,
+    /// Insertion → op indices of `tool-effect` ops for it (side effects).
+    pub tool_effects: BTreeMap<usize, Vec<usize>>,
+    /// The design's declared retention (from the history header).
+    pub retention: acp_chaos_models::Retention,
     /// Submissions the Client still held at the end.
     pub pending_at_end: BTreeSet<u64>,
     /// `recover` ops: (op index, session → retained messageIds).
@@ -168,7 +196,24 @@ impl<'a> Facts<'a> {
         let mut pending_at_end = BTreeSet::new();
         let mut recoveries = Vec::new();
         let mut attempt_keys: BTreeMap<u64, BTreeSet<String>> = BTreeMap::new();
-        let mut turns: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        let mut turns: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+        let mut tool_effects: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+        // Which connections each session is active on, for A11's forgetting of live-only keys.
+        let mut active: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
+        let mut live_pending: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        fn forget_if_inactive(
+            sid: &str,
+            at: usize,
+            active: &BTreeMap<String, BTreeSet<u64>>,
+            inserts: &mut [Insert],
+            live_pending: &mut BTreeMap<String, Vec<usize>>,
+        ) {
+            if active.get(sid).is_none_or(|s| s.is_empty()) {
+                for i in live_pending.remove(sid).unwrap_or_default() {
+                    inserts[i].forgotten_at.get_or_insert(at);
+                }
+            }
+        }
         for op in &h.ops {
             let v = &op.value;
             match (op.process.as_str(), op.f.as_str()) {
@@ -209,8 +254,48 @@ impl<'a> Facts<'a> {
                         .filter_map(Value::as_u64)
                         .collect();
                 }
+                ("agent", "activate") => {
+                    if let (Some(sid), Some(c)) = (v["session"].as_str(), v["conn"].as_u64()) {
+                        active.entry(sid.to_string()).or_default().insert(c);
+                    }
+                }
+                ("agent", "deactivate") => {
+                    if let (Some(sid), Some(c)) = (v["session"].as_str(), v["conn"].as_u64()) {
+                        active.entry(sid.to_string()).or_default().remove(&c);
+                        forget_if_inactive(sid, op.index, &active, &mut inserts, &mut live_pending);
+                    }
+                }
+                ("agent", "conn-end") => {
+                    if let Some(c) = v["conn"].as_u64() {
+                        let sids: Vec<String> = active
+                            .iter()
+                            .filter(|(_, cs)| cs.contains(&c))
+                            .map(|(s, _)| s.clone())
+                            .collect();
+                        for sid in sids {
+                            active.entry(sid.clone()).or_default().remove(&c);
+                            forget_if_inactive(
+                                &sid,
+                                op.index,
+                                &active,
+                                &mut inserts,
+                                &mut live_pending,
+                            );
+                        }
+                    }
+                }
+                ("agent", "tool-effect") => {
+                    if let Some(&i) = v["messageId"].as_str().and_then(|m| by_mid.get(m)) {
+                        tool_effects.entry(i).or_default().push(op.index);
+                    }
+                }
                 ("agent", "insert") => {
                     let mid = v["messageId"].as_str().unwrap_or_default().to_string();
+                    let live_only = v["live_only"] == true;
+                    if live_only {
+                        let sid = v["session"].as_str().unwrap_or_default().to_string();
+                        live_pending.entry(sid).or_default().push(inserts.len());
+                    }
                     let submission = v["conn"]
                         .as_u64()
                         .and_then(|c| attempts.get(&(c, v["id"].to_string())).copied());
@@ -222,6 +307,9 @@ impl<'a> Facts<'a> {
                         key: v["key"].as_str().map(str::to_string),
                         submission,
                         took_effect: None,
+                        live_only,
+                        lost_at: None,
+                        forgotten_at: None,
                     });
                 }
                 ("agent", "durable") | ("agent", "visible") => {
@@ -230,11 +318,20 @@ impl<'a> Facts<'a> {
                     }
                 }
                 ("agent", "turn-start") => {
-                    if let Some(m) = v["messageId"].as_str() {
-                        turns.entry(m.to_string()).or_default().push(op.index);
+                    if let Some(&i) = v["messageId"].as_str().and_then(|m| by_mid.get(m)) {
+                        turns.entry(i).or_default().push(op.index);
                     }
                 }
                 ("agent", "recover") => {
+                    // A restart: the session is active nowhere any more.
+                    for cs in active.values_mut() {
+                        cs.clear();
+                    }
+                    for (_, idx) in std::mem::take(&mut live_pending) {
+                        for i in idx {
+                            inserts[i].forgotten_at.get_or_insert(op.index);
+                        }
+                    }
                     let mut m = BTreeMap::new();
                     if let Some(o) = v["retained"].as_object() {
                         for (sid, ids) in o {
@@ -252,6 +349,24 @@ impl<'a> Facts<'a> {
                 _ => {}
             }
         }
+        // When did each insertion get lost? The first restart after it took effect whose
+        // recovery does not have it.
+        for i in inserts.iter_mut() {
+            let Some(t) = i.took_effect else { continue };
+            i.lost_at = recoveries
+                .iter()
+                .find(|(rop, kept)| {
+                    *rop > t
+                        && !kept
+                            .get(&i.session)
+                            .is_some_and(|s: &BTreeSet<String>| s.contains(&i.message_id))
+                })
+                .map(|(rop, _)| *rop);
+        }
+        let retention = match h.header["plan"]["retention"].as_str() {
+            Some("process") => acp_chaos_models::Retention::Process,
+            _ => acp_chaos_models::Retention::Durable,
+        };
         Facts {
             history: h,
             inserts,
@@ -260,6 +375,8 @@ impl<'a> Facts<'a> {
             surfaced,
             attempt_keys,
             turns,
+            tool_effects,
+            retention,
             pending_at_end,
             recoveries,
         }
@@ -314,51 +431,92 @@ impl<'a> Facts<'a> {
 }
 
 /// P1 at-most-once: no second insertion for a submission while an earlier one that took
-/// effect is retained or should be (durable retention). Two keys for one submission: Client (C1).
+/// effect is retained, or should be by the design's declared retention, or is live-only with the
+/// session still active somewhere; and no second round of work (turn or tool call) for one
+/// message. Two keys for one submission: Client (C1). Second insertions the rules allow (A11,
+/// A16: the earlier message was lost as the retention allows, or a live-only key forgotten) are
+/// findings.
 pub fn p1_at_most_once(f: &Facts) -> Verdict {
-    let mut v = Verdict::valid("P1", &["A1", "A4", "A10", "A13", "C1"]);
+    let mut v = Verdict::valid("P1", &["A1", "A4", "A10", "A11", "A13", "A16", "C1"]);
+    let durable = f.retention == acp_chaos_models::Retention::Durable;
     for (j, later) in f.inserts.iter().enumerate() {
         let Some(sub) = later.submission else {
             continue;
         };
-        let earlier = f.inserts[..j].iter().find(|e| {
+        for e in f.inserts[..j].iter().filter(|e| {
             e.submission == Some(sub)
                 && e.session == later.session
                 && e.took_effect.is_some_and(|t| t < later.op)
-        });
-        let Some(e) = earlier else { continue };
-        let client = e.key != later.key;
-        v.status = Status::Invalid;
-        v.witnesses = vec![e.op, e.took_effect.unwrap_or(e.op), later.op];
-        v.fault = f.fault_before(later.op);
-        if client {
-            v.party = Some(Party::Client);
-            v.rules = vec!["C1".into()];
-            v.message = format!(
-                "submission {sub} inserted twice ({} then {}) under two keys: the Client changed the key between attempts",
-                e.message_id, later.message_id
-            );
-        } else {
-            v.party = Some(Party::Agent);
-            v.rules = vec!["A1".into(), "A4".into(), "A10".into()];
-            v.message = format!(
-                "submission {sub} inserted twice ({} then {}) under the same key {:?}: the earlier insertion had taken effect",
-                e.message_id, later.message_id, e.key.as_deref().unwrap_or("")
-            );
+        }) {
+            let gone = e.gone_before(later.op);
+            let (status, party, rules, why) = if e.key != later.key {
+                (
+                    Status::Invalid,
+                    Party::Client,
+                    vec!["C1"],
+                    "under two keys: the Client changed the key between attempts".to_string(),
+                )
+            } else if gone.is_none() {
+                let rule = if e.live_only { "A11" } else { "A10" };
+                let key = e.key.as_deref().unwrap_or("");
+                (
+                    Status::Invalid,
+                    Party::Agent,
+                    vec!["A1", "A4", rule],
+                    format!("under the same key {key:?} while the first was still retained"),
+                )
+            } else if durable && !e.live_only {
+                (
+                    Status::Invalid,
+                    Party::Agent,
+                    vec!["D1", "A10"],
+                    "after a restart lost the first, which a durable design must keep".to_string(),
+                )
+            } else if e.live_only {
+                (Status::Finding, Party::Spec, vec!["A11", "O3"], "after the session was active nowhere and the live-only key was forgotten (allowed)".to_string())
+            } else {
+                (
+                    Status::Finding,
+                    Party::Spec,
+                    vec!["A16"],
+                    "after a restart lost the first, as the design's process retention allows"
+                        .to_string(),
+                )
+            };
+            if status > v.status {
+                v.status = status;
+                v.party = Some(party);
+                v.rules = rules.into_iter().map(String::from).collect();
+                v.witnesses = vec![e.op, e.took_effect.unwrap_or(e.op), later.op];
+                v.fault = f.fault_before(later.op);
+                v.message = format!(
+                    "submission {sub} inserted twice ({} then {}) {why}",
+                    e.message_id, later.message_id
+                );
+                if status == Status::Invalid {
+                    return v;
+                }
+            }
         }
-        return v;
     }
-    // A1: no second round of work for one message.
-    if let Some((mid, ops)) = f.turns.iter().find(|(_, ops)| ops.len() > 1) {
-        v.status = Status::Invalid;
-        v.party = Some(Party::Agent);
-        v.rules = vec!["A1".into()];
-        v.witnesses = ops.clone();
-        v.fault = f.fault_before(ops[1]);
-        v.message = format!(
-            "message {mid} got {} rounds of work (A1: a retry starts no second round)",
-            ops.len()
-        );
+    // A1: no second round of work for one message: one turn, one tool side effect.
+    for (what, map) in [
+        ("rounds of work", &f.turns),
+        ("tool side effects", &f.tool_effects),
+    ] {
+        if let Some((&i, ops)) = map.iter().find(|(_, ops)| ops.len() > 1) {
+            let mid = &f.inserts[i].message_id;
+            v.status = Status::Invalid;
+            v.party = Some(Party::Agent);
+            v.rules = vec!["A1".into()];
+            v.witnesses = ops.clone();
+            v.fault = f.fault_before(ops[1]);
+            v.message = format!(
+                "message {mid} got {} {what} (A1: a retry starts no second round)",
+                ops.len()
+            );
+            return v;
+        }
     }
     v
 }
@@ -437,28 +595,87 @@ pub fn p2_no_silent_drop(f: &Facts) -> Verdict {
     v
 }
 
-/// P11 durability: a `durable` design never loses a message whose insertion took effect.
+/// P11 durability: a `durable` design never loses a message whose insertion took effect (D1).
+/// For other designs, work that started on a message a crash then lost, redone by a retry, is a
+/// finding: nothing in the spec requires durability before visible effects.
 pub fn p11_durability(f: &Facts) -> Verdict {
     let mut v = Verdict::valid("P11", &["D1"]);
-    for i in &f.inserts {
-        let Some(t) = i.took_effect else { continue };
-        for (rop, retained) in &f.recoveries {
-            if *rop <= t {
-                continue;
-            }
-            if !retained
-                .get(&i.session)
-                .is_some_and(|s| s.contains(&i.message_id))
-            {
-                v.status = Status::Invalid;
-                v.party = Some(Party::Agent);
-                v.rules = vec!["D1".into(), "A10".into()];
-                v.witnesses = vec![i.op, t, *rop];
-                v.fault = f.fault_before(*rop);
-                v.message = format!(
-                    "message {} (session {}) took effect at op {t} but was gone when the Agent restarted (op {rop})",
-                    i.message_id, i.session
-                );
+    let durable = f.retention == acp_chaos_models::Retention::Durable;
+    for i in f.inserts.iter().filter(|i| !i.live_only) {
+        let (Some(t), Some(lost)) = (i.took_effect, i.lost_at) else {
+            continue;
+        };
+        if durable {
+            v.status = Status::Invalid;
+            v.party = Some(Party::Agent);
+            v.rules = vec!["D1".into(), "A10".into()];
+            v.witnesses = vec![i.op, t, lost];
+            v.fault = f.fault_before(lost);
+            v.message = format!(
+                "message {} (session {}) took effect at op {t} but was gone when the Agent restarted (op {lost})",
+                i.message_id, i.session
+            );
+            return v;
+        }
+        let redone = f
+            .inserts
+            .iter()
+            .find(|r| r.op > lost && r.submission.is_some() && r.submission == i.submission);
+        if let (Some(r), Status::Valid) = (redone, v.status) {
+            v.status = Status::Finding;
+            v.party = Some(Party::Spec);
+            v.rules = vec!["D1".into(), "A16".into()];
+            v.witnesses = vec![i.op, t, lost, r.op];
+            v.fault = f.fault_before(lost);
+            v.message = format!(
+                "message {} became visible, a restart lost it (process retention), and a retry inserted it again as {}: nothing requires durability before visible effects",
+                i.message_id, r.message_id
+            );
+        }
+    }
+    v
+}
+
+/// P12 id-uniqueness: `messageId`s of user messages are unique within a session. A design that
+/// derives ids from keys repeats one when a forgotten key is used again: a finding when the
+/// rules allowed forgetting (A11, A16), otherwise a violation.
+pub fn p12_id_uniqueness(f: &Facts) -> Verdict {
+    let mut v = Verdict::valid("P12", &["A11", "A16"]);
+    for (j, later) in f.inserts.iter().enumerate() {
+        // An insertion that never took effect (a crash before its sync and echo) never happened.
+        let Some(e) = f.inserts[..j].iter().find(|e| {
+            e.session == later.session
+                && e.message_id == later.message_id
+                && e.took_effect.is_some_and(|t| t < later.op)
+        }) else {
+            continue;
+        };
+        let allowed = e.gone_before(later.op).is_some();
+        let status = if allowed {
+            Status::Finding
+        } else {
+            Status::Invalid
+        };
+        if status > v.status {
+            v.status = status;
+            v.party = Some(if allowed { Party::Spec } else { Party::Agent });
+            v.rules = if allowed {
+                vec!["A11".into(), "A16".into()]
+            } else {
+                vec!["A1".into()]
+            };
+            v.witnesses = vec![e.op, later.op];
+            v.fault = f.fault_before(later.op);
+            let note = if allowed {
+                " (the first was forgotten, as the rules allow, and its key was used again)"
+            } else {
+                ""
+            };
+            v.message = format!(
+                "messageId {} names two user messages in session {}{note}",
+                e.message_id, e.session
+            );
+            if status == Status::Invalid {
                 return v;
             }
         }
@@ -734,5 +951,146 @@ mod tests {
             json!({"boot": 1, "retained": {"s": ["m1"]}}),
         ));
         assert_eq!(status(&hist(&kept), "P11").0, Status::Valid);
+    }
+}
+
+#[cfg(test)]
+mod retention_tests {
+    use super::*;
+    use crate::history::{Op, OpType};
+    use serde_json::json;
+
+    fn hist(retention: &str, ops: &[(&str, &str, Value)]) -> History {
+        History {
+            header: json!({"format": 1, "plan": {"retention": retention}}),
+            ops: ops
+                .iter()
+                .enumerate()
+                .map(|(i, (p, f, v))| Op {
+                    index: i,
+                    time_ms: i as u64,
+                    process: p.to_string(),
+                    kind: OpType::Info,
+                    f: f.to_string(),
+                    value: v.clone(),
+                })
+                .collect(),
+        }
+    }
+
+    /// Insert m1 (visible), crash, recover without it, retry inserts m2 (same key).
+    fn lost_then_redone(mid2: &str) -> Vec<(&'static str, &'static str, Value)> {
+        vec![
+            ("user", "submit", json!({"submission": 1})),
+            (
+                "client",
+                "attempt",
+                json!({"submission": 1, "conn": 1, "id": 3, "key": "k"}),
+            ),
+            (
+                "agent",
+                "insert",
+                json!({"session": "s", "messageId": "m1", "key": "k", "conn": 1, "id": 3}),
+            ),
+            ("agent", "visible", json!({"messageId": "m1"})),
+            ("nemesis", "crash", json!({"host": "agent"})),
+            (
+                "agent",
+                "recover",
+                json!({"boot": 1, "retained": {"s": []}}),
+            ),
+            (
+                "client",
+                "attempt",
+                json!({"submission": 1, "conn": 2, "id": 3, "key": "k"}),
+            ),
+            (
+                "agent",
+                "insert",
+                json!({"session": "s", "messageId": mid2, "key": "k", "conn": 2, "id": 3}),
+            ),
+            ("agent", "visible", json!({"messageId": mid2})),
+            ("client", "ack", json!({"submission": 1, "messageId": mid2})),
+        ]
+    }
+
+    fn verdict(h: &History, p: &str) -> Verdict {
+        check_all(h).into_iter().find(|v| v.property == p).unwrap()
+    }
+
+    #[test]
+    fn a_loss_the_retention_allows_is_a_finding_a_durable_loss_a_violation() {
+        let process = hist("process", &lost_then_redone("m2"));
+        assert_eq!(verdict(&process, "P1").status, Status::Finding);
+        assert_eq!(verdict(&process, "P11").status, Status::Finding);
+        let durable = hist("durable", &lost_then_redone("m2"));
+        assert_eq!(verdict(&durable, "P1").status, Status::Invalid);
+        assert_eq!(verdict(&durable, "P11").status, Status::Invalid);
+    }
+
+    #[test]
+    fn p12_repeated_id_is_a_finding_after_a_loss_and_a_violation_otherwise() {
+        let h = hist("process", &lost_then_redone("m1"));
+        assert_eq!(verdict(&h, "P12").status, Status::Finding);
+        let mut ops = lost_then_redone("m1");
+        ops.remove(5); // no restart: the first m1 is still there
+        ops.remove(4);
+        let h = hist("process", &ops);
+        assert_eq!(verdict(&h, "P12").status, Status::Invalid);
+        assert_eq!(verdict(&h, "P1").status, Status::Invalid);
+    }
+
+    #[test]
+    fn live_only_key_forgotten_after_the_session_is_active_nowhere_is_a_finding() {
+        let ops = vec![
+            ("user", "submit", json!({"submission": 1})),
+            ("agent", "activate", json!({"session": "s", "conn": 1})),
+            (
+                "client",
+                "attempt",
+                json!({"submission": 1, "conn": 1, "id": 3, "key": "k"}),
+            ),
+            (
+                "agent",
+                "insert",
+                json!({"session": "s", "messageId": "m1", "key": "k", "conn": 1, "id": 3, "live_only": true}),
+            ),
+            ("agent", "visible", json!({"messageId": "m1"})),
+            ("agent", "conn-end", json!({"conn": 1})),
+            ("agent", "activate", json!({"session": "s", "conn": 2})),
+            (
+                "client",
+                "attempt",
+                json!({"submission": 1, "conn": 2, "id": 3, "key": "k"}),
+            ),
+            (
+                "agent",
+                "insert",
+                json!({"session": "s", "messageId": "m2", "key": "k", "conn": 2, "id": 3, "live_only": true}),
+            ),
+            ("agent", "visible", json!({"messageId": "m2"})),
+            ("client", "ack", json!({"submission": 1, "messageId": "m2"})),
+        ];
+        assert_eq!(
+            verdict(&hist("durable", &ops), "P1").status,
+            Status::Finding
+        );
+        // Still active on another connection: the key must be recognized (A11).
+        let mut kept = ops.clone();
+        kept.insert(2, ("agent", "activate", json!({"session": "s", "conn": 9})));
+        assert_eq!(
+            verdict(&hist("durable", &kept), "P1").status,
+            Status::Invalid
+        );
+    }
+
+    #[test]
+    fn a_second_tool_side_effect_for_one_insertion_breaks_a1() {
+        let mut ops = lost_then_redone("m2");
+        ops.truncate(4);
+        ops.push(("agent", "tool-effect", json!({"messageId": "m1"})));
+        ops.push(("agent", "tool-effect", json!({"messageId": "m1"})));
+        let v = verdict(&hist("durable", &ops), "P1");
+        assert_eq!((v.status, v.party), (Status::Invalid, Some(Party::Agent)));
     }
 }

@@ -10,7 +10,7 @@ use clap::{Args, Parser, Subcommand};
 use crate::campaign::{self, exit, CampaignSpec};
 use crate::check::{self, Status, CHECKERS};
 use crate::history::{self, History};
-use crate::models::{mutant, Point};
+use crate::models::{mutant, Design, Point};
 use crate::plan::Plan;
 use crate::scenario::{self, FaultKind, Scenario};
 
@@ -64,6 +64,9 @@ struct RunArgs {
     /// Run against a mutant (see `acp-chaos list`).
     #[arg(long)]
     mutant: Option<String>,
+    /// Run every scenario under this Agent design only (default: each scenario's `designs`).
+    #[arg(long, value_parser = parse_design)]
+    agent: Option<Design>,
     /// Report folder.
     #[arg(long, default_value = "reports/latest")]
     out: PathBuf,
@@ -81,6 +84,9 @@ struct ReplayArgs {
     /// The mutant, if the failing run had one.
     #[arg(long)]
     mutant: Option<String>,
+    /// Agent design (default: the scenario's first design).
+    #[arg(long, value_parser = parse_design)]
+    agent: Option<Design>,
     /// Print the history as JSON Lines instead of readable lines.
     #[arg(long)]
     json: bool,
@@ -101,6 +107,16 @@ struct BenchArgs {
     jobs: usize,
     #[command(flatten)]
     dir: DirArgs,
+}
+
+fn parse_design(s: &str) -> Result<Design, String> {
+    Design::ALL
+        .into_iter()
+        .find(|d| d.as_str() == s)
+        .ok_or_else(|| {
+            let names: Vec<_> = Design::ALL.iter().map(|d| d.as_str()).collect();
+            format!("unknown design `{s}` (known: {})", names.join(", "))
+        })
 }
 
 /// Parse the process arguments and run; returns the exit code.
@@ -219,23 +235,6 @@ fn run(a: &RunArgs) -> anyhow::Result<i32> {
         a.mutant.as_deref().unwrap_or("none"),
         jobs
     );
-    for s in &scenarios {
-        let p = Plan::derive(s, a.seed_start, a.mutant.as_deref());
-        let how = if s.swarm.is_some() {
-            "swarm (faults drawn per seed)".to_string()
-        } else {
-            format!("{} scripted faults", s.faults.len())
-        };
-        println!(
-            "  {:<44} {} submissions, o1={} o4={}, {}, rules {}",
-            s.name,
-            p.workload.len(),
-            s.agent.o1,
-            s.agent.o4,
-            how,
-            s.rules.join(" ")
-        );
-    }
     let spec = CampaignSpec {
         scenarios,
         seed_start: a.seed_start,
@@ -244,7 +243,32 @@ fn run(a: &RunArgs) -> anyhow::Result<i32> {
         mutant: a.mutant.clone(),
         out: a.out.clone(),
         keep_per_property: 5,
+        agent: a.agent,
     };
+    for s in &spec.scenarios {
+        let designs = spec.designs_for(s);
+        let Some(&d0) = designs.first() else { continue };
+        let p = Plan::derive(s, a.seed_start, a.mutant.as_deref(), d0);
+        let how = if s.swarm.is_some() {
+            "swarm (faults drawn per seed)".to_string()
+        } else {
+            format!("{} scripted faults", s.faults.len())
+        };
+        println!(
+            "  {:<44} designs {}: {} submissions, o1={} o4={}, {}, rules {}",
+            s.name,
+            designs
+                .iter()
+                .map(|d| d.as_str())
+                .collect::<Vec<_>>()
+                .join(","),
+            p.workload.len(),
+            s.agent.o1,
+            s.agent.o4,
+            how,
+            s.rules.join(" ")
+        );
+    }
     let summary = campaign::run(&spec)?;
     println!();
     print!("{}", campaign::table_text(&summary));
@@ -260,16 +284,26 @@ fn run(a: &RunArgs) -> anyhow::Result<i32> {
         let parts: Vec<String> = ev.iter().map(|(e, n)| format!("{e}={n}")).collect();
         println!("  coverage {scen} (seeds with): {}", parts.join(" "));
     }
+    for k in &summary.expectations_unmet {
+        println!(
+            "EXPECTED a violation in {k} (the scenario says `expect = \"invalid\"`), found none"
+        );
+    }
     for (scen, missing) in &summary.vacuous {
         println!("VACUOUS {scen}: never happened: {}", missing.join(", "));
     }
     let mut shown = std::collections::BTreeSet::new();
     for f in &summary.failures {
-        let key = (f["scenario"].to_string(), f["property"].to_string());
+        let key = (
+            f["scenario"].to_string(),
+            f["design"].to_string(),
+            f["property"].to_string(),
+        );
         if shown.insert(key) {
             println!(
-                "FAIL {} {} {} (party {}, rules {}): {}\n  repro: {}",
+                "FAIL {} [{}] {} {} (party {}, rules {}): {}\n  repro: {}",
                 f["scenario"].as_str().unwrap_or(""),
+                f["design"].as_str().unwrap_or(""),
                 f["property"].as_str().unwrap_or(""),
                 f["status"].as_str().unwrap_or(""),
                 f["party"].as_str().unwrap_or("-"),
@@ -285,6 +319,24 @@ fn run(a: &RunArgs) -> anyhow::Result<i32> {
                 f["repro"].as_str().unwrap_or("")
             );
         }
+    }
+    for f in &summary.findings {
+        println!(
+            "finding {} [{}] {} (rules {}): {}\n  repro: {}",
+            f["scenario"].as_str().unwrap_or(""),
+            f["design"].as_str().unwrap_or(""),
+            f["property"].as_str().unwrap_or(""),
+            f["rules"]
+                .as_array()
+                .map(|r| r
+                    .iter()
+                    .filter_map(|x| x.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" "))
+                .unwrap_or_default(),
+            f["message"].as_str().unwrap_or(""),
+            f["repro"].as_str().unwrap_or("")
+        );
     }
     for l in &summary.nondeterministic {
         println!("NONDETERMINISM: {l} gave two different histories");
@@ -306,11 +358,15 @@ fn replay(a: &ReplayArgs) -> anyhow::Result<(i32, String)> {
             return Ok((exit::USAGE, String::new()));
         }
     };
-    let plan = Plan::derive(&s, a.seed, a.mutant.as_deref());
+    let design = a
+        .agent
+        .or(s.agent.designs.first().copied())
+        .unwrap_or(Design::Stored);
+    let plan = Plan::derive(&s, a.seed, a.mutant.as_deref(), design);
     for l in plan.describe() {
         println!("# {l}");
     }
-    let (h, r) = campaign::run_one(&s, a.seed, a.mutant.as_deref());
+    let (h, r) = campaign::run_one(&s, a.seed, a.mutant.as_deref(), design);
     if a.json {
         let mut out = std::io::stdout().lock();
         h.write_jsonl(&mut out)?;
@@ -371,7 +427,12 @@ fn list(d: &DirArgs) -> anyhow::Result<i32> {
             return Ok(exit::USAGE);
         }
     }
-    println!("models:\n  agent  stored   durable retention: key+message in one fsynced record (A10 A13 D1)\n  client spec     key per submission, durable pending store, resume then resend (C1 C4 C6 C8)");
+    println!("agent designs (--agent, scenario `designs`):");
+    for d in Design::ALL {
+        println!("  {:<10} {}", d.as_str(), d.summary());
+    }
+    println!("clients:\n  spec       key per submission (uuid or session-counter), durable pending store, resume then resend (C1 C4 C6 C8); approves permission requests");
+    println!("policies (scenario [agent], each pinned or `seeded`):\n  o1 keep|drop      held prompts when their connection ends\n  o2 continue|cancel foreground work when its connection ends\n  o4 hold|steer     prompts that arrive during a turn");
     println!("mutants:");
     for m in mutant::MUTANTS {
         println!(

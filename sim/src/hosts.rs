@@ -11,8 +11,8 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use acp_chaos_models::{
-    store, Action, AgentInput, AgentModel, ClientInput, ClientModel, ConnId, Point, SpecClient,
-    StoredAgent,
+    store, Action, AgentInput, AgentModel, ClientInput, ClientModel, ConnId, ModelAgent, Point,
+    SpecClient,
 };
 use indexmap::IndexMap;
 use serde_json::{json, Value};
@@ -318,7 +318,7 @@ pub async fn agent(ctx: Rc<Ctx>) -> turmoil::Result {
     let boot = ctx.ledger.borrow_mut().boot("agent");
     let (mut io, mut rx) = Io::new("agent", ctx.clone(), "/data/sessions.log");
     let records = io.recover()?;
-    let mut model = StoredAgent::recover(ctx.plan.agent.clone(), boot, ctx.plan.seed, &records);
+    let mut model = ModelAgent::recover(ctx.plan.agent.clone(), boot, ctx.plan.seed, &records);
     io.record(
         OpType::Info,
         "recover",

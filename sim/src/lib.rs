@@ -17,7 +17,7 @@
 //! ```no_run
 //! use acp_chaos::{campaign, scenario::Scenario};
 //! let s = Scenario::load("scenarios/rfd-03-retry-after-agent-restart.toml".as_ref()).unwrap();
-//! let (history, result) = campaign::run_one(&s, 7, Some("no-dedup"));
+//! let (history, result) = campaign::run_one(&s, 7, Some("no-dedup"), acp_chaos::models::Design::Stored);
 //! println!("{} ops, hash {}", history.ops.len(), result.hash);
 //! for v in result.verdicts { println!("{} {:?} {}", v.property, v.status, v.message); }
 //! ```

@@ -3,7 +3,9 @@
 //! pinning or disabling one choice does not shift the others.
 
 use acp_chaos_models::mutant::{self, MutantKind};
-use acp_chaos_models::{AgentConfig, ClientConfig, DuringTurn, HeldOnDisconnect, Point};
+use acp_chaos_models::{
+    AgentConfig, ClientConfig, Design, DuringTurn, HeldOnDisconnect, Point, WorkOnDisconnect,
+};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -81,8 +83,9 @@ pub fn stream(seed: u64, label: &str) -> ChaCha8Rng {
 }
 
 impl Plan {
-    /// Derive the plan. `mutant` must be a known mutant name (checked by the CLI).
-    pub fn derive(s: &Scenario, seed: u64, mutant: Option<&str>) -> Plan {
+    /// Derive the plan for one Agent design. `mutant` must be a known mutant name (checked by
+    /// the CLI).
+    pub fn derive(s: &Scenario, seed: u64, mutant: Option<&str>, design: Design) -> Plan {
         let m = mutant.and_then(mutant::find);
         let (agent_mutant, client_mutant) = match m.map(|m| m.kind) {
             Some(MutantKind::Agent(a)) => (Some(a), None),
@@ -93,6 +96,12 @@ impl Plan {
             Pinned::Value(v) => v,
             Pinned::Seeded(_) => *[HeldOnDisconnect::Keep, HeldOnDisconnect::Drop]
                 .choose(&mut stream(seed, "policy.o1"))
+                .expect("non-empty"),
+        };
+        let o2 = match s.agent.o2 {
+            Pinned::Value(v) => v,
+            Pinned::Seeded(_) => *[WorkOnDisconnect::Continue, WorkOnDisconnect::Cancel]
+                .choose(&mut stream(seed, "policy.o2"))
                 .expect("non-empty"),
         };
         let o4 = match s.agent.o4 {
@@ -106,7 +115,10 @@ impl Plan {
         let mut workload: Vec<Submission> = Vec::new();
         for n in 1..=u64::from(s.workload.submissions) {
             // Now and then the user sends the same text again on purpose: a new submission (C2).
+            // Some inputs are locally handled commands (live-only, A11).
+            let command = w.gen_bool(s.workload.command_rate.clamp(0.0, 1.0));
             let text = match workload.last() {
+                _ if command => "/status".to_string(),
                 Some(prev) if w.gen_bool(0.2) => prev.text.clone(),
                 _ => format!("input {n}"),
             };
@@ -128,13 +140,17 @@ impl Plan {
             seed,
             mutant: mutant.map(str::to_string),
             agent: AgentConfig {
+                design,
                 o1,
+                o2,
                 o4,
                 turn_ms_min: s.agent.turn_ms_min,
                 turn_ms_max: s.agent.turn_ms_max,
+                tool_rate: s.agent.tool_rate,
+                permission_rate: s.agent.permission_rate,
                 mutant: agent_mutant,
             },
-            retention: acp_chaos_models::Retention::Durable,
+            retention: design.retention(),
             client: ClientConfig {
                 // Longer than the longest turn, so held prompts rarely cause resends.
                 prompt_timeout_ms: s.agent.turn_ms_max * 2 + 40,
@@ -165,8 +181,16 @@ impl Plan {
         let mut v = vec![
             format!("scenario={} seed={} mutant={}", self.scenario, self.seed, self.mutant.as_deref().unwrap_or("none")),
             format!(
-                "agent: design=stored retention=durable o1={:?} o4={:?} turn_ms={}..={}",
-                self.agent.o1, self.agent.o4, self.agent.turn_ms_min, self.agent.turn_ms_max
+                "agent: design={} retention={:?} o1={:?} o2={:?} o4={:?} turn_ms={}..={} tool_rate={} permission_rate={}",
+                self.agent.design.as_str(),
+                self.retention,
+                self.agent.o1,
+                self.agent.o2,
+                self.agent.o4,
+                self.agent.turn_ms_min,
+                self.agent.turn_ms_max,
+                self.agent.tool_rate,
+                self.agent.permission_rate
             )
             .to_lowercase(),
             format!(

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use acp_chaos_models::{DuringTurn, HeldOnDisconnect, KeyScheme, Point};
+use acp_chaos_models::{Design, DuringTurn, HeldOnDisconnect, KeyScheme, Point, WorkOnDisconnect};
 use serde::{Deserialize, Serialize};
 
 /// A scenario file could not be used. Displayed as `FILE:LINE: field `F`: reason`.
@@ -92,18 +92,30 @@ pub struct Workload {
     /// session: the same strings in every session, exercising A9).
     #[serde(default = "uuid_keys")]
     pub keys: KeyScheme,
+    /// Share of submissions that are locally handled commands (`/status`: live-only, A11).
+    #[serde(default)]
+    pub command_rate: f64,
 }
 
 /// `[agent]`: the Agent design and its policies.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AgentSpec {
-    /// Agent design; only `stored` exists so far.
-    #[serde(default = "stored")]
-    pub design: String,
+    /// Agent designs the scenario runs under (default: every design). `--agent` overrides.
+    #[serde(default = "all_designs")]
+    pub designs: Vec<Design>,
     /// O1: `keep`, `drop` or `seeded`.
     #[serde(default = "o1_default")]
     pub o1: Pinned<HeldOnDisconnect>,
+    /// O2: `continue`, `cancel` or `seeded`.
+    #[serde(default = "o2_default")]
+    pub o2: Pinned<WorkOnDisconnect>,
+    /// Chance that a turn makes a tool call with a side effect.
+    #[serde(default = "half")]
+    pub tool_rate: f64,
+    /// Chance that a tool call asks the Client first (`session/request_permission`).
+    #[serde(default = "half")]
+    pub permission_rate: f64,
     /// O4: `hold`, `steer` or `seeded`.
     #[serde(default = "o4_default")]
     pub o4: Pinned<DuringTurn>,
@@ -269,6 +281,9 @@ pub struct Scenario {
     /// Verdict on the correct models.
     #[serde(default = "expect_valid")]
     pub expect: Expect,
+    /// Per-design override of `expect`, e.g. `{ in-memory = "valid" }`.
+    #[serde(default)]
+    pub expect_by_design: std::collections::BTreeMap<Design, Expect>,
     /// Events that must happen in at least one seed, or the campaign is vacuous (exit 4).
     #[serde(default)]
     pub sometimes: Vec<String>,
@@ -337,6 +352,14 @@ impl Scenario {
         Ok(s)
     }
 
+    /// The expected verdict for a design.
+    pub fn expect_for(&self, d: Design) -> Expect {
+        self.expect_by_design
+            .get(&d)
+            .copied()
+            .unwrap_or(self.expect)
+    }
+
     /// Read and parse one file.
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
         let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Io {
@@ -352,15 +375,25 @@ impl Scenario {
             line: find_line(text, needle, nth),
             message,
         };
-        if self.agent.design != "stored" {
+        if self.agent.designs.is_empty() {
             return Err(err(
-                "design",
+                "designs",
                 0,
-                format!(
-                    "field `agent.design`: unknown design `{}` (known: stored)",
-                    self.agent.design
-                ),
+                "field `agent.designs`: name at least one design".into(),
             ));
+        }
+        for (v, name) in [
+            (self.agent.tool_rate, "tool_rate"),
+            (self.agent.permission_rate, "permission_rate"),
+            (self.workload.command_rate, "command_rate"),
+        ] {
+            if !(0.0..=1.0).contains(&v) {
+                return Err(err(
+                    name,
+                    0,
+                    format!("field `{name}`: a probability from 0 to 1"),
+                ));
+            }
         }
         if self.workload.sessions == 0 || self.workload.sessions > 16 {
             return Err(err(
@@ -554,8 +587,14 @@ fn gap_max() -> u64 {
 fn start() -> u64 {
     20
 }
-fn stored() -> String {
-    "stored".into()
+fn all_designs() -> Vec<Design> {
+    Design::ALL.to_vec()
+}
+fn half() -> f64 {
+    0.5
+}
+fn o2_default() -> Pinned<WorkOnDisconnect> {
+    Pinned::Value(WorkOnDisconnect::Continue)
 }
 fn o1_default() -> Pinned<HeldOnDisconnect> {
     Pinned::Value(HeldOnDisconnect::Keep)
@@ -586,12 +625,16 @@ fn workload_default() -> Workload {
         start_ms: start(),
         sessions: 1,
         keys: KeyScheme::Uuid,
+        command_rate: 0.0,
     }
 }
 fn agent_default() -> AgentSpec {
     AgentSpec {
-        design: stored(),
+        designs: all_designs(),
         o1: o1_default(),
+        o2: o2_default(),
+        tool_rate: half(),
+        permission_rate: half(),
         o4: o4_default(),
         turn_ms_min: turn_min(),
         turn_ms_max: turn_max(),

@@ -92,7 +92,9 @@ fn mutant_run_exits_1_and_its_repro_line_replays_identically() {
         .split(' ')
         .next()
         .unwrap();
-    let run_dir = outdir.join(format!("rfd-03-retry-after-agent-restart-seed{seed}"));
+    let run_dir = outdir.join(format!(
+        "rfd-03-retry-after-agent-restart-stored-seed{seed}"
+    ));
     assert!(run_dir.join("history.jsonl").exists() && run_dir.join("repro.txt").exists());
 
     let args: Vec<&str> = line.split_whitespace().skip(1).collect();

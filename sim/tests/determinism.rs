@@ -5,6 +5,7 @@ mod common;
 
 use acp_chaos::campaign::{self, CampaignSpec};
 use acp_chaos::cli;
+use acp_chaos::models::Design;
 
 fn spec(jobs: usize, out: &str) -> CampaignSpec {
     CampaignSpec {
@@ -15,6 +16,7 @@ fn spec(jobs: usize, out: &str) -> CampaignSpec {
         mutant: None,
         out: std::env::temp_dir().join(out),
         keep_per_property: 1,
+        agent: None,
     }
 }
 
@@ -22,12 +24,12 @@ fn spec(jobs: usize, out: &str) -> CampaignSpec {
 fn fifty_swarm_seeds_twice_with_one_and_two_jobs_give_equal_hashes() {
     let a = campaign::run(&spec(1, "acp-chaos-det-a")).unwrap();
     let b = campaign::run(&spec(2, "acp-chaos-det-b")).unwrap();
-    assert_eq!(a.hashes.len(), 50);
+    assert_eq!(a.hashes.len(), 150, "50 seeds x 3 designs");
     assert_eq!(a.hashes, b.hashes, "jobs=1 and jobs=2 differ");
     // Distinct seeds really are distinct runs (the hash is not a constant).
     let distinct: std::collections::BTreeSet<_> = a.hashes.values().collect();
     assert!(
-        distinct.len() > 40,
+        distinct.len() > 140,
         "only {} distinct histories",
         distinct.len()
     );
@@ -37,8 +39,8 @@ fn fifty_swarm_seeds_twice_with_one_and_two_jobs_give_equal_hashes() {
 fn a_seed_run_twice_in_one_thread_gives_the_same_history() {
     let s = common::scenario("swarm-basic");
     for seed in [3, 17, 99] {
-        let (h1, _) = campaign::run_one(&s, seed, None);
-        let (h2, _) = campaign::run_one(&s, seed, None);
+        let (h1, _) = campaign::run_one(&s, seed, None, Design::Adapter);
+        let (h2, _) = campaign::run_one(&s, seed, None, Design::Adapter);
         assert_eq!(h1.hash(), h2.hash(), "seed {seed}");
         assert_eq!(h1.ops, h2.ops, "seed {seed}");
     }
@@ -62,7 +64,10 @@ fn printed_repro_line_replays_the_same_verdict_and_history() {
         line.starts_with("acp-chaos replay rfd-02-retry-after-resume-new-connection --seed "),
         "{line}"
     );
-    assert!(line.ends_with("--mutant no-dedup"), "{line}");
+    assert!(
+        line.contains(" --agent ") && line.ends_with("--mutant no-dedup"),
+        "{line}"
+    );
     for _ in 0..2 {
         let (code, hash) = cli::replay_line(line, &common::scenarios_dir()).unwrap();
         assert_eq!(code, campaign::exit::INVALID);

@@ -41,18 +41,27 @@ fn records(out: &[Action]) -> Vec<Value> {
 /// Send one request line on `conn`; return what the Agent did.
 fn call(a: &mut ModelAgent, conn: ConnId, id: u64, method: &str, params: Value) -> Vec<Action> {
     let mut out = vec![];
-    a.handle(AgentInput::Frame(conn, rpc::request(id, method, params)), &mut out);
+    a.handle(
+        AgentInput::Frame(conn, rpc::request(id, method, params)),
+        &mut out,
+    );
     out
 }
 
 fn notify(a: &mut ModelAgent, conn: ConnId, method: &str, params: Value) -> Vec<Action> {
     let mut out = vec![];
-    a.handle(AgentInput::Frame(conn, rpc::notification(method, params)), &mut out);
+    a.handle(
+        AgentInput::Frame(conn, rpc::notification(method, params)),
+        &mut out,
+    );
     out
 }
 
 fn response(out: &[Action], id: u64) -> Value {
-    sends(out).into_iter().find(|v| v["id"] == id && v.get("method").is_none()).unwrap_or(Value::Null)
+    sends(out)
+        .into_iter()
+        .find(|v| v["id"] == id && v.get("method").is_none())
+        .unwrap_or(Value::Null)
 }
 
 fn connect(a: &mut ModelAgent, conn: ConnId) {
@@ -62,7 +71,10 @@ fn connect(a: &mut ModelAgent, conn: ConnId) {
 fn new_session(a: &mut ModelAgent, conn: ConnId) -> String {
     connect(a, conn);
     let out = call(a, conn, 1, "session/new", json!({"cwd": "/w"}));
-    response(&out, 1)["result"]["sessionId"].as_str().unwrap().to_string()
+    response(&out, 1)["result"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string()
 }
 
 fn prompt_params(sid: &str, text: &str, key: Value) -> Value {
@@ -99,7 +111,10 @@ fn initialize_answers_v2_with_session_capability_and_repeats_the_same() {
     assert_eq!(r1["result"]["protocolVersion"], 2);
     assert!(r1["result"]["capabilities"]["session"].is_object());
     assert_eq!(r1["result"], r2["result"]);
-    let bad = response(&call(&mut a, 1, 3, "initialize", json!({"protocolVersion": "x"})), 3);
+    let bad = response(
+        &call(&mut a, 1, 3, "initialize", json!({"protocolVersion": "x"})),
+        3,
+    );
     assert_eq!(code_of(&bad), code::INVALID_PARAMS);
 }
 
@@ -122,19 +137,57 @@ fn session_fork_copies_history_but_not_keys() {
     let out = prompt(&mut a, 1, 2, &sid, json!("k"));
     let mid = response(&out, 2)["result"]["messageId"].clone();
     fire_timers(&mut a, &out);
-    let f = response(&call(&mut a, 1, 3, "session/fork", json!({"sessionId": sid, "cwd": "/w"})), 3);
+    let f = response(
+        &call(
+            &mut a,
+            1,
+            3,
+            "session/fork",
+            json!({"sessionId": sid, "cwd": "/w"}),
+        ),
+        3,
+    );
     let fork = f["result"]["sessionId"].as_str().unwrap().to_string();
     assert_ne!(fork, sid);
     // The fork replays the parent's message with its id...
-    let out = call(&mut a, 1, 4, "session/resume", json!({"sessionId": fork, "cwd": "/w", "replayFrom": {"type": "start"}}));
-    assert!(sends(&out).iter().any(|v| v["params"]["update"]["messageId"] == mid));
+    let out = call(
+        &mut a,
+        1,
+        4,
+        "session/resume",
+        json!({"sessionId": fork, "cwd": "/w", "replayFrom": {"type": "start"}}),
+    );
+    assert!(sends(&out)
+        .iter()
+        .any(|v| v["params"]["update"]["messageId"] == mid));
     // ...but the same key in the fork names an unrelated submission (A9).
     let out = prompt(&mut a, 1, 5, &fork, json!("k"));
     assert_eq!(effects(&out, "insert").len(), 1);
     assert_ne!(response(&out, 5)["result"]["messageId"], mid);
-    let again = response(&call(&mut a, 1, 6, "session/fork", json!({"sessionId": sid, "cwd": "/w"})), 6);
-    assert_ne!(again["result"]["sessionId"], f["result"]["sessionId"], "a repeat forks again");
-    let missing = response(&call(&mut a, 1, 7, "session/fork", json!({"sessionId": "nope", "cwd": "/w"})), 7);
+    let again = response(
+        &call(
+            &mut a,
+            1,
+            6,
+            "session/fork",
+            json!({"sessionId": sid, "cwd": "/w"}),
+        ),
+        6,
+    );
+    assert_ne!(
+        again["result"]["sessionId"], f["result"]["sessionId"],
+        "a repeat forks again"
+    );
+    let missing = response(
+        &call(
+            &mut a,
+            1,
+            7,
+            "session/fork",
+            json!({"sessionId": "nope", "cwd": "/w"}),
+        ),
+        7,
+    );
     assert_eq!(code_of(&missing), code::RESOURCE_NOT_FOUND);
 }
 
@@ -161,20 +214,60 @@ fn session_resume_replays_then_completes_then_snapshots_then_answers() {
     let out = prompt(&mut a, 1, 2, &sid, json!("key-a"));
     fire_timers(&mut a, &out);
     connect(&mut a, 2);
-    let out = call(&mut a, 2, 1, "session/resume", json!({"sessionId": sid, "cwd": "/w", "replayFrom": {"type": "start"}}));
+    let out = call(
+        &mut a,
+        2,
+        1,
+        "session/resume",
+        json!({"sessionId": sid, "cwd": "/w", "replayFrom": {"type": "start"}}),
+    );
     let kinds: Vec<String> = sends(&out)
         .iter()
-        .map(|v| v["params"]["update"]["sessionUpdate"].as_str().map(String::from).unwrap_or_else(|| "response".into()))
+        .map(|v| {
+            v["params"]["update"]["sessionUpdate"]
+                .as_str()
+                .map(String::from)
+                .unwrap_or_else(|| "response".into())
+        })
         .collect();
-    assert_eq!(kinds, vec!["user_message", "replay_complete", "state_update", "response"]);
-    assert!(!sends(&out).iter().any(|v| v.to_string().contains("key-a")), "A8: no key in replay");
+    assert_eq!(
+        kinds,
+        vec![
+            "user_message",
+            "replay_complete",
+            "state_update",
+            "response"
+        ]
+    );
+    assert!(
+        !sends(&out).iter().any(|v| v.to_string().contains("key-a")),
+        "A8: no key in replay"
+    );
     // Without replayFrom: no replay and no replay_complete; a repeat re-synchronizes.
     for id in [2, 3] {
-        let out = call(&mut a, 2, id, "session/resume", json!({"sessionId": sid, "cwd": "/w"}));
-        let kinds: Vec<_> = sends(&out).iter().map(|v| v["params"]["update"]["sessionUpdate"].clone()).collect();
+        let out = call(
+            &mut a,
+            2,
+            id,
+            "session/resume",
+            json!({"sessionId": sid, "cwd": "/w"}),
+        );
+        let kinds: Vec<_> = sends(&out)
+            .iter()
+            .map(|v| v["params"]["update"]["sessionUpdate"].clone())
+            .collect();
         assert_eq!(kinds, vec![json!("state_update"), Value::Null]);
     }
-    let missing = response(&call(&mut a, 2, 4, "session/resume", json!({"sessionId": "nope", "cwd": "/w"})), 4);
+    let missing = response(
+        &call(
+            &mut a,
+            2,
+            4,
+            "session/resume",
+            json!({"sessionId": "nope", "cwd": "/w"}),
+        ),
+        4,
+    );
     assert_eq!(code_of(&missing), code::RESOURCE_NOT_FOUND);
 }
 
@@ -186,7 +279,10 @@ fn keyed_retry_gets_the_original_message_id_and_no_second_turn() {
     let sid = new_session(&mut a, 1);
     let o1 = prompt(&mut a, 1, 2, &sid, json!("k"));
     let o2 = prompt(&mut a, 1, 3, &sid, json!("k"));
-    assert_eq!(effects(&o1, "insert").len() + effects(&o2, "insert").len(), 1);
+    assert_eq!(
+        effects(&o1, "insert").len() + effects(&o2, "insert").len(),
+        1
+    );
     assert_eq!(effects(&o2, "turn-start").len(), 0);
     assert_eq!(response(&o1, 2)["result"], response(&o2, 3)["result"]);
 }
@@ -197,11 +293,20 @@ fn response_comes_at_insertion_with_an_echo_carrying_the_id() {
     let sid = new_session(&mut a, 1);
     let out = prompt(&mut a, 1, 2, &sid, json!("k"));
     let mid = response(&out, 2)["result"]["messageId"].clone();
-    let echo = sends(&out).into_iter().find(|v| v["params"]["update"]["sessionUpdate"] == "user_message").unwrap();
+    let echo = sends(&out)
+        .into_iter()
+        .find(|v| v["params"]["update"]["sessionUpdate"] == "user_message")
+        .unwrap();
     assert_eq!(echo["params"]["update"]["messageId"], mid);
     // The record is synced before anything becomes visible (D1).
-    let persist = out.iter().position(|x| matches!(x, Action::Persist { sync: true, .. })).unwrap();
-    let first_send = out.iter().position(|x| matches!(x, Action::Send { .. })).unwrap();
+    let persist = out
+        .iter()
+        .position(|x| matches!(x, Action::Persist { sync: true, .. }))
+        .unwrap();
+    let first_send = out
+        .iter()
+        .position(|x| matches!(x, Action::Send { .. }))
+        .unwrap();
     assert!(persist < first_send);
 }
 
@@ -212,23 +317,45 @@ fn no_dedup_mutant_inserts_twice() {
     let out = prompt(&mut a, 1, 2, &sid, json!("k"));
     let more = fire_timers(&mut a, &out);
     let again = prompt(&mut a, 1, 3, &sid, json!("k"));
-    assert_eq!(effects(&out, "insert").len() + effects(&more, "insert").len() + effects(&again, "insert").len(), 2);
+    assert_eq!(
+        effects(&out, "insert").len()
+            + effects(&more, "insert").len()
+            + effects(&again, "insert").len(),
+        2
+    );
 }
 
 #[test]
 fn malformed_keys_get_invalid_params_and_insert_nothing() {
     let mut a = agent(Design::Stored);
     let sid = new_session(&mut a, 1);
-    for k in [json!(""), json!("x".repeat(256)), json!(7), json!(true), json!({}), json!([])] {
+    for k in [
+        json!(""),
+        json!("x".repeat(256)),
+        json!(7),
+        json!(true),
+        json!({}),
+        json!([]),
+    ] {
         let out = prompt(&mut a, 1, 9, &sid, k.clone());
         assert_eq!(effects(&out, "insert").len(), 0, "{k}");
         assert_eq!(code_of(&response(&out, 9)), code::INVALID_PARAMS, "{k}");
     }
     // Boundary keys are accepted: 1 and 255 characters (chars, not bytes), spaces, case.
-    for k in [json!("a"), json!("é".repeat(255)), json!("a b"), json!("A b"), Value::Null] {
+    for k in [
+        json!("a"),
+        json!("é".repeat(255)),
+        json!("a b"),
+        json!("A b"),
+        Value::Null,
+    ] {
         let out = prompt(&mut a, 1, 9, &sid, k.clone());
         let more = fire_timers(&mut a, &out);
-        assert_eq!(effects(&out, "insert").len() + effects(&more, "insert").len(), 1, "{k}");
+        assert_eq!(
+            effects(&out, "insert").len() + effects(&more, "insert").len(),
+            1,
+            "{k}"
+        );
     }
 }
 
@@ -238,9 +365,22 @@ fn prompt_errors_insert_nothing() {
     let sid = new_session(&mut a, 1);
     connect(&mut a, 2);
     let out = prompt(&mut a, 2, 1, &sid, json!("k"));
-    assert_eq!(code_of(&response(&out, 1)), code::RESOURCE_NOT_FOUND, "X2: not active on conn 2");
-    assert_eq!(response(&out, 1)["error"]["data"]["sessionId"], sid.as_str());
-    let out = call(&mut a, 1, 2, "session/prompt", json!({"sessionId": sid, "prompt": []}));
+    assert_eq!(
+        code_of(&response(&out, 1)),
+        code::RESOURCE_NOT_FOUND,
+        "X2: not active on conn 2"
+    );
+    assert_eq!(
+        response(&out, 1)["error"]["data"]["sessionId"],
+        sid.as_str()
+    );
+    let out = call(
+        &mut a,
+        1,
+        2,
+        "session/prompt",
+        json!({"sessionId": sid, "prompt": []}),
+    );
     assert_eq!(code_of(&response(&out, 2)), code::INVALID_PARAMS, "A17");
     a.handle(AgentInput::InjectTransientError, &mut vec![]);
     let out = prompt(&mut a, 1, 3, &sid, json!("k"));
@@ -268,18 +408,42 @@ fn retry_while_held_waits_for_the_original() {
 fn live_only_command_is_answered_echoed_not_retained() {
     let mut a = agent(Design::Stored);
     let sid = new_session(&mut a, 1);
-    let out = call(&mut a, 1, 2, "session/prompt", prompt_params(&sid, "/status", json!("k")));
+    let out = call(
+        &mut a,
+        1,
+        2,
+        "session/prompt",
+        prompt_params(&sid, "/status", json!("k")),
+    );
     assert!(response(&out, 2)["result"]["messageId"].is_string());
     assert!(effects(&out, "turn-start").is_empty());
     assert!(records(&out).is_empty(), "not persisted");
     // Recognized while the session is active (A11)...
-    let again = call(&mut a, 1, 3, "session/prompt", prompt_params(&sid, "/status", json!("k")));
+    let again = call(
+        &mut a,
+        1,
+        3,
+        "session/prompt",
+        prompt_params(&sid, "/status", json!("k")),
+    );
     assert!(effects(&again, "insert").is_empty());
     // ...and may be forgotten once it is active nowhere.
     a.handle(AgentInput::Disconnected(1), &mut vec![]);
     connect(&mut a, 2);
-    call(&mut a, 2, 1, "session/resume", json!({"sessionId": sid, "cwd": "/w"}));
-    let later = call(&mut a, 2, 2, "session/prompt", prompt_params(&sid, "/status", json!("k")));
+    call(
+        &mut a,
+        2,
+        1,
+        "session/resume",
+        json!({"sessionId": sid, "cwd": "/w"}),
+    );
+    let later = call(
+        &mut a,
+        2,
+        2,
+        "session/prompt",
+        prompt_params(&sid, "/status", json!("k")),
+    );
     assert_eq!(effects(&later, "insert").len(), 1);
 }
 
@@ -293,7 +457,10 @@ fn session_cancel_ends_the_turn_cancelled_and_withdraws_held_prompts() {
     prompt(&mut a, 1, 3, &sid, json!("b"));
     let out = notify(&mut a, 1, "session/cancel", json!({"sessionId": sid}));
     assert_eq!(code_of(&response(&out, 3)), code::REQUEST_CANCELLED);
-    let idle = sends(&out).into_iter().find(|v| v["params"]["update"]["state"] == "idle").unwrap();
+    let idle = sends(&out)
+        .into_iter()
+        .find(|v| v["params"]["update"]["state"] == "idle")
+        .unwrap();
     assert_eq!(idle["params"]["update"]["stopReason"], "cancelled");
     // The inserted prompt had already succeeded; the old turn timer does nothing now.
     assert!(response(&first, 2)["result"]["messageId"].is_string());
@@ -321,7 +488,10 @@ fn cancel_request_withdraws_a_held_prompt_answering_every_attempt() {
     assert!(notify(&mut a, 1, "$/cancel_request", json!({"requestId": 99})).is_empty());
     assert!(notify(&mut a, 1, "$/cancel_request", json!({"requestId": 2})).is_empty());
     let end = fire_timers(&mut a, &first);
-    assert!(effects(&end, "insert").is_empty(), "the withdrawn prompt is never inserted");
+    assert!(
+        effects(&end, "insert").is_empty(),
+        "the withdrawn prompt is never inserted"
+    );
 }
 
 // ---- session/close, session/delete (idempotent) ---------------------------------------------
@@ -338,13 +508,20 @@ fn session_close_cancels_held_prompts_and_is_idempotent() {
     assert_eq!(code_of(&response(&out, 3)), code::REQUEST_CANCELLED);
     let idle = pos(&|v| v["params"]["update"]["stopReason"] == "cancelled");
     let closed = pos(&|v| v["id"] == 4);
-    assert!(idle < closed, "A15: final updates before the close response");
+    assert!(
+        idle < closed,
+        "A15: final updates before the close response"
+    );
     assert!(response(&out, 4)["result"].is_object());
     // After close the session is inactive here; repeats and missing sessions succeed.
     let p = prompt(&mut a, 1, 5, &sid, json!("c"));
     assert_eq!(code_of(&response(&p, 5)), code::RESOURCE_NOT_FOUND);
     for (id, s) in [(6, sid.as_str()), (7, "missing")] {
-        assert!(response(&call(&mut a, 1, id, "session/close", json!({"sessionId": s})), id)["result"].is_object());
+        assert!(response(
+            &call(&mut a, 1, id, "session/close", json!({"sessionId": s})),
+            id
+        )["result"]
+            .is_object());
     }
 }
 
@@ -355,8 +532,21 @@ fn session_delete_succeeds_for_missing_sessions_and_forgets_the_session() {
     let out = call(&mut a, 1, 2, "session/delete", json!({"sessionId": sid}));
     assert!(response(&out, 2)["result"].is_object());
     assert!(records(&out).iter().any(|r| r["t"] == "delete"));
-    assert!(response(&call(&mut a, 1, 3, "session/delete", json!({"sessionId": sid})), 3)["result"].is_object());
-    let r = response(&call(&mut a, 1, 4, "session/resume", json!({"sessionId": sid, "cwd": "/w"})), 4);
+    assert!(response(
+        &call(&mut a, 1, 3, "session/delete", json!({"sessionId": sid})),
+        3
+    )["result"]
+        .is_object());
+    let r = response(
+        &call(
+            &mut a,
+            1,
+            4,
+            "session/resume",
+            json!({"sessionId": sid, "cwd": "/w"}),
+        ),
+        4,
+    );
     assert_eq!(code_of(&r), code::RESOURCE_NOT_FOUND);
 }
 
@@ -367,14 +557,32 @@ fn set_config_option_needs_an_active_session_and_repeats_the_same() {
     let mut a = agent(Design::Stored);
     let sid = new_session(&mut a, 1);
     let p = json!({"sessionId": sid, "configId": "autosave", "type": "boolean", "value": true});
-    let r1 = response(&call(&mut a, 1, 2, "session/set_config_option", p.clone()), 2);
-    let r2 = response(&call(&mut a, 1, 3, "session/set_config_option", p.clone()), 3);
+    let r1 = response(
+        &call(&mut a, 1, 2, "session/set_config_option", p.clone()),
+        2,
+    );
+    let r2 = response(
+        &call(&mut a, 1, 3, "session/set_config_option", p.clone()),
+        3,
+    );
     assert_eq!(r1["result"]["configOptions"][0]["currentValue"], true);
     assert_eq!(r1["result"], r2["result"]);
     connect(&mut a, 2);
-    assert_eq!(code_of(&response(&call(&mut a, 2, 1, "session/set_config_option", p), 1)), code::RESOURCE_NOT_FOUND);
+    assert_eq!(
+        code_of(&response(
+            &call(&mut a, 2, 1, "session/set_config_option", p),
+            1
+        )),
+        code::RESOURCE_NOT_FOUND
+    );
     let bad = json!({"sessionId": sid, "configId": "autosave"});
-    assert_eq!(code_of(&response(&call(&mut a, 1, 4, "session/set_config_option", bad), 4)), code::INVALID_PARAMS);
+    assert_eq!(
+        code_of(&response(
+            &call(&mut a, 1, 4, "session/set_config_option", bad),
+            4
+        )),
+        code::INVALID_PARAMS
+    );
 }
 
 #[test]
@@ -382,11 +590,21 @@ fn session_status_reports_state_without_activating() {
     let mut a = agent(Design::Stored);
     let sid = new_session(&mut a, 1);
     connect(&mut a, 2);
-    let r = response(&call(&mut a, 2, 1, "session/status", json!({"sessionId": sid})), 1);
+    let r = response(
+        &call(&mut a, 2, 1, "session/status", json!({"sessionId": sid})),
+        1,
+    );
     assert_eq!(r["result"]["state"]["state"], "idle");
     let p = prompt(&mut a, 2, 2, &sid, json!("k"));
-    assert_eq!(code_of(&response(&p, 2)), code::RESOURCE_NOT_FOUND, "status does not activate");
-    let missing = response(&call(&mut a, 2, 3, "session/status", json!({"sessionId": "nope"})), 3);
+    assert_eq!(
+        code_of(&response(&p, 2)),
+        code::RESOURCE_NOT_FOUND,
+        "status does not activate"
+    );
+    let missing = response(
+        &call(&mut a, 2, 3, "session/status", json!({"sessionId": "nope"})),
+        3,
+    );
     assert_eq!(code_of(&missing), code::RESOURCE_NOT_FOUND);
 }
 
@@ -399,10 +617,24 @@ fn garbage_gets_json_rpc_errors() {
     let mut out = vec![];
     a.handle(AgentInput::Frame(1, "{oops".into()), &mut out);
     a.handle(AgentInput::Frame(1, "[1,2]".into()), &mut out);
-    a.handle(AgentInput::Frame(1, rpc::request(5, "nope", json!({}))), &mut out);
+    a.handle(
+        AgentInput::Frame(1, rpc::request(5, "nope", json!({}))),
+        &mut out,
+    );
     a.handle(AgentInput::Frame(1, r#"{"jsonrpc":"2.0","id":7,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"\ud800"}]}}"#.into()), &mut out);
-    let codes: Vec<_> = sends(&out).iter().map(|v| v["error"]["code"].as_i64().unwrap()).collect();
-    assert_eq!(codes, vec![code::PARSE_ERROR, code::INVALID_REQUEST, code::METHOD_NOT_FOUND, code::PARSE_ERROR]);
+    let codes: Vec<_> = sends(&out)
+        .iter()
+        .map(|v| v["error"]["code"].as_i64().unwrap())
+        .collect();
+    assert_eq!(
+        codes,
+        vec![
+            code::PARSE_ERROR,
+            code::INVALID_REQUEST,
+            code::METHOD_NOT_FOUND,
+            code::PARSE_ERROR
+        ]
+    );
     assert_eq!(sends(&out)[0]["id"], Value::Null);
 }
 
@@ -420,10 +652,16 @@ fn approved_permission_runs_the_tool_once() {
     let mut a = tool_agent(true);
     let sid = new_session(&mut a, 1);
     let out = prompt(&mut a, 1, 2, &sid, json!("k"));
-    let ask = sends(&out).into_iter().find(|v| v["method"] == "session/request_permission").unwrap();
+    let ask = sends(&out)
+        .into_iter()
+        .find(|v| v["method"] == "session/request_permission")
+        .unwrap();
     assert!(effects(&out, "tool-effect").is_empty());
     let mut more = vec![];
-    let answer = rpc::ok(&ask["id"], json!({"outcome": {"outcome": "selected", "optionId": "allow"}}));
+    let answer = rpc::ok(
+        &ask["id"],
+        json!({"outcome": {"outcome": "selected", "optionId": "allow"}}),
+    );
     a.handle(AgentInput::Frame(1, answer.clone()), &mut more);
     assert_eq!(effects(&more, "tool-effect").len(), 1);
     // A second answer to the same request is ignored.
@@ -437,12 +675,29 @@ fn cancel_while_asking_withdraws_the_permission_request_and_runs_no_tool() {
     let mut a = tool_agent(true);
     let sid = new_session(&mut a, 1);
     let out = prompt(&mut a, 1, 2, &sid, json!("k"));
-    let ask = sends(&out).into_iter().find(|v| v["method"] == "session/request_permission").unwrap();
+    let ask = sends(&out)
+        .into_iter()
+        .find(|v| v["method"] == "session/request_permission")
+        .unwrap();
     let c = notify(&mut a, 1, "session/cancel", json!({"sessionId": sid}));
-    assert!(sends(&c).iter().any(|v| v["method"] == "$/cancel_request" && v["params"]["requestId"] == ask["id"]));
+    assert!(sends(&c)
+        .iter()
+        .any(|v| v["method"] == "$/cancel_request" && v["params"]["requestId"] == ask["id"]));
     let mut late = vec![];
-    a.handle(AgentInput::Frame(1, rpc::ok(&ask["id"], json!({"outcome": {"outcome": "selected", "optionId": "allow"}}))), &mut late);
-    assert!(effects(&late, "tool-effect").is_empty(), "a late approval after cancel runs nothing");
+    a.handle(
+        AgentInput::Frame(
+            1,
+            rpc::ok(
+                &ask["id"],
+                json!({"outcome": {"outcome": "selected", "optionId": "allow"}}),
+            ),
+        ),
+        &mut late,
+    );
+    assert!(
+        effects(&late, "tool-effect").is_empty(),
+        "a late approval after cancel runs nothing"
+    );
 }
 
 #[test]
@@ -468,7 +723,13 @@ fn stored_design_recovers_sessions_and_keys_from_its_records() {
     let mid = response(&out, 2)["result"]["messageId"].clone();
     let mut b = ModelAgent::recover(cfg(Design::Stored, None), 1, 1, &recs);
     connect(&mut b, 5);
-    call(&mut b, 5, 1, "session/resume", json!({"sessionId": sid, "cwd": "/w"}));
+    call(
+        &mut b,
+        5,
+        1,
+        "session/resume",
+        json!({"sessionId": sid, "cwd": "/w"}),
+    );
     let again = prompt(&mut b, 5, 2, &sid, json!("k"));
     assert!(effects(&again, "insert").is_empty());
     assert_eq!(response(&again, 2)["result"]["messageId"], mid);
@@ -480,9 +741,23 @@ fn in_memory_design_loses_everything_on_restart() {
     let sid = new_session(&mut a, 1);
     let out = prompt(&mut a, 1, 2, &sid, json!("k"));
     assert!(records(&out).is_empty(), "nothing on disk");
-    let mut b = ModelAgent::recover(cfg(Design::InMemory, None), 1, 1, &[json!({"t": "session", "id": sid})]);
+    let mut b = ModelAgent::recover(
+        cfg(Design::InMemory, None),
+        1,
+        1,
+        &[json!({"t": "session", "id": sid})],
+    );
     connect(&mut b, 5);
-    let r = response(&call(&mut b, 5, 1, "session/resume", json!({"sessionId": sid, "cwd": "/w"})), 1);
+    let r = response(
+        &call(
+            &mut b,
+            5,
+            1,
+            "session/resume",
+            json!({"sessionId": sid, "cwd": "/w"}),
+        ),
+        1,
+    );
     assert_eq!(code_of(&r), code::RESOURCE_NOT_FOUND);
     assert_eq!(b.retention(), Retention::Process);
 }
@@ -494,12 +769,21 @@ fn adapter_restart(mutant: Option<AgentMutant>) -> (Value, Vec<Action>, Vec<Acti
     let mid = response(&out, 2)["result"]["messageId"].clone();
     assert_eq!(mid, derive_id(&sid, "k").as_str());
     let rec = records(&out);
-    assert!(rec.iter().all(|r| r.get("key").is_none()), "the runtime never stores keys");
+    assert!(
+        rec.iter().all(|r| r.get("key").is_none()),
+        "the runtime never stores keys"
+    );
     let mut recs = vec![json!({"t": "session", "id": sid})];
     recs.extend(rec);
     let mut b = ModelAgent::recover(cfg(Design::Adapter, mutant), 1, 1, &recs);
     connect(&mut b, 5);
-    call(&mut b, 5, 1, "session/resume", json!({"sessionId": sid, "cwd": "/w"}));
+    call(
+        &mut b,
+        5,
+        1,
+        "session/resume",
+        json!({"sessionId": sid, "cwd": "/w"}),
+    );
     let first = prompt(&mut b, 5, 2, &sid, json!("k"));
     let during = prompt(&mut b, 5, 3, &sid, json!("k"));
     let fill = fire_timers(&mut b, &first);
@@ -509,11 +793,18 @@ fn adapter_restart(mutant: Option<AgentMutant>) -> (Value, Vec<Action>, Vec<Acti
 #[test]
 fn adapter_fills_its_id_set_from_history_once_after_restart() {
     let (mid, before, fill) = adapter_restart(None);
-    assert!(effects(&before, "insert").is_empty(), "prompts wait for the fill");
+    assert!(
+        effects(&before, "insert").is_empty(),
+        "prompts wait for the fill"
+    );
     assert_eq!(effects(&fill, "history-read").len(), 1);
     assert!(effects(&fill, "insert").is_empty());
     assert_eq!(response(&fill, 2)["result"]["messageId"], mid);
-    assert_eq!(response(&fill, 3)["result"]["messageId"], mid, "a retry that arrived during the fill");
+    assert_eq!(
+        response(&fill, 3)["result"]["messageId"],
+        mid,
+        "a retry that arrived during the fill"
+    );
 }
 
 #[test]
@@ -527,9 +818,13 @@ fn adapter_runtime_syncs_at_turn_end() {
     let mut a = agent(Design::Adapter);
     let sid = new_session(&mut a, 1);
     let out = prompt(&mut a, 1, 2, &sid, json!("k"));
-    assert!(out.iter().any(|x| matches!(x, Action::Persist { sync: false, .. })));
+    assert!(out
+        .iter()
+        .any(|x| matches!(x, Action::Persist { sync: false, .. })));
     assert!(effects(&out, "durable").is_empty());
     let end = fire_timers(&mut a, &out);
-    assert!(end.iter().any(|x| matches!(x, Action::Persist { sync: true, .. })));
+    assert!(end
+        .iter()
+        .any(|x| matches!(x, Action::Persist { sync: true, .. })));
     assert_eq!(effects(&end, "durable").len(), 1);
 }
