@@ -39,6 +39,12 @@ enum Cmd {
     },
     /// Measure seeds per second and the overhead over a bare turmoil run.
     Bench(BenchArgs),
+    /// Print every method's retry class and what sending it twice does to the stored Agent.
+    Audit {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Args, Debug, Clone)]
@@ -154,6 +160,19 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Some(Cmd::List(d)) => list(&d),
         Some(Cmd::Check { path }) => check_stored(&path),
         Some(Cmd::Bench(b)) => bench(&b),
+        Some(Cmd::Audit { json }) => {
+            let rows = crate::audit::audit();
+            if json {
+                println!("{}", serde_json::to_string_pretty(&rows)?);
+            } else {
+                print!("{}", crate::audit::table_text(&rows));
+            }
+            Ok(if rows.iter().all(|r| r.consistent) {
+                exit::VALID
+            } else {
+                exit::INVALID
+            })
+        }
     }
 }
 

@@ -30,6 +30,7 @@ compile_error!(
 
 pub use acp_chaos_models as models;
 
+pub mod audit;
 pub mod bench;
 pub mod campaign;
 pub mod check;

@@ -1,0 +1,345 @@
+//! `acp-chaos audit`: every method's retry class (RULES.md "Retry classes"; inferred ones
+//! marked) next to what sending it twice does to the correct `stored` Agent, measured on the
+//! sans-IO model (no simulator, no faults): the class table and the models kept in step.
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::models::rpc;
+use crate::models::{
+    Action, AgentConfig, AgentInput, AgentModel, Design, DuringTurn, HeldOnDisconnect, ModelAgent,
+};
+
+/// A retry class (RULES.md; the proposal's names were lost, these are the working names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Class {
+    /// Send again as is; the answer is current state.
+    Idempotent,
+    /// Send again only with the same key.
+    Keyed,
+    /// A repeat creates another (cheap, unused) resource.
+    Duplicating,
+    /// Never sent again automatically.
+    NotResent,
+}
+
+/// One row of the audit.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    /// Method name.
+    pub method: &'static str,
+    /// Its class.
+    pub class: Class,
+    /// True when RULES.md infers the class (the proposal's table was lost); false when the
+    /// proposal states it.
+    pub inferred: bool,
+    /// What the second send changed on the correct stored Agent.
+    pub repeat: String,
+    /// Whether the observed repeat behaviour fits the class.
+    pub consistent: bool,
+}
+
+/// What one send did.
+struct Sent {
+    answer: Value,
+    state_changes: Vec<String>,
+}
+
+fn agent() -> (ModelAgent, String) {
+    let cfg = AgentConfig::simple(
+        Design::Stored,
+        HeldOnDisconnect::Keep,
+        DuringTurn::Hold,
+        None,
+    );
+    let mut a = ModelAgent::recover(cfg, 0, 7, &[]);
+    let mut out = Vec::new();
+    a.handle(AgentInput::Connected(1), &mut out);
+    a.handle(
+        AgentInput::Frame(1, rpc::request(1, "session/new", json!({"cwd": "/w"}))),
+        &mut out,
+    );
+    let sid = out
+        .iter()
+        .find_map(|x| match x {
+            Action::Send { line, .. } => serde_json::from_str::<Value>(line).ok(),
+            _ => None,
+        })
+        .and_then(|v| v["result"]["sessionId"].as_str().map(String::from))
+        .unwrap_or_default();
+    (a, sid)
+}
+
+fn send(a: &mut ModelAgent, id: u64, method: &str, params: &Value, notification: bool) -> Sent {
+    let line = if notification {
+        rpc::notification(method, params.clone())
+    } else {
+        rpc::request(id, method, params.clone())
+    };
+    let mut out = Vec::new();
+    a.handle(AgentInput::Frame(1, line), &mut out);
+    let mut answer = Value::Null;
+    let mut state_changes = Vec::new();
+    for x in &out {
+        match x {
+            Action::Send { line, .. } => {
+                let v: Value = serde_json::from_str(line).unwrap_or(Value::Null);
+                if v["id"] == id && v.get("method").is_none() {
+                    answer = v
+                        .get("result")
+                        .or(v.get("error"))
+                        .cloned()
+                        .unwrap_or(Value::Null);
+                }
+            }
+            Action::Persist { record, .. } => {
+                state_changes.push(format!("stored {}", record["t"].as_str().unwrap_or("?")))
+            }
+            Action::Effect(e)
+                if matches!(e.f, "insert" | "turn-start" | "withdraw" | "session-delete") =>
+            {
+                state_changes.push(e.f.to_string())
+            }
+            _ => {}
+        }
+    }
+    Sent {
+        answer,
+        state_changes,
+    }
+}
+
+/// Build the audit table.
+pub fn audit() -> Vec<Row> {
+    let prompt = |sid: &str, key: Option<&str>| {
+        let mut p = json!({"sessionId": sid, "prompt": [{"type": "text", "text": "hello"}]});
+        if let Some(k) = key {
+            p["idempotencyKey"] = json!(k);
+        }
+        p
+    };
+    type Params = fn(&str) -> Value;
+    let methods: Vec<(&'static str, Class, bool, bool, Params)> = vec![
+        (
+            "initialize",
+            Class::Idempotent,
+            true,
+            false,
+            |_| json!({"protocolVersion": 2, "info": {"name": "c", "version": "1"}}),
+        ),
+        (
+            "session/new",
+            Class::Duplicating,
+            false,
+            false,
+            |_| json!({"cwd": "/w"}),
+        ),
+        (
+            "session/fork",
+            Class::Duplicating,
+            false,
+            false,
+            |s| json!({"sessionId": s, "cwd": "/w"}),
+        ),
+        (
+            "session/list",
+            Class::Idempotent,
+            true,
+            false,
+            |_| json!({}),
+        ),
+        (
+            "session/resume",
+            Class::Idempotent,
+            false,
+            false,
+            |s| json!({"sessionId": s, "cwd": "/w"}),
+        ),
+        (
+            "session/status",
+            Class::Idempotent,
+            true,
+            false,
+            |s| json!({"sessionId": s}),
+        ),
+        (
+            "session/set_config_option",
+            Class::Idempotent,
+            true,
+            false,
+            |s| json!({"sessionId": s, "configId": "autosave", "type": "boolean", "value": true}),
+        ),
+        (
+            "session/close",
+            Class::Idempotent,
+            false,
+            false,
+            |s| json!({"sessionId": s}),
+        ),
+        (
+            "session/delete",
+            Class::Idempotent,
+            false,
+            false,
+            |s| json!({"sessionId": s}),
+        ),
+        (
+            "session/cancel",
+            Class::NotResent,
+            true,
+            true,
+            |s| json!({"sessionId": s}),
+        ),
+        (
+            "$/cancel_request",
+            Class::NotResent,
+            true,
+            true,
+            |_| json!({"requestId": 99}),
+        ),
+    ];
+    let mut rows = Vec::new();
+    for (method, class, inferred, notification, params) in methods {
+        let (mut a, sid) = agent();
+        let p = params(&sid);
+        let first = send(&mut a, 10, method, &p, notification);
+        let second = send(&mut a, 11, method, &p, notification);
+        let same = first.answer == second.answer;
+        let (repeat, consistent) = match class {
+            Class::Idempotent => {
+                let changed = !second.state_changes.is_empty();
+                let text = match (same, changed) {
+                    (true, false) => "same answer, nothing changed".to_string(),
+                    (true, true) => {
+                        format!("same answer; changed: {}", second.state_changes.join(", "))
+                    }
+                    (false, _) => {
+                        format!("another answer: {} then {}", first.answer, second.answer)
+                    }
+                };
+                (text, same && !changed)
+            }
+            Class::Duplicating => {
+                let new = !same && second.state_changes.iter().any(|c| c.starts_with("stored"));
+                (
+                    format!(
+                        "created another resource: {} then {}",
+                        first.answer, second.answer
+                    ),
+                    new,
+                )
+            }
+            Class::NotResent => {
+                let text = if second.state_changes.is_empty() {
+                    "no answer (notification); the repeat changed nothing here".to_string()
+                } else {
+                    format!("changed: {}", second.state_changes.join(", "))
+                };
+                (text, second.answer.is_null())
+            }
+            Class::Keyed => unreachable!("session/prompt rows are built below"),
+        };
+        rows.push(Row {
+            method,
+            class,
+            inferred,
+            repeat,
+            consistent,
+        });
+    }
+    // session/prompt: with the key a repeat inserts nothing; without it, a second message.
+    let (mut a, sid) = agent();
+    let k1 = send(
+        &mut a,
+        10,
+        "session/prompt",
+        &prompt(&sid, Some("k-1")),
+        false,
+    );
+    let k2 = send(
+        &mut a,
+        11,
+        "session/prompt",
+        &prompt(&sid, Some("k-1")),
+        false,
+    );
+    let keyed_ok = k1.answer == k2.answer && !k2.state_changes.iter().any(|c| c == "insert");
+    rows.push(Row {
+        method: "session/prompt",
+        class: Class::Keyed,
+        inferred: false,
+        repeat: format!(
+            "with the same key: {} (same messageId, no insertion: {keyed_ok})",
+            if keyed_ok {
+                "answered from the record"
+            } else {
+                "inserted again"
+            }
+        ),
+        consistent: keyed_ok,
+    });
+    let (mut a, sid) = agent();
+    send(&mut a, 10, "session/prompt", &prompt(&sid, None), false);
+    let u2 = send(&mut a, 11, "session/prompt", &prompt(&sid, None), false);
+    let mut out = Vec::new();
+    a.handle(AgentInput::Timer(0), &mut out);
+    let second_inserted = u2.state_changes.iter().any(|c| c == "insert")
+        || out
+            .iter()
+            .any(|x| matches!(x, Action::Effect(e) if e.f == "insert"));
+    rows.push(Row {
+        method: "session/prompt (no key)",
+        class: Class::NotResent,
+        inferred: false,
+        repeat: "a second user message and a second round of work".into(),
+        consistent: second_inserted,
+    });
+    rows
+}
+
+/// The table as text.
+pub fn table_text(rows: &[Row]) -> String {
+    let mut s = format!(
+        "{:<26} {:<12} {:<9} {:<4} {}\n",
+        "method", "class", "source", "ok", "sending it twice to the correct stored Agent"
+    );
+    for r in rows {
+        let class = serde_json::to_value(r.class)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_default();
+        s.push_str(&format!(
+            "{:<26} {:<12} {:<9} {:<4} {}\n",
+            r.method,
+            class,
+            if r.inferred { "inferred" } else { "stated" },
+            if r.consistent { "yes" } else { "NO" },
+            r.repeat
+        ));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The class table and the models stay in step: every method's repeat behaviour fits its
+    /// class on the correct stored Agent.
+    #[test]
+    fn every_method_behaves_on_a_repeat_as_its_class_says() {
+        let rows = audit();
+        assert!(rows.len() >= 13);
+        for r in &rows {
+            assert!(r.consistent, "{}: {:?} but {}", r.method, r.class, r.repeat);
+        }
+        let dup: Vec<_> = rows
+            .iter()
+            .filter(|r| r.class == Class::Duplicating)
+            .map(|r| r.method)
+            .collect();
+        assert_eq!(dup, vec!["session/new", "session/fork"]);
+        assert_eq!(rows.iter().filter(|r| r.class == Class::Keyed).count(), 1);
+    }
+}
