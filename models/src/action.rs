@@ -65,8 +65,11 @@ pub enum Action {
     Point(Point),
     /// Report an effect to the ledger.
     Effect(Effect),
-    /// Client only: open a new connection to the Agent after `after_ms`.
-    Connect { after_ms: u64 },
+    /// Open a new connection to the next hop after `after_ms`; `tag` comes back with the
+    /// result (the proxy names the upstream connection it serves; the Client uses 0).
+    Connect { after_ms: u64, tag: u64 },
+    /// Close a connection (the peer sees EOF).
+    Close { conn: ConnId },
 }
 
 /// Shorthand for an effect action.

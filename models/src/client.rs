@@ -36,6 +36,8 @@ pub enum ClientInput {
     Disconnected(ConnId),
     /// A timer fired.
     Timer(u64),
+    /// The user cancels a submission: `$/cancel_request` for its pending attempt (A5).
+    Cancel { submission: u64 },
     /// The user submitted an input (numbered by the workload) to session slot `slot`.
     Submit {
         submission: u64,
@@ -98,6 +100,8 @@ struct PendingInput {
     key: String,
     text: String,
     attempts: u32,
+    /// The user asked to cancel it.
+    cancel: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -170,6 +174,7 @@ impl SpecClient {
                                 key: k.to_string(),
                                 text,
                                 attempts: 0,
+                                cancel: false,
                             },
                         );
                     }
@@ -260,6 +265,42 @@ impl SpecClient {
                 self.cfg.prompt_timeout_ms,
                 out,
             );
+            if self.pending.get(&submission).is_some_and(|p| p.cancel) {
+                // The user cancelled while no attempt was pending here: resend, then cancel,
+                // so the outcome is known (inserted: its messageId; not: -32800).
+                out.push(Action::Send {
+                    conn,
+                    line: rpc::notification("$/cancel_request", json!({"requestId": id})),
+                });
+            }
+        }
+    }
+
+    fn cancel(&mut self, submission: u64, out: &mut Vec<Action>) {
+        let Some(p) = self.pending.get_mut(&submission) else {
+            return;
+        };
+        if p.attempts == 0 {
+            // Never sent: nothing can have been inserted.
+            self.settle(submission, out);
+            return out.push(effect(
+                "withdrawn",
+                json!({"submission": submission, "local": true}),
+            ));
+        }
+        p.cancel = true;
+        let pending_here = self.conn.as_ref().and_then(|c| {
+            c.reqs
+                .iter()
+                .rev()
+                .find(|(_, r)| **r == Req::Prompt { submission })
+                .map(|(id, _)| (c.id, *id))
+        });
+        if let Some((conn, id)) = pending_here {
+            out.push(Action::Send {
+                conn,
+                line: rpc::notification("$/cancel_request", json!({"requestId": id})),
+            });
         }
     }
 
@@ -347,7 +388,14 @@ impl SpecClient {
                     return;
                 }
                 match rpc::error_code(&e) {
-                    Some(code::INTERNAL_ERROR) => {
+                    Some(code::REQUEST_CANCELLED) if self.pending[&submission].cancel => {
+                        // Withdrawn by its own user's cancel: nothing was inserted (A5).
+                        self.settle(submission, out);
+                        out.push(effect("withdrawn", json!({"submission": submission})));
+                    }
+                    // A transient error, or a -32800 the user did not ask for (C8): nothing
+                    // was inserted, so resend with the same key.
+                    Some(code::INTERNAL_ERROR | code::REQUEST_CANCELLED) => {
                         self.timer(TimerKind::RetrySoon { submission }, 5, out)
                     }
                     Some(code::RESOURCE_NOT_FOUND) => {
@@ -421,6 +469,7 @@ impl SpecClient {
         let jitter = self.rng.gen_range(0..=self.backoff_ms / 2);
         out.push(Action::Connect {
             after_ms: self.backoff_ms + jitter,
+            tag: 0,
         });
         self.backoff_ms = (self.backoff_ms * 2).min(self.cfg.backoff_ms_max);
     }
@@ -429,7 +478,10 @@ impl SpecClient {
 impl ClientModel for SpecClient {
     fn handle(&mut self, input: ClientInput, out: &mut Vec<Action>) {
         match input {
-            ClientInput::Boot => out.push(Action::Connect { after_ms: 0 }),
+            ClientInput::Boot => out.push(Action::Connect {
+                after_ms: 0,
+                tag: 0,
+            }),
             ClientInput::Connected(id) => {
                 self.conn = Some(Conn {
                     id,
@@ -491,6 +543,7 @@ impl ClientModel for SpecClient {
                 Some(TimerKind::RetrySoon { submission }) => self.attempt(submission, out),
                 None => {}
             },
+            ClientInput::Cancel { submission } => self.cancel(submission, out),
             ClientInput::Submit {
                 submission,
                 slot,
@@ -523,6 +576,7 @@ impl ClientModel for SpecClient {
                         key,
                         text,
                         attempts: 0,
+                        cancel: false,
                     },
                 );
                 self.attempt(submission, out);

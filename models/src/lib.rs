@@ -16,6 +16,7 @@ pub mod action;
 pub mod agent;
 pub mod client;
 pub mod mutant;
+pub mod proxy;
 pub mod rpc;
 pub mod store;
 

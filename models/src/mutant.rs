@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 
+use crate::proxy::ProxyMutant;
 use crate::{AgentMutant, ClientMutant, Design};
 
 /// Who a verdict blames (RULES.md "Verdicts").
@@ -29,6 +30,8 @@ pub enum MutantKind {
     Agent(AgentMutant),
     /// A Client mutant.
     Client(ClientMutant),
+    /// A proxy mutant (the run gets a proxy).
+    Proxy(ProxyMutant),
 }
 
 /// One mutant and what catching it means.
@@ -78,6 +81,24 @@ pub const MUTANTS: &[Mutant] = &[
         party: Party::Agent,
         summary: "adapter trusts only its in-memory id set after a restart: a retry of a stored message inserts again",
         designs: &[Design::Adapter],
+    },
+    Mutant {
+        name: "proxy-drops-key",
+        kind: MutantKind::Proxy(ProxyMutant::DropsKey),
+        rules: &["X1"],
+        property: "P1",
+        party: Party::Intermediary,
+        summary: "proxy strips idempotencyKey: a retry through it inserts a second message",
+        designs: &[],
+    },
+    Mutant {
+        name: "proxy-unmapped-cancel",
+        kind: MutantKind::Proxy(ProxyMutant::UnmappedCancel),
+        rules: &["X1", "A5"],
+        property: "P6",
+        party: Party::Intermediary,
+        summary: "proxy forwards $/cancel_request with the Client's id, not the rewritten one",
+        designs: &[],
     },
     Mutant {
         name: "new-key-per-attempt",

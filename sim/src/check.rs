@@ -86,6 +86,12 @@ pub const CHECKERS: &[Checker] = &[
         check: p2_no_silent_drop,
     },
     Checker {
+        property: "P6",
+        title: "cancel",
+        rules: &["A5", "A6", "A15", "X1"],
+        check: p6_cancel,
+    },
+    Checker {
         property: "P11",
         title: "durability",
         rules: &["D1"],
@@ -122,6 +128,9 @@ pub struct Insert {
     pub took_effect: Option<usize>,
     /// A live-only message (a locally handled command, never retained: A11).
     pub live_only: bool,
+    /// The key the Client put on the attempt (`None` inside: unknown attempt; `Some(None)`:
+    /// sent without a key). Differs from `key` when an intermediary changed it (X1).
+    pub sent_key: Option<Option<String>>,
     /// Op index of the Agent restart whose recovery no longer had it.
     pub lost_at: Option<usize>,
     /// Live-only: op index where its session became active on no connection (key forgettable).
@@ -147,6 +156,8 @@ pub enum Class {
     Acknowledged,
     /// Shown to the user as failed.
     Surfaced,
+    /// Withdrawn by its own user's cancel (`-32800`).
+    Withdrawn,
     /// Inserted more than once (P1).
     Duplicated,
     /// Never inserted, never shown (P2).
@@ -169,6 +180,8 @@ pub struct Facts<'a> {
     pub acks: BTreeMap<u64, (usize, String)>,
     /// Submission → op index where it was shown to the user as failed.
     pub surfaced: BTreeMap<u64, usize>,
+    /// Submission → op index where its own user's cancel withdrew it.
+    pub withdrawn: BTreeMap<u64, usize>,
     /// Keys the Client put on each submission's attempts.
     pub attempt_keys: BTreeMap<u64, BTreeSet<String>>,
     /// Insertion (index into `inserts`) → op indices of `turn-start` ops for it (rounds of
@@ -196,6 +209,8 @@ impl<'a> Facts<'a> {
         let mut pending_at_end = BTreeSet::new();
         let mut recoveries = Vec::new();
         let mut attempt_keys: BTreeMap<u64, BTreeSet<String>> = BTreeMap::new();
+        let mut sent_keys: BTreeMap<(u64, String), Option<String>> = BTreeMap::new();
+        let mut withdrawn = BTreeMap::new();
         let mut turns: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
         let mut tool_effects: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
         // Which connections each session is active on, for A11's forgetting of live-only keys.
@@ -225,9 +240,32 @@ impl<'a> Facts<'a> {
                 ("client", "attempt") => {
                     if let (Some(c), Some(s)) = (v["conn"].as_u64(), v["submission"].as_u64()) {
                         attempts.insert((c, v["id"].to_string()), s);
+                        sent_keys.insert(
+                            (c, v["id"].to_string()),
+                            v["key"].as_str().map(str::to_string),
+                        );
                         if let Some(k) = v["key"].as_str() {
                             attempt_keys.entry(s).or_default().insert(k.to_string());
                         }
+                    }
+                }
+                ("proxy", "forward") if v["method"] == "session/prompt" => {
+                    // The proxy rewrote the id: the Agent's (conn, id) is the same attempt.
+                    let up = (v["up_conn"].as_u64().unwrap_or(0), v["up_id"].to_string());
+                    let down = (
+                        v["down_conn"].as_u64().unwrap_or(0),
+                        v["down_id"].to_string(),
+                    );
+                    if let Some(&s) = attempts.get(&up) {
+                        attempts.insert(down.clone(), s);
+                    }
+                    if let Some(k) = sent_keys.get(&up).cloned() {
+                        sent_keys.insert(down, k);
+                    }
+                }
+                ("client", "withdrawn") => {
+                    if let Some(n) = v["submission"].as_u64() {
+                        withdrawn.insert(n, op.index);
                     }
                 }
                 ("client", "ack") => {
@@ -300,7 +338,11 @@ impl<'a> Facts<'a> {
                         .as_u64()
                         .and_then(|c| attempts.get(&(c, v["id"].to_string())).copied());
                     by_mid.insert(mid.clone(), inserts.len());
+                    let sent_key = v["conn"]
+                        .as_u64()
+                        .and_then(|c| sent_keys.get(&(c, v["id"].to_string())).cloned());
                     inserts.push(Insert {
+                        sent_key,
                         op: op.index,
                         session: v["session"].as_str().unwrap_or_default().to_string(),
                         message_id: mid,
@@ -373,6 +415,7 @@ impl<'a> Facts<'a> {
             submissions,
             acks,
             surfaced,
+            withdrawn,
             attempt_keys,
             turns,
             tool_effects,
@@ -417,6 +460,8 @@ impl<'a> Facts<'a> {
                     Class::Acknowledged
                 } else if self.surfaced.contains_key(n) {
                     Class::Surfaced
+                } else if self.withdrawn.contains_key(n) {
+                    Class::Withdrawn
                 } else if self.pending_at_end.contains(n) {
                     Class::Pending
                 } else if effective == 1 {
@@ -449,7 +494,15 @@ pub fn p1_at_most_once(f: &Facts) -> Verdict {
                 && e.took_effect.is_some_and(|t| t < later.op)
         }) {
             let gone = e.gone_before(later.op);
-            let (status, party, rules, why) = if e.key != later.key {
+            let changed = |i: &Insert| i.sent_key.as_ref().is_some_and(|k| *k != i.key);
+            let (status, party, rules, why) = if changed(e) || changed(later) {
+                (
+                    Status::Invalid,
+                    Party::Intermediary,
+                    vec!["X1"],
+                    "because an intermediary did not forward the key unchanged".to_string(),
+                )
+            } else if e.key != later.key {
                 (
                     Status::Invalid,
                     Party::Client,
@@ -595,6 +648,83 @@ pub fn p2_no_silent_drop(f: &Facts) -> Verdict {
     v
 }
 
+/// P6 cancel: an attempt the Agent answered `-32800` inserted nothing (A5, A6), and a
+/// `$/cancel_request` reaches the Agent naming the request its sender meant: a proxy maps it to
+/// the id it rewrote that request to (X1, A5).
+pub fn p6_cancel(f: &Facts) -> Verdict {
+    let mut v = Verdict::valid("P6", &["A5", "A6", "A15", "X1"]);
+    let mut cancelled: BTreeMap<(u64, String), usize> = BTreeMap::new();
+    let mut inserted: BTreeMap<(u64, String), usize> = BTreeMap::new();
+    let mut rewritten: BTreeMap<(u64, String), (Value, usize)> = BTreeMap::new();
+    for op in &f.history.ops {
+        let val = &op.value;
+        match (op.process.as_str(), op.f.as_str()) {
+            ("net", "send")
+                if val["from"] == "agent" && val["frame"]["error"]["code"] == rpc_cancelled() =>
+            {
+                cancelled.insert(
+                    (
+                        val["conn"].as_u64().unwrap_or(0),
+                        val["frame"]["id"].to_string(),
+                    ),
+                    op.index,
+                );
+            }
+            ("agent", "insert") => {
+                inserted.insert(
+                    (val["conn"].as_u64().unwrap_or(0), val["id"].to_string()),
+                    op.index,
+                );
+            }
+            ("proxy", "forward") if val["method"] == "$/cancel_request" => {
+                let up = (
+                    val["up_conn"].as_u64().unwrap_or(0),
+                    val["up_request_id"].to_string(),
+                );
+                if let Some((down_id, fwd_op)) = rewritten.get(&up) {
+                    if *down_id != val["down_request_id"] {
+                        v.status = Status::Invalid;
+                        v.party = Some(Party::Intermediary);
+                        v.rules = vec!["X1".into(), "A5".into()];
+                        v.witnesses = vec![*fwd_op, op.index];
+                        v.fault = f.fault_before(op.index);
+                        v.message = format!(
+                            "the proxy forwarded $/cancel_request for request {} as {}, but had rewritten that request to {down_id}",
+                            val["up_request_id"], val["down_request_id"]
+                        );
+                        return v;
+                    }
+                }
+            }
+            ("proxy", "forward") => {
+                let up = (
+                    val["up_conn"].as_u64().unwrap_or(0),
+                    val["up_id"].to_string(),
+                );
+                rewritten.insert(up, (val["down_id"].clone(), op.index));
+            }
+            _ => {}
+        }
+    }
+    for (attempt, c_op) in &cancelled {
+        if let Some(i_op) = inserted.get(attempt) {
+            v.status = Status::Invalid;
+            v.party = Some(Party::Agent);
+            v.rules = vec!["A5".into(), "A6".into(), "A2".into()];
+            v.witnesses = vec![*i_op, *c_op];
+            v.fault = f.fault_before(*c_op);
+            v.message =
+                format!("attempt {attempt:?} was answered -32800 but had inserted a message");
+            return v;
+        }
+    }
+    v
+}
+
+fn rpc_cancelled() -> Value {
+    Value::from(acp_chaos_models::rpc::code::REQUEST_CANCELLED)
+}
+
 /// P11 durability: a `durable` design never loses a message whose insertion took effect (D1).
 /// For other designs, work that started on a message a crash then lost, redone by a retry, is a
 /// finding: nothing in the spec requires durability before visible effects.
@@ -724,7 +854,22 @@ pub fn events(h: &History) -> BTreeSet<&'static str> {
         if has(op, "client", "surface") {
             e.insert("surfaced");
         }
-        if has(op, "net", "conn-open") {
+        if has(op, "client", "withdrawn") {
+            e.insert("withdrawn");
+        }
+        if has(op, "agent", "tool-effect") {
+            e.insert("tool");
+        }
+        if has(op, "agent", "permission") {
+            e.insert("permission");
+        }
+        if has(op, "agent", "insert") && op.value["live_only"] == true {
+            e.insert("live-only");
+        }
+        if has(op, "net", "send")
+            && op.value["from"] == "client"
+            && op.value["frame"]["method"] == "initialize"
+        {
             client_conns += 1;
         }
     }

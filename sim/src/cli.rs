@@ -460,6 +460,7 @@ fn list(d: &DirArgs) -> anyhow::Result<i32> {
             match m.kind {
                 mutant::MutantKind::Agent(_) => "agent",
                 mutant::MutantKind::Client(_) => "client",
+                mutant::MutantKind::Proxy(_) => "proxy",
             },
             m.rules.join(" "),
             m.property,

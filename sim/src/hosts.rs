@@ -10,6 +10,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::rc::Rc;
 use std::time::Duration;
 
+use acp_chaos_models::proxy::{Proxy, ProxyInput};
 use acp_chaos_models::{
     store, Action, AgentInput, AgentModel, ClientInput, ClientModel, ConnId, ModelAgent, Point,
     SpecClient,
@@ -23,7 +24,7 @@ use turmoil::fs::shim::std::fs as simfs;
 use turmoil::net::{TcpListener, TcpStream};
 
 use crate::history::OpType;
-use crate::ledger::{FrameDecision, Ledger};
+use crate::ledger::{FrameDecision, Ledger, UserEvent};
 use crate::plan::Plan;
 
 /// The Agent's listening port.
@@ -32,8 +33,8 @@ pub const AGENT_PORT: u16 = 9000;
 /// What a host's event loop reacts to.
 enum Ev {
     Accepted(TcpStream),
-    Connected(TcpStream),
-    ConnectFailed,
+    Connected(TcpStream, u64),
+    ConnectFailed(u64),
     Frame(ConnId, String),
     Closed(ConnId, &'static str),
     Timer(u64),
@@ -277,27 +278,36 @@ impl Io {
                     let kind = match e.f {
                         "attempt" => OpType::Invoke,
                         "ack" => OpType::Ok,
-                        "surface" => OpType::Fail,
+                        "surface" | "withdrawn" => OpType::Fail,
                         _ => OpType::Info,
                     };
                     self.record(kind, e.f, e.value)
                 }
-                Action::Connect { after_ms } => {
+                Action::Connect { after_ms, tag } => {
                     let tx = self.tx.clone();
                     let limit = Duration::from_millis(self.ctx.plan.net.connect_timeout_ms);
+                    // The next hop: the Client talks to the proxy if there is one.
+                    let target = if self.process == "client" {
+                        self.ctx.plan.client_target()
+                    } else {
+                        "agent"
+                    };
                     tokio::task::spawn_local(async move {
                         tokio::time::sleep(Duration::from_millis(after_ms)).await;
                         let ev = match tokio::time::timeout(
                             limit,
-                            TcpStream::connect(("agent", AGENT_PORT)),
+                            TcpStream::connect((target, AGENT_PORT)),
                         )
                         .await
                         {
-                            Ok(Ok(s)) => Ev::Connected(s),
-                            _ => Ev::ConnectFailed,
+                            Ok(Ok(s)) => Ev::Connected(s, tag),
+                            _ => Ev::ConnectFailed(tag),
                         };
                         let _ = tx.send(ev);
                     });
+                }
+                Action::Close { conn } => {
+                    self.close(conn, "closed by its own end");
                 }
             }
         }
@@ -306,10 +316,11 @@ impl Io {
 }
 
 fn peer(process: &str) -> &'static str {
-    if process == "agent" {
-        "client"
-    } else {
-        "agent"
+    match process {
+        "agent" => "client",
+        // The proxy hears both; the frame's `conn` tells which leg.
+        "proxy" => "peer",
+        _ => "agent",
     }
 }
 
@@ -344,7 +355,7 @@ pub async fn agent(ctx: Rc<Ctx>) -> turmoil::Result {
             }
             Ev::Frame(id, line) if io.conns.contains_key(&id) => {
                 let frame = io.log_recv(id, &line);
-                if ctx.ledger.borrow_mut().take_transient(id, &frame) {
+                if ctx.ledger.borrow_mut().take_transient(&frame) {
                     model.handle(AgentInput::InjectTransientError, &mut out);
                 }
                 model.handle(AgentInput::Frame(id, line), &mut out);
@@ -355,7 +366,7 @@ pub async fn agent(ctx: Rc<Ctx>) -> turmoil::Result {
                 }
             }
             Ev::Timer(t) => model.handle(AgentInput::Timer(t), &mut out),
-            Ev::Frame(..) | Ev::Connected(_) | Ev::ConnectFailed => {}
+            Ev::Frame(..) | Ev::Connected(..) | Ev::ConnectFailed(_) => {}
         }
         io.execute(&mut out).await?;
         ctx.ledger.borrow_mut().agent_idle = model.is_idle();
@@ -392,44 +403,60 @@ pub async fn client(ctx: Rc<Ctx>) -> turmoil::Result {
         };
         match ev {
             None => {
-                // The user submits every input that is due. Recorded as the user's invoke, then
+                // The user acts on everything that is due. Recorded as the user's invoke, then
                 // handed to the Client in the same step (no await in between: no crash there).
                 loop {
                     let next = {
                         let mut l = ctx.ledger.borrow_mut();
                         match l.workload.get(l.delivered).cloned() {
-                            Some((at, n, slot, text)) if at <= l.now_ms => {
+                            Some((at, e)) if at <= l.now_ms => {
                                 l.delivered += 1;
-                                l.record(
-                                    "user",
-                                    OpType::Invoke,
-                                    "submit",
-                                    json!({"submission": n, "slot": slot, "text": text}),
-                                );
-                                Some((n, slot, text))
+                                match &e {
+                                    UserEvent::Submit { n, slot, text } => l.record(
+                                        "user",
+                                        OpType::Invoke,
+                                        "submit",
+                                        json!({"submission": n, "slot": slot, "text": text}),
+                                    ),
+                                    UserEvent::Cancel { n } => l.record(
+                                        "user",
+                                        OpType::Invoke,
+                                        "cancel",
+                                        json!({"submission": n}),
+                                    ),
+                                };
+                                Some(e)
                             }
                             _ => None,
                         }
                     };
-                    let Some((n, slot, text)) = next else { break };
-                    model.handle(
-                        ClientInput::Submit {
-                            submission: n,
-                            slot,
-                            text,
-                        },
-                        &mut out,
-                    );
-                    io.execute(&mut out).await?;
-                    ctx.ledger.borrow_mut().on_submission(n);
+                    let Some(e) = next else { break };
+                    match e {
+                        UserEvent::Submit { n, slot, text } => {
+                            model.handle(
+                                ClientInput::Submit {
+                                    submission: n,
+                                    slot,
+                                    text,
+                                },
+                                &mut out,
+                            );
+                            io.execute(&mut out).await?;
+                            ctx.ledger.borrow_mut().on_submission(n);
+                        }
+                        UserEvent::Cancel { n } => {
+                            model.handle(ClientInput::Cancel { submission: n }, &mut out);
+                            io.execute(&mut out).await?;
+                        }
+                    }
                 }
             }
-            Some(Ev::Connected(s)) => {
+            Some(Ev::Connected(s, _)) => {
                 let addr = s.local_addr().map(|a| a.to_string()).unwrap_or_default();
                 let id = io.open(s, addr);
                 model.handle(ClientInput::Connected(id), &mut out);
             }
-            Some(Ev::ConnectFailed) => {
+            Some(Ev::ConnectFailed(_)) => {
                 io.record(OpType::Info, "connect-failed", json!({}));
                 model.handle(ClientInput::ConnectFailed, &mut out);
             }
@@ -448,6 +475,51 @@ pub async fn client(ctx: Rc<Ctx>) -> turmoil::Result {
         io.execute(&mut out).await?;
         ctx.ledger.borrow_mut().client_pending = model.pending();
     }
+}
+
+/// The proxy host: accept Clients, open one Agent connection per Client, forward.
+pub async fn proxy(ctx: Rc<Ctx>) -> turmoil::Result {
+    let boot = ctx.ledger.borrow_mut().boot("proxy");
+    let (mut io, mut rx) = Io::new("proxy", ctx.clone(), "/proxy/none");
+    io.record(OpType::Info, "boot", json!({"boot": boot}));
+    let mut model = Proxy::new(ctx.plan.proxy_mutant);
+    let listener = TcpListener::bind((IpAddr::V4(Ipv4Addr::UNSPECIFIED), AGENT_PORT)).await?;
+    let tx = io.tx.clone();
+    tokio::task::spawn_local(async move {
+        while let Ok((s, _)) = listener.accept().await {
+            if tx.send(Ev::Accepted(s)).is_err() {
+                return;
+            }
+        }
+    });
+    let mut out = Vec::new();
+    while let Some(ev) = rx.recv().await {
+        match ev {
+            Ev::Accepted(s) => {
+                let addr = s.peer_addr().map(|a| a.to_string()).unwrap_or_default();
+                let id = io.open(s, addr);
+                model.handle(ProxyInput::Accepted(id), &mut out);
+            }
+            Ev::Connected(s, tag) => {
+                let addr = s.local_addr().map(|a| a.to_string()).unwrap_or_default();
+                let id = io.open(s, addr);
+                model.handle(ProxyInput::DownConnected { tag, conn: id }, &mut out);
+            }
+            Ev::ConnectFailed(tag) => model.handle(ProxyInput::DownFailed { tag }, &mut out),
+            Ev::Frame(id, line) if io.conns.contains_key(&id) => {
+                io.log_recv(id, &line);
+                model.handle(ProxyInput::Frame(id, line), &mut out);
+            }
+            Ev::Closed(id, why) => {
+                if io.close(id, why) {
+                    model.handle(ProxyInput::Disconnected(id), &mut out);
+                }
+            }
+            Ev::Frame(..) | Ev::Timer(_) => {}
+        }
+        io.execute(&mut out).await?;
+    }
+    Ok(())
 }
 
 /// A bare host for the benchmark baseline: same hosts and tick, no models.

@@ -13,6 +13,25 @@ use crate::history::{Op, OpType};
 use crate::plan::{fault_line, Plan};
 use crate::scenario::{FaultKind, FaultSpec, Side};
 
+/// What the user does, at a simulated time.
+#[derive(Debug, Clone, PartialEq)]
+pub enum UserEvent {
+    /// Submit an input to a session slot.
+    Submit {
+        /// Submission number.
+        n: u64,
+        /// Session slot.
+        slot: usize,
+        /// Prompt text.
+        text: String,
+    },
+    /// Cancel that submission (the Client sends `$/cancel_request`).
+    Cancel {
+        /// Submission number.
+        n: u64,
+    },
+}
+
 /// What a frame-layer writer does with one frame.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum FrameDecision {
@@ -40,7 +59,12 @@ pub enum NemesisAction {
         /// Restart delay, ms.
         restart_after_ms: u64,
     },
-    /// Partition client↔agent, heal later.
+    /// Crash the proxy and restart it later.
+    CrashProxy {
+        /// Restart delay, ms.
+        restart_after_ms: u64,
+    },
+    /// Partition the Client from its next hop, heal later.
     Partition {
         /// Heal delay, ms.
         heal_after_ms: u64,
@@ -55,6 +79,9 @@ impl NemesisAction {
                 restart_after_ms: f.restart_after_ms.unwrap_or(50),
             }),
             FaultKind::RestartClient => Some(NemesisAction::RestartClient {
+                restart_after_ms: f.restart_after_ms.unwrap_or(50),
+            }),
+            FaultKind::CrashProxy => Some(NemesisAction::CrashProxy {
                 restart_after_ms: f.restart_after_ms.unwrap_or(50),
             }),
             FaultKind::Partition => Some(NemesisAction::Partition {
@@ -80,11 +107,12 @@ pub struct Ledger {
     /// (conn, request id) → (method, nth request of that method in the run).
     requests: IndexMap<(ConnId, String), (String, u32)>,
     method_counts: IndexMap<String, u32>,
-    transient: BTreeSet<(ConnId, String)>,
+    /// Transient errors armed for the next `session/prompt` requests the Agent reads.
+    transient: u32,
     /// Process-level faults triggered by events, for the step loop.
     pub queue: Vec<(usize, NemesisAction)>,
     /// Workload (at_ms, submission, slot, text).
-    pub workload: Vec<(u64, u64, usize, String)>,
+    pub workload: Vec<(u64, UserEvent)>,
     /// How many workload entries were delivered to the Client.
     pub delivered: usize,
     /// Submissions the Client holds pending (published after every event it handles).
@@ -108,13 +136,9 @@ impl Ledger {
             blackholed: BTreeSet::new(),
             requests: IndexMap::new(),
             method_counts: IndexMap::new(),
-            transient: BTreeSet::new(),
+            transient: 0,
             queue: Vec::new(),
-            workload: plan
-                .workload
-                .iter()
-                .map(|s| (s.at_ms, s.submission, s.slot, s.text.clone()))
-                .collect(),
+            workload: plan.user_events(),
             delivered: 0,
             client_pending: Vec::new(),
             agent_idle: true,
@@ -203,7 +227,7 @@ impl Ledger {
                         .insert((conn, id.clone()), (m.to_string(), nth));
                     Some((Side::Request, m.to_string(), nth))
                 }
-                (None, Some(id)) if from == "agent" => self
+                (None, Some(id)) if from != "client" => self
                     .requests
                     .get(&(conn, id.clone()))
                     .map(|(m, n)| (Side::Response, m.clone(), *n)),
@@ -235,9 +259,9 @@ impl Ledger {
                         self.fire(i, detail);
                     }
                     FaultKind::TransientError => {
-                        if let Some(id) = &id_key {
-                            self.transient.insert((conn, id.clone()));
-                        }
+                        // The Agent rejects the next prompt it reads (the one this request
+                        // becomes, also through a proxy that rewrites its id).
+                        self.transient += 1;
                         self.fire(i, detail);
                     }
                     k => {
@@ -261,12 +285,13 @@ impl Ledger {
         decision
     }
 
-    /// The Agent received request `id` on `conn`: must it reject it with a transient error?
-    pub fn take_transient(&mut self, conn: ConnId, frame: &Value) -> bool {
-        match frame.get("id") {
-            Some(id) => self.transient.remove(&(conn, id.to_string())),
-            None => false,
+    /// The Agent read a request: must it reject it with a transient error?
+    pub fn take_transient(&mut self, frame: &Value) -> bool {
+        if self.transient > 0 && frame["method"] == "session/prompt" && frame.get("id").is_some() {
+            self.transient -= 1;
+            return true;
         }
+        false
     }
 
     /// The Client accepted submission `n`: queue faults triggered by it.

@@ -34,6 +34,8 @@ pub struct Submission {
     pub at_ms: u64,
     /// Session slot it goes to.
     pub slot: usize,
+    /// When the user cancels it, if they do.
+    pub cancel_at_ms: Option<u64>,
     /// Prompt text (sometimes the same text again, on purpose: C2).
     pub text: String,
 }
@@ -69,6 +71,42 @@ pub struct Plan {
     pub faults: Vec<FaultSpec>,
     /// Whether the faults were drawn by the swarm.
     pub swarm: bool,
+    /// A proxy sits between Client and Agent.
+    pub proxy: bool,
+    /// The proxy's mutant, if any.
+    pub proxy_mutant: Option<acp_chaos_models::proxy::ProxyMutant>,
+}
+
+impl Plan {
+    /// The user's submissions and cancels in time order.
+    pub fn user_events(&self) -> Vec<(u64, crate::ledger::UserEvent)> {
+        use crate::ledger::UserEvent;
+        let mut v: Vec<(u64, UserEvent)> = Vec::new();
+        for s in &self.workload {
+            v.push((
+                s.at_ms,
+                UserEvent::Submit {
+                    n: s.submission,
+                    slot: s.slot,
+                    text: s.text.clone(),
+                },
+            ));
+            if let Some(c) = s.cancel_at_ms {
+                v.push((c, UserEvent::Cancel { n: s.submission }));
+            }
+        }
+        v.sort_by_key(|e| e.0);
+        v
+    }
+
+    /// The host the Client connects to.
+    pub fn client_target(&self) -> &'static str {
+        if self.proxy {
+            "proxy"
+        } else {
+            "agent"
+        }
+    }
 }
 
 /// A named RNG stream of the seed.
@@ -87,10 +125,11 @@ impl Plan {
     /// the CLI).
     pub fn derive(s: &Scenario, seed: u64, mutant: Option<&str>, design: Design) -> Plan {
         let m = mutant.and_then(mutant::find);
-        let (agent_mutant, client_mutant) = match m.map(|m| m.kind) {
-            Some(MutantKind::Agent(a)) => (Some(a), None),
-            Some(MutantKind::Client(c)) => (None, Some(c)),
-            None => (None, None),
+        let (agent_mutant, client_mutant, proxy_mutant) = match m.map(|m| m.kind) {
+            Some(MutantKind::Agent(a)) => (Some(a), None, None),
+            Some(MutantKind::Client(c)) => (None, Some(c), None),
+            Some(MutantKind::Proxy(p)) => (None, None, Some(p)),
+            None => (None, None, None),
         };
         let o1 = match s.agent.o1 {
             Pinned::Value(v) => v,
@@ -123,11 +162,15 @@ impl Plan {
                 _ => format!("input {n}"),
             };
             let slot = ((n - 1) as usize) % s.workload.sessions.max(1);
+            let cancel_at_ms = w
+                .gen_bool(s.workload.cancel_rate.clamp(0.0, 1.0))
+                .then_some(at + s.workload.cancel_after_ms);
             workload.push(Submission {
                 submission: n,
                 at_ms: at,
                 slot,
                 text,
+                cancel_at_ms,
             });
             at += w.gen_range(s.workload.gap_ms_min..=s.workload.gap_ms_max);
         }
@@ -173,6 +216,9 @@ impl Plan {
             workload,
             faults,
             swarm: s.swarm.is_some(),
+            // A proxy mutant needs a proxy to live in.
+            proxy: s.topology.proxy || proxy_mutant.is_some(),
+            proxy_mutant,
         }
     }
 
@@ -193,6 +239,7 @@ impl Plan {
                 self.agent.permission_rate
             )
             .to_lowercase(),
+            format!("topology: client -> {}agent", if self.proxy { "proxy -> " } else { "" }),
             format!(
                 "client: prompt_timeout_ms={} backoff_ms={}..={} attempts_max={}",
                 self.client.prompt_timeout_ms, self.client.backoff_ms_min, self.client.backoff_ms_max, self.client.attempts_max
@@ -317,6 +364,7 @@ fn draw_swarm(s: &Scenario, seed: u64, kinds: &[FaultKind], per_kind_max: u32) -
                     f.stall_ms = Some(r.gen_range(50..=400));
                 }
                 FaultKind::Partition => f.heal_after_ms = Some(r.gen_range(30..=400)),
+                FaultKind::CrashProxy => f.restart_after_ms = Some(r.gen_range(10..=200)),
                 FaultKind::CrashAgent => {
                     if r.gen_bool(0.5) {
                         let p = *Point::ALL.choose(&mut r).expect("non-empty");

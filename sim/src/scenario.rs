@@ -95,6 +95,12 @@ pub struct Workload {
     /// Share of submissions that are locally handled commands (`/status`: live-only, A11).
     #[serde(default)]
     pub command_rate: f64,
+    /// Share of submissions the user cancels (`$/cancel_request`) `cancel_after_ms` later.
+    #[serde(default)]
+    pub cancel_rate: f64,
+    /// Delay from a submission to its cancel.
+    #[serde(default = "cancel_after")]
+    pub cancel_after_ms: u64,
 }
 
 /// `[agent]`: the Agent design and its policies.
@@ -145,6 +151,15 @@ pub struct Timing {
     pub liveness_ms: u64,
 }
 
+/// `[topology]`: which hosts run.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Topology {
+    /// A conductor between Client and Agent that rewrites JSON-RPC ids (X1).
+    #[serde(default)]
+    pub proxy: bool,
+}
+
 /// The kinds of fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -161,17 +176,20 @@ pub enum FaultKind {
     RestartClient,
     /// The Agent rejects one `session/prompt` attempt with a transient `-32603`.
     TransientError,
+    /// Crash the proxy (both its legs close), restart after `restart_after_ms`.
+    CrashProxy,
 }
 
 impl FaultKind {
     /// Every kind, for `acp-chaos list` and the swarm.
-    pub const ALL: [FaultKind; 6] = [
+    pub const ALL: [FaultKind; 7] = [
         FaultKind::LoseFrame,
         FaultKind::StallFrame,
         FaultKind::Partition,
         FaultKind::CrashAgent,
         FaultKind::RestartClient,
         FaultKind::TransientError,
+        FaultKind::CrashProxy,
     ];
 
     /// Name as written in scenario files.
@@ -183,6 +201,7 @@ impl FaultKind {
             FaultKind::CrashAgent => "crash-agent",
             FaultKind::RestartClient => "restart-client",
             FaultKind::TransientError => "transient-error",
+            FaultKind::CrashProxy => "crash-proxy",
         }
     }
 
@@ -203,6 +222,7 @@ impl FaultKind {
             FaultKind::TransientError => {
                 "Agent rejects one session/prompt attempt with -32603 before inserting"
             }
+            FaultKind::CrashProxy => "crash the proxy (both legs close), restart it later",
         }
     }
 }
@@ -296,6 +316,9 @@ pub struct Scenario {
     /// Timing.
     #[serde(default = "timing_default")]
     pub timing: Timing,
+    /// Hosts between Client and Agent.
+    #[serde(default)]
+    pub topology: Topology,
     /// Scripted faults.
     #[serde(default, rename = "fault")]
     pub faults: Vec<FaultSpec>,
@@ -328,6 +351,13 @@ pub const EVENTS: &[(&str, &str)] = &[
         "the Agent rejected an attempt with a transient error",
     ),
     ("surfaced", "an input was shown to the user as failed"),
+    (
+        "withdrawn",
+        "an input was withdrawn by its own user's cancel",
+    ),
+    ("tool", "a turn ran a tool call with a side effect"),
+    ("permission", "the Agent asked the Client for permission"),
+    ("live-only", "a locally handled command was answered (A11)"),
 ];
 
 impl Scenario {
@@ -386,6 +416,7 @@ impl Scenario {
             (self.agent.tool_rate, "tool_rate"),
             (self.agent.permission_rate, "permission_rate"),
             (self.workload.command_rate, "command_rate"),
+            (self.workload.cancel_rate, "cancel_rate"),
         ] {
             if !(0.0..=1.0).contains(&v) {
                 return Err(err(
@@ -496,7 +527,9 @@ impl FaultSpec {
             FaultKind::Partition if self.heal_after_ms.is_none() => {
                 Some("heal_after_ms`: required for partition".into())
             }
-            FaultKind::CrashAgent | FaultKind::RestartClient if self.restart_after_ms.is_none() => {
+            FaultKind::CrashAgent | FaultKind::RestartClient | FaultKind::CrashProxy
+                if self.restart_after_ms.is_none() =>
+            {
                 Some("restart_after_ms`: required".into())
             }
             FaultKind::TransientError
@@ -566,6 +599,9 @@ fn find_line(text: &str, needle: &str, nth: usize) -> usize {
 fn one() -> u32 {
     1
 }
+fn cancel_after() -> u64 {
+    15
+}
 fn one_usize() -> usize {
     1
 }
@@ -626,6 +662,8 @@ fn workload_default() -> Workload {
         sessions: 1,
         keys: KeyScheme::Uuid,
         command_rate: 0.0,
+        cancel_rate: 0.0,
+        cancel_after_ms: cancel_after(),
     }
 }
 fn agent_default() -> AgentSpec {

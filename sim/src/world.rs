@@ -61,6 +61,12 @@ pub fn run(plan: &Plan) -> History {
     sim.host("agent", move || hosts::agent(c.clone()));
     let c = ctx.clone();
     sim.host("client", move || hosts::client(c.clone()));
+    if plan.proxy {
+        let c = ctx.clone();
+        sim.host("proxy", move || hosts::proxy(c.clone()));
+    }
+    // Partitions cut the Client from its next hop.
+    let hop = plan.client_target();
 
     // Crashes at protocol points: one suspend-barrier per fault; the step loop polls them.
     let mut barriers: Vec<(usize, Barrier<PointHit>)> = Vec::new();
@@ -142,7 +148,7 @@ pub fn run(plan: &Plan) -> History {
                     );
                 }
                 Timed::Heal => {
-                    sim.repair("client", "agent");
+                    sim.repair("client", hop);
                     partitioned = false;
                     ledger.borrow_mut().record(
                         "nemesis",
@@ -192,14 +198,27 @@ pub fn run(plan: &Plan) -> History {
                     );
                     timed.push((now + restart_after_ms, Timed::Restart("client")));
                 }
+                NemesisAction::CrashProxy { restart_after_ms }
+                    if plan.proxy && !down.contains(&"proxy") =>
+                {
+                    sim.crash("proxy");
+                    down.push("proxy");
+                    ledger.borrow_mut().record(
+                        "nemesis",
+                        OpType::Info,
+                        "crash",
+                        json!({"host": "proxy"}),
+                    );
+                    timed.push((now + restart_after_ms, Timed::Restart("proxy")));
+                }
                 NemesisAction::Partition { heal_after_ms } if !partitioned => {
-                    sim.partition("client", "agent");
+                    sim.partition("client", hop);
                     partitioned = true;
                     ledger.borrow_mut().record(
                         "nemesis",
                         OpType::Info,
                         "partition",
-                        json!({"between": ["client", "agent"]}),
+                        json!({"between": ["client", hop]}),
                     );
                     timed.push((now + heal_after_ms, Timed::Heal));
                 }
@@ -222,7 +241,7 @@ pub fn run(plan: &Plan) -> History {
                 barriers.clear();
                 ledger.borrow_mut().disarm();
                 if partitioned {
-                    sim.repair("client", "agent");
+                    sim.repair("client", hop);
                     partitioned = false;
                 }
                 for h in std::mem::take(&mut down) {

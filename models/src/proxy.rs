@@ -1,0 +1,391 @@
+//! A conductor/proxy between Client and Agent (sans-IO): one downstream connection per
+//! upstream connection, JSON-RPC ids rewritten on the way (its own counter), `idempotencyKey`
+//! forwarded unchanged and `$/cancel_request` mapped to the rewritten id (X1).
+//!
+//! It reports every forwarded request and cancel as a `forward` effect, so the ledger can link
+//! the Agent's view of an attempt back to the Client's.
+
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::action::{effect, Action, ConnId};
+use crate::rpc::{self, Frame};
+
+/// What the driver feeds the proxy.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ProxyInput {
+    /// A Client connected upstream.
+    Accepted(ConnId),
+    /// The downstream connection asked for with `Connect { tag }` is open (`tag` = upstream).
+    DownConnected {
+        /// The upstream connection it serves.
+        tag: u64,
+        /// The new downstream connection.
+        conn: ConnId,
+    },
+    /// That connection attempt failed.
+    DownFailed {
+        /// The upstream connection it serves.
+        tag: u64,
+    },
+    /// A line arrived on either side.
+    Frame(ConnId, String),
+    /// A connection on either side ended.
+    Disconnected(ConnId),
+}
+
+/// Proxy mutants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProxyMutant {
+    /// Strips `idempotencyKey` from `session/prompt`. Breaks X1 (P1, intermediary).
+    DropsKey,
+    /// Forwards `$/cancel_request` with the Client's id, not the rewritten one. Breaks X1
+    /// (P6, intermediary).
+    UnmappedCancel,
+}
+
+#[derive(Debug, Default)]
+struct Up {
+    down: Option<ConnId>,
+    /// Lines from the Client waiting for the downstream connection.
+    queue: Vec<String>,
+}
+
+/// The proxy.
+#[derive(Debug, Default)]
+pub struct Proxy {
+    mutant: Option<ProxyMutant>,
+    ups: IndexMap<ConnId, Up>,
+    downs: IndexMap<ConnId, ConnId>,
+    next_id: u64,
+    /// (down conn, down id) → (up conn, up id): Client requests in flight.
+    fwd: IndexMap<(ConnId, u64), (ConnId, Value)>,
+    /// (up conn, up id) → down id, for mapping `$/cancel_request`.
+    by_up: IndexMap<(ConnId, String), u64>,
+    /// (up conn, rewritten id) → (down conn, Agent's id): Agent requests in flight.
+    back: IndexMap<(ConnId, u64), (ConnId, Value)>,
+}
+
+impl Proxy {
+    /// A proxy, correct or mutated.
+    pub fn new(mutant: Option<ProxyMutant>) -> Proxy {
+        // Its own id space, visibly apart from the Client's counters.
+        Proxy {
+            mutant,
+            next_id: 100,
+            ..Proxy::default()
+        }
+    }
+
+    /// Handle one input; push the actions to run, in order.
+    pub fn handle(&mut self, input: ProxyInput, out: &mut Vec<Action>) {
+        match input {
+            ProxyInput::Accepted(up) => {
+                self.ups.insert(up, Up::default());
+                out.push(Action::Connect {
+                    after_ms: 0,
+                    tag: up,
+                });
+            }
+            ProxyInput::DownConnected { tag, conn } => {
+                let Some(u) = self.ups.get_mut(&tag) else {
+                    // The Client left meanwhile.
+                    return out.push(Action::Close { conn });
+                };
+                u.down = Some(conn);
+                self.downs.insert(conn, tag);
+                for line in std::mem::take(&mut u.queue) {
+                    self.upstream_line(tag, &line, out);
+                }
+            }
+            ProxyInput::DownFailed { tag } => {
+                if self.ups.contains_key(&tag) {
+                    out.push(Action::Connect { after_ms: 20, tag });
+                }
+            }
+            ProxyInput::Frame(conn, line) => {
+                if self.ups.contains_key(&conn) {
+                    self.upstream_line(conn, &line, out);
+                } else if let Some(&up) = self.downs.get(&conn) {
+                    self.downstream_line(conn, up, &line, out);
+                }
+            }
+            ProxyInput::Disconnected(conn) => {
+                // Either side ending ends the pair: the Client then reconnects and resumes.
+                if let Some(u) = self.ups.shift_remove(&conn) {
+                    if let Some(d) = u.down {
+                        self.downs.shift_remove(&d);
+                        out.push(Action::Close { conn: d });
+                    }
+                } else if let Some(up) = self.downs.shift_remove(&conn) {
+                    self.ups.shift_remove(&up);
+                    out.push(Action::Close { conn: up });
+                }
+                self.fwd.retain(|(d, _), (u, _)| *d != conn && *u != conn);
+                self.by_up.retain(|(u, _), _| *u != conn);
+                self.back.retain(|(u, _), (d, _)| *u != conn && *d != conn);
+            }
+        }
+    }
+
+    fn upstream_line(&mut self, up: ConnId, line: &str, out: &mut Vec<Action>) {
+        let Some(down) = self.ups.get(&up).and_then(|u| u.down) else {
+            if let Some(u) = self.ups.get_mut(&up) {
+                u.queue.push(line.to_string());
+            }
+            return;
+        };
+        match rpc::parse(line) {
+            Ok(Frame::Request {
+                id,
+                method,
+                mut params,
+            }) => {
+                self.next_id += 1;
+                let nid = self.next_id;
+                self.fwd.insert((down, nid), (up, id.clone()));
+                self.by_up.insert((up, id.to_string()), nid);
+                if method == "session/prompt" && self.mutant == Some(ProxyMutant::DropsKey) {
+                    if let Some(o) = params.as_object_mut() {
+                        o.remove("idempotencyKey");
+                    }
+                }
+                out.push(effect(
+                    "forward",
+                    json!({"method": method, "up_conn": up, "up_id": id, "down_conn": down, "down_id": nid}),
+                ));
+                out.push(Action::Send {
+                    conn: down,
+                    line: rpc::request(nid, &method, params),
+                });
+            }
+            Ok(Frame::Notification { method, mut params }) => {
+                if method == "$/cancel_request" {
+                    let rid = params.get("requestId").cloned().unwrap_or(Value::Null);
+                    let mapped = self.by_up.get(&(up, rid.to_string())).copied();
+                    let down_rid = match (self.mutant, mapped) {
+                        (Some(ProxyMutant::UnmappedCancel), _) => rid.clone(),
+                        (None | Some(ProxyMutant::DropsKey), Some(n)) => json!(n),
+                        // Unknown to us: the Agent would ignore it anyway (A5).
+                        (None | Some(ProxyMutant::DropsKey), None) => return,
+                    };
+                    params["requestId"] = down_rid.clone();
+                    out.push(effect(
+                        "forward",
+                        json!({"method": method, "up_conn": up, "up_request_id": rid, "down_conn": down, "down_request_id": down_rid, "mapped": mapped}),
+                    ));
+                }
+                out.push(Action::Send {
+                    conn: down,
+                    line: rpc::notification(&method, params),
+                });
+            }
+            Ok(Frame::Response { id, result }) => {
+                let Some((d, aid)) = id.as_u64().and_then(|i| self.back.shift_remove(&(up, i)))
+                else {
+                    return;
+                };
+                let line = match result {
+                    Ok(r) => rpc::ok(&aid, r),
+                    Err(e) => json!({"jsonrpc": "2.0", "id": aid, "error": e}).to_string(),
+                };
+                out.push(Action::Send { conn: d, line });
+            }
+            // Garbage goes through unchanged: the Agent answers it.
+            _ => out.push(Action::Send {
+                conn: down,
+                line: line.to_string(),
+            }),
+        }
+    }
+
+    fn downstream_line(&mut self, down: ConnId, up: ConnId, line: &str, out: &mut Vec<Action>) {
+        match rpc::parse(line) {
+            Ok(Frame::Response { id, result }) => {
+                let Some((u, cid)) = id.as_u64().and_then(|i| self.fwd.shift_remove(&(down, i)))
+                else {
+                    return;
+                };
+                self.by_up.shift_remove(&(u, cid.to_string()));
+                let line = match result {
+                    Ok(r) => rpc::ok(&cid, r),
+                    Err(e) => json!({"jsonrpc": "2.0", "id": cid, "error": e}).to_string(),
+                };
+                out.push(Action::Send { conn: u, line });
+            }
+            Ok(Frame::Request { id, method, params }) => {
+                self.next_id += 1;
+                let nid = self.next_id;
+                self.back.insert((up, nid), (down, id));
+                out.push(Action::Send {
+                    conn: up,
+                    line: rpc::request(nid, &method, params),
+                });
+            }
+            Ok(Frame::Notification { method, mut params }) => {
+                if method == "$/cancel_request" {
+                    // The Agent withdraws one of its own requests: map its id to ours.
+                    let rid = params.get("requestId").cloned().unwrap_or(Value::Null);
+                    let ours = self
+                        .back
+                        .iter()
+                        .find(|((u, _), (d, aid))| *u == up && *d == down && *aid == rid)
+                        .map(|((_, n), _)| *n);
+                    match ours {
+                        Some(n) => params["requestId"] = json!(n),
+                        None => return,
+                    }
+                }
+                out.push(Action::Send {
+                    conn: up,
+                    line: rpc::notification(&method, params),
+                });
+            }
+            _ => out.push(Action::Send {
+                conn: up,
+                line: line.to_string(),
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sends(out: &[Action]) -> Vec<(ConnId, Value)> {
+        out.iter()
+            .filter_map(|a| match a {
+                Action::Send { conn, line } => Some((*conn, serde_json::from_str(line).unwrap())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn paired(m: Option<ProxyMutant>) -> Proxy {
+        let mut p = Proxy::new(m);
+        let mut out = vec![];
+        p.handle(ProxyInput::Accepted(1), &mut out);
+        assert_eq!(
+            out,
+            vec![Action::Connect {
+                after_ms: 0,
+                tag: 1
+            }]
+        );
+        p.handle(ProxyInput::DownConnected { tag: 1, conn: 2 }, &mut vec![]);
+        p
+    }
+
+    fn prompt(id: u64) -> String {
+        rpc::request(
+            id,
+            "session/prompt",
+            json!({"sessionId": "s", "prompt": [], "idempotencyKey": "k"}),
+        )
+    }
+
+    #[test]
+    fn rewrites_ids_both_ways_and_keeps_the_key() {
+        let mut p = paired(None);
+        let mut out = vec![];
+        p.handle(ProxyInput::Frame(1, prompt(7)), &mut out);
+        let (c, v) = &sends(&out)[0];
+        assert_eq!(*c, 2);
+        assert_eq!(v["params"]["idempotencyKey"], "k");
+        let nid = v["id"].clone();
+        assert_ne!(nid, json!(7));
+        let mut back = vec![];
+        p.handle(
+            ProxyInput::Frame(2, rpc::ok(&nid, json!({"messageId": "m"}))),
+            &mut back,
+        );
+        assert_eq!(
+            sends(&back),
+            vec![(
+                1,
+                json!({"jsonrpc": "2.0", "id": 7, "result": {"messageId": "m"}})
+            )]
+        );
+    }
+
+    #[test]
+    fn maps_cancel_request_to_the_rewritten_id() {
+        let mut p = paired(None);
+        let mut out = vec![];
+        p.handle(ProxyInput::Frame(1, prompt(7)), &mut out);
+        let nid = sends(&out)[0].1["id"].clone();
+        let mut c = vec![];
+        p.handle(
+            ProxyInput::Frame(
+                1,
+                rpc::notification("$/cancel_request", json!({"requestId": 7})),
+            ),
+            &mut c,
+        );
+        assert_eq!(sends(&c)[0].1["params"]["requestId"], nid);
+        // The unmapped-cancel mutant forwards the Client's id.
+        let mut m = paired(Some(ProxyMutant::UnmappedCancel));
+        m.handle(ProxyInput::Frame(1, prompt(7)), &mut vec![]);
+        let mut c = vec![];
+        m.handle(
+            ProxyInput::Frame(
+                1,
+                rpc::notification("$/cancel_request", json!({"requestId": 7})),
+            ),
+            &mut c,
+        );
+        assert_eq!(sends(&c)[0].1["params"]["requestId"], 7);
+    }
+
+    #[test]
+    fn drops_key_mutant_strips_the_key() {
+        let mut p = paired(Some(ProxyMutant::DropsKey));
+        let mut out = vec![];
+        p.handle(ProxyInput::Frame(1, prompt(7)), &mut out);
+        assert!(sends(&out)[0].1["params"].get("idempotencyKey").is_none());
+    }
+
+    #[test]
+    fn agent_requests_are_rewritten_and_answered_back() {
+        let mut p = paired(None);
+        let mut out = vec![];
+        p.handle(
+            ProxyInput::Frame(2, rpc::request(1, "session/request_permission", json!({}))),
+            &mut out,
+        );
+        let up_id = sends(&out)[0].1["id"].clone();
+        let mut back = vec![];
+        p.handle(
+            ProxyInput::Frame(
+                1,
+                rpc::ok(&up_id, json!({"outcome": {"outcome": "cancelled"}})),
+            ),
+            &mut back,
+        );
+        assert_eq!(
+            sends(&back)[0],
+            (
+                2,
+                json!({"jsonrpc": "2.0", "id": 1, "result": {"outcome": {"outcome": "cancelled"}}})
+            )
+        );
+    }
+
+    #[test]
+    fn frames_before_the_downstream_opens_are_queued_and_a_closed_side_closes_the_other() {
+        let mut p = Proxy::new(None);
+        p.handle(ProxyInput::Accepted(1), &mut vec![]);
+        let mut out = vec![];
+        p.handle(ProxyInput::Frame(1, prompt(3)), &mut out);
+        assert!(sends(&out).is_empty());
+        let mut out = vec![];
+        p.handle(ProxyInput::DownConnected { tag: 1, conn: 2 }, &mut out);
+        assert_eq!(sends(&out).len(), 1);
+        let mut out = vec![];
+        p.handle(ProxyInput::Disconnected(2), &mut out);
+        assert_eq!(out, vec![Action::Close { conn: 1 }]);
+    }
+}
