@@ -194,8 +194,10 @@ pub fn repro(scenario: &str, design: Design, seed: u64, mutant: Option<&str>) ->
     }
 }
 
-/// Run the campaign; print progress lines to stderr; write the report folder.
+/// Run the campaign and write the report folder (prepared first, so a bad `--out` fails
+/// before any run).
 pub fn run(spec: &CampaignSpec) -> anyhow::Result<Summary> {
+    prepare_out(&spec.out)?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(spec.jobs.max(1))
         .build()?;
@@ -214,6 +216,46 @@ pub fn run(spec: &CampaignSpec) -> anyhow::Result<Summary> {
     summarize(spec, results)
 }
 
+fn reference(spec: &CampaignSpec, name: &str) -> String {
+    spec.scenarios
+        .iter()
+        .find(|s| s.name == name)
+        .map(|s| s.reference.clone())
+        .unwrap_or_else(|| name.to_string())
+}
+
+/// Make the report folder: create it, or clear the report artefacts of an earlier campaign
+/// in it (`summary.json`, `<scenario>-<design>-seed<N>/` run folders). A folder holding
+/// anything else is refused, and nothing but our own artefacts is ever deleted.
+pub fn prepare_out(out: &Path) -> anyhow::Result<()> {
+    let io = |e: std::io::Error| anyhow::anyhow!("{}: {e}", out.display());
+    if out.exists() {
+        let mut ours = Vec::new();
+        for e in std::fs::read_dir(out).map_err(io)? {
+            let e = e.map_err(io)?;
+            let name = e.file_name().to_string_lossy().into_owned();
+            let run_dir = e.path().join("history.jsonl").exists() && name.contains("-seed");
+            if name == "summary.json" || name == "summary.json.tmp" || run_dir {
+                ours.push(e.path());
+            } else {
+                anyhow::bail!(
+                    "{}: holds {name}, which is not an acp-chaos report artefact; refusing to write the report there",
+                    out.display()
+                );
+            }
+        }
+        for p in ours {
+            if p.is_dir() {
+                std::fs::remove_dir_all(&p).map_err(io)?;
+            } else {
+                std::fs::remove_file(&p).map_err(io)?;
+            }
+        }
+    }
+    std::fs::create_dir_all(out).map_err(io)?;
+    Ok(())
+}
+
 fn summarize(spec: &CampaignSpec, results: Vec<RunResult>) -> anyhow::Result<Summary> {
     let mutant = spec.mutant.as_deref();
     let mut table: BTreeMap<String, BTreeMap<String, Cell>> = BTreeMap::new();
@@ -225,8 +267,6 @@ fn summarize(spec: &CampaignSpec, results: Vec<RunResult>) -> anyhow::Result<Sum
     let mut nondeterministic = Vec::new();
     let mut events: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
     let mut hashes = BTreeMap::new();
-    let _ = std::fs::remove_dir_all(&spec.out);
-    std::fs::create_dir_all(&spec.out)?;
     for r in &results {
         let row = table.entry(r.key()).or_default();
         for (c, n) in &r.classes {
@@ -264,11 +304,11 @@ fn summarize(spec: &CampaignSpec, results: Vec<RunResult>) -> anyhow::Result<Sum
                 cell.parties.insert(format!("{p:?}").to_lowercase());
             }
             if v.status == Status::Finding && cell.findings == 1 {
-                let line = repro(&r.scenario, r.design, r.seed, mutant);
+                let line = repro(&reference(spec, &r.scenario), r.design, r.seed, mutant);
                 findings.push(json!({"scenario": r.scenario, "design": r.design, "seed": r.seed, "property": v.property, "status": v.status, "party": v.party, "rules": v.rules, "message": v.message, "repro": line}));
             }
             if matches!(v.status, Status::Invalid | Status::Unknown) {
-                let line = repro(&r.scenario, r.design, r.seed, mutant);
+                let line = repro(&reference(spec, &r.scenario), r.design, r.seed, mutant);
                 failures.push(json!({"scenario": r.scenario, "design": r.design, "seed": r.seed, "property": v.property, "status": v.status, "party": v.party, "rules": v.rules, "message": v.message, "hash": r.hash, "repro": line}));
                 let k = kept.entry((r.key(), v.property.clone())).or_default();
                 if *k < spec.keep_per_property {

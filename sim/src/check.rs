@@ -640,6 +640,19 @@ pub fn p2_no_silent_drop(f: &Facts) -> Verdict {
             _ => {}
         }
     }
+    let undelivered = f
+        .history
+        .ops
+        .iter()
+        .rev()
+        .find(|o| o.process == "world" && o.f == "end")
+        .and_then(|o| o.value["undelivered"].as_u64())
+        .unwrap_or(0);
+    if pending.is_empty() && undelivered > 0 {
+        v.status = Status::Unknown;
+        v.message =
+            format!("liveness: {undelivered} user actions were never made before the bound");
+    }
     if !pending.is_empty() {
         v.status = Status::Unknown;
         v.witnesses = pending.iter().map(|n| f.submissions[n]).collect();

@@ -225,7 +225,20 @@ fn load(d: &DirArgs, names: &[String]) -> Result<Vec<Scenario>, scenario::Scenar
 
 fn run(a: &RunArgs) -> anyhow::Result<i32> {
     check_mutant(&a.mutant)?;
-    let scenarios = match load(&a.dir, &a.scenario) {
+    if a.seeds == 0 {
+        anyhow::bail!("--seeds must be at least 1");
+    }
+    if a.jobs == Some(0) {
+        anyhow::bail!("--jobs must be at least 1");
+    }
+    if a.seed_start.checked_add(a.seeds).is_none() {
+        anyhow::bail!("--seed-start + --seeds must stay below 2^64");
+    }
+    // The same scenario named twice runs once.
+    let mut names = a.scenario.clone();
+    let mut seen = std::collections::BTreeSet::new();
+    names.retain(|n| seen.insert(n.clone()));
+    let scenarios = match load(&a.dir, &names) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: {e}");
@@ -383,7 +396,11 @@ fn replay(a: &ReplayArgs) -> anyhow::Result<(i32, String)> {
         .unwrap_or(Design::Stored);
     let plan = Plan::derive(&s, a.seed, a.mutant.as_deref(), design);
     for l in plan.describe() {
-        println!("# {l}");
+        if a.json {
+            eprintln!("# {l}");
+        } else {
+            println!("# {l}");
+        }
     }
     let (h, r) = campaign::run_one(&s, a.seed, a.mutant.as_deref(), design);
     if a.json {
@@ -394,15 +411,27 @@ fn replay(a: &ReplayArgs) -> anyhow::Result<(i32, String)> {
             println!("{}", history::describe(op));
         }
     }
-    let code = print_verdicts(&r.verdicts);
-    println!(
+    let code = print_verdicts(&r.verdicts, a.json);
+    let line = format!(
         "history hash {}  ({} ops, {} ms simulated)",
         r.hash, r.ops, r.sim_ms
     );
+    if a.json {
+        eprintln!("{line}");
+    } else {
+        println!("{line}");
+    }
     Ok((code, r.hash))
 }
 
-fn print_verdicts(vs: &[check::Verdict]) -> i32 {
+fn print_verdicts(vs: &[check::Verdict], to_stderr: bool) -> i32 {
+    let say = |l: String| {
+        if to_stderr {
+            eprintln!("{l}")
+        } else {
+            println!("{l}")
+        }
+    };
     let mut code = exit::VALID;
     for v in vs {
         let title = CHECKERS
@@ -412,9 +441,9 @@ fn print_verdicts(vs: &[check::Verdict]) -> i32 {
             .unwrap_or("");
         let status = format!("{:?}", v.status).to_lowercase();
         if v.status == Status::Valid {
-            println!("verdict {} {title}: valid", v.property);
+            say(format!("verdict {} {title}: valid", v.property));
         } else {
-            println!(
+            say(format!(
                 "verdict {} {title}: {status} (party {}, rules {}, witnesses {:?}, fault op {}): {}",
                 v.property,
                 v.party.map(|p| format!("{p:?}").to_lowercase()).unwrap_or_else(|| "-".into()),
@@ -422,7 +451,7 @@ fn print_verdicts(vs: &[check::Verdict]) -> i32 {
                 v.witnesses,
                 v.fault.map(|f| f.to_string()).unwrap_or_else(|| "-".into()),
                 v.message
-            );
+            ));
         }
         code = match (code, v.status) {
             (_, Status::Invalid) => exit::INVALID,
@@ -510,12 +539,15 @@ fn check_stored(path: &Path) -> anyhow::Result<i32> {
         h.header["scenario"], h.header["seed"], h.header["mutant"]
     );
     let vs = check::check_all(&h);
-    let code = print_verdicts(&vs);
+    let code = print_verdicts(&vs, false);
     println!("history hash {}", h.hash());
     Ok(code)
 }
 
 fn bench(b: &BenchArgs) -> anyhow::Result<i32> {
+    if b.seeds == 0 || b.jobs == 0 {
+        anyhow::bail!("--seeds and --jobs must be at least 1");
+    }
     let s = match scenario::resolve(&scenarios_dir(&b.dir), &b.scenario) {
         Ok(s) => s,
         Err(e) => {

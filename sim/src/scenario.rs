@@ -44,14 +44,27 @@ pub enum Expect {
     Invalid,
 }
 
-/// A policy that may be pinned or left to the seed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// A policy that may be pinned or left to the seed (`"seeded"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum Pinned<T> {
     /// Pinned value.
     Value(T),
     /// Drawn from the seed (`"seeded"`).
     Seeded(Seeded),
+}
+
+impl<'de, T: serde::de::DeserializeOwned> Deserialize<'de> for Pinned<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        if s == "seeded" {
+            return Ok(Pinned::Seeded(Seeded::Seeded));
+        }
+        // The policy's own error names the allowed values; add `seeded`.
+        T::deserialize(serde::de::value::StrDeserializer::<serde::de::value::Error>::new(&s))
+            .map(Pinned::Value)
+            .map_err(|e| serde::de::Error::custom(format!("{e}, or `seeded`")))
+    }
 }
 
 impl<T: Serialize> std::fmt::Display for Pinned<T> {
@@ -327,7 +340,24 @@ pub struct Scenario {
     /// Where it was read from (not in the file).
     #[serde(skip)]
     pub path: PathBuf,
+    /// How a repro line names it: its name, or the path it was given by.
+    #[serde(skip)]
+    pub reference: String,
 }
+
+/// Methods a frame trigger may name (the Client's requests and their responses).
+pub const METHODS: &[&str] = &[
+    "initialize",
+    "session/new",
+    "session/resume",
+    "session/prompt",
+    "session/fork",
+    "session/list",
+    "session/close",
+    "session/delete",
+    "session/status",
+    "session/set_config_option",
+];
 
 /// Events a scenario may list under `sometimes`.
 pub const EVENTS: &[(&str, &str)] = &[
@@ -365,10 +395,17 @@ impl Scenario {
     pub fn parse(path: &Path, text: &str) -> Result<Scenario, ScenarioError> {
         let mut s: Scenario = toml::from_str(text).map_err(|e| {
             let line = e.span().map(|r| line_of(text, r.start)).unwrap_or(1);
+            let mut message = e.message().trim().to_string();
+            // serde's type errors do not say which field: take it from the line.
+            if !message.contains("field") {
+                if let Some(key) = key_at(text, line) {
+                    message = format!("field `{key}`: {message}");
+                }
+            }
             ScenarioError::Parse {
                 path: path.to_path_buf(),
                 line,
-                message: e.message().trim().to_string(),
+                message,
             }
         })?;
         s.path = path.to_path_buf();
@@ -378,6 +415,7 @@ impl Scenario {
                 .map(|x| x.to_string_lossy().into_owned())
                 .unwrap_or_default();
         }
+        s.reference = s.name.clone();
         s.validate(text)?;
         Ok(s)
     }
@@ -486,6 +524,118 @@ impl Scenario {
                 ));
             }
         }
+        if !self
+            .name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
+            || self.name.starts_with('.')
+        {
+            return Err(err(
+                "name",
+                0,
+                "field `name`: letters, digits, `-`, `_` and `.` only (it names report folders)"
+                    .into(),
+            ));
+        }
+        // Bounds keep runs finite and arithmetic exact (simulated ms, counts).
+        const MS_MAX: u64 = 600_000;
+        let bounded: [(u64, u64, &str, &str); 10] = [
+            (
+                u64::from(self.workload.submissions),
+                10_000,
+                "submissions",
+                "workload.submissions",
+            ),
+            (
+                self.workload.gap_ms_max,
+                MS_MAX,
+                "gap_ms_max",
+                "workload.gap_ms_max",
+            ),
+            (
+                self.workload.start_ms,
+                MS_MAX,
+                "start_ms",
+                "workload.start_ms",
+            ),
+            (
+                self.workload.cancel_after_ms,
+                MS_MAX,
+                "cancel_after_ms",
+                "workload.cancel_after_ms",
+            ),
+            (
+                self.agent.turn_ms_max,
+                MS_MAX,
+                "turn_ms_max",
+                "agent.turn_ms_max",
+            ),
+            (
+                self.timing.latency_ms_max,
+                10_000,
+                "latency_ms_max",
+                "timing.latency_ms_max",
+            ),
+            (
+                self.timing.safety_ms,
+                MS_MAX,
+                "safety_ms",
+                "timing.safety_ms",
+            ),
+            (
+                self.timing.liveness_ms,
+                MS_MAX,
+                "liveness_ms",
+                "timing.liveness_ms",
+            ),
+            (
+                self.swarm
+                    .as_ref()
+                    .map(|s| u64::from(s.per_kind_max))
+                    .unwrap_or(1),
+                100,
+                "per_kind_max",
+                "swarm.per_kind_max",
+            ),
+            (self.faults.len() as u64, 1_000, "[[fault]]", "fault"),
+        ];
+        for (v, max, needle, field) in bounded {
+            if v > max {
+                return Err(err(needle, 0, format!("field `{field}`: at most {max}")));
+            }
+        }
+        if self.timing.safety_ms < 10 || self.timing.liveness_ms < 10 {
+            let f = if self.timing.safety_ms < 10 {
+                "safety_ms"
+            } else {
+                "liveness_ms"
+            };
+            return Err(err(f, 0, format!("field `timing.{f}`: at least 10")));
+        }
+        // Every submission must fall inside the safety phase, or it is never made.
+        let last = self.workload.start_ms
+            + u64::from(self.workload.submissions - 1) * self.workload.gap_ms_max;
+        if last >= self.timing.safety_ms {
+            return Err(err(
+                "safety_ms",
+                0,
+                format!(
+                    "field `timing.safety_ms`: the last submission may come at {last} ms; the safety phase must be longer (start_ms + (submissions - 1) * gap_ms_max)"
+                ),
+            ));
+        }
+        if let Some(sw) = &self.swarm {
+            if !self.faults.is_empty() {
+                return Err(err("[swarm]", 0, "field `swarm`: a scenario has either `[swarm]` or `[[fault]]` entries, not both".into()));
+            }
+            if sw.faults.is_empty() {
+                return Err(err(
+                    "faults",
+                    0,
+                    "field `swarm.faults`: name at least one fault kind".into(),
+                ));
+            }
+        }
         for (i, f) in self.faults.iter().enumerate() {
             if let Some(m) = f.check() {
                 return Err(err("[[fault]]", i, format!("field `fault[{i}].{m}")));
@@ -516,6 +666,51 @@ impl FaultSpec {
         }
         if t.nth == 0 {
             return Some("on.nth`: occurrences count from 1".into());
+        }
+        if t.submission == Some(0) {
+            return Some("on.submission`: submissions count from 1".into());
+        }
+        if let Some(m) = &t.method {
+            if !METHODS.contains(&m.as_str()) {
+                return Some(format!(
+                    "on.method`: unknown method `{m}` (known: {})",
+                    METHODS.join(", ")
+                ));
+            }
+        }
+        let given = [
+            ("silent", self.silent, FaultKind::LoseFrame),
+            ("stall_ms", self.stall_ms.is_some(), FaultKind::StallFrame),
+            (
+                "heal_after_ms",
+                self.heal_after_ms.is_some(),
+                FaultKind::Partition,
+            ),
+        ];
+        for (field, set, owner) in given {
+            if set && self.kind != owner {
+                return Some(format!("{field}`: only for {}", owner.as_str()));
+            }
+        }
+        if self.restart_after_ms.is_some()
+            && !matches!(
+                self.kind,
+                FaultKind::CrashAgent | FaultKind::RestartClient | FaultKind::CrashProxy
+            )
+        {
+            return Some(
+                "restart_after_ms`: only for crash-agent, restart-client, crash-proxy".into(),
+            );
+        }
+        for (field, v) in [
+            ("stall_ms", self.stall_ms),
+            ("heal_after_ms", self.heal_after_ms),
+            ("restart_after_ms", self.restart_after_ms),
+            ("on.at_ms", t.at_ms),
+        ] {
+            if v.is_some_and(|v| v > 600_000) {
+                return Some(format!("{field}`: at most 600000"));
+            }
         }
         match self.kind {
             FaultKind::LoseFrame | FaultKind::StallFrame if !frame => {
@@ -567,13 +762,28 @@ pub fn load_dir(dir: &Path) -> Result<Vec<Scenario>, ScenarioError> {
 pub fn resolve(dir: &Path, name_or_path: &str) -> Result<Scenario, ScenarioError> {
     let p = Path::new(name_or_path);
     if p.extension().is_some_and(|x| x == "toml") {
-        return Scenario::load(p);
+        // Named by path: repro lines name it by the same path.
+        let mut s = Scenario::load(p)?;
+        s.reference = name_or_path.to_string();
+        return Ok(s);
     }
     let file = dir.join(format!("{name_or_path}.toml"));
     if file.exists() {
         return Scenario::load(&file);
     }
     Err(ScenarioError::NotFound(name_or_path.to_string()))
+}
+
+/// The key assigned on a line (`key = ...`, also inside an inline table `on = { key = ... }`).
+fn key_at(text: &str, line: usize) -> Option<String> {
+    let l = text.lines().nth(line.checked_sub(1)?)?;
+    let key = l.split('=').next()?.trim();
+    let key = key.trim_start_matches('[').trim_end_matches(']').trim();
+    (!key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.'))
+    .then(|| key.to_string())
 }
 
 fn line_of(text: &str, byte: usize) -> usize {
@@ -715,6 +925,34 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains(":3:") && e.contains("explode"), "{e}");
+    }
+
+    #[test]
+    fn bad_settings_are_refused_naming_the_field() {
+        for (text, field) in [
+            ("summary = \"s\"\nname = \"../up\"\n", "name"),
+            ("summary = \"s\"\n[agent]\no4 = \"sideways\"\n", "o4"),
+            ("summary = \"s\"\n[workload]\nsubmissions = \"two\"\n", "submissions"),
+            ("summary = \"s\"\n[workload]\nsubmissions = 150\n", "safety_ms"),
+            ("summary = \"s\"\n[swarm]\nfaults = []\n", "swarm.faults"),
+            ("summary = \"s\"\n[swarm]\nper_kind_max = 4000000000\nfaults = [\"partition\"]\n", "per_kind_max"),
+            (
+                "summary = \"s\"\n[[fault]]\nkind = \"lose-frame\"\non = { frame = \"request\", method = \"session/bogus\" }\n",
+                "on.method",
+            ),
+            (
+                "summary = \"s\"\n[[fault]]\nkind = \"lose-frame\"\nstall_ms = 5\non = { frame = \"request\", method = \"session/new\" }\n",
+                "stall_ms",
+            ),
+            ("summary = \"s\"\n[timing]\nsafety_ms = 0\n", "safety_ms"),
+        ] {
+            let e = parse(text).unwrap_err().to_string();
+            assert!(e.starts_with("scenarios/x.toml:") && e.contains(field), "{text}: {e}");
+        }
+        let e = parse("summary = \"s\"\n[agent]\no4 = \"sideways\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("seeded") && e.contains("steer"), "{e}");
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! step loop decides when the run is over.
 
 use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
@@ -16,6 +17,7 @@ use turmoil::barriers::{Barrier, Reaction};
 use crate::history::{History, OpType, FORMAT};
 use crate::hosts::{self, Ctx, PointHit};
 use crate::ledger::{Ledger, NemesisAction};
+use crate::models::Point;
 use crate::plan::Plan;
 
 /// Simulated tick.
@@ -68,24 +70,36 @@ pub fn run(plan: &Plan) -> History {
     // Partitions cut the Client from its next hop.
     let hop = plan.client_target();
 
-    // Crashes at protocol points: one suspend-barrier per fault; the step loop polls them.
-    let mut barriers: Vec<(usize, Barrier<PointHit>)> = Vec::new();
+    // Crashes at protocol points: one suspend-barrier per point, counting every time the
+    // Agent passes it (a trigger wakes at most one barrier, so one counter per point); the
+    // step loop polls them and crashes the Agent for the fault whose `nth` came up.
+    type PointBarrier = (Rc<Cell<u32>>, BTreeMap<u32, usize>, Barrier<PointHit>);
+    let mut barriers: Vec<PointBarrier> = Vec::new();
     let mut timed: Vec<(u64, Timed)> = Vec::new();
+    let mut by_point: BTreeMap<&'static str, (Point, BTreeMap<u32, usize>)> = BTreeMap::new();
     for (i, f) in plan.faults.iter().enumerate() {
         if let Some(p) = f.on.point {
-            let seen = Rc::new(Cell::new(0u32));
-            let nth = f.on.nth;
-            let b = Barrier::build(Reaction::Suspend, move |h: &PointHit| {
-                if h.0 != p {
-                    return false;
-                }
-                seen.set(seen.get() + 1);
-                seen.get() == nth
-            });
-            barriers.push((i, b));
+            by_point
+                .entry(p.as_str())
+                .or_insert((p, BTreeMap::new()))
+                .1
+                .entry(f.on.nth)
+                .or_insert(i);
         } else if let Some(at) = f.on.at_ms {
             timed.push((at, Timed::Fire(i)));
         }
+    }
+    for (_, (p, nths)) in by_point {
+        let seen = Rc::new(Cell::new(0u32));
+        let (c, wanted) = (seen.clone(), nths.keys().copied().collect::<Vec<_>>());
+        let b = Barrier::build(Reaction::Suspend, move |h: &PointHit| {
+            if h.0 != p {
+                return false;
+            }
+            c.set(c.get() + 1);
+            wanted.contains(&c.get())
+        });
+        barriers.push((seen, nths, b));
     }
 
     let mut down: Vec<&'static str> = Vec::new();
@@ -113,23 +127,22 @@ pub fn run(plan: &Plan) -> History {
 
         // (fault index, action, already logged as fired)
         let mut actions: Vec<(usize, NemesisAction, bool)> = Vec::new();
-        barriers.retain_mut(|(i, b)| {
+        barriers.retain_mut(|(seen, nths, b)| {
             let mut fut = std::pin::pin!(b.wait());
-            match fut.as_mut().poll(&mut cx) {
-                Poll::Ready(Some(hit)) => {
+            if let Poll::Ready(Some(hit)) = fut.as_mut().poll(&mut cx) {
+                if let Some(i) = nths.remove(&seen.get()) {
                     ledger
                         .borrow_mut()
-                        .fire(*i, json!({"point": hit.0.as_str()}));
+                        .fire(i, json!({"point": hit.0.as_str(), "nth": seen.get()}));
                     actions.push((
-                        *i,
-                        NemesisAction::of(&plan.faults[*i]).expect("point faults crash"),
+                        i,
+                        NemesisAction::of(&plan.faults[i]).expect("point faults crash"),
                         true,
                     ));
-                    // The suspended task dies with the crash below; the handle is dropped here.
-                    false
                 }
-                _ => true,
+                // The suspended task dies with the crash below; the handle is dropped here.
             }
+            !nths.is_empty()
         });
         let queued: Vec<_> = ledger.borrow_mut().queue.drain(..).collect();
         actions.extend(queued.into_iter().map(|(i, a)| (i, a, false)));
@@ -280,7 +293,13 @@ pub fn run(plan: &Plan) -> History {
         "pending-at-end",
         json!({"submissions": pending}),
     );
-    l.record("world", OpType::Info, "end", json!({"outcome": outcome}));
+    let undelivered = l.workload.len() - l.delivered;
+    l.record(
+        "world",
+        OpType::Info,
+        "end",
+        json!({"outcome": outcome, "undelivered": undelivered}),
+    );
     let header = json!({
         "format": FORMAT,
         "scenario": plan.scenario,

@@ -124,3 +124,28 @@ fn list_names_every_mutant_and_scenario() {
     }
     assert!(t.contains("swarm-basic") && t.contains("rfd-07-retry-inserted-during-active-work"));
 }
+
+#[test]
+fn out_folder_with_foreign_files_is_refused_and_kept() {
+    let dir = std::env::temp_dir().join("acp-chaos-victim");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("notes.txt"), "mine").unwrap();
+    let out = bin()
+        .args([
+            "run",
+            "rfd-01-retry-same-connection",
+            "--seeds",
+            "1",
+            "--out",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("notes.txt"));
+    assert_eq!(
+        std::fs::read_to_string(dir.join("notes.txt")).unwrap(),
+        "mine"
+    );
+}
