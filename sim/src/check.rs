@@ -160,6 +160,8 @@ pub enum Class {
     Withdrawn,
     /// Inserted more than once (P1).
     Duplicated,
+    /// Inserted again after the first was lost or forgotten as the rules allow (a finding).
+    Reinserted,
     /// Never inserted, never shown (P2).
     Lost,
     /// Inserted, but the Client never learned its id and no longer holds the input (P2).
@@ -442,7 +444,7 @@ impl<'a> Facts<'a> {
     /// Class of each submission (Jepsen set-full style).
     pub fn classes(&self) -> BTreeMap<u64, Class> {
         let mut per_sub: BTreeMap<u64, Vec<&Insert>> = BTreeMap::new();
-        for i in &self.inserts {
+        for i in self.inserts.iter().filter(|i| i.took_effect.is_some()) {
             if let Some(s) = i.submission {
                 per_sub.entry(s).or_default().push(i);
             }
@@ -450,28 +452,42 @@ impl<'a> Facts<'a> {
         self.submissions
             .keys()
             .map(|n| {
-                let effective = per_sub
-                    .get(n)
-                    .map(|v| v.iter().filter(|i| i.took_effect.is_some()).count())
-                    .unwrap_or(0);
-                let c = if effective > 1 {
+                let ins = per_sub.get(n).map(Vec::as_slice).unwrap_or_default();
+                // A second insertion while the first was still there is a duplicate; one
+                // after the rules let the Agent forget the first (A11, A16) is a reinsertion.
+                let dup = ins
+                    .iter()
+                    .enumerate()
+                    .any(|(j, l)| ins[..j].iter().any(|e| e.gone_before(l.op).is_none()));
+                let c = if dup {
                     Class::Duplicated
-                } else if self.acks.contains_key(n) {
-                    Class::Acknowledged
-                } else if self.surfaced.contains_key(n) {
-                    Class::Surfaced
-                } else if self.withdrawn.contains_key(n) {
-                    Class::Withdrawn
-                } else if self.pending_at_end.contains(n) {
-                    Class::Pending
-                } else if effective == 1 {
-                    Class::Unacknowledged
+                } else if ins.len() > 1 {
+                    Class::Reinserted
                 } else {
-                    Class::Lost
+                    self.settlement(*n, !ins.is_empty())
                 };
                 (*n, c)
             })
             .collect()
+    }
+
+    /// How the user's side of submission `n` ended, whatever happened to its insertions:
+    /// acknowledged, surfaced, withdrawn, still pending, or neither (unacknowledged when it was
+    /// inserted, lost when not).
+    pub fn settlement(&self, n: u64, inserted: bool) -> Class {
+        if self.acks.contains_key(&n) {
+            Class::Acknowledged
+        } else if self.surfaced.contains_key(&n) {
+            Class::Surfaced
+        } else if self.withdrawn.contains_key(&n) {
+            Class::Withdrawn
+        } else if self.pending_at_end.contains(&n) {
+            Class::Pending
+        } else if inserted {
+            Class::Unacknowledged
+        } else {
+            Class::Lost
+        }
     }
 }
 
@@ -577,7 +593,17 @@ pub fn p1_at_most_once(f: &Facts) -> Verdict {
 /// P2 no-silent-drop: after heal and quiescence every submission is acknowledged or surfaced.
 pub fn p2_no_silent_drop(f: &Facts) -> Verdict {
     let mut v = Verdict::valid("P2", &["C1", "C6", "C8", "A2"]);
-    let classes = f.classes();
+    let classes: BTreeMap<u64, Class> = f
+        .submissions
+        .keys()
+        .map(|n| {
+            let inserted = f
+                .inserts
+                .iter()
+                .any(|i| i.submission == Some(*n) && i.took_effect.is_some());
+            (*n, f.settlement(*n, inserted))
+        })
+        .collect();
     let mut pending = Vec::new();
     for (n, c) in &classes {
         match c {
