@@ -147,6 +147,9 @@ pub enum AgentMutant {
     /// Writes message and key without `sync_all`: a crash loses an acknowledged message and the
     /// retry inserts it again. Breaks D1/A10 (P11 and P1, Agent at fault).
     RecordUnsynced,
+    /// A failure after insertion is answered with an error (`-32603`) instead of the
+    /// `messageId`. Breaks A3/A2 (P4, Agent at fault).
+    ErrorAfterInsert,
     /// Adapter trusts only its in-memory id set after a restart (never reads the history).
     /// Breaks A10 (P1, Agent at fault).
     AdapterNoHistoryFill,
@@ -271,6 +274,8 @@ pub struct ModelAgent {
     asks: IndexMap<u64, String>,
     transient_errors: u32,
     tool_effects: u64,
+    /// Mutant `error-after-insert`: answer the next insertion with an error.
+    fail_next_insert: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -344,6 +349,7 @@ impl ModelAgent {
             asks: IndexMap::new(),
             transient_errors: 0,
             tool_effects: 0,
+            fail_next_insert: false,
         }
     }
 
@@ -812,7 +818,11 @@ impl ModelAgent {
                 out,
             );
         }
-        if self.transient_errors > 0 {
+        if self.transient_errors > 0 && self.cfg.mutant == Some(AgentMutant::ErrorAfterInsert) {
+            // The mutant's failure comes after the insertion (see `insert`).
+            self.transient_errors -= 1;
+            self.fail_next_insert = true;
+        } else if self.transient_errors > 0 {
             // A2: an error means this attempt inserted nothing and recorded nothing.
             self.transient_errors -= 1;
             out.push(effect(
@@ -987,7 +997,18 @@ impl ModelAgent {
         let um = UserMessage::new(mid.clone()).content(vec![ContentBlock::from(p.text.clone())]);
         self.update_all(sid, SessionUpdate::UserMessage(um), out);
         let ok = to_value(PromptResponse::new(mid));
-        self.send(p.conn, rpc::ok(&p.id, ok.clone()), out);
+        if std::mem::take(&mut self.fail_next_insert) {
+            // Mutant: a failure after insertion answered as an error (breaks A3).
+            let e = rpc::err(
+                &p.id,
+                code::INTERNAL_ERROR,
+                "Internal error",
+                Some(json!({"transient": true})),
+            );
+            self.send(p.conn, e, out);
+        } else {
+            self.send(p.conn, rpc::ok(&p.id, ok.clone()), out);
+        }
         for (c, id) in &p.waiters {
             self.send(*c, rpc::ok(id, ok.clone()), out);
         }

@@ -74,6 +74,15 @@ pub const MUTANTS: &[Mutant] = &[
         designs: &[Design::Stored],
     },
     Mutant {
+        name: "error-after-insert",
+        kind: MutantKind::Agent(AgentMutant::ErrorAfterInsert),
+        rules: &["A3", "A2"],
+        property: "P4",
+        party: Party::Agent,
+        summary: "a failure after insertion is answered -32603 instead of the messageId",
+        designs: &[],
+    },
+    Mutant {
         name: "adapter-no-history-fill",
         kind: MutantKind::Agent(AgentMutant::AdapterNoHistoryFill),
         rules: &["A10", "A1"],

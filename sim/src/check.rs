@@ -86,6 +86,18 @@ pub const CHECKERS: &[Checker] = &[
         check: p2_no_silent_drop,
     },
     Checker {
+        property: "P3",
+        title: "same-answer",
+        rules: &["A1", "A7"],
+        check: p3_same_answer,
+    },
+    Checker {
+        property: "P4",
+        title: "error-means-not-inserted",
+        rules: &["A2", "A3", "A12"],
+        check: p4_error_means_not_inserted,
+    },
+    Checker {
         property: "P6",
         title: "cancel",
         rules: &["A5", "A6", "A15", "X1"],
@@ -184,6 +196,9 @@ pub struct Facts<'a> {
     pub surfaced: BTreeMap<u64, usize>,
     /// Submission → op index where its own user's cancel withdrew it.
     pub withdrawn: BTreeMap<u64, usize>,
+    /// (connection, JSON-RPC id) of every attempt, also as the Agent saw it through a proxy →
+    /// its submission.
+    pub attempts: BTreeMap<(u64, String), u64>,
     /// Keys the Client put on each submission's attempts.
     pub attempt_keys: BTreeMap<u64, BTreeSet<String>>,
     /// Insertion (index into `inserts`) → op indices of `turn-start` ops for it (rounds of
@@ -418,6 +433,7 @@ impl<'a> Facts<'a> {
             acks,
             surfaced,
             withdrawn,
+            attempts,
             attempt_keys,
             turns,
             tool_effects,
@@ -425,6 +441,11 @@ impl<'a> Facts<'a> {
             pending_at_end,
             recoveries,
         }
+    }
+
+    /// The submission an attempt (connection, JSON-RPC id) belongs to, through proxy rewrites.
+    pub fn attempt_submission(&self, attempt: &(u64, String)) -> Option<u64> {
+        self.attempts.get(attempt).copied()
     }
 
     /// The last nemesis op strictly before `index`.
@@ -683,6 +704,119 @@ pub fn p2_no_silent_drop(f: &Facts) -> Verdict {
         v.status = Status::Unknown;
         v.witnesses = pending.iter().map(|n| f.submissions[n]).collect();
         v.message = format!("liveness: submissions {pending:?} still pending at the bound");
+    }
+    v
+}
+
+/// Agent answers to `session/prompt` attempts: (conn, id) → (op index, Ok(messageId) | Err(code)).
+fn prompt_answers(f: &Facts) -> Vec<((u64, String), usize, Result<String, i64>)> {
+    let mut prompts: BTreeSet<(u64, String)> = BTreeSet::new();
+    let mut out = Vec::new();
+    for op in &f.history.ops {
+        if op.process != "net" || op.f != "send" {
+            continue;
+        }
+        let fr = &op.value["frame"];
+        let key = (op.value["conn"].as_u64().unwrap_or(0), fr["id"].to_string());
+        if op.value["from"] == "proxy" || (op.value["from"] == "client") {
+            if fr["method"] == "session/prompt" {
+                prompts.insert(key);
+            }
+            continue;
+        }
+        if op.value["from"] != "agent" || !prompts.contains(&key) {
+            continue;
+        }
+        if let Some(m) = fr["result"]["messageId"].as_str() {
+            out.push((key, op.index, Ok(m.to_string())));
+        } else if let Some(c) = fr["error"]["code"].as_i64() {
+            out.push((key, op.index, Err(c)));
+        }
+    }
+    out
+}
+
+/// P3 same-answer: every success for one submission's key carries the same `messageId`, with
+/// P1's exemptions (a first message the rules let the Agent forget).
+pub fn p3_same_answer(f: &Facts) -> Verdict {
+    let mut v = Verdict::valid("P3", &["A1", "A7"]);
+    let mut first: BTreeMap<u64, (usize, String)> = BTreeMap::new();
+    for (attempt, op, ans) in prompt_answers(f) {
+        let Ok(mid) = ans else { continue };
+        let Some(sub) = f.attempt_submission(&attempt) else {
+            continue;
+        };
+        match first.get(&sub) {
+            None => {
+                first.insert(sub, (op, mid));
+            }
+            Some((op0, mid0)) if *mid0 != mid => {
+                let forgotten = f
+                    .inserts
+                    .iter()
+                    .filter(|i| i.message_id == *mid0 && i.submission == Some(sub))
+                    .any(|i| i.gone_before(op).is_some() || i.took_effect.is_none());
+                let status = if forgotten {
+                    Status::Finding
+                } else {
+                    Status::Invalid
+                };
+                if status > v.status {
+                    v.status = status;
+                    v.party = Some(if forgotten { Party::Spec } else { Party::Agent });
+                    v.rules = if forgotten {
+                        vec!["A11".into(), "A16".into()]
+                    } else {
+                        vec!["A1".into(), "A7".into()]
+                    };
+                    v.witnesses = vec![*op0, op];
+                    v.fault = f.fault_before(op);
+                    v.message = format!("submission {sub} was answered {mid0} and later {mid}");
+                    if status == Status::Invalid {
+                        return v;
+                    }
+                }
+            }
+            Some(_) => {}
+        }
+    }
+    v
+}
+
+/// P4 error-means-not-inserted: an Agent error to a `session/prompt` attempt means that
+/// attempt inserted nothing (A2, A3, A12). Errors from a proxy or Client timeouts are not
+/// Agent errors; `-32800` is P6's.
+pub fn p4_error_means_not_inserted(f: &Facts) -> Verdict {
+    let mut v = Verdict::valid("P4", &["A2", "A3", "A12"]);
+    let inserted: BTreeMap<(u64, String), usize> = f
+        .history
+        .ops
+        .iter()
+        .filter(|o| o.process == "agent" && o.f == "insert")
+        .map(|o| {
+            (
+                (
+                    o.value["conn"].as_u64().unwrap_or(0),
+                    o.value["id"].to_string(),
+                ),
+                o.index,
+            )
+        })
+        .collect();
+    for (attempt, op, ans) in prompt_answers(f) {
+        let Err(code) = ans else { continue };
+        if code == acp_chaos_models::rpc::code::REQUEST_CANCELLED {
+            continue;
+        }
+        if let Some(&i) = inserted.get(&attempt) {
+            v.status = Status::Invalid;
+            v.party = Some(Party::Agent);
+            v.rules = vec!["A2".into(), "A3".into()];
+            v.witnesses = vec![i, op];
+            v.fault = f.fault_before(op);
+            v.message = format!("attempt {attempt:?} was answered with error {code} after it had inserted a message");
+            return v;
+        }
     }
     v
 }
@@ -1266,6 +1400,70 @@ mod retention_tests {
             verdict(&hist("durable", &kept), "P1").status,
             Status::Invalid
         );
+    }
+
+    fn answer(conn: u64, id: u64, body: Value) -> (&'static str, &'static str, Value) {
+        let mut frame = json!({"jsonrpc": "2.0", "id": id});
+        for (k, v) in body.as_object().unwrap() {
+            frame[k] = v.clone();
+        }
+        (
+            "net",
+            "send",
+            json!({"conn": conn, "from": "agent", "frame": frame}),
+        )
+    }
+
+    fn prompt_sent(conn: u64, id: u64) -> (&'static str, &'static str, Value) {
+        (
+            "net",
+            "send",
+            json!({"conn": conn, "from": "client", "frame": {"id": id, "method": "session/prompt"}}),
+        )
+    }
+
+    #[test]
+    fn p3_two_message_ids_for_one_submission() {
+        let mut ops = lost_then_redone("m2");
+        ops.truncate(2);
+        ops.push(prompt_sent(1, 3));
+        ops.push((
+            "agent",
+            "insert",
+            json!({"session": "s", "messageId": "m1", "key": "k", "conn": 1, "id": 3}),
+        ));
+        ops.push(("agent", "visible", json!({"messageId": "m1"})));
+        ops.push(answer(1, 3, json!({"result": {"messageId": "m1"}})));
+        ops.push((
+            "client",
+            "attempt",
+            json!({"submission": 1, "conn": 1, "id": 4, "key": "k"}),
+        ));
+        ops.push(prompt_sent(1, 4));
+        ops.push(answer(1, 4, json!({"result": {"messageId": "m9"}})));
+        let v = verdict(&hist("durable", &ops), "P3");
+        assert_eq!((v.status, v.party), (Status::Invalid, Some(Party::Agent)));
+        ops.pop();
+        ops.push(answer(1, 4, json!({"result": {"messageId": "m1"}})));
+        assert_eq!(verdict(&hist("durable", &ops), "P3").status, Status::Valid);
+    }
+
+    #[test]
+    fn p4_error_after_insertion_blames_the_agent() {
+        let mut ops = lost_then_redone("m2");
+        ops.truncate(2);
+        ops.push(prompt_sent(1, 3));
+        ops.push((
+            "agent",
+            "insert",
+            json!({"session": "s", "messageId": "m1", "key": "k", "conn": 1, "id": 3}),
+        ));
+        ops.push(answer(1, 3, json!({"error": {"code": -32603}})));
+        let v = verdict(&hist("durable", &ops), "P4");
+        assert_eq!((v.status, v.party), (Status::Invalid, Some(Party::Agent)));
+        // An error to an attempt that inserted nothing is fine.
+        ops.remove(3);
+        assert_eq!(verdict(&hist("durable", &ops), "P4").status, Status::Valid);
     }
 
     #[test]

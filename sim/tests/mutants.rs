@@ -54,6 +54,18 @@ const PINNED: &[(&str, &str, Design, u64)] = &[
         0,
     ),
     (
+        "error-after-insert",
+        "rfd-05-retry-after-error",
+        Design::Stored,
+        0,
+    ),
+    (
+        "error-after-insert",
+        "rfd-05-retry-after-error",
+        Design::Adapter,
+        1,
+    ),
+    (
         "proxy-drops-key",
         "proxy-01-retry-through-rewritten-ids",
         Design::Stored,
