@@ -708,8 +708,11 @@ pub fn p2_no_silent_drop(f: &Facts) -> Verdict {
     v
 }
 
-/// Agent answers to `session/prompt` attempts: (conn, id) → (op index, Ok(messageId) | Err(code)).
-fn prompt_answers(f: &Facts) -> Vec<((u64, String), usize, Result<String, i64>)> {
+/// One Agent answer to a `session/prompt` attempt: (conn, id), op index, messageId or code.
+type Answer = ((u64, String), usize, Result<String, i64>);
+
+/// Agent answers to `session/prompt` attempts, in order.
+fn prompt_answers(f: &Facts) -> Vec<Answer> {
     let mut prompts: BTreeSet<(u64, String)> = BTreeSet::new();
     let mut out = Vec::new();
     for op in &f.history.ops {
