@@ -150,6 +150,8 @@ pub enum AgentMutant {
     /// A failure after insertion is answered with an error (`-32603`) instead of the
     /// `messageId`. Breaks A3/A2 (P4, Agent at fault).
     ErrorAfterInsert,
+    /// Echoes the key in the `user_message` update's `_meta`. Breaks A8 (P8, Agent at fault).
+    KeyInUpdates,
     /// Adapter trusts only its in-memory id set after a restart (never reads the history).
     /// Breaks A10 (P1, Agent at fault).
     AdapterNoHistoryFill,
@@ -995,7 +997,25 @@ impl ModelAgent {
         out.push(effect("visible", json!({"session": sid, "messageId": mid})));
         // A14: the echo carries the messageId and never precedes insertion. A8: no key.
         let um = UserMessage::new(mid.clone()).content(vec![ContentBlock::from(p.text.clone())]);
-        self.update_all(sid, SessionUpdate::UserMessage(um), out);
+        if let (Some(AgentMutant::KeyInUpdates), Some(k)) = (self.cfg.mutant, &p.key) {
+            // Mutant: the echo carries the key in `_meta` (breaks A8).
+            let mut n = to_value(UpdateSessionNotification::new(
+                sid.to_string(),
+                SessionUpdate::UserMessage(um),
+            ));
+            n["update"]["_meta"] = json!({"idempotencyKey": k});
+            let line = rpc::notification("session/update", n);
+            for (conn, active) in &self.conns {
+                if active.contains(sid) {
+                    out.push(Action::Send {
+                        conn: *conn,
+                        line: line.clone(),
+                    });
+                }
+            }
+        } else {
+            self.update_all(sid, SessionUpdate::UserMessage(um), out);
+        }
         let ok = to_value(PromptResponse::new(mid));
         if std::mem::take(&mut self.fail_next_insert) {
             // Mutant: a failure after insertion answered as an error (breaks A3).

@@ -83,6 +83,15 @@ pub const MUTANTS: &[Mutant] = &[
         designs: &[],
     },
     Mutant {
+        name: "key-in-updates",
+        kind: MutantKind::Agent(AgentMutant::KeyInUpdates),
+        rules: &["A8"],
+        property: "P8",
+        party: Party::Agent,
+        summary: "the user_message echo carries the idempotencyKey in _meta",
+        designs: &[],
+    },
+    Mutant {
         name: "adapter-no-history-fill",
         kind: MutantKind::Agent(AgentMutant::AdapterNoHistoryFill),
         rules: &["A10", "A1"],
