@@ -60,6 +60,12 @@ const PINNED: &[(&str, &str, Design, u64)] = &[
         0,
     ),
     (
+        "key-in-updates",
+        "rfd-01-retry-same-connection",
+        Design::InMemory,
+        0,
+    ),
+    (
         "error-after-insert",
         "rfd-05-retry-after-error",
         Design::Adapter,
