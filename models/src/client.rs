@@ -347,6 +347,10 @@ impl SpecClient {
                     return;
                 };
                 self.sessions[slot] = Some(sid.to_string());
+                out.push(effect(
+                    "session-known",
+                    json!({"slot": slot, "session": sid}),
+                ));
                 out.push(Action::Persist {
                     record: json!({"t": "session", "slot": slot, "id": sid}),
                     sync: true,

@@ -19,6 +19,7 @@ pub mod mutant;
 pub mod proxy;
 pub mod rpc;
 pub mod store;
+pub mod watcher;
 
 pub use action::{Action, ConnId, Effect, Point};
 pub use agent::{

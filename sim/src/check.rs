@@ -1076,6 +1076,9 @@ pub fn events(h: &History) -> BTreeSet<&'static str> {
         if has(op, "client", "surface") {
             e.insert("surfaced");
         }
+        if has(op, "watcher", "watch") {
+            e.insert("watched");
+        }
         if has(op, "client", "withdrawn") {
             e.insert("withdrawn");
         }

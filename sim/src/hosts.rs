@@ -11,6 +11,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use acp_chaos_models::proxy::{Proxy, ProxyInput};
+use acp_chaos_models::watcher::{Watcher, WatcherInput};
 use acp_chaos_models::{
     store, Action, AgentInput, AgentModel, ClientInput, ClientModel, ConnId, ModelAgent, Point,
     SpecClient,
@@ -281,6 +282,12 @@ impl Io {
                         "surface" | "withdrawn" => OpType::Fail,
                         _ => OpType::Info,
                     };
+                    if e.f == "session-known" {
+                        let mut l = self.ctx.ledger.borrow_mut();
+                        if l.known_session.is_none() {
+                            l.known_session = e.value["session"].as_str().map(str::to_string);
+                        }
+                    }
                     self.record(kind, e.f, e.value)
                 }
                 Action::Connect { after_ms, tag } => {
@@ -520,6 +527,52 @@ pub async fn proxy(ctx: Rc<Ctx>) -> turmoil::Result {
         io.execute(&mut out).await?;
     }
     Ok(())
+}
+
+/// The watcher host: a second Client that resumes the user's session and watches it.
+pub async fn watcher(ctx: Rc<Ctx>) -> turmoil::Result {
+    let boot = ctx.ledger.borrow_mut().boot("watcher");
+    let (mut io, mut rx) = Io::new("watcher", ctx.clone(), "/watcher/none");
+    io.record(OpType::Info, "boot", json!({"boot": boot}));
+    let mut model = Watcher::new();
+    let mut out = Vec::new();
+    let mut told = false;
+    model.handle(WatcherInput::Boot, &mut out);
+    io.execute(&mut out).await?;
+    loop {
+        let ev = tokio::select! {
+            biased;
+            ev = rx.recv() => ev,
+            _ = tokio::time::sleep(Duration::from_millis(20)), if !told => None,
+        };
+        if !told {
+            let known = ctx.ledger.borrow().known_session.clone();
+            if let Some(sid) = known {
+                told = true;
+                model.handle(WatcherInput::Watch(sid), &mut out);
+            }
+        }
+        match ev {
+            Some(Ev::Connected(s, _)) => {
+                let addr = s.local_addr().map(|a| a.to_string()).unwrap_or_default();
+                let id = io.open(s, addr);
+                model.handle(WatcherInput::Connected(id), &mut out);
+            }
+            Some(Ev::ConnectFailed(_)) => model.handle(WatcherInput::ConnectFailed, &mut out),
+            Some(Ev::Frame(id, line)) if io.conns.contains_key(&id) => {
+                io.log_recv(id, &line);
+                model.handle(WatcherInput::Frame(id, line), &mut out);
+            }
+            Some(Ev::Closed(id, why)) => {
+                if io.close(id, why) {
+                    model.handle(WatcherInput::Disconnected(id), &mut out);
+                }
+            }
+            Some(Ev::Timer(t)) => model.handle(WatcherInput::Timer(t), &mut out),
+            Some(Ev::Frame(..) | Ev::Accepted(_)) | None => {}
+        }
+        io.execute(&mut out).await?;
+    }
 }
 
 /// A bare host for the benchmark baseline: same hosts and tick, no models.

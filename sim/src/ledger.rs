@@ -119,6 +119,8 @@ pub struct Ledger {
     pub client_pending: Vec<u64>,
     /// The Agent has no running turn and no held prompt.
     pub agent_idle: bool,
+    /// The first session the user's Client created (the watcher resumes it).
+    pub known_session: Option<String>,
     boots: IndexMap<&'static str, u32>,
 }
 
@@ -142,6 +144,7 @@ impl Ledger {
             delivered: 0,
             client_pending: Vec::new(),
             agent_idle: true,
+            known_session: None,
             boots: IndexMap::new(),
         }
     }

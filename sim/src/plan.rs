@@ -75,6 +75,8 @@ pub struct Plan {
     pub proxy: bool,
     /// The proxy's mutant, if any.
     pub proxy_mutant: Option<acp_chaos_models::proxy::ProxyMutant>,
+    /// A second Client watches the session.
+    pub watcher: bool,
 }
 
 impl Plan {
@@ -219,6 +221,7 @@ impl Plan {
             // A proxy mutant needs a proxy to live in.
             proxy: s.topology.proxy || proxy_mutant.is_some(),
             proxy_mutant,
+            watcher: s.topology.watcher,
         }
     }
 
@@ -239,7 +242,11 @@ impl Plan {
                 self.agent.permission_rate
             )
             .to_lowercase(),
-            format!("topology: client -> {}agent", if self.proxy { "proxy -> " } else { "" }),
+            format!(
+                "topology: client -> {}agent{}",
+                if self.proxy { "proxy -> " } else { "" },
+                if self.watcher { "; watcher -> agent" } else { "" }
+            ),
             format!(
                 "client: prompt_timeout_ms={} backoff_ms={}..={} attempts_max={}",
                 self.client.prompt_timeout_ms, self.client.backoff_ms_min, self.client.backoff_ms_max, self.client.attempts_max

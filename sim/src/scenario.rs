@@ -171,6 +171,9 @@ pub struct Topology {
     /// A conductor between Client and Agent that rewrites JSON-RPC ids (X1).
     #[serde(default)]
     pub proxy: bool,
+    /// A second Client that resumes the session and watches it (never prompts).
+    #[serde(default)]
+    pub watcher: bool,
 }
 
 /// The kinds of fault.
@@ -386,6 +389,7 @@ pub const EVENTS: &[(&str, &str)] = &[
         "an input was withdrawn by its own user's cancel",
     ),
     ("tool", "a turn ran a tool call with a side effect"),
+    ("watched", "a second Client resumed the session to watch it"),
     ("permission", "the Agent asked the Client for permission"),
     ("live-only", "a locally handled command was answered (A11)"),
 ];

@@ -67,6 +67,10 @@ pub fn run(plan: &Plan) -> History {
         let c = ctx.clone();
         sim.host("proxy", move || hosts::proxy(c.clone()));
     }
+    if plan.watcher {
+        let c = ctx.clone();
+        sim.host("watcher", move || hosts::watcher(c.clone()));
+    }
     // Partitions cut the Client from its next hop.
     let hop = plan.client_target();
 
