@@ -52,6 +52,8 @@ pub trait ClientModel {
     fn handle(&mut self, input: ClientInput, out: &mut Vec<Action>);
     /// Submissions the Client still holds pending (neither acknowledged nor shown to the user).
     fn pending(&self) -> Vec<u64>;
+    /// The driver's clock (simulated ms), set before each input.
+    fn set_clock(&mut self, now_ms: u64);
 }
 
 /// Client mutants.
@@ -90,6 +92,9 @@ pub struct ClientConfig {
     pub sessions: usize,
     /// How keys are made.
     pub keys: KeyScheme,
+    /// A pending input older than this (ms) is shown to the user instead of being resent after
+    /// a reconnect (C7); 0 turns it off.
+    pub stale_ms: u64,
     /// The mutant, if any.
     pub mutant: Option<ClientMutant>,
 }
@@ -102,6 +107,8 @@ struct PendingInput {
     attempts: u32,
     /// The user asked to cancel it.
     cancel: bool,
+    /// When the user submitted it (simulated ms).
+    at_ms: u64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -145,6 +152,7 @@ pub struct SpecClient {
     backoff_ms: u64,
     next_timer: u64,
     timers: IndexMap<u64, TimerKind>,
+    now_ms: u64,
 }
 
 impl SpecClient {
@@ -175,6 +183,7 @@ impl SpecClient {
                                 text,
                                 attempts: 0,
                                 cancel: false,
+                                at_ms: r["at_ms"].as_u64().unwrap_or(0),
                             },
                         );
                     }
@@ -197,6 +206,7 @@ impl SpecClient {
             conn: None,
             next_timer: 0,
             timers: IndexMap::new(),
+            now_ms: 0,
         }
     }
 
@@ -463,9 +473,15 @@ impl SpecClient {
             c.phase = Phase::Ready;
         }
         self.backoff_ms = self.cfg.backoff_ms_min;
-        // C6: once resumed, resend every pending prompt at once, with its key.
+        // C6: once resumed, resend every pending prompt at once, with its key; C7: one pending
+        // for longer than `stale_ms` is shown to the user instead.
         for s in self.pending.keys().copied().collect::<Vec<_>>() {
-            self.attempt(s, out);
+            let age = self.now_ms.saturating_sub(self.pending[&s].at_ms);
+            if self.cfg.stale_ms > 0 && age > self.cfg.stale_ms {
+                self.surface(s, json!({"reason": "stale", "age_ms": age}), out);
+            } else {
+                self.attempt(s, out);
+            }
         }
     }
 
@@ -569,7 +585,7 @@ impl ClientModel for SpecClient {
                 };
                 if self.cfg.mutant != Some(ClientMutant::VolatilePending) {
                     out.push(Action::Persist {
-                        record: json!({"t": "pending", "submission": submission, "slot": slot, "key": key, "text": text}),
+                        record: json!({"t": "pending", "submission": submission, "slot": slot, "key": key, "text": text, "at_ms": self.now_ms}),
                         sync: true,
                     });
                 }
@@ -581,6 +597,7 @@ impl ClientModel for SpecClient {
                         text,
                         attempts: 0,
                         cancel: false,
+                        at_ms: self.now_ms,
                     },
                 );
                 self.attempt(submission, out);
@@ -588,7 +605,129 @@ impl ClientModel for SpecClient {
         }
     }
 
+    fn set_clock(&mut self, now_ms: u64) {
+        self.now_ms = now_ms;
+    }
+
     fn pending(&self) -> Vec<u64> {
         self.pending.keys().copied().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(stale_ms: u64, mutant: Option<ClientMutant>) -> ClientConfig {
+        ClientConfig {
+            prompt_timeout_ms: 100,
+            backoff_ms_min: 10,
+            backoff_ms_max: 100,
+            attempts_max: 5,
+            sessions: 1,
+            keys: KeyScheme::Uuid,
+            stale_ms,
+            mutant,
+        }
+    }
+
+    fn sends(out: &[Action]) -> Vec<Value> {
+        out.iter()
+            .filter_map(|a| match a {
+                Action::Send { line, .. } => serde_json::from_str(line).ok(),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Connect and answer initialize and resume; return what the Client sent after resuming.
+    fn resume(c: &mut SpecClient) -> Vec<Action> {
+        let mut out = vec![];
+        c.handle(ClientInput::Connected(1), &mut out);
+        c.handle(
+            ClientInput::Frame(1, rpc::ok(&json!(1), json!({}))),
+            &mut out,
+        );
+        let mut after = vec![];
+        c.handle(
+            ClientInput::Frame(1, rpc::ok(&json!(2), json!({}))),
+            &mut after,
+        );
+        after
+    }
+
+    fn restored(stale_ms: u64) -> SpecClient {
+        let recs = vec![
+            json!({"t": "session", "slot": 0, "id": "s"}),
+            json!({"t": "pending", "submission": 1, "slot": 0, "key": "k-old", "text": "a", "at_ms": 0}),
+            json!({"t": "pending", "submission": 2, "slot": 0, "key": "k-new", "text": "b", "at_ms": 900}),
+        ];
+        let mut c = SpecClient::recover(cfg(stale_ms, None), 1, 1, &recs);
+        c.set_clock(1000);
+        c
+    }
+
+    #[test]
+    fn after_a_restart_pending_inputs_are_resent_with_their_stored_keys() {
+        let mut c = restored(0);
+        let out = resume(&mut c);
+        let keys: Vec<_> = sends(&out)
+            .iter()
+            .map(|v| v["params"]["idempotencyKey"].clone())
+            .collect();
+        assert_eq!(keys, vec![json!("k-old"), json!("k-new")]);
+    }
+
+    #[test]
+    fn a_stale_pending_input_is_shown_to_the_user_not_resent() {
+        let mut c = restored(300);
+        let out = resume(&mut c);
+        let keys: Vec<_> = sends(&out)
+            .iter()
+            .map(|v| v["params"]["idempotencyKey"].clone())
+            .collect();
+        assert_eq!(keys, vec![json!("k-new")]);
+        assert!(out.iter().any(
+            |a| matches!(a, Action::Effect(e) if e.f == "surface" && e.value["submission"] == 1)
+        ));
+        assert_eq!(c.pending(), vec![2]);
+    }
+
+    #[test]
+    fn the_key_is_stored_before_the_first_attempt_is_written() {
+        let mut c = restored(0);
+        resume(&mut c);
+        let mut out = vec![];
+        c.handle(
+            ClientInput::Submit {
+                submission: 3,
+                slot: 0,
+                text: "c".into(),
+            },
+            &mut out,
+        );
+        let persist = out
+            .iter()
+            .position(|a| matches!(a, Action::Persist { sync: true, .. }))
+            .unwrap();
+        let send = out
+            .iter()
+            .position(|a| matches!(a, Action::Send { .. }))
+            .unwrap();
+        assert!(persist < send, "C1: stored before the first attempt");
+        // The volatile-pending mutant never stores it.
+        let mut v = SpecClient::recover(cfg(0, Some(ClientMutant::VolatilePending)), 0, 1, &[]);
+        let mut out = vec![];
+        v.handle(
+            ClientInput::Submit {
+                submission: 1,
+                slot: 0,
+                text: "c".into(),
+            },
+            &mut out,
+        );
+        assert!(!out
+            .iter()
+            .any(|a| matches!(a, Action::Persist { record, .. } if record["t"] == "pending")));
     }
 }

@@ -393,6 +393,7 @@ pub async fn client(ctx: Rc<Ctx>) -> turmoil::Result {
         json!({"boot": boot, "pending": model.pending()}),
     );
     let mut out = Vec::new();
+    model.set_clock(ctx.ledger.borrow().now_ms);
     model.handle(ClientInput::Boot, &mut out);
     io.execute(&mut out).await?;
     ctx.ledger.borrow_mut().client_pending = model.pending();
@@ -408,6 +409,7 @@ pub async fn client(ctx: Rc<Ctx>) -> turmoil::Result {
             ev = rx.recv() => ev,
             _ = tokio::time::sleep(Duration::from_millis(due.unwrap_or(0))), if due.is_some() => None,
         };
+        model.set_clock(ctx.ledger.borrow().now_ms);
         match ev {
             None => {
                 // The user acts on everything that is due. Recorded as the user's invoke, then

@@ -204,6 +204,7 @@ impl Plan {
                 attempts_max: 40,
                 sessions: s.workload.sessions.max(1),
                 keys: s.workload.keys,
+                stale_ms: s.client.stale_ms,
                 mutant: client_mutant,
             },
             net: NetTiming {
@@ -248,8 +249,12 @@ impl Plan {
                 if self.watcher { "; watcher -> agent" } else { "" }
             ),
             format!(
-                "client: prompt_timeout_ms={} backoff_ms={}..={} attempts_max={}",
-                self.client.prompt_timeout_ms, self.client.backoff_ms_min, self.client.backoff_ms_max, self.client.attempts_max
+                "client: prompt_timeout_ms={} backoff_ms={}..={} attempts_max={} stale_ms={}",
+                self.client.prompt_timeout_ms,
+                self.client.backoff_ms_min,
+                self.client.backoff_ms_max,
+                self.client.attempts_max,
+                self.client.stale_ms
             ),
             format!(
                 "net: latency_ms={}..={} heartbeat_ms={} dead_ms={} | phases: safety_ms={} liveness_ms={}",

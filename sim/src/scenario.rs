@@ -164,6 +164,16 @@ pub struct Timing {
     pub liveness_ms: u64,
 }
 
+/// `[client]`: the spec Client's settings.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientSpec {
+    /// Show a pending input older than this (ms) to the user instead of resending it after a
+    /// reconnect (C7); 0 (default) never does.
+    #[serde(default)]
+    pub stale_ms: u64,
+}
+
 /// `[topology]`: which hosts run.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -335,6 +345,9 @@ pub struct Scenario {
     /// Hosts between Client and Agent.
     #[serde(default)]
     pub topology: Topology,
+    /// The spec Client's settings.
+    #[serde(default)]
+    pub client: ClientSpec,
     /// Scripted faults.
     #[serde(default, rename = "fault")]
     pub faults: Vec<FaultSpec>,
