@@ -332,43 +332,11 @@ fn run(a: &RunArgs) -> anyhow::Result<i32> {
             f["property"].to_string(),
         );
         if shown.insert(key) {
-            println!(
-                "FAIL {} [{}] {} {} (party {}, rules {}): {}\n  repro: {}",
-                f["scenario"].as_str().unwrap_or(""),
-                f["design"].as_str().unwrap_or(""),
-                f["property"].as_str().unwrap_or(""),
-                f["status"].as_str().unwrap_or(""),
-                f["party"].as_str().unwrap_or("-"),
-                f["rules"]
-                    .as_array()
-                    .map(|r| r
-                        .iter()
-                        .filter_map(|x| x.as_str())
-                        .collect::<Vec<_>>()
-                        .join(" "))
-                    .unwrap_or_default(),
-                f["message"].as_str().unwrap_or(""),
-                f["repro"].as_str().unwrap_or("")
-            );
+            println!("FAIL {}", outcome_line(f, true));
         }
     }
     for f in &summary.findings {
-        println!(
-            "finding {} [{}] {} (rules {}): {}\n  repro: {}",
-            f["scenario"].as_str().unwrap_or(""),
-            f["design"].as_str().unwrap_or(""),
-            f["property"].as_str().unwrap_or(""),
-            f["rules"]
-                .as_array()
-                .map(|r| r
-                    .iter()
-                    .filter_map(|x| x.as_str())
-                    .collect::<Vec<_>>()
-                    .join(" "))
-                .unwrap_or_default(),
-            f["message"].as_str().unwrap_or(""),
-            f["repro"].as_str().unwrap_or("")
-        );
+        println!("finding {}", outcome_line(f, false));
     }
     for l in &summary.nondeterministic {
         println!("NONDETERMINISM: {l} gave two different histories");
@@ -379,6 +347,35 @@ fn run(a: &RunArgs) -> anyhow::Result<i32> {
         summary.exit_code
     );
     Ok(summary.exit_code)
+}
+
+/// One failure or finding of `summary.json` as two lines: what, then its repro command.
+fn outcome_line(f: &serde_json::Value, with_party: bool) -> String {
+    let text = |k: &str| f[k].as_str().unwrap_or("-").to_string();
+    let rules: Vec<&str> = f["rules"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|x| x.as_str())
+        .collect();
+    let what = if with_party {
+        format!(
+            "{} (party {}, rules {})",
+            text("status"),
+            text("party"),
+            rules.join(" ")
+        )
+    } else {
+        format!("(rules {})", rules.join(" "))
+    };
+    format!(
+        "{} [{}] {} {what}: {}\n  repro: {}",
+        text("scenario"),
+        text("design"),
+        text("property"),
+        text("message"),
+        text("repro")
+    )
 }
 
 fn replay(a: &ReplayArgs) -> anyhow::Result<(i32, String)> {

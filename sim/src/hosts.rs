@@ -233,6 +233,20 @@ impl Io {
         id
     }
 
+    /// Listen on the Agent port; accepted connections arrive as `Ev::Accepted`.
+    async fn listen(&self) -> std::io::Result<()> {
+        let listener = TcpListener::bind((IpAddr::V4(Ipv4Addr::UNSPECIFIED), AGENT_PORT)).await?;
+        let tx = self.tx.clone();
+        tokio::task::spawn_local(async move {
+            while let Ok((s, _)) = listener.accept().await {
+                if tx.send(Ev::Accepted(s)).is_err() {
+                    return;
+                }
+            }
+        });
+        Ok(())
+    }
+
     /// Forget a connection (its tasks are aborted, its halves dropped: the peer sees EOF).
     fn close(&mut self, id: ConnId, why: &str) -> bool {
         if self.conns.shift_remove(&id).is_some() {
@@ -343,15 +357,7 @@ pub async fn agent(ctx: Rc<Ctx>) -> turmoil::Result {
         json!({"boot": boot, "retained": model.retained()}),
     );
     ctx.ledger.borrow_mut().agent_idle = model.is_idle();
-    let listener = TcpListener::bind((IpAddr::V4(Ipv4Addr::UNSPECIFIED), AGENT_PORT)).await?;
-    let tx = io.tx.clone();
-    tokio::task::spawn_local(async move {
-        while let Ok((s, _)) = listener.accept().await {
-            if tx.send(Ev::Accepted(s)).is_err() {
-                return;
-            }
-        }
-    });
+    io.listen().await?;
     let mut out = Vec::new();
     while let Some(ev) = rx.recv().await {
         match ev {
@@ -492,15 +498,7 @@ pub async fn proxy(ctx: Rc<Ctx>) -> turmoil::Result {
     let (mut io, mut rx) = Io::new("proxy", ctx.clone(), "/proxy/none");
     io.record(OpType::Info, "boot", json!({"boot": boot}));
     let mut model = Proxy::new(ctx.plan.proxy_mutant);
-    let listener = TcpListener::bind((IpAddr::V4(Ipv4Addr::UNSPECIFIED), AGENT_PORT)).await?;
-    let tx = io.tx.clone();
-    tokio::task::spawn_local(async move {
-        while let Ok((s, _)) = listener.accept().await {
-            if tx.send(Ev::Accepted(s)).is_err() {
-                return;
-            }
-        }
-    });
+    io.listen().await?;
     let mut out = Vec::new();
     while let Some(ev) = rx.recv().await {
         match ev {
