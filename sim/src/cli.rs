@@ -476,8 +476,9 @@ fn list(d: &DirArgs) -> anyhow::Result<i32> {
     for d in Design::ALL {
         println!("  {:<10} {}", d.as_str(), d.summary());
     }
-    println!("clients:\n  spec       key per submission (uuid or session-counter), durable pending store, resume then resend (C1 C4 C6 C8); approves permission requests");
+    println!("clients:\n  spec       key per submission (uuid or session-counter), durable pending store, resume then resend (C1 C4 C6 C8); approves permission requests; shows inputs staler than [client] stale_ms (C7)\n  watcher    resumes the user's session with replay, watches, lists; never prompts");
     println!("policies (scenario [agent], each pinned or `seeded`):\n  o1 keep|drop      held prompts when their connection ends\n  o2 continue|cancel foreground work when its connection ends\n  o4 hold|steer     prompts that arrive during a turn");
+    println!("topology (scenario [topology]):\n  direct     client -> agent over one stream connection at a time (stdio-like: reconnects after the Agent restarts)\n  proxy      client -> proxy -> agent; the proxy rewrites JSON-RPC ids and maps $/cancel_request (X1)\n  watcher    a second Client resumes the session with replay and watches it (A8)");
     println!("mutants:");
     for m in mutant::MUTANTS {
         println!(
