@@ -278,6 +278,8 @@ pub struct ModelAgent {
     tool_effects: u64,
     /// Mutant `error-after-insert`: answer the next insertion with an error.
     fail_next_insert: bool,
+    /// Messages inserted by this process (message ids).
+    next_message: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -352,6 +354,7 @@ impl ModelAgent {
             transient_errors: 0,
             tool_effects: 0,
             fail_next_insert: false,
+            next_message: 0,
         }
     }
 
@@ -621,6 +624,7 @@ impl ModelAgent {
                     if let Some(a) = self.conns.get_mut(&conn) {
                         a.remove(&sid);
                     }
+                    out.push(effect("deactivate", json!({"session": sid, "conn": conn})));
                     self.forget_live_if_inactive(&sid);
                 }
                 self.send(
@@ -941,7 +945,6 @@ impl ModelAgent {
 
     /// Insert one prompt: record (key + message in one write), sync, then make it visible.
     fn insert(&mut self, sid: &str, p: Held, mode: &str, out: &mut Vec<Action>) {
-        let index = self.sessions.get_index_of(sid).unwrap_or(0);
         let live = mode == "live";
         let design = self.cfg.design;
         let mid = match (&p.key, design) {
@@ -950,8 +953,9 @@ impl ModelAgent {
                 .into_uuid()
                 .to_string(),
             _ => {
-                let s = &self.sessions[sid];
-                format!("m{}.{}.{}", self.boot, index, s.next_msg)
+                // Unique per Agent process (boot) across sessions, and across restarts.
+                self.next_message += 1;
+                format!("m{}.{}", self.boot, self.next_message)
             }
         };
         let s = self.sessions.get_mut(sid).expect("session exists");
@@ -1064,7 +1068,33 @@ impl ModelAgent {
             ms,
             tool,
         });
-        if ask && self.conns.contains_key(&owner) {
+        // Ask on the prompt's connection, or another one where the session is active; with
+        // none, nobody can approve (a connection that ended is never approval).
+        let asker = Some(owner)
+            .filter(|c| self.conns.contains_key(c))
+            .or_else(|| {
+                self.conns
+                    .iter()
+                    .find(|(_, a)| a.contains(sid))
+                    .map(|(c, _)| *c)
+            });
+        if !self.conns.contains_key(&owner) && self.cfg.o2 == WorkOnDisconnect::Cancel {
+            // O2 cancel: work whose connection already ended is cancelled at once.
+            out.push(effect(
+                "permission",
+                json!({"session": sid, "approved": false, "reason": "connection ended"}),
+            ));
+            self.end_turn(sid, StopReason::Cancelled, out);
+            return self.next_held(sid, out);
+        }
+        if let (true, None) = (ask, asker) {
+            out.push(effect(
+                "permission",
+                json!({"session": sid, "approved": false, "reason": "no connection to ask"}),
+            ));
+            return self.work(sid, false, out);
+        }
+        if let (true, Some(owner)) = (ask, asker) {
             self.next_req += 1;
             let req = self.next_req;
             self.asks.insert(req, sid.to_string());
@@ -1117,7 +1147,9 @@ impl ModelAgent {
         let Some(turn) = self.sessions.get_mut(sid).and_then(|s| s.turn.take()) else {
             return;
         };
-        let reason = serde_json::to_value(&stop).unwrap_or(Value::Null);
+        // The idle update's own field, as a plain string.
+        let reason =
+            to_value(v2::IdleStateUpdate::new().stop_reason(stop.clone()))["stopReason"].clone();
         out.push(effect(
             "turn-end",
             json!({"session": sid, "messageId": turn.message_id, "stopReason": reason}),

@@ -193,10 +193,20 @@ impl Proxy {
                 };
                 out.push(Action::Send { conn: d, line });
             }
-            // Garbage goes through unchanged: the Agent answers it.
-            _ => out.push(Action::Send {
-                conn: down,
-                line: line.to_string(),
+            // Garbage is answered here: passing it on with the Client's id would let the
+            // Agent's error collide with a rewritten id.
+            Err(e) => out.push(Action::Send {
+                conn: up,
+                line: rpc::err(
+                    &Value::Null,
+                    rpc::code::PARSE_ERROR,
+                    "Parse error",
+                    Some(json!(e.0)),
+                ),
+            }),
+            Ok(Frame::Invalid { id }) => out.push(Action::Send {
+                conn: up,
+                line: rpc::err(&id, rpc::code::INVALID_REQUEST, "Invalid Request", None),
             }),
         }
     }
@@ -338,6 +348,21 @@ mod tests {
             &mut c,
         );
         assert_eq!(sends(&c)[0].1["params"]["requestId"], 7);
+    }
+
+    #[test]
+    fn garbage_from_the_client_is_answered_by_the_proxy_not_forwarded() {
+        let mut p = paired(None);
+        let mut out = vec![];
+        p.handle(ProxyInput::Frame(1, "{nope".into()), &mut out);
+        p.handle(
+            ProxyInput::Frame(1, r#"{"id":101,"method":5}"#.into()),
+            &mut out,
+        );
+        let s = sends(&out);
+        assert!(s.iter().all(|(c, _)| *c == 1), "{s:?}");
+        assert_eq!(s[0].1["error"]["code"], rpc::code::PARSE_ERROR);
+        assert_eq!(s[1].1["error"]["code"], rpc::code::INVALID_REQUEST);
     }
 
     #[test]

@@ -97,7 +97,10 @@ fn send(a: &mut ModelAgent, id: u64, method: &str, params: &Value, notification:
                 state_changes.push(format!("stored {}", record["t"].as_str().unwrap_or("?")))
             }
             Action::Effect(e)
-                if matches!(e.f, "insert" | "turn-start" | "withdraw" | "session-delete") =>
+                if matches!(
+                    e.f,
+                    "insert" | "turn-start" | "turn-end" | "withdraw" | "session-delete"
+                ) =>
             {
                 state_changes.push(e.f.to_string())
             }
@@ -121,13 +124,6 @@ pub fn audit() -> Vec<Row> {
     };
     type Params = fn(&str) -> Value;
     let methods: Vec<(&'static str, Class, bool, bool, Params)> = vec![
-        (
-            "initialize",
-            Class::Idempotent,
-            true,
-            false,
-            |_| json!({"protocolVersion": 2, "info": {"name": "c", "version": "1"}}),
-        ),
         (
             "session/new",
             Class::Duplicating,
@@ -184,20 +180,6 @@ pub fn audit() -> Vec<Row> {
             false,
             |s| json!({"sessionId": s}),
         ),
-        (
-            "session/cancel",
-            Class::NotResent,
-            true,
-            true,
-            |s| json!({"sessionId": s}),
-        ),
-        (
-            "$/cancel_request",
-            Class::NotResent,
-            true,
-            true,
-            |_| json!({"requestId": 99}),
-        ),
     ];
     let mut rows = Vec::new();
     for (method, class, inferred, notification, params) in methods {
@@ -230,15 +212,7 @@ pub fn audit() -> Vec<Row> {
                     new,
                 )
             }
-            Class::NotResent => {
-                let text = if second.state_changes.is_empty() {
-                    "no answer (notification); the repeat changed nothing here".to_string()
-                } else {
-                    format!("changed: {}", second.state_changes.join(", "))
-                };
-                (text, second.answer.is_null())
-            }
-            Class::Keyed => unreachable!("session/prompt rows are built below"),
+            Class::NotResent | Class::Keyed => unreachable!("those rows are built below"),
         };
         rows.push(Row {
             method,
@@ -246,6 +220,122 @@ pub fn audit() -> Vec<Row> {
             inferred,
             repeat,
             consistent,
+        });
+    }
+    // initialize: on a new connection, repeated before any other request.
+    {
+        let cfg = AgentConfig::simple(
+            Design::Stored,
+            HeldOnDisconnect::Keep,
+            DuringTurn::Hold,
+            None,
+        );
+        let mut a = ModelAgent::recover(cfg, 0, 7, &[]);
+        a.handle(AgentInput::Connected(1), &mut Vec::new());
+        let p = json!({"protocolVersion": 2, "info": {"name": "c", "version": "1"}});
+        let first = send(&mut a, 10, "initialize", &p, false);
+        let second = send(&mut a, 11, "initialize", &p, false);
+        let ok = first.answer == second.answer && second.state_changes.is_empty();
+        rows.push(Row {
+            method: "initialize",
+            class: Class::Idempotent,
+            inferred: true,
+            repeat: "before any other request on a new connection: same answer, nothing changed"
+                .into(),
+            consistent: ok,
+        });
+    }
+    // session/cancel: why it is never resent. A late repeat arrives after the user started new
+    // work, and cancels that work.
+    {
+        let (mut a, sid) = agent();
+        send(
+            &mut a,
+            10,
+            "session/prompt",
+            &prompt(&sid, Some("k-a")),
+            false,
+        );
+        send(
+            &mut a,
+            0,
+            "session/cancel",
+            &json!({"sessionId": sid}),
+            true,
+        );
+        let fresh = send(
+            &mut a,
+            11,
+            "session/prompt",
+            &prompt(&sid, Some("k-b")),
+            false,
+        );
+        let late = send(
+            &mut a,
+            0,
+            "session/cancel",
+            &json!({"sessionId": sid}),
+            true,
+        );
+        let harmed = fresh.state_changes.iter().any(|c| c == "turn-start")
+            && late.state_changes.iter().any(|c| c == "turn-end");
+        rows.push(Row {
+            method: "session/cancel",
+            class: Class::NotResent,
+            inferred: true,
+            repeat: if harmed {
+                "a late repeat cancelled the work of the next prompt, which the user did not mean to stop".into()
+            } else {
+                "a late repeat changed nothing (expected it to cancel new work)".into()
+            },
+            consistent: harmed,
+        });
+    }
+    // $/cancel_request: harmless to repeat (the id is answered now), but it has no response to
+    // lose, so there is nothing to resend.
+    {
+        let (mut a, sid) = agent();
+        send(
+            &mut a,
+            10,
+            "session/prompt",
+            &prompt(&sid, Some("k-a")),
+            false,
+        );
+        send(
+            &mut a,
+            11,
+            "session/prompt",
+            &prompt(&sid, Some("k-b")),
+            false,
+        );
+        let first = send(
+            &mut a,
+            0,
+            "$/cancel_request",
+            &json!({"requestId": 11}),
+            true,
+        );
+        let second = send(
+            &mut a,
+            0,
+            "$/cancel_request",
+            &json!({"requestId": 11}),
+            true,
+        );
+        let ok =
+            first.state_changes.iter().any(|c| c == "withdraw") && second.state_changes.is_empty();
+        rows.push(Row {
+            method: "$/cancel_request",
+            class: Class::NotResent,
+            inferred: true,
+            repeat: if ok {
+                "the first withdrew the held prompt; the repeat names an answered id and is ignored"
+                    .into()
+            } else {
+                "the repeat changed state".into()
+            },
+            consistent: ok,
         });
     }
     // session/prompt: with the key a repeat inserts nothing; without it, a second message.

@@ -770,14 +770,31 @@ pub fn p3_same_answer(f: &Facts) -> Verdict {
                 } else {
                     Status::Invalid
                 };
+                // Who changed the answer: an intermediary that did not pass the key on, a
+                // Client that changed the key, else the Agent.
+                let of = |m: &str| {
+                    f.inserts
+                        .iter()
+                        .rev()
+                        .find(|i| i.message_id == m && i.submission == Some(sub))
+                };
+                let (e, l) = (of(mid0), of(&mid));
+                let changed = |i: Option<&Insert>| {
+                    i.is_some_and(|i| i.sent_key.as_ref().is_some_and(|k| *k != i.key))
+                };
+                let (party, rules) = if forgotten {
+                    (Party::Spec, vec!["A11".into(), "A16".into()])
+                } else if changed(e) || changed(l) {
+                    (Party::Intermediary, vec!["X1".into()])
+                } else if e.zip(l).is_some_and(|(e, l)| e.key != l.key) {
+                    (Party::Client, vec!["C1".into()])
+                } else {
+                    (Party::Agent, vec!["A1".into(), "A7".into()])
+                };
                 if status > v.status {
                     v.status = status;
-                    v.party = Some(if forgotten { Party::Spec } else { Party::Agent });
-                    v.rules = if forgotten {
-                        vec!["A11".into(), "A16".into()]
-                    } else {
-                        vec!["A1".into(), "A7".into()]
-                    };
+                    v.party = Some(party);
+                    v.rules = rules;
                     v.witnesses = vec![*op0, op];
                     v.fault = f.fault_before(op);
                     v.message = format!("submission {sub} was answered {mid0} and later {mid}");

@@ -321,6 +321,10 @@ fn draw_swarm(s: &Scenario, seed: u64, kinds: &[FaultKind], per_kind_max: u32) -
         .max(s.workload.start_ms + 1);
     let mut out = Vec::new();
     for &kind in kinds {
+        if kind == FaultKind::CrashProxy && !s.topology.proxy {
+            // No proxy in this topology: nothing to crash (its own stream, so no other draw moves).
+            continue;
+        }
         let mut r = stream(seed, &format!("swarm.{}", kind.as_str()));
         if !r.gen_bool(0.6) {
             continue;

@@ -828,3 +828,73 @@ fn adapter_runtime_syncs_at_turn_end() {
         .any(|x| matches!(x, Action::Persist { sync: true, .. })));
     assert_eq!(effects(&end, "durable").len(), 1);
 }
+
+#[test]
+fn a_held_prompt_whose_connection_ended_asks_on_a_live_one_or_runs_no_tool() {
+    let mut a = tool_agent(true);
+    let sid = new_session(&mut a, 1);
+    let first = prompt(&mut a, 1, 2, &sid, json!("a"));
+    let ask = sends(&first)
+        .into_iter()
+        .find(|v| v["method"] == "session/request_permission")
+        .unwrap();
+    a.handle(
+        AgentInput::Frame(
+            1,
+            rpc::ok(
+                &ask["id"],
+                json!({"outcome": {"outcome": "selected", "optionId": "allow"}}),
+            ),
+        ),
+        &mut vec![],
+    );
+    prompt(&mut a, 1, 3, &sid, json!("b"));
+    // The prompt's connection ends; its retry waits on conn 2 (A7).
+    a.handle(AgentInput::Disconnected(1), &mut vec![]);
+    connect(&mut a, 2);
+    call(
+        &mut a,
+        2,
+        1,
+        "session/resume",
+        json!({"sessionId": sid, "cwd": "/w"}),
+    );
+    prompt(&mut a, 2, 2, &sid, json!("b"));
+    let mut out = vec![];
+    for t in 0..8 {
+        a.handle(AgentInput::Timer(t), &mut out);
+    }
+    assert!(
+        effects(&out, "tool-effect").is_empty(),
+        "no tool without an answer"
+    );
+    let asked: Vec<_> = out
+        .iter()
+        .filter_map(|x| match x {
+            Action::Send { conn, line } if line.contains("session/request_permission") => {
+                Some(*conn)
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(asked, vec![2], "asks on the live connection");
+}
+
+#[test]
+fn o2_cancel_cancels_held_work_whose_connection_already_ended() {
+    let mut c = cfg(Design::Stored, None);
+    c.o2 = WorkOnDisconnect::Cancel;
+    let mut a = ModelAgent::recover(c, 0, 1, &[]);
+    let sid = new_session(&mut a, 1);
+    let first = prompt(&mut a, 1, 2, &sid, json!("a"));
+    prompt(&mut a, 1, 3, &sid, json!("b"));
+    let mut out = vec![];
+    a.handle(AgentInput::Disconnected(1), &mut out);
+    out.extend(fire_timers(&mut a, &first));
+    let ends: Vec<_> = effects(&out, "turn-end")
+        .iter()
+        .map(|v| v["stopReason"].clone())
+        .collect();
+    assert!(ends.iter().all(|r| r == "cancelled"), "{ends:?}");
+    assert!(a.is_idle());
+}
