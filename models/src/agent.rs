@@ -150,6 +150,9 @@ pub enum AgentMutant {
     /// A failure after insertion is answered with an error (`-32603`) instead of the
     /// `messageId`. Breaks A3/A2 (P4, Agent at fault).
     ErrorAfterInsert,
+    /// `$/cancel_request` withdraws the prompt but answers only the attempt it named, leaving
+    /// the key's other pending attempts unanswered. Breaks A5 (P6, Agent at fault).
+    CancelAnswersOne,
     /// Echoes the key in the `user_message` update's `_meta`. Breaks A8 (P8, Agent at fault).
     KeyInUpdates,
     /// Adapter trusts only its in-memory id set after a restart (never reads the history).
@@ -1253,17 +1256,18 @@ impl ModelAgent {
             if let Some(pos) = pos {
                 let h = s.held.remove(pos).expect("position is valid");
                 out.push(effect("withdraw", json!({"session": sid, "conn": h.conn, "id": h.id, "key": h.key, "by": "$/cancel_request"})));
-                self.send(
-                    h.conn,
-                    rpc::err(&h.id, code::REQUEST_CANCELLED, CANCELLED, None),
-                    out,
-                );
-                for (c, id) in h.waiters {
-                    self.send(
-                        c,
-                        rpc::err(&id, code::REQUEST_CANCELLED, CANCELLED, None),
-                        out,
-                    );
+                let only_named = self.cfg.mutant == Some(AgentMutant::CancelAnswersOne);
+                let attempts = std::iter::once((h.conn, h.id)).chain(h.waiters);
+                for (c, id) in attempts {
+                    // A5: every pending attempt for the key gets -32800 (the mutant answers
+                    // only the one the cancel named).
+                    if !only_named || (c == conn && &id == rid) {
+                        self.send(
+                            c,
+                            rpc::err(&id, code::REQUEST_CANCELLED, CANCELLED, None),
+                            out,
+                        );
+                    }
                 }
                 return;
             }

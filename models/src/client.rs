@@ -38,6 +38,9 @@ pub enum ClientInput {
     Timer(u64),
     /// The user cancels a submission: `$/cancel_request` for its pending attempt (A5).
     Cancel { submission: u64 },
+    /// The user presses stop on a session slot: `session/cancel` (A6), which withdraws the
+    /// prompts the Client sent there and the Agent has not inserted yet.
+    Stop { slot: usize },
     /// The user submitted an input (numbered by the workload) to session slot `slot`.
     Submit {
         submission: u64,
@@ -284,6 +287,35 @@ impl SpecClient {
                 });
             }
         }
+    }
+
+    fn stop(&mut self, slot: usize, out: &mut Vec<Action>) {
+        let Some(c) = self.conn.as_ref().filter(|c| c.phase == Phase::Ready) else {
+            return;
+        };
+        let Some(sid) = self.sessions.get(slot).cloned().flatten() else {
+            return;
+        };
+        let conn = c.id;
+        // Every prompt already sent on this connection is earlier than the cancel (FIFO): the
+        // user asked for those to stop, so a -32800 for them is a withdrawal.
+        let sent: Vec<u64> = c
+            .reqs
+            .values()
+            .filter_map(|r| match r {
+                Req::Prompt { submission } => Some(*submission),
+                _ => None,
+            })
+            .collect();
+        for s in sent {
+            if let Some(p) = self.pending.get_mut(&s).filter(|p| p.slot == slot) {
+                p.cancel = true;
+            }
+        }
+        out.push(Action::Send {
+            conn,
+            line: rpc::notification("session/cancel", json!({"sessionId": sid})),
+        });
     }
 
     fn cancel(&mut self, submission: u64, out: &mut Vec<Action>) {
@@ -564,6 +596,7 @@ impl ClientModel for SpecClient {
                 None => {}
             },
             ClientInput::Cancel { submission } => self.cancel(submission, out),
+            ClientInput::Stop { slot } => self.stop(slot, out),
             ClientInput::Submit {
                 submission,
                 slot,

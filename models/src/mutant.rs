@@ -83,6 +83,15 @@ pub const MUTANTS: &[Mutant] = &[
         designs: &[],
     },
     Mutant {
+        name: "cancel-answers-one",
+        kind: MutantKind::Agent(AgentMutant::CancelAnswersOne),
+        rules: &["A5"],
+        property: "P6",
+        party: Party::Agent,
+        summary: "$/cancel_request answers only the attempt it names, not every pending attempt of the key",
+        designs: &[],
+    },
+    Mutant {
         name: "key-in-updates",
         kind: MutantKind::Agent(AgentMutant::KeyInUpdates),
         rules: &["A8"],

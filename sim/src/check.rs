@@ -905,6 +905,118 @@ pub fn p6_cancel(f: &Facts) -> Verdict {
             _ => {}
         }
     }
+    // A5 and A6 from the Agent's own log: after it withdraws a keyed prompt, every attempt of
+    // that key it had received and not answered gets -32800 (unless its connection ended);
+    // and `session/cancel` withdraws only prompts received before it.
+    let mut recv: BTreeMap<(u64, String), (usize, Option<String>, String)> = BTreeMap::new();
+    let mut answered: BTreeMap<(u64, String), (usize, Option<i64>)> = BTreeMap::new();
+    let mut ended: BTreeMap<u64, usize> = BTreeMap::new();
+    let mut last_cancel: BTreeMap<String, usize> = BTreeMap::new();
+    let mut withdrawals = Vec::new();
+    let mut boots: Vec<usize> = Vec::new();
+    let mut crashes: Vec<usize> = Vec::new();
+    for op in &f.history.ops {
+        let val = &op.value;
+        match (op.process.as_str(), op.f.as_str()) {
+            // What the Agent read (its peer is the Client or a proxy).
+            ("net", "recv") if val["from"] == "client" => {
+                let fr = &val["frame"];
+                let conn = val["conn"].as_u64().unwrap_or(0);
+                if fr["method"] == "session/prompt" {
+                    let session = fr["params"]["sessionId"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string();
+                    let key = fr["params"]["idempotencyKey"].as_str().map(str::to_string);
+                    recv.insert((conn, fr["id"].to_string()), (op.index, key, session));
+                } else if fr["method"] == "session/cancel" {
+                    last_cancel.insert(
+                        fr["params"]["sessionId"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_string(),
+                        op.index,
+                    );
+                }
+            }
+            ("net", "send") if val["from"] == "agent" && val["frame"].get("method").is_none() => {
+                let k = (
+                    val["conn"].as_u64().unwrap_or(0),
+                    val["frame"]["id"].to_string(),
+                );
+                answered
+                    .entry(k)
+                    .or_insert((op.index, val["frame"]["error"]["code"].as_i64()));
+            }
+            ("agent", "conn-end") => {
+                ended
+                    .entry(val["conn"].as_u64().unwrap_or(0))
+                    .or_insert(op.index);
+            }
+            ("agent", "withdraw") => withdrawals.push(op),
+            ("agent", "recover") => boots.push(op.index),
+            ("nemesis", "crash") if val["host"] == "agent" => crashes.push(op.index),
+            _ => {}
+        }
+    }
+    for w in withdrawals {
+        let val = &w.value;
+        let session = val["session"].as_str().unwrap_or_default();
+        let named = (val["conn"].as_u64().unwrap_or(0), val["id"].to_string());
+        if val["by"] == "session/cancel" {
+            let cancel_at = last_cancel.get(session).copied().unwrap_or(0);
+            if recv.get(&named).is_some_and(|(r, _, _)| *r > cancel_at) {
+                v.status = Status::Invalid;
+                v.party = Some(Party::Agent);
+                v.rules = vec!["A6".into()];
+                v.witnesses = vec![cancel_at, w.index];
+                v.message =
+                    format!("session/cancel withdrew prompt {named:?}, received after the cancel");
+                return v;
+            }
+        }
+        let Some(key) = val["key"].as_str() else {
+            continue;
+        };
+        // Only what this Agent process read: a crash ended everything before it.
+        let boot = boots
+            .iter()
+            .rev()
+            .find(|b| **b < w.index)
+            .copied()
+            .unwrap_or(0);
+        for (attempt, (r, k, s)) in &recv {
+            if k.as_deref() != Some(key) || s != session || *r > w.index || *r < boot {
+                continue;
+            }
+            let pending_then = answered.get(attempt).is_none_or(|(a, _)| *a > w.index);
+            if !pending_then {
+                continue;
+            }
+            let ok = match answered.get(attempt) {
+                Some((_, Some(code))) => *code == acp_chaos_models::rpc::code::REQUEST_CANCELLED,
+                Some((_, None)) => false,
+                // Unanswered is fine only if the connection or the process ended meanwhile (a
+                // -32800 still queued behind a stall dies with it).
+                None => {
+                    ended.get(&attempt.0).is_some_and(|e| *e > *r)
+                        || crashes.iter().any(|c| *c > w.index)
+                }
+            };
+            if !ok {
+                v.status = Status::Invalid;
+                v.party = Some(Party::Agent);
+                v.rules = vec!["A5".into()];
+                v.witnesses = vec![*r, w.index];
+                v.fault = f.fault_before(w.index);
+                v.message = format!(
+                    "the prompt with key {key:?} was withdrawn (op {}), but its pending attempt {attempt:?} did not get -32800",
+                    w.index
+                );
+                return v;
+            }
+        }
+    }
     for (attempt, c_op) in &cancelled {
         if let Some(i_op) = inserted.get(attempt) {
             v.status = Status::Invalid;

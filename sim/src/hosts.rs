@@ -439,6 +439,12 @@ pub async fn client(ctx: Rc<Ctx>) -> turmoil::Result {
                                         "cancel",
                                         json!({"submission": n}),
                                     ),
+                                    UserEvent::Stop { slot } => l.record(
+                                        "user",
+                                        OpType::Invoke,
+                                        "stop",
+                                        json!({"slot": slot}),
+                                    ),
                                 };
                                 Some(e)
                             }
@@ -461,6 +467,10 @@ pub async fn client(ctx: Rc<Ctx>) -> turmoil::Result {
                         }
                         UserEvent::Cancel { n } => {
                             model.handle(ClientInput::Cancel { submission: n }, &mut out);
+                            io.execute(&mut out).await?;
+                        }
+                        UserEvent::Stop { slot } => {
+                            model.handle(ClientInput::Stop { slot }, &mut out);
                             io.execute(&mut out).await?;
                         }
                     }

@@ -30,6 +30,11 @@ pub enum UserEvent {
         /// Submission number.
         n: u64,
     },
+    /// Press stop on a session (the Client sends `session/cancel`).
+    Stop {
+        /// Session slot.
+        slot: usize,
+    },
 }
 
 /// What a frame-layer writer does with one frame.

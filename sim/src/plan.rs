@@ -36,6 +36,8 @@ pub struct Submission {
     pub slot: usize,
     /// When the user cancels it, if they do.
     pub cancel_at_ms: Option<u64>,
+    /// When the user presses stop on its session afterwards, if they do.
+    pub stop_at_ms: Option<u64>,
     /// Prompt text (sometimes the same text again, on purpose: C2).
     pub text: String,
 }
@@ -95,6 +97,9 @@ impl Plan {
             ));
             if let Some(c) = s.cancel_at_ms {
                 v.push((c, UserEvent::Cancel { n: s.submission }));
+            }
+            if let Some(t) = s.stop_at_ms {
+                v.push((t, UserEvent::Stop { slot: s.slot }));
             }
         }
         v.sort_by_key(|e| e.0);
@@ -164,6 +169,9 @@ impl Plan {
                 _ => format!("input {n}"),
             };
             let slot = ((n - 1) as usize) % s.workload.sessions.max(1);
+            let stop_at_ms = stream(seed, &format!("workload.stop.{n}"))
+                .gen_bool(s.workload.stop_rate.clamp(0.0, 1.0))
+                .then_some(at + s.workload.stop_after_ms);
             let cancel_at_ms = w
                 .gen_bool(s.workload.cancel_rate.clamp(0.0, 1.0))
                 .then_some(at + s.workload.cancel_after_ms);
@@ -173,6 +181,7 @@ impl Plan {
                 slot,
                 text,
                 cancel_at_ms,
+                stop_at_ms,
             });
             at += w.gen_range(s.workload.gap_ms_min..=s.workload.gap_ms_max);
         }

@@ -114,6 +114,13 @@ pub struct Workload {
     /// Delay from a submission to its cancel.
     #[serde(default = "cancel_after")]
     pub cancel_after_ms: u64,
+    /// Share of submissions after which the user presses stop (`session/cancel`) on the
+    /// session `stop_after_ms` later.
+    #[serde(default)]
+    pub stop_rate: f64,
+    /// Delay from a submission to the stop.
+    #[serde(default = "cancel_after")]
+    pub stop_after_ms: u64,
 }
 
 /// `[agent]`: the Agent design and its policies.
@@ -472,6 +479,7 @@ impl Scenario {
             (self.agent.permission_rate, "permission_rate"),
             (self.workload.command_rate, "command_rate"),
             (self.workload.cancel_rate, "cancel_rate"),
+            (self.workload.stop_rate, "stop_rate"),
         ] {
             if !(0.0..=1.0).contains(&v) {
                 return Err(err(
@@ -891,6 +899,8 @@ fn workload_default() -> Workload {
         command_rate: 0.0,
         cancel_rate: 0.0,
         cancel_after_ms: cancel_after(),
+        stop_rate: 0.0,
+        stop_after_ms: cancel_after(),
     }
 }
 fn agent_default() -> AgentSpec {
