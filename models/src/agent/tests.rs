@@ -606,6 +606,14 @@ fn session_status_reports_state_without_activating() {
         3,
     );
     assert_eq!(code_of(&missing), code::RESOURCE_NOT_FOUND);
+    let again = response(
+        &call(&mut a, 2, 4, "session/status", json!({"sessionId": sid})),
+        4,
+    );
+    assert_eq!(
+        r["result"], again["result"],
+        "a repeat answers the same current state"
+    );
 }
 
 // ---- JSON-RPC errors -------------------------------------------------------------------------
