@@ -54,18 +54,10 @@ pub enum FrameDecision {
 /// A process-level fault the step loop carries out between steps.
 #[derive(Debug, Clone, PartialEq)]
 pub enum NemesisAction {
-    /// Crash the Agent and restart it later.
-    CrashAgent {
-        /// Restart delay, ms.
-        restart_after_ms: u64,
-    },
-    /// Crash the Client and restart it later.
-    RestartClient {
-        /// Restart delay, ms.
-        restart_after_ms: u64,
-    },
-    /// Crash the proxy and restart it later.
-    CrashProxy {
+    /// Crash a host (`agent`, `client` or `proxy`) and restart it later.
+    Crash {
+        /// The host.
+        host: &'static str,
         /// Restart delay, ms.
         restart_after_ms: u64,
     },
@@ -79,21 +71,22 @@ pub enum NemesisAction {
 impl NemesisAction {
     /// The process-level action of a fault spec, if it has one.
     pub fn of(f: &FaultSpec) -> Option<NemesisAction> {
-        match f.kind {
-            FaultKind::CrashAgent => Some(NemesisAction::CrashAgent {
-                restart_after_ms: f.restart_after_ms.unwrap_or(50),
-            }),
-            FaultKind::RestartClient => Some(NemesisAction::RestartClient {
-                restart_after_ms: f.restart_after_ms.unwrap_or(50),
-            }),
-            FaultKind::CrashProxy => Some(NemesisAction::CrashProxy {
-                restart_after_ms: f.restart_after_ms.unwrap_or(50),
-            }),
-            FaultKind::Partition => Some(NemesisAction::Partition {
-                heal_after_ms: f.heal_after_ms.unwrap_or(100),
-            }),
-            _ => None,
-        }
+        let restart_after_ms = f.restart_after_ms.unwrap_or(50);
+        let host = match f.kind {
+            FaultKind::CrashAgent => "agent",
+            FaultKind::RestartClient => "client",
+            FaultKind::CrashProxy => "proxy",
+            FaultKind::Partition => {
+                return Some(NemesisAction::Partition {
+                    heal_after_ms: f.heal_after_ms.unwrap_or(100),
+                })
+            }
+            _ => return None,
+        };
+        Some(NemesisAction::Crash {
+            host,
+            restart_after_ms,
+        })
     }
 }
 

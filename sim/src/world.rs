@@ -192,41 +192,23 @@ pub fn run(plan: &Plan) -> History {
                 ledger.borrow_mut().fire(i, json!({}));
             }
             match a {
-                NemesisAction::CrashAgent { restart_after_ms } if !down.contains(&"agent") => {
-                    sim.crash("agent");
-                    down.push("agent");
-                    ledger.borrow_mut().agent_idle = true;
+                NemesisAction::Crash {
+                    host,
+                    restart_after_ms,
+                } if !down.contains(&host) && (host != "proxy" || plan.proxy) => {
+                    sim.crash(host);
+                    down.push(host);
+                    if host == "agent" {
+                        // A crashed Agent does no work; its restart recovers an idle model.
+                        ledger.borrow_mut().agent_idle = true;
+                    }
                     ledger.borrow_mut().record(
                         "nemesis",
                         OpType::Info,
                         "crash",
-                        json!({"host": "agent"}),
+                        json!({"host": host}),
                     );
-                    timed.push((now + restart_after_ms, Timed::Restart("agent")));
-                }
-                NemesisAction::RestartClient { restart_after_ms } if !down.contains(&"client") => {
-                    sim.crash("client");
-                    down.push("client");
-                    ledger.borrow_mut().record(
-                        "nemesis",
-                        OpType::Info,
-                        "crash",
-                        json!({"host": "client"}),
-                    );
-                    timed.push((now + restart_after_ms, Timed::Restart("client")));
-                }
-                NemesisAction::CrashProxy { restart_after_ms }
-                    if plan.proxy && !down.contains(&"proxy") =>
-                {
-                    sim.crash("proxy");
-                    down.push("proxy");
-                    ledger.borrow_mut().record(
-                        "nemesis",
-                        OpType::Info,
-                        "crash",
-                        json!({"host": "proxy"}),
-                    );
-                    timed.push((now + restart_after_ms, Timed::Restart("proxy")));
+                    timed.push((now + restart_after_ms, Timed::Restart(host)));
                 }
                 NemesisAction::Partition { heal_after_ms } if !partitioned => {
                     sim.partition("client", hop);
