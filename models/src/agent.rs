@@ -391,6 +391,19 @@ impl ModelAgent {
         }
     }
 
+    /// Answer request `id` on `conn` with a JSON-RPC error.
+    fn fail(
+        &self,
+        conn: ConnId,
+        id: &Value,
+        code: i64,
+        message: &str,
+        data: Option<Value>,
+        out: &mut Vec<Action>,
+    ) {
+        self.send(conn, rpc::err(id, code, message, data), out);
+    }
+
     fn note(sid: &str, update: SessionUpdate) -> String {
         rpc::notification(
             "session/update",
@@ -425,13 +438,14 @@ impl ModelAgent {
         let frame = match rpc::parse(line) {
             Ok(f) => f,
             Err(e) => {
-                let l = rpc::err(
+                return self.fail(
+                    conn,
                     &Value::Null,
                     code::PARSE_ERROR,
                     "Parse error",
                     Some(json!(e.0)),
+                    out,
                 );
-                return self.send(conn, l, out);
             }
         };
         match frame {
@@ -462,13 +476,14 @@ impl ModelAgent {
         let req = match ClientRequest::from_method_and_params(method, &params) {
             Ok(r) => r,
             Err(agent_client_protocol_schema::MethodDispatchError::UnknownMethod { .. }) => {
-                let l = rpc::err(
+                return self.fail(
+                    conn,
                     &id,
                     code::METHOD_NOT_FOUND,
                     "Method not found",
                     Some(json!(method)),
+                    out,
                 );
-                return self.send(conn, l, out);
             }
             Err(e) => {
                 // K3: a malformed key is never treated as omitted; nothing is inserted.
@@ -525,13 +540,14 @@ impl ModelAgent {
             ClientRequest::ForkSessionRequest(r) => {
                 let from = r.session_id.0.to_string();
                 let Some(src) = self.sessions.get(&from) else {
-                    let l = rpc::err(
+                    return self.fail(
+                        conn,
                         &id,
                         code::RESOURCE_NOT_FOUND,
                         "Session not found",
                         not_found(&from),
+                        out,
                     );
-                    return self.send(conn, l, out);
                 };
                 // A9: the fork copies the history, never the keys.
                 let messages: Vec<Msg> = src
@@ -583,13 +599,14 @@ impl ModelAgent {
             ClientRequest::SessionStatusRequest(r) => {
                 let sid = r.session_id.0.to_string();
                 let Some(s) = self.sessions.get(&sid) else {
-                    let l = rpc::err(
+                    return self.fail(
+                        conn,
                         &id,
                         code::RESOURCE_NOT_FOUND,
                         "Session not found",
                         not_found(&sid),
+                        out,
                     );
-                    return self.send(conn, l, out);
                 };
                 let resp = v2::SessionStatusResponse::new(v2::SessionStatus::Open)
                     .state(Self::snapshot(s));
@@ -598,13 +615,14 @@ impl ModelAgent {
             ClientRequest::SetSessionConfigOptionRequest(r) => {
                 let sid = r.session_id.0.to_string();
                 if !self.is_active(conn, &sid) {
-                    let l = rpc::err(
+                    return self.fail(
+                        conn,
                         &id,
                         code::RESOURCE_NOT_FOUND,
                         "Session not active on this connection",
                         not_found(&sid),
+                        out,
                     );
-                    return self.send(conn, l, out);
                 }
                 let value = serde_json::to_value(&r.value).unwrap_or(Value::Null);
                 let s = self.sessions.get_mut(&sid).expect("active sessions exist");
@@ -660,13 +678,14 @@ impl ModelAgent {
             }
             ClientRequest::PromptRequest(r) => self.prompt(conn, id, *r, out),
             _ => {
-                let l = rpc::err(
+                self.fail(
+                    conn,
                     &id,
                     code::METHOD_NOT_FOUND,
                     "Method not found",
                     Some(json!(method)),
+                    out,
                 );
-                self.send(conn, l, out);
             }
         }
     }
@@ -757,13 +776,14 @@ impl ModelAgent {
     ) {
         let sid = r.session_id.0.to_string();
         let Some(s) = self.sessions.get(&sid) else {
-            let l = rpc::err(
+            return self.fail(
+                conn,
                 &id,
                 code::RESOURCE_NOT_FOUND,
                 "Session not found",
                 Some(json!({"sessionId": sid})),
+                out,
             );
-            return self.send(conn, l, out);
         };
         // X4: replay (user messages keep their messageId, never their key), replay_complete,
         // then the current state snapshot, then the response.
@@ -802,13 +822,14 @@ impl ModelAgent {
                 "reject",
                 json!({"conn": conn, "id": id, "code": code::RESOURCE_NOT_FOUND}),
             ));
-            let l = rpc::err(
+            return self.fail(
+                conn,
                 &id,
                 code::RESOURCE_NOT_FOUND,
                 "Session not active on this connection",
                 Some(json!({"sessionId": sid})),
+                out,
             );
-            return self.send(conn, l, out);
         }
         if r.prompt.is_empty() {
             // A17: may reject `prompt: []` without inserting.
