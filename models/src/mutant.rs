@@ -51,6 +51,12 @@ pub struct Mutant {
     pub summary: &'static str,
     /// Agent designs it applies to (empty: every design).
     pub designs: &'static [Design],
+    /// Whether the bug needs a fault to show (a lost frame, a crash); a leaked key or a
+    /// mistranslated cancel shows without one.
+    pub needs_fault: bool,
+    /// Whether `swarm-basic` reaches its window within a few dozen seeds; otherwise a dedicated
+    /// scenario pins it.
+    pub swarm_finds: bool,
 }
 
 /// Every shipped mutant.
@@ -62,6 +68,8 @@ pub const MUTANTS: &[Mutant] = &[
         property: "P1",
         party: Party::Agent,
         summary: "Agent ignores idempotencyKey: a retry inserts a second message",
+        needs_fault: true,
+        swarm_finds: true,
         designs: &[],
     },
     Mutant {
@@ -71,6 +79,8 @@ pub const MUTANTS: &[Mutant] = &[
         property: "P11",
         party: Party::Agent,
         summary: "Agent writes message+key without sync_all: a crash loses an acknowledged message",
+        needs_fault: true,
+        swarm_finds: true,
         designs: &[Design::Stored],
     },
     Mutant {
@@ -80,6 +90,8 @@ pub const MUTANTS: &[Mutant] = &[
         property: "P4",
         party: Party::Agent,
         summary: "a failure after insertion is answered -32603 instead of the messageId",
+        needs_fault: true,
+        swarm_finds: true,
         designs: &[],
     },
     Mutant {
@@ -89,6 +101,8 @@ pub const MUTANTS: &[Mutant] = &[
         property: "P6",
         party: Party::Agent,
         summary: "$/cancel_request answers only the attempt it names, not every pending attempt of the key",
+        needs_fault: false,
+        swarm_finds: false,
         designs: &[],
     },
     Mutant {
@@ -98,6 +112,8 @@ pub const MUTANTS: &[Mutant] = &[
         property: "P8",
         party: Party::Agent,
         summary: "the user_message echo carries the idempotencyKey in _meta",
+        needs_fault: false,
+        swarm_finds: true,
         designs: &[],
     },
     Mutant {
@@ -107,6 +123,8 @@ pub const MUTANTS: &[Mutant] = &[
         property: "P1",
         party: Party::Agent,
         summary: "adapter trusts only its in-memory id set after a restart: a retry of a stored message inserts again",
+        needs_fault: true,
+        swarm_finds: true,
         designs: &[Design::Adapter],
     },
     Mutant {
@@ -116,6 +134,8 @@ pub const MUTANTS: &[Mutant] = &[
         property: "P1",
         party: Party::Intermediary,
         summary: "proxy strips idempotencyKey: a retry through it inserts a second message",
+        needs_fault: true,
+        swarm_finds: true,
         designs: &[],
     },
     Mutant {
@@ -125,6 +145,8 @@ pub const MUTANTS: &[Mutant] = &[
         property: "P6",
         party: Party::Intermediary,
         summary: "proxy forwards $/cancel_request with the Client's id, not the rewritten one",
+        needs_fault: false,
+        swarm_finds: true,
         designs: &[],
     },
     Mutant {
@@ -134,6 +156,8 @@ pub const MUTANTS: &[Mutant] = &[
         property: "P1",
         party: Party::Client,
         summary: "Client makes a fresh key for every retry",
+        needs_fault: true,
+        swarm_finds: true,
         designs: &[],
     },
     Mutant {
@@ -143,6 +167,8 @@ pub const MUTANTS: &[Mutant] = &[
         property: "P2",
         party: Party::Client,
         summary: "Client keeps pending input in memory only: a client restart loses it",
+        needs_fault: true,
+        swarm_finds: true,
         designs: &[],
     },
 ];

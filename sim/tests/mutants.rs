@@ -116,14 +116,8 @@ fn every_mutant_is_caught_on_its_property_and_party_on_pinned_seeds() {
             !v.witnesses.is_empty() && !v.rules.is_empty(),
             "{name}: {v:?}"
         );
-        // A mistranslated cancel or a leaked key needs no fault to happen; the rest need one.
-        let faultless = [
-            "proxy-unmapped-cancel",
-            "key-in-updates",
-            "cancel-answers-one",
-        ];
         assert!(
-            v.fault.is_some() || faultless.contains(&name),
+            v.fault.is_some() || !m.needs_fault,
             "{name}: no enabling fault named: {v:?}"
         );
         let (_, good) = campaign::run_one(&s, seed, None, design);
@@ -150,10 +144,8 @@ fn every_shipped_mutant_has_a_pinned_seed() {
 #[test]
 fn swarm_catches_every_mutant_within_forty_seeds_and_passes_the_correct_models() {
     let s = common::scenario("swarm-basic");
-    // Its window (a cancel while a same-connection retry waits for its original) is rare under
-    // the swarm; cancel-01 pins it (above). Every other mutant must fall to the swarm.
-    let narrow = ["cancel-answers-one"];
-    for m in MUTANTS.iter().filter(|m| !narrow.contains(&m.name)) {
+    // Mutants whose window the swarm rarely reaches are pinned by their own scenario (above).
+    for m in MUTANTS.iter().filter(|m| m.swarm_finds) {
         let design = m.designs.first().copied().unwrap_or(Design::Stored);
         let caught = (0..40).find(|&seed| {
             let (_, r) = campaign::run_one(&s, seed, Some(m.name), design);
