@@ -17,11 +17,24 @@ pub enum Point {
     AfterSyncBeforeResponse,
     /// Adapter: the history fill after a restart has started and not finished.
     DuringHistoryFill,
+    /// Cluster store: an insertion is written and synced; the reply to the node is not sent.
+    /// (A cluster node passes the other points: `after-insert-before-sync` before its store
+    /// write, `after-sync-before-response` once the store answered.)
+    AfterStoreWrite,
 }
 
 impl Point {
     /// Every point, for `acp-chaos list`.
-    pub const ALL: [Point; 4] = [
+    pub const ALL: [Point; 5] = [
+        Point::AfterReceive,
+        Point::AfterInsertBeforeSync,
+        Point::AfterSyncBeforeResponse,
+        Point::DuringHistoryFill,
+        Point::AfterStoreWrite,
+    ];
+
+    /// The points an Agent process passes (`crash-agent`); `after-store-write` is the store's.
+    pub const AGENT: [Point; 4] = [
         Point::AfterReceive,
         Point::AfterInsertBeforeSync,
         Point::AfterSyncBeforeResponse,
@@ -35,6 +48,7 @@ impl Point {
             Point::AfterInsertBeforeSync => "after-insert-before-sync",
             Point::AfterSyncBeforeResponse => "after-sync-before-response",
             Point::DuringHistoryFill => "during-history-fill",
+            Point::AfterStoreWrite => "after-store-write",
         }
     }
 }
@@ -70,6 +84,11 @@ pub enum Action {
     Connect { after_ms: u64, tag: u64 },
     /// Close a connection (the peer sees EOF).
     Close { conn: ConnId },
+    /// Cluster node: send `op` to the store host once. The driver answers with
+    /// `AgentInput::StoreReply { req, reply }`: the store's reply, or `None` when none came
+    /// within the store timeout (the op may or may not have applied). Always the last action of
+    /// its batch: what follows depends on the reply.
+    Store { req: u64, op: Value },
 }
 
 /// Shorthand for an effect action.

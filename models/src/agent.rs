@@ -13,6 +13,11 @@
 //!   (`UUIDv5(sessionId, key)`), never keys, and persists lazily (synced at turn end); the
 //!   adapter finds retries in its pending prompts and in an in-memory id set that it fills from
 //!   the runtime's history once, on the first keyed prompt after a restart.
+//! - `cluster` (`durable`): one node of a remote Agent. Sessions, key records and which logical
+//!   connection has which session active live in the store host ([`crate::cluster`]), never in
+//!   the node (A13). Before each request the node loads the store's view; an insertion is one
+//!   insert-if-absent at the store. A node that cannot learn whether its store write applied
+//!   sends it again until it knows, never answering with an error (A2).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -45,6 +50,17 @@ pub enum AgentInput {
     Timer(u64),
     /// Nemesis: reject the next `session/prompt` with a transient `-32603`, inserting nothing.
     InjectTransientError,
+    /// Cluster node: the connection belongs to this logical connection (remote transport).
+    Logical(ConnId, String),
+    /// Cluster node: the store's view (the `load` reply), given before each request.
+    StoreSnapshot(Value),
+    /// Cluster node: the reply to [`Action::Store`] `req`, `None` if none came in time.
+    StoreReply {
+        /// The op's number.
+        req: u64,
+        /// The store's reply.
+        reply: Option<Value>,
+    },
 }
 
 /// A sans-IO Agent. Implement this to plug your own Agent design into the simulator.
@@ -75,16 +91,23 @@ pub enum Design {
     Stored,
     /// An adapter over a runtime store it does not control (derived ids, lazy runtime sync).
     Adapter,
+    /// A node of a remote Agent: N nodes share one store host (insert-if-absent, A13).
+    Cluster,
 }
 
 impl Design {
     /// Every design, for `acp-chaos list`.
-    pub const ALL: [Design; 3] = [Design::InMemory, Design::Stored, Design::Adapter];
+    pub const ALL: [Design; 4] = [
+        Design::InMemory,
+        Design::Stored,
+        Design::Adapter,
+        Design::Cluster,
+    ];
 
     /// The retention the design declares.
     pub fn retention(self) -> Retention {
         match self {
-            Design::Stored => Retention::Durable,
+            Design::Stored | Design::Cluster => Retention::Durable,
             Design::InMemory | Design::Adapter => Retention::Process,
         }
     }
@@ -95,6 +118,7 @@ impl Design {
             Design::InMemory => "in-memory",
             Design::Stored => "stored",
             Design::Adapter => "adapter",
+            Design::Cluster => "cluster",
         }
     }
 
@@ -104,6 +128,7 @@ impl Design {
             Design::InMemory => "process retention: sessions and keys in memory; a restart loses them (resume gets -32002)",
             Design::Stored => "durable retention: key + message in one fsynced record before the echo, response or work (A10 A13 D1)",
             Design::Adapter => "process retention: runtime keeps messages under UUIDv5(sessionId, key), synced at turn end; id set filled from history after restart",
+            Design::Cluster => "durable retention: N nodes, one store host; insert-if-absent at the store; requests and retries routed to any node (A13 A2)",
         }
     }
 }
@@ -158,6 +183,15 @@ pub enum AgentMutant {
     /// Adapter trusts only its in-memory id set after a restart (never reads the history).
     /// Breaks A10 (P1, Agent at fault).
     AdapterNoHistoryFill,
+    /// Cluster node keeps key records in its own memory: a retry routed to another node (or
+    /// after a restart) inserts again. Breaks A13/A10 (P1, Agent at fault).
+    ClusterNodeLocalKeys,
+    /// Cluster node reads "key absent" from the store, then inserts in a second step: two nodes
+    /// handling attempts of one key at once both insert. Breaks A4/A13 (P1, Agent at fault).
+    ClusterCheckThenInsert,
+    /// Cluster node whose store write timed out answers the prompt with an error although the
+    /// store may have applied it. Breaks A2 (P4, Agent at fault).
+    ClusterErrorOnStoreTimeout,
 }
 
 /// Settings of a model Agent.
@@ -257,6 +291,20 @@ struct Session {
     /// Adapter: prompts waiting for the history fill (conn, id, request).
     fill_queue: Vec<(ConnId, Value, v2::PromptRequest)>,
     filling: bool,
+    /// Cluster: an insertion is out at the store (the session is busy until it answers).
+    storing: bool,
+}
+
+/// Cluster: an insertion waiting for the store's answer.
+#[derive(Debug, Clone)]
+struct Storing {
+    sid: String,
+    held: Held,
+    mode: &'static str,
+    message_id: String,
+    /// Start a turn for it once inserted (on behalf of this connection).
+    turn: Option<ConnId>,
+    op: Value,
 }
 
 /// Why a prompt's wait ended without insertion.
@@ -283,6 +331,16 @@ pub struct ModelAgent {
     fail_next_insert: bool,
     /// Messages inserted by this process (message ids).
     next_message: u64,
+    /// Prefix of this process's session and message ids (the boot; node and boot for a
+    /// cluster node, so ids stay unique across nodes).
+    prefix: String,
+    /// Cluster: the logical connection of each connection.
+    logical: IndexMap<ConnId, String>,
+    /// Cluster: insertions out at the store, by op number.
+    storing: IndexMap<u64, Storing>,
+    next_store: u64,
+    /// Mutant `cluster-node-local-keys`: (session, key) → messageId, in this node's memory.
+    local_keys: BTreeMap<(String, String), String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -299,7 +357,7 @@ impl ModelAgent {
     /// process start (ids stay unique across restarts); `seed` seeds turn durations and tools.
     pub fn recover(cfg: AgentConfig, boot: u32, seed: u64, records: &[Value]) -> Self {
         let mut sessions: IndexMap<String, Session> = IndexMap::new();
-        if cfg.design != Design::InMemory {
+        if !matches!(cfg.design, Design::InMemory | Design::Cluster) {
             for r in records {
                 let sid = r["id"]
                     .as_str()
@@ -358,7 +416,19 @@ impl ModelAgent {
             tool_effects: 0,
             fail_next_insert: false,
             next_message: 0,
+            prefix: boot.to_string(),
+            logical: IndexMap::new(),
+            storing: IndexMap::new(),
+            next_store: 0,
+            local_keys: BTreeMap::new(),
         }
+    }
+
+    /// Name this process as cluster node `node` (ids become `s<node>b<boot>.n`, unique across
+    /// nodes).
+    pub fn node(mut self, node: &str) -> Self {
+        self.prefix = format!("{node}b{}", self.boot);
+        self
     }
 
     /// Retained messages per session, as `{sessionId: [messageId...]}` (for the `recover` op).
@@ -646,6 +716,7 @@ impl ModelAgent {
                         a.remove(&sid);
                     }
                     out.push(effect("deactivate", json!({"session": sid, "conn": conn})));
+                    self.persist_activity(conn, &sid, "deactivate", out);
                     self.forget_live_if_inactive(&sid);
                 }
                 self.send(
@@ -736,7 +807,7 @@ impl ModelAgent {
     }
 
     fn new_session_id(&mut self) -> String {
-        let sid = format!("s{}.{}", self.boot, self.next_session);
+        let sid = format!("s{}.{}", self.prefix, self.next_session);
         self.next_session += 1;
         sid
     }
@@ -748,6 +819,83 @@ impl ModelAgent {
     fn activate(&mut self, conn: ConnId, sid: &str, out: &mut Vec<Action>) {
         self.conns.entry(conn).or_default().insert(sid.to_string());
         out.push(effect("activate", json!({"session": sid, "conn": conn})));
+        self.persist_activity(conn, sid, "activate", out);
+    }
+
+    /// Cluster: which logical connection has the session active lives in the store (X2, A13).
+    fn persist_activity(&self, conn: ConnId, sid: &str, t: &str, out: &mut Vec<Action>) {
+        if let (Design::Cluster, Some(l)) = (self.cfg.design, self.logical.get(&conn)) {
+            out.push(Action::Persist {
+                record: json!({"t": t, "session": sid, "logical": l}),
+                sync: true,
+            });
+        }
+    }
+
+    /// Cluster: take the store's view of sessions, key records and active logical connections.
+    fn merge_snapshot(&mut self, v: &Value) {
+        let Some(map) = v["sessions"].as_object() else {
+            return;
+        };
+        for (sid, sv) in map {
+            let s = self.sessions.entry(sid.clone()).or_insert_with(|| Session {
+                filled: true,
+                ..Session::default()
+            });
+            s.messages = sv["messages"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .map(|m| Msg {
+                            message_id: m["messageId"].as_str().unwrap_or_default().to_string(),
+                            key: m["key"].as_str().map(str::to_string),
+                            text: m["text"].as_str().unwrap_or_default().to_string(),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            s.ids = s.messages.iter().map(|m| m.message_id.clone()).collect();
+            s.live = sv["live"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .map(|m| Msg {
+                            message_id: m["messageId"].as_str().unwrap_or_default().to_string(),
+                            key: m["key"].as_str().map(str::to_string),
+                            text: m["text"].as_str().unwrap_or_default().to_string(),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+        }
+        // Deleted through another node.
+        let gone: Vec<String> = self
+            .sessions
+            .iter()
+            .filter(|(sid, s)| {
+                !map.contains_key(sid.as_str())
+                    && s.turn.is_none()
+                    && s.held.is_empty()
+                    && !s.storing
+            })
+            .map(|(sid, _)| sid.clone())
+            .collect();
+        for sid in gone {
+            self.sessions.shift_remove(&sid);
+        }
+        for (c, active) in self.conns.iter_mut() {
+            if let Some(l) = self.logical.get(c) {
+                *active = map
+                    .iter()
+                    .filter(|(_, sv)| {
+                        sv["active"]
+                            .as_array()
+                            .is_some_and(|a| a.iter().any(|x| x == l.as_str()))
+                    })
+                    .map(|(sid, _)| sid.clone())
+                    .collect();
+            }
+        }
     }
 
     /// A11: live-only keys may be forgotten once the session is active on no connection.
@@ -903,6 +1051,7 @@ impl ModelAgent {
             .unwrap_or_default();
         let dedup = self.cfg.mutant != Some(AgentMutant::NoDedup);
         let design = self.cfg.design;
+        let local_keys = self.cfg.mutant == Some(AgentMutant::ClusterNodeLocalKeys);
         let Some(s) = self.sessions.get_mut(&sid) else {
             return;
         };
@@ -918,6 +1067,9 @@ impl ModelAgent {
                 if design == Design::Adapter {
                     let derived = derive_id(&sid, k);
                     s.ids.contains(&derived).then_some(derived)
+                } else if local_keys {
+                    // Mutant: the record lives in this node's memory only.
+                    self.local_keys.get(&(sid.clone(), k.clone())).cloned()
                 } else {
                     s.messages
                         .iter()
@@ -933,7 +1085,17 @@ impl ModelAgent {
                 return self.send(conn, rpc::ok(&id, to_value(PromptResponse::new(mid))), out);
             }
             // A7: a retry of a held prompt waits for the original's outcome.
-            if let Some(h) = s.held.iter_mut().find(|h| h.key.as_deref() == Some(k)) {
+            let storing = self
+                .storing
+                .values_mut()
+                .find(|x| x.sid == sid && x.held.key.as_deref() == Some(k))
+                .map(|x| &mut x.held);
+            if let Some(h) = s
+                .held
+                .iter_mut()
+                .find(|h| h.key.as_deref() == Some(k))
+                .or(storing)
+            {
                 h.waiters.push((conn, id.clone()));
                 out.push(effect(
                     "wait-held",
@@ -951,13 +1113,12 @@ impl ModelAgent {
         };
         if held.text.starts_with('/') {
             // A locally handled command: answered and echoed, not retained, no turn (A11).
-            return self.insert(&sid, held, "live", out);
+            return self.insert_turn(&sid, held, "live", None, out);
         }
-        if s.turn.is_none() {
-            self.insert(&sid, held, "direct", out);
-            self.start_turn(&sid, conn, out);
-        } else if self.cfg.o4 == DuringTurn::Steer {
-            self.insert(&sid, held, "steer", out);
+        if s.turn.is_none() && !s.storing {
+            self.insert_turn(&sid, held, "direct", Some(conn), out);
+        } else if self.cfg.o4 == DuringTurn::Steer && !s.storing {
+            self.insert_turn(&sid, held, "steer", None, out);
         } else {
             out.push(effect(
                 "hold",
@@ -967,11 +1128,30 @@ impl ModelAgent {
         }
     }
 
-    /// Insert one prompt: record (key + message in one write), sync, then make it visible.
-    fn insert(&mut self, sid: &str, p: Held, mode: &str, out: &mut Vec<Action>) {
-        let live = mode == "live";
-        let design = self.cfg.design;
-        let mid = match (&p.key, design) {
+    /// Insert one prompt and, with `turn`, start a turn for it on behalf of that connection.
+    /// A cluster node first inserts at the store (the rest follows its answer).
+    fn insert_turn(
+        &mut self,
+        sid: &str,
+        p: Held,
+        mode: &'static str,
+        turn: Option<ConnId>,
+        out: &mut Vec<Action>,
+    ) {
+        let mid = self.new_message_id(sid, &p);
+        if self.cfg.design == Design::Cluster {
+            // Live-only keys too: A11 holds while the session is active on any logical
+            // connection, through any node (A13).
+            return self.store_insert(sid, p, mode, mid, turn, out);
+        }
+        self.insert(sid, p, mode, mid, out);
+        if let Some(owner) = turn {
+            self.start_turn(sid, owner, out);
+        }
+    }
+
+    fn new_message_id(&mut self, sid: &str, p: &Held) -> String {
+        match (&p.key, self.cfg.design) {
             (Some(k), Design::Adapter) => derive_id(sid, k),
             (None, Design::Adapter) => uuid::Builder::from_random_bytes(self.rng.gen())
                 .into_uuid()
@@ -979,10 +1159,168 @@ impl ModelAgent {
             _ => {
                 // Unique per Agent process (boot) across sessions, and across restarts.
                 self.next_message += 1;
-                format!("m{}.{}", self.boot, self.next_message)
+                format!("m{}.{}", self.prefix, self.next_message)
             }
+        }
+    }
+
+    /// Cluster: one insert-if-absent at the store (A13); the session is busy until it answers.
+    fn store_insert(
+        &mut self,
+        sid: &str,
+        p: Held,
+        mode: &'static str,
+        mid: String,
+        turn: Option<ConnId>,
+        out: &mut Vec<Action>,
+    ) {
+        if let Some(s) = self.sessions.get_mut(sid) {
+            s.storing = true;
+        }
+        let m = self.cfg.mutant;
+        let op = json!({
+            "op": "insert", "session": sid, "messageId": mid, "key": p.key, "text": p.text,
+            "conn": p.conn, "id": p.id, "mode": mode, "node": self.prefix, "live": mode == "live",
+            // The mutants: a plain insert after the node's own check, and no key at the store.
+            "if_absent": !matches!(m, Some(AgentMutant::ClusterCheckThenInsert | AgentMutant::ClusterNodeLocalKeys)),
+            "store_key": m != Some(AgentMutant::ClusterNodeLocalKeys),
+        });
+        out.push(Action::Point(Point::AfterInsertBeforeSync));
+        self.store_op(
+            Storing {
+                sid: sid.to_string(),
+                held: p,
+                mode,
+                message_id: mid,
+                turn,
+                op,
+            },
+            out,
+        );
+    }
+
+    fn store_op(&mut self, st: Storing, out: &mut Vec<Action>) {
+        self.next_store += 1;
+        let req = self.next_store;
+        out.push(Action::Store {
+            req,
+            op: st.op.clone(),
+        });
+        self.storing.insert(req, st);
+    }
+
+    /// Cluster: the store answered an insertion (or did not, in time).
+    fn store_reply(&mut self, req: u64, reply: Option<Value>, out: &mut Vec<Action>) {
+        let Some(st) = self.storing.shift_remove(&req) else {
+            return;
         };
-        let s = self.sessions.get_mut(sid).expect("session exists");
+        let sid = st.sid.clone();
+        let attempts: Vec<(ConnId, Value)> = std::iter::once((st.held.conn, st.held.id.clone()))
+            .chain(st.held.waiters.iter().cloned())
+            .collect();
+        let Some(r) = reply else {
+            if self.cfg.mutant == Some(AgentMutant::ClusterErrorOnStoreTimeout) {
+                // Mutant: an error although the store may have inserted it (breaks A2).
+                out.push(effect(
+                    "store-timeout",
+                    json!({"session": sid, "conn": st.held.conn, "id": st.held.id, "answer": "error"}),
+                ));
+                for (c, id) in &attempts {
+                    self.fail(
+                        *c,
+                        id,
+                        code::INTERNAL_ERROR,
+                        "Internal error",
+                        Some(json!({"store": "timeout"})),
+                        out,
+                    );
+                }
+                return self.store_done(&sid, out);
+            }
+            // A2: it may have applied, so no error; insert-if-absent is safe to send again.
+            out.push(effect(
+                "store-retry",
+                json!({"session": sid, "messageId": st.message_id}),
+            ));
+            return self.store_op(st, out);
+        };
+        if r["missing"] == true {
+            for (c, id) in &attempts {
+                out.push(effect(
+                    "reject",
+                    json!({"conn": c, "id": id, "code": code::RESOURCE_NOT_FOUND}),
+                ));
+                self.fail(
+                    *c,
+                    id,
+                    code::RESOURCE_NOT_FOUND,
+                    "Session not found",
+                    Some(json!({"sessionId": sid})),
+                    out,
+                );
+            }
+            return self.store_done(&sid, out);
+        }
+        let got = r["inserted"]
+            .as_str()
+            .or(r["exists"].as_str())
+            .unwrap_or_default()
+            .to_string();
+        if got == st.message_id {
+            // Ours (also an earlier send of ours that applied while its answer was lost).
+            if let Some(s) = self.sessions.get_mut(&sid) {
+                s.storing = false;
+            }
+            self.insert(&sid, st.held, st.mode, got, out);
+            match st.turn {
+                Some(owner) => self.start_turn(&sid, owner, out),
+                None => self.store_done(&sid, out),
+            }
+        } else {
+            // Another attempt of this key was inserted first, through another node: A1.
+            let key = st.held.key.clone();
+            for (c, id) in &attempts {
+                out.push(effect(
+                    "dedup-hit",
+                    json!({"session": sid, "key": key, "messageId": got, "conn": c, "id": id}),
+                ));
+                self.send(
+                    *c,
+                    rpc::ok(id, to_value(PromptResponse::new(got.clone()))),
+                    out,
+                );
+            }
+            self.store_done(&sid, out);
+        }
+    }
+
+    /// Cluster: the session's store insertion is settled; held prompts may go on.
+    fn store_done(&mut self, sid: &str, out: &mut Vec<Action>) {
+        let Some(s) = self.sessions.get_mut(sid) else {
+            return;
+        };
+        s.storing = false;
+        if s.turn.is_none() {
+            self.next_held(sid, out);
+        }
+    }
+
+    /// Insert one prompt as `mid`: record (key + message in one write), sync, then make it
+    /// visible. A cluster node calls it once the store has inserted it.
+    fn insert(&mut self, sid: &str, p: Held, mode: &str, mid: String, out: &mut Vec<Action>) {
+        let live = mode == "live";
+        let design = self.cfg.design;
+        if let (Some(AgentMutant::ClusterNodeLocalKeys), Some(k)) = (self.cfg.mutant, &p.key) {
+            self.local_keys
+                .insert((sid.to_string(), k.clone()), mid.clone());
+        }
+        let s = self
+            .sessions
+            .entry(sid.to_string())
+            .or_insert_with(|| Session {
+                filled: true,
+                ..Session::default()
+            });
         s.next_msg += 1;
         let msg = Msg {
             message_id: mid.clone(),
@@ -995,11 +1333,15 @@ impl ModelAgent {
             s.messages.push(msg);
             s.ids.insert(mid.clone());
         }
-        out.push(effect(
-            "insert",
-            json!({"session": sid, "messageId": mid, "key": p.key, "conn": p.conn, "id": p.id, "mode": mode, "live_only": live}),
-        ));
-        out.push(Action::Point(Point::AfterInsertBeforeSync));
+        let stored = design == Design::Cluster;
+        if !stored {
+            // A cluster's store reports its own insertions.
+            out.push(effect(
+                "insert",
+                json!({"session": sid, "messageId": mid, "key": p.key, "conn": p.conn, "id": p.id, "mode": mode, "live_only": live}),
+            ));
+            out.push(Action::Point(Point::AfterInsertBeforeSync));
+        }
         if !live {
             match design {
                 Design::Stored => {
@@ -1018,7 +1360,7 @@ impl ModelAgent {
                     record: json!({"t": "msg", "session": sid, "messageId": mid, "text": p.text}),
                     sync: false,
                 }),
-                Design::InMemory => {}
+                Design::InMemory | Design::Cluster => {}
             }
         }
         out.push(Action::Point(Point::AfterSyncBeforeResponse));
@@ -1204,11 +1546,14 @@ impl ModelAgent {
     }
 
     fn next_held(&mut self, sid: &str, out: &mut Vec<Action>) {
-        let next = self.sessions.get_mut(sid).and_then(|s| s.held.pop_front());
+        let next = self
+            .sessions
+            .get_mut(sid)
+            .filter(|s| !s.storing)
+            .and_then(|s| s.held.pop_front());
         if let Some(h) = next {
             let owner = h.conn;
-            self.insert(sid, h, "held", out);
-            self.start_turn(sid, owner, out);
+            self.insert_turn(sid, h, "held", Some(owner), out);
         }
     }
 
@@ -1297,6 +1642,7 @@ impl ModelAgent {
 
     fn disconnected(&mut self, conn: ConnId, out: &mut Vec<Action>) {
         let was_active = self.conns.shift_remove(&conn).unwrap_or_default();
+        self.logical.shift_remove(&conn);
         let o1 = self.cfg.o1;
         let o2 = self.cfg.o2;
         let sids: Vec<String> = self.sessions.keys().cloned().collect();
@@ -1304,6 +1650,9 @@ impl ModelAgent {
             let s = self.sessions.get_mut(&sid).expect("listed");
             for h in s.held.iter_mut() {
                 h.waiters.retain(|(c, _)| *c != conn);
+            }
+            for st in self.storing.values_mut() {
+                st.held.waiters.retain(|(c, _)| *c != conn);
             }
             s.fill_queue.retain(|(c, _, _)| *c != conn);
             if o1 == HeldOnDisconnect::Drop {
@@ -1409,13 +1758,20 @@ impl AgentModel for ModelAgent {
             AgentInput::Disconnected(c) => self.disconnected(c, out),
             AgentInput::Timer(t) => self.timer_fired(t, out),
             AgentInput::InjectTransientError => self.transient_errors += 1,
+            AgentInput::Logical(c, l) => {
+                self.logical.insert(c, l);
+            }
+            AgentInput::StoreSnapshot(v) => self.merge_snapshot(&v),
+            AgentInput::StoreReply { req, reply } => self.store_reply(req, reply, out),
         }
     }
 
     fn is_idle(&self) -> bool {
-        self.sessions
-            .values()
-            .all(|s| s.turn.is_none() && s.held.is_empty() && s.fill_queue.is_empty())
+        self.storing.is_empty()
+            && self
+                .sessions
+                .values()
+                .all(|s| s.turn.is_none() && s.held.is_empty() && s.fill_queue.is_empty())
     }
 }
 

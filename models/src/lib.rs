@@ -15,6 +15,7 @@ compile_error!(
 pub mod action;
 pub mod agent;
 pub mod client;
+pub mod cluster;
 pub mod mutant;
 pub mod proxy;
 pub mod rpc;

@@ -125,8 +125,44 @@ pub const CHECKERS: &[Checker] = &[
 
 /// Run every checker.
 pub fn check_all(h: &History) -> Vec<Verdict> {
-    let facts = Facts::of(h);
+    let h = agent_view(h);
+    let facts = Facts::of(&h);
     CHECKERS.iter().map(|c| (c.check)(&facts)).collect()
+}
+
+/// Whether a process is part of the Agent: the `agent` host, a cluster node or the cluster's
+/// store.
+pub fn is_agent_host(process: &str) -> bool {
+    process == "agent" || process == "store" || process.starts_with("node")
+}
+
+/// The history as the checkers read it: a cluster's nodes and store are one Agent (the rules
+/// are about the Agent, whatever its design). Op indices are unchanged.
+pub fn agent_view(h: &History) -> std::borrow::Cow<'_, History> {
+    let renamed = |op: &Op| {
+        (op.process != "agent" && is_agent_host(&op.process))
+            || op.value["from"]
+                .as_str()
+                .is_some_and(|f| f != "agent" && is_agent_host(f))
+            || op.value["host"]
+                .as_str()
+                .is_some_and(|f| f != "agent" && is_agent_host(f))
+    };
+    if !h.ops.iter().any(renamed) {
+        return std::borrow::Cow::Borrowed(h);
+    }
+    let mut h = h.clone();
+    for op in h.ops.iter_mut().filter(|o| renamed(o)) {
+        if is_agent_host(&op.process) {
+            op.process = "agent".into();
+        }
+        for field in ["from", "host"] {
+            if op.value[field].as_str().is_some_and(is_agent_host) {
+                op.value[field] = "agent".into();
+            }
+        }
+    }
+    std::borrow::Cow::Owned(h)
 }
 
 /// One insertion as the Agent reported it.
@@ -1167,6 +1203,27 @@ pub fn p12_id_uniqueness(f: &Facts) -> Verdict {
 /// Events of a run, for the scenario's `sometimes` guard.
 pub fn events(h: &History) -> BTreeSet<&'static str> {
     let mut e = BTreeSet::new();
+    // Cluster: which node each connection reached, then which nodes each submission's
+    // attempts reached.
+    let mut node_of: BTreeMap<u64, &str> = BTreeMap::new();
+    let mut nodes: BTreeMap<u64, BTreeSet<&str>> = BTreeMap::new();
+    for op in &h.ops {
+        if op.f == "logical" && op.process.starts_with("node") {
+            if let Some(c) = op.value["conn"].as_u64() {
+                node_of.insert(c, op.process.as_str());
+            }
+        }
+        if op.process == "client" && op.f == "attempt" {
+            let at = op.value["conn"].as_u64().and_then(|c| node_of.get(&c));
+            if let (Some(n), Some(node)) = (op.value["submission"].as_u64(), at) {
+                nodes.entry(n).or_default().insert(node);
+            }
+        }
+    }
+    if nodes.values().any(|s| s.len() > 1) {
+        e.insert("other-node");
+    }
+    let h = agent_view(h);
     let mut attempts: BTreeMap<u64, u32> = BTreeMap::new();
     let mut client_conns = 0;
     for op in &h.ops {
@@ -1193,8 +1250,13 @@ pub fn events(h: &History) -> BTreeSet<&'static str> {
         if has(op, "agent", "insert") && op.value["mode"] == "steer" {
             e.insert("steer");
         }
-        if has(op, "agent", "recover") && op.value["boot"].as_u64() > Some(0) {
+        if (has(op, "agent", "recover") || has(op, "agent", "boot"))
+            && op.value["boot"].as_u64() > Some(0)
+        {
             e.insert("agent-restart");
+        }
+        if has(op, "agent", "store-retry") {
+            e.insert("store-retry");
         }
         if has(op, "client", "boot") && op.value["boot"].as_u64() > Some(0) {
             e.insert("client-restart");

@@ -10,6 +10,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::rc::Rc;
 use std::time::Duration;
 
+use acp_chaos_models::cluster::ClusterStore;
 use acp_chaos_models::proxy::{Proxy, ProxyInput};
 use acp_chaos_models::watcher::{Watcher, WatcherInput};
 use acp_chaos_models::{
@@ -22,7 +23,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use tokio::task::AbortHandle;
 use turmoil::fs::shim::std::fs as simfs;
-use turmoil::net::{TcpListener, TcpStream};
+use turmoil::net::{TcpListener, TcpStream, UdpSocket};
 
 use crate::history::OpType;
 use crate::ledger::{FrameDecision, Ledger, UserEvent};
@@ -30,6 +31,12 @@ use crate::plan::Plan;
 
 /// The Agent's listening port.
 pub const AGENT_PORT: u16 = 9000;
+
+/// The cluster store's UDP port (one datagram per op and per reply).
+pub const STORE_PORT: u16 = 9100;
+
+/// Cluster node host names (a scenario's `topology.nodes` takes the first N).
+pub const NODES: [&str; 5] = ["node1", "node2", "node3", "node4", "node5"];
 
 /// What a host's event loop reacts to.
 enum Ev {
@@ -41,9 +48,10 @@ enum Ev {
     Timer(u64),
 }
 
-/// The barrier value the Agent triggers at each protocol point.
+/// The barrier value an Agent host triggers at each protocol point: the point and the host
+/// (`agent` or a cluster node) that passed it.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct PointHit(pub Point);
+pub struct PointHit(pub Point, pub &'static str);
 
 /// Shared by the host factories of one run.
 pub struct Ctx {
@@ -66,6 +74,12 @@ impl Drop for ConnHandle {
     }
 }
 
+/// A cluster node's line to the store host.
+struct StoreLink {
+    sock: UdpSocket,
+    next: u64,
+}
+
 /// A process's I/O: its connections, its store file, its timers.
 struct Io {
     process: &'static str,
@@ -73,6 +87,8 @@ struct Io {
     tx: UnboundedSender<Ev>,
     conns: IndexMap<ConnId, ConnHandle>,
     store: String,
+    /// Cluster node: persist through the store host instead of a local file.
+    link: Option<StoreLink>,
 }
 
 impl Io {
@@ -85,6 +101,7 @@ impl Io {
                 tx,
                 conns: IndexMap::new(),
                 store: store.to_string(),
+                link: None,
             },
             rx,
         )
@@ -147,7 +164,16 @@ impl Io {
         Ok(())
     }
 
-    fn open(&mut self, stream: TcpStream, client_addr: String) -> ConnId {
+    /// Cluster: the first line on a connection to a node names its logical connection (the
+    /// remote transport's connection id; a header, not a JSON-RPC frame).
+    fn hello(&self, logical: String) -> Option<String> {
+        self.ctx
+            .plan
+            .cluster()
+            .then(|| json!({ "logical": logical }).to_string())
+    }
+
+    fn open(&mut self, stream: TcpStream, client_addr: String, hello: Option<String>) -> ConnId {
         let plan = &self.ctx.plan;
         let id = self
             .ctx
@@ -184,6 +210,12 @@ impl Io {
         let ledger = self.ctx.ledger.clone();
         let from = self.process;
         let writer = tokio::task::spawn_local(async move {
+            if let Some(h) = hello {
+                if w.write_all(format!("{h}\n").as_bytes()).await.is_err() {
+                    let _ = tx.send(Ev::Closed(id, "write failed"));
+                    return;
+                }
+            }
             loop {
                 let line = match tokio::time::timeout(hb, orx.recv()).await {
                     Ok(Some(l)) => l,
@@ -269,16 +301,81 @@ impl Io {
         frame
     }
 
-    /// Run the model's actions in order. Points await the nemesis's barrier.
-    async fn execute(&mut self, out: &mut Vec<Action>) -> std::io::Result<()> {
-        for a in out.drain(..) {
+    /// Send one op to the store and wait up to the store timeout for its reply (`None`: no
+    /// reply; the op may or may not have applied).
+    async fn store_call(&mut self, op: &Value) -> Option<Value> {
+        let limit = Duration::from_millis(self.ctx.plan.net.store_timeout_ms);
+        let link = self.link.as_mut()?;
+        link.next += 1;
+        let req = link.next;
+        let mut msg = op.clone();
+        msg["req"] = json!(req);
+        msg["node"] = json!(self.process);
+        let bytes = serde_json::to_vec(&msg).expect("serializes");
+        let sock = &link.sock;
+        let wait = async {
+            // A failed send is a lost datagram: the node waits out its timeout all the same.
+            if sock.send_to(&bytes, ("store", STORE_PORT)).await.is_err() {
+                return std::future::pending().await;
+            }
+            let mut buf = vec![0u8; 1 << 20];
+            loop {
+                let Ok((n, _)) = sock.recv_from(&mut buf).await else {
+                    return std::future::pending().await;
+                };
+                // Replies to earlier, timed-out ops are stale: skip them.
+                if let Ok(v) = serde_json::from_slice::<Value>(&buf[..n]) {
+                    if v["req"] == json!(req) {
+                        return v;
+                    }
+                }
+            }
+        };
+        tokio::time::timeout(limit, wait).await.ok()
+    }
+
+    /// Cluster: a write the node cannot continue without. It is sent again until the store
+    /// answers (every append is idempotent), so the node never guesses (A2).
+    async fn store_append(&mut self, record: &Value) {
+        let op = json!({"op": "append", "record": record});
+        while self.store_call(&op).await.is_none() {
+            self.record(OpType::Info, "store-retry", json!({"record": record}));
+        }
+    }
+
+    /// Cluster: the store's view, read before each request (retried until it comes).
+    async fn store_load(&mut self) -> Value {
+        let op = json!({"op": "load"});
+        loop {
+            if let Some(v) = self.store_call(&op).await {
+                return v;
+            }
+            self.record(OpType::Info, "store-retry", json!({"op": "load"}));
+        }
+    }
+
+    /// Run the model's actions in order. Points await the nemesis's barrier. Stops after an
+    /// [`Action::Store`] and returns it; the actions after it stay in `out`.
+    async fn execute(&mut self, out: &mut Vec<Action>) -> std::io::Result<Option<(u64, Value)>> {
+        let mut actions = std::mem::take(out).into_iter();
+        while let Some(a) = actions.next() {
             match a {
+                Action::Store { req, op } => {
+                    out.extend(actions);
+                    return Ok(Some((req, op)));
+                }
                 Action::Send { conn, line } => {
                     if let Some(c) = self.conns.get(&conn) {
                         let _ = c.out.send(line);
                     }
                 }
-                Action::Persist { record, sync } => self.persist(&record, sync)?,
+                Action::Persist { record, sync } => {
+                    if self.link.is_some() {
+                        self.store_append(&record).await;
+                    } else {
+                        self.persist(&record, sync)?;
+                    }
+                }
                 Action::Timer { id, after_ms } => {
                     let tx = self.tx.clone();
                     tokio::task::spawn_local(async move {
@@ -286,7 +383,7 @@ impl Io {
                         let _ = tx.send(Ev::Timer(id));
                     });
                 }
-                Action::Point(p) => turmoil::barriers::trigger(PointHit(p)).await,
+                Action::Point(p) => turmoil::barriers::trigger(PointHit(p, self.process)).await,
                 Action::Effect(e) => {
                     // Jepsen types for the Client's view: an attempt is invoked, an ack is ok,
                     // an input shown to the user as failed is fail.
@@ -307,11 +404,12 @@ impl Io {
                 Action::Connect { after_ms, tag } => {
                     let tx = self.tx.clone();
                     let limit = Duration::from_millis(self.ctx.plan.net.connect_timeout_ms);
-                    // The next hop: the Client talks to the proxy if there is one.
-                    let target = if self.process == "client" {
-                        self.ctx.plan.client_target()
+                    // The next hop: the Client talks to the proxy if there is one; the Agent is
+                    // one host or a cluster node chosen by the run's routing stream.
+                    let target = if self.process == "client" && self.ctx.plan.proxy {
+                        "proxy"
                     } else {
-                        "agent"
+                        self.ctx.ledger.borrow_mut().route(self.process)
                     };
                     tokio::task::spawn_local(async move {
                         tokio::time::sleep(Duration::from_millis(after_ms)).await;
@@ -332,13 +430,30 @@ impl Io {
                 }
             }
         }
+        Ok(None)
+    }
+
+    /// Run an Agent's actions; a cluster node's store ops go out one at a time and each reply
+    /// goes back to the model before the actions queued behind it.
+    async fn run_agent(
+        &mut self,
+        model: &mut ModelAgent,
+        out: &mut Vec<Action>,
+    ) -> std::io::Result<()> {
+        while let Some((req, op)) = self.execute(out).await? {
+            let reply = self.store_call(&op).await;
+            let mut next = Vec::new();
+            model.handle(AgentInput::StoreReply { req, reply }, &mut next);
+            next.append(out);
+            *out = next;
+        }
         Ok(())
     }
 }
 
 fn peer(process: &str) -> &'static str {
     match process {
-        "agent" => "client",
+        p if p == "agent" || p.starts_with("node") => "client",
         // The proxy hears both; the frame's `conn` tells which leg.
         "proxy" => "peer",
         _ => "agent",
@@ -356,14 +471,17 @@ pub async fn agent(ctx: Rc<Ctx>) -> turmoil::Result {
         "recover",
         json!({"boot": boot, "retained": model.retained()}),
     );
-    ctx.ledger.borrow_mut().agent_idle = model.is_idle();
+    ctx.ledger
+        .borrow_mut()
+        .idle
+        .insert("agent", model.is_idle());
     io.listen().await?;
     let mut out = Vec::new();
     while let Some(ev) = rx.recv().await {
         match ev {
             Ev::Accepted(s) => {
                 let addr = s.peer_addr().map(|a| a.to_string()).unwrap_or_default();
-                let id = io.open(s, addr);
+                let id = io.open(s, addr, None);
                 model.handle(AgentInput::Connected(id), &mut out);
             }
             Ev::Frame(id, line) if io.conns.contains_key(&id) => {
@@ -381,10 +499,119 @@ pub async fn agent(ctx: Rc<Ctx>) -> turmoil::Result {
             Ev::Timer(t) => model.handle(AgentInput::Timer(t), &mut out),
             Ev::Frame(..) | Ev::Connected(..) | Ev::ConnectFailed(_) => {}
         }
-        io.execute(&mut out).await?;
-        ctx.ledger.borrow_mut().agent_idle = model.is_idle();
+        io.run_agent(&mut model, &mut out).await?;
+        ctx.ledger
+            .borrow_mut()
+            .idle
+            .insert("agent", model.is_idle());
     }
     Ok(())
+}
+
+/// A cluster node: no disk of its own; it reads the store's view before each request and
+/// writes through the store (A13).
+pub async fn node(ctx: Rc<Ctx>, name: &'static str) -> turmoil::Result {
+    let boot = ctx.ledger.borrow_mut().boot(name);
+    let (mut io, mut rx) = Io::new(name, ctx.clone(), "/node/none");
+    io.link = Some(StoreLink {
+        sock: UdpSocket::bind((IpAddr::V4(Ipv4Addr::UNSPECIFIED), STORE_PORT)).await?,
+        next: 0,
+    });
+    let index = NODES.iter().position(|n| *n == name).unwrap_or(0) as u64;
+    let short = format!("n{}", index + 1);
+    let mut model = ModelAgent::recover(
+        ctx.plan.agent.clone(),
+        boot,
+        ctx.plan.seed ^ (index + 1).wrapping_mul(0xA076_1D64_78BD_642F),
+        &[],
+    )
+    .node(&short);
+    io.record(OpType::Info, "boot", json!({"boot": boot}));
+    ctx.ledger.borrow_mut().idle.insert(name, model.is_idle());
+    io.listen().await?;
+    let mut out = Vec::new();
+    while let Some(ev) = rx.recv().await {
+        match ev {
+            Ev::Accepted(s) => {
+                let addr = s.peer_addr().map(|a| a.to_string()).unwrap_or_default();
+                let id = io.open(s, addr, None);
+                model.handle(AgentInput::Connected(id), &mut out);
+            }
+            Ev::Frame(id, line) if io.conns.contains_key(&id) => {
+                let hello = serde_json::from_str::<Value>(&line)
+                    .ok()
+                    .and_then(|v| v["logical"].as_str().map(str::to_string));
+                if let Some(l) = hello {
+                    io.record(OpType::Info, "logical", json!({"conn": id, "logical": l}));
+                    model.handle(AgentInput::Logical(id, l), &mut out);
+                } else {
+                    let frame = io.log_recv(id, &line);
+                    if ctx.ledger.borrow_mut().take_transient(&frame) {
+                        model.handle(AgentInput::InjectTransientError, &mut out);
+                    }
+                    if frame.get("method").is_some() && frame.get("id").is_some() {
+                        let view = io.store_load().await;
+                        model.handle(AgentInput::StoreSnapshot(view), &mut out);
+                    }
+                    model.handle(AgentInput::Frame(id, line), &mut out);
+                }
+            }
+            Ev::Closed(id, why) => {
+                if io.close(id, why) {
+                    model.handle(AgentInput::Disconnected(id), &mut out);
+                }
+            }
+            Ev::Timer(t) => model.handle(AgentInput::Timer(t), &mut out),
+            Ev::Frame(..) | Ev::Connected(..) | Ev::ConnectFailed(_) => {}
+        }
+        io.run_agent(&mut model, &mut out).await?;
+        ctx.ledger.borrow_mut().idle.insert(name, model.is_idle());
+    }
+    Ok(())
+}
+
+/// The cluster's store host: sessions, key records and active logical connections, synced to
+/// its own disk before each reply (so it is `durable`).
+pub async fn store(ctx: Rc<Ctx>) -> turmoil::Result {
+    let boot = ctx.ledger.borrow_mut().boot("store");
+    let (io, _rx) = Io::new("store", ctx.clone(), "/store/records.log");
+    let records = io.recover()?;
+    let mut st = ClusterStore::recover(&records);
+    io.record(
+        OpType::Info,
+        "recover",
+        json!({"boot": boot, "retained": st.retained()}),
+    );
+    let sock = UdpSocket::bind((IpAddr::V4(Ipv4Addr::UNSPECIFIED), STORE_PORT)).await?;
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let (n, from) = sock.recv_from(&mut buf).await?;
+        let Ok(op) = serde_json::from_slice::<Value>(&buf[..n]) else {
+            continue;
+        };
+        let applied = st.handle(&op);
+        for e in applied.effects {
+            io.record(OpType::Info, e.f, e.value);
+        }
+        if let Some(r) = &applied.record {
+            io.persist(r, true)?;
+            if r["t"] == "msg" {
+                io.record(
+                    OpType::Info,
+                    "durable",
+                    json!({"session": r["session"], "messageId": r["messageId"]}),
+                );
+            }
+            if matches!(r["t"].as_str(), Some("msg" | "live")) {
+                turmoil::barriers::trigger(PointHit(Point::AfterStoreWrite, "store")).await;
+            }
+        }
+        let mut reply = applied.reply;
+        reply["req"] = op["req"].clone();
+        let _ = sock
+            .send_to(&serde_json::to_vec(&reply).expect("serializes"), from)
+            .await;
+    }
 }
 
 /// The Client host: recover its store, connect, take the user's submissions when they are due.
@@ -478,7 +705,13 @@ pub async fn client(ctx: Rc<Ctx>) -> turmoil::Result {
             }
             Some(Ev::Connected(s, _)) => {
                 let addr = s.local_addr().map(|a| a.to_string()).unwrap_or_default();
-                let id = io.open(s, addr);
+                // Through a proxy, the proxy's connections to the nodes carry the logical id.
+                let hello = if ctx.plan.proxy {
+                    None
+                } else {
+                    io.hello(format!("client-{boot}"))
+                };
+                let id = io.open(s, addr, hello);
                 model.handle(ClientInput::Connected(id), &mut out);
             }
             Some(Ev::ConnectFailed(_)) => {
@@ -514,12 +747,13 @@ pub async fn proxy(ctx: Rc<Ctx>) -> turmoil::Result {
         match ev {
             Ev::Accepted(s) => {
                 let addr = s.peer_addr().map(|a| a.to_string()).unwrap_or_default();
-                let id = io.open(s, addr);
+                let id = io.open(s, addr, None);
                 model.handle(ProxyInput::Accepted(id), &mut out);
             }
             Ev::Connected(s, tag) => {
                 let addr = s.local_addr().map(|a| a.to_string()).unwrap_or_default();
-                let id = io.open(s, addr);
+                let hello = io.hello(format!("proxy-{boot}-{tag}"));
+                let id = io.open(s, addr, hello);
                 model.handle(ProxyInput::DownConnected { tag, conn: id }, &mut out);
             }
             Ev::ConnectFailed(tag) => model.handle(ProxyInput::DownFailed { tag }, &mut out),
@@ -565,7 +799,8 @@ pub async fn watcher(ctx: Rc<Ctx>) -> turmoil::Result {
         match ev {
             Some(Ev::Connected(s, _)) => {
                 let addr = s.local_addr().map(|a| a.to_string()).unwrap_or_default();
-                let id = io.open(s, addr);
+                let hello = io.hello(format!("watcher-{boot}"));
+                let id = io.open(s, addr, hello);
                 model.handle(WatcherInput::Connected(id), &mut out);
             }
             Some(Ev::ConnectFailed(_)) => model.handle(WatcherInput::ConnectFailed, &mut out),

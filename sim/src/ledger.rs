@@ -66,6 +66,11 @@ pub enum NemesisAction {
         /// Heal delay, ms.
         heal_after_ms: u64,
     },
+    /// Cluster: partition the store from the node serving the Client, heal later.
+    PartitionStore {
+        /// Heal delay, ms.
+        heal_after_ms: u64,
+    },
 }
 
 impl NemesisAction {
@@ -76,8 +81,14 @@ impl NemesisAction {
             FaultKind::CrashAgent => "agent",
             FaultKind::RestartClient => "client",
             FaultKind::CrashProxy => "proxy",
+            FaultKind::CrashStore => "store",
             FaultKind::Partition => {
                 return Some(NemesisAction::Partition {
+                    heal_after_ms: f.heal_after_ms.unwrap_or(100),
+                })
+            }
+            FaultKind::PartitionStore => {
+                return Some(NemesisAction::PartitionStore {
                     heal_after_ms: f.heal_after_ms.unwrap_or(100),
                 })
             }
@@ -115,8 +126,13 @@ pub struct Ledger {
     pub delivered: usize,
     /// Submissions the Client holds pending (published after every event it handles).
     pub client_pending: Vec<u64>,
-    /// The Agent has no running turn and no held prompt.
-    pub agent_idle: bool,
+    /// Per Agent host (the agent, or each cluster node): no running turn, no held prompt.
+    pub idle: IndexMap<&'static str, bool>,
+    /// Cluster: the node the Client's newest connection was routed to (crashes and store
+    /// partitions aimed at "the Agent" hit it).
+    pub serving: &'static str,
+    routing: rand_chacha::ChaCha8Rng,
+    nodes: usize,
     /// The first session the user's Client created (the watcher resumes it).
     pub known_session: Option<String>,
     boots: IndexMap<&'static str, u32>,
@@ -141,10 +157,42 @@ impl Ledger {
             workload: plan.user_events(),
             delivered: 0,
             client_pending: Vec::new(),
-            agent_idle: true,
+            idle: IndexMap::new(),
+            serving: crate::hosts::NODES[0],
+            routing: crate::plan::stream(plan.seed, "routing"),
+            nodes: if plan.agent.design == acp_chaos_models::Design::Cluster {
+                plan.nodes
+            } else {
+                0
+            },
             known_session: None,
             boots: IndexMap::new(),
         }
+    }
+
+    /// Whether every Agent host is idle.
+    pub fn agents_idle(&self) -> bool {
+        self.idle.values().all(|i| *i)
+    }
+
+    /// The host a new connection from `from` goes to: `agent`, or a cluster node drawn from
+    /// the run's routing stream (every connection, so each retry may land on any node).
+    pub fn route(&mut self, from: &str) -> &'static str {
+        if self.nodes == 0 {
+            return "agent";
+        }
+        use rand::Rng;
+        let to = crate::hosts::NODES[self.routing.gen_range(0..self.nodes)];
+        if from == "client" || from == "proxy" {
+            self.serving = to;
+        }
+        self.record(
+            "net",
+            OpType::Info,
+            "route",
+            json!({"from": from, "to": to}),
+        );
+        to
     }
 
     /// Append one op.

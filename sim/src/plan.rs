@@ -23,6 +23,9 @@ pub struct NetTiming {
     pub dead_ms: u64,
     /// A `connect` that has not completed by then fails.
     pub connect_timeout_ms: u64,
+    /// Cluster: a node that has no answer from the store by then does not know whether its
+    /// op applied.
+    pub store_timeout_ms: u64,
 }
 
 /// One user submission.
@@ -79,6 +82,8 @@ pub struct Plan {
     pub proxy_mutant: Option<acp_chaos_models::proxy::ProxyMutant>,
     /// A second Client watches the session.
     pub watcher: bool,
+    /// Cluster: number of Agent nodes (0 for the other designs).
+    pub nodes: usize,
 }
 
 impl Plan {
@@ -106,12 +111,17 @@ impl Plan {
         v
     }
 
-    /// The host the Client connects to.
-    pub fn client_target(&self) -> &'static str {
-        if self.proxy {
-            "proxy"
+    /// Whether the Agent is a cluster of nodes with a store host.
+    pub fn cluster(&self) -> bool {
+        self.nodes > 0
+    }
+
+    /// The Agent hosts: `agent`, or the cluster's nodes.
+    pub fn agent_hosts(&self) -> &'static [&'static str] {
+        if self.cluster() {
+            &crate::hosts::NODES[..self.nodes]
         } else {
-            "agent"
+            &["agent"]
         }
     }
 }
@@ -186,7 +196,7 @@ impl Plan {
             at += w.gen_range(s.workload.gap_ms_min..=s.workload.gap_ms_max);
         }
         let faults = match &s.swarm {
-            Some(sw) => draw_swarm(s, seed, &sw.faults, sw.per_kind_max),
+            Some(sw) => draw_swarm(s, seed, &sw.faults, sw.per_kind_max, design),
             None => s.faults.clone(),
         };
         Plan {
@@ -220,6 +230,7 @@ impl Plan {
                 heartbeat_ms: 25,
                 dead_ms: 250,
                 connect_timeout_ms: 100,
+                store_timeout_ms: s.timing.latency_ms_max * 2 + 20,
             },
             latency_ms_min: s.timing.latency_ms_min,
             latency_ms_max: s.timing.latency_ms_max,
@@ -232,6 +243,11 @@ impl Plan {
             proxy: s.topology.proxy || proxy_mutant.is_some(),
             proxy_mutant,
             watcher: s.topology.watcher,
+            nodes: if design == Design::Cluster {
+                s.topology.nodes
+            } else {
+                0
+            },
         }
     }
 
@@ -253,8 +269,16 @@ impl Plan {
             )
             .to_lowercase(),
             format!(
-                "topology: client -> {}agent{}",
+                "topology: client -> {}{}{}",
                 if self.proxy { "proxy -> " } else { "" },
+                if self.cluster() {
+                    format!(
+                        "{} nodes (seeded routing per connection) -> store (store_timeout_ms={})",
+                        self.nodes, self.net.store_timeout_ms
+                    )
+                } else {
+                    "agent".to_string()
+                },
                 if self.watcher { "; watcher -> agent" } else { "" }
             ),
             format!(
@@ -320,7 +344,13 @@ pub fn fault_line(f: &FaultSpec) -> String {
     format!("{} on {on}{extra}", f.kind.as_str())
 }
 
-fn draw_swarm(s: &Scenario, seed: u64, kinds: &[FaultKind], per_kind_max: u32) -> Vec<FaultSpec> {
+fn draw_swarm(
+    s: &Scenario,
+    seed: u64,
+    kinds: &[FaultKind],
+    per_kind_max: u32,
+    design: Design,
+) -> Vec<FaultSpec> {
     let n_sub = s.workload.submissions.max(1);
     let horizon = s.workload.start_ms
         + u64::from(n_sub) * (s.workload.gap_ms_min + s.workload.gap_ms_max) / 2
@@ -330,8 +360,11 @@ fn draw_swarm(s: &Scenario, seed: u64, kinds: &[FaultKind], per_kind_max: u32) -
         .max(s.workload.start_ms + 1);
     let mut out = Vec::new();
     for &kind in kinds {
-        if kind == FaultKind::CrashProxy && !s.topology.proxy {
-            // No proxy in this topology: nothing to crash (its own stream, so no other draw moves).
+        let store = matches!(kind, FaultKind::CrashStore | FaultKind::PartitionStore);
+        if (kind == FaultKind::CrashProxy && !s.topology.proxy)
+            || (store && design != Design::Cluster)
+        {
+            // Nothing to fault in this topology (its own stream, so no other draw moves).
             continue;
         }
         let mut r = stream(seed, &format!("swarm.{}", kind.as_str()));
@@ -388,11 +421,24 @@ fn draw_swarm(s: &Scenario, seed: u64, kinds: &[FaultKind], per_kind_max: u32) -
                     f.on = frame_trigger(&mut r);
                     f.stall_ms = Some(r.gen_range(50..=400));
                 }
-                FaultKind::Partition => f.heal_after_ms = Some(r.gen_range(30..=400)),
+                FaultKind::Partition | FaultKind::PartitionStore => {
+                    f.heal_after_ms = Some(r.gen_range(30..=400))
+                }
                 FaultKind::CrashProxy => f.restart_after_ms = Some(r.gen_range(10..=200)),
+                FaultKind::CrashStore => {
+                    if r.gen_bool(0.5) {
+                        // Right after a write, before its reply: the node cannot know.
+                        f.on = Trigger {
+                            point: Some(Point::AfterStoreWrite),
+                            nth: r.gen_range(1..=n_sub),
+                            ..Trigger::default()
+                        };
+                    }
+                    f.restart_after_ms = Some(r.gen_range(10..=200));
+                }
                 FaultKind::CrashAgent => {
                     if r.gen_bool(0.5) {
-                        let p = *Point::ALL.choose(&mut r).expect("non-empty");
+                        let p = *Point::AGENT.choose(&mut r).expect("non-empty");
                         f.on = Trigger {
                             point: Some(p),
                             nth: r.gen_range(1..=n_sub),

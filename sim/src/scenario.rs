@@ -182,7 +182,7 @@ pub struct ClientSpec {
 }
 
 /// `[topology]`: which hosts run.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Topology {
     /// A conductor between Client and Agent that rewrites JSON-RPC ids (X1).
@@ -191,6 +191,23 @@ pub struct Topology {
     /// A second Client that resumes the session and watches it (never prompts).
     #[serde(default)]
     pub watcher: bool,
+    /// Cluster design: the number of Agent nodes (1 to 5, default 3).
+    #[serde(default = "default_nodes")]
+    pub nodes: usize,
+}
+
+fn default_nodes() -> usize {
+    3
+}
+
+impl Default for Topology {
+    fn default() -> Self {
+        Topology {
+            proxy: false,
+            watcher: false,
+            nodes: default_nodes(),
+        }
+    }
 }
 
 /// The kinds of fault.
@@ -211,11 +228,17 @@ pub enum FaultKind {
     TransientError,
     /// Crash the proxy (both its legs close), restart after `restart_after_ms`.
     CrashProxy,
+    /// Cluster: crash the store host, restart after `restart_after_ms` (its synced records
+    /// survive).
+    CrashStore,
+    /// Cluster: partition the store from the node serving the Client, healed after
+    /// `heal_after_ms`.
+    PartitionStore,
 }
 
 impl FaultKind {
     /// Every kind, for `acp-chaos list` and the swarm.
-    pub const ALL: [FaultKind; 7] = [
+    pub const ALL: [FaultKind; 9] = [
         FaultKind::LoseFrame,
         FaultKind::StallFrame,
         FaultKind::Partition,
@@ -223,6 +246,8 @@ impl FaultKind {
         FaultKind::RestartClient,
         FaultKind::TransientError,
         FaultKind::CrashProxy,
+        FaultKind::CrashStore,
+        FaultKind::PartitionStore,
     ];
 
     /// Name as written in scenario files.
@@ -235,6 +260,8 @@ impl FaultKind {
             FaultKind::RestartClient => "restart-client",
             FaultKind::TransientError => "transient-error",
             FaultKind::CrashProxy => "crash-proxy",
+            FaultKind::CrashStore => "crash-store",
+            FaultKind::PartitionStore => "partition-store",
         }
     }
 
@@ -256,6 +283,10 @@ impl FaultKind {
                 "Agent rejects one session/prompt attempt with -32603 before inserting"
             }
             FaultKind::CrashProxy => "crash the proxy (both legs close), restart it later",
+            FaultKind::CrashStore => "cluster: crash the store host (synced records survive), restart it later",
+            FaultKind::PartitionStore => {
+                "cluster: partition the store from the node serving the Client, healed after heal_after_ms"
+            }
         }
     }
 }
@@ -412,6 +443,14 @@ pub const EVENTS: &[(&str, &str)] = &[
     ("watched", "a second Client resumed the session to watch it"),
     ("permission", "the Agent asked the Client for permission"),
     ("live-only", "a locally handled command was answered (A11)"),
+    (
+        "other-node",
+        "cluster: attempts of one submission reached different nodes",
+    ),
+    (
+        "store-retry",
+        "cluster: a node sent a store write again after its answer timed out",
+    ),
 ];
 
 impl Scenario {
@@ -494,6 +533,16 @@ impl Scenario {
                 "sessions",
                 0,
                 "field `workload.sessions`: must be 1 to 16".into(),
+            ));
+        }
+        if !(1..=crate::hosts::NODES.len()).contains(&self.topology.nodes) {
+            return Err(err(
+                "nodes",
+                0,
+                format!(
+                    "field `topology.nodes`: must be 1 to {}",
+                    crate::hosts::NODES.len()
+                ),
             ));
         }
         if self.workload.submissions == 0 {
@@ -706,26 +755,28 @@ impl FaultSpec {
         let given = [
             ("silent", self.silent, FaultKind::LoseFrame),
             ("stall_ms", self.stall_ms.is_some(), FaultKind::StallFrame),
-            (
-                "heal_after_ms",
-                self.heal_after_ms.is_some(),
-                FaultKind::Partition,
-            ),
         ];
         for (field, set, owner) in given {
             if set && self.kind != owner {
                 return Some(format!("{field}`: only for {}", owner.as_str()));
             }
         }
-        if self.restart_after_ms.is_some()
-            && !matches!(
-                self.kind,
-                FaultKind::CrashAgent | FaultKind::RestartClient | FaultKind::CrashProxy
-            )
-        {
+        let crash = matches!(
+            self.kind,
+            FaultKind::CrashAgent
+                | FaultKind::RestartClient
+                | FaultKind::CrashProxy
+                | FaultKind::CrashStore
+        );
+        let partition = matches!(self.kind, FaultKind::Partition | FaultKind::PartitionStore);
+        if self.restart_after_ms.is_some() && !crash {
             return Some(
-                "restart_after_ms`: only for crash-agent, restart-client, crash-proxy".into(),
+                "restart_after_ms`: only for crash-agent, restart-client, crash-proxy, crash-store"
+                    .into(),
             );
+        }
+        if self.heal_after_ms.is_some() && !partition {
+            return Some("heal_after_ms`: only for partition, partition-store".into());
         }
         for (field, v) in [
             ("stall_ms", self.stall_ms),
@@ -744,12 +795,11 @@ impl FaultSpec {
             FaultKind::StallFrame if self.stall_ms.is_none() => {
                 Some("stall_ms`: required for stall-frame".into())
             }
-            FaultKind::Partition if self.heal_after_ms.is_none() => {
-                Some("heal_after_ms`: required for partition".into())
-            }
-            FaultKind::CrashAgent | FaultKind::RestartClient | FaultKind::CrashProxy
-                if self.restart_after_ms.is_none() =>
-            {
+            _ if partition && self.heal_after_ms.is_none() => Some(format!(
+                "heal_after_ms`: required for {}",
+                self.kind.as_str()
+            )),
+            _ if crash && self.restart_after_ms.is_none() => {
                 Some("restart_after_ms`: required".into())
             }
             FaultKind::TransientError
@@ -761,8 +811,28 @@ impl FaultSpec {
                         .into(),
                 )
             }
-            k if t.point.is_some() && k != FaultKind::CrashAgent => {
-                Some("on.point`: only crash-agent fires at a protocol point".into())
+            FaultKind::CrashStore | FaultKind::PartitionStore
+                if t.point.is_some_and(|p| p != Point::AfterStoreWrite) =>
+            {
+                Some(format!(
+                    "on.point`: {} fires only at `after-store-write`",
+                    self.kind.as_str()
+                ))
+            }
+            FaultKind::CrashAgent if t.point == Some(Point::AfterStoreWrite) => Some(
+                "on.point`: `after-store-write` is the store's point (crash-store, partition-store)"
+                    .into(),
+            ),
+            k if t.point.is_some()
+                && !matches!(
+                    k,
+                    FaultKind::CrashAgent | FaultKind::CrashStore | FaultKind::PartitionStore
+                ) =>
+            {
+                Some(
+                    "on.point`: only crash-agent, crash-store and partition-store fire at a protocol point"
+                        .into(),
+                )
             }
             _ => None,
         }

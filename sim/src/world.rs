@@ -48,6 +48,7 @@ pub fn builder(plan: &Plan) -> turmoil::Builder {
 enum Timed {
     Restart(&'static str),
     Heal,
+    HealStore(&'static str),
     Fire(usize),
 }
 
@@ -59,8 +60,17 @@ pub fn run(plan: &Plan) -> History {
         ledger: ledger.clone(),
         plan: plan.clone(),
     });
-    let c = ctx.clone();
-    sim.host("agent", move || hosts::agent(c.clone()));
+    if plan.cluster() {
+        for &name in plan.agent_hosts() {
+            let c = ctx.clone();
+            sim.host(name, move || hosts::node(c.clone(), name));
+        }
+        let c = ctx.clone();
+        sim.host("store", move || hosts::store(c.clone()));
+    } else {
+        let c = ctx.clone();
+        sim.host("agent", move || hosts::agent(c.clone()));
+    }
     let c = ctx.clone();
     sim.host("client", move || hosts::client(c.clone()));
     if plan.proxy {
@@ -71,8 +81,21 @@ pub fn run(plan: &Plan) -> History {
         let c = ctx.clone();
         sim.host("watcher", move || hosts::watcher(c.clone()));
     }
-    // Partitions cut the Client from its next hop.
-    let hop = plan.client_target();
+    // Partitions cut the Client from its next hop (every node of a cluster).
+    let hops: &[&str] = if plan.proxy {
+        &["proxy"]
+    } else {
+        plan.agent_hosts()
+    };
+    let cut = |sim: &mut turmoil::Sim, on: bool| {
+        for h in hops {
+            if on {
+                sim.partition("client", *h);
+            } else {
+                sim.repair("client", *h);
+            }
+        }
+    };
 
     // Crashes at protocol points: one suspend-barrier per point, counting every time the
     // Agent passes it (a trigger wakes at most one barrier, so one counter per point); the
@@ -108,6 +131,7 @@ pub fn run(plan: &Plan) -> History {
 
     let mut down: Vec<&'static str> = Vec::new();
     let mut partitioned = false;
+    let mut store_cut: Option<&'static str> = None;
     let mut liveness = false;
     let mut end_ms = plan.safety_ms + plan.liveness_ms;
     let waker = Waker::noop();
@@ -138,11 +162,17 @@ pub fn run(plan: &Plan) -> History {
                     ledger
                         .borrow_mut()
                         .fire(i, json!({"point": hit.0.as_str(), "nth": seen.get()}));
-                    actions.push((
-                        i,
-                        NemesisAction::of(&plan.faults[i]).expect("point faults crash"),
-                        true,
-                    ));
+                    // The host that passed the point crashes (a cluster node, or the agent).
+                    let a = match NemesisAction::of(&plan.faults[i]).expect("point faults crash") {
+                        NemesisAction::Crash {
+                            restart_after_ms, ..
+                        } => NemesisAction::Crash {
+                            host: hit.1,
+                            restart_after_ms,
+                        },
+                        other => other,
+                    };
+                    actions.push((i, a, true));
                 }
                 // The suspended task dies with the crash below; the handle is dropped here.
             }
@@ -164,8 +194,18 @@ pub fn run(plan: &Plan) -> History {
                         json!({"host": h}),
                     );
                 }
+                Timed::HealStore(node) => {
+                    sim.repair("store", node);
+                    store_cut = None;
+                    ledger.borrow_mut().record(
+                        "nemesis",
+                        OpType::Info,
+                        "heal-partition",
+                        json!({"between": ["store", node]}),
+                    );
+                }
                 Timed::Heal => {
-                    sim.repair("client", hop);
+                    cut(&mut sim, false);
                     partitioned = false;
                     ledger.borrow_mut().record(
                         "nemesis",
@@ -191,16 +231,30 @@ pub fn run(plan: &Plan) -> History {
                 }
                 ledger.borrow_mut().fire(i, json!({}));
             }
+            // "The Agent" of a cluster is the node serving the Client.
+            let a = match a {
+                NemesisAction::Crash {
+                    host: "agent",
+                    restart_after_ms,
+                } if plan.cluster() => NemesisAction::Crash {
+                    host: ledger.borrow().serving,
+                    restart_after_ms,
+                },
+                other => other,
+            };
             match a {
                 NemesisAction::Crash {
                     host,
                     restart_after_ms,
-                } if !down.contains(&host) && (host != "proxy" || plan.proxy) => {
+                } if !down.contains(&host)
+                    && (host != "proxy" || plan.proxy)
+                    && (host != "store" || plan.cluster()) =>
+                {
                     sim.crash(host);
                     down.push(host);
-                    if host == "agent" {
+                    if let Some(i) = ledger.borrow_mut().idle.get_mut(host) {
                         // A crashed Agent does no work; its restart recovers an idle model.
-                        ledger.borrow_mut().agent_idle = true;
+                        *i = true;
                     }
                     ledger.borrow_mut().record(
                         "nemesis",
@@ -211,15 +265,29 @@ pub fn run(plan: &Plan) -> History {
                     timed.push((now + restart_after_ms, Timed::Restart(host)));
                 }
                 NemesisAction::Partition { heal_after_ms } if !partitioned => {
-                    sim.partition("client", hop);
+                    cut(&mut sim, true);
                     partitioned = true;
                     ledger.borrow_mut().record(
                         "nemesis",
                         OpType::Info,
                         "partition",
-                        json!({"between": ["client", hop]}),
+                        json!({"between": ["client", hops]}),
                     );
                     timed.push((now + heal_after_ms, Timed::Heal));
+                }
+                NemesisAction::PartitionStore { heal_after_ms }
+                    if plan.cluster() && store_cut.is_none() =>
+                {
+                    let node = ledger.borrow().serving;
+                    sim.partition("store", node);
+                    store_cut = Some(node);
+                    ledger.borrow_mut().record(
+                        "nemesis",
+                        OpType::Info,
+                        "partition",
+                        json!({"between": ["store", node]}),
+                    );
+                    timed.push((now + heal_after_ms, Timed::HealStore(node)));
                 }
                 _ => {}
             }
@@ -230,18 +298,22 @@ pub fn run(plan: &Plan) -> History {
             down.is_empty()
                 && l.delivered == l.workload.len()
                 && l.client_pending.is_empty()
-                && l.agent_idle
+                && l.agents_idle()
         };
         if !liveness {
-            let nothing_left = timed.is_empty() && !partitioned && down.is_empty();
+            let nothing_left =
+                timed.is_empty() && !partitioned && store_cut.is_none() && down.is_empty();
             if now >= plan.safety_ms || (quiet && nothing_left) {
                 // Heal: stop the nemesis, repair the network, restart what is down.
                 liveness = true;
                 barriers.clear();
                 ledger.borrow_mut().disarm();
                 if partitioned {
-                    sim.repair("client", hop);
+                    cut(&mut sim, false);
                     partitioned = false;
+                }
+                if let Some(node) = store_cut.take() {
+                    sim.repair("store", node);
                 }
                 for h in std::mem::take(&mut down) {
                     sim.bounce(h);

@@ -78,6 +78,24 @@ const PINNED: &[(&str, &str, Design, u64)] = &[
         1,
     ),
     (
+        "cluster-node-local-keys",
+        "cluster-01-retry-on-another-node",
+        Design::Cluster,
+        0,
+    ),
+    (
+        "cluster-check-then-insert",
+        "rfd-04-retry-while-held",
+        Design::Cluster,
+        0,
+    ),
+    (
+        "cluster-error-on-store-timeout",
+        "cluster-02-store-answer-lost",
+        Design::Cluster,
+        0,
+    ),
+    (
         "proxy-drops-key",
         "proxy-01-retry-through-rewritten-ids",
         Design::Stored,

@@ -906,3 +906,260 @@ fn o2_cancel_cancels_held_work_whose_connection_already_ended() {
     assert!(ends.iter().all(|r| r == "cancelled"), "{ends:?}");
     assert!(a.is_idle());
 }
+
+// ---- cluster nodes over one store (A13, A2) ------------------------------------------------
+
+mod cluster {
+    use super::*;
+    use crate::cluster::ClusterStore;
+
+    fn node(name: &str, mutant: Option<AgentMutant>) -> ModelAgent {
+        ModelAgent::recover(cfg(Design::Cluster, mutant), 0, 1, &[]).node(name)
+    }
+
+    /// Run a node's actions against the store: appends apply at once; a store op's reply goes
+    /// back to the node (or is lost while `lose` > 0). Returns the other actions.
+    fn run(
+        n: &mut ModelAgent,
+        st: &mut ClusterStore,
+        mut out: Vec<Action>,
+        lose: &mut u32,
+    ) -> Vec<Action> {
+        let mut done = vec![];
+        while !out.is_empty() {
+            match out.remove(0) {
+                Action::Persist { record, .. } => {
+                    st.handle(&json!({"op": "append", "record": record}));
+                }
+                Action::Store { req, op } => {
+                    let applied = st.handle(&op);
+                    let reply = if *lose > 0 {
+                        *lose -= 1;
+                        None
+                    } else {
+                        Some(applied.reply)
+                    };
+                    let mut more = vec![];
+                    n.handle(AgentInput::StoreReply { req, reply }, &mut more);
+                    more.append(&mut out);
+                    out = more;
+                }
+                other => done.push(other),
+            }
+        }
+        done
+    }
+
+    /// Connect `conn` as part of logical connection `logical`.
+    fn attach(n: &mut ModelAgent, conn: ConnId, logical: &str) {
+        connect(n, conn);
+        n.handle(AgentInput::Logical(conn, logical.into()), &mut vec![]);
+    }
+
+    fn ask(
+        n: &mut ModelAgent,
+        st: &mut ClusterStore,
+        conn: ConnId,
+        id: u64,
+        method: &str,
+        params: Value,
+        lose: &mut u32,
+    ) -> Vec<Action> {
+        let mut out = vec![];
+        n.handle(
+            AgentInput::StoreSnapshot(st.handle(&json!({"op": "load"})).reply),
+            &mut out,
+        );
+        n.handle(
+            AgentInput::Frame(conn, rpc::request(id, method, params)),
+            &mut out,
+        );
+        run(n, st, out, lose)
+    }
+
+    fn messages(st: &mut ClusterStore, sid: &str) -> usize {
+        st.handle(&json!({"op": "load"})).reply["sessions"][sid]["messages"]
+            .as_array()
+            .map_or(0, Vec::len)
+    }
+
+    fn setup(mutant: Option<AgentMutant>) -> (ModelAgent, ModelAgent, ClusterStore, String) {
+        let (mut a, b, mut st) = (
+            node("n1", mutant),
+            node("n2", mutant),
+            ClusterStore::default(),
+        );
+        attach(&mut a, 1, "L");
+        let out = ask(
+            &mut a,
+            &mut st,
+            1,
+            1,
+            "session/new",
+            json!({"cwd": "/w"}),
+            &mut 0,
+        );
+        let sid = response(&out, 1)["result"]["sessionId"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        (a, b, st, sid)
+    }
+
+    #[test]
+    fn a_retry_on_another_node_gets_the_original_message_id_from_the_store() {
+        let (mut a, mut b, mut st, sid) = setup(None);
+        let out = ask(
+            &mut a,
+            &mut st,
+            1,
+            2,
+            "session/prompt",
+            prompt_params(&sid, "hi", json!("k")),
+            &mut 0,
+        );
+        let mid = response(&out, 2)["result"]["messageId"].clone();
+        assert!(mid.is_string(), "{out:?}");
+        assert!(
+            effects(&out, "insert").is_empty(),
+            "the store reports insertions, not the node"
+        );
+        // Node 2, same logical connection: the session is active there without a resume (X2).
+        attach(&mut b, 7, "L");
+        let out = ask(
+            &mut b,
+            &mut st,
+            7,
+            3,
+            "session/prompt",
+            prompt_params(&sid, "hi", json!("k")),
+            &mut 0,
+        );
+        assert_eq!(response(&out, 3)["result"]["messageId"], mid, "{out:?}");
+        assert_eq!(effects(&out, "dedup-hit").len(), 1);
+        assert_eq!(messages(&mut st, &sid), 1);
+        // Another logical connection has not activated it: -32002.
+        attach(&mut b, 8, "M");
+        let out = ask(
+            &mut b,
+            &mut st,
+            8,
+            4,
+            "session/prompt",
+            prompt_params(&sid, "hi", json!("k2")),
+            &mut 0,
+        );
+        assert_eq!(code_of(&response(&out, 4)), code::RESOURCE_NOT_FOUND);
+    }
+
+    #[test]
+    fn node_local_keys_mutant_inserts_again_on_another_node() {
+        let (mut a, mut b, mut st, sid) = setup(Some(AgentMutant::ClusterNodeLocalKeys));
+        ask(
+            &mut a,
+            &mut st,
+            1,
+            2,
+            "session/prompt",
+            prompt_params(&sid, "hi", json!("k")),
+            &mut 0,
+        );
+        attach(&mut b, 7, "L");
+        let out = ask(
+            &mut b,
+            &mut st,
+            7,
+            3,
+            "session/prompt",
+            prompt_params(&sid, "hi", json!("k")),
+            &mut 0,
+        );
+        assert!(response(&out, 3)["result"]["messageId"].is_string());
+        assert_eq!(messages(&mut st, &sid), 2, "the mutant's second insertion");
+    }
+
+    #[test]
+    fn a_store_write_whose_answer_was_lost_is_sent_again_never_answered_with_an_error() {
+        let (mut a, _, mut st, sid) = setup(None);
+        // The store applies the insert; its reply is lost once.
+        let out = ask(
+            &mut a,
+            &mut st,
+            1,
+            2,
+            "session/prompt",
+            prompt_params(&sid, "hi", json!("k")),
+            &mut 1,
+        );
+        assert_eq!(effects(&out, "store-retry").len(), 1);
+        let r = response(&out, 2);
+        assert!(r["result"]["messageId"].is_string(), "A2: {r}");
+        assert_eq!(
+            messages(&mut st, &sid),
+            1,
+            "the second send found its own insertion"
+        );
+        assert_eq!(effects(&out, "visible").len(), 1);
+    }
+
+    #[test]
+    fn error_on_store_timeout_mutant_answers_an_error_for_an_inserted_prompt() {
+        let (mut a, _, mut st, sid) = setup(Some(AgentMutant::ClusterErrorOnStoreTimeout));
+        let out = ask(
+            &mut a,
+            &mut st,
+            1,
+            2,
+            "session/prompt",
+            prompt_params(&sid, "hi", json!("k")),
+            &mut 1,
+        );
+        assert_eq!(code_of(&response(&out, 2)), code::INTERNAL_ERROR);
+        assert_eq!(
+            messages(&mut st, &sid),
+            1,
+            "inserted although answered with an error"
+        );
+    }
+
+    /// Two nodes handle attempts of one key at once: both read "absent", both write.
+    fn race(mutant: Option<AgentMutant>) -> (usize, Value, Value) {
+        let (mut a, mut b, mut st, sid) = setup(mutant);
+        attach(&mut b, 7, "L");
+        let view = st.handle(&json!({"op": "load"})).reply;
+        let mut outs = vec![];
+        for (n, conn, id) in [(&mut a, 1, 2), (&mut b, 7, 3)] {
+            let mut out = vec![];
+            n.handle(AgentInput::StoreSnapshot(view.clone()), &mut out);
+            n.handle(
+                AgentInput::Frame(
+                    conn,
+                    rpc::request(id, "session/prompt", prompt_params(&sid, "hi", json!("k"))),
+                ),
+                &mut out,
+            );
+            outs.push(out);
+        }
+        let ra = run(&mut a, &mut st, outs.remove(0), &mut 0);
+        let rb = run(&mut b, &mut st, outs.remove(0), &mut 0);
+        (
+            messages(&mut st, &sid),
+            response(&ra, 2)["result"]["messageId"].clone(),
+            response(&rb, 3)["result"]["messageId"].clone(),
+        )
+    }
+
+    #[test]
+    fn insert_if_absent_lets_only_one_of_two_racing_nodes_insert() {
+        let (n, ma, mb) = race(None);
+        assert_eq!(n, 1);
+        assert_eq!(ma, mb, "A1: the loser answers with the winner's messageId");
+    }
+
+    #[test]
+    fn check_then_insert_mutant_inserts_twice_when_two_nodes_race() {
+        let (n, ma, mb) = race(Some(AgentMutant::ClusterCheckThenInsert));
+        assert_eq!(n, 2);
+        assert_ne!(ma, mb);
+    }
+}

@@ -1,0 +1,292 @@
+//! The `cluster` design's store host: the one place a remote Agent's sessions, key records and
+//! active logical connections live (A13), shared by every node.
+//!
+//! Sans-IO like the other models: [`ClusterStore::handle`] takes one op from a node and returns
+//! the reply, the record to make durable before replying, and the effects for the history. The
+//! store's `insert` is one step: with `if_absent` it inserts only when no message of the session
+//! carries the key, and otherwise answers `{"exists": messageId}` (the atomic insert-if-absent
+//! the design needs; a node's "read, then insert" is the `cluster-check-then-insert` mutant).
+//!
+//! Ops (JSON objects, field `op`):
+//! - `load` → `{"sessions": {sessionId: {"messages": [{messageId, key, text}], "active": [logical...]}}}`
+//! - `append` with `record` (`session`, `fork`, `delete`, `activate`, `deactivate`) → `{"ok": true}`
+//!   (idempotent: a node that timed out sends it again)
+//! - `insert` with `session`, `messageId`, `key`, `text`, `if_absent`, `store_key`, and the
+//!   attempt's `conn`/`id`/`mode` for the history → `{"inserted": messageId}`,
+//!   `{"exists": messageId}` or `{"missing": true}` (no such session)
+
+use std::collections::BTreeSet;
+
+use indexmap::IndexMap;
+use serde_json::{json, Value};
+
+use crate::action::Effect;
+
+#[derive(Debug, Clone)]
+struct StoredMsg {
+    message_id: String,
+    key: Option<String>,
+    text: String,
+}
+
+#[derive(Debug, Clone, Default)]
+struct StoreSession {
+    messages: Vec<StoredMsg>,
+    /// Live-only messages' key records (A11): never replayed, kept while the store lives.
+    live: Vec<StoredMsg>,
+    /// Logical connections on which the session is active (X2 on the remote transport).
+    active: BTreeSet<String>,
+}
+
+/// What one op does.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Applied {
+    /// The reply to send back to the node.
+    pub reply: Value,
+    /// The record to append and sync before the reply (none for reads and no-op writes).
+    pub record: Option<Value>,
+    /// Effects for the history (`insert`; `durable` follows the sync, added by the driver).
+    pub effects: Vec<Effect>,
+}
+
+/// The store's state: the fold of its records.
+#[derive(Debug, Default)]
+pub struct ClusterStore {
+    sessions: IndexMap<String, StoreSession>,
+}
+
+impl ClusterStore {
+    /// Rebuild from the records on the store's disk.
+    pub fn recover(records: &[Value]) -> ClusterStore {
+        let mut s = ClusterStore::default();
+        for r in records {
+            s.apply(r);
+        }
+        s
+    }
+
+    /// Messages per session, as `{sessionId: [messageId...]}` (for the `recover` op).
+    pub fn retained(&self) -> Value {
+        let mut m = serde_json::Map::new();
+        for (sid, s) in &self.sessions {
+            m.insert(
+                sid.clone(),
+                s.messages
+                    .iter()
+                    .map(|x| Value::from(x.message_id.clone()))
+                    .collect(),
+            );
+        }
+        Value::Object(m)
+    }
+
+    fn apply(&mut self, r: &Value) {
+        let sid = r["id"]
+            .as_str()
+            .or(r["session"].as_str())
+            .unwrap_or_default()
+            .to_string();
+        match r["t"].as_str() {
+            Some("session") => {
+                self.sessions.entry(sid).or_default();
+            }
+            Some("fork") => {
+                if self.sessions.contains_key(&sid) {
+                    return;
+                }
+                let from = r["from"].as_str().unwrap_or_default();
+                // A9: the fork copies the history, never the keys.
+                let messages = self
+                    .sessions
+                    .get(from)
+                    .map(|s| {
+                        s.messages
+                            .iter()
+                            .map(|m| StoredMsg {
+                                key: None,
+                                ..m.clone()
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                self.sessions.insert(
+                    sid,
+                    StoreSession {
+                        messages,
+                        ..StoreSession::default()
+                    },
+                );
+            }
+            Some("delete") => {
+                self.sessions.shift_remove(&sid);
+            }
+            Some("activate") | Some("deactivate") => {
+                let (Some(s), Some(l)) = (self.sessions.get_mut(&sid), r["logical"].as_str())
+                else {
+                    return;
+                };
+                if r["t"] == "activate" {
+                    s.active.insert(l.to_string());
+                } else {
+                    s.active.remove(l);
+                }
+            }
+            Some(t @ ("msg" | "live")) => {
+                let (Some(s), Some(mid)) = (self.sessions.get_mut(&sid), r["messageId"].as_str())
+                else {
+                    return;
+                };
+                let list = if t == "live" {
+                    &mut s.live
+                } else {
+                    &mut s.messages
+                };
+                list.push(StoredMsg {
+                    message_id: mid.to_string(),
+                    key: r["key"].as_str().map(str::to_string),
+                    text: r["text"].as_str().unwrap_or_default().to_string(),
+                });
+            }
+            _ => {}
+        }
+    }
+
+    /// Handle one op from a node. Unknown ops get `{"error": ...}`.
+    pub fn handle(&mut self, op: &Value) -> Applied {
+        let read = |reply| Applied {
+            reply,
+            record: None,
+            effects: Vec::new(),
+        };
+        match op["op"].as_str() {
+            Some("load") => {
+                let mut m = serde_json::Map::new();
+                for (sid, s) in &self.sessions {
+                    let list = |v: &[StoredMsg]| -> Vec<Value> {
+                        v.iter()
+                            .map(|x| json!({"messageId": x.message_id, "key": x.key, "text": x.text}))
+                            .collect()
+                    };
+                    m.insert(
+                        sid.clone(),
+                        json!({"messages": list(&s.messages), "live": list(&s.live), "active": s.active.iter().collect::<Vec<_>>()}),
+                    );
+                }
+                read(json!({ "sessions": m }))
+            }
+            Some("append") => {
+                let record = op["record"].clone();
+                self.apply(&record);
+                Applied {
+                    reply: json!({"ok": true}),
+                    record: Some(record),
+                    effects: Vec::new(),
+                }
+            }
+            Some("insert") => {
+                let sid = op["session"].as_str().unwrap_or_default().to_string();
+                let key = op["key"].as_str();
+                let Some(s) = self.sessions.get(&sid) else {
+                    return read(json!({"missing": true}));
+                };
+                if op["if_absent"] == true {
+                    if let Some(m) = key.and_then(|k| {
+                        s.messages
+                            .iter()
+                            .chain(&s.live)
+                            .find(|m| m.key.as_deref() == Some(k))
+                    }) {
+                        return read(json!({"exists": m.message_id}));
+                    }
+                }
+                let mid = op["messageId"].as_str().unwrap_or_default().to_string();
+                let stored_key = if op["store_key"] == true { key } else { None };
+                let live = op["live"] == true;
+                let t = if live { "live" } else { "msg" };
+                let record = json!({"t": t, "session": sid, "messageId": mid, "key": stored_key, "text": op["text"]});
+                self.apply(&record);
+                let insert = Effect {
+                    f: "insert",
+                    value: json!({"session": sid, "messageId": mid, "key": key, "conn": op["conn"], "id": op["id"], "mode": op["mode"], "live_only": live, "node": op["node"]}),
+                };
+                Applied {
+                    reply: json!({ "inserted": mid }),
+                    record: Some(record),
+                    effects: vec![insert],
+                }
+            }
+            _ => read(json!({"error": "unknown op"})),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn insert(key: &str, mid: &str, if_absent: bool) -> Value {
+        json!({"op": "insert", "session": "s", "messageId": mid, "key": key, "text": "t",
+               "if_absent": if_absent, "store_key": true, "conn": 1, "id": 1, "mode": "direct"})
+    }
+
+    fn with_session() -> ClusterStore {
+        let mut st = ClusterStore::default();
+        st.handle(&json!({"op": "append", "record": {"t": "session", "id": "s"}}));
+        st
+    }
+
+    #[test]
+    fn insert_if_absent_is_one_step() {
+        let mut st = with_session();
+        let a = st.handle(&insert("k", "m1", true));
+        assert_eq!(a.reply, json!({"inserted": "m1"}));
+        assert_eq!(a.effects.len(), 1);
+        let b = st.handle(&insert("k", "m2", true));
+        assert_eq!(b.reply, json!({"exists": "m1"}));
+        assert!(b.record.is_none() && b.effects.is_empty());
+        // A plain insert (the check-then-insert mutant's second step) inserts again.
+        let c = st.handle(&insert("k", "m3", false));
+        assert_eq!(c.reply, json!({"inserted": "m3"}));
+    }
+
+    #[test]
+    fn records_replay_to_the_same_state() {
+        let mut st = with_session();
+        let mut records = vec![json!({"t": "session", "id": "s"})];
+        for op in [
+            insert("k", "m1", true),
+            json!({"op": "append", "record": {"t": "activate", "session": "s", "logical": "L1"}}),
+            json!({"op": "append", "record": {"t": "fork", "id": "f", "from": "s"}}),
+        ] {
+            records.extend(st.handle(&op).record);
+        }
+        let again = ClusterStore::recover(&records);
+        assert_eq!(
+            again.handle_load(),
+            st.handle_load(),
+            "recovery folds the same records to the same state"
+        );
+        let load = st.handle_load();
+        assert_eq!(load["sessions"]["s"]["active"], json!(["L1"]));
+        // A9: the fork has the messages, never the keys.
+        assert_eq!(load["sessions"]["f"]["messages"][0]["key"], Value::Null);
+        assert_eq!(load["sessions"]["f"]["messages"][0]["messageId"], "m1");
+    }
+
+    #[test]
+    fn insert_into_a_missing_session_is_refused() {
+        let mut st = ClusterStore::default();
+        let a = st.handle(&insert("k", "m1", true));
+        assert_eq!(a.reply, json!({"missing": true}));
+        assert!(a.record.is_none());
+    }
+
+    impl ClusterStore {
+        fn handle_load(&self) -> Value {
+            let mut c = ClusterStore {
+                sessions: self.sessions.clone(),
+            };
+            c.handle(&json!({"op": "load"})).reply
+        }
+    }
+}
