@@ -6,6 +6,14 @@
 //! same key; after a lost connection the Client reconnects with backoff, `initialize`s,
 //! `session/resume`s and then resends every pending prompt with its key (C6). A transient
 //! `-32603` or a `-32002` is retried with the same key; any other error is shown to the user.
+//!
+//! The `sdk-auto-retry` kind ([`ClientKind::SdkAutoRetry`]) is an SDK that resends by itself on
+//! transport failure, by each method's retry class (RULES.md "Retry classes", C9): a keyed
+//! prompt with its key, idempotent methods (`session/resume`) as they were; never a duplicating
+//! method (`session/new`: the failure goes to the application, which decides to create a
+//! session again), never a notification, and never a prompt the application sent without a key
+//! whose outcome is unknown (it is shown to the user instead). An error answer means nothing was
+//! inserted (A2), so even an unkeyed prompt is resent after one.
 
 use agent_client_protocol_schema::v2::{
     ContentBlock, IdempotencyKey, Implementation, InitializeRequest, NewSessionRequest,
@@ -69,6 +77,38 @@ pub enum ClientMutant {
     VolatilePending,
 }
 
+/// Which Client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ClientKind {
+    /// The spec Client (C1–C8): keys every prompt; resume, then resend pending prompts.
+    #[default]
+    Spec,
+    /// An SDK that resends by itself, only what the retry class allows (C9).
+    SdkAutoRetry,
+}
+
+impl ClientKind {
+    /// Every kind, for `acp-chaos list`.
+    pub const ALL: [ClientKind; 2] = [ClientKind::Spec, ClientKind::SdkAutoRetry];
+
+    /// Name in scenario files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClientKind::Spec => "spec",
+            ClientKind::SdkAutoRetry => "sdk-auto-retry",
+        }
+    }
+
+    /// One line for `acp-chaos list`.
+    pub fn summary(self) -> &'static str {
+        match self {
+            ClientKind::Spec => "one key per submission in a durable pending store; late prompts resent with their key; after a reconnect initialize, resume, resend (C1-C8)",
+            ClientKind::SdkAutoRetry => "resends on transport failure by retry class: keyed prompts with their key, resume as is; never session/new, notifications or unkeyed prompts of unknown outcome (C9)",
+        }
+    }
+}
+
 /// How the Client makes keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -100,12 +140,19 @@ pub struct ClientConfig {
     pub stale_ms: u64,
     /// The mutant, if any.
     pub mutant: Option<ClientMutant>,
+    /// Which Client.
+    #[serde(default)]
+    pub kind: ClientKind,
+    /// `sdk-auto-retry`: the share of prompts the application sends without a key.
+    #[serde(default)]
+    pub unkeyed_rate: f64,
 }
 
 #[derive(Debug, Clone)]
 struct PendingInput {
     slot: usize,
-    key: String,
+    /// `None`: the application sent it without a key (`sdk-auto-retry` only).
+    key: Option<String>,
     text: String,
     attempts: u32,
     /// The user asked to cancel it.
@@ -176,13 +223,13 @@ impl SpecClient {
                 Some("session") => sessions[slot] = r["id"].as_str().map(str::to_string),
                 Some("key-counter") => key_counters[slot] = r["n"].as_u64().unwrap_or(0),
                 Some("pending") => {
-                    if let (Some(s), Some(k)) = (r["submission"].as_u64(), r["key"].as_str()) {
+                    if let Some(s) = r["submission"].as_u64() {
                         let text = r["text"].as_str().unwrap_or_default().to_string();
                         pending.insert(
                             s,
                             PendingInput {
                                 slot,
-                                key: k.to_string(),
+                                key: r["key"].as_str().map(str::to_string),
                                 text,
                                 attempts: 0,
                                 cancel: false,
@@ -263,9 +310,11 @@ impl SpecClient {
             return self.surface(submission, json!({"reason": "too many attempts"}), out);
         }
         p.attempts += 1;
-        let key = fresh.unwrap_or_else(|| p.key.clone());
-        let req = PromptRequest::new(sid, vec![ContentBlock::from(p.text.clone())])
-            .idempotency_key(IdempotencyKey::new(key.clone()).expect("uuid keys are valid"));
+        let key = fresh.or_else(|| p.key.clone());
+        let mut req = PromptRequest::new(sid, vec![ContentBlock::from(p.text.clone())]);
+        if let Some(k) = &key {
+            req = req.idempotency_key(IdempotencyKey::new(k.clone()).expect("uuid keys are valid"));
+        }
         let params = serde_json::to_value(req).expect("serializes");
         let conn = self.conn.as_ref().map(|c| c.id).unwrap_or_default();
         if let Some(id) = self.send_req(Req::Prompt { submission }, "session/prompt", params, out) {
@@ -509,10 +558,51 @@ impl SpecClient {
         // for longer than `stale_ms` is shown to the user instead.
         for s in self.pending.keys().copied().collect::<Vec<_>>() {
             let age = self.now_ms.saturating_sub(self.pending[&s].at_ms);
+            let p = &self.pending[&s];
             if self.cfg.stale_ms > 0 && age > self.cfg.stale_ms {
                 self.surface(s, json!({"reason": "stale", "age_ms": age}), out);
+            } else if p.key.is_none() && p.attempts > 0 {
+                // C9: sent without a key and its outcome is unknown: a resend could insert it
+                // twice, so the user decides.
+                out.push(effect(
+                    "not-resent",
+                    json!({"submission": s, "method": "session/prompt", "class": "keyed", "why": "no key"}),
+                ));
+                self.surface(
+                    s,
+                    json!({"reason": "outcome unknown, sent without a key"}),
+                    out,
+                );
             } else {
                 self.attempt(s, out);
+            }
+        }
+    }
+
+    /// `sdk-auto-retry`: what the SDK does with each request the ended connection left
+    /// unanswered, by retry class. Keyed prompts and idempotent set-up are sent again after
+    /// the reconnect (by [`Self::ready`] and the set-up); `session/new` is not: the failure
+    /// goes to the application.
+    fn sdk_retry_decisions(&mut self, c: &Conn, out: &mut Vec<Action>) {
+        for r in c.reqs.values() {
+            let (method, class, resent) = match r {
+                Req::Initialize => ("initialize", "idempotent", true),
+                Req::Resume { .. } => ("session/resume", "idempotent", true),
+                Req::NewSession { .. } => ("session/new", "duplicating", false),
+                Req::Prompt { submission } => {
+                    let keyed = self
+                        .pending
+                        .get(submission)
+                        .is_some_and(|p| p.key.is_some());
+                    ("session/prompt", "keyed", keyed)
+                }
+            };
+            let f = if resent { "sdk-resend" } else { "not-resent" };
+            out.push(effect(f, json!({"method": method, "class": class})));
+            if let Req::NewSession { slot } = r {
+                // The application decides to create the session again (a new request, not a
+                // resend: the lost one may have created a session nobody uses).
+                out.push(effect("app-new-session", json!({"slot": slot})));
             }
         }
     }
@@ -544,7 +634,10 @@ impl ClientModel for SpecClient {
                 });
                 let init = InitializeRequest::new(
                     ProtocolVersion::V2,
-                    Implementation::new("acp-chaos-spec-client", env!("CARGO_PKG_VERSION")),
+                    Implementation::new(
+                        format!("acp-chaos-{}-client", self.cfg.kind.as_str()),
+                        env!("CARGO_PKG_VERSION"),
+                    ),
                 );
                 let p = serde_json::to_value(init).expect("serializes");
                 self.send_req(Req::Initialize, "initialize", p, out);
@@ -552,7 +645,10 @@ impl ClientModel for SpecClient {
             ClientInput::ConnectFailed => self.reconnect(out),
             ClientInput::Disconnected(id) => {
                 if self.conn.as_ref().is_some_and(|c| c.id == id) {
-                    self.conn = None;
+                    let c = self.conn.take().expect("checked");
+                    if self.cfg.kind == ClientKind::SdkAutoRetry {
+                        self.sdk_retry_decisions(&c, out);
+                    }
                     self.reconnect(out);
                 }
             }
@@ -582,8 +678,16 @@ impl ClientModel for SpecClient {
                     if let Some(Req::Prompt { submission }) =
                         live.and_then(|c| c.reqs.get(&req)).cloned()
                     {
-                        // Late on a live connection: resend on it with the same key.
-                        self.attempt(submission, out);
+                        // Late on a live connection: resend on it with the same key (an
+                        // unkeyed prompt is never resent: it waits for its answer or the end of
+                        // the connection, C9).
+                        if self
+                            .pending
+                            .get(&submission)
+                            .is_some_and(|p| p.key.is_some())
+                        {
+                            self.attempt(submission, out);
+                        }
                     }
                 }
                 Some(TimerKind::RetrySoon { submission }) if submission == u64::MAX => {
@@ -604,8 +708,11 @@ impl ClientModel for SpecClient {
             } => {
                 // C1: the key is made at submission and stored before the first attempt.
                 let slot = slot.min(self.sessions.len() - 1);
+                let unkeyed = self.cfg.kind == ClientKind::SdkAutoRetry
+                    && self.rng.gen_bool(self.cfg.unkeyed_rate.clamp(0.0, 1.0));
                 let key = match self.cfg.keys {
-                    KeyScheme::Uuid => self.new_key(),
+                    _ if unkeyed => None,
+                    KeyScheme::Uuid => Some(self.new_key()),
                     KeyScheme::SessionCounter => {
                         self.key_counters[slot] += 1;
                         let n = self.key_counters[slot];
@@ -613,7 +720,7 @@ impl ClientModel for SpecClient {
                             record: json!({"t": "key-counter", "slot": slot, "n": n}),
                             sync: true,
                         });
-                        format!("k{n}")
+                        Some(format!("k{n}"))
                     }
                 };
                 if self.cfg.mutant != Some(ClientMutant::VolatilePending) {
@@ -661,6 +768,8 @@ mod tests {
             keys: KeyScheme::Uuid,
             stale_ms,
             mutant,
+            kind: ClientKind::Spec,
+            unkeyed_rate: 0.0,
         }
     }
 
@@ -762,5 +871,88 @@ mod tests {
         assert!(!out
             .iter()
             .any(|a| matches!(a, Action::Persist { record, .. } if record["t"] == "pending")));
+    }
+
+    fn effects_named<'a>(out: &'a [Action], f: &str) -> Vec<&'a Value> {
+        out.iter()
+            .filter_map(|a| match a {
+                Action::Effect(e) if e.f == f => Some(&e.value),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn sdk_auto_retry_resends_only_what_the_retry_class_allows() {
+        let mut cfg = cfg(0, None);
+        cfg.kind = ClientKind::SdkAutoRetry;
+        // A restored session and two pending prompts, one sent without a key, both sent once.
+        let recs = vec![
+            json!({"t": "session", "slot": 0, "id": "s"}),
+            json!({"t": "pending", "submission": 1, "slot": 0, "key": "k1", "text": "a", "at_ms": 0}),
+            json!({"t": "pending", "submission": 2, "slot": 0, "key": null, "text": "b", "at_ms": 0}),
+        ];
+        let mut c = SpecClient::recover(cfg, 0, 1, &recs);
+        let first = resume(&mut c);
+        let sent = sends(&first);
+        assert_eq!(sent.len(), 2, "both go out once: {sent:?}");
+        assert_eq!(sent[1]["params"].get("idempotencyKey"), None, "unkeyed");
+        // A late answer on a live connection: only the keyed prompt is resent (C9).
+        let mut out = vec![];
+        for a in &first {
+            if let Action::Timer { id, .. } = a {
+                c.handle(ClientInput::Timer(*id), &mut out);
+            }
+        }
+        let resent = sends(&out);
+        assert_eq!(resent.len(), 1, "{resent:?}");
+        assert_eq!(resent[0]["params"]["idempotencyKey"], "k1");
+        // The connection ends with both unanswered: the SDK decides per class.
+        let mut out = vec![];
+        c.handle(ClientInput::Disconnected(1), &mut out);
+        let not = effects_named(&out, "not-resent");
+        assert_eq!(not.len(), 1, "{out:?}");
+        assert_eq!(not[0]["class"], "keyed");
+        // After the reconnect: the keyed prompt is resent with its key; the unkeyed one, whose
+        // outcome is unknown, is shown to the user.
+        let mut out = vec![];
+        c.handle(ClientInput::Connected(2), &mut out);
+        c.handle(
+            ClientInput::Frame(2, rpc::ok(&json!(1), json!({}))),
+            &mut out,
+        );
+        let mut after = vec![];
+        c.handle(
+            ClientInput::Frame(2, rpc::ok(&json!(2), json!({}))),
+            &mut after,
+        );
+        let keys: Vec<_> = sends(&after)
+            .iter()
+            .map(|v| v["params"]["idempotencyKey"].clone())
+            .collect();
+        assert_eq!(keys, vec![json!("k1")]);
+        assert_eq!(effects_named(&after, "surface").len(), 1);
+        assert_eq!(c.pending(), vec![1]);
+    }
+
+    #[test]
+    fn sdk_auto_retry_never_resends_session_new() {
+        let mut cfg = cfg(0, None);
+        cfg.kind = ClientKind::SdkAutoRetry;
+        let mut c = SpecClient::recover(cfg, 0, 1, &[]);
+        let mut out = vec![];
+        c.handle(ClientInput::Connected(1), &mut out);
+        c.handle(
+            ClientInput::Frame(1, rpc::ok(&json!(1), json!({}))),
+            &mut out,
+        );
+        assert!(sends(&out).iter().any(|v| v["method"] == "session/new"));
+        let mut out = vec![];
+        c.handle(ClientInput::Disconnected(1), &mut out);
+        let not = effects_named(&out, "not-resent");
+        assert_eq!(not.len(), 1);
+        assert_eq!(not[0]["method"], "session/new");
+        assert_eq!(not[0]["class"], "duplicating");
+        assert_eq!(effects_named(&out, "app-new-session").len(), 1);
     }
 }

@@ -27,5 +27,7 @@ pub use agent::{
     AgentConfig, AgentInput, AgentModel, AgentMutant, Design, DuringTurn, HeldOnDisconnect,
     ModelAgent, Retention, StoredAgent, WorkOnDisconnect,
 };
-pub use client::{ClientConfig, ClientInput, ClientModel, ClientMutant, KeyScheme, SpecClient};
+pub use client::{
+    ClientConfig, ClientInput, ClientKind, ClientModel, ClientMutant, KeyScheme, SpecClient,
+};
 pub use mutant::{Mutant, Party, MUTANTS};

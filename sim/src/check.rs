@@ -1258,6 +1258,9 @@ pub fn events(h: &History) -> BTreeSet<&'static str> {
         if has(op, "agent", "store-retry") {
             e.insert("store-retry");
         }
+        if has(op, "client", "not-resent") {
+            e.insert("not-resent");
+        }
         if has(op, "client", "boot") && op.value["boot"].as_u64() > Some(0) {
             e.insert("client-restart");
         }

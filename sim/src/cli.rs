@@ -476,9 +476,13 @@ fn list(d: &DirArgs) -> anyhow::Result<i32> {
     for d in Design::ALL {
         println!("  {:<10} {}", d.as_str(), d.summary());
     }
-    println!("clients:\n  spec       key per submission (uuid or session-counter), durable pending store, resume then resend (C1 C4 C6 C8); approves permission requests; shows inputs staler than [client] stale_ms (C7)\n  watcher    resumes the user's session with replay, watches, lists; never prompts");
+    println!("clients (scenario [client] kind):");
+    for k in acp_chaos_models::ClientKind::ALL {
+        println!("  {:<14} {}", k.as_str(), k.summary());
+    }
+    println!("  {:<14} resumes the user's session with replay, watches, lists; never prompts ([topology] watcher)", "watcher");
     println!("policies (scenario [agent], each pinned or `seeded`):\n  o1 keep|drop      held prompts when their connection ends\n  o2 continue|cancel foreground work when its connection ends\n  o4 hold|steer     prompts that arrive during a turn");
-    println!("topology (scenario [topology]):\n  direct     client -> agent over one stream connection at a time (stdio-like: reconnects after the Agent restarts)\n  proxy      client -> proxy -> agent; the proxy rewrites JSON-RPC ids and maps $/cancel_request (X1)\n  watcher    a second Client resumes the session with replay and watches it (A8)");
+    println!("transports and topology (scenario [topology]; the design picks the transport):\n  stdio-like  in-memory, stored, adapter: one stream connection to the one Agent process at a time; after the Agent dies the Client starts over (reconnect, initialize, resume)\n  remote      cluster: every connection names its logical connection (the remote transport's connection id) and is routed to any of `nodes` nodes (seeded); sessions stay active on the logical connection across connections and nodes (X2); nodes share one store host over datagrams\n  proxy       client -> proxy -> agent; the proxy rewrites JSON-RPC ids and maps $/cancel_request (X1)\n  watcher     a second Client resumes the session with replay and watches it (A8)");
     println!("mutants:");
     for m in mutant::MUTANTS {
         println!(

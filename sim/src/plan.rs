@@ -225,6 +225,8 @@ impl Plan {
                 keys: s.workload.keys,
                 stale_ms: s.client.stale_ms,
                 mutant: client_mutant,
+                kind: s.client.kind,
+                unkeyed_rate: s.client.unkeyed_rate,
             },
             net: NetTiming {
                 heartbeat_ms: 25,
@@ -282,7 +284,9 @@ impl Plan {
                 if self.watcher { "; watcher -> agent" } else { "" }
             ),
             format!(
-                "client: prompt_timeout_ms={} backoff_ms={}..={} attempts_max={} stale_ms={}",
+                "client: kind={} unkeyed_rate={} prompt_timeout_ms={} backoff_ms={}..={} attempts_max={} stale_ms={}",
+                self.client.kind.as_str(),
+                self.client.unkeyed_rate,
                 self.client.prompt_timeout_ms,
                 self.client.backoff_ms_min,
                 self.client.backoff_ms_max,

@@ -179,6 +179,12 @@ pub struct ClientSpec {
     /// reconnect (C7); 0 (default) never does.
     #[serde(default)]
     pub stale_ms: u64,
+    /// `spec` (default) or `sdk-auto-retry` (resends by retry class, C9).
+    #[serde(default)]
+    pub kind: acp_chaos_models::ClientKind,
+    /// `sdk-auto-retry`: the share of prompts the application sends without a key (0 to 1).
+    #[serde(default)]
+    pub unkeyed_rate: f64,
 }
 
 /// `[topology]`: which hosts run.
@@ -448,6 +454,10 @@ pub const EVENTS: &[(&str, &str)] = &[
         "cluster: attempts of one submission reached different nodes",
     ),
     (
+        "not-resent",
+        "the sdk-auto-retry Client did not resend a request its retry class forbids (C9)",
+    ),
+    (
         "store-retry",
         "cluster: a node sent a store write again after its answer timed out",
     ),
@@ -519,6 +529,7 @@ impl Scenario {
             (self.workload.command_rate, "command_rate"),
             (self.workload.cancel_rate, "cancel_rate"),
             (self.workload.stop_rate, "stop_rate"),
+            (self.client.unkeyed_rate, "unkeyed_rate"),
         ] {
             if !(0.0..=1.0).contains(&v) {
                 return Err(err(
