@@ -42,6 +42,9 @@ pub enum ClientInput {
     Frame(ConnId, String),
     /// The connection ended.
     Disconnected(ConnId),
+    /// Remote transport: request `id` on `conn` failed before it was accepted; the logical
+    /// connection lives (X5).
+    NotAccepted { conn: ConnId, id: Value },
     /// A timer fired.
     Timer(u64),
     /// The user cancels a submission: `$/cancel_request` for its pending attempt (A5).
@@ -187,8 +190,19 @@ struct Conn {
 
 #[derive(Debug, Clone, Copy)]
 enum TimerKind {
-    PromptTimeout { conn: ConnId, req: u64 },
-    RetrySoon { submission: u64 },
+    PromptTimeout {
+        conn: ConnId,
+        req: u64,
+    },
+    /// `initialize`, `session/new` or `session/resume` unanswered on a live connection (a
+    /// remote transport can drop one answer and go on).
+    SetupTimeout {
+        conn: ConnId,
+        req: u64,
+    },
+    RetrySoon {
+        submission: u64,
+    },
 }
 
 /// The spec Client.
@@ -285,11 +299,20 @@ impl SpecClient {
         // C4: counter ids, never reused on a connection.
         c.next_req += 1;
         let id = c.next_req;
+        let conn = c.id;
+        let setup = !matches!(req, Req::Prompt { .. });
         c.reqs.insert(id, req);
         out.push(Action::Send {
-            conn: c.id,
+            conn,
             line: rpc::request(id, method, params),
         });
+        if setup {
+            self.timer(
+                TimerKind::SetupTimeout { conn, req: id },
+                self.cfg.prompt_timeout_ms,
+                out,
+            );
+        }
         Some(id)
     }
 
@@ -607,6 +630,51 @@ impl SpecClient {
         }
     }
 
+    /// X5: a request that failed before it was accepted reached nobody: send it again on the
+    /// same connection (a prompt as a new attempt with its key, C1/C4).
+    fn not_accepted(&mut self, conn: ConnId, id: &Value, out: &mut Vec<Action>) {
+        let Some(c) = self.conn.as_mut().filter(|c| c.id == conn) else {
+            return;
+        };
+        let Some(req) = id.as_u64().and_then(|i| c.reqs.shift_remove(&i)) else {
+            return;
+        };
+        out.push(effect(
+            "resend-not-accepted",
+            json!({"conn": conn, "id": id}),
+        ));
+        match req {
+            Req::Prompt { submission } => self.attempt(submission, out),
+            Req::Initialize => {
+                let init = InitializeRequest::new(
+                    ProtocolVersion::V2,
+                    Implementation::new(
+                        format!("acp-chaos-{}-client", self.cfg.kind.as_str()),
+                        env!("CARGO_PKG_VERSION"),
+                    ),
+                );
+                let p = serde_json::to_value(init).expect("serializes");
+                self.send_req(Req::Initialize, "initialize", p, out);
+            }
+            Req::NewSession { slot } | Req::Resume { slot } => {
+                c.setting_up = c.setting_up.saturating_sub(1);
+                self.set_up(slot, out);
+            }
+        }
+    }
+
+    /// Set-up failed or went unanswered: close this connection and start over on a new one.
+    fn give_up_connection(&mut self, out: &mut Vec<Action>) {
+        if let Some(c) = self.conn.take() {
+            out.push(effect("give-up-connection", json!({"conn": c.id})));
+            if self.cfg.kind == ClientKind::SdkAutoRetry {
+                self.sdk_retry_decisions(&c, out);
+            }
+            out.push(Action::Close { conn: c.id });
+        }
+        self.reconnect(out);
+    }
+
     fn reconnect(&mut self, out: &mut Vec<Action>) {
         let jitter = self.rng.gen_range(0..=self.backoff_ms / 2);
         out.push(Action::Connect {
@@ -643,6 +711,7 @@ impl ClientModel for SpecClient {
                 self.send_req(Req::Initialize, "initialize", p, out);
             }
             ClientInput::ConnectFailed => self.reconnect(out),
+            ClientInput::NotAccepted { conn, id } => self.not_accepted(conn, &id, out),
             ClientInput::Disconnected(id) => {
                 if self.conn.as_ref().is_some_and(|c| c.id == id) {
                     let c = self.conn.take().expect("checked");
@@ -690,11 +759,17 @@ impl ClientModel for SpecClient {
                         }
                     }
                 }
-                Some(TimerKind::RetrySoon { submission }) if submission == u64::MAX => {
-                    if let Some(c) = self.conn.take() {
-                        out.push(effect("give-up-connection", json!({"conn": c.id})));
+                Some(TimerKind::SetupTimeout { conn, req }) => {
+                    let late = self
+                        .conn
+                        .as_ref()
+                        .is_some_and(|c| c.id == conn && c.reqs.contains_key(&req));
+                    if late {
+                        self.give_up_connection(out);
                     }
-                    self.reconnect(out);
+                }
+                Some(TimerKind::RetrySoon { submission }) if submission == u64::MAX => {
+                    self.give_up_connection(out);
                 }
                 Some(TimerKind::RetrySoon { submission }) => self.attempt(submission, out),
                 None => {}

@@ -1261,6 +1261,9 @@ pub fn events(h: &History) -> BTreeSet<&'static str> {
         if has(op, "client", "not-resent") {
             e.insert("not-resent");
         }
+        if has(op, "client", "resend-not-accepted") {
+            e.insert("resend-not-accepted");
+        }
         if has(op, "client", "boot") && op.value["boot"].as_u64() > Some(0) {
             e.insert("client-restart");
         }

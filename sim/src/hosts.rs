@@ -46,6 +46,8 @@ enum Ev {
     Frame(ConnId, String),
     Closed(ConnId, &'static str),
     Timer(u64),
+    /// Remote transport: a request written on this connection was not accepted (X5).
+    NotAccepted(ConnId, Value),
 }
 
 /// The barrier value an Agent host triggers at each protocol point: the point and the host
@@ -242,6 +244,12 @@ impl Io {
                         );
                     }
                     FrameDecision::Lose { silent: true } => continue,
+                    FrameDecision::Drop { not_accepted } => {
+                        if not_accepted {
+                            let _ = tx.send(Ev::NotAccepted(id, frame["id"].clone()));
+                        }
+                        continue;
+                    }
                     FrameDecision::Lose { silent: false } => {
                         let _ = tx.send(Ev::Closed(id, "connection broke at a lost frame"));
                         return;
@@ -497,7 +505,7 @@ pub async fn agent(ctx: Rc<Ctx>) -> turmoil::Result {
                 }
             }
             Ev::Timer(t) => model.handle(AgentInput::Timer(t), &mut out),
-            Ev::Frame(..) | Ev::Connected(..) | Ev::ConnectFailed(_) => {}
+            Ev::Frame(..) | Ev::Connected(..) | Ev::ConnectFailed(_) | Ev::NotAccepted(..) => {}
         }
         io.run_agent(&mut model, &mut out).await?;
         ctx.ledger
@@ -562,7 +570,7 @@ pub async fn node(ctx: Rc<Ctx>, name: &'static str) -> turmoil::Result {
                 }
             }
             Ev::Timer(t) => model.handle(AgentInput::Timer(t), &mut out),
-            Ev::Frame(..) | Ev::Connected(..) | Ev::ConnectFailed(_) => {}
+            Ev::Frame(..) | Ev::Connected(..) | Ev::ConnectFailed(_) | Ev::NotAccepted(..) => {}
         }
         io.run_agent(&mut model, &mut out).await?;
         ctx.ledger.borrow_mut().idle.insert(name, model.is_idle());
@@ -728,7 +736,15 @@ pub async fn client(ctx: Rc<Ctx>) -> turmoil::Result {
                 }
             }
             Some(Ev::Timer(t)) => model.handle(ClientInput::Timer(t), &mut out),
-            Some(Ev::Frame(..) | Ev::Accepted(_)) => {}
+            Some(Ev::NotAccepted(conn, id)) if io.conns.contains_key(&conn) => {
+                io.record(
+                    OpType::Info,
+                    "not-accepted",
+                    json!({"conn": conn, "id": id}),
+                );
+                model.handle(ClientInput::NotAccepted { conn, id }, &mut out);
+            }
+            Some(Ev::Frame(..) | Ev::Accepted(_) | Ev::NotAccepted(..)) => {}
         }
         io.execute(&mut out).await?;
         ctx.ledger.borrow_mut().client_pending = model.pending();
@@ -766,7 +782,7 @@ pub async fn proxy(ctx: Rc<Ctx>) -> turmoil::Result {
                     model.handle(ProxyInput::Disconnected(id), &mut out);
                 }
             }
-            Ev::Frame(..) | Ev::Timer(_) => {}
+            Ev::Frame(..) | Ev::Timer(_) | Ev::NotAccepted(..) => {}
         }
         io.execute(&mut out).await?;
     }
@@ -814,7 +830,7 @@ pub async fn watcher(ctx: Rc<Ctx>) -> turmoil::Result {
                 }
             }
             Some(Ev::Timer(t)) => model.handle(WatcherInput::Timer(t), &mut out),
-            Some(Ev::Frame(..) | Ev::Accepted(_)) | None => {}
+            Some(Ev::Frame(..) | Ev::Accepted(_) | Ev::NotAccepted(..)) | None => {}
         }
         io.execute(&mut out).await?;
     }

@@ -49,6 +49,12 @@ pub enum FrameDecision {
     },
     /// Wait this long, then write it (and everything behind it).
     Stall(u64),
+    /// Remote transport: drop this frame only; the connection goes on. With `not_accepted`
+    /// the sender learns the request was not accepted (X5).
+    Drop {
+        /// Tell the sender.
+        not_accepted: bool,
+    },
 }
 
 /// A process-level fault the step loop carries out between steps.
@@ -133,6 +139,8 @@ pub struct Ledger {
     pub serving: &'static str,
     routing: rand_chacha::ChaCha8Rng,
     nodes: usize,
+    /// The Client talks the remote transport straight to the nodes (lose-exchange applies).
+    remote: bool,
     /// The first session the user's Client created (the watcher resumes it).
     pub known_session: Option<String>,
     boots: IndexMap<&'static str, u32>,
@@ -160,6 +168,7 @@ impl Ledger {
             idle: IndexMap::new(),
             serving: crate::hosts::NODES[0],
             routing: crate::plan::stream(plan.seed, "routing"),
+            remote: plan.cluster() && !plan.proxy,
             nodes: if plan.agent.design == acp_chaos_models::Design::Cluster {
                 plan.nodes
             } else {
@@ -303,6 +312,14 @@ impl Ledger {
                         }
                         self.fire(i, detail);
                     }
+                    FaultKind::LoseExchange
+                        if decision == FrameDecision::Deliver && self.remote =>
+                    {
+                        decision = FrameDecision::Drop {
+                            not_accepted: side == Side::Request,
+                        };
+                        self.fire(i, detail);
+                    }
                     FaultKind::StallFrame if decision == FrameDecision::Deliver => {
                         decision = FrameDecision::Stall(f.stall_ms.unwrap_or(100));
                         self.fire(i, detail);
@@ -323,7 +340,10 @@ impl Ledger {
                 }
             }
         }
-        if !matches!(decision, FrameDecision::Lose { .. }) {
+        if !matches!(
+            decision,
+            FrameDecision::Lose { .. } | FrameDecision::Drop { .. }
+        ) {
             self.record(
                 "net",
                 OpType::Info,

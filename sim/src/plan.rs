@@ -364,7 +364,10 @@ fn draw_swarm(
         .max(s.workload.start_ms + 1);
     let mut out = Vec::new();
     for &kind in kinds {
-        let store = matches!(kind, FaultKind::CrashStore | FaultKind::PartitionStore);
+        let store = matches!(
+            kind,
+            FaultKind::CrashStore | FaultKind::PartitionStore | FaultKind::LoseExchange
+        );
         if (kind == FaultKind::CrashProxy && !s.topology.proxy)
             || (store && design != Design::Cluster)
         {
@@ -421,6 +424,7 @@ fn draw_swarm(
                     f.on = frame_trigger(&mut r);
                     f.silent = r.gen_bool(0.4);
                 }
+                FaultKind::LoseExchange => f.on = frame_trigger(&mut r),
                 FaultKind::StallFrame => {
                     f.on = frame_trigger(&mut r);
                     f.stall_ms = Some(r.gen_range(50..=400));

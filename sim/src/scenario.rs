@@ -237,6 +237,11 @@ pub enum FaultKind {
     /// Cluster: crash the store host, restart after `restart_after_ms` (its synced records
     /// survive).
     CrashStore,
+    /// Remote transport (cluster): one exchange is lost while the logical connection lives.
+    /// A request: it fails before it is accepted and the Client learns so (X5: it may resend
+    /// without reconnecting). A response: dropped, the connection goes on. Ignored on
+    /// stream transports (a stream never loses one frame and goes on).
+    LoseExchange,
     /// Cluster: partition the store from the node serving the Client, healed after
     /// `heal_after_ms`.
     PartitionStore,
@@ -244,7 +249,7 @@ pub enum FaultKind {
 
 impl FaultKind {
     /// Every kind, for `acp-chaos list` and the swarm.
-    pub const ALL: [FaultKind; 9] = [
+    pub const ALL: [FaultKind; 10] = [
         FaultKind::LoseFrame,
         FaultKind::StallFrame,
         FaultKind::Partition,
@@ -254,6 +259,7 @@ impl FaultKind {
         FaultKind::CrashProxy,
         FaultKind::CrashStore,
         FaultKind::PartitionStore,
+        FaultKind::LoseExchange,
     ];
 
     /// Name as written in scenario files.
@@ -267,6 +273,7 @@ impl FaultKind {
             FaultKind::TransientError => "transient-error",
             FaultKind::CrashProxy => "crash-proxy",
             FaultKind::CrashStore => "crash-store",
+            FaultKind::LoseExchange => "lose-exchange",
             FaultKind::PartitionStore => "partition-store",
         }
     }
@@ -290,6 +297,7 @@ impl FaultKind {
             }
             FaultKind::CrashProxy => "crash the proxy (both legs close), restart it later",
             FaultKind::CrashStore => "cluster: crash the store host (synced records survive), restart it later",
+            FaultKind::LoseExchange => "remote transport: one request fails before acceptance (X5: resent without reconnecting) or one response is dropped; the connection lives",
             FaultKind::PartitionStore => {
                 "cluster: partition the store from the node serving the Client, healed after heal_after_ms"
             }
@@ -452,6 +460,10 @@ pub const EVENTS: &[(&str, &str)] = &[
     (
         "other-node",
         "cluster: attempts of one submission reached different nodes",
+    ),
+    (
+        "resend-not-accepted",
+        "the Client resent a request that failed before acceptance without reconnecting (X5)",
     ),
     (
         "not-resent",
@@ -800,7 +812,7 @@ impl FaultSpec {
             }
         }
         match self.kind {
-            FaultKind::LoseFrame | FaultKind::StallFrame if !frame => {
+            FaultKind::LoseFrame | FaultKind::StallFrame | FaultKind::LoseExchange if !frame => {
                 Some("on`: a frame fault needs `frame` and `method`".into())
             }
             FaultKind::StallFrame if self.stall_ms.is_none() => {
@@ -1053,6 +1065,21 @@ mod tests {
                 "stall_ms",
             ),
             ("summary = \"s\"\n[timing]\nsafety_ms = 0\n", "safety_ms"),
+            ("summary = \"s\"\n[topology]\nnodes = 9\n", "topology.nodes"),
+            ("summary = \"s\"\n[client]\nkind = \"psychic\"\n", "kind"),
+            ("summary = \"s\"\n[client]\nunkeyed_rate = 2.0\n", "unkeyed_rate"),
+            (
+                "summary = \"s\"\n[[fault]]\nkind = \"partition-store\"\nheal_after_ms = 5\non = { point = \"after-receive\" }\n",
+                "after-store-write",
+            ),
+            (
+                "summary = \"s\"\n[[fault]]\nkind = \"crash-agent\"\nrestart_after_ms = 5\non = { point = \"after-store-write\" }\n",
+                "on.point",
+            ),
+            (
+                "summary = \"s\"\n[[fault]]\nkind = \"crash-store\"\nheal_after_ms = 5\non = { at_ms = 5 }\n",
+                "heal_after_ms",
+            ),
         ] {
             let e = parse(text).unwrap_err().to_string();
             assert!(e.starts_with("scenarios/x.toml:") && e.contains(field), "{text}: {e}");
