@@ -52,6 +52,13 @@ pub enum ClientInput {
     /// The user presses stop on a session slot: `session/cancel` (A6), which withdraws the
     /// prompts the Client sent there and the Agent has not inserted yet.
     Stop { slot: usize },
+    /// The user closes a session slot: `session/close` (A15), which withdraws the prompts the
+    /// Client sent there and the Agent has not inserted yet; the next input to the slot resumes
+    /// the session first.
+    Close { slot: usize },
+    /// The user forks session slot `slot` into the new slot `into` (`session/fork`; the fork
+    /// inherits the history, never the keys: A9).
+    Fork { slot: usize, into: usize },
     /// The user submitted an input (numbered by the workload) to session slot `slot`.
     Submit {
         submission: u64,
@@ -169,6 +176,9 @@ enum Req {
     Initialize,
     NewSession { slot: usize },
     Resume { slot: usize },
+    Fork { slot: usize },
+    Close { slot: usize },
+    List,
     Prompt { submission: u64 },
 }
 
@@ -205,12 +215,24 @@ enum TimerKind {
     },
 }
 
+/// Most session slots a Client keeps (forks add slots).
+const SLOTS_MAX: usize = 64;
+
 /// The spec Client.
 pub struct SpecClient {
     cfg: ClientConfig,
     rng: ChaCha8Rng,
     sessions: Vec<Option<String>>,
     key_counters: Vec<u64>,
+    /// Slots made by a fork: the slot they were forked from.
+    fork_of: Vec<Option<usize>>,
+    /// Slots the user closed on the current connection (resumed before the next prompt).
+    closed: Vec<bool>,
+    /// The Client lists its sessions once after each start (idempotent, A8 on list results).
+    listed: bool,
+    /// Closes the user asked for that a lost connection left unanswered (idempotent: sent
+    /// again once the new connection is ready).
+    reclose: Vec<usize>,
     pending: IndexMap<u64, PendingInput>,
     conn: Option<Conn>,
     backoff_ms: u64,
@@ -226,14 +248,21 @@ impl SpecClient {
         let n = cfg.sessions.max(1);
         let mut sessions = vec![None; n];
         let mut key_counters = vec![0; n];
+        let mut fork_of = vec![None; n];
         let mut pending = IndexMap::new();
         for r in records {
             let slot = r["slot"]
                 .as_u64()
                 .map(|x| x as usize)
-                .filter(|x| *x < n)
+                .filter(|x| *x < SLOTS_MAX)
                 .unwrap_or(0);
+            if slot >= sessions.len() {
+                sessions.resize(slot + 1, None);
+                key_counters.resize(slot + 1, 0);
+                fork_of.resize(slot + 1, None);
+            }
             match r["t"].as_str() {
+                Some("fork-slot") => fork_of[slot] = r["from"].as_u64().map(|x| x as usize),
                 Some("session") => sessions[slot] = r["id"].as_str().map(str::to_string),
                 Some("key-counter") => key_counters[slot] = r["n"].as_u64().unwrap_or(0),
                 Some("pending") => {
@@ -264,8 +293,12 @@ impl SpecClient {
             backoff_ms: cfg.backoff_ms_min,
             cfg,
             rng: ChaCha8Rng::seed_from_u64(seed ^ 0xC1 ^ u64::from(boot).wrapping_mul(0x9E37_79B9)),
+            closed: vec![false; sessions.len()],
             sessions,
             key_counters,
+            fork_of,
+            listed: false,
+            reclose: Vec::new(),
             pending,
             conn: None,
             next_timer: 0,
@@ -300,7 +333,8 @@ impl SpecClient {
         c.next_req += 1;
         let id = c.next_req;
         let conn = c.id;
-        let setup = !matches!(req, Req::Prompt { .. });
+        // Set-up blocks the prompts behind it; a lost list or close answer blocks nothing.
+        let setup = !matches!(req, Req::Prompt { .. } | Req::List | Req::Close { .. });
         c.reqs.insert(id, req);
         out.push(Action::Send {
             conn,
@@ -328,6 +362,11 @@ impl SpecClient {
         let Some(sid) = self.sessions.get(p.slot).cloned().flatten() else {
             return;
         };
+        if self.closed[p.slot] {
+            // Closed by the user on this connection: resume it first (X2); the prompt follows.
+            let slot = p.slot;
+            return self.reopen(slot, out);
+        }
         if p.attempts >= self.cfg.attempts_max {
             // C8: give up visibly, never silently.
             return self.surface(submission, json!({"reason": "too many attempts"}), out);
@@ -457,6 +496,7 @@ impl SpecClient {
                 }
             }
             (Req::NewSession { slot }, Ok(v)) => {
+                let ready = c.phase == Phase::Ready;
                 let Some(sid) = v["sessionId"].as_str() else {
                     return;
                 };
@@ -469,10 +509,56 @@ impl SpecClient {
                     record: json!({"t": "session", "slot": slot, "id": sid}),
                     sync: true,
                 });
-                self.set_up_done(out);
+                if ready {
+                    self.attempt_slot(slot, out);
+                } else {
+                    self.set_up_done(out);
+                }
             }
-            (Req::Resume { .. }, Ok(_)) => self.set_up_done(out),
+            (Req::Resume { slot }, Ok(_)) if c.phase == Phase::Ready => {
+                // Reopened after the user's close: its prompts go out now.
+                self.closed[slot] = false;
+                self.attempt_slot(slot, out);
+            }
+            (Req::Resume { slot }, Ok(_)) => {
+                self.closed[slot] = false;
+                self.set_up_done(out)
+            }
+            (Req::Fork { slot }, Ok(v)) => {
+                let ready = c.phase == Phase::Ready;
+                if let Some(sid) = v["sessionId"].as_str() {
+                    self.sessions[slot] = Some(sid.to_string());
+                    out.push(Action::Persist {
+                        record: json!({"t": "session", "slot": slot, "id": sid}),
+                        sync: true,
+                    });
+                }
+                if ready {
+                    self.attempt_slot(slot, out);
+                } else {
+                    self.set_up_done(out);
+                }
+            }
+            (Req::Close { slot }, Ok(_)) => {
+                // A15: nothing more comes for it on this connection.
+                self.closed[slot] = true;
+            }
+            (Req::List, Ok(v)) => {
+                let n = v["sessions"].as_array().map_or(0, Vec::len);
+                out.push(effect("listed", json!({"sessions": n})));
+            }
+            (Req::Close { .. } | Req::List, Err(_)) => {}
+            (Req::Fork { slot }, Err(_)) => {
+                // The source is gone: the user's fork becomes a fresh session.
+                if c.phase != Phase::Ready {
+                    c.setting_up = c.setting_up.saturating_sub(1);
+                }
+                self.fork_of[slot] = None;
+                self.set_up(slot, out);
+            }
             (Req::Resume { slot }, Err(e)) => {
+                let ready = c.phase == Phase::Ready;
+                self.closed[slot] = false;
                 // The session is gone: its pending inputs are shown to the user (C8).
                 self.sessions[slot] = None;
                 let lost: Vec<u64> = self
@@ -489,7 +575,9 @@ impl SpecClient {
                     sync: true,
                 });
                 self.set_up(slot, out);
-                self.set_up_done(out);
+                if !ready {
+                    self.set_up_done(out);
+                }
             }
             (Req::Prompt { submission }, Ok(v)) => {
                 if self.pending.contains_key(&submission) {
@@ -542,7 +630,16 @@ impl SpecClient {
 
     /// `session/new` or `session/resume` for one slot on the current connection.
     fn set_up(&mut self, slot: usize, out: &mut Vec<Action>) {
+        let fork_src = self.fork_of[slot].and_then(|src| self.sessions[src].clone());
         let (req, method, params) = match self.sessions[slot].clone() {
+            None if fork_src.is_some() => (
+                Req::Fork { slot },
+                "session/fork",
+                serde_json::to_value(agent_client_protocol_schema::v2::ForkSessionRequest::new(
+                    fork_src.expect("checked"),
+                    "/work",
+                )),
+            ),
             None => (
                 Req::NewSession { slot },
                 "session/new",
@@ -558,7 +655,7 @@ impl SpecClient {
             .send_req(req, method, params.expect("serializes"), out)
             .is_some()
         {
-            if let Some(c) = self.conn.as_mut() {
+            if let Some(c) = self.conn.as_mut().filter(|c| c.phase != Phase::Ready) {
                 c.setting_up += 1;
             }
         }
@@ -577,6 +674,12 @@ impl SpecClient {
             c.phase = Phase::Ready;
         }
         self.backoff_ms = self.cfg.backoff_ms_min;
+        if !std::mem::replace(&mut self.listed, true) {
+            self.send_req(Req::List, "session/list", json!({}), out);
+        }
+        for slot in std::mem::take(&mut self.reclose) {
+            self.close(slot, out);
+        }
         // C6: once resumed, resend every pending prompt at once, with its key; C7: one pending
         // for longer than `stale_ms` is shown to the user instead.
         for s in self.pending.keys().copied().collect::<Vec<_>>() {
@@ -612,6 +715,9 @@ impl SpecClient {
                 Req::Initialize => ("initialize", "idempotent", true),
                 Req::Resume { .. } => ("session/resume", "idempotent", true),
                 Req::NewSession { .. } => ("session/new", "duplicating", false),
+                Req::Fork { .. } => ("session/fork", "duplicating", false),
+                Req::Close { .. } => ("session/close", "idempotent", true),
+                Req::List => ("session/list", "idempotent", true),
                 Req::Prompt { submission } => {
                     let keyed = self
                         .pending
@@ -656,10 +762,127 @@ impl SpecClient {
                 let p = serde_json::to_value(init).expect("serializes");
                 self.send_req(Req::Initialize, "initialize", p, out);
             }
-            Req::NewSession { slot } | Req::Resume { slot } => {
-                c.setting_up = c.setting_up.saturating_sub(1);
+            Req::NewSession { slot } | Req::Resume { slot } | Req::Fork { slot } => {
+                if c.phase != Phase::Ready {
+                    c.setting_up = c.setting_up.saturating_sub(1);
+                }
                 self.set_up(slot, out);
             }
+            Req::Close { slot } => self.close(slot, out),
+            Req::List => {
+                self.send_req(Req::List, "session/list", json!({}), out);
+            }
+        }
+    }
+
+    /// Idempotent requests a lost connection left unanswered go out again on the next one
+    /// (prompts and set-up are resent by their own paths).
+    fn carry_over(&mut self, c: &Conn) {
+        for r in c.reqs.values() {
+            match r {
+                Req::Close { slot } => self.reclose.push(*slot),
+                Req::List => self.listed = false,
+                _ => {}
+            }
+        }
+    }
+
+    /// Send the pending prompts of `slot` that have no attempt out on this connection.
+    fn attempt_slot(&mut self, slot: usize, out: &mut Vec<Action>) {
+        let out_here: Vec<u64> = self
+            .conn
+            .as_ref()
+            .map(|c| {
+                c.reqs
+                    .values()
+                    .filter_map(|r| match r {
+                        Req::Prompt { submission } => Some(*submission),
+                        _ => None,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let todo: Vec<u64> = self
+            .pending
+            .iter()
+            .filter(|(s, p)| p.slot == slot && !out_here.contains(s))
+            .map(|(s, _)| *s)
+            .collect();
+        for s in todo {
+            self.attempt(s, out);
+        }
+    }
+
+    /// Resume a slot the user closed (once: prompts queue behind it).
+    fn reopen(&mut self, slot: usize, out: &mut Vec<Action>) {
+        let resuming = self
+            .conn
+            .as_ref()
+            .is_some_and(|c| c.reqs.values().any(|r| *r == Req::Resume { slot }));
+        if resuming {
+            return;
+        }
+        if let Some(sid) = self.sessions[slot].clone() {
+            let p = ResumeSessionRequest::new(sid, "/work");
+            let p = serde_json::to_value(p).expect("serializes");
+            self.send_req(Req::Resume { slot }, "session/resume", p, out);
+        }
+    }
+
+    fn ensure_slot(&mut self, slot: usize) {
+        if slot >= self.sessions.len() && slot < SLOTS_MAX {
+            self.sessions.resize(slot + 1, None);
+            self.key_counters.resize(slot + 1, 0);
+            self.fork_of.resize(slot + 1, None);
+            self.closed.resize(slot + 1, false);
+        }
+    }
+
+    fn close(&mut self, slot: usize, out: &mut Vec<Action>) {
+        let Some(c) = self.conn.as_ref().filter(|c| c.phase == Phase::Ready) else {
+            return;
+        };
+        let Some(sid) = self.sessions.get(slot).cloned().flatten() else {
+            return;
+        };
+        if self.closed[slot] {
+            return;
+        }
+        // Prompts already sent there are withdrawn by the user's close, as by a stop.
+        let sent: Vec<u64> = c
+            .reqs
+            .values()
+            .filter_map(|r| match r {
+                Req::Prompt { submission } => Some(*submission),
+                _ => None,
+            })
+            .collect();
+        for s in sent {
+            if let Some(p) = self.pending.get_mut(&s).filter(|p| p.slot == slot) {
+                p.cancel = true;
+            }
+        }
+        let p = json!({ "sessionId": sid });
+        self.send_req(Req::Close { slot }, "session/close", p, out);
+    }
+
+    fn fork(&mut self, slot: usize, into: usize, out: &mut Vec<Action>) {
+        if into >= SLOTS_MAX || slot >= self.sessions.len() {
+            return;
+        }
+        self.ensure_slot(into);
+        if self.sessions[into].is_some() || self.fork_of[into].is_some() {
+            return;
+        }
+        self.fork_of[into] = Some(slot);
+        out.push(Action::Persist {
+            record: json!({"t": "fork-slot", "slot": into, "from": slot}),
+            sync: true,
+        });
+        // Before `initialize` is answered the set-up covers every slot; after it, this one
+        // is set up now (also mid set-up, which already listed the slots it knew).
+        if self.conn.as_ref().is_some_and(|c| c.phase != Phase::Init) {
+            self.set_up(into, out);
         }
     }
 
@@ -667,6 +890,7 @@ impl SpecClient {
     fn give_up_connection(&mut self, out: &mut Vec<Action>) {
         if let Some(c) = self.conn.take() {
             out.push(effect("give-up-connection", json!({"conn": c.id})));
+            self.carry_over(&c);
             if self.cfg.kind == ClientKind::SdkAutoRetry {
                 self.sdk_retry_decisions(&c, out);
             }
@@ -693,6 +917,7 @@ impl ClientModel for SpecClient {
                 tag: 0,
             }),
             ClientInput::Connected(id) => {
+                self.closed.iter_mut().for_each(|c| *c = false);
                 self.conn = Some(Conn {
                     id,
                     next_req: 0,
@@ -715,6 +940,7 @@ impl ClientModel for SpecClient {
             ClientInput::Disconnected(id) => {
                 if self.conn.as_ref().is_some_and(|c| c.id == id) {
                     let c = self.conn.take().expect("checked");
+                    self.carry_over(&c);
                     if self.cfg.kind == ClientKind::SdkAutoRetry {
                         self.sdk_retry_decisions(&c, out);
                     }
@@ -776,12 +1002,15 @@ impl ClientModel for SpecClient {
             },
             ClientInput::Cancel { submission } => self.cancel(submission, out),
             ClientInput::Stop { slot } => self.stop(slot, out),
+            ClientInput::Close { slot } => self.close(slot, out),
+            ClientInput::Fork { slot, into } => self.fork(slot, into, out),
             ClientInput::Submit {
                 submission,
                 slot,
                 text,
             } => {
                 // C1: the key is made at submission and stored before the first attempt.
+                self.ensure_slot(slot);
                 let slot = slot.min(self.sessions.len() - 1);
                 let unkeyed = self.cfg.kind == ClientKind::SdkAutoRetry
                     && self.rng.gen_bool(self.cfg.unkeyed_rate.clamp(0.0, 1.0));
@@ -857,6 +1086,13 @@ mod tests {
             .collect()
     }
 
+    fn prompts(out: &[Action]) -> Vec<Value> {
+        sends(out)
+            .into_iter()
+            .filter(|v| v["method"] == "session/prompt")
+            .collect()
+    }
+
     /// Connect and answer initialize and resume; return what the Client sent after resuming.
     fn resume(c: &mut SpecClient) -> Vec<Action> {
         let mut out = vec![];
@@ -888,7 +1124,7 @@ mod tests {
     fn after_a_restart_pending_inputs_are_resent_with_their_stored_keys() {
         let mut c = restored(0);
         let out = resume(&mut c);
-        let keys: Vec<_> = sends(&out)
+        let keys: Vec<_> = prompts(&out)
             .iter()
             .map(|v| v["params"]["idempotencyKey"].clone())
             .collect();
@@ -899,7 +1135,7 @@ mod tests {
     fn a_stale_pending_input_is_shown_to_the_user_not_resent() {
         let mut c = restored(300);
         let out = resume(&mut c);
-        let keys: Vec<_> = sends(&out)
+        let keys: Vec<_> = prompts(&out)
             .iter()
             .map(|v| v["params"]["idempotencyKey"].clone())
             .collect();
@@ -969,7 +1205,7 @@ mod tests {
         ];
         let mut c = SpecClient::recover(cfg, 0, 1, &recs);
         let first = resume(&mut c);
-        let sent = sends(&first);
+        let sent = prompts(&first);
         assert_eq!(sent.len(), 2, "both go out once: {sent:?}");
         assert_eq!(sent[1]["params"].get("idempotencyKey"), None, "unkeyed");
         // A late answer on a live connection: only the keyed prompt is resent (C9).
@@ -1001,7 +1237,7 @@ mod tests {
             ClientInput::Frame(2, rpc::ok(&json!(2), json!({}))),
             &mut after,
         );
-        let keys: Vec<_> = sends(&after)
+        let keys: Vec<_> = prompts(&after)
             .iter()
             .map(|v| v["params"]["idempotencyKey"].clone())
             .collect();
@@ -1029,5 +1265,83 @@ mod tests {
         assert_eq!(not[0]["method"], "session/new");
         assert_eq!(not[0]["class"], "duplicating");
         assert_eq!(effects_named(&out, "app-new-session").len(), 1);
+    }
+
+    #[test]
+    fn close_then_prompt_resumes_first_and_fork_prompts_in_the_fork() {
+        let mut c = restored(0);
+        let first = resume(&mut c);
+        let ids: Vec<u64> = sends(&first)
+            .iter()
+            .filter_map(|v| v["id"].as_u64())
+            .collect();
+        // Answer both restored prompts and the list.
+        let mut out = vec![];
+        for id in ids {
+            c.handle(
+                ClientInput::Frame(
+                    1,
+                    rpc::ok(
+                        &json!(id),
+                        json!({"messageId": format!("m{id}"), "sessions": []}),
+                    ),
+                ),
+                &mut out,
+            );
+        }
+        assert!(c.pending().is_empty());
+        // Close, answered: the next input resumes the session before its prompt (X2).
+        let mut out = vec![];
+        c.handle(ClientInput::Close { slot: 0 }, &mut out);
+        let close = sends(&out);
+        assert_eq!(close[0]["method"], "session/close");
+        c.handle(
+            ClientInput::Frame(1, rpc::ok(&close[0]["id"], json!({}))),
+            &mut vec![],
+        );
+        let mut out = vec![];
+        c.handle(
+            ClientInput::Submit {
+                submission: 3,
+                slot: 0,
+                text: "c".into(),
+            },
+            &mut out,
+        );
+        let sent = sends(&out);
+        assert_eq!(sent.len(), 1, "{sent:?}");
+        assert_eq!(sent[0]["method"], "session/resume");
+        let mut out = vec![];
+        c.handle(
+            ClientInput::Frame(1, rpc::ok(&sent[0]["id"], json!({}))),
+            &mut out,
+        );
+        let p = sends(&out);
+        assert_eq!(p[0]["method"], "session/prompt");
+        assert_eq!(p[0]["params"]["sessionId"], "s");
+        // Fork slot 0 into slot 1; a submission there waits for the fork, then goes to it.
+        let mut out = vec![];
+        c.handle(ClientInput::Fork { slot: 0, into: 1 }, &mut out);
+        let fork = sends(&out);
+        assert_eq!(fork[0]["method"], "session/fork");
+        assert_eq!(fork[0]["params"]["sessionId"], "s");
+        let mut out = vec![];
+        c.handle(
+            ClientInput::Submit {
+                submission: 4,
+                slot: 1,
+                text: "d".into(),
+            },
+            &mut out,
+        );
+        assert!(sends(&out).is_empty(), "no session yet for the fork");
+        let mut out = vec![];
+        c.handle(
+            ClientInput::Frame(1, rpc::ok(&fork[0]["id"], json!({"sessionId": "f"}))),
+            &mut out,
+        );
+        let p = sends(&out);
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert_eq!(p[0]["params"]["sessionId"], "f");
     }
 }

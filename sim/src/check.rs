@@ -984,10 +984,10 @@ pub fn p6_cancel(f: &Facts) -> Verdict {
                     .entry(k)
                     .or_insert((op.index, val["frame"]["error"]["code"].as_i64()));
             }
-            ("agent", "conn-end") => {
-                ended
-                    .entry(val["conn"].as_u64().unwrap_or(0))
-                    .or_insert(op.index);
+            // Either end (the later one): a crashed process logs no end of its own, its peer
+            // does; and an end may read a last frame before it notices the close.
+            ("agent" | "client", "conn-end") => {
+                ended.insert(val["conn"].as_u64().unwrap_or(0), op.index);
             }
             ("agent", "withdraw") => withdrawals.push(op),
             ("agent", "recover") => boots.push(op.index),
@@ -1257,6 +1257,12 @@ pub fn events(h: &History) -> BTreeSet<&'static str> {
         }
         if has(op, "agent", "store-retry") {
             e.insert("store-retry");
+        }
+        if has(op, "user", "close") {
+            e.insert("closed");
+        }
+        if has(op, "user", "fork") {
+            e.insert("forked");
         }
         if has(op, "client", "not-resent") {
             e.insert("not-resent");

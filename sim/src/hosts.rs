@@ -680,6 +680,18 @@ pub async fn client(ctx: Rc<Ctx>) -> turmoil::Result {
                                         "stop",
                                         json!({"slot": slot}),
                                     ),
+                                    UserEvent::Close { slot } => l.record(
+                                        "user",
+                                        OpType::Invoke,
+                                        "close",
+                                        json!({"slot": slot}),
+                                    ),
+                                    UserEvent::Fork { slot, into } => l.record(
+                                        "user",
+                                        OpType::Invoke,
+                                        "fork",
+                                        json!({"slot": slot, "into": into}),
+                                    ),
                                 };
                                 Some(e)
                             }
@@ -706,6 +718,14 @@ pub async fn client(ctx: Rc<Ctx>) -> turmoil::Result {
                         }
                         UserEvent::Stop { slot } => {
                             model.handle(ClientInput::Stop { slot }, &mut out);
+                            io.execute(&mut out).await?;
+                        }
+                        UserEvent::Close { slot } => {
+                            model.handle(ClientInput::Close { slot }, &mut out);
+                            io.execute(&mut out).await?;
+                        }
+                        UserEvent::Fork { slot, into } => {
+                            model.handle(ClientInput::Fork { slot, into }, &mut out);
                             io.execute(&mut out).await?;
                         }
                     }

@@ -35,6 +35,18 @@ pub enum UserEvent {
         /// Session slot.
         slot: usize,
     },
+    /// Close a session (the Client sends `session/close`).
+    Close {
+        /// Session slot.
+        slot: usize,
+    },
+    /// Fork a session into a new slot (the Client sends `session/fork`).
+    Fork {
+        /// Session slot forked.
+        slot: usize,
+        /// The new slot.
+        into: usize,
+    },
 }
 
 /// What a frame-layer writer does with one frame.

@@ -41,6 +41,10 @@ pub struct Submission {
     pub cancel_at_ms: Option<u64>,
     /// When the user presses stop on its session afterwards, if they do.
     pub stop_at_ms: Option<u64>,
+    /// When the user closes its session afterwards, if they do.
+    pub close_at_ms: Option<u64>,
+    /// When the user forks its session afterwards, and the new slot, if they do.
+    pub fork: Option<(u64, usize)>,
     /// Prompt text (sometimes the same text again, on purpose: C2).
     pub text: String,
 }
@@ -106,6 +110,12 @@ impl Plan {
             if let Some(t) = s.stop_at_ms {
                 v.push((t, UserEvent::Stop { slot: s.slot }));
             }
+            if let Some(t) = s.close_at_ms {
+                v.push((t, UserEvent::Close { slot: s.slot }));
+            }
+            if let Some((t, into)) = s.fork {
+                v.push((t, UserEvent::Fork { slot: s.slot, into }));
+            }
         }
         v.sort_by_key(|e| e.0);
         v
@@ -125,6 +135,9 @@ impl Plan {
         }
     }
 }
+
+/// Most forks one workload makes (each adds a session slot).
+const FORKS_MAX: usize = 8;
 
 /// A named RNG stream of the seed.
 pub fn stream(seed: u64, label: &str) -> ChaCha8Rng {
@@ -168,6 +181,7 @@ impl Plan {
         };
         let mut w = stream(seed, "workload");
         let mut at = s.workload.start_ms;
+        let (mut forks, mut next_slot) = (0usize, None);
         let mut workload: Vec<Submission> = Vec::new();
         for n in 1..=u64::from(s.workload.submissions) {
             // Now and then the user sends the same text again on purpose: a new submission (C2).
@@ -178,13 +192,28 @@ impl Plan {
                 Some(prev) if w.gen_bool(0.2) => prev.text.clone(),
                 _ => format!("input {n}"),
             };
-            let slot = ((n - 1) as usize) % s.workload.sessions.max(1);
+            // After a fork the next submission goes to the fork.
+            let slot = next_slot
+                .take()
+                .unwrap_or(((n - 1) as usize) % s.workload.sessions.max(1));
             let stop_at_ms = stream(seed, &format!("workload.stop.{n}"))
                 .gen_bool(s.workload.stop_rate.clamp(0.0, 1.0))
                 .then_some(at + s.workload.stop_after_ms);
             let cancel_at_ms = w
                 .gen_bool(s.workload.cancel_rate.clamp(0.0, 1.0))
                 .then_some(at + s.workload.cancel_after_ms);
+            let close_at_ms = stream(seed, &format!("workload.close.{n}"))
+                .gen_bool(s.workload.close_rate.clamp(0.0, 1.0))
+                .then_some(at + s.workload.close_after_ms);
+            let fork = (forks < FORKS_MAX
+                && stream(seed, &format!("workload.fork.{n}"))
+                    .gen_bool(s.workload.fork_rate.clamp(0.0, 1.0)))
+            .then(|| {
+                forks += 1;
+                let into = s.workload.sessions.max(1) + forks - 1;
+                next_slot = Some(into);
+                (at + s.workload.fork_after_ms, into)
+            });
             workload.push(Submission {
                 submission: n,
                 at_ms: at,
@@ -192,8 +221,14 @@ impl Plan {
                 text,
                 cancel_at_ms,
                 stop_at_ms,
+                close_at_ms,
+                fork,
             });
             at += w.gen_range(s.workload.gap_ms_min..=s.workload.gap_ms_max);
+            if let Some((t, _)) = fork {
+                // The fork is asked for before the submission that goes to it.
+                at = at.max(t + 1);
+            }
         }
         let faults = match &s.swarm {
             Some(sw) => draw_swarm(s, seed, &sw.faults, sw.per_kind_max, design),

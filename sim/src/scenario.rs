@@ -121,6 +121,20 @@ pub struct Workload {
     /// Delay from a submission to the stop.
     #[serde(default = "cancel_after")]
     pub stop_after_ms: u64,
+    /// Share of submissions after which the user closes the session (`session/close`, A15)
+    /// `close_after_ms` later; the next input there resumes it first.
+    #[serde(default)]
+    pub close_rate: f64,
+    /// Delay from a submission to the close.
+    #[serde(default = "cancel_after")]
+    pub close_after_ms: u64,
+    /// Share of submissions after which the user forks the session (`session/fork`, A9)
+    /// `fork_after_ms` later; the next submission goes to the fork.
+    #[serde(default)]
+    pub fork_rate: f64,
+    /// Delay from a submission to the fork.
+    #[serde(default = "cancel_after")]
+    pub fork_after_ms: u64,
 }
 
 /// `[agent]`: the Agent design and its policies.
@@ -461,6 +475,11 @@ pub const EVENTS: &[(&str, &str)] = &[
         "other-node",
         "cluster: attempts of one submission reached different nodes",
     ),
+    ("closed", "the user closed a session (session/close, A15)"),
+    (
+        "forked",
+        "the user forked a session and prompted in the fork (A9)",
+    ),
     (
         "resend-not-accepted",
         "the Client resent a request that failed before acceptance without reconnecting (X5)",
@@ -541,6 +560,8 @@ impl Scenario {
             (self.workload.command_rate, "command_rate"),
             (self.workload.cancel_rate, "cancel_rate"),
             (self.workload.stop_rate, "stop_rate"),
+            (self.workload.close_rate, "close_rate"),
+            (self.workload.fork_rate, "fork_rate"),
             (self.client.unkeyed_rate, "unkeyed_rate"),
         ] {
             if !(0.0..=1.0).contains(&v) {
@@ -994,6 +1015,10 @@ fn workload_default() -> Workload {
         cancel_after_ms: cancel_after(),
         stop_rate: 0.0,
         stop_after_ms: cancel_after(),
+        close_rate: 0.0,
+        close_after_ms: cancel_after(),
+        fork_rate: 0.0,
+        fork_after_ms: cancel_after(),
     }
 }
 fn agent_default() -> AgentSpec {
