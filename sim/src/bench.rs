@@ -17,6 +17,8 @@ use crate::world;
 pub struct BenchReport {
     /// Scenario.
     pub scenario: String,
+    /// Agent design.
+    pub agent: Design,
     /// Seeds run.
     pub seeds: u64,
     /// Worker threads.
@@ -39,7 +41,7 @@ fn now() -> std::time::Instant {
 }
 
 /// Run the benchmark.
-pub fn run(s: &Scenario, seeds: u64, jobs: usize) -> anyhow::Result<BenchReport> {
+pub fn run(s: &Scenario, seeds: u64, jobs: usize, agent: Design) -> anyhow::Result<BenchReport> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(jobs.max(1))
         .build()?;
@@ -47,7 +49,7 @@ pub fn run(s: &Scenario, seeds: u64, jobs: usize) -> anyhow::Result<BenchReport>
     let sims: Vec<u64> = pool.install(|| {
         (0..seeds)
             .into_par_iter()
-            .map(|seed| campaign::run_one(s, seed, None, Design::Stored).1.sim_ms)
+            .map(|seed| campaign::run_one(s, seed, None, agent).1.sim_ms)
             .collect()
     });
     let wall = t0.elapsed().as_secs_f64();
@@ -55,11 +57,12 @@ pub fn run(s: &Scenario, seeds: u64, jobs: usize) -> anyhow::Result<BenchReport>
     pool.install(|| {
         sims.par_iter()
             .enumerate()
-            .for_each(|(seed, &ms)| bare(s, seed as u64, ms));
+            .for_each(|(seed, &ms)| bare(s, seed as u64, ms, agent));
     });
     let bare_wall = t1.elapsed().as_secs_f64();
     Ok(BenchReport {
         scenario: s.name.clone(),
+        agent,
         seeds,
         jobs,
         wall_s: wall,
@@ -70,12 +73,25 @@ pub fn run(s: &Scenario, seeds: u64, jobs: usize) -> anyhow::Result<BenchReport>
     })
 }
 
-/// Two idle hosts stepped for `sim_ms` at the same tick: the floor a run cannot beat.
-fn bare(s: &Scenario, seed: u64, sim_ms: u64) {
-    let plan = Plan::derive(s, seed, None, Design::Stored);
+/// The same hosts, idle, stepped for `sim_ms` at the same tick: the floor a run cannot beat.
+fn bare(s: &Scenario, seed: u64, sim_ms: u64, agent: Design) {
+    let plan = Plan::derive(s, seed, None, agent);
     let mut sim = world::builder(&plan).build();
-    sim.host("agent", crate::hosts::idle_host);
-    sim.host("client", crate::hosts::idle_host);
+    for h in plan.agent_hosts() {
+        sim.host(*h, crate::hosts::idle_host);
+    }
+    if plan.cluster() {
+        sim.host("store", crate::hosts::idle_host);
+    }
+    for (on, h) in [
+        (true, "client"),
+        (plan.proxy, "proxy"),
+        (plan.watcher, "watcher"),
+    ] {
+        if on {
+            sim.host(h, crate::hosts::idle_host);
+        }
+    }
     while sim.elapsed() < Duration::from_millis(sim_ms) {
         if sim.step().is_err() {
             break;

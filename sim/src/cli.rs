@@ -111,6 +111,9 @@ struct BenchArgs {
     /// Worker threads.
     #[arg(long, default_value_t = 1)]
     jobs: usize,
+    /// Agent design to measure.
+    #[arg(long, default_value = "stored", value_parser = parse_design)]
+    agent: Design,
     #[command(flatten)]
     dir: DirArgs,
 }
@@ -557,10 +560,10 @@ fn bench(b: &BenchArgs) -> anyhow::Result<i32> {
             return Ok(exit::USAGE);
         }
     };
-    let r = crate::bench::run(&s, b.seeds, b.jobs)?;
+    let r = crate::bench::run(&s, b.seeds, b.jobs, b.agent)?;
     println!(
-        "bench {}: {} seeds, jobs={}: {:.2} s wall, {:.0} seeds/s, mean {:.0} ms simulated per run; bare turmoil (same hosts, tick, simulated time): {:.2} s; overhead x{:.1}",
-        r.scenario, r.seeds, r.jobs, r.wall_s, r.seeds_per_s, r.sim_ms_mean, r.bare_wall_s, r.overhead_ratio
+        "bench {}@{}: {} seeds, jobs={}: {:.2} s wall, {:.0} seeds/s, mean {:.0} ms simulated per run; bare turmoil (same hosts, tick, simulated time): {:.2} s; overhead x{:.1}",
+        r.scenario, r.agent.as_str(), r.seeds, r.jobs, r.wall_s, r.seeds_per_s, r.sim_ms_mean, r.bare_wall_s, r.overhead_ratio
     );
     println!("{}", serde_json::to_string(&r)?);
     Ok(exit::VALID)

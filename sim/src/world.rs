@@ -1,8 +1,10 @@
 //! One run: build the turmoil world from a [`Plan`], drive `sim.step()` by hand so the nemesis
 //! acts between steps, then heal and run the liveness phase until quiet or the bound.
 //!
-//! Hosts: `client` and `agent`, both `sim.host` (turmoil cannot crash a `sim.client`), so the
-//! step loop decides when the run is over.
+//! Hosts: `client`, the Agent (`agent`, or a cluster's `node1`..`nodeN` and `store`), and
+//! optionally `proxy` and `watcher`; all `sim.host` (turmoil cannot crash a `sim.client`), so
+//! the step loop decides when the run is over. A fault aimed at "the Agent" of a cluster hits
+//! the node serving the Client (or, at a protocol point, the node that reached it).
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
