@@ -1182,7 +1182,7 @@ impl ModelAgent {
             "op": "insert", "session": sid, "messageId": mid, "key": p.key, "text": p.text,
             "conn": p.conn, "id": p.id, "mode": mode, "node": self.prefix, "live": mode == "live",
             // The mutants: a plain insert after the node's own check, and no key at the store.
-            "if_absent": !matches!(m, Some(AgentMutant::ClusterCheckThenInsert | AgentMutant::ClusterNodeLocalKeys)),
+            "if_absent": !matches!(m, Some(AgentMutant::ClusterCheckThenInsert | AgentMutant::ClusterNodeLocalKeys | AgentMutant::NoDedup)),
             "store_key": m != Some(AgentMutant::ClusterNodeLocalKeys),
         });
         out.push(Action::Point(Point::AfterInsertBeforeSync));

@@ -630,7 +630,7 @@ impl SpecClient {
 
     /// `session/new` or `session/resume` for one slot on the current connection.
     fn set_up(&mut self, slot: usize, out: &mut Vec<Action>) {
-        let fork_src = self.fork_of[slot].and_then(|src| self.sessions[src].clone());
+        let fork_src = self.fork_of[slot].and_then(|src| self.sessions.get(src).cloned().flatten());
         let (req, method, params) = match self.sessions[slot].clone() {
             None if fork_src.is_some() => (
                 Req::Fork { slot },
