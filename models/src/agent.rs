@@ -192,6 +192,9 @@ pub enum AgentMutant {
     /// Cluster node whose store write timed out answers the prompt with an error although the
     /// store may have applied it. Breaks A2 (P4, Agent at fault).
     ClusterErrorOnStoreTimeout,
+    /// `session/close` drops the held prompts without answering them (A15 says `-32800`).
+    /// Breaks A15 (P7, Agent at fault).
+    CloseForgetsHeld,
 }
 
 /// Settings of a model Agent.
@@ -1566,7 +1569,16 @@ impl ModelAgent {
         let held: Vec<Held> = s.held.drain(..).collect();
         let queued: Vec<(ConnId, Value, v2::PromptRequest)> = s.fill_queue.drain(..).collect();
         let turn = s.turn.clone();
+        let forget = closing && self.cfg.mutant == Some(AgentMutant::CloseForgetsHeld);
         for h in held {
+            if forget {
+                // Mutant: gone without an answer.
+                out.push(effect(
+                    "drop-held",
+                    json!({"session": sid, "conn": h.conn, "id": h.id, "by": why}),
+                ));
+                continue;
+            }
             out.push(effect(
                 "withdraw",
                 json!({"session": sid, "conn": h.conn, "id": h.id, "key": h.key, "by": why}),

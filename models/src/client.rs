@@ -976,11 +976,19 @@ impl ClientModel for SpecClient {
                         // Late on a live connection: resend on it with the same key (an
                         // unkeyed prompt is never resent: it waits for its answer or the end of
                         // the connection, C9).
-                        if self
+                        let slot = self
                             .pending
                             .get(&submission)
-                            .is_some_and(|p| p.key.is_some())
-                        {
+                            .map(|p| (p.slot, p.key.is_some()));
+                        if let Some((slot, true)) = slot {
+                            if self.closed[slot] {
+                                // Its session was closed meanwhile: the resend follows the
+                                // resume, so this attempt stops counting as out (a late answer
+                                // is matched by key on the resend).
+                                if let Some(c) = self.conn.as_mut() {
+                                    c.reqs.shift_remove(&req);
+                                }
+                            }
                             self.attempt(submission, out);
                         }
                     }

@@ -161,6 +161,17 @@ pub const MUTANTS: &[Mutant] = &[
         designs: &[Design::Cluster],
     },
     Mutant {
+        name: "close-forgets-held",
+        kind: MutantKind::Agent(AgentMutant::CloseForgetsHeld),
+        rules: &["A15", "A5"],
+        property: "P7",
+        party: Party::Agent,
+        summary: "session/close drops held prompts without answering them (A15: -32800)",
+        needs_fault: false,
+        swarm_finds: false,
+        designs: &[],
+    },
+    Mutant {
         name: "proxy-drops-key",
         kind: MutantKind::Proxy(ProxyMutant::DropsKey),
         rules: &["X1"],

@@ -1,5 +1,5 @@
 //! Checkers: pure functions from a [`History`] to a [`Verdict`], one per property of
-//! `spec/RULES.md` (P1 at-most-once, P2 no-silent-drop, P11 durability).
+//! `spec/RULES.md` (P1, P2, P3, P4, P6, P7, P8, P11, P12; see [`CHECKERS`]).
 //!
 //! Every non-valid verdict names the property, the rule ids, the witnessing op indices, the
 //! fault that enabled it (the last nemesis op before the witness) and who is at fault.
@@ -102,6 +102,12 @@ pub const CHECKERS: &[Checker] = &[
         title: "cancel",
         rules: &["A5", "A6", "A15", "X1"],
         check: p6_cancel,
+    },
+    Checker {
+        property: "P7",
+        title: "every-request-answered",
+        rules: &["A5", "A7", "A15"],
+        check: p7_every_request_answered,
     },
     Checker {
         property: "P8",
@@ -1195,6 +1201,92 @@ pub fn p12_id_uniqueness(f: &Facts) -> Verdict {
             if status == Status::Invalid {
                 return v;
             }
+        }
+    }
+    v
+}
+
+/// P7 every-request-answered, from the Agent's own log: a request it read got at most one
+/// response, and exactly one when its connection was still open at quiescence (A5, A7, A15). A
+/// response the network dropped after the Agent wrote it (`lose-exchange`) counts as sent.
+pub fn p7_every_request_answered(f: &Facts) -> Verdict {
+    let mut v = Verdict::valid("P7", &["A5", "A7", "A15"]);
+    // (conn, id) → op index of the request the Agent read, and of its responses.
+    let mut read: BTreeMap<(u64, String), usize> = BTreeMap::new();
+    let mut answers: BTreeMap<(u64, String), Vec<usize>> = BTreeMap::new();
+    let mut ended: BTreeSet<u64> = BTreeSet::new();
+    // A crashed process logs no end of its connections (nor does a peer that is partitioned
+    // away and crashes too): a crash after the read ends the exchange.
+    let mut crashes: Vec<usize> = Vec::new();
+    let mut quiescent = false;
+    for op in &f.history.ops {
+        let val = &op.value;
+        let key = |fr: &Value| (val["conn"].as_u64().unwrap_or(0), fr["id"].to_string());
+        match (op.process.as_str(), op.f.as_str()) {
+            ("net", "recv")
+                if val["from"] == "client"
+                    && val["frame"].get("method").is_some()
+                    && val["frame"].get("id").is_some_and(|i| !i.is_null()) =>
+            {
+                read.entry(key(&val["frame"])).or_insert(op.index);
+            }
+            ("net", "send") if val["from"] == "agent" && val["frame"].get("method").is_none() => {
+                answers
+                    .entry(key(&val["frame"]))
+                    .or_default()
+                    .push(op.index);
+            }
+            ("nemesis", "lose-exchange")
+                if val["detail"]["from"].as_str().is_some_and(is_agent_host) =>
+            {
+                let d = &val["detail"];
+                let k = (
+                    d["conn"].as_u64().unwrap_or(0),
+                    d["frame"]["id"].to_string(),
+                );
+                answers.entry(k).or_default().push(op.index);
+            }
+            (_, "conn-end") => {
+                if let Some(c) = val["conn"].as_u64() {
+                    ended.insert(c);
+                }
+            }
+            ("nemesis", "crash") => crashes.push(op.index),
+            ("world", "end") => quiescent = val["outcome"] == "quiescent",
+            _ => {}
+        }
+    }
+    for (k, r) in &read {
+        let a = answers.get(k).map(Vec::as_slice).unwrap_or_default();
+        if a.len() > 1 {
+            v.status = Status::Invalid;
+            v.party = Some(Party::Agent);
+            v.witnesses = std::iter::once(*r).chain(a.iter().copied()).collect();
+            v.fault = f.fault_before(a[1]);
+            v.message = format!(
+                "request {} on connection {} got {} responses",
+                k.1,
+                k.0,
+                a.len()
+            );
+            return v;
+        }
+        if a.is_empty() && !ended.contains(&k.0) && !crashes.iter().any(|c| c > r) {
+            v.status = if quiescent {
+                Status::Invalid
+            } else {
+                Status::Unknown
+            };
+            v.party = quiescent.then_some(Party::Agent);
+            v.witnesses = vec![*r];
+            v.fault = f.fault_before(*r);
+            v.message = format!(
+                "request {} on connection {} (op {r}) was never answered and its connection is still open{}",
+                k.1,
+                k.0,
+                if quiescent { " at quiescence" } else { " at the liveness bound" }
+            );
+            return v;
         }
     }
     v

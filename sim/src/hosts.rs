@@ -290,6 +290,7 @@ impl Io {
     /// Forget a connection (its tasks are aborted, its halves dropped: the peer sees EOF).
     fn close(&mut self, id: ConnId, why: &str) -> bool {
         if self.conns.shift_remove(&id).is_some() {
+            self.ctx.ledger.borrow_mut().on_conn_end(id);
             self.record(OpType::Info, "conn-end", json!({"conn": id, "reason": why}));
             true
         } else {
@@ -300,6 +301,10 @@ impl Io {
     fn log_recv(&self, id: ConnId, line: &str) -> Value {
         let frame: Value =
             serde_json::from_str(line).unwrap_or_else(|_| Value::String(line.to_string()));
+        self.ctx
+            .ledger
+            .borrow_mut()
+            .on_recv(id, self.process, &frame);
         self.ctx.ledger.borrow_mut().record(
             "net",
             OpType::Info,

@@ -9,6 +9,7 @@ use acp_chaos_models::ConnId;
 use indexmap::IndexMap;
 use serde_json::{json, Value};
 
+use crate::check::is_agent_host;
 use crate::history::{Op, OpType};
 use crate::plan::{fault_line, Plan};
 use crate::scenario::{FaultKind, FaultSpec, Side};
@@ -153,6 +154,9 @@ pub struct Ledger {
     nodes: usize,
     /// The Client talks the remote transport straight to the nodes (lose-exchange applies).
     remote: bool,
+    /// Requests written toward the Agent (by the Client, the proxy or the watcher) whose answer
+    /// has not arrived, with their sender: the run is not quiet while one is out.
+    pub outstanding: IndexMap<(ConnId, String), String>,
     /// The first session the user's Client created (the watcher resumes it).
     pub known_session: Option<String>,
     boots: IndexMap<&'static str, u32>,
@@ -181,6 +185,7 @@ impl Ledger {
             serving: crate::hosts::NODES[0],
             routing: crate::plan::stream(plan.seed, "routing"),
             remote: plan.cluster() && !plan.proxy,
+            outstanding: IndexMap::new(),
             nodes: if plan.agent.design == acp_chaos_models::Design::Cluster {
                 plan.nodes
             } else {
@@ -330,6 +335,12 @@ impl Ledger {
                         decision = FrameDecision::Drop {
                             not_accepted: side == Side::Request,
                         };
+                        if side == Side::Response {
+                            // The exchange is over: its answer is gone.
+                            if let Some(id) = &id_key {
+                                self.outstanding.shift_remove(&(conn, id.clone()));
+                            }
+                        }
                         self.fire(i, detail);
                     }
                     FaultKind::StallFrame if decision == FrameDecision::Deliver => {
@@ -352,6 +363,14 @@ impl Ledger {
                 }
             }
         }
+        let is_request =
+            frame.get("method").is_some() && frame.get("id").is_some_and(|i| !i.is_null());
+        if is_request && !is_agent_host(from) && !matches!(decision, FrameDecision::Drop { .. }) {
+            if let Some(id) = &id_key {
+                self.outstanding
+                    .insert((conn, id.clone()), from.to_string());
+            }
+        }
         if !matches!(
             decision,
             FrameDecision::Lose { .. } | FrameDecision::Drop { .. }
@@ -364,6 +383,34 @@ impl Ledger {
             );
         }
         decision
+    }
+
+    /// A process read `frame` on `conn`. A request the Agent read is no longer in flight (from
+    /// then on the Agent's idleness says whether work is left: an idle Agent that never
+    /// answers is P7's violation, not a run that never ends); an answer settles its request.
+    pub fn on_recv(&mut self, conn: ConnId, process: &str, frame: &Value) {
+        let Some(id) = frame.get("id") else { return };
+        let agent_reads_request = is_agent_host(process) && frame.get("method").is_some();
+        let answer_arrives = !is_agent_host(process) && frame.get("method").is_none();
+        if agent_reads_request || answer_arrives {
+            self.outstanding.shift_remove(&(conn, id.to_string()));
+        }
+        if agent_reads_request {
+            // Busy until it has handled the request (it may await its store first).
+            if let Some(i) = self.idle.get_mut(process) {
+                *i = false;
+            }
+        }
+    }
+
+    /// A connection ended: nothing on it will be answered.
+    pub fn on_conn_end(&mut self, conn: ConnId) {
+        self.outstanding.retain(|(c, _), _| *c != conn);
+    }
+
+    /// A host crashed: the requests it wrote will never be read as answered.
+    pub fn on_crash(&mut self, host: &str) {
+        self.outstanding.retain(|_, from| from != host);
     }
 
     /// The Agent read a request: must it reject it with a transient error?

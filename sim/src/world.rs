@@ -254,6 +254,7 @@ pub fn run(plan: &Plan) -> History {
                 {
                     sim.crash(host);
                     down.push(host);
+                    ledger.borrow_mut().on_crash(host);
                     if let Some(i) = ledger.borrow_mut().idle.get_mut(host) {
                         // A crashed Agent does no work; its restart recovers an idle model.
                         *i = true;
@@ -301,6 +302,7 @@ pub fn run(plan: &Plan) -> History {
                 && l.delivered == l.workload.len()
                 && l.client_pending.is_empty()
                 && l.agents_idle()
+                && l.outstanding.is_empty()
         };
         if !liveness {
             let nothing_left =

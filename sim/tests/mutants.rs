@@ -96,6 +96,12 @@ const PINNED: &[(&str, &str, Design, u64)] = &[
         0,
     ),
     (
+        "close-forgets-held",
+        "session-01-close-fork-list",
+        Design::Stored,
+        15,
+    ),
+    (
         "proxy-drops-key",
         "proxy-01-retry-through-rewritten-ids",
         Design::Stored,
