@@ -17,6 +17,10 @@ pub enum Point {
     AfterSyncBeforeResponse,
     /// Adapter: the history fill after a restart has started and not finished.
     DuringHistoryFill,
+    /// A `session/prompt` was just held behind a running turn (not inserted).
+    WhileHeld,
+    /// The prompt's response is written; its `user_message` echo is not yet.
+    AfterResponseBeforeUpdate,
     /// Cluster store: an insertion is written and synced; the reply to the node is not sent.
     /// (A cluster node passes the other points: `after-insert-before-sync` before its store
     /// write, `after-sync-before-response` once the store answered.)
@@ -25,20 +29,24 @@ pub enum Point {
 
 impl Point {
     /// Every point, for `acp-chaos list`.
-    pub const ALL: [Point; 5] = [
+    pub const ALL: [Point; 7] = [
         Point::AfterReceive,
         Point::AfterInsertBeforeSync,
         Point::AfterSyncBeforeResponse,
         Point::DuringHistoryFill,
+        Point::WhileHeld,
+        Point::AfterResponseBeforeUpdate,
         Point::AfterStoreWrite,
     ];
 
     /// The points an Agent process passes (`crash-agent`); `after-store-write` is the store's.
-    pub const AGENT: [Point; 4] = [
+    pub const AGENT: [Point; 6] = [
         Point::AfterReceive,
         Point::AfterInsertBeforeSync,
         Point::AfterSyncBeforeResponse,
         Point::DuringHistoryFill,
+        Point::WhileHeld,
+        Point::AfterResponseBeforeUpdate,
     ];
 
     /// The kebab-case name used in scenario files.
@@ -48,6 +56,8 @@ impl Point {
             Point::AfterInsertBeforeSync => "after-insert-before-sync",
             Point::AfterSyncBeforeResponse => "after-sync-before-response",
             Point::DuringHistoryFill => "during-history-fill",
+            Point::WhileHeld => "while-held",
+            Point::AfterResponseBeforeUpdate => "after-response-before-update",
             Point::AfterStoreWrite => "after-store-write",
         }
     }

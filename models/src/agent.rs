@@ -1128,6 +1128,7 @@ impl ModelAgent {
                 json!({"session": sid, "conn": held.conn, "id": held.id}),
             ));
             s.held.push_back(held);
+            out.push(Action::Point(Point::WhileHeld));
         }
     }
 
@@ -1368,6 +1369,25 @@ impl ModelAgent {
         }
         out.push(Action::Point(Point::AfterSyncBeforeResponse));
         out.push(effect("visible", json!({"session": sid, "messageId": mid})));
+        let ok = to_value(PromptResponse::new(mid.clone()));
+        if std::mem::take(&mut self.fail_next_insert) {
+            // Mutant: a failure after insertion answered as an error (breaks A3).
+            let e = rpc::err(
+                &p.id,
+                code::INTERNAL_ERROR,
+                "Internal error",
+                Some(json!({"transient": true})),
+            );
+            self.send(p.conn, e, out);
+        } else {
+            self.send(p.conn, rpc::ok(&p.id, ok.clone()), out);
+        }
+        for (c, id) in &p.waiters {
+            self.send(*c, rpc::ok(id, ok.clone()), out);
+        }
+        // A14 lets the echo come before or after the response: after, so a crash can land
+        // between them.
+        out.push(Action::Point(Point::AfterResponseBeforeUpdate));
         // A14: the echo carries the messageId and never precedes insertion. A8: no key.
         let um = UserMessage::new(mid.clone()).content(vec![ContentBlock::from(p.text.clone())]);
         if let (Some(AgentMutant::KeyInUpdates), Some(k)) = (self.cfg.mutant, &p.key) {
@@ -1388,22 +1408,6 @@ impl ModelAgent {
             }
         } else {
             self.update_all(sid, SessionUpdate::UserMessage(um), out);
-        }
-        let ok = to_value(PromptResponse::new(mid));
-        if std::mem::take(&mut self.fail_next_insert) {
-            // Mutant: a failure after insertion answered as an error (breaks A3).
-            let e = rpc::err(
-                &p.id,
-                code::INTERNAL_ERROR,
-                "Internal error",
-                Some(json!({"transient": true})),
-            );
-            self.send(p.conn, e, out);
-        } else {
-            self.send(p.conn, rpc::ok(&p.id, ok.clone()), out);
-        }
-        for (c, id) in &p.waiters {
-            self.send(*c, rpc::ok(id, ok.clone()), out);
         }
     }
 

@@ -116,13 +116,16 @@ pub struct CampaignSpec {
 }
 
 impl CampaignSpec {
-    /// The designs scenario `s` runs under: `--agent`, else the scenario's list, narrowed to
-    /// the designs the mutant applies to.
+    /// The designs scenario `s` runs under: its list, narrowed to `--agent` and to the designs
+    /// the mutant applies to (empty: the scenario does not run).
     pub fn designs_for(&self, s: &Scenario) -> Vec<Design> {
-        let base = match self.agent {
-            Some(d) => vec![d],
-            None => s.agent.designs.clone(),
-        };
+        let base: Vec<Design> = s
+            .agent
+            .designs
+            .iter()
+            .copied()
+            .filter(|d| self.agent.is_none_or(|a| a == *d))
+            .collect();
         let only = self
             .mutant
             .as_deref()
@@ -338,7 +341,10 @@ fn summarize(spec: &CampaignSpec, results: Vec<RunResult>) -> anyhow::Result<Sum
             .filter(|e| !got.contains(e.as_str()))
             .cloned()
             .collect();
-        if !missing.is_empty() && mutant.is_none() {
+        // `sometimes` speaks for the scenario's whole design list; a run narrowed by --agent
+        // (or a mutant) cannot be held to it.
+        let whole = spec.designs_for(s).len() == s.agent.designs.len();
+        if !missing.is_empty() && mutant.is_none() && whole {
             vacuous.insert(s.name.clone(), missing);
         }
     }

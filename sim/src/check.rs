@@ -955,6 +955,7 @@ pub fn p6_cancel(f: &Facts) -> Verdict {
     let mut ended: BTreeMap<u64, usize> = BTreeMap::new();
     let mut last_cancel: BTreeMap<String, usize> = BTreeMap::new();
     let mut withdrawals = Vec::new();
+    let mut decided: BTreeMap<(u64, String), usize> = BTreeMap::new();
     let mut boots: Vec<usize> = Vec::new();
     let mut crashes: Vec<usize> = Vec::new();
     for op in &f.history.ops {
@@ -990,12 +991,31 @@ pub fn p6_cancel(f: &Facts) -> Verdict {
                     .entry(k)
                     .or_insert((op.index, val["frame"]["error"]["code"].as_i64()));
             }
+            // An answer the remote transport dropped after the Agent wrote it.
+            ("nemesis", "lose-exchange")
+                if val["detail"]["from"].as_str().is_some_and(is_agent_host) =>
+            {
+                let d = &val["detail"];
+                let k = (
+                    d["conn"].as_u64().unwrap_or(0),
+                    d["frame"]["id"].to_string(),
+                );
+                answered
+                    .entry(k)
+                    .or_insert((op.index, d["frame"]["error"]["code"].as_i64()));
+            }
             // Either end (the later one): a crashed process logs no end of its own, its peer
             // does; and an end may read a last frame before it notices the close.
             ("agent" | "client", "conn-end") => {
                 ended.insert(val["conn"].as_u64().unwrap_or(0), op.index);
             }
             ("agent", "withdraw") => withdrawals.push(op),
+            // The Agent's own decisions, logged before the writer sends the answer: a
+            // request already rejected or inserted was not pending any more.
+            ("agent", "reject" | "insert" | "dedup-hit") => {
+                let k = (val["conn"].as_u64().unwrap_or(0), val["id"].to_string());
+                decided.entry(k).or_insert(op.index);
+            }
             ("agent", "recover") => boots.push(op.index),
             ("nemesis", "crash") if val["host"] == "agent" => crashes.push(op.index),
             _ => {}
@@ -1031,7 +1051,8 @@ pub fn p6_cancel(f: &Facts) -> Verdict {
             if k.as_deref() != Some(key) || s != session || *r > w.index || *r < boot {
                 continue;
             }
-            let pending_then = answered.get(attempt).is_none_or(|(a, _)| *a > w.index);
+            let pending_then = answered.get(attempt).is_none_or(|(a, _)| *a > w.index)
+                && decided.get(attempt).is_none_or(|d| *d > w.index);
             if !pending_then {
                 continue;
             }
@@ -1042,7 +1063,7 @@ pub fn p6_cancel(f: &Facts) -> Verdict {
                 // -32800 still queued behind a stall dies with it).
                 None => {
                     ended.get(&attempt.0).is_some_and(|e| *e > *r)
-                        || crashes.iter().any(|c| *c > w.index)
+                        || crashes.iter().any(|c| *c > *r)
                 }
             };
             if !ok {
@@ -1252,6 +1273,13 @@ pub fn p7_every_request_answered(f: &Facts) -> Verdict {
                 }
             }
             ("nemesis", "crash") => crashes.push(op.index),
+            // A lost frame breaks its connection there (a silent break logs no end until a
+            // heartbeat gives up): nothing after it can be delivered.
+            ("nemesis", "lose-frame") => {
+                if let Some(c) = val["detail"]["conn"].as_u64() {
+                    ended.insert(c);
+                }
+            }
             ("world", "end") => quiescent = val["outcome"] == "quiescent",
             _ => {}
         }

@@ -260,6 +260,43 @@ fn run(a: &RunArgs) -> anyhow::Result<i32> {
             .map(|n| n.get())
             .unwrap_or(1)
     });
+    // A scenario runs under the designs it lists, narrowed by --agent and the mutant.
+    let mut spec = CampaignSpec {
+        scenarios: Vec::new(),
+        seed_start: a.seed_start,
+        seeds: a.seeds,
+        jobs,
+        mutant: a.mutant.clone(),
+        out: a.out.clone(),
+        keep_per_property: 5,
+        agent: a.agent,
+    };
+    let (scenarios, skipped): (Vec<_>, Vec<_>) = scenarios
+        .into_iter()
+        .partition(|s| !spec.designs_for(s).is_empty());
+    if scenarios.is_empty() {
+        eprintln!(
+            "error: nothing to run: no scenario lists {}{}",
+            a.agent
+                .map(|d| format!("design `{}`", d.as_str()))
+                .unwrap_or_else(|| "a design".into()),
+            a.mutant
+                .as_deref()
+                .and_then(acp_chaos_models::mutant::find)
+                .filter(|m| !m.designs.is_empty())
+                .map(|m| format!(
+                    " that mutant `{}` applies to ({})",
+                    m.name,
+                    m.designs
+                        .iter()
+                        .map(|d| d.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+                .unwrap_or_default()
+        );
+        return Ok(exit::USAGE);
+    }
     // VOPR style: the seed range and every derived setting first.
     println!(
         "acp-chaos campaign: seeds {}..{} ({} per scenario) x {} scenarios, mutant={}, jobs={}",
@@ -270,16 +307,18 @@ fn run(a: &RunArgs) -> anyhow::Result<i32> {
         a.mutant.as_deref().unwrap_or("none"),
         jobs
     );
-    let spec = CampaignSpec {
-        scenarios,
-        seed_start: a.seed_start,
-        seeds: a.seeds,
-        jobs,
-        mutant: a.mutant.clone(),
-        out: a.out.clone(),
-        keep_per_property: 5,
-        agent: a.agent,
-    };
+    if !skipped.is_empty() {
+        println!(
+            "  not run (their designs exclude --agent or the mutant's): {}",
+            skipped
+                .iter()
+                .map(|s| s.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    spec.scenarios = scenarios;
+    let spec = spec;
     for s in &spec.scenarios {
         let designs = spec.designs_for(s);
         let Some(&d0) = designs.first() else { continue };
@@ -489,7 +528,7 @@ fn list(d: &DirArgs) -> anyhow::Result<i32> {
     println!("mutants:");
     for m in mutant::MUTANTS {
         println!(
-            "  {:<22} {:<6} breaks {:<12} caught by {} ({:?}): {}",
+            "  {:<30} {:<6} breaks {:<12} caught by {} ({:?}): {}",
             m.name,
             match m.kind {
                 mutant::MutantKind::Agent(_) => "agent",
@@ -507,8 +546,9 @@ fn list(d: &DirArgs) -> anyhow::Result<i32> {
         println!("  {:<16} {}", k.as_str(), k.summary());
     }
     println!(
-        "  protocol points for crash-agent: {}",
-        Point::ALL.map(|p| p.as_str()).join(", ")
+        "  protocol points for crash-agent: {}\n  protocol point of the cluster store (crash-store, partition-store): {}",
+        Point::AGENT.map(|p| p.as_str()).join(", "),
+        Point::AfterStoreWrite.as_str()
     );
     println!("properties:");
     for c in CHECKERS {

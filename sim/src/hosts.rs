@@ -66,12 +66,18 @@ pub struct Ctx {
 struct ConnHandle {
     out: UnboundedSender<String>,
     tasks: [AbortHandle; 2],
+    /// To drop this writer's queue from the ledger when the connection goes (also by crash).
+    ledger: Rc<RefCell<Ledger>>,
+    key: (ConnId, &'static str),
 }
 
 impl Drop for ConnHandle {
     fn drop(&mut self) {
         for t in &self.tasks {
             t.abort();
+        }
+        if let Ok(mut l) = self.ledger.try_borrow_mut() {
+            l.writer_gone(self.key.0, self.key.1);
         }
     }
 }
@@ -232,6 +238,15 @@ impl Io {
                 };
                 let frame: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
                 let decision = ledger.borrow_mut().on_send(id, from, &frame);
+                if matches!(decision, FrameDecision::Lose { silent: false }) {
+                    ledger.borrow_mut().writer_gone(id, from);
+                } else {
+                    // Written below, or dropped: either way the writer is done with it (a
+                    // stalled frame stays queued until its stall ends).
+                    if !matches!(decision, FrameDecision::Stall(_)) {
+                        ledger.borrow_mut().frame_done(id, from);
+                    }
+                }
                 match decision {
                     FrameDecision::Deliver => {}
                     FrameDecision::Stall(ms) => {
@@ -242,6 +257,7 @@ impl Io {
                             "stall-end",
                             json!({"conn": id, "from": from}),
                         );
+                        ledger.borrow_mut().frame_done(id, from);
                     }
                     FrameDecision::Lose { silent: true } => continue,
                     FrameDecision::Drop { not_accepted } => {
@@ -268,6 +284,8 @@ impl Io {
             ConnHandle {
                 out: otx,
                 tasks: [reader.abort_handle(), writer.abort_handle()],
+                ledger: self.ctx.ledger.clone(),
+                key: (id, self.process),
             },
         );
         id
@@ -379,7 +397,12 @@ impl Io {
                 }
                 Action::Send { conn, line } => {
                     if let Some(c) = self.conns.get(&conn) {
-                        let _ = c.out.send(line);
+                        if c.out.send(line).is_ok() {
+                            self.ctx
+                                .ledger
+                                .borrow_mut()
+                                .frame_queued(conn, self.process);
+                        }
                     }
                 }
                 Action::Persist { record, sync } => {

@@ -85,6 +85,18 @@ pub enum NemesisAction {
         /// Heal delay, ms.
         heal_after_ms: u64,
     },
+    /// Cut one direction between the Client and its next hop, heal later.
+    PartitionOneway {
+        /// Frames from the Client are lost (else: frames to it).
+        from_client: bool,
+        /// Heal delay, ms.
+        heal_after_ms: u64,
+    },
+    /// Hold every frame between the Client and its next hop, release later.
+    Hold {
+        /// Release delay, ms.
+        release_after_ms: u64,
+    },
     /// Cluster: partition the store from the node serving the Client, heal later.
     PartitionStore {
         /// Heal delay, ms.
@@ -104,6 +116,17 @@ impl NemesisAction {
             FaultKind::Partition => {
                 return Some(NemesisAction::Partition {
                     heal_after_ms: f.heal_after_ms.unwrap_or(100),
+                })
+            }
+            FaultKind::PartitionOneway => {
+                return Some(NemesisAction::PartitionOneway {
+                    from_client: f.direction != Some(crate::scenario::Direction::AgentToClient),
+                    heal_after_ms: f.heal_after_ms.unwrap_or(100),
+                })
+            }
+            FaultKind::Hold => {
+                return Some(NemesisAction::Hold {
+                    release_after_ms: f.heal_after_ms.unwrap_or(100),
                 })
             }
             FaultKind::PartitionStore => {
@@ -157,6 +180,9 @@ pub struct Ledger {
     /// Requests written toward the Agent (by the Client, the proxy or the watcher) whose answer
     /// has not arrived, with their sender: the run is not quiet while one is out.
     pub outstanding: IndexMap<(ConnId, String), String>,
+    /// Frames handed to a connection's writer and not yet written, dropped or lost, by
+    /// (connection, writer): a stalled writer keeps the run from being quiet.
+    pub queued: IndexMap<(ConnId, &'static str), usize>,
     /// The first session the user's Client created (the watcher resumes it).
     pub known_session: Option<String>,
     boots: IndexMap<&'static str, u32>,
@@ -186,6 +212,7 @@ impl Ledger {
             routing: crate::plan::stream(plan.seed, "routing"),
             remote: plan.cluster() && !plan.proxy,
             outstanding: IndexMap::new(),
+            queued: IndexMap::new(),
             nodes: if plan.agent.design == acp_chaos_models::Design::Cluster {
                 plan.nodes
             } else {
@@ -401,6 +428,26 @@ impl Ledger {
                 *i = false;
             }
         }
+    }
+
+    /// A frame was handed to the writer of `conn` at `from`.
+    pub fn frame_queued(&mut self, conn: ConnId, from: &'static str) {
+        *self.queued.entry((conn, from)).or_insert(0) += 1;
+    }
+
+    /// The writer is done with one frame (written, dropped or lost).
+    pub fn frame_done(&mut self, conn: ConnId, from: &'static str) {
+        if let Some(n) = self.queued.get_mut(&(conn, from)) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                self.queued.shift_remove(&(conn, from));
+            }
+        }
+    }
+
+    /// The writer is gone (connection closed, broken, or its process crashed): its queue with it.
+    pub fn writer_gone(&mut self, conn: ConnId, from: &'static str) {
+        self.queued.shift_remove(&(conn, from));
     }
 
     /// A connection ended: nothing on it will be answered.

@@ -371,6 +371,12 @@ pub fn fault_line(f: &FaultSpec) -> String {
             " (visible close)".into()
         };
     }
+    if let Some(d) = f.direction {
+        extra.push_str(match d {
+            crate::scenario::Direction::ClientToAgent => " direction=client-to-agent",
+            crate::scenario::Direction::AgentToClient => " direction=agent-to-client",
+        });
+    }
     for (k, v) in [
         ("stall_ms", f.stall_ms),
         ("heal_after_ms", f.heal_after_ms),
@@ -453,6 +459,7 @@ fn draw_swarm(
                 stall_ms: None,
                 heal_after_ms: None,
                 restart_after_ms: None,
+                direction: None,
             };
             match kind {
                 FaultKind::LoseFrame => {
@@ -464,8 +471,16 @@ fn draw_swarm(
                     f.on = frame_trigger(&mut r);
                     f.stall_ms = Some(r.gen_range(50..=400));
                 }
-                FaultKind::Partition | FaultKind::PartitionStore => {
+                FaultKind::Partition | FaultKind::PartitionStore | FaultKind::Hold => {
                     f.heal_after_ms = Some(r.gen_range(30..=400))
+                }
+                FaultKind::PartitionOneway => {
+                    f.heal_after_ms = Some(r.gen_range(30..=400));
+                    f.direction = Some(if r.gen_bool(0.5) {
+                        crate::scenario::Direction::ClientToAgent
+                    } else {
+                        crate::scenario::Direction::AgentToClient
+                    });
                 }
                 FaultKind::CrashProxy => f.restart_after_ms = Some(r.gen_range(10..=200)),
                 FaultKind::CrashStore => {

@@ -240,6 +240,13 @@ pub enum FaultKind {
     StallFrame,
     /// Two-way partition client↔agent, healed after `heal_after_ms`.
     Partition,
+    /// One-way partition (`direction`), healed after `heal_after_ms`: one end keeps hearing
+    /// the other's heartbeats while its own frames are lost.
+    PartitionOneway,
+    /// Hold every frame between the Client and its next hop, release after `heal_after_ms`
+    /// (delivered late, in order; never drawn with a one-way partition on the same link:
+    /// turmoil 0.7.2 does not support both).
+    Hold,
     /// Crash the Agent (unsynced writes lost), restart after `restart_after_ms`.
     CrashAgent,
     /// Crash and restart the Client.
@@ -263,10 +270,12 @@ pub enum FaultKind {
 
 impl FaultKind {
     /// Every kind, for `acp-chaos list` and the swarm.
-    pub const ALL: [FaultKind; 10] = [
+    pub const ALL: [FaultKind; 12] = [
         FaultKind::LoseFrame,
         FaultKind::StallFrame,
         FaultKind::Partition,
+        FaultKind::PartitionOneway,
+        FaultKind::Hold,
         FaultKind::CrashAgent,
         FaultKind::RestartClient,
         FaultKind::TransientError,
@@ -282,6 +291,8 @@ impl FaultKind {
             FaultKind::LoseFrame => "lose-frame",
             FaultKind::StallFrame => "stall-frame",
             FaultKind::Partition => "partition",
+            FaultKind::PartitionOneway => "partition-oneway",
+            FaultKind::Hold => "hold",
             FaultKind::CrashAgent => "crash-agent",
             FaultKind::RestartClient => "restart-client",
             FaultKind::TransientError => "transient-error",
@@ -302,6 +313,8 @@ impl FaultKind {
                 "connection stalls before a frame for stall_ms, then flows again"
             }
             FaultKind::Partition => "two-way partition client<->agent, healed after heal_after_ms",
+            FaultKind::PartitionOneway => "one-way partition (direction = client-to-agent | agent-to-client), healed after heal_after_ms",
+            FaultKind::Hold => "hold every frame client<->agent, release after heal_after_ms (late, in order)",
             FaultKind::CrashAgent => {
                 "crash the Agent (unsynced writes lost), at a time, frame or protocol point"
             }
@@ -365,6 +378,19 @@ pub struct FaultSpec {
     pub heal_after_ms: Option<u64>,
     /// `crash-agent`, `restart-client`: when the process starts again.
     pub restart_after_ms: Option<u64>,
+    /// `partition-oneway`: which direction is cut.
+    #[serde(default)]
+    pub direction: Option<Direction>,
+}
+
+/// The cut direction of a one-way partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Direction {
+    /// Frames from the Client to its next hop are lost; the other way flows.
+    ClientToAgent,
+    /// Frames from the next hop to the Client are lost; the other way flows.
+    AgentToClient,
 }
 
 /// `[swarm]`: draw faults from the seed instead of a script.
@@ -758,6 +784,20 @@ impl Scenario {
             if let Some(m) = f.check() {
                 return Err(err("[[fault]]", i, format!("field `fault[{i}].{m}")));
             }
+            let cluster_only = matches!(
+                f.kind,
+                FaultKind::CrashStore | FaultKind::PartitionStore | FaultKind::LoseExchange
+            );
+            if cluster_only && self.agent.designs.iter().any(|d| *d != Design::Cluster) {
+                return Err(err(
+                    "[[fault]]",
+                    i,
+                    format!(
+                        "field `fault[{i}].kind`: {} needs the cluster design (its store or its remote transport); set `agent.designs = [\"cluster\"]`",
+                        f.kind.as_str()
+                    ),
+                ));
+            }
         }
         Ok(())
     }
@@ -812,7 +852,21 @@ impl FaultSpec {
                 | FaultKind::CrashProxy
                 | FaultKind::CrashStore
         );
-        let partition = matches!(self.kind, FaultKind::Partition | FaultKind::PartitionStore);
+        let partition = matches!(
+            self.kind,
+            FaultKind::Partition
+                | FaultKind::PartitionStore
+                | FaultKind::PartitionOneway
+                | FaultKind::Hold
+        );
+        if self.direction.is_some() != (self.kind == FaultKind::PartitionOneway) {
+            return Some(if self.kind == FaultKind::PartitionOneway {
+                "direction`: required for partition-oneway (client-to-agent | agent-to-client)"
+                    .into()
+            } else {
+                "direction`: only for partition-oneway".into()
+            });
+        }
         if self.restart_after_ms.is_some() && !crash {
             return Some(
                 "restart_after_ms`: only for crash-agent, restart-client, crash-proxy, crash-store"
@@ -820,7 +874,10 @@ impl FaultSpec {
             );
         }
         if self.heal_after_ms.is_some() && !partition {
-            return Some("heal_after_ms`: only for partition, partition-store".into());
+            return Some(
+                "heal_after_ms`: only for partition, partition-oneway, hold, partition-store"
+                    .into(),
+            );
         }
         for (field, v) in [
             ("stall_ms", self.stall_ms),

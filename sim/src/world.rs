@@ -50,6 +50,8 @@ pub fn builder(plan: &Plan) -> turmoil::Builder {
 enum Timed {
     Restart(&'static str),
     Heal,
+    HealOneway,
+    Release,
     HealStore(&'static str),
     Fire(usize),
 }
@@ -134,6 +136,32 @@ pub fn run(plan: &Plan) -> History {
     let mut down: Vec<&'static str> = Vec::new();
     let mut partitioned = false;
     let mut store_cut: Option<&'static str> = None;
+    // One-way cut in force (true: frames from the Client are lost), and held links.
+    let mut oneway: Option<bool> = None;
+    let mut held = false;
+    let cut_oneway = |sim: &mut turmoil::Sim, from_client: bool, on: bool| {
+        for h in hops {
+            let (a, b) = if from_client {
+                ("client", *h)
+            } else {
+                (*h, "client")
+            };
+            if on {
+                sim.partition_oneway(a, b);
+            } else {
+                sim.repair_oneway(a, b);
+            }
+        }
+    };
+    let hold = |sim: &mut turmoil::Sim, on: bool| {
+        for h in hops {
+            if on {
+                sim.hold("client", *h);
+            } else {
+                sim.release("client", *h);
+            }
+        }
+    };
     let mut liveness = false;
     let mut end_ms = plan.safety_ms + plan.liveness_ms;
     let waker = Waker::noop();
@@ -195,6 +223,24 @@ pub fn run(plan: &Plan) -> History {
                         "restart",
                         json!({"host": h}),
                     );
+                }
+                Timed::HealOneway => {
+                    if let Some(from_client) = oneway.take() {
+                        cut_oneway(&mut sim, from_client, false);
+                    }
+                    ledger.borrow_mut().record(
+                        "nemesis",
+                        OpType::Info,
+                        "heal-partition",
+                        json!({"oneway": true}),
+                    );
+                }
+                Timed::Release => {
+                    hold(&mut sim, false);
+                    held = false;
+                    ledger
+                        .borrow_mut()
+                        .record("nemesis", OpType::Info, "release", json!({}));
                 }
                 Timed::HealStore(node) => {
                     sim.repair("store", node);
@@ -267,7 +313,9 @@ pub fn run(plan: &Plan) -> History {
                     );
                     timed.push((now + restart_after_ms, Timed::Restart(host)));
                 }
-                NemesisAction::Partition { heal_after_ms } if !partitioned => {
+                NemesisAction::Partition { heal_after_ms }
+                    if !partitioned && oneway.is_none() && !held =>
+                {
                     cut(&mut sim, true);
                     partitioned = true;
                     ledger.borrow_mut().record(
@@ -277,6 +325,34 @@ pub fn run(plan: &Plan) -> History {
                         json!({"between": ["client", hops]}),
                     );
                     timed.push((now + heal_after_ms, Timed::Heal));
+                }
+                // turmoil 0.7.2 cannot hold a link that is cut one way, nor the reverse.
+                NemesisAction::PartitionOneway {
+                    from_client,
+                    heal_after_ms,
+                } if oneway.is_none() && !held && !partitioned => {
+                    cut_oneway(&mut sim, from_client, true);
+                    oneway = Some(from_client);
+                    ledger.borrow_mut().record(
+                        "nemesis",
+                        OpType::Info,
+                        "partition",
+                        json!({"oneway": if from_client { "client-to-agent" } else { "agent-to-client" }, "hops": hops}),
+                    );
+                    timed.push((now + heal_after_ms, Timed::HealOneway));
+                }
+                NemesisAction::Hold { release_after_ms }
+                    if oneway.is_none() && !held && !partitioned =>
+                {
+                    hold(&mut sim, true);
+                    held = true;
+                    ledger.borrow_mut().record(
+                        "nemesis",
+                        OpType::Info,
+                        "hold",
+                        json!({"between": ["client", hops]}),
+                    );
+                    timed.push((now + release_after_ms, Timed::Release));
                 }
                 NemesisAction::PartitionStore { heal_after_ms }
                     if plan.cluster() && store_cut.is_none() =>
@@ -303,10 +379,15 @@ pub fn run(plan: &Plan) -> History {
                 && l.client_pending.is_empty()
                 && l.agents_idle()
                 && l.outstanding.is_empty()
+                && l.queued.is_empty()
         };
         if !liveness {
-            let nothing_left =
-                timed.is_empty() && !partitioned && store_cut.is_none() && down.is_empty();
+            let nothing_left = timed.is_empty()
+                && !partitioned
+                && store_cut.is_none()
+                && oneway.is_none()
+                && !held
+                && down.is_empty();
             if now >= plan.safety_ms || (quiet && nothing_left) {
                 // Heal: stop the nemesis, repair the network, restart what is down.
                 liveness = true;
@@ -318,6 +399,12 @@ pub fn run(plan: &Plan) -> History {
                 }
                 if let Some(node) = store_cut.take() {
                     sim.repair("store", node);
+                }
+                if let Some(from_client) = oneway.take() {
+                    cut_oneway(&mut sim, from_client, false);
+                }
+                if std::mem::take(&mut held) {
+                    hold(&mut sim, false);
                 }
                 for h in std::mem::take(&mut down) {
                     sim.bounce(h);

@@ -149,3 +149,43 @@ fn out_folder_with_foreign_files_is_refused_and_kept() {
         "mine"
     );
 }
+
+#[test]
+fn a_mutant_whose_designs_are_narrowed_away_is_a_usage_error_not_a_pass() {
+    let out = bin()
+        .args([
+            "--agent",
+            "stored",
+            "--mutant",
+            "cluster-node-local-keys",
+            "--seeds",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("nothing to run"), "{err}");
+}
+
+#[test]
+fn a_cluster_only_fault_on_other_designs_is_refused() {
+    let dir = std::env::temp_dir().join("acp-chaos-cluster-only");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("store.toml");
+    std::fs::write(
+        &path,
+        "summary = \"x\"\n[[fault]]\nkind = \"crash-store\"\non = { at_ms = 5 }\nrestart_after_ms = 5\n",
+    )
+    .unwrap();
+    let out = bin()
+        .args(["run", path.to_str().unwrap(), "--seeds", "1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("store.toml:2:") && err.contains("cluster"),
+        "{err}"
+    );
+}
