@@ -51,6 +51,8 @@ pub struct RunResult {
     pub ops: usize,
     /// Simulated time at the end, ms.
     pub sim_ms: u64,
+    /// `--check-determinism`: the second run's hash, when it differed.
+    pub rerun_hash: Option<String>,
 }
 
 impl RunResult {
@@ -91,6 +93,7 @@ pub fn result_of(scenario: &str, design: Design, seed: u64, h: &History) -> RunR
         events: check::events(h),
         ops: h.ops.len(),
         sim_ms: h.ops.last().map(|o| o.time_ms).unwrap_or(0),
+        rerun_hash: None,
     }
 }
 
@@ -113,6 +116,8 @@ pub struct CampaignSpec {
     pub keep_per_property: usize,
     /// Run every scenario under this design only (`--agent`), instead of its `designs`.
     pub agent: Option<Design>,
+    /// Run every seed twice and compare history hashes (`--check-determinism`).
+    pub check_determinism: bool,
 }
 
 impl CampaignSpec {
@@ -213,7 +218,27 @@ pub fn run(spec: &CampaignSpec) -> anyhow::Result<Summary> {
     let mutant = spec.mutant.as_deref();
     let results: Vec<RunResult> = pool.install(|| {
         work.par_iter()
-            .map(|&(i, d, seed)| run_one(&spec.scenarios[i], seed, mutant, d).1)
+            .map(|&(i, d, seed)| {
+                let s = &spec.scenarios[i];
+                let (h, mut r) = run_one(s, seed, mutant, d);
+                if spec.check_determinism {
+                    let (h2, r2) = run_one(s, seed, mutant, d);
+                    if r2.hash != r.hash {
+                        // Keep both histories (`-a` first run, `-b` second) for a diff.
+                        let line = repro(&s.reference, d, seed, mutant);
+                        let keep = |h: &History, r: &RunResult, tag: &str| {
+                            let mut r = r.clone();
+                            r.scenario = format!("{}-{tag}", r.scenario);
+                            write_run(&spec.out, h, &r, &line)
+                        };
+                        if let Err(e) = keep(&h, &r, "a").and_then(|_| keep(&h2, &r2, "b")) {
+                            tracing::warn!("could not keep both histories: {e}");
+                        }
+                        r.rerun_hash = Some(r2.hash);
+                    }
+                }
+                r
+            })
             .collect()
     });
     summarize(spec, results)
@@ -286,6 +311,13 @@ fn summarize(spec: &CampaignSpec, results: Vec<RunResult>) -> anyhow::Result<Sum
                 .or_default() += 1;
         }
         hashes.insert(format!("{}/{}", r.key(), r.seed), r.hash.clone());
+        if let Some(other) = &r.rerun_hash {
+            let line = repro(&reference(spec, &r.scenario), r.design, r.seed, mutant);
+            nondeterministic.push(format!(
+                "{line}  (hash {} then {other}; both histories kept)",
+                r.hash
+            ));
+        }
         for v in &r.verdicts {
             let cell = row.entry(v.property.clone()).or_default();
             cell.seeds += 1;

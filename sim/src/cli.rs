@@ -73,6 +73,10 @@ struct RunArgs {
     /// Run every scenario under this Agent design only (default: each scenario's `designs`).
     #[arg(long, value_parser = parse_design)]
     agent: Option<Design>,
+    /// Run every seed twice and compare history hashes; a mismatch exits 3 and keeps both
+    /// histories (`<scenario>-a-...`, `<scenario>-b-...` in the report folder).
+    #[arg(long)]
+    check_determinism: bool,
     /// Report folder.
     #[arg(long, default_value = "reports/latest")]
     out: PathBuf,
@@ -270,6 +274,7 @@ fn run(a: &RunArgs) -> anyhow::Result<i32> {
         out: a.out.clone(),
         keep_per_property: 5,
         agent: a.agent,
+        check_determinism: a.check_determinism,
     };
     let (scenarios, skipped): (Vec<_>, Vec<_>) = scenarios
         .into_iter()

@@ -17,6 +17,7 @@ fn spec(jobs: usize, out: &str) -> CampaignSpec {
         out: std::env::temp_dir().join(out),
         keep_per_property: 1,
         agent: None,
+        check_determinism: false,
     }
 }
 
@@ -74,4 +75,19 @@ fn printed_repro_line_replays_the_same_verdict_and_history() {
         assert_eq!(code, campaign::exit::INVALID);
         assert_eq!(hash, f["hash"].as_str().unwrap());
     }
+}
+
+#[test]
+fn check_determinism_runs_two_hundred_swarm_seeds_twice_with_equal_hashes() {
+    let mut s = spec(2, "acp-chaos-det-twice");
+    s.seeds = 200;
+    s.agent = Some(Design::Stored);
+    s.check_determinism = true;
+    let summary = campaign::run(&s).unwrap();
+    assert_eq!(summary.hashes.len(), 200);
+    assert!(
+        summary.nondeterministic.is_empty(),
+        "{:?}",
+        summary.nondeterministic
+    );
 }
