@@ -30,8 +30,9 @@ enum Cmd {
     Run(RunArgs),
     /// Re-run one (scenario, seed) and print its plan, history and verdicts.
     Replay(ReplayArgs),
-    /// List scenarios, models, mutants, faults, properties and `sometimes` events.
-    List(DirArgs),
+    /// List scenarios, designs, clients, policies, transports, mutants, faults, properties and
+    /// `sometimes` events (or one of them: `acp-chaos list faults`).
+    List(ListArgs),
     /// Re-run every checker on a stored history (a run folder or a history.jsonl).
     Check {
         /// A run folder (with history.jsonl) or the file itself.
@@ -45,6 +46,38 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// What `acp-chaos list` prints.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListSection {
+    /// Scenario files with their rule ids.
+    Scenarios,
+    /// Agent designs and their retention.
+    Designs,
+    /// Client kinds.
+    Clients,
+    /// Agent policies O1, O2, O4.
+    Policies,
+    /// Transports and topologies.
+    Transports,
+    /// The mutant zoo.
+    Mutants,
+    /// Fault kinds and protocol points.
+    Faults,
+    /// Properties and their rules.
+    Properties,
+    /// `sometimes` events.
+    Events,
+}
+
+#[derive(Args, Debug, Clone)]
+struct ListArgs {
+    /// Only this section.
+    #[arg(value_enum)]
+    what: Option<ListSection>,
+    #[command(flatten)]
+    dir: DirArgs,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -164,7 +197,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         None => run(&cli.run),
         Some(Cmd::Run(a)) => run(&a),
         Some(Cmd::Replay(a)) => replay(&a).map(|(code, _)| code),
-        Some(Cmd::List(d)) => list(&d),
+        Some(Cmd::List(l)) => list(l.what, &l.dir),
         Some(Cmd::Check { path }) => check_stored(&path),
         Some(Cmd::Bench(b)) => bench(&b),
         Some(Cmd::Audit { json }) => {
@@ -506,67 +539,86 @@ fn print_verdicts(vs: &[check::Verdict], to_stderr: bool) -> i32 {
     code
 }
 
-fn list(d: &DirArgs) -> anyhow::Result<i32> {
-    println!("scenarios ({}):", scenarios_dir(d).display());
-    match scenario::load_dir(&scenarios_dir(d)) {
-        Ok(ss) => {
-            for s in ss {
-                println!("  {:<44} [{}] {}", s.name, s.rules.join(" "), s.summary);
+fn list(what: Option<ListSection>, d: &DirArgs) -> anyhow::Result<i32> {
+    let want = |w: ListSection| what.is_none_or(|x| x == w);
+    if want(ListSection::Scenarios) {
+        println!("scenarios ({}):", scenarios_dir(d).display());
+        match scenario::load_dir(&scenarios_dir(d)) {
+            Ok(ss) => {
+                for s in ss {
+                    println!("  {:<44} [{}] {}", s.name, s.rules.join(" "), s.summary);
+                }
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                return Ok(exit::USAGE);
             }
         }
-        Err(e) => {
-            eprintln!("error: {e}");
-            return Ok(exit::USAGE);
+    }
+    if want(ListSection::Designs) {
+        println!("agent designs (--agent, scenario `designs`):");
+        for d in Design::ALL {
+            println!("  {:<10} {}", d.as_str(), d.summary());
         }
     }
-    println!("agent designs (--agent, scenario `designs`):");
-    for d in Design::ALL {
-        println!("  {:<10} {}", d.as_str(), d.summary());
+    if want(ListSection::Clients) {
+        println!("clients (scenario [client] kind):");
+        for k in acp_chaos_models::ClientKind::ALL {
+            println!("  {:<14} {}", k.as_str(), k.summary());
+        }
+        println!("  {:<14} resumes the user's session with replay, watches, lists; never prompts ([topology] watcher)", "watcher");
     }
-    println!("clients (scenario [client] kind):");
-    for k in acp_chaos_models::ClientKind::ALL {
-        println!("  {:<14} {}", k.as_str(), k.summary());
+    if want(ListSection::Policies) {
+        println!("policies (scenario [agent], each pinned or `seeded`):\n  o1 keep|drop      held prompts when their connection ends\n  o2 continue|cancel foreground work when its connection ends\n  o4 hold|steer     prompts that arrive during a turn");
     }
-    println!("  {:<14} resumes the user's session with replay, watches, lists; never prompts ([topology] watcher)", "watcher");
-    println!("policies (scenario [agent], each pinned or `seeded`):\n  o1 keep|drop      held prompts when their connection ends\n  o2 continue|cancel foreground work when its connection ends\n  o4 hold|steer     prompts that arrive during a turn");
-    println!("transports and topology (scenario [topology]; the design picks the transport):\n  stdio-like  in-memory, stored, adapter: one stream connection to the one Agent process at a time; after the Agent dies the Client starts over (reconnect, initialize, resume)\n  remote      cluster: every connection names its logical connection (the remote transport's connection id) and is routed to any of `nodes` nodes (seeded); sessions stay active on the logical connection across connections and nodes (X2); nodes share one store host over datagrams\n  proxy       client -> proxy -> agent; the proxy rewrites JSON-RPC ids and maps $/cancel_request (X1)\n  watcher     a second Client resumes the session with replay and watches it (A8)");
-    println!("mutants:");
-    for m in mutant::MUTANTS {
+    if want(ListSection::Transports) {
+        println!("transports and topology (scenario [topology]; the design picks the transport):\n  stdio-like  in-memory, stored, adapter: one stream connection to the one Agent process at a time; after the Agent dies the Client starts over (reconnect, initialize, resume)\n  remote      cluster: every connection names its logical connection (the remote transport's connection id) and is routed to any of `nodes` nodes (seeded); sessions stay active on the logical connection across connections and nodes (X2); nodes share one store host over datagrams\n  proxy       client -> proxy -> agent; the proxy rewrites JSON-RPC ids and maps $/cancel_request (X1)\n  watcher     a second Client resumes the session with replay and watches it (A8)");
+    }
+    if want(ListSection::Mutants) {
+        println!("mutants:");
+        for m in mutant::MUTANTS {
+            println!(
+                "  {:<30} {:<6} breaks {:<12} caught by {} ({:?}): {}",
+                m.name,
+                match m.kind {
+                    mutant::MutantKind::Agent(_) => "agent",
+                    mutant::MutantKind::Client(_) => "client",
+                    mutant::MutantKind::Proxy(_) => "proxy",
+                },
+                m.rules.join(" "),
+                m.property,
+                m.party,
+                m.summary
+            );
+        }
+    }
+    if want(ListSection::Faults) {
+        println!("faults:");
+        for k in FaultKind::ALL {
+            println!("  {:<16} {}", k.as_str(), k.summary());
+        }
         println!(
-            "  {:<30} {:<6} breaks {:<12} caught by {} ({:?}): {}",
-            m.name,
-            match m.kind {
-                mutant::MutantKind::Agent(_) => "agent",
-                mutant::MutantKind::Client(_) => "client",
-                mutant::MutantKind::Proxy(_) => "proxy",
-            },
-            m.rules.join(" "),
-            m.property,
-            m.party,
-            m.summary
+            "  protocol points for crash-agent: {}\n  protocol point of the cluster store (crash-store, partition-store): {}",
+            Point::AGENT.map(|p| p.as_str()).join(", "),
+            Point::AfterStoreWrite.as_str()
         );
     }
-    println!("faults:");
-    for k in FaultKind::ALL {
-        println!("  {:<16} {}", k.as_str(), k.summary());
+    if want(ListSection::Properties) {
+        println!("properties:");
+        for c in CHECKERS {
+            println!(
+                "  {:<4} {:<16} rules {}",
+                c.property,
+                c.title,
+                c.rules.join(" ")
+            );
+        }
     }
-    println!(
-        "  protocol points for crash-agent: {}\n  protocol point of the cluster store (crash-store, partition-store): {}",
-        Point::AGENT.map(|p| p.as_str()).join(", "),
-        Point::AfterStoreWrite.as_str()
-    );
-    println!("properties:");
-    for c in CHECKERS {
-        println!(
-            "  {:<4} {:<16} rules {}",
-            c.property,
-            c.title,
-            c.rules.join(" ")
-        );
-    }
-    println!("sometimes events:");
-    for (n, d) in scenario::EVENTS {
-        println!("  {n:<16} {d}");
+    if want(ListSection::Events) {
+        println!("sometimes events:");
+        for (n, d) in scenario::EVENTS {
+            println!("  {n:<16} {d}");
+        }
     }
     Ok(exit::VALID)
 }
