@@ -53,6 +53,8 @@ pub struct RunResult {
     pub sim_ms: u64,
     /// `--check-determinism`: the second run's hash, when it differed.
     pub rerun_hash: Option<String>,
+    /// (protocol state, fault kind) of every fault fired (the coverage map's cells).
+    pub fault_cells: Vec<(&'static str, String)>,
 }
 
 impl RunResult {
@@ -94,6 +96,7 @@ pub fn result_of(scenario: &str, design: Design, seed: u64, h: &History) -> RunR
         ops: h.ops.len(),
         sim_ms: h.ops.last().map(|o| o.time_ms).unwrap_or(0),
         rerun_hash: None,
+        fault_cells: check::fault_states(h),
     }
 }
 
@@ -189,6 +192,9 @@ pub struct Summary {
     pub failures: Vec<serde_json::Value>,
     /// Runs whose replay gave another history.
     pub nondeterministic: Vec<String>,
+    /// Coverage map: fault kind → protocol state at the moment it fired → times, over the
+    /// whole campaign (kinds the campaign never fired are absent).
+    pub coverage_map: BTreeMap<String, BTreeMap<String, u64>>,
     /// Exit code.
     pub exit_code: i32,
 }
@@ -295,6 +301,7 @@ fn summarize(spec: &CampaignSpec, results: Vec<RunResult>) -> anyhow::Result<Sum
     let mut nondeterministic = Vec::new();
     let mut events: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
     let mut hashes = BTreeMap::new();
+    let mut coverage_map: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
     for r in &results {
         let row = table.entry(r.key()).or_default();
         for (c, n) in &r.classes {
@@ -311,6 +318,13 @@ fn summarize(spec: &CampaignSpec, results: Vec<RunResult>) -> anyhow::Result<Sum
                 .or_default() += 1;
         }
         hashes.insert(format!("{}/{}", r.key(), r.seed), r.hash.clone());
+        for (state, kind) in &r.fault_cells {
+            *coverage_map
+                .entry(kind.clone())
+                .or_default()
+                .entry(state.to_string())
+                .or_default() += 1;
+        }
         if let Some(other) = &r.rerun_hash {
             let line = repro(&reference(spec, &r.scenario), r.design, r.seed, mutant);
             nondeterministic.push(format!(
@@ -432,6 +446,7 @@ fn summarize(spec: &CampaignSpec, results: Vec<RunResult>) -> anyhow::Result<Sum
         findings,
         failures,
         nondeterministic,
+        coverage_map,
         exit_code,
     };
     let tmp = spec.out.join("summary.json.tmp");
@@ -457,6 +472,42 @@ fn write_run(out: &Path, h: &History, r: &RunResult, line: &str) -> anyhow::Resu
     )?;
     std::fs::write(dir.join("repro.txt"), format!("{line}\n"))?;
     Ok(())
+}
+
+/// The coverage map as text: fault kind × protocol state at the moment it fired, and the
+/// cells never hit for the kinds that fired.
+pub fn coverage_text(s: &Summary) -> String {
+    if s.coverage_map.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\n  coverage map (faults fired, by protocol state at that moment):\n");
+    out.push_str(&format!("  {:<18}", "fault"));
+    for st in check::FAULT_STATES {
+        out.push_str(&format!(" {st:>19}"));
+    }
+    out.push('\n');
+    let mut never = Vec::new();
+    for (kind, cells) in &s.coverage_map {
+        out.push_str(&format!("  {kind:<18}"));
+        // Only the adapter fills a history; the store's and the remote transport's faults
+        // fire only on a cluster: that cell is out of reach of every design.
+        let cluster_only = matches!(
+            kind.as_str(),
+            "crash-store" | "partition-store" | "lose-exchange"
+        );
+        for st in check::FAULT_STATES {
+            let n = cells.get(st).copied().unwrap_or(0);
+            if n == 0 && !(cluster_only && st == "filling-history") {
+                never.push(format!("{kind}@{st}"));
+            }
+            out.push_str(&format!(" {n:>19}"));
+        }
+        out.push('\n');
+    }
+    if !never.is_empty() {
+        out.push_str(&format!("  cells never hit: {}\n", never.join(" ")));
+    }
+    out
 }
 
 /// The table as text: scenario × property.

@@ -1320,6 +1320,89 @@ pub fn p7_every_request_answered(f: &Facts) -> Verdict {
     v
 }
 
+/// Protocol states a fault can land in, for the coverage map (most specific first).
+pub const FAULT_STATES: [&str; 6] = [
+    "filling-history",
+    "resuming",
+    "inserted-unanswered",
+    "held",
+    "answered",
+    "idle",
+];
+
+/// For every fault the nemesis fired: (protocol state at that moment, fault kind). The state is
+/// read from the history: an adapter history fill under way; a `session/resume` sent and not
+/// answered; a prompt inserted and not answered; a prompt held; some prompt answered; else idle.
+pub fn fault_states(h: &History) -> Vec<(&'static str, String)> {
+    let h = agent_view(h);
+    let kinds: BTreeSet<&str> = crate::scenario::FaultKind::ALL
+        .iter()
+        .map(|k| k.as_str())
+        .collect();
+    let mut filling = 0i64;
+    let mut resuming: BTreeSet<(u64, String)> = BTreeSet::new();
+    let mut unanswered: BTreeSet<(u64, String)> = BTreeSet::new();
+    let mut held = 0i64;
+    let mut answered = false;
+    let mut out = Vec::new();
+    for op in &h.ops {
+        let v = &op.value;
+        let id = |fr: &Value| (v["conn"].as_u64().unwrap_or(0), fr["id"].to_string());
+        match (op.process.as_str(), op.f.as_str()) {
+            ("agent", "history-read-start") => filling += 1,
+            ("agent", "history-read") => filling = (filling - 1).max(0),
+            ("agent", "hold") => held += 1,
+            ("agent", "insert") => {
+                if v["mode"] == "held" {
+                    held = (held - 1).max(0);
+                }
+                unanswered.insert((v["conn"].as_u64().unwrap_or(0), v["id"].to_string()));
+            }
+            ("agent", "withdraw" | "drop-held") => held = (held - 1).max(0),
+            ("agent", "recover" | "boot") => {
+                held = 0;
+                filling = 0;
+                unanswered.clear();
+            }
+            ("net", "send") if v["from"] == "client" && v["frame"]["method"] == "session/resume" => {
+                resuming.insert(id(&v["frame"]));
+            }
+            ("net", "recv") if v["from"] == "agent" && v["frame"].get("method").is_none() => {
+                resuming.remove(&id(&v["frame"]));
+            }
+            ("net", "send") if v["from"] == "agent" && v["frame"].get("method").is_none() => {
+                if unanswered.remove(&id(&v["frame"])) {
+                    answered = true;
+                }
+            }
+            (_, "conn-end") => {
+                let c = v["conn"].as_u64().unwrap_or(0);
+                resuming.retain(|k| k.0 != c);
+                unanswered.retain(|k| k.0 != c);
+            }
+            // The op the ledger logs when a fault fires (it names its fault index).
+            ("nemesis", f) if kinds.contains(f) && v.get("fault").is_some() => {
+                let state = if filling > 0 {
+                    "filling-history"
+                } else if !resuming.is_empty() {
+                    "resuming"
+                } else if !unanswered.is_empty() {
+                    "inserted-unanswered"
+                } else if held > 0 {
+                    "held"
+                } else if answered {
+                    "answered"
+                } else {
+                    "idle"
+                };
+                out.push((state, f.to_string()));
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 /// Events of a run, for the scenario's `sometimes` guard.
 pub fn events(h: &History) -> BTreeSet<&'static str> {
     let mut e = BTreeSet::new();

@@ -401,6 +401,7 @@ fn run(a: &RunArgs) -> anyhow::Result<i32> {
             "EXPECTED a violation in {k} (the scenario says `expect = \"invalid\"`), found none"
         );
     }
+    print!("{}", crate::campaign::coverage_text(&summary));
     for (scen, missing) in &summary.vacuous {
         println!("VACUOUS {scen}: never happened: {}", missing.join(", "));
     }
