@@ -274,7 +274,9 @@ impl SpecClient {
                                 slot,
                                 key: r["key"].as_str().map(str::to_string),
                                 text,
-                                attempts: 0,
+                                // An unkeyed input that survived a restart may have been sent:
+                                // its outcome is unknown, so it is never resent (C9).
+                                attempts: u32::from(r["key"].is_null()),
                                 cancel: false,
                                 at_ms: r["at_ms"].as_u64().unwrap_or(0),
                             },
@@ -980,6 +982,19 @@ impl ClientModel for SpecClient {
                             .pending
                             .get(&submission)
                             .map(|p| (p.slot, p.key.is_some()));
+                        if let Some((_, false)) = slot {
+                            // C9: no key and no answer in time: the outcome is unknown and a
+                            // resend could insert it twice, so the user decides (C8).
+                            out.push(effect(
+                                "not-resent",
+                                json!({"submission": submission, "method": "session/prompt", "class": "keyed", "why": "no key"}),
+                            ));
+                            self.surface(
+                                submission,
+                                json!({"reason": "outcome unknown, sent without a key"}),
+                                out,
+                            );
+                        }
                         if let Some((slot, true)) = slot {
                             if self.closed[slot] {
                                 // Its session was closed meanwhile: the resend follows the
@@ -1205,18 +1220,28 @@ mod tests {
     fn sdk_auto_retry_resends_only_what_the_retry_class_allows() {
         let mut cfg = cfg(0, None);
         cfg.kind = ClientKind::SdkAutoRetry;
-        // A restored session and two pending prompts, one sent without a key, both sent once.
+        // The application sends every new prompt without a key here; one keyed prompt is
+        // restored from the store.
+        cfg.unkeyed_rate = 1.0;
         let recs = vec![
             json!({"t": "session", "slot": 0, "id": "s"}),
             json!({"t": "pending", "submission": 1, "slot": 0, "key": "k1", "text": "a", "at_ms": 0}),
-            json!({"t": "pending", "submission": 2, "slot": 0, "key": null, "text": "b", "at_ms": 0}),
         ];
         let mut c = SpecClient::recover(cfg, 0, 1, &recs);
-        let first = resume(&mut c);
+        let mut first = resume(&mut c);
+        c.handle(
+            ClientInput::Submit {
+                submission: 2,
+                slot: 0,
+                text: "b".into(),
+            },
+            &mut first,
+        );
         let sent = prompts(&first);
         assert_eq!(sent.len(), 2, "both go out once: {sent:?}");
         assert_eq!(sent[1]["params"].get("idempotencyKey"), None, "unkeyed");
-        // A late answer on a live connection: only the keyed prompt is resent (C9).
+        // No answer in time on a live connection: the keyed prompt is resent with its key;
+        // the unkeyed one's outcome is unknown, so it is shown to the user (C9).
         let mut out = vec![];
         for a in &first {
             if let Action::Timer { id, .. } = a {
@@ -1226,14 +1251,15 @@ mod tests {
         let resent = sends(&out);
         assert_eq!(resent.len(), 1, "{resent:?}");
         assert_eq!(resent[0]["params"]["idempotencyKey"], "k1");
+        assert_eq!(effects_named(&out, "surface").len(), 1);
+        assert_eq!(effects_named(&out, "not-resent")[0]["why"], "no key");
         // The connection ends with both unanswered: the SDK decides per class.
         let mut out = vec![];
         c.handle(ClientInput::Disconnected(1), &mut out);
-        let not = effects_named(&out, "not-resent");
-        assert_eq!(not.len(), 1, "{out:?}");
-        assert_eq!(not[0]["class"], "keyed");
-        // After the reconnect: the keyed prompt is resent with its key; the unkeyed one, whose
-        // outcome is unknown, is shown to the user.
+        assert!(effects_named(&out, "not-resent")
+            .iter()
+            .all(|v| v["class"] == "keyed"));
+        // After the reconnect only the keyed prompt goes out again, with its key.
         let mut out = vec![];
         c.handle(ClientInput::Connected(2), &mut out);
         c.handle(
@@ -1250,8 +1276,22 @@ mod tests {
             .map(|v| v["params"]["idempotencyKey"].clone())
             .collect();
         assert_eq!(keys, vec![json!("k1")]);
-        assert_eq!(effects_named(&after, "surface").len(), 1);
         assert_eq!(c.pending(), vec![1]);
+    }
+
+    #[test]
+    fn an_unkeyed_input_restored_after_a_restart_is_shown_not_resent() {
+        let mut cfg = cfg(0, None);
+        cfg.kind = ClientKind::SdkAutoRetry;
+        let recs = vec![
+            json!({"t": "session", "slot": 0, "id": "s"}),
+            json!({"t": "pending", "submission": 1, "slot": 0, "key": null, "text": "a", "at_ms": 0}),
+        ];
+        let mut c = SpecClient::recover(cfg, 1, 1, &recs);
+        let out = resume(&mut c);
+        assert!(prompts(&out).is_empty(), "C9: never resent");
+        assert_eq!(effects_named(&out, "surface").len(), 1);
+        assert!(c.pending().is_empty());
     }
 
     #[test]

@@ -189,6 +189,16 @@ impl ClusterStore {
                 let Some(s) = self.sessions.get(&sid) else {
                     return read(json!({"missing": true}));
                 };
+                let mid = op["messageId"].as_str().unwrap_or_default();
+                // The same op sent again after a timeout (a node's messageIds are unique): the
+                // write is idempotent whatever the key, so a resend never inserts twice.
+                if s.messages
+                    .iter()
+                    .chain(&s.live)
+                    .any(|m| m.message_id == mid)
+                {
+                    return read(json!({ "exists": mid }));
+                }
                 if op["if_absent"] == true {
                     if let Some(m) = key.and_then(|k| {
                         s.messages
@@ -271,6 +281,17 @@ mod tests {
         // A9: the fork has the messages, never the keys.
         assert_eq!(load["sessions"]["f"]["messages"][0]["key"], Value::Null);
         assert_eq!(load["sessions"]["f"]["messages"][0]["messageId"], "m1");
+    }
+
+    #[test]
+    fn the_same_insert_sent_again_never_inserts_twice_even_without_a_key() {
+        let mut st = with_session();
+        let op = json!({"op": "insert", "session": "s", "messageId": "m1", "key": null, "text": "t",
+                        "if_absent": true, "store_key": true, "conn": 1, "id": 1, "mode": "direct"});
+        assert_eq!(st.handle(&op).reply, json!({"inserted": "m1"}));
+        let again = st.handle(&op);
+        assert_eq!(again.reply, json!({"exists": "m1"}));
+        assert!(again.record.is_none() && again.effects.is_empty());
     }
 
     #[test]

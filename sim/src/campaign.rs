@@ -480,7 +480,8 @@ pub fn coverage_text(s: &Summary) -> String {
     if s.coverage_map.is_empty() {
         return String::new();
     }
-    let mut out = String::from("\n  coverage map (faults fired, by protocol state at that moment):\n");
+    let mut out =
+        String::from("\n  coverage map (faults fired, by protocol state at that moment):\n");
     out.push_str(&format!("  {:<18}", "fault"));
     for st in check::FAULT_STATES {
         out.push_str(&format!(" {st:>19}"));

@@ -1364,7 +1364,9 @@ pub fn fault_states(h: &History) -> Vec<(&'static str, String)> {
                 filling = 0;
                 unanswered.clear();
             }
-            ("net", "send") if v["from"] == "client" && v["frame"]["method"] == "session/resume" => {
+            ("net", "send")
+                if v["from"] == "client" && v["frame"]["method"] == "session/resume" =>
+            {
                 resuming.insert(id(&v["frame"]));
             }
             ("net", "recv") if v["from"] == "agent" && v["frame"].get("method").is_none() => {
