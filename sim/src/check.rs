@@ -1373,9 +1373,7 @@ pub fn fault_states(h: &History) -> Vec<(&'static str, String)> {
                 resuming.remove(&id(&v["frame"]));
             }
             ("net", "send") if v["from"] == "agent" && v["frame"].get("method").is_none() => {
-                if unanswered.remove(&id(&v["frame"])) {
-                    answered = true;
-                }
+                answered |= unanswered.remove(&id(&v["frame"]));
             }
             (_, "conn-end") => {
                 let c = v["conn"].as_u64().unwrap_or(0);
