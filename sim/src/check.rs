@@ -568,6 +568,14 @@ impl<'a> Facts<'a> {
 /// findings.
 pub fn p1_at_most_once(f: &Facts) -> Verdict {
     let mut v = Verdict::valid("P1", &["A1", "A4", "A10", "A11", "A13", "A16", "C1"]);
+    // The request an insertion came from (one attempt inserted twice is the Agent's doing).
+    let same_attempt = |a: &Insert, b: &Insert| {
+        let at = |i: &Insert| {
+            let v = &f.history.ops[i.op].value;
+            (v["conn"].clone(), v["id"].clone())
+        };
+        at(a) == at(b)
+    };
     let durable = f.retention == acp_chaos_models::Retention::Durable;
     for (j, later) in f.inserts.iter().enumerate() {
         let Some(sub) = later.submission else {
@@ -593,6 +601,15 @@ pub fn p1_at_most_once(f: &Facts) -> Verdict {
                     Party::Client,
                     vec!["C1"],
                     "under two keys: the Client changed the key between attempts".to_string(),
+                )
+            } else if e.key.is_none() && !same_attempt(e, later) {
+                // K1: no key, no duplicate detection: the Client resent a prompt it sent
+                // without a key (C9: it should not, unless a duplicate does not matter).
+                (
+                    Status::Finding,
+                    Party::Client,
+                    vec!["C9", "K1"],
+                    "without a key: the Client sent it again although it could not rule out a duplicate".to_string(),
                 )
             } else if gone.is_none() {
                 let rule = if e.live_only { "A11" } else { "A10" };
@@ -824,7 +841,15 @@ pub fn p3_same_answer(f: &Facts) -> Verdict {
                 let changed = |i: Option<&Insert>| {
                     i.is_some_and(|i| i.sent_key.as_ref().is_some_and(|k| *k != i.key))
                 };
-                let (party, rules) = if forgotten {
+                // Two answers for a prompt sent twice without a key: no key, no duplicate
+                // detection (K1); the Client's resend is C9's business.
+                let unkeyed = e
+                    .zip(l)
+                    .is_some_and(|(e, l)| e.key.is_none() && l.key.is_none());
+                let status = if unkeyed { Status::Finding } else { status };
+                let (party, rules) = if unkeyed {
+                    (Party::Client, vec!["C9".into(), "K1".into()])
+                } else if forgotten {
                     (Party::Spec, vec!["A11".into(), "A16".into()])
                 } else if changed(e) || changed(l) {
                     (Party::Intermediary, vec!["X1".into()])
@@ -1932,5 +1957,53 @@ mod retention_tests {
         ops.push(("agent", "tool-effect", json!({"messageId": "m1"})));
         let v = verdict(&hist("durable", &ops), "P1");
         assert_eq!((v.status, v.party), (Status::Invalid, Some(Party::Agent)));
+    }
+
+    fn unkeyed_twice(second: (u64, u64)) -> History {
+        let ops = vec![
+            ("user", "submit", json!({"submission": 1})),
+            (
+                "client",
+                "attempt",
+                json!({"submission": 1, "conn": 1, "id": 3, "key": null}),
+            ),
+            (
+                "agent",
+                "insert",
+                json!({"session": "s", "messageId": "m1", "key": null, "conn": 1, "id": 3}),
+            ),
+            ("agent", "visible", json!({"messageId": "m1"})),
+            (
+                "client",
+                "attempt",
+                json!({"submission": 1, "conn": second.0, "id": second.1, "key": null}),
+            ),
+            (
+                "agent",
+                "insert",
+                json!({"session": "s", "messageId": "m2", "key": null, "conn": second.0, "id": second.1}),
+            ),
+            ("agent", "visible", json!({"messageId": "m2"})),
+        ];
+        hist("durable", &ops)
+    }
+
+    #[test]
+    fn a_prompt_sent_twice_without_a_key_is_the_clients_finding_not_the_agents_violation() {
+        // K1: no key, no duplicate detection; resending it is C9's business.
+        let v = verdict(&unkeyed_twice((2, 3)), "P1");
+        assert_eq!(
+            (v.status, v.party),
+            (Status::Finding, Some(Party::Client)),
+            "{v:?}"
+        );
+        assert!(v.rules.contains(&"C9".to_string()));
+        // One request inserted twice is the Agent's doing, key or not.
+        let v = verdict(&unkeyed_twice((1, 3)), "P1");
+        assert_eq!(
+            (v.status, v.party),
+            (Status::Invalid, Some(Party::Agent)),
+            "{v:?}"
+        );
     }
 }
