@@ -835,6 +835,18 @@ impl ModelAgent {
         }
     }
 
+    /// Cluster: a withdrawn key is recorded at the store before the `-32800`s go out, so an
+    /// attempt of it pending on another node is withdrawn too when it reaches the store (A5
+    /// across nodes).
+    fn persist_withdrawal(&self, sid: &str, key: Option<&str>, out: &mut Vec<Action>) {
+        if let (Design::Cluster, Some(k)) = (self.cfg.design, key) {
+            out.push(Action::Persist {
+                record: json!({"t": "withdraw", "session": sid, "key": k}),
+                sync: true,
+            });
+        }
+    }
+
     /// Cluster: take the store's view of sessions, key records and active logical connections.
     fn merge_snapshot(&mut self, v: &Value) {
         let Some(map) = v["sessions"].as_object() else {
@@ -1248,6 +1260,21 @@ impl ModelAgent {
             ));
             return self.store_op(st, out);
         };
+        if r["withdrawn"] == true {
+            // A5: the key was withdrawn through another node; this attempt is withdrawn too.
+            out.push(effect(
+                "withdraw",
+                json!({"session": sid, "conn": st.held.conn, "id": st.held.id, "key": st.held.key, "by": "store"}),
+            ));
+            for (c, id) in &attempts {
+                self.send(
+                    *c,
+                    rpc::err(id, code::REQUEST_CANCELLED, CANCELLED, None),
+                    out,
+                );
+            }
+            return self.store_done(&sid, out);
+        }
         if r["missing"] == true {
             for (c, id) in &attempts {
                 out.push(effect(
@@ -1587,6 +1614,7 @@ impl ModelAgent {
                 "withdraw",
                 json!({"session": sid, "conn": h.conn, "id": h.id, "key": h.key, "by": why}),
             ));
+            self.persist_withdrawal(sid, h.key.as_deref(), out);
             self.send(
                 h.conn,
                 rpc::err(&h.id, code::REQUEST_CANCELLED, CANCELLED, None),
@@ -1638,6 +1666,7 @@ impl ModelAgent {
             if let Some(pos) = pos {
                 let h = s.held.remove(pos).expect("position is valid");
                 out.push(effect("withdraw", json!({"session": sid, "conn": h.conn, "id": h.id, "key": h.key, "by": "$/cancel_request"})));
+                self.persist_withdrawal(&sid, h.key.as_deref(), out);
                 let only_named = self.cfg.mutant == Some(AgentMutant::CancelAnswersOne);
                 let attempts = std::iter::once((h.conn, h.id)).chain(h.waiters);
                 for (c, id) in attempts {

@@ -36,6 +36,8 @@ struct StoreSession {
     live: Vec<StoredMsg>,
     /// Logical connections on which the session is active (X2 on the remote transport).
     active: BTreeSet<String>,
+    /// Keys whose prompt was withdrawn before insertion (A5): never inserted afterwards.
+    withdrawn: BTreeSet<String>,
 }
 
 /// What one op does.
@@ -120,6 +122,11 @@ impl ClusterStore {
             Some("delete") => {
                 self.sessions.shift_remove(&sid);
             }
+            Some("withdraw") => {
+                if let (Some(s), Some(k)) = (self.sessions.get_mut(&sid), r["key"].as_str()) {
+                    s.withdrawn.insert(k.to_string());
+                }
+            }
             Some("activate") | Some("deactivate") => {
                 let (Some(s), Some(l)) = (self.sessions.get_mut(&sid), r["logical"].as_str())
                 else {
@@ -198,6 +205,9 @@ impl ClusterStore {
                     .any(|m| m.message_id == mid)
                 {
                     return read(json!({ "exists": mid }));
+                }
+                if op["if_absent"] == true && key.is_some_and(|k| s.withdrawn.contains(k)) {
+                    return read(json!({"withdrawn": true}));
                 }
                 if op["if_absent"] == true {
                     if let Some(m) = key.and_then(|k| {
@@ -292,6 +302,17 @@ mod tests {
         let again = st.handle(&op);
         assert_eq!(again.reply, json!({"exists": "m1"}));
         assert!(again.record.is_none() && again.effects.is_empty());
+    }
+
+    #[test]
+    fn a_withdrawn_key_is_never_inserted_afterwards() {
+        let mut st = with_session();
+        st.handle(&json!({"op": "append", "record": {"t": "withdraw", "session": "s", "key": "k"}}));
+        let a = st.handle(&insert("k", "m1", true));
+        assert_eq!(a.reply, json!({"withdrawn": true}));
+        assert!(a.record.is_none());
+        // Another key is unaffected.
+        assert_eq!(st.handle(&insert("k2", "m2", true)).reply, json!({"inserted": "m2"}));
     }
 
     #[test]

@@ -146,7 +146,7 @@ pub const MUTANTS: &[Mutant] = &[
         party: Party::Agent,
         summary: "cluster node reads \"key absent\" from the store, then inserts in a second step: two nodes handling one key at once both insert",
         needs_fault: true,
-        swarm_finds: true,
+        swarm_finds: false,
         designs: &[Design::Cluster],
     },
     Mutant {
