@@ -307,12 +307,17 @@ mod tests {
     #[test]
     fn a_withdrawn_key_is_never_inserted_afterwards() {
         let mut st = with_session();
-        st.handle(&json!({"op": "append", "record": {"t": "withdraw", "session": "s", "key": "k"}}));
+        st.handle(
+            &json!({"op": "append", "record": {"t": "withdraw", "session": "s", "key": "k"}}),
+        );
         let a = st.handle(&insert("k", "m1", true));
         assert_eq!(a.reply, json!({"withdrawn": true}));
         assert!(a.record.is_none());
         // Another key is unaffected.
-        assert_eq!(st.handle(&insert("k2", "m2", true)).reply, json!({"inserted": "m2"}));
+        assert_eq!(
+            st.handle(&insert("k2", "m2", true)).reply,
+            json!({"inserted": "m2"})
+        );
     }
 
     #[test]

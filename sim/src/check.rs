@@ -1483,6 +1483,9 @@ pub fn events(h: &History) -> BTreeSet<&'static str> {
         {
             e.insert("agent-restart");
         }
+        if op.f == "truncate-torn-tail" {
+            e.insert("torn-tail");
+        }
         if has(op, "agent", "store-retry") {
             e.insert("store-retry");
         }

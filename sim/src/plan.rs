@@ -88,6 +88,8 @@ pub struct Plan {
     pub watcher: bool,
     /// Cluster: number of Agent nodes (0 for the other designs).
     pub nodes: usize,
+    /// Torn-write block size of the simulated disk (`None`: atomic writes).
+    pub block_size: Option<u64>,
 }
 
 impl Plan {
@@ -280,6 +282,11 @@ impl Plan {
             proxy: s.topology.proxy || proxy_mutant.is_some(),
             proxy_mutant,
             watcher: s.topology.watcher,
+            // Pinned by `[disk]`, or drawn by the swarm from its own stream.
+            block_size: s.disk.block_size.or_else(|| {
+                let mut r = stream(seed, "disk.block_size");
+                (s.swarm.is_some() && r.gen_bool(0.5)).then(|| r.gen_range(8..=64))
+            }),
             nodes: if design == Design::Cluster {
                 s.topology.nodes
             } else {
@@ -329,8 +336,10 @@ impl Plan {
                 self.client.stale_ms
             ),
             format!(
-                "net: latency_ms={}..={} heartbeat_ms={} dead_ms={} | phases: safety_ms={} liveness_ms={}",
-                self.latency_ms_min, self.latency_ms_max, self.net.heartbeat_ms, self.net.dead_ms, self.safety_ms, self.liveness_ms
+                "net: latency_ms={}..={} heartbeat_ms={} dead_ms={} | disk: {} | phases: safety_ms={} liveness_ms={}",
+                self.latency_ms_min, self.latency_ms_max, self.net.heartbeat_ms, self.net.dead_ms,
+                self.block_size.map_or("atomic writes".to_string(), |b| format!("torn writes, block_size={b}")),
+                self.safety_ms, self.liveness_ms
             ),
             format!(
                 "workload: {} submissions to {} session(s), keys={}, at ms [{}]",

@@ -185,6 +185,17 @@ pub struct Timing {
     pub liveness_ms: u64,
 }
 
+/// `[disk]`: the simulated disk (turmoil fs). Only `fsync` makes a write durable; a crash
+/// loses the rest.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Disk {
+    /// Torn writes: an unsynced write a crash interrupts survives as a prefix of whole blocks
+    /// of this many bytes (records are framed with length and checksum; recovery cuts a torn
+    /// tail). Unset: writes are atomic; under `[swarm]` an unset value is drawn per seed.
+    pub block_size: Option<u64>,
+}
+
 /// `[client]`: the spec Client's settings.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -434,6 +445,9 @@ pub struct Scenario {
     /// Timing.
     #[serde(default = "timing_default")]
     pub timing: Timing,
+    /// The simulated disk.
+    #[serde(default)]
+    pub disk: Disk,
     /// Hosts between Client and Agent.
     #[serde(default)]
     pub topology: Topology,
@@ -502,6 +516,10 @@ pub const EVENTS: &[(&str, &str)] = &[
         "cluster: attempts of one submission reached different nodes",
     ),
     ("closed", "the user closed a session (session/close, A15)"),
+    (
+        "torn-tail",
+        "a restart found a torn record at the end of a store and cut it",
+    ),
     (
         "forked",
         "the user forked a session and prompted in the fork (A9)",
@@ -603,6 +621,17 @@ impl Scenario {
                 "sessions",
                 0,
                 "field `workload.sessions`: must be 1 to 16".into(),
+            ));
+        }
+        if self
+            .disk
+            .block_size
+            .is_some_and(|b| !(1..=1_000_000).contains(&b))
+        {
+            return Err(err(
+                "block_size",
+                0,
+                "field `disk.block_size`: must be 1 to 1000000 bytes".into(),
             ));
         }
         if !(1..=crate::hosts::NODES.len()).contains(&self.topology.nodes) {

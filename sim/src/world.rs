@@ -43,6 +43,9 @@ pub fn builder(plan: &Plan) -> turmoil::Builder {
         .max_message_latency(Duration::from_millis(plan.latency_ms_max));
     // Only fsync makes writes durable.
     b.fs().sync_probability(0.0);
+    if let Some(bytes) = plan.block_size {
+        b.fs().block_size(bytes);
+    }
     b
 }
 
