@@ -86,6 +86,8 @@ impl Drop for ConnHandle {
 struct StoreLink {
     sock: UdpSocket,
     next: u64,
+    /// Receive buffer, reused by every op (a reply holds the store's whole view).
+    buf: Vec<u8>,
 }
 
 /// A process's I/O: its connections, its store file, its timers.
@@ -343,15 +345,14 @@ impl Io {
         msg["req"] = json!(req);
         msg["node"] = json!(self.process);
         let bytes = serde_json::to_vec(&msg).expect("serializes");
-        let sock = &link.sock;
+        let (sock, buf) = (&link.sock, &mut link.buf);
         let wait = async {
             // A failed send is a lost datagram: the node waits out its timeout all the same.
             if sock.send_to(&bytes, ("store", STORE_PORT)).await.is_err() {
                 return std::future::pending().await;
             }
-            let mut buf = vec![0u8; 1 << 20];
             loop {
-                let Ok((n, _)) = sock.recv_from(&mut buf).await else {
+                let Ok((n, _)) = sock.recv_from(buf).await else {
                     return std::future::pending().await;
                 };
                 // Replies to earlier, timed-out ops are stale: skip them.
@@ -552,6 +553,7 @@ pub async fn node(ctx: Rc<Ctx>, name: &'static str) -> turmoil::Result {
     io.link = Some(StoreLink {
         sock: UdpSocket::bind((IpAddr::V4(Ipv4Addr::UNSPECIFIED), STORE_PORT)).await?,
         next: 0,
+        buf: vec![0u8; 1 << 20],
     });
     let index = NODES.iter().position(|n| *n == name).unwrap_or(0) as u64;
     let short = format!("n{}", index + 1);
