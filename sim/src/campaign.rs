@@ -494,7 +494,7 @@ pub fn coverage_text(s: &Summary) -> String {
         // fire only on a cluster: that cell is out of reach of every design.
         let cluster_only = matches!(
             kind.as_str(),
-            "crash-store" | "partition-store" | "lose-exchange"
+            "crash-store" | "partition-store" | "lose-exchange" | "drop-updates"
         );
         for st in check::FAULT_STATES {
             let n = cells.get(st).copied().unwrap_or(0);

@@ -180,6 +180,8 @@ pub struct Ledger {
     /// Requests written toward the Agent (by the Client, the proxy or the watcher) whose answer
     /// has not arrived, with their sender: the run is not quiet while one is out.
     pub outstanding: IndexMap<(ConnId, String), String>,
+    /// Remote transport: connections whose update stream died (`drop-updates`).
+    updates_dead: BTreeSet<ConnId>,
     /// Frames handed to a connection's writer and not yet written, dropped or lost, by
     /// (connection, writer): a stalled writer keeps the run from being quiet.
     pub queued: IndexMap<(ConnId, &'static str), usize>,
@@ -212,6 +214,7 @@ impl Ledger {
             routing: crate::plan::stream(plan.seed, "routing"),
             remote: plan.cluster() && !plan.proxy,
             outstanding: IndexMap::new(),
+            updates_dead: BTreeSet::new(),
             queued: IndexMap::new(),
             nodes: if plan.agent.design == acp_chaos_models::Design::Cluster {
                 plan.nodes
@@ -318,6 +321,13 @@ impl Ledger {
             return FrameDecision::Lose { silent: true };
         }
         let id_key = frame.get("id").map(|i| i.to_string());
+        if self.updates_dead.contains(&conn) && is_agent_host(from) && frame.get("method").is_some()
+        {
+            // On the dead update stream: an update or an Agent request, lost unseen.
+            return FrameDecision::Drop {
+                not_accepted: false,
+            };
+        }
         // Which exchange is this frame part of?
         let exchange: Option<(Side, String, u32)> =
             match (frame.get("method").and_then(Value::as_str), &id_key) {
@@ -368,6 +378,10 @@ impl Ledger {
                                 self.outstanding.shift_remove(&(conn, id.clone()));
                             }
                         }
+                        self.fire(i, detail);
+                    }
+                    FaultKind::DropUpdates if self.remote => {
+                        self.updates_dead.insert(conn);
                         self.fire(i, detail);
                     }
                     FaultKind::StallFrame if decision == FrameDecision::Deliver => {

@@ -416,7 +416,10 @@ fn draw_swarm(
     for &kind in kinds {
         let store = matches!(
             kind,
-            FaultKind::CrashStore | FaultKind::PartitionStore | FaultKind::LoseExchange
+            FaultKind::CrashStore
+                | FaultKind::PartitionStore
+                | FaultKind::LoseExchange
+                | FaultKind::DropUpdates
         );
         if (kind == FaultKind::CrashProxy && !s.topology.proxy)
             || (store && design != Design::Cluster)
@@ -475,7 +478,7 @@ fn draw_swarm(
                     f.on = frame_trigger(&mut r);
                     f.silent = r.gen_bool(0.4);
                 }
-                FaultKind::LoseExchange => f.on = frame_trigger(&mut r),
+                FaultKind::LoseExchange | FaultKind::DropUpdates => f.on = frame_trigger(&mut r),
                 FaultKind::StallFrame => {
                     f.on = frame_trigger(&mut r);
                     f.stall_ms = Some(r.gen_range(50..=400));

@@ -277,11 +277,15 @@ pub enum FaultKind {
     /// Cluster: partition the store from the node serving the Client, healed after
     /// `heal_after_ms`.
     PartitionStore,
+    /// Remote transport (cluster): the update stream of the connection whose frame triggers it
+    /// dies silently: `session/update` notifications and Agent requests on it are lost from
+    /// then on, while requests and responses still flow (until the Client reconnects).
+    DropUpdates,
 }
 
 impl FaultKind {
     /// Every kind, for `acp-chaos list` and the swarm.
-    pub const ALL: [FaultKind; 12] = [
+    pub const ALL: [FaultKind; 13] = [
         FaultKind::LoseFrame,
         FaultKind::StallFrame,
         FaultKind::Partition,
@@ -294,6 +298,7 @@ impl FaultKind {
         FaultKind::CrashStore,
         FaultKind::PartitionStore,
         FaultKind::LoseExchange,
+        FaultKind::DropUpdates,
     ];
 
     /// Name as written in scenario files.
@@ -310,6 +315,7 @@ impl FaultKind {
             FaultKind::CrashProxy => "crash-proxy",
             FaultKind::CrashStore => "crash-store",
             FaultKind::LoseExchange => "lose-exchange",
+            FaultKind::DropUpdates => "drop-updates",
             FaultKind::PartitionStore => "partition-store",
         }
     }
@@ -336,6 +342,7 @@ impl FaultKind {
             FaultKind::CrashProxy => "crash the proxy (both legs close), restart it later",
             FaultKind::CrashStore => "cluster: crash the store host (synced records survive), restart it later",
             FaultKind::LoseExchange => "remote transport: one request fails before acceptance (X5: resent without reconnecting) or one response is dropped; the connection lives",
+            FaultKind::DropUpdates => "remote transport: the update stream dies silently (updates and Agent requests lost) while requests and responses flow",
             FaultKind::PartitionStore => {
                 "cluster: partition the store from the node serving the Client, healed after heal_after_ms"
             }
@@ -815,7 +822,10 @@ impl Scenario {
             }
             let cluster_only = matches!(
                 f.kind,
-                FaultKind::CrashStore | FaultKind::PartitionStore | FaultKind::LoseExchange
+                FaultKind::CrashStore
+                    | FaultKind::PartitionStore
+                    | FaultKind::LoseExchange
+                    | FaultKind::DropUpdates
             );
             if cluster_only && self.agent.designs.iter().any(|d| *d != Design::Cluster) {
                 return Err(err(
@@ -919,7 +929,12 @@ impl FaultSpec {
             }
         }
         match self.kind {
-            FaultKind::LoseFrame | FaultKind::StallFrame | FaultKind::LoseExchange if !frame => {
+            FaultKind::LoseFrame
+            | FaultKind::StallFrame
+            | FaultKind::LoseExchange
+            | FaultKind::DropUpdates
+                if !frame =>
+            {
                 Some("on`: a frame fault needs `frame` and `method`".into())
             }
             FaultKind::StallFrame if self.stall_ms.is_none() => {
