@@ -531,6 +531,11 @@ pub async fn agent(ctx: Rc<Ctx>) -> turmoil::Result {
             Ev::Closed(id, why) => {
                 if io.close(id, why) {
                     model.handle(AgentInput::Disconnected(id), &mut out);
+                    if ctx.plan.stdio {
+                        // Its stdin/stdout are gone: the process exits (the step loop ends it).
+                        io.record(OpType::Info, "stdio-exit", json!({"conn": id}));
+                        ctx.ledger.borrow_mut().stdio_exit = true;
+                    }
                 }
             }
             Ev::Timer(t) => model.handle(AgentInput::Timer(t), &mut out),

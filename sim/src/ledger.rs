@@ -180,6 +180,8 @@ pub struct Ledger {
     /// Requests written toward the Agent (by the Client, the proxy or the watcher) whose answer
     /// has not arrived, with their sender: the run is not quiet while one is out.
     pub outstanding: IndexMap<(ConnId, String), String>,
+    /// Stdio: the Agent's pipe ended, so the process exits; the Client starts it again.
+    pub stdio_exit: bool,
     /// Remote transport: connections whose update stream died (`drop-updates`).
     updates_dead: BTreeSet<ConnId>,
     /// Frames handed to a connection's writer and not yet written, dropped or lost, by
@@ -215,6 +217,7 @@ impl Ledger {
             remote: plan.cluster() && !plan.proxy,
             outstanding: IndexMap::new(),
             updates_dead: BTreeSet::new(),
+            stdio_exit: false,
             queued: IndexMap::new(),
             nodes: if plan.agent.design == acp_chaos_models::Design::Cluster {
                 plan.nodes

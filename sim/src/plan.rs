@@ -90,6 +90,9 @@ pub struct Plan {
     pub nodes: usize,
     /// Torn-write block size of the simulated disk (`None`: atomic writes).
     pub block_size: Option<u64>,
+    /// The Agent is reached over its stdio: when the connection ends the process is gone and
+    /// the Client starts it again.
+    pub stdio: bool,
 }
 
 impl Plan {
@@ -282,6 +285,8 @@ impl Plan {
             proxy: s.topology.proxy || proxy_mutant.is_some(),
             proxy_mutant,
             watcher: s.topology.watcher,
+            stdio: s.topology.transport == crate::scenario::Transport::Stdio
+                && design != Design::Cluster,
             // Pinned by `[disk]`, or drawn by the swarm from its own stream.
             block_size: s.disk.block_size.or_else(|| {
                 let mut r = stream(seed, "disk.block_size");
@@ -315,7 +320,9 @@ impl Plan {
             format!(
                 "topology: client -> {}{}{}",
                 if self.proxy { "proxy -> " } else { "" },
-                if self.cluster() {
+                if self.stdio {
+                    "agent (stdio: a broken pipe ends the process; the Client starts it again)".to_string()
+                } else if self.cluster() {
                     format!(
                         "{} nodes (seeded routing per connection) -> store (store_timeout_ms={})",
                         self.nodes, self.net.store_timeout_ms

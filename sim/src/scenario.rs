@@ -225,6 +225,22 @@ pub struct Topology {
     /// Cluster design: the number of Agent nodes (1 to 5, default 3).
     #[serde(default = "default_nodes")]
     pub nodes: usize,
+    /// `socket` (default): a broken connection leaves the Agent process running; `stdio`: the
+    /// connection is the process's pipe, so when it ends the Agent process is gone and the
+    /// Client starts it again (not for `cluster`, a proxy or a watcher).
+    #[serde(default)]
+    pub transport: Transport,
+}
+
+/// How a stdio-like Agent is reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Transport {
+    /// A stream connection to a long-lived Agent process.
+    #[default]
+    Socket,
+    /// The Agent's stdin/stdout: one connection for the life of the process.
+    Stdio,
 }
 
 fn default_nodes() -> usize {
@@ -237,6 +253,7 @@ impl Default for Topology {
             proxy: false,
             watcher: false,
             nodes: default_nodes(),
+            transport: Transport::Socket,
         }
     }
 }
@@ -639,6 +656,17 @@ impl Scenario {
                 "block_size",
                 0,
                 "field `disk.block_size`: must be 1 to 1000000 bytes".into(),
+            ));
+        }
+        if self.topology.transport == Transport::Stdio
+            && (self.topology.proxy
+                || self.topology.watcher
+                || self.agent.designs.contains(&Design::Cluster))
+        {
+            return Err(err(
+                "transport",
+                0,
+                "field `topology.transport`: stdio has one Client and one Agent process (no proxy, no watcher, not the cluster design)".into(),
             ));
         }
         if !(1..=crate::hosts::NODES.len()).contains(&self.topology.nodes) {

@@ -211,6 +211,23 @@ pub fn run(plan: &Plan) -> History {
             }
             !nths.is_empty()
         });
+        if std::mem::take(&mut ledger.borrow_mut().stdio_exit) && !down.contains(&"agent") {
+            // Stdio: the Agent process exited with its pipe; the Client starts a new one (a
+            // transport fact, not a fault: also after heal).
+            sim.crash("agent");
+            ledger.borrow_mut().on_crash("agent");
+            if let Some(i) = ledger.borrow_mut().idle.get_mut("agent") {
+                *i = true;
+            }
+            ledger.borrow_mut().record(
+                "client",
+                OpType::Info,
+                "respawn-agent",
+                json!({"after_ms": 5}),
+            );
+            down.push("agent");
+            timed.push((now + 5, Timed::Restart("agent")));
+        }
         let queued: Vec<_> = ledger.borrow_mut().queue.drain(..).collect();
         actions.extend(queued.into_iter().map(|(i, a)| (i, a, false)));
         timed.sort_by_key(|t| t.0);
