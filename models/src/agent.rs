@@ -857,31 +857,9 @@ impl ModelAgent {
                 filled: true,
                 ..Session::default()
             });
-            s.messages = sv["messages"]
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .map(|m| Msg {
-                            message_id: m["messageId"].as_str().unwrap_or_default().to_string(),
-                            key: m["key"].as_str().map(str::to_string),
-                            text: m["text"].as_str().unwrap_or_default().to_string(),
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
+            s.messages = msgs_of(&sv["messages"]);
             s.ids = s.messages.iter().map(|m| m.message_id.clone()).collect();
-            s.live = sv["live"]
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .map(|m| Msg {
-                            message_id: m["messageId"].as_str().unwrap_or_default().to_string(),
-                            key: m["key"].as_str().map(str::to_string),
-                            text: m["text"].as_str().unwrap_or_default().to_string(),
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
+            s.live = msgs_of(&sv["live"]);
         }
         // Deleted through another node.
         let gone: Vec<String> = self
@@ -1785,6 +1763,21 @@ impl ModelAgent {
             }
         }
     }
+}
+
+/// Messages in the cluster store's `load` shape (`[{messageId, key, text}]`).
+fn msgs_of(v: &Value) -> Vec<Msg> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .map(|m| Msg {
+                    message_id: m["messageId"].as_str().unwrap_or_default().to_string(),
+                    key: m["key"].as_str().map(str::to_string),
+                    text: m["text"].as_str().unwrap_or_default().to_string(),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The adapter's message id for a key: `UUIDv5(sessionId, key)` (the RFD's derived id).

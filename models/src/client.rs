@@ -412,19 +412,7 @@ impl SpecClient {
         let conn = c.id;
         // Every prompt already sent on this connection is earlier than the cancel (FIFO): the
         // user asked for those to stop, so a -32800 for them is a withdrawal.
-        let sent: Vec<u64> = c
-            .reqs
-            .values()
-            .filter_map(|r| match r {
-                Req::Prompt { submission } => Some(*submission),
-                _ => None,
-            })
-            .collect();
-        for s in sent {
-            if let Some(p) = self.pending.get_mut(&s).filter(|p| p.slot == slot) {
-                p.cancel = true;
-            }
-        }
+        self.withdraw_sent(slot);
         out.push(Action::Send {
             conn,
             line: rpc::notification("session/cancel", json!({"sessionId": sid})),
@@ -789,6 +777,29 @@ impl SpecClient {
         }
     }
 
+    /// The user's stop or close withdraws the prompts of `slot` already sent on this connection
+    /// (all earlier than it, FIFO): a `-32800` for them is a withdrawal, not a failure.
+    fn withdraw_sent(&mut self, slot: usize) {
+        let sent: Vec<u64> = self
+            .conn
+            .as_ref()
+            .map(|c| {
+                c.reqs
+                    .values()
+                    .filter_map(|r| match r {
+                        Req::Prompt { submission } => Some(*submission),
+                        _ => None,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        for s in sent {
+            if let Some(p) = self.pending.get_mut(&s).filter(|p| p.slot == slot) {
+                p.cancel = true;
+            }
+        }
+    }
+
     /// Send the pending prompts of `slot` that have no attempt out on this connection.
     fn attempt_slot(&mut self, slot: usize, out: &mut Vec<Action>) {
         let out_here: Vec<u64> = self
@@ -841,9 +852,9 @@ impl SpecClient {
     }
 
     fn close(&mut self, slot: usize, out: &mut Vec<Action>) {
-        let Some(c) = self.conn.as_ref().filter(|c| c.phase == Phase::Ready) else {
+        if self.conn.as_ref().is_none_or(|c| c.phase != Phase::Ready) {
             return;
-        };
+        }
         let Some(sid) = self.sessions.get(slot).cloned().flatten() else {
             return;
         };
@@ -851,19 +862,7 @@ impl SpecClient {
             return;
         }
         // Prompts already sent there are withdrawn by the user's close, as by a stop.
-        let sent: Vec<u64> = c
-            .reqs
-            .values()
-            .filter_map(|r| match r {
-                Req::Prompt { submission } => Some(*submission),
-                _ => None,
-            })
-            .collect();
-        for s in sent {
-            if let Some(p) = self.pending.get_mut(&s).filter(|p| p.slot == slot) {
-                p.cancel = true;
-            }
-        }
+        self.withdraw_sent(slot);
         let p = json!({ "sessionId": sid });
         self.send_req(Req::Close { slot }, "session/close", p, out);
     }
