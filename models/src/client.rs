@@ -85,6 +85,9 @@ pub enum ClientMutant {
     NewKeyPerAttempt,
     /// Pending inputs kept in memory only: a client restart loses them. Breaks C1/C8 (P2, Client).
     VolatilePending,
+    /// A resend on the same connection reuses the pending attempt's JSON-RPC id. Breaks C4
+    /// (P7, Client at fault).
+    ReusesIdWhilePending,
 }
 
 /// Which Client.
@@ -331,9 +334,15 @@ impl SpecClient {
         out: &mut Vec<Action>,
     ) -> Option<u64> {
         let c = self.conn.as_mut()?;
+        // Mutant: a resend takes the id of the attempt still pending (breaks C4).
+        let reused = (self.cfg.mutant == Some(ClientMutant::ReusesIdWhilePending))
+            .then(|| c.reqs.iter().find(|(_, r)| **r == req).map(|(id, _)| *id))
+            .flatten();
         // C4: counter ids, never reused on a connection.
-        c.next_req += 1;
-        let id = c.next_req;
+        let id = reused.unwrap_or_else(|| {
+            c.next_req += 1;
+            c.next_req
+        });
         let conn = c.id;
         // Set-up blocks the prompts behind it; a lost list or close answer blocks nothing.
         let setup = !matches!(req, Req::Prompt { .. } | Req::List | Req::Close { .. });

@@ -172,6 +172,17 @@ pub const MUTANTS: &[Mutant] = &[
         designs: &[],
     },
     Mutant {
+        name: "client-reuses-id",
+        kind: MutantKind::Client(ClientMutant::ReusesIdWhilePending),
+        rules: &["C4"],
+        property: "P7",
+        party: Party::Client,
+        summary: "Client resends on the same connection under the pending attempt's JSON-RPC id",
+        needs_fault: true,
+        swarm_finds: true,
+        designs: &[],
+    },
+    Mutant {
         name: "proxy-drops-key",
         kind: MutantKind::Proxy(ProxyMutant::DropsKey),
         rules: &["X1"],

@@ -1260,6 +1260,7 @@ pub fn p7_every_request_answered(f: &Facts) -> Verdict {
     // (conn, id) → op index of the request the Agent read, and of its responses.
     let mut read: BTreeMap<(u64, String), usize> = BTreeMap::new();
     let mut answers: BTreeMap<(u64, String), Vec<usize>> = BTreeMap::new();
+    let mut awaiting: BTreeMap<(u64, String), usize> = BTreeMap::new();
     let mut ended: BTreeSet<u64> = BTreeSet::new();
     // A crashed process logs no end of its connections (nor does a peer that is partitioned
     // away and crashes too): a crash after the read ends the exchange.
@@ -1274,7 +1275,38 @@ pub fn p7_every_request_answered(f: &Facts) -> Verdict {
                     && val["frame"].get("method").is_some()
                     && val["frame"].get("id").is_some_and(|i| !i.is_null()) =>
             {
-                read.entry(key(&val["frame"])).or_insert(op.index);
+                let k = key(&val["frame"]);
+                read.insert(k.clone(), op.index);
+                answers.remove(&k);
+            }
+            // C4, from the sender's side: an id written again on a connection while its
+            // first request there awaits an answer.
+            ("net", "send")
+                if !val["from"].as_str().is_some_and(is_agent_host)
+                    && val["frame"].get("method").is_some()
+                    && val["frame"].get("id").is_some_and(|i| !i.is_null()) =>
+            {
+                let k = key(&val["frame"]);
+                if let Some(first) = awaiting.get(&k) {
+                    v.status = Status::Invalid;
+                    v.party = Some(if val["from"] == "proxy" {
+                        Party::Intermediary
+                    } else {
+                        Party::Client
+                    });
+                    v.rules = vec!["C4".into()];
+                    v.witnesses = vec![*first, op.index];
+                    v.fault = f.fault_before(op.index);
+                    v.message = format!(
+                        "request id {} was written again on connection {} while the first still awaited its answer (C4)",
+                        k.1, k.0
+                    );
+                    return v;
+                }
+                awaiting.insert(k, op.index);
+            }
+            ("net", "recv") if val["from"] == "agent" && val["frame"].get("method").is_none() => {
+                awaiting.remove(&key(&val["frame"]));
             }
             ("net", "send") if val["from"] == "agent" && val["frame"].get("method").is_none() => {
                 answers
@@ -1295,6 +1327,7 @@ pub fn p7_every_request_answered(f: &Facts) -> Verdict {
             (_, "conn-end") => {
                 if let Some(c) = val["conn"].as_u64() {
                     ended.insert(c);
+                    awaiting.retain(|k, _| k.0 != c);
                 }
             }
             ("nemesis", "crash") => crashes.push(op.index),

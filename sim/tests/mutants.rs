@@ -102,6 +102,12 @@ const PINNED: &[(&str, &str, Design, u64)] = &[
         15,
     ),
     (
+        "client-reuses-id",
+        "rfd-01-retry-same-connection",
+        Design::Stored,
+        0,
+    ),
+    (
         "proxy-drops-key",
         "proxy-01-retry-through-rewritten-ids",
         Design::Stored,
