@@ -786,11 +786,9 @@ impl SpecClient {
         }
     }
 
-    /// The user's stop or close withdraws the prompts of `slot` already sent on this connection
-    /// (all earlier than it, FIFO): a `-32800` for them is a withdrawal, not a failure.
-    fn withdraw_sent(&mut self, slot: usize) {
-        let sent: Vec<u64> = self
-            .conn
+    /// Submissions with a prompt attempt out on the current connection.
+    fn prompts_out(&self) -> Vec<u64> {
+        self.conn
             .as_ref()
             .map(|c| {
                 c.reqs
@@ -801,7 +799,13 @@ impl SpecClient {
                     })
                     .collect()
             })
-            .unwrap_or_default();
+            .unwrap_or_default()
+    }
+
+    /// The user's stop or close withdraws the prompts of `slot` already sent on this connection
+    /// (all earlier than it, FIFO): a `-32800` for them is a withdrawal, not a failure.
+    fn withdraw_sent(&mut self, slot: usize) {
+        let sent: Vec<u64> = self.prompts_out();
         for s in sent {
             if let Some(p) = self.pending.get_mut(&s).filter(|p| p.slot == slot) {
                 p.cancel = true;
@@ -811,19 +815,7 @@ impl SpecClient {
 
     /// Send the pending prompts of `slot` that have no attempt out on this connection.
     fn attempt_slot(&mut self, slot: usize, out: &mut Vec<Action>) {
-        let out_here: Vec<u64> = self
-            .conn
-            .as_ref()
-            .map(|c| {
-                c.reqs
-                    .values()
-                    .filter_map(|r| match r {
-                        Req::Prompt { submission } => Some(*submission),
-                        _ => None,
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
+        let out_here: Vec<u64> = self.prompts_out();
         let todo: Vec<u64> = self
             .pending
             .iter()

@@ -1461,6 +1461,23 @@ pub fn fault_states(h: &History) -> Vec<(&'static str, String)> {
     out
 }
 
+/// Events that are one (process, op) each: (process, op name, event).
+const PLAIN_EVENTS: &[(&str, &str, &str)] = &[
+    ("agent", "dedup-hit", "dedup-hit"),
+    ("agent", "wait-held", "wait-held"),
+    ("agent", "hold", "held"),
+    ("agent", "store-retry", "store-retry"),
+    ("user", "close", "closed"),
+    ("user", "fork", "forked"),
+    ("client", "not-resent", "not-resent"),
+    ("client", "resend-not-accepted", "resend-not-accepted"),
+    ("client", "surface", "surfaced"),
+    ("watcher", "watch", "watched"),
+    ("client", "withdrawn", "withdrawn"),
+    ("agent", "tool-effect", "tool"),
+    ("agent", "permission", "permission"),
+];
+
 /// Events of a run, for the scenario's `sometimes` guard.
 pub fn events(h: &History) -> BTreeSet<&'static str> {
     let mut e = BTreeSet::new();
@@ -1489,6 +1506,12 @@ pub fn events(h: &History) -> BTreeSet<&'static str> {
     let mut client_conns = 0;
     for op in &h.ops {
         let has = |o: &Op, p: &str, f: &str| o.process == p && o.f == f;
+        if let Some((_, _, ev)) = PLAIN_EVENTS
+            .iter()
+            .find(|(p, f, _)| op.process == *p && op.f == *f)
+        {
+            e.insert(ev);
+        }
         if op.process == "nemesis"
             && !matches!(op.f.as_str(), "heal" | "restart" | "heal-partition")
         {
@@ -1498,15 +1521,6 @@ pub fn events(h: &History) -> BTreeSet<&'static str> {
             if let Some(s) = op.value["submission"].as_u64() {
                 *attempts.entry(s).or_default() += 1;
             }
-        }
-        if has(op, "agent", "dedup-hit") {
-            e.insert("dedup-hit");
-        }
-        if has(op, "agent", "wait-held") {
-            e.insert("wait-held");
-        }
-        if has(op, "agent", "hold") {
-            e.insert("held");
         }
         if has(op, "agent", "insert") && op.value["mode"] == "steer" {
             e.insert("steer");
@@ -1519,41 +1533,11 @@ pub fn events(h: &History) -> BTreeSet<&'static str> {
         if op.f == "truncate-torn-tail" {
             e.insert("torn-tail");
         }
-        if has(op, "agent", "store-retry") {
-            e.insert("store-retry");
-        }
-        if has(op, "user", "close") {
-            e.insert("closed");
-        }
-        if has(op, "user", "fork") {
-            e.insert("forked");
-        }
-        if has(op, "client", "not-resent") {
-            e.insert("not-resent");
-        }
-        if has(op, "client", "resend-not-accepted") {
-            e.insert("resend-not-accepted");
-        }
         if has(op, "client", "boot") && op.value["boot"].as_u64() > Some(0) {
             e.insert("client-restart");
         }
         if has(op, "agent", "reject") && op.value["transient"] == true {
             e.insert("transient-error");
-        }
-        if has(op, "client", "surface") {
-            e.insert("surfaced");
-        }
-        if has(op, "watcher", "watch") {
-            e.insert("watched");
-        }
-        if has(op, "client", "withdrawn") {
-            e.insert("withdrawn");
-        }
-        if has(op, "agent", "tool-effect") {
-            e.insert("tool");
-        }
-        if has(op, "agent", "permission") {
-            e.insert("permission");
         }
         if has(op, "agent", "insert") && op.value["live_only"] == true {
             e.insert("live-only");
