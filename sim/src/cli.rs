@@ -40,6 +40,10 @@ enum Cmd {
     },
     /// Measure seeds per second and the overhead over a bare turmoil run.
     Bench(BenchArgs),
+    /// The mutant scoreboard: each mutant's median seeds-to-detection under the swarm alone
+    /// (no scripted schedule) and under the uniform mix, and their ratio. Exits 1 when the
+    /// swarm misses a mutant within `--seeds`.
+    Mutants(MutantsArgs),
     /// Print every method's retry class and what sending it twice does to the stored Agent.
     Audit {
         /// Print JSON instead of a table.
@@ -155,6 +159,30 @@ struct BenchArgs {
     dir: DirArgs,
 }
 
+#[derive(Args, Debug, Clone)]
+struct MutantsArgs {
+    /// A `[swarm]` scenario.
+    #[arg(default_value = "swarm-basic")]
+    scenario: String,
+    /// Most seeds per mutant and mix.
+    #[arg(long, default_value_t = 2000)]
+    seeds: u64,
+    /// Stop a mutant's search after this many catching seeds.
+    #[arg(long, default_value_t = 20)]
+    catches: usize,
+    /// Only this mutant.
+    #[arg(long)]
+    mutant: Option<String>,
+    /// Worker threads (default: the number of cores).
+    #[arg(long, env = "ACP_CHAOS_JOBS")]
+    jobs: Option<usize>,
+    /// Also write the rows as JSON to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    #[command(flatten)]
+    dir: DirArgs,
+}
+
 fn parse_design(s: &str) -> Result<Design, String> {
     Design::ALL
         .into_iter()
@@ -200,6 +228,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Some(Cmd::List(l)) => list(l.what, &l.dir),
         Some(Cmd::Check { path }) => check_stored(&path),
         Some(Cmd::Bench(b)) => bench(&b),
+        Some(Cmd::Mutants(a)) => mutants(&a),
         Some(Cmd::Audit { json }) => {
             let rows = crate::audit::audit();
             if json {
@@ -292,11 +321,7 @@ fn run(a: &RunArgs) -> anyhow::Result<i32> {
         );
         return Ok(exit::USAGE);
     }
-    let jobs = a.jobs.unwrap_or_else(|| {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-    });
+    let jobs = a.jobs.unwrap_or_else(num_cpus_or_one);
     // A scenario runs under the designs it lists, narrowed by --agent and the mutant.
     let mut spec = CampaignSpec {
         scenarios: Vec::new(),
@@ -665,4 +690,75 @@ fn bench(b: &BenchArgs) -> anyhow::Result<i32> {
     );
     println!("{}", serde_json::to_string(&r)?);
     Ok(exit::VALID)
+}
+
+fn mutants(a: &MutantsArgs) -> anyhow::Result<i32> {
+    if a.seeds == 0 || a.catches == 0 || a.jobs == Some(0) {
+        eprintln!("error: --seeds, --catches and --jobs must be at least 1");
+        return Ok(exit::USAGE);
+    }
+    if let Some(m) = &a.mutant {
+        if mutant::find(m).is_none() {
+            eprintln!("error: unknown mutant `{m}` (see `acp-chaos list mutants`)");
+            return Ok(exit::USAGE);
+        }
+    }
+    let s = match scenario::resolve(&scenarios_dir(&a.dir), &a.scenario) {
+        Ok(s) if s.swarm.is_some() => s,
+        Ok(s) => {
+            eprintln!(
+                "error: {}: the scoreboard needs a [swarm] scenario",
+                s.reference
+            );
+            return Ok(exit::USAGE);
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(exit::USAGE);
+        }
+    };
+    let jobs = a.jobs.unwrap_or_else(num_cpus_or_one);
+    println!(
+        "acp-chaos mutants: scenario={} seeds<={} catches={} jobs={} (each seed runs every design the mutant applies to)",
+        s.reference, a.seeds, a.catches, jobs
+    );
+    let rows = crate::scoreboard::run(&s, a.mutant.as_deref(), a.seeds, a.catches, jobs)?;
+    print!("{}", crate::scoreboard::table(&rows));
+    println!("median = seeds run from a start seed up to the first catch, over start seeds 0..=last catch; (catches/seeds run)");
+    let ratios: Vec<f64> = rows.iter().filter_map(|r| r.ratio()).collect();
+    if !ratios.is_empty() {
+        let mut sorted = ratios.clone();
+        sorted.sort_by(f64::total_cmp);
+        println!(
+            "ratio uniform/swarm: median {:.2} over {} mutants caught by both",
+            sorted[sorted.len() / 2],
+            sorted.len()
+        );
+    }
+    if let Some(p) = &a.json {
+        std::fs::write(p, serde_json::to_string_pretty(&rows)?)?;
+    }
+    let missed: Vec<&str> = rows
+        .iter()
+        .filter(|r| r.swarm.caught.is_empty())
+        .map(|r| r.mutant)
+        .collect();
+    if missed.is_empty() {
+        println!("every mutant caught by the swarm alone");
+        Ok(exit::VALID)
+    } else {
+        println!(
+            "not caught by the swarm within {} seeds: {}",
+            a.seeds,
+            missed.join(", ")
+        );
+        Ok(exit::INVALID)
+    }
+}
+
+/// Worker threads by default: the number of cores.
+fn num_cpus_or_one() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
 }

@@ -40,4 +40,5 @@ pub mod hosts;
 pub mod ledger;
 pub mod plan;
 pub mod scenario;
+pub mod scoreboard;
 pub mod world;

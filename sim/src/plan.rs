@@ -80,6 +80,8 @@ pub struct Plan {
     pub faults: Vec<FaultSpec>,
     /// Whether the faults were drawn by the swarm.
     pub swarm: bool,
+    /// Settings the swarm drew for this seed (`name=value`; [`DRAWN`]), empty when scripted.
+    pub drawn: Vec<String>,
     /// A proxy sits between Client and Agent.
     pub proxy: bool,
     /// The proxy's mutant, if any.
@@ -155,10 +157,158 @@ pub fn stream(seed: u64, label: &str) -> ChaCha8Rng {
     ChaCha8Rng::seed_from_u64(seed ^ h)
 }
 
+/// Settings a `[swarm]` scenario draws per seed when its file does not set them, each from its
+/// own stream `draw.<name>`: (name, what is drawn). Under `mix = "uniform"` every optional
+/// feature is on.
+pub const DRAWN: &[(&str, &str)] = &[
+    ("topology.proxy", "an id-rewriting proxy: on in 1 seed of 4"),
+    (
+        "topology.watcher",
+        "a second Client watching the session: 1 in 4",
+    ),
+    (
+        "topology.transport",
+        "stdio in 1 of 4 seeds without proxy, watcher or cluster",
+    ),
+    ("topology.nodes", "cluster nodes: 1 to 4"),
+    ("timing.latency_ms_max", "one-way latency bound: 1 to 6 ms"),
+    ("agent.turn_ms_max", "longest turn: 20 to 80 ms"),
+    ("client.kind", "sdk-auto-retry in 1 seed of 4, else spec"),
+    (
+        "client.unkeyed_rate",
+        "sdk-auto-retry: prompts sent without a key, 0.2 in 1 seed of 2",
+    ),
+    (
+        "client.stale_ms",
+        "show pending input older than 200 to 600 ms: 1 in 4",
+    ),
+    ("workload.sessions", "sessions: 1 or 2"),
+    (
+        "workload.keys",
+        "session-counter keys in 1 seed of 4, else uuid",
+    ),
+    (
+        "workload.close_rate",
+        "session/close after 0.1 to 0.3 of inputs: 1 in 3",
+    ),
+    (
+        "workload.fork_rate",
+        "session/fork after 0.1 to 0.3 of inputs: 1 in 3",
+    ),
+];
+
+/// The scenario with the swarm's drawn settings filled in, and one `name=value` per draw.
+fn draw_settings(s: &Scenario, seed: u64, design: Design) -> (Scenario, Vec<String>) {
+    use crate::scenario::{Mix, Transport};
+    let mut d = s.clone();
+    let Some(sw) = &s.swarm else {
+        return (d, Vec::new());
+    };
+    let uniform = sw.mix == Mix::Uniform;
+    let mut drawn = Vec::new();
+    if uniform {
+        drawn.push("mix=uniform".to_string());
+    }
+    // A feature's coin is always taken, so a value drawn after it is the same in both mixes.
+    let draw = |name: &str| stream(seed, &format!("draw.{name}"));
+    let free = |name: &str| !s.pinned.contains(name);
+    if free("topology.proxy") {
+        let on = draw("topology.proxy").gen_bool(0.25) || uniform;
+        d.topology.proxy = on;
+        drawn.push(format!("proxy={on}"));
+    }
+    if free("topology.watcher") {
+        let on = draw("topology.watcher").gen_bool(0.25) || uniform;
+        d.topology.watcher = on;
+        drawn.push(format!("watcher={on}"));
+    }
+    if free("topology.transport") {
+        let stdio = draw("topology.transport").gen_bool(0.25)
+            && !uniform
+            && !d.topology.proxy
+            && !d.topology.watcher
+            && design != Design::Cluster;
+        d.topology.transport = if stdio {
+            Transport::Stdio
+        } else {
+            Transport::Socket
+        };
+        drawn.push(format!(
+            "transport={}",
+            if stdio { "stdio" } else { "socket" }
+        ));
+    }
+    if free("topology.nodes") && design == Design::Cluster {
+        d.topology.nodes = draw("topology.nodes").gen_range(1..=4);
+        drawn.push(format!("nodes={}", d.topology.nodes));
+    }
+    if free("timing.latency_ms_max") {
+        let v = draw("timing.latency_ms_max").gen_range(1..=6u64);
+        d.timing.latency_ms_max = v.max(d.timing.latency_ms_min);
+        drawn.push(format!("latency_ms_max={}", d.timing.latency_ms_max));
+    }
+    if free("agent.turn_ms_max") {
+        let v = draw("agent.turn_ms_max").gen_range(20..=80u64);
+        d.agent.turn_ms_max = v.max(d.agent.turn_ms_min);
+        drawn.push(format!("turn_ms_max={}", d.agent.turn_ms_max));
+    }
+    if free("client.kind") {
+        d.client.kind = if draw("client.kind").gen_bool(0.25) {
+            acp_chaos_models::ClientKind::SdkAutoRetry
+        } else {
+            acp_chaos_models::ClientKind::Spec
+        };
+        drawn.push(format!("client_kind={}", d.client.kind.as_str()));
+    }
+    if free("client.unkeyed_rate") && d.client.kind == acp_chaos_models::ClientKind::SdkAutoRetry {
+        let on = draw("client.unkeyed_rate").gen_bool(0.5) || uniform;
+        d.client.unkeyed_rate = if on { 0.2 } else { 0.0 };
+        drawn.push(format!("unkeyed_rate={}", d.client.unkeyed_rate));
+    }
+    if free("client.stale_ms") {
+        let mut r = draw("client.stale_ms");
+        let on = r.gen_bool(0.25) || uniform;
+        let v = r.gen_range(200..=600u64);
+        d.client.stale_ms = if on { v } else { 0 };
+        drawn.push(format!("stale_ms={}", d.client.stale_ms));
+    }
+    if free("workload.sessions") {
+        d.workload.sessions = draw("workload.sessions").gen_range(1..=2);
+        drawn.push(format!("sessions={}", d.workload.sessions));
+    }
+    if free("workload.keys") {
+        let counter = draw("workload.keys").gen_bool(0.25);
+        d.workload.keys = if counter {
+            acp_chaos_models::KeyScheme::SessionCounter
+        } else {
+            acp_chaos_models::KeyScheme::Uuid
+        };
+        drawn.push(format!(
+            "keys={}",
+            if counter { "session-counter" } else { "uuid" }
+        ));
+    }
+    for (name, rate) in [
+        ("workload.close_rate", &mut d.workload.close_rate),
+        ("workload.fork_rate", &mut d.workload.fork_rate),
+    ] {
+        if free(name) {
+            let mut r = draw(name);
+            let on = r.gen_bool(1.0 / 3.0) || uniform;
+            let v = (r.gen_range(1..=3u32) as f64) / 10.0;
+            *rate = if on { v } else { 0.0 };
+            drawn.push(format!("{}={}", &name["workload.".len()..], *rate));
+        }
+    }
+    (d, drawn)
+}
+
 impl Plan {
     /// Derive the plan for one Agent design. `mutant` must be a known mutant name (checked by
     /// the CLI).
     pub fn derive(s: &Scenario, seed: u64, mutant: Option<&str>, design: Design) -> Plan {
+        let (drawn_scenario, drawn) = draw_settings(s, seed, design);
+        let s = &drawn_scenario;
         let m = mutant.and_then(mutant::find);
         let (agent_mutant, client_mutant, proxy_mutant) = match m.map(|m| m.kind) {
             Some(MutantKind::Agent(a)) => (Some(a), None, None),
@@ -236,7 +386,14 @@ impl Plan {
             }
         }
         let faults = match &s.swarm {
-            Some(sw) => draw_swarm(s, seed, &sw.faults, sw.per_kind_max, design),
+            Some(sw) => draw_swarm(
+                s,
+                seed,
+                &sw.faults,
+                sw.per_kind_max,
+                design,
+                sw.mix == crate::scenario::Mix::Uniform,
+            ),
             None => s.faults.clone(),
         };
         Plan {
@@ -281,6 +438,7 @@ impl Plan {
             workload,
             faults,
             swarm: s.swarm.is_some(),
+            drawn,
             // A proxy mutant needs a proxy to live in.
             proxy: s.topology.proxy || proxy_mutant.is_some(),
             proxy_mutant,
@@ -356,6 +514,9 @@ impl Plan {
                 self.workload.iter().map(|s| s.at_ms.to_string()).collect::<Vec<_>>().join(", ")
             ),
         ];
+        if !self.drawn.is_empty() {
+            v.push(format!("drawn: {}", self.drawn.join(" ")));
+        }
         let src = if self.swarm { "swarm" } else { "scripted" };
         if self.faults.is_empty() {
             v.push(format!("faults ({src}): none"));
@@ -411,6 +572,7 @@ fn draw_swarm(
     kinds: &[FaultKind],
     per_kind_max: u32,
     design: Design,
+    uniform: bool,
 ) -> Vec<FaultSpec> {
     let n_sub = s.workload.submissions.max(1);
     let horizon = s.workload.start_ms
@@ -435,7 +597,8 @@ fn draw_swarm(
             continue;
         }
         let mut r = stream(seed, &format!("swarm.{}", kind.as_str()));
-        if !r.gen_bool(0.6) {
+        let on = r.gen_bool(0.6);
+        if !on && !uniform {
             continue;
         }
         for _ in 0..r.gen_range(1..=per_kind_max.max(1)) {
@@ -546,4 +709,77 @@ fn draw_swarm(
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scenario(extra: &str) -> Scenario {
+        let text = format!(
+            "summary = \"t\"\n[workload]\nsubmissions = 4\n{extra}\n[swarm]\nfaults = [\"lose-frame\", \"crash-agent\", \"partition\"]\n"
+        );
+        Scenario::parse(std::path::Path::new("t.toml"), &text).expect("parses")
+    }
+
+    #[test]
+    fn swarm_draws_topology_and_features_per_seed_unless_the_file_pins_them() {
+        let s = scenario("");
+        let plans: Vec<Plan> = (0..64)
+            .map(|seed| Plan::derive(&s, seed, None, Design::Stored))
+            .collect();
+        // Over 64 seeds each feature is on in some and off in others.
+        assert!(plans.iter().any(|p| p.proxy) && plans.iter().any(|p| !p.proxy));
+        assert!(plans.iter().any(|p| p.watcher) && plans.iter().any(|p| !p.watcher));
+        assert!(plans.iter().any(|p| p.stdio) && plans.iter().any(|p| !p.stdio));
+        assert!(plans.iter().all(|p| !(p.stdio && (p.proxy || p.watcher))));
+        assert!(plans.iter().any(|p| p.latency_ms_max > 1));
+        assert!(plans
+            .iter()
+            .all(|p| p.drawn.iter().any(|d| d.starts_with("proxy="))));
+        // Pinned in the file: never drawn, whatever the seed.
+        let pinned = scenario("[topology]\nproxy = true\n[timing]\nlatency_ms_max = 2\n");
+        for seed in 0..64 {
+            let p = Plan::derive(&pinned, seed, None, Design::Stored);
+            assert!(p.proxy && p.latency_ms_max == 2, "seed {seed}");
+            assert!(!p.drawn.iter().any(|d| d.starts_with("proxy=")));
+        }
+    }
+
+    #[test]
+    fn pinning_one_setting_does_not_move_the_other_draws() {
+        let free = scenario("");
+        let pinned = scenario("[topology]\nwatcher = false\n");
+        for seed in 0..32 {
+            let a = Plan::derive(&free, seed, None, Design::Cluster);
+            let b = Plan::derive(&pinned, seed, None, Design::Cluster);
+            assert_eq!(a.proxy, b.proxy);
+            assert_eq!(a.nodes, b.nodes);
+            assert_eq!(a.client.stale_ms, b.client.stale_ms);
+            assert_eq!(a.latency_ms_max, b.latency_ms_max);
+            if a.watcher == b.watcher {
+                assert_eq!(a.faults.len(), b.faults.len(), "seed {seed}");
+            }
+        }
+    }
+
+    #[test]
+    fn uniform_mix_turns_every_fault_kind_and_feature_on() {
+        let mut s = scenario("");
+        s.swarm.as_mut().unwrap().mix = crate::scenario::Mix::Uniform;
+        for seed in 0..16 {
+            let p = Plan::derive(&s, seed, None, Design::Stored);
+            assert!(p.proxy && p.watcher && !p.stdio, "seed {seed}");
+            for k in [
+                FaultKind::LoseFrame,
+                FaultKind::CrashAgent,
+                FaultKind::Partition,
+            ] {
+                assert!(
+                    p.faults.iter().any(|f| f.kind == k),
+                    "seed {seed}: no {k:?}"
+                );
+            }
+        }
+    }
 }

@@ -437,6 +437,23 @@ pub struct SwarmSpec {
     /// Most faults of one kind in one run.
     #[serde(default = "three")]
     pub per_kind_max: u32,
+    /// `swarm` (default): each seed switches each fault kind and each optional feature (proxy,
+    /// watcher, close, fork, ...) on or off from its own stream; `uniform`: every one is on in
+    /// every seed (the baseline swarm testing is measured against; stdio stays off, as it
+    /// excludes a proxy and a watcher).
+    #[serde(default)]
+    pub mix: Mix,
+}
+
+/// How the swarm enables fault kinds and optional features.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mix {
+    /// A random subset per seed (swarm testing).
+    #[default]
+    Swarm,
+    /// Everything on in every seed.
+    Uniform,
 }
 
 /// A parsed scenario.
@@ -489,6 +506,10 @@ pub struct Scenario {
     /// How a repro line names it: its name, or the path it was given by.
     #[serde(skip)]
     pub reference: String,
+    /// Settings the file sets (`table.key`, e.g. `topology.proxy`): the swarm never draws
+    /// these (not in the file).
+    #[serde(skip)]
+    pub pinned: std::collections::BTreeSet<String>,
 }
 
 /// Methods a frame trigger may name (the Client's requests and their responses).
@@ -588,6 +609,14 @@ impl Scenario {
                 .unwrap_or_default();
         }
         s.reference = s.name.clone();
+        // The typed parse succeeded, so the text is a TOML table.
+        if let Ok(raw) = text.parse::<toml::Table>() {
+            for (table, v) in &raw {
+                if let Some(t) = v.as_table() {
+                    s.pinned.extend(t.keys().map(|k| format!("{table}.{k}")));
+                }
+            }
+        }
         s.validate(text)?;
         Ok(s)
     }
