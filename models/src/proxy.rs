@@ -44,6 +44,12 @@ pub enum ProxyMutant {
     /// Forwards `$/cancel_request` with the Client's id, not the rewritten one. Breaks X1
     /// (P6, intermediary).
     UnmappedCancel,
+    /// Writes every `session/prompt` downstream twice under one rewritten id (a retrying
+    /// forwarder). Breaks FIFO and C4 (P13, intermediary).
+    DuplicatesPrompt,
+    /// Holds a `session/prompt` and forwards it after the Client's next request on that
+    /// connection (a forwarder with two queues). Breaks FIFO (P13, intermediary).
+    ReordersPrompt,
 }
 
 #[derive(Debug, Default)]
@@ -51,6 +57,8 @@ struct Up {
     down: Option<ConnId>,
     /// Lines from the Client waiting for the downstream connection.
     queue: Vec<String>,
+    /// `ReordersPrompt`: the prompt held back until the next request.
+    held: Option<String>,
 }
 
 /// The proxy.
@@ -137,7 +145,33 @@ impl Proxy {
             }
             return;
         };
-        match rpc::parse(line) {
+        let parsed = rpc::parse(line);
+        if self.mutant == Some(ProxyMutant::ReordersPrompt) {
+            if let Ok(Frame::Request { method, .. }) = &parsed {
+                let u = self.ups.get_mut(&up).expect("checked above");
+                if method == "session/prompt" && u.held.is_none() {
+                    u.held = Some(line.to_string());
+                    return;
+                }
+                if let Some(h) = u.held.take() {
+                    // The newer request first, then the held prompt.
+                    self.forward_line(up, down, rpc::parse(line), out);
+                    return self.forward_line(up, down, rpc::parse(&h), out);
+                }
+            }
+        }
+        self.forward_line(up, down, parsed, out);
+    }
+
+    /// Forward one parsed upstream line (rewriting ids), or answer it here.
+    fn forward_line(
+        &mut self,
+        up: ConnId,
+        down: ConnId,
+        parsed: Result<Frame, rpc::ParseError>,
+        out: &mut Vec<Action>,
+    ) {
+        match parsed {
             Ok(Frame::Request {
                 id,
                 method,
@@ -156,10 +190,15 @@ impl Proxy {
                     "forward",
                     json!({"method": method, "up_conn": up, "up_id": id, "down_conn": down, "down_id": nid}),
                 ));
-                out.push(Action::Send {
-                    conn: down,
-                    line: rpc::request(nid, &method, params),
-                });
+                let line = rpc::request(nid, &method, params);
+                if method == "session/prompt" && self.mutant == Some(ProxyMutant::DuplicatesPrompt)
+                {
+                    out.push(Action::Send {
+                        conn: down,
+                        line: line.clone(),
+                    });
+                }
+                out.push(Action::Send { conn: down, line });
             }
             Ok(Frame::Notification { method, mut params }) => {
                 if method == "$/cancel_request" {
@@ -167,9 +206,9 @@ impl Proxy {
                     let mapped = self.by_up.get(&(up, rid.to_string())).copied();
                     let down_rid = match (self.mutant, mapped) {
                         (Some(ProxyMutant::UnmappedCancel), _) => rid.clone(),
-                        (None | Some(ProxyMutant::DropsKey), Some(n)) => json!(n),
+                        (_, Some(n)) => json!(n),
                         // Unknown to us: the Agent would ignore it anyway (A5).
-                        (None | Some(ProxyMutant::DropsKey), None) => return,
+                        (_, None) => return,
                     };
                     params["requestId"] = down_rid.clone();
                     out.push(effect(

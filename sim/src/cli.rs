@@ -515,8 +515,27 @@ fn replay(a: &ReplayArgs) -> anyhow::Result<(i32, String)> {
         }
     }
     let code = print_verdicts(&r.verdicts, a.json);
+    let applied = h
+        .ops
+        .iter()
+        .find(|o| o.process == "nemesis" && o.f == "heal")
+        .map(|o| {
+            let kinds: Vec<String> = o.value["applied"]
+                .as_object()
+                .map(|m| m.iter().map(|(k, n)| format!("{k} {n}")).collect())
+                .unwrap_or_default();
+            format!(
+                "; faults applied {} of {} planned ({})",
+                o.value["applied"]
+                    .as_object()
+                    .map_or(0, |m| m.values().filter_map(|n| n.as_u64()).sum::<u64>()),
+                o.value["planned"],
+                kinds.join(", ")
+            )
+        })
+        .unwrap_or_default();
     let line = format!(
-        "history hash {}  ({} ops, {} ms simulated)",
+        "history hash {}  ({} ops, {} ms simulated{applied})",
         r.hash, r.ops, r.sim_ms
     );
     if a.json {

@@ -245,7 +245,10 @@ impl Io {
                 } else {
                     // Written below, or dropped: either way the writer is done with it (a
                     // stalled frame stays queued until its stall ends).
-                    if !matches!(decision, FrameDecision::Stall(_)) {
+                    if !matches!(
+                        decision,
+                        FrameDecision::Stall(_) | FrameDecision::Reorder { .. }
+                    ) {
                         ledger.borrow_mut().frame_done(id, from);
                     }
                 }
@@ -258,6 +261,27 @@ impl Io {
                             OpType::Info,
                             "stall-end",
                             json!({"conn": id, "from": from}),
+                        );
+                        ledger.borrow_mut().frame_done(id, from);
+                    }
+                    FrameDecision::Reorder { bound_ms, after } => {
+                        let mut waited = 0;
+                        let by = loop {
+                            if let Some(x) = ledger.borrow().overtaken(id, after) {
+                                break Some(x);
+                            }
+                            if waited >= bound_ms {
+                                break None;
+                            }
+                            tokio::time::sleep(Duration::from_millis(1)).await;
+                            waited += 1;
+                        };
+                        ledger.borrow_mut().record(
+                            "net",
+                            OpType::Info,
+                            "reorder-end",
+                            json!({"conn": id, "from": from, "waited_ms": waited,
+                                   "overtaken_by": by.map(|b| json!({"conn": b.0, "op": b.1}))}),
                         );
                         ledger.borrow_mut().frame_done(id, from);
                     }

@@ -62,6 +62,14 @@ pub enum FrameDecision {
     },
     /// Wait this long, then write it (and everything behind it).
     Stall(u64),
+    /// Wait until a frame on another connection has been written after this one was (at
+    /// most `bound_ms`), then write it: frames on different connections swap.
+    Reorder {
+        /// Longest wait, ms.
+        bound_ms: u64,
+        /// The send sequence number of this frame.
+        after: u64,
+    },
     /// Remote transport: drop this frame only; the connection goes on. With `not_accepted`
     /// the sender learns the request was not accepted (X5).
     Drop {
@@ -190,6 +198,10 @@ pub struct Ledger {
     /// The first session the user's Client created (the watcher resumes it).
     pub known_session: Option<String>,
     boots: IndexMap<&'static str, u32>,
+    /// Frames logged as sent so far (a sequence number for `reorder-frame`).
+    sends: u64,
+    /// Per connection: (sequence number, op index) of its newest send.
+    last_send: IndexMap<ConnId, (u64, usize)>,
 }
 
 impl Ledger {
@@ -226,6 +238,8 @@ impl Ledger {
             },
             known_session: None,
             boots: IndexMap::new(),
+            sends: 0,
+            last_send: IndexMap::new(),
         }
     }
 
@@ -305,6 +319,22 @@ impl Ledger {
         self.armed = false;
     }
 
+    /// What the nemesis applied in the safety phase, logged with `heal`:
+    /// `{"planned": n, "applied": {kind: count}, "not_applied": [fault line, ...]}` (a fault
+    /// whose trigger never came up, e.g. a frame the run never sent).
+    pub fn applied(&self) -> Value {
+        let mut applied: std::collections::BTreeMap<&str, u32> = Default::default();
+        let mut not_applied = Vec::new();
+        for (f, fired) in self.faults.iter().zip(&self.fired) {
+            if *fired {
+                *applied.entry(f.kind.as_str()).or_default() += 1;
+            } else {
+                not_applied.push(fault_line(f));
+            }
+        }
+        json!({"planned": self.faults.len(), "applied": applied, "not_applied": not_applied})
+    }
+
     /// Mark fault `i` as fired and log it.
     pub fn fire(&mut self, i: usize, detail: Value) {
         self.fired[i] = true;
@@ -326,7 +356,14 @@ impl Ledger {
         let id_key = frame.get("id").map(|i| i.to_string());
         if self.updates_dead.contains(&conn) && is_agent_host(from) && frame.get("method").is_some()
         {
-            // On the dead update stream: an update or an Agent request, lost unseen.
+            // On the dead update stream: an update or an Agent request, lost unseen (logged so
+            // a reader sees what the dead stream swallowed).
+            self.record(
+                "net",
+                OpType::Info,
+                "dropped",
+                json!({"conn": conn, "from": from, "method": frame["method"], "why": "update stream dead"}),
+            );
             return FrameDecision::Drop {
                 not_accepted: false,
             };
@@ -391,6 +428,13 @@ impl Ledger {
                         decision = FrameDecision::Stall(f.stall_ms.unwrap_or(100));
                         self.fire(i, detail);
                     }
+                    FaultKind::ReorderFrame if decision == FrameDecision::Deliver => {
+                        decision = FrameDecision::Reorder {
+                            bound_ms: f.stall_ms.unwrap_or(40),
+                            after: 0,
+                        };
+                        self.fire(i, detail);
+                    }
                     FaultKind::TransientError => {
                         // The Agent rejects the next prompt it reads (the one this request
                         // becomes, also through a proxy that rewrites its id).
@@ -425,8 +469,23 @@ impl Ledger {
                 "send",
                 json!({"conn": conn, "from": from, "frame": frame}),
             );
+            self.sends += 1;
+            self.last_send
+                .insert(conn, (self.sends, self.ops.len() - 1));
+            if let FrameDecision::Reorder { after, .. } = &mut decision {
+                *after = self.sends;
+            }
         }
         decision
+    }
+
+    /// `reorder-frame`: a connection other than `conn` that has sent a frame after send number
+    /// `after`, with the op index of that send.
+    pub fn overtaken(&self, conn: ConnId, after: u64) -> Option<(ConnId, usize)> {
+        self.last_send
+            .iter()
+            .find(|(c, (seq, _))| **c != conn && *seq > after)
+            .map(|(c, (_, op))| (*c, *op))
     }
 
     /// A process read `frame` on `conn`. A request the Agent read is no longer in flight (from

@@ -653,6 +653,10 @@ fn draw_swarm(
                     f.on = frame_trigger(&mut r);
                     f.stall_ms = Some(r.gen_range(50..=400));
                 }
+                FaultKind::ReorderFrame => {
+                    f.on = frame_trigger(&mut r);
+                    f.stall_ms = Some(r.gen_range(10..=60));
+                }
                 FaultKind::Partition | FaultKind::PartitionStore | FaultKind::Hold => {
                     f.heal_after_ms = Some(r.gen_range(30..=400))
                 }
@@ -664,7 +668,13 @@ fn draw_swarm(
                         crate::scenario::Direction::AgentToClient
                     });
                 }
-                FaultKind::CrashProxy => f.restart_after_ms = Some(r.gen_range(10..=200)),
+                FaultKind::CrashProxy => {
+                    if r.gen_bool(0.5) {
+                        // At a frame: lands in protocol states a time rarely hits.
+                        f.on = frame_trigger(&mut r);
+                    }
+                    f.restart_after_ms = Some(r.gen_range(10..=200));
+                }
                 FaultKind::CrashStore => {
                     if r.gen_bool(0.5) {
                         // Right after a write, before its reply: the node cannot know.

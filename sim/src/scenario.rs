@@ -266,6 +266,10 @@ pub enum FaultKind {
     LoseFrame,
     /// The connection stalls before a frame for `stall_ms`, then flows again.
     StallFrame,
+    /// Frames on different connections swap: the connection waits before this frame until a
+    /// frame on another connection has been written (at most `stall_ms`, default 40), so that
+    /// frame overtakes it. Each connection stays FIFO.
+    ReorderFrame,
     /// Two-way partition client↔agent, healed after `heal_after_ms`.
     Partition,
     /// One-way partition (`direction`), healed after `heal_after_ms`: one end keeps hearing
@@ -302,9 +306,10 @@ pub enum FaultKind {
 
 impl FaultKind {
     /// Every kind, for `acp-chaos list` and the swarm.
-    pub const ALL: [FaultKind; 13] = [
+    pub const ALL: [FaultKind; 14] = [
         FaultKind::LoseFrame,
         FaultKind::StallFrame,
+        FaultKind::ReorderFrame,
         FaultKind::Partition,
         FaultKind::PartitionOneway,
         FaultKind::Hold,
@@ -323,6 +328,7 @@ impl FaultKind {
         match self {
             FaultKind::LoseFrame => "lose-frame",
             FaultKind::StallFrame => "stall-frame",
+            FaultKind::ReorderFrame => "reorder-frame",
             FaultKind::Partition => "partition",
             FaultKind::PartitionOneway => "partition-oneway",
             FaultKind::Hold => "hold",
@@ -346,6 +352,7 @@ impl FaultKind {
             FaultKind::StallFrame => {
                 "connection stalls before a frame for stall_ms, then flows again"
             }
+            FaultKind::ReorderFrame => "a frame waits until a frame on another connection overtakes it (at most stall_ms, default 40); each connection stays FIFO",
             FaultKind::Partition => "two-way partition client<->agent, healed after heal_after_ms",
             FaultKind::PartitionOneway => "one-way partition (direction = client-to-agent | agent-to-client), healed after heal_after_ms",
             FaultKind::Hold => "hold every frame client<->agent, release after heal_after_ms (late, in order)",
@@ -554,6 +561,10 @@ pub const EVENTS: &[(&str, &str)] = &[
     ),
     ("tool", "a turn ran a tool call with a side effect"),
     ("watched", "a second Client resumed the session to watch it"),
+    (
+        "reordered",
+        "a frame on another connection overtook a held-back frame (reorder-frame)",
+    ),
     ("permission", "the Agent asked the Client for permission"),
     ("live-only", "a locally handled command was answered (A11)"),
     (
@@ -932,14 +943,16 @@ impl FaultSpec {
                 ));
             }
         }
-        let given = [
-            ("silent", self.silent, FaultKind::LoseFrame),
-            ("stall_ms", self.stall_ms.is_some(), FaultKind::StallFrame),
-        ];
+        let given = [("silent", self.silent, FaultKind::LoseFrame)];
         for (field, set, owner) in given {
             if set && self.kind != owner {
                 return Some(format!("{field}`: only for {}", owner.as_str()));
             }
+        }
+        if self.stall_ms.is_some()
+            && !matches!(self.kind, FaultKind::StallFrame | FaultKind::ReorderFrame)
+        {
+            return Some("stall_ms`: only for stall-frame, reorder-frame".into());
         }
         let crash = matches!(
             self.kind,
@@ -988,6 +1001,7 @@ impl FaultSpec {
         match self.kind {
             FaultKind::LoseFrame
             | FaultKind::StallFrame
+            | FaultKind::ReorderFrame
             | FaultKind::LoseExchange
             | FaultKind::DropUpdates
                 if !frame =>

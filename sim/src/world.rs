@@ -436,9 +436,10 @@ pub fn run(plan: &Plan) -> History {
                     );
                 }
                 timed.clear();
+                let applied = ledger.borrow().applied();
                 ledger
                     .borrow_mut()
-                    .record("nemesis", OpType::Info, "heal", json!({}));
+                    .record("nemesis", OpType::Info, "heal", applied);
                 ledger.borrow_mut().record(
                     "world",
                     OpType::Info,

@@ -114,6 +114,18 @@ const PINNED: &[(&str, &str, Design, u64)] = &[
         0,
     ),
     (
+        "proxy-duplicates-prompt",
+        "proxy-01-retry-through-rewritten-ids",
+        Design::Stored,
+        0,
+    ),
+    (
+        "proxy-reorders-prompt",
+        "proxy-01-retry-through-rewritten-ids",
+        Design::InMemory,
+        0,
+    ),
+    (
         "proxy-unmapped-cancel",
         "proxy-02-cancel-through-rewritten-ids",
         Design::Adapter,

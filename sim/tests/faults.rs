@@ -1,0 +1,409 @@
+//! Every fault kind fires in a shipped scenario that uses it, and has its effect on the wire or
+//! the disk: the history shows both the nemesis applying it and what it did (a frame that never
+//! arrived, a stall that ended later, a process that booted again, a torn tail cut, ...).
+
+mod common;
+
+use acp_chaos::campaign;
+use acp_chaos::history::{History, Op};
+use acp_chaos::models::Design;
+use acp_chaos::scenario::FaultKind;
+use serde_json::Value;
+
+/// Frames sent on a connection after op `after` that never arrived there (by `from`).
+fn lost_after(h: &History, after: usize, from: &dyn Fn(&str) -> bool) -> usize {
+    let sends = h.ops.iter().filter(|o| {
+        o.index > after
+            && o.process == "net"
+            && o.f == "send"
+            && from(o.value["from"].as_str().unwrap_or(""))
+    });
+    sends
+        .filter(|s| {
+            !h.ops.iter().any(|r| {
+                r.index > s.index
+                    && r.process == "net"
+                    && r.f == "recv"
+                    && r.value["conn"] == s.value["conn"]
+                    && r.value["frame"] == s.value["frame"]
+            })
+        })
+        .count()
+}
+
+/// The first op after `after` matching `process` and `f`.
+fn next<'a>(h: &'a History, after: usize, process: &str, f: &str) -> Option<&'a Op> {
+    h.ops
+        .iter()
+        .find(|o| o.index > after && o.process == process && o.f == f)
+}
+
+fn booted_again(h: &History, after: usize, host: &str) -> bool {
+    h.ops.iter().any(|o| {
+        o.index > after
+            && o.process == host
+            && matches!(o.f.as_str(), "boot" | "recover")
+            && o.value["boot"].as_u64() >= Some(1)
+    })
+}
+
+fn is_agent(p: &str) -> bool {
+    p == "agent" || p.starts_with("node")
+}
+
+type Effect = fn(&History, &Op) -> Result<(), String>;
+
+/// (fault kind, scenario, design, seed, effect the history must show after the fault fired).
+const CASES: &[(&str, &str, Design, u64, Effect)] = &[
+    (
+        "lose-frame",
+        "rfd-02-retry-after-resume-new-connection",
+        Design::Stored,
+        0,
+        |h, f| {
+            // The lost frame never arrives and its connection ends.
+            let d = &f.value["detail"];
+            let arrived = h.ops.iter().any(|o| {
+                o.index > f.index
+                    && o.f == "recv"
+                    && o.value["conn"] == d["conn"]
+                    && o.value["frame"] == d["frame"]
+            });
+            let ended = h
+                .ops
+                .iter()
+                .any(|o| o.index > f.index && o.f == "conn-end" && o.value["conn"] == d["conn"]);
+            (!arrived && ended)
+                .then_some(())
+                .ok_or(format!("arrived={arrived} ended={ended}"))
+        },
+    ),
+    (
+        "stall-frame",
+        "rfd-01-retry-same-connection",
+        Design::Stored,
+        0,
+        |h, f| {
+            let d = &f.value["detail"];
+            let end = next(h, f.index, "net", "stall-end").ok_or("no stall-end")?;
+            let arrived = h.ops.iter().find(|o| {
+                o.index > f.index
+                    && o.f == "recv"
+                    && o.value["conn"] == d["conn"]
+                    && o.value["frame"] == d["frame"]
+            });
+            match arrived {
+                Some(r) if r.index > end.index && end.time_ms > f.time_ms => Ok(()),
+                Some(_) => Err("the stalled frame arrived before the stall ended".into()),
+                None => Err("the stalled frame never arrived".into()),
+            }
+        },
+    ),
+    (
+        "reorder-frame",
+        "net-02-reorder-across-connections",
+        Design::Stored,
+        0,
+        |h, f| {
+            let end = next(h, f.index, "net", "reorder-end").ok_or("no reorder-end")?;
+            let by = &end.value["overtaken_by"];
+            let op = by["op"].as_u64().ok_or("not overtaken")? as usize;
+            (by["conn"] != f.value["detail"]["conn"] && op > f.index)
+                .then_some(())
+                .ok_or(format!("overtaken_by {by}"))
+        },
+    ),
+    (
+        "partition",
+        "client-01-stale-pending",
+        Design::Stored,
+        0,
+        |h, f| {
+            // Neither end hears the other: the connection dies by heartbeat on both ends.
+            let hb = h
+                .ops
+                .iter()
+                .filter(|o| {
+                    o.index > f.index
+                        && o.f == "conn-end"
+                        && o.value["reason"] == "heartbeat timeout"
+                })
+                .count();
+            (hb >= 2)
+                .then_some(())
+                .ok_or(format!("{hb} heartbeat timeouts"))
+        },
+    ),
+    (
+        "partition-oneway",
+        "net-01-oneway-and-hold",
+        Design::Stored,
+        0,
+        |h, f| {
+            // agent-to-client: the Agent's frames are lost, and the Client gives up by heartbeat
+            // while the Agent, still hearing it, sees the close.
+            let lost = lost_after(h, f.index, &is_agent);
+            let client_hb = h.ops.iter().any(|o| {
+                o.index > f.index
+                    && o.process == "client"
+                    && o.f == "conn-end"
+                    && o.value["reason"] == "heartbeat timeout"
+            });
+            (lost > 0 && client_hb)
+                .then_some(())
+                .ok_or(format!("lost={lost} client heartbeat end={client_hb}"))
+        },
+    ),
+    (
+        "hold",
+        "net-01-oneway-and-hold",
+        Design::Stored,
+        0,
+        |h, f| {
+            // The held prompt arrives, late: only after the release.
+            let release = next(h, f.index, "nemesis", "release").ok_or("no release")?;
+            let prompt_recv = h
+                .ops
+                .iter()
+                .find(|o| {
+                    o.index > f.index
+                        && o.f == "recv"
+                        && o.value["frame"]["method"] == "session/prompt"
+                })
+                .ok_or("held prompt never arrived")?;
+            (prompt_recv.index > release.index && release.time_ms >= f.time_ms + 100)
+                .then_some(())
+                .ok_or(format!(
+                    "prompt read at op {}, release at op {} ({} ms after the hold)",
+                    prompt_recv.index,
+                    release.index,
+                    release.time_ms - f.time_ms
+                ))
+        },
+    ),
+    (
+        "crash-agent",
+        "rfd-03-retry-after-agent-restart",
+        Design::Stored,
+        0,
+        |h, f| {
+            let ended = h
+                .ops
+                .iter()
+                .any(|o| o.index > f.index && o.process == "client" && o.f == "conn-end");
+            (booted_again(h, f.index, "agent") && ended)
+                .then_some(())
+                .ok_or(
+                    "the Agent did not boot again, or the Client never saw its connection end"
+                        .into(),
+                )
+        },
+    ),
+    (
+        "restart-client",
+        "rfd-06-same-key-other-session",
+        Design::Stored,
+        0,
+        |h, f| {
+            // The Client boots again with its pending inputs from its own disk.
+            let boot = h
+                .ops
+                .iter()
+                .find(|o| {
+                    o.index > f.index
+                        && o.process == "client"
+                        && o.f == "boot"
+                        && o.value["boot"] == 1
+                })
+                .ok_or("no second Client boot")?;
+            boot.value["pending"]
+                .as_array()
+                .map(|p| !p.is_empty())
+                .unwrap_or(false)
+                .then_some(())
+                .ok_or(format!("booted with {}", boot.value))
+        },
+    ),
+    (
+        "transient-error",
+        "rfd-05-retry-after-error",
+        Design::Stored,
+        0,
+        |h, f| {
+            let d = &f.value["detail"];
+            let err = h.ops.iter().any(|o| {
+                o.index > f.index
+                    && o.f == "recv"
+                    && o.value["conn"] == d["conn"]
+                    && o.value["frame"]["id"] == d["frame"]["id"]
+                    && o.value["frame"]["error"]["code"] == -32603
+            });
+            err.then_some(())
+                .ok_or("the Client never read the -32603".into())
+        },
+    ),
+    (
+        "crash-proxy",
+        "proxy-01-retry-through-rewritten-ids",
+        Design::Stored,
+        0,
+        |h, f| {
+            let ended = h
+                .ops
+                .iter()
+                .any(|o| o.index > f.index && o.process == "client" && o.f == "conn-end");
+            (booted_again(h, f.index, "proxy") && ended)
+                .then_some(())
+                .ok_or("the proxy did not boot again, or the Client never saw its leg close".into())
+        },
+    ),
+    (
+        "crash-store",
+        "cluster-02-store-answer-lost",
+        Design::Cluster,
+        0,
+        |h, f| {
+            booted_again(h, f.index, "store")
+                .then_some(())
+                .ok_or("the store did not recover".into())
+        },
+    ),
+    (
+        "partition-store",
+        "cluster-02-store-answer-lost",
+        Design::Cluster,
+        0,
+        |h, f| {
+            // A node's store op got no answer in time and was sent again.
+            next(h, f.index, "node1", "store-retry")
+                .or_else(|| {
+                    h.ops
+                        .iter()
+                        .find(|o| o.index > f.index && o.f == "store-retry")
+                })
+                .map(|_| ())
+                .ok_or("no store-retry".into())
+        },
+    ),
+    (
+        "lose-exchange",
+        "cluster-03-remote-exchange-lost",
+        Design::Cluster,
+        0,
+        |h, f| {
+            // A request not accepted: the Client learns so and resends on the same connection.
+            let d = &f.value["detail"];
+            let resend = next(h, f.index, "client", "resend-not-accepted").ok_or("no resend")?;
+            (resend.value["conn"] == d["conn"])
+                .then_some(())
+                .ok_or(format!("resent on {}", resend.value))
+        },
+    ),
+    (
+        "drop-updates",
+        "cluster-05-update-stream-dies",
+        Design::Cluster,
+        0,
+        |h, f| {
+            // Updates written on the dead stream are dropped; responses still flow on it.
+            let d = &f.value["detail"];
+            let dropped = h
+                .ops
+                .iter()
+                .filter(|o| o.index > f.index && o.f == "dropped" && o.value["conn"] == d["conn"])
+                .count();
+            let answered = h.ops.iter().any(|o| {
+                o.index > f.index
+                    && o.f == "recv"
+                    && o.value["conn"] == d["conn"]
+                    && o.value["frame"].get("result").is_some()
+            });
+            (dropped > 0 && answered)
+                .then_some(())
+                .ok_or(format!("dropped={dropped} answered={answered}"))
+        },
+    ),
+];
+
+fn fired<'a>(h: &'a History, kind: &str) -> Option<&'a Op> {
+    h.ops
+        .iter()
+        .find(|o| o.process == "nemesis" && o.f == kind && o.value.get("fault").is_some())
+}
+
+#[test]
+fn every_fault_kind_fires_in_its_scenario_and_has_its_effect() {
+    for &(kind, scen, design, seed, effect) in CASES {
+        let s = common::scenario(scen);
+        assert!(
+            s.faults.iter().any(|f| f.kind.as_str() == kind),
+            "{scen} does not use {kind}"
+        );
+        let (h, _) = campaign::run_one(&s, seed, None, design);
+        let f = fired(&h, kind).unwrap_or_else(|| panic!("{kind} never fired in {scen}"));
+        if let Err(e) = effect(&h, f) {
+            panic!(
+                "{kind} in {scen} seed {seed}: fired at op {} without its effect: {e}",
+                f.index
+            );
+        }
+    }
+}
+
+#[test]
+fn torn_writes_leave_a_torn_tail_that_recovery_cuts() {
+    let s = common::scenario("disk-01-torn-writes");
+    assert!(s.disk.block_size.is_some());
+    let (h, r) = campaign::run_one(&s, 0, None, Design::Adapter);
+    let cut = h
+        .ops
+        .iter()
+        .find(|o| o.f == "truncate-torn-tail")
+        .expect("a torn tail was cut");
+    let (from, to) = (cut.value["from"].as_u64(), cut.value["to"].as_u64());
+    assert!(from > to, "cut {:?}", cut.value);
+    // And the correct design survives it.
+    assert!(r
+        .verdicts
+        .iter()
+        .all(|v| v.status != acp_chaos::check::Status::Invalid));
+}
+
+#[test]
+fn every_fault_kind_has_a_case_and_the_nemesis_counts_what_it_applied() {
+    for k in FaultKind::ALL {
+        assert!(
+            CASES.iter().any(|c| c.0 == k.as_str()),
+            "{} has no fault test",
+            k.as_str()
+        );
+    }
+    // The heal op counts each fault applied and names those whose trigger never came.
+    let s = common::scenario("net-01-oneway-and-hold");
+    let (h, _) = campaign::run_one(&s, 0, None, Design::Stored);
+    let heal = h
+        .ops
+        .iter()
+        .find(|o| o.process == "nemesis" && o.f == "heal")
+        .expect("heal");
+    let applied: u64 = heal.value["applied"]
+        .as_object()
+        .expect("applied")
+        .values()
+        .filter_map(Value::as_u64)
+        .sum();
+    let fired = h
+        .ops
+        .iter()
+        .filter(|o| o.process == "nemesis" && o.value.get("fault").is_some())
+        .count() as u64;
+    assert_eq!(applied, fired);
+    assert_eq!(heal.value["planned"].as_u64(), Some(s.faults.len() as u64));
+    assert_eq!(
+        applied
+            + heal.value["not_applied"]
+                .as_array()
+                .map_or(0, |a| a.len() as u64),
+        s.faults.len() as u64
+    );
+}
