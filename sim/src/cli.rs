@@ -69,6 +69,8 @@ pub enum ListSection {
     Mutants,
     /// Fault kinds and protocol points.
     Faults,
+    /// What the swarm draws per seed.
+    Swarm,
     /// Properties and their rules.
     Properties,
     /// `sometimes` events.
@@ -648,6 +650,15 @@ fn list(what: Option<ListSection>, d: &DirArgs) -> anyhow::Result<i32> {
             Point::AfterStoreWrite.as_str()
         );
     }
+    if want(ListSection::Swarm) {
+        println!("swarm ([swarm] scenarios; each from its own stream, drawn only when the file does not set it):");
+        println!("  fault kinds      each listed kind on in 3 seeds of 5 (mix = \"uniform\": always), 1 to per_kind_max of it");
+        println!("  agent.o1/o2/o4   when set to \"seeded\"");
+        println!("  disk.block_size  torn writes of 8 to 64-byte blocks in 1 seed of 2");
+        for (name, what) in crate::plan::DRAWN {
+            println!("  {name:<24} {what}");
+        }
+    }
     if want(ListSection::Properties) {
         println!("properties:");
         for c in CHECKERS {
@@ -741,9 +752,18 @@ fn mutants(a: &MutantsArgs) -> anyhow::Result<i32> {
         "acp-chaos mutants: scenario={} seeds<={} catches={} jobs={} (each seed runs every design the mutant applies to)",
         s.reference, a.seeds, a.catches, jobs
     );
-    let rows = crate::scoreboard::run(&s, a.mutant.as_deref(), a.seeds, a.catches, jobs)?;
-    print!("{}", crate::scoreboard::table(&rows));
-    println!("median = seeds run from a start seed up to the first catch, over start seeds 0..=last catch; (catches/seeds run)");
+    print!("{}", crate::scoreboard::header());
+    let rows = crate::scoreboard::run(
+        &s,
+        a.mutant.as_deref(),
+        a.seeds,
+        a.catches,
+        jobs,
+        &mut |r| {
+            print!("{}", crate::scoreboard::table(std::slice::from_ref(r)));
+        },
+    )?;
+    println!("median = seeds run from a start seed up to and including the first catch (wrapping around the seeds run), over every start seed; (catches/seeds run)");
     let ratios: Vec<f64> = rows.iter().filter_map(|r| r.ratio()).collect();
     if !ratios.is_empty() {
         let mut sorted = ratios.clone();

@@ -188,6 +188,10 @@ pub const DRAWN: &[(&str, &str)] = &[
         "session-counter keys in 1 seed of 4, else uuid",
     ),
     (
+        "workload.cancel_after_ms",
+        "the user's cancel comes 100 to 400 ms after the input (past a resend) in 1 seed of 2",
+    ),
+    (
         "workload.close_rate",
         "session/close after 0.1 to 0.3 of inputs: 1 in 3",
     ),
@@ -287,6 +291,15 @@ fn draw_settings(s: &Scenario, seed: u64, design: Design) -> (Scenario, Vec<Stri
             "keys={}",
             if counter { "session-counter" } else { "uuid" }
         ));
+    }
+    if free("workload.cancel_after_ms") {
+        let mut r = draw("workload.cancel_after_ms");
+        let late = r.gen_bool(0.5) || uniform;
+        let v = r.gen_range(100..=400u64);
+        if late {
+            d.workload.cancel_after_ms = v;
+        }
+        drawn.push(format!("cancel_after_ms={}", d.workload.cancel_after_ms));
     }
     for (name, rate) in [
         ("workload.close_rate", &mut d.workload.close_rate),

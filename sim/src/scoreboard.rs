@@ -5,9 +5,10 @@
 //! applies to, within the scenario's designs) until `catches` seeds have caught it or `seeds`
 //! have run. A seed *catches* the mutant when some design's verdict on the mutant's property is
 //! invalid and names the mutant's party. **Seeds-to-detection** from a start seed `s` is the
-//! number of seeds run from `s` up to and including the first catching seed; the table gives
-//! its median over every start seed from 0 to the last catch (so it is measured, not inferred
-//! from a rate).
+//! number of seeds run from `s` up to and including the first catching seed, wrapping around
+//! the seeds run (so a mutant caught once in 2000 seeds reads as about 1000, not as the
+//! distance to that one catch); the table gives its median over every start seed run. It is
+//! measured, not inferred from a rate.
 
 use rayon::prelude::*;
 use serde::Serialize;
@@ -53,13 +54,14 @@ impl Row {
     }
 }
 
-/// Median seeds-to-detection over start seeds `0..=last catch` (see the module doc).
-pub fn median_to_detection(caught: &[u64]) -> Option<f64> {
-    let last = *caught.last()?;
-    let mut d: Vec<u64> = (0..=last)
-        .map(|s| {
-            let first = caught.iter().find(|&&c| c >= s).copied().unwrap_or(last);
-            first - s + 1
+/// Median seeds-to-detection over start seeds `0..seeds`, wrapping around (see the module
+/// doc); `caught` ascending, each below `seeds`.
+pub fn median_to_detection(caught: &[u64], seeds: u64) -> Option<f64> {
+    let first = *caught.first()?;
+    let mut d: Vec<u64> = (0..seeds)
+        .map(|s| match caught.iter().find(|&&c| c >= s) {
+            Some(c) => c - s + 1,
+            None => first + seeds - s + 1,
         })
         .collect();
     d.sort_unstable();
@@ -103,18 +105,20 @@ fn detect(s: &Scenario, m: &Mutant, designs: &[Design], seeds: u64, want: usize)
     };
     Detection {
         seeds: run,
-        median: median_to_detection(&caught),
+        median: median_to_detection(&caught, run),
         caught,
     }
 }
 
-/// The scoreboard for every mutant (or one) on a `[swarm]` scenario.
+/// The scoreboard for every mutant (or one) on a `[swarm]` scenario; `on_row` sees each row as
+/// it is done.
 pub fn run(
     s: &Scenario,
     only: Option<&str>,
     seeds: u64,
     want: usize,
     jobs: usize,
+    on_row: &mut dyn FnMut(&Row),
 ) -> anyhow::Result<Vec<Row>> {
     anyhow::ensure!(
         s.swarm.is_some(),
@@ -150,24 +154,31 @@ pub fn run(
                 detect(&uniform, m, &designs, seeds, want),
             )
         });
-        rows.push(Row {
+        let row = Row {
             mutant: m.name,
             property: m.property,
             party: m.party,
             designs,
             swarm: sw,
             uniform: un,
-        });
+        };
+        on_row(&row);
+        rows.push(row);
     }
     Ok(rows)
 }
 
-/// The scoreboard as a table.
-pub fn table(rows: &[Row]) -> String {
-    let mut out = format!(
+/// The table's header line.
+pub fn header() -> String {
+    format!(
         "{:<32} {:<5} {:<13} {:>14} {:>14} {:>8}\n",
         "mutant", "prop", "party", "swarm median", "uniform median", "ratio"
-    );
+    )
+}
+
+/// The scoreboard's rows as table lines (after [`header`]).
+pub fn table(rows: &[Row]) -> String {
+    let mut out = String::new();
     let cell = |d: &Detection| match d.median {
         Some(m) => format!("{m} ({}/{})", d.caught.len(), d.seeds),
         None => format!("- (0/{})", d.seeds),
@@ -192,12 +203,14 @@ mod tests {
 
     #[test]
     fn median_counts_seeds_up_to_and_including_the_catch() {
-        assert_eq!(median_to_detection(&[]), None);
-        // Caught on seed 0 only: one start seed, one seed to detection.
-        assert_eq!(median_to_detection(&[0]), Some(1.0));
-        // Caught on seed 3: from starts 0..=3 it takes 4, 3, 2, 1 seeds.
-        assert_eq!(median_to_detection(&[3]), Some(2.5));
+        assert_eq!(median_to_detection(&[], 10), None);
+        // Caught on seed 0 of 1.
+        assert_eq!(median_to_detection(&[0], 1), Some(1.0));
+        // Caught on seed 3 of 4: from starts 0..=3 it takes 4, 3, 2, 1 seeds.
+        assert_eq!(median_to_detection(&[3], 4), Some(2.5));
+        // Caught on seed 1 of 4: starts 0, 1, 2, 3 take 2, 1, 4 (wrapping), 3.
+        assert_eq!(median_to_detection(&[1], 4), Some(2.5));
         // Every seed catches.
-        assert_eq!(median_to_detection(&[0, 1, 2, 3, 4]), Some(1.0));
+        assert_eq!(median_to_detection(&[0, 1, 2, 3, 4], 5), Some(1.0));
     }
 }

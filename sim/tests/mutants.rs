@@ -213,3 +213,32 @@ fn swarm_catches_every_mutant_within_forty_seeds_and_passes_the_correct_models()
         }
     }
 }
+
+/// Seeds of `swarm-basic` on which the swarm alone (no scripted schedule) catches the mutants
+/// whose windows it reaches only now and then (found by `acp-chaos mutants --seeds 2000`).
+const SWARM_PINNED: &[(&str, Design, u64)] = &[
+    ("cancel-answers-one", Design::Adapter, 354),
+    ("close-forgets-held", Design::Stored, 496),
+    ("cluster-check-then-insert", Design::Cluster, 92),
+];
+
+#[test]
+fn swarm_alone_catches_the_rare_window_mutants_on_pinned_seeds() {
+    let s = common::scenario("swarm-basic");
+    for m in MUTANTS.iter().filter(|m| !m.swarm_finds) {
+        let &(_, design, seed) = SWARM_PINNED
+            .iter()
+            .find(|p| p.0 == m.name)
+            .unwrap_or_else(|| panic!("{} has no pinned swarm seed", m.name));
+        let (_, r) = campaign::run_one(&s, seed, Some(m.name), design);
+        assert!(
+            r.verdicts.iter().any(|v| v.property == m.property
+                && v.status == Status::Invalid
+                && v.party == Some(m.party)),
+            "{} not caught by swarm-basic seed {seed} under {design:?}",
+            m.name
+        );
+        let (_, good) = campaign::run_one(&s, seed, None, design);
+        assert!(good.verdicts.iter().all(|v| acceptable(v.status)));
+    }
+}
