@@ -1596,6 +1596,7 @@ pub fn events(h: &History) -> BTreeSet<&'static str> {
     }
     let h = agent_view(h);
     let mut attempts: BTreeMap<u64, u32> = BTreeMap::new();
+    let mut open_ids: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
     let mut client_conns = 0;
     for op in &h.ops {
         let has = |o: &Op, p: &str, f: &str| o.process == p && o.f == f;
@@ -1612,6 +1613,33 @@ pub fn events(h: &History) -> BTreeSet<&'static str> {
         }
         if op.process == "net" && op.f == "reorder-end" && !op.value["overtaken_by"].is_null() {
             e.insert("reordered");
+        }
+        // The same JSON-RPC id awaiting the Agent's answer on two connections at once (legal:
+        // ids are per connection, and dedup must go by key, never by id).
+        let fr = &op.value["frame"];
+        let conn = op.value["conn"].as_u64().unwrap_or(0);
+        if op.process == "net" && fr.get("id").is_some_and(|i| !i.is_null()) {
+            let id = fr["id"].to_string();
+            match (op.f.as_str(), op.value["from"].as_str(), fr.get("method")) {
+                ("recv", Some("client"), Some(_)) => {
+                    let conns = open_ids.entry(id).or_default();
+                    if conns.iter().any(|c| *c != conn) {
+                        e.insert("id-shared");
+                    }
+                    conns.insert(conn);
+                }
+                ("send", Some("agent"), None) => {
+                    if let Some(c) = open_ids.get_mut(&id) {
+                        c.remove(&conn);
+                    }
+                }
+                _ => {}
+            }
+        }
+        if op.f == "conn-end" {
+            for c in open_ids.values_mut() {
+                c.remove(&conn);
+            }
         }
         if has(op, "client", "attempt") {
             if let Some(s) = op.value["submission"].as_u64() {

@@ -562,6 +562,10 @@ pub const EVENTS: &[(&str, &str)] = &[
     ("tool", "a turn ran a tool call with a side effect"),
     ("watched", "a second Client resumed the session to watch it"),
     (
+        "id-shared",
+        "one JSON-RPC id awaited the Agent's answer on two connections at once (legal)",
+    ),
+    (
         "reordered",
         "a frame on another connection overtook a held-back frame (reorder-frame)",
     ),
