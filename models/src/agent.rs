@@ -195,6 +195,9 @@ pub enum AgentMutant {
     /// `session/close` drops the held prompts without answering them (A15 says `-32800`).
     /// Breaks A15 (P7, Agent at fault).
     CloseForgetsHeld,
+    /// A malformed `idempotencyKey` (`""`, 256+ characters, a number, ...) is dropped and the
+    /// prompt handled as unkeyed. Breaks K3 (P5, Agent at fault).
+    InvalidKeyAsOmitted,
 }
 
 /// Settings of a model Agent.
@@ -545,6 +548,19 @@ impl ModelAgent {
     ) {
         if method == "session/prompt" {
             out.push(Action::Point(Point::AfterReceive));
+        }
+        let mut params = params;
+        if self.cfg.mutant == Some(AgentMutant::InvalidKeyAsOmitted) && method == "session/prompt" {
+            let malformed = match params.get("idempotencyKey") {
+                None | Some(Value::Null) => false,
+                Some(Value::String(s)) => !(1..=255).contains(&s.chars().count()),
+                Some(_) => true,
+            };
+            if malformed {
+                if let Some(o) = params.as_object_mut() {
+                    o.remove("idempotencyKey");
+                }
+            }
         }
         let req = match ClientRequest::from_method_and_params(method, &params) {
             Ok(r) => r,

@@ -65,7 +65,15 @@ pub enum ClientInput {
         slot: usize,
         text: String,
     },
+    /// A raw `session/prompt` probe (the key-validation suite, K2/K3): the Client sends
+    /// `line` once, on the first ready connection with slot 0's session active, with `$ID`
+    /// replaced by [`RAW_ID_BASE`]` + n` and `$SESSION` by the session id. Never resent, never
+    /// persisted: a probe is not user input.
+    Raw { n: u64, line: String },
 }
+
+/// JSON-RPC ids of raw probes start here (apart from the Client's counters, C4).
+pub const RAW_ID_BASE: u64 = 9000;
 
 /// A sans-IO Client.
 pub trait ClientModel {
@@ -242,6 +250,8 @@ pub struct SpecClient {
     next_timer: u64,
     timers: IndexMap<u64, TimerKind>,
     now_ms: u64,
+    /// Raw probes waiting for a ready connection.
+    raw: Vec<(u64, String)>,
 }
 
 impl SpecClient {
@@ -309,6 +319,7 @@ impl SpecClient {
             next_timer: 0,
             timers: IndexMap::new(),
             now_ms: 0,
+            raw: Vec::new(),
         }
     }
 
@@ -668,10 +679,33 @@ impl SpecClient {
         }
     }
 
+    /// Send the raw probes if a connection is ready with slot 0's session active on it.
+    fn flush_raw(&mut self, out: &mut Vec<Action>) {
+        let (Some(c), Some(Some(sid))) = (self.conn.as_ref(), self.sessions.first()) else {
+            return;
+        };
+        if !matches!(c.phase, Phase::Ready) || self.raw.is_empty() || self.closed[0] {
+            return;
+        }
+        let conn = c.id;
+        for (n, line) in std::mem::take(&mut self.raw) {
+            let id = RAW_ID_BASE + n;
+            let line = line
+                .replace("$ID", &id.to_string())
+                .replace("$SESSION", sid);
+            out.push(effect(
+                "raw-sent",
+                json!({"n": n, "conn": conn, "id": id, "line": line}),
+            ));
+            out.push(Action::Send { conn, line });
+        }
+    }
+
     fn ready(&mut self, out: &mut Vec<Action>) {
         if let Some(c) = self.conn.as_mut() {
             c.phase = Phase::Ready;
         }
+        self.flush_raw(out);
         self.backoff_ms = self.cfg.backoff_ms_min;
         if !std::mem::replace(&mut self.listed, true) {
             self.send_req(Req::List, "session/list", json!({}), out);
@@ -951,6 +985,10 @@ impl ClientModel for SpecClient {
             }
             ClientInput::Frame(conn, line) => {
                 match rpc::parse(&line) {
+                    // The answer to a raw probe, or to a frame that was not valid JSON (id
+                    // null): the checkers read it from the wire; the Client has nothing to do.
+                    Ok(Frame::Response { id, .. })
+                        if id.is_null() || id.as_u64().is_some_and(|i| i >= RAW_ID_BASE) => {}
                     Ok(Frame::Response { id, result }) => self.response(conn, &id, result, out),
                     Ok(Frame::Request { id, method, .. }) => {
                         // The user approves tool calls; every Agent request gets one answer.
@@ -1027,6 +1065,10 @@ impl ClientModel for SpecClient {
             ClientInput::Stop { slot } => self.stop(slot, out),
             ClientInput::Close { slot } => self.close(slot, out),
             ClientInput::Fork { slot, into } => self.fork(slot, into, out),
+            ClientInput::Raw { n, line } => {
+                self.raw.push((n, line));
+                self.flush_raw(out);
+            }
             ClientInput::Submit {
                 submission,
                 slot,

@@ -173,6 +173,17 @@ pub const MUTANTS: &[Mutant] = &[
         designs: &[],
     },
     Mutant {
+        name: "invalid-key-as-omitted",
+        kind: MutantKind::Agent(AgentMutant::InvalidKeyAsOmitted),
+        rules: &["K3"],
+        property: "P5",
+        party: Party::Agent,
+        summary: "a malformed idempotencyKey is dropped and the prompt handled as unkeyed",
+        needs_fault: false,
+        swarm_finds: true,
+        designs: &[],
+    },
+    Mutant {
         name: "client-reuses-id",
         kind: MutantKind::Client(ClientMutant::ReusesIdWhilePending),
         rules: &["C4"],

@@ -751,6 +751,12 @@ pub async fn client(ctx: Rc<Ctx>) -> turmoil::Result {
                                         "fork",
                                         json!({"slot": slot, "into": into}),
                                     ),
+                                    UserEvent::Raw { n, line } => l.record(
+                                        "user",
+                                        OpType::Invoke,
+                                        "raw",
+                                        json!({"n": n, "line": line}),
+                                    ),
                                 };
                                 Some(e)
                             }
@@ -785,6 +791,10 @@ pub async fn client(ctx: Rc<Ctx>) -> turmoil::Result {
                         }
                         UserEvent::Fork { slot, into } => {
                             model.handle(ClientInput::Fork { slot, into }, &mut out);
+                            io.execute(&mut out).await?;
+                        }
+                        UserEvent::Raw { n, line } => {
+                            model.handle(ClientInput::Raw { n, line }, &mut out);
                             io.execute(&mut out).await?;
                         }
                     }

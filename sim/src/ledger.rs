@@ -41,6 +41,13 @@ pub enum UserEvent {
         /// Session slot.
         slot: usize,
     },
+    /// A raw `session/prompt` probe from the scenario's `[[raw]]` (key validation).
+    Raw {
+        /// Probe number, from 1.
+        n: u64,
+        /// The line, with `$ID` and `$SESSION` for the Client to fill in.
+        line: String,
+    },
     /// Fork a session into a new slot (the Client sends `session/fork`).
     Fork {
         /// Session slot forked.

@@ -82,6 +82,8 @@ pub struct Plan {
     pub swarm: bool,
     /// Settings the swarm drew for this seed (`name=value`; [`DRAWN`]), empty when scripted.
     pub drawn: Vec<String>,
+    /// Raw `session/prompt` probes (`[[raw]]`, key validation).
+    pub raw: Vec<crate::scenario::RawProbe>,
     /// A proxy sits between Client and Agent.
     pub proxy: bool,
     /// The proxy's mutant, if any.
@@ -123,6 +125,15 @@ impl Plan {
             if let Some((t, into)) = s.fork {
                 v.push((t, UserEvent::Fork { slot: s.slot, into }));
             }
+        }
+        for (i, r) in self.raw.iter().enumerate() {
+            v.push((
+                r.at_ms,
+                UserEvent::Raw {
+                    n: i as u64 + 1,
+                    line: r.line(),
+                },
+            ));
         }
         v.sort_by_key(|e| e.0);
         v
@@ -186,6 +197,10 @@ pub const DRAWN: &[(&str, &str)] = &[
     (
         "workload.keys",
         "session-counter keys in 1 seed of 4, else uuid",
+    ),
+    (
+        "raw",
+        "1 to 3 raw session/prompt probes with a malformed or boundary key: 1 in 4 (unless the file has [[raw]])",
     ),
     (
         "workload.cancel_after_ms",
@@ -291,6 +306,33 @@ fn draw_settings(s: &Scenario, seed: u64, design: Design) -> (Scenario, Vec<Stri
             "keys={}",
             if counter { "session-counter" } else { "uuid" }
         ));
+    }
+    if s.raw.is_empty() {
+        // Key-validation probes (K2/K3), so the swarm reaches P5 too.
+        const KEYS: [&str; 8] = ["\"\"", "1", "true", "{}", "[]", "null", "\"a\"", "LONG"];
+        let mut r = draw("raw");
+        let on = r.gen_bool(0.25) || uniform;
+        let n = r.gen_range(1..=3usize);
+        let end =
+            d.workload.start_ms + u64::from(d.workload.submissions) * d.workload.gap_ms_min.max(1);
+        for _ in 0..n {
+            let k = KEYS[r.gen_range(0..KEYS.len())];
+            let key_json = if k == "LONG" {
+                format!("\"{}\"", "x".repeat(256))
+            } else {
+                k.to_string()
+            };
+            let at_ms = r.gen_range(d.workload.start_ms..=end);
+            if on {
+                d.raw.push(crate::scenario::RawProbe {
+                    at_ms,
+                    key_json: Some(key_json),
+                    line: None,
+                    note: "drawn by the swarm".into(),
+                });
+            }
+        }
+        drawn.push(format!("raw_probes={}", d.raw.len()));
     }
     if free("workload.cancel_after_ms") {
         let mut r = draw("workload.cancel_after_ms");
@@ -452,6 +494,7 @@ impl Plan {
             faults,
             swarm: s.swarm.is_some(),
             drawn,
+            raw: s.raw.clone(),
             // A proxy mutant needs a proxy to live in.
             proxy: s.topology.proxy || proxy_mutant.is_some(),
             proxy_mutant,

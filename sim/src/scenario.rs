@@ -463,6 +463,55 @@ pub enum Mix {
     Uniform,
 }
 
+/// `[field]`: which field case a scenario reproduces.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FieldCase {
+    /// The case id, e.g. `F19`.
+    pub case: String,
+    /// The mutant that reproduces the original bug (`acp-chaos list mutants`).
+    pub mutant: String,
+    /// The property its run must fail.
+    pub property: String,
+}
+
+/// `[[raw]]`: one raw `session/prompt` the Client sends as written, once, on its first ready
+/// connection at or after `at_ms` (P5 reads the Agent's answer). Give `key_json` (the
+/// `idempotencyKey` value as JSON text, e.g. `'""'`, `'1'`, `'"k"'`; omit it to send no key)
+/// or a whole `line` (`$ID` and `$SESSION` are filled in; it need not be valid JSON).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawProbe {
+    /// When the user's Client sends it (ms).
+    pub at_ms: u64,
+    /// The key as JSON text (exclusive with `line`).
+    #[serde(default)]
+    pub key_json: Option<String>,
+    /// The whole line (exclusive with `key_json`).
+    #[serde(default)]
+    pub line: Option<String>,
+    /// What it probes (for reports).
+    #[serde(default)]
+    pub note: String,
+}
+
+impl RawProbe {
+    /// The line the Client sends (`$ID`, `$SESSION` still to fill in).
+    pub fn line(&self) -> String {
+        if let Some(l) = &self.line {
+            return l.clone();
+        }
+        let key = self
+            .key_json
+            .as_deref()
+            .map(|k| format!(",\"idempotencyKey\":{k}"))
+            .unwrap_or_default();
+        format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":$ID,\"method\":\"session/prompt\",\"params\":{{\"sessionId\":\"$SESSION\",\"prompt\":[{{\"type\":\"text\",\"text\":\"raw probe\"}}]{key}}}}}"
+        )
+    }
+}
+
 /// A parsed scenario.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -507,6 +556,13 @@ pub struct Scenario {
     pub faults: Vec<FaultSpec>,
     /// Swarm faults.
     pub swarm: Option<SwarmSpec>,
+    /// Raw `session/prompt` probes the Client sends once each (key validation, K2/K3).
+    #[serde(default)]
+    pub raw: Vec<RawProbe>,
+    /// A field case (`../shared/cases/field-cases.md`): the mutant that reproduces the original
+    /// bug and the property it must fail.
+    #[serde(default)]
+    pub field: Option<FieldCase>,
     /// Where it was read from (not in the file).
     #[serde(skip)]
     pub path: PathBuf,
@@ -561,6 +617,10 @@ pub const EVENTS: &[(&str, &str)] = &[
     ),
     ("tool", "a turn ran a tool call with a side effect"),
     ("watched", "a second Client resumed the session to watch it"),
+    (
+        "raw-probe",
+        "the Client sent a raw session/prompt probe ([[raw]])",
+    ),
     (
         "id-shared",
         "one JSON-RPC id awaited the Agent's answer on two connections at once (legal)",
@@ -762,6 +822,37 @@ impl Scenario {
                 0,
                 "field `timing.latency_ms_min`: must be at least 1".into(),
             ));
+        }
+        for (i, r) in self.raw.iter().enumerate() {
+            if r.key_json.is_some() && r.line.is_some() {
+                return Err(err(
+                    "[[raw]]",
+                    i,
+                    "field `raw`: `key_json` or `line`, not both".into(),
+                ));
+            }
+        }
+        if let Some(fc) = &self.field {
+            if acp_chaos_models::mutant::find(&fc.mutant).is_none() {
+                return Err(err(
+                    "mutant",
+                    0,
+                    format!(
+                        "field `field.mutant`: unknown mutant `{}` (see `acp-chaos list mutants`)",
+                        fc.mutant
+                    ),
+                ));
+            }
+            if !crate::check::CHECKERS
+                .iter()
+                .any(|c| c.property == fc.property)
+            {
+                return Err(err(
+                    "property",
+                    0,
+                    format!("field `field.property`: unknown property `{}`", fc.property),
+                ));
+            }
         }
         for e in &self.sometimes {
             if !EVENTS.iter().any(|(n, _)| n == e) {

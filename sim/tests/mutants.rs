@@ -114,6 +114,12 @@ const PINNED: &[(&str, &str, Design, u64)] = &[
         0,
     ),
     (
+        "invalid-key-as-omitted",
+        "field-f19-key-validation",
+        Design::Stored,
+        0,
+    ),
+    (
         "proxy-duplicates-prompt",
         "proxy-01-retry-through-rewritten-ids",
         Design::Stored,
@@ -240,5 +246,46 @@ fn swarm_alone_catches_the_rare_window_mutants_on_pinned_seeds() {
         );
         let (_, good) = campaign::run_one(&s, seed, None, design);
         assert!(good.verdicts.iter().all(|v| acceptable(v.status)));
+    }
+}
+
+/// Every field case (`[field]` in `scenarios/field-*.toml`) is valid on the correct models and
+/// invalid, on the property it names, with the mutant that reproduces the original bug, under
+/// every design both the scenario and the mutant run on.
+#[test]
+fn field_cases_are_valid_on_the_correct_models_and_caught_with_their_mutant() {
+    let all = acp_chaos::scenario::load_dir(&common::scenarios_dir()).expect("scenarios load");
+    let fields: Vec<_> = all.iter().filter(|s| s.field.is_some()).collect();
+    assert!(!fields.is_empty(), "no field-case scenarios");
+    for s in fields {
+        let fc = s.field.as_ref().unwrap();
+        assert!(
+            s.name.starts_with("field-f"),
+            "{}: name it field-fNN-...",
+            s.name
+        );
+        let m = acp_chaos::models::mutant::find(&fc.mutant).unwrap();
+        for &design in &s.agent.designs {
+            let (_, good) = campaign::run_one(s, 0, None, design);
+            for v in &good.verdicts {
+                assert!(acceptable(v.status), "{} {design:?}: {v:?}", s.name);
+            }
+            if !m.designs.is_empty() && !m.designs.contains(&design) {
+                continue;
+            }
+            let (_, bad) = campaign::run_one(s, 0, Some(&fc.mutant), design);
+            let v = bad
+                .verdicts
+                .iter()
+                .find(|v| v.property == fc.property)
+                .unwrap();
+            assert_eq!(
+                (v.status, v.party),
+                (Status::Invalid, Some(m.party)),
+                "{} {design:?} with {}: {v:?}",
+                s.name,
+                fc.mutant
+            );
+        }
     }
 }
