@@ -96,6 +96,12 @@ pub enum ClientMutant {
     /// A resend on the same connection reuses the pending attempt's JSON-RPC id. Breaks C4
     /// (P7, Client at fault).
     ReusesIdWhilePending,
+    /// The key is derived from the prompt text, so a text the user sends again on purpose
+    /// gets the old key. Breaks C5 and C2 (P14, Client at fault).
+    KeyFromText,
+    /// A new submission reuses the previous submission's key in its session, with a different
+    /// prompt. Breaks C3 (P14, Client at fault).
+    SameKeyNewPrompt,
 }
 
 /// Which Client.
@@ -252,6 +258,18 @@ pub struct SpecClient {
     now_ms: u64,
     /// Raw probes waiting for a ready connection.
     raw: Vec<(u64, String)>,
+    /// Each slot's newest key: only the `SameKeyNewPrompt` mutant reads it.
+    last_key: IndexMap<usize, String>,
+}
+
+/// `KeyFromText` mutant: a key derived from the text (FNV-1a), what C5 warns against.
+fn text_key(text: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("text-{h:016x}")
 }
 
 impl SpecClient {
@@ -320,6 +338,7 @@ impl SpecClient {
             timers: IndexMap::new(),
             now_ms: 0,
             raw: Vec::new(),
+            last_key: IndexMap::new(),
         }
     }
 
@@ -1092,6 +1111,14 @@ impl ClientModel for SpecClient {
                         Some(format!("k{n}"))
                     }
                 };
+                let key = match (self.cfg.mutant, &key, self.last_key.get(&slot)) {
+                    (Some(ClientMutant::KeyFromText), Some(_), _) => Some(text_key(&text)),
+                    (Some(ClientMutant::SameKeyNewPrompt), Some(_), Some(k)) => Some(k.clone()),
+                    _ => key,
+                };
+                if let Some(k) = &key {
+                    self.last_key.insert(slot, k.clone());
+                }
                 if self.cfg.mutant != Some(ClientMutant::VolatilePending) {
                     out.push(Action::Persist {
                         record: json!({"t": "pending", "submission": submission, "slot": slot, "key": key, "text": text, "at_ms": self.now_ms}),

@@ -399,7 +399,9 @@ impl Plan {
             let command = w.gen_bool(s.workload.command_rate.clamp(0.0, 1.0));
             let text = match workload.last() {
                 _ if command => "/status".to_string(),
-                Some(prev) if w.gen_bool(0.2) => prev.text.clone(),
+                Some(prev) if w.gen_bool(s.workload.repeat_rate.clamp(0.0, 1.0)) => {
+                    prev.text.clone()
+                }
                 _ => format!("input {n}"),
             };
             // After a fork the next submission goes to the fork.

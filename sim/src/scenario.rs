@@ -108,6 +108,10 @@ pub struct Workload {
     /// Share of submissions that are locally handled commands (`/status`: live-only, A11).
     #[serde(default)]
     pub command_rate: f64,
+    /// Share of submissions where the user sends the previous text again on purpose: a new
+    /// submission with the same text (C2).
+    #[serde(default = "repeat_default")]
+    pub repeat_rate: f64,
     /// Share of submissions the user cancels (`$/cancel_request`) `cancel_after_ms` later.
     #[serde(default)]
     pub cancel_rate: f64,
@@ -730,6 +734,7 @@ impl Scenario {
             (self.agent.tool_rate, "tool_rate"),
             (self.agent.permission_rate, "permission_rate"),
             (self.workload.command_rate, "command_rate"),
+            (self.workload.repeat_rate, "repeat_rate"),
             (self.workload.cancel_rate, "cancel_rate"),
             (self.workload.stop_rate, "stop_rate"),
             (self.workload.close_rate, "close_rate"),
@@ -1224,6 +1229,9 @@ fn one_usize() -> usize {
 fn uuid_keys() -> KeyScheme {
     KeyScheme::Uuid
 }
+fn repeat_default() -> f64 {
+    0.2
+}
 fn three() -> u32 {
     3
 }
@@ -1278,6 +1286,7 @@ fn workload_default() -> Workload {
         sessions: 1,
         keys: KeyScheme::Uuid,
         command_rate: 0.0,
+        repeat_rate: repeat_default(),
         cancel_rate: 0.0,
         cancel_after_ms: cancel_after(),
         stop_rate: 0.0,

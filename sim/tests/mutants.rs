@@ -114,6 +114,18 @@ const PINNED: &[(&str, &str, Design, u64)] = &[
         0,
     ),
     (
+        "key-from-text",
+        "field-f06-key-from-text",
+        Design::Stored,
+        0,
+    ),
+    (
+        "same-key-new-prompt",
+        "field-f20-same-key-other-prompt",
+        Design::InMemory,
+        0,
+    ),
+    (
         "invalid-key-as-omitted",
         "field-f19-key-validation",
         Design::Stored,
