@@ -198,6 +198,13 @@ pub enum AgentMutant {
     /// A malformed `idempotencyKey` (`""`, 256+ characters, a number, ...) is dropped and the
     /// prompt handled as unkeyed. Breaks K3 (P5, Agent at fault).
     InvalidKeyAsOmitted,
+    /// Key records are looked up in every session, not only the prompt's own: the same key
+    /// string in another session (or a fork) is answered with that session's messageId.
+    /// Breaks A9 (P9, Agent at fault).
+    KeysAcrossSessions,
+    /// `session/cancel` also withdraws the next prompt that arrives for the session. Breaks A6
+    /// (P6, Agent at fault).
+    StopCancelsLater,
 }
 
 /// Settings of a model Agent.
@@ -347,6 +354,8 @@ pub struct ModelAgent {
     next_store: u64,
     /// Mutant `cluster-node-local-keys`: (session, key) → messageId, in this node's memory.
     local_keys: BTreeMap<(String, String), String>,
+    /// Mutant `stop-cancels-later`: sessions whose next prompt a past stop withdraws.
+    cancel_later: BTreeSet<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -427,6 +436,7 @@ impl ModelAgent {
             storing: IndexMap::new(),
             next_store: 0,
             local_keys: BTreeMap::new(),
+            cancel_later: BTreeSet::new(),
         }
     }
 
@@ -794,6 +804,9 @@ impl ModelAgent {
             let sid = n.session_id.0.to_string();
             if self.is_active(conn, &sid) {
                 self.cancel_work(&sid, false, "session/cancel", out);
+                if self.cfg.mutant == Some(AgentMutant::StopCancelsLater) {
+                    self.cancel_later.insert(sid);
+                }
             }
         }
     }
@@ -1059,6 +1072,33 @@ impl ModelAgent {
             })
             .unwrap_or_default();
         let dedup = self.cfg.mutant != Some(AgentMutant::NoDedup);
+        // Mutant: a key recorded in any other session counts too (breaks A9).
+        let elsewhere = match (&key, self.cfg.mutant) {
+            (Some(k), Some(AgentMutant::KeysAcrossSessions)) => self
+                .sessions
+                .iter()
+                .filter(|(other, _)| **other != sid)
+                .find_map(|(_, s)| {
+                    s.messages
+                        .iter()
+                        .find(|m| m.key.as_deref() == Some(k))
+                        .map(|m| m.message_id.clone())
+                }),
+            _ => None,
+        };
+        if self.cfg.mutant == Some(AgentMutant::StopCancelsLater) && self.cancel_later.remove(&sid)
+        {
+            // Mutant: the stop pressed before this prompt arrived withdraws it too.
+            out.push(effect(
+                "withdraw",
+                json!({"session": sid, "conn": conn, "id": id, "key": key, "by": "session/cancel"}),
+            ));
+            return self.send(
+                conn,
+                rpc::err(&id, code::REQUEST_CANCELLED, CANCELLED, None),
+                out,
+            );
+        }
         let design = self.cfg.design;
         let local_keys = self.cfg.mutant == Some(AgentMutant::ClusterNodeLocalKeys);
         let Some(s) = self.sessions.get_mut(&sid) else {
@@ -1086,6 +1126,7 @@ impl ModelAgent {
                         .map(|m| m.message_id.clone())
                 }
             });
+            let found = found.or(elsewhere);
             if let Some(mid) = found {
                 out.push(effect(
                     "dedup-hit",

@@ -102,6 +102,9 @@ pub enum ClientMutant {
     /// A new submission reuses the previous submission's key in its session, with a different
     /// prompt. Breaks C3 (P14, Client at fault).
     SameKeyNewPrompt,
+    /// After two attempts the Client forgets the input without telling the user. Breaks C8
+    /// (P2, Client at fault).
+    GivesUpSilently,
 }
 
 /// Which Client.
@@ -407,6 +410,10 @@ impl SpecClient {
             // Closed by the user on this connection: resume it first (X2); the prompt follows.
             let slot = p.slot;
             return self.reopen(slot, out);
+        }
+        if p.attempts >= 2 && self.cfg.mutant == Some(ClientMutant::GivesUpSilently) {
+            // Mutant: the input is gone and nobody is told.
+            return self.settle(submission, out);
         }
         if p.attempts >= self.cfg.attempts_max {
             // C8: give up visibly, never silently.

@@ -123,6 +123,12 @@ pub const CHECKERS: &[Checker] = &[
         check: p8_key_privacy,
     },
     Checker {
+        property: "P9",
+        title: "key-scope",
+        rules: &["A9"],
+        check: p9_key_scope,
+    },
+    Checker {
         property: "P11",
         title: "durability",
         rules: &["D1"],
@@ -744,12 +750,43 @@ pub fn p2_no_silent_drop(f: &Facts) -> Verdict {
                     // Client reused a key for a new submission (C2); otherwise the Agent
                     // answered with another submission's message (A1, A9).
                     let other = f.inserts.iter().find(|i| &i.message_id == mid);
+                    // The sessions this submission's attempts went to (from the frames the
+                    // Client wrote): a key is only reused within one session (A9).
+                    let attempts: BTreeSet<(u64, String)> = f
+                        .history
+                        .ops
+                        .iter()
+                        .filter(|o| {
+                            o.process == "client"
+                                && o.f == "attempt"
+                                && o.value["submission"].as_u64() == Some(*n)
+                        })
+                        .map(|o| {
+                            (
+                                o.value["conn"].as_u64().unwrap_or(0),
+                                o.value["id"].to_string(),
+                            )
+                        })
+                        .collect();
+                    let sessions: BTreeSet<&str> = f
+                        .history
+                        .ops
+                        .iter()
+                        .filter(|o| {
+                            o.process == "net"
+                                && o.f == "send"
+                                && o.value["from"] == "client"
+                                && attempts.contains(&(
+                                    o.value["conn"].as_u64().unwrap_or(0),
+                                    o.value["frame"]["id"].to_string(),
+                                ))
+                        })
+                        .filter_map(|o| o.value["frame"]["params"]["sessionId"].as_str())
+                        .collect();
                     let reused = other.and_then(|o| o.key.as_ref()).is_some_and(|k| {
                         f.attempt_keys.get(n).is_some_and(|ks| ks.contains(k))
                             && other.is_some_and(|o| {
-                                f.inserts
-                                    .iter()
-                                    .all(|i| i.submission != Some(*n) || i.session == o.session)
+                                sessions.is_empty() || sessions.contains(o.session.as_str())
                             })
                     });
                     v.status = Status::Invalid;
@@ -1621,6 +1658,49 @@ pub fn p14_client_keys(f: &Facts) -> Verdict {
                     None => {
                         owner.insert((slot, key.to_string()), (n, op.index));
                     }
+                }
+            }
+            _ => {}
+        }
+    }
+    v
+}
+
+/// P9 key-scope (A9): a key suppresses a prompt only in its own session. From the Agent's log:
+/// every `dedup-hit` answers with a messageId inserted in the same session (a fork copies the
+/// history, never the keys, so a hit on a copied message is out of scope too).
+pub fn p9_key_scope(f: &Facts) -> Verdict {
+    let mut v = Verdict::valid("P9", &["A9"]);
+    // messageId → sessions it was inserted in (with the op).
+    let mut inserted: BTreeMap<String, Vec<(String, usize)>> = BTreeMap::new();
+    for op in &f.history.ops {
+        if op.process != "agent" {
+            continue;
+        }
+        let (Some(sid), Some(mid)) = (op.value["session"].as_str(), op.value["messageId"].as_str())
+        else {
+            continue;
+        };
+        match op.f.as_str() {
+            "insert" => inserted
+                .entry(mid.to_string())
+                .or_default()
+                .push((sid.to_string(), op.index)),
+            "dedup-hit" => {
+                let at = inserted.get(mid).map(Vec::as_slice).unwrap_or_default();
+                if at.iter().any(|(s, _)| s == sid) {
+                    continue;
+                }
+                if let Some((other, first)) = at.first() {
+                    v.status = Status::Invalid;
+                    v.party = Some(Party::Agent);
+                    v.witnesses = vec![*first, op.index];
+                    v.fault = f.fault_before(op.index);
+                    v.message = format!(
+                        "key {} in session {sid} was answered with {mid}, a message of session {other}: keys are scoped per session (A9)",
+                        op.value["key"]
+                    );
+                    return v;
                 }
             }
             _ => {}

@@ -114,6 +114,19 @@ const PINNED: &[(&str, &str, Design, u64)] = &[
         0,
     ),
     (
+        "keys-across-sessions",
+        "rfd-06-same-key-other-session",
+        Design::Stored,
+        0,
+    ),
+    ("stop-cancels-later", "swarm-basic", Design::Stored, 2),
+    (
+        "gives-up-silently",
+        "rfd-05-retry-after-error",
+        Design::Stored,
+        0,
+    ),
+    (
         "key-from-text",
         "field-f06-key-from-text",
         Design::Stored,
