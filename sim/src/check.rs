@@ -1719,8 +1719,9 @@ pub fn p13_forwarding_order(f: &Facts) -> Verdict {
     let mut v = Verdict::valid("P13", &["X1"]);
     // (up conn, up id) → op index of the proxy's read of that request.
     let mut read_at: BTreeMap<(u64, String), usize> = BTreeMap::new();
-    // (down conn, down id) → (up conn, up id).
-    let mut up_of: BTreeMap<(u64, String), (u64, String)> = BTreeMap::new();
+    // (down conn, down id) → op index of the proxy's read of the request it forwards there,
+    // taken when the proxy logs the forward (a Client that reuses an id is read twice).
+    let mut up_of: BTreeMap<(u64, String), usize> = BTreeMap::new();
     // Per down conn: (read index, send index) of the newest request written there.
     let mut last: BTreeMap<u64, (usize, usize)> = BTreeMap::new();
     let is_request =
@@ -1733,13 +1734,15 @@ pub fn p13_forwarding_order(f: &Facts) -> Verdict {
                     val["up_conn"].as_u64().unwrap_or(0),
                     val["up_id"].to_string(),
                 );
-                up_of.insert(
-                    (
-                        val["down_conn"].as_u64().unwrap_or(0),
-                        val["down_id"].to_string(),
-                    ),
-                    up,
-                );
+                if let Some(&r) = read_at.get(&up) {
+                    up_of.insert(
+                        (
+                            val["down_conn"].as_u64().unwrap_or(0),
+                            val["down_id"].to_string(),
+                        ),
+                        r,
+                    );
+                }
             }
             ("net", "recv") if is_request(&val["frame"]) && val["from"] == "peer" => {
                 let c = val["conn"].as_u64().unwrap_or(0);
@@ -1750,7 +1753,7 @@ pub fn p13_forwarding_order(f: &Facts) -> Verdict {
                     val["conn"].as_u64().unwrap_or(0),
                     val["frame"]["id"].to_string(),
                 );
-                let Some(r) = up_of.get(&down).and_then(|u| read_at.get(u)).copied() else {
+                let Some(r) = up_of.get(&down).copied() else {
                     continue;
                 };
                 if let Some(&(prev_r, prev_s)) = last.get(&down.0) {

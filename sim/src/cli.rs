@@ -748,6 +748,13 @@ fn mutants(a: &MutantsArgs) -> anyhow::Result<i32> {
         }
     };
     let jobs = a.jobs.unwrap_or_else(num_cpus_or_one);
+    if let Some(p) = &a.json {
+        // Fail before the run, not after it.
+        if let Err(e) = std::fs::write(p, "[]") {
+            eprintln!("error: --json {}: {e}", p.display());
+            return Ok(exit::USAGE);
+        }
+    }
     println!(
         "acp-chaos mutants: scenario={} seeds<={} catches={} jobs={} (each seed runs every design the mutant applies to)",
         s.reference, a.seeds, a.catches, jobs
@@ -764,15 +771,33 @@ fn mutants(a: &MutantsArgs) -> anyhow::Result<i32> {
         },
     )?;
     println!("median = seeds run from a start seed up to and including the first catch (wrapping around the seeds run), over every start seed; (catches/seeds run)");
-    let ratios: Vec<f64> = rows.iter().filter_map(|r| r.ratio()).collect();
-    if !ratios.is_empty() {
-        let mut sorted = ratios.clone();
-        sorted.sort_by(f64::total_cmp);
+    let skipped: Vec<&str> = mutant::MUTANTS
+        .iter()
+        .filter(|m| a.mutant.as_deref().is_none_or(|o| o == m.name))
+        .filter(|m| !rows.iter().any(|r| r.mutant == m.name))
+        .map(|m| m.name)
+        .collect();
+    if !skipped.is_empty() {
         println!(
-            "ratio uniform/swarm: median {:.2} over {} mutants caught by both",
-            sorted[sorted.len() / 2],
-            sorted.len()
+            "not run (no design of {} that the mutant applies to): {}",
+            s.reference,
+            skipped.join(", ")
         );
+    }
+    if rows.is_empty() {
+        eprintln!("error: nothing to run");
+        return Ok(exit::USAGE);
+    }
+    let mut ratios: Vec<f64> = rows.iter().filter_map(|r| r.ratio()).collect();
+    if !ratios.is_empty() {
+        ratios.sort_by(f64::total_cmp);
+        let n = ratios.len();
+        let median = if n % 2 == 1 {
+            ratios[n / 2]
+        } else {
+            (ratios[n / 2 - 1] + ratios[n / 2]) / 2.0
+        };
+        println!("ratio uniform/swarm: median {median:.2} over {n} mutants caught by both");
     }
     if let Some(p) = &a.json {
         std::fs::write(p, serde_json::to_string_pretty(&rows)?)?;

@@ -231,13 +231,15 @@ fn draw_settings(s: &Scenario, seed: u64, design: Design) -> (Scenario, Vec<Stri
     // A feature's coin is always taken, so a value drawn after it is the same in both mixes.
     let draw = |name: &str| stream(seed, &format!("draw.{name}"));
     let free = |name: &str| !s.pinned.contains(name);
+    // A pinned stdio transport has one Client and one Agent process: no proxy, no watcher.
+    let stdio_pinned = !free("topology.transport") && s.topology.transport == Transport::Stdio;
     if free("topology.proxy") {
-        let on = draw("topology.proxy").gen_bool(0.25) || uniform;
+        let on = (draw("topology.proxy").gen_bool(0.25) || uniform) && !stdio_pinned;
         d.topology.proxy = on;
         drawn.push(format!("proxy={on}"));
     }
     if free("topology.watcher") {
-        let on = draw("topology.watcher").gen_bool(0.25) || uniform;
+        let on = (draw("topology.watcher").gen_bool(0.25) || uniform) && !stdio_pinned;
         d.topology.watcher = on;
         drawn.push(format!("watcher={on}"));
     }
@@ -362,9 +364,21 @@ impl Plan {
     /// Derive the plan for one Agent design. `mutant` must be a known mutant name (checked by
     /// the CLI).
     pub fn derive(s: &Scenario, seed: u64, mutant: Option<&str>, design: Design) -> Plan {
+        let m = mutant.and_then(mutant::find);
+        // A proxy mutant needs a proxy to live in: pinned on before anything is drawn, so the
+        // draws (crash-proxy, transport) see it.
+        let forced;
+        let s = if matches!(m.map(|m| m.kind), Some(MutantKind::Proxy(_))) && !s.topology.proxy {
+            let mut f = s.clone();
+            f.topology.proxy = true;
+            f.pinned.insert("topology.proxy".into());
+            forced = f;
+            &forced
+        } else {
+            s
+        };
         let (drawn_scenario, drawn) = draw_settings(s, seed, design);
         let s = &drawn_scenario;
-        let m = mutant.and_then(mutant::find);
         let (agent_mutant, client_mutant, proxy_mutant) = match m.map(|m| m.kind) {
             Some(MutantKind::Agent(a)) => (Some(a), None, None),
             Some(MutantKind::Client(c)) => (None, Some(c), None),
@@ -501,8 +515,12 @@ impl Plan {
             proxy: s.topology.proxy || proxy_mutant.is_some(),
             proxy_mutant,
             watcher: s.topology.watcher,
+            // Stdio has one Client and one Agent process (a forced or drawn proxy or watcher
+            // means a socket).
             stdio: s.topology.transport == crate::scenario::Transport::Stdio
-                && design != Design::Cluster,
+                && design != Design::Cluster
+                && !s.topology.proxy
+                && !s.topology.watcher,
             // Pinned by `[disk]`, or drawn by the swarm from its own stream.
             block_size: s.disk.block_size.or_else(|| {
                 let mut r = stream(seed, "disk.block_size");
@@ -828,6 +846,24 @@ mod tests {
             if a.watcher == b.watcher {
                 assert_eq!(a.faults.len(), b.faults.len(), "seed {seed}");
             }
+        }
+    }
+
+    #[test]
+    fn a_pinned_stdio_transport_or_a_proxy_mutant_never_meets_a_drawn_conflict() {
+        let mut s =
+            scenario("[agent]\ndesigns = [\"stored\"]\n[topology]\ntransport = \"stdio\"\n");
+        for mix in [crate::scenario::Mix::Swarm, crate::scenario::Mix::Uniform] {
+            s.swarm.as_mut().unwrap().mix = mix;
+            for seed in 0..32 {
+                let p = Plan::derive(&s, seed, None, Design::Stored);
+                assert!(p.stdio && !p.proxy && !p.watcher, "{mix:?} seed {seed}");
+            }
+        }
+        let free = scenario("");
+        for seed in 0..32 {
+            let p = Plan::derive(&free, seed, Some("proxy-drops-key"), Design::Stored);
+            assert!(p.proxy && !p.stdio, "seed {seed}");
         }
     }
 
