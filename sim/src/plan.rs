@@ -746,8 +746,17 @@ fn draw_swarm(
                 }
                 FaultKind::CrashProxy => {
                     if r.gen_bool(0.5) {
-                        // At a frame: lands in protocol states a time rarely hits.
-                        f.on = frame_trigger(&mut r);
+                        // At a frame or while the Agent is at a protocol point: lands in
+                        // protocol states a time rarely hits.
+                        f.on = if r.gen_bool(0.5) {
+                            frame_trigger(&mut r)
+                        } else {
+                            Trigger {
+                                point: Some(*Point::AGENT.choose(&mut r).expect("non-empty")),
+                                nth: r.gen_range(1..=n_sub),
+                                ..Trigger::default()
+                            }
+                        };
                     }
                     f.restart_after_ms = Some(r.gen_range(10..=200));
                 }

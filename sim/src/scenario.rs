@@ -1135,6 +1135,14 @@ impl FaultSpec {
                     self.kind.as_str()
                 ))
             }
+            FaultKind::CrashAgent | FaultKind::CrashProxy
+                if t.point == Some(Point::AfterStoreWrite) =>
+            {
+                Some(
+                    "on.point`: `after-store-write` is the store's point (crash-store, partition-store)"
+                        .into(),
+                )
+            }
             FaultKind::CrashAgent if t.point == Some(Point::AfterStoreWrite) => Some(
                 "on.point`: `after-store-write` is the store's point (crash-store, partition-store)"
                     .into(),
@@ -1142,11 +1150,14 @@ impl FaultSpec {
             k if t.point.is_some()
                 && !matches!(
                     k,
-                    FaultKind::CrashAgent | FaultKind::CrashStore | FaultKind::PartitionStore
+                    FaultKind::CrashAgent
+                        | FaultKind::CrashProxy
+                        | FaultKind::CrashStore
+                        | FaultKind::PartitionStore
                 ) =>
             {
                 Some(
-                    "on.point`: only crash-agent, crash-store and partition-store fire at a protocol point"
+                    "on.point`: only crash-agent, crash-proxy, crash-store and partition-store fire at a protocol point"
                         .into(),
                 )
             }

@@ -195,14 +195,18 @@ pub fn run(plan: &Plan) -> History {
                     ledger
                         .borrow_mut()
                         .fire(i, json!({"point": hit.0.as_str(), "nth": seen.get()}));
-                    // The host that passed the point crashes (a cluster node, or the agent).
+                    // crash-agent: the host that passed the point crashes (a cluster node, or
+                    // the agent). crash-proxy: the proxy crashes while the Agent is at the
+                    // point; the Agent goes on when the barrier's handle is dropped below.
                     let a = match NemesisAction::of(&plan.faults[i]).expect("point faults crash") {
                         NemesisAction::Crash {
                             restart_after_ms, ..
-                        } => NemesisAction::Crash {
-                            host: hit.1,
-                            restart_after_ms,
-                        },
+                        } if plan.faults[i].kind == crate::scenario::FaultKind::CrashAgent => {
+                            NemesisAction::Crash {
+                                host: hit.1,
+                                restart_after_ms,
+                            }
+                        }
                         other => other,
                     };
                     actions.push((i, a, true));
