@@ -205,6 +205,10 @@ pub enum AgentMutant {
     /// `session/cancel` also withdraws the next prompt that arrives for the session. Breaks A6
     /// (P6, Agent at fault).
     StopCancelsLater,
+    /// `stored`: the key is recorded (synced) when the prompt arrives, before it is inserted;
+    /// after a crash in between, a retry finds the record and is answered with a messageId no
+    /// message has. Breaks A12 (P2, Agent at fault).
+    KeyRecordedOnArrival,
 }
 
 /// Settings of a model Agent.
@@ -356,6 +360,8 @@ pub struct ModelAgent {
     local_keys: BTreeMap<(String, String), String>,
     /// Mutant `stop-cancels-later`: sessions whose next prompt a past stop withdraws.
     cancel_later: BTreeSet<String>,
+    /// Mutant `key-recorded-on-arrival`: (session, key) → the messageId recorded on arrival.
+    arrivals: BTreeMap<(String, String), String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -372,6 +378,7 @@ impl ModelAgent {
     /// process start (ids stay unique across restarts); `seed` seeds turn durations and tools.
     pub fn recover(cfg: AgentConfig, boot: u32, seed: u64, records: &[Value]) -> Self {
         let mut sessions: IndexMap<String, Session> = IndexMap::new();
+        let mut arrivals: BTreeMap<(String, String), String> = BTreeMap::new();
         if !matches!(cfg.design, Design::InMemory | Design::Cluster) {
             for r in records {
                 let sid = r["id"]
@@ -401,6 +408,11 @@ impl ModelAgent {
                     }
                     Some("delete") => {
                         sessions.shift_remove(&sid);
+                    }
+                    Some("arrival") => {
+                        if let (Some(k), Some(mid)) = (r["key"].as_str(), r["messageId"].as_str()) {
+                            arrivals.insert((sid.clone(), k.to_string()), mid.to_string());
+                        }
                     }
                     Some("msg") => {
                         let Some(mid) = r["messageId"].as_str() else {
@@ -437,6 +449,7 @@ impl ModelAgent {
             next_store: 0,
             local_keys: BTreeMap::new(),
             cancel_later: BTreeSet::new(),
+            arrivals,
         }
     }
 
@@ -1072,6 +1085,42 @@ impl ModelAgent {
             })
             .unwrap_or_default();
         let dedup = self.cfg.mutant != Some(AgentMutant::NoDedup);
+        if let (Some(k), Some(AgentMutant::KeyRecordedOnArrival)) = (&key, self.cfg.mutant) {
+            if self.persists() {
+                // Mutant: a key recorded by an earlier process "counts as inserted", message
+                // or not (this process's own prompts are held or inserting: the usual paths).
+                if let Some(mid) = self.arrivals.get(&(sid.clone(), k.clone())).cloned() {
+                    let earlier = mid
+                        .split('-')
+                        .nth(1)
+                        .and_then(|b| b.parse::<u32>().ok())
+                        .is_some_and(|b| b < self.boot);
+                    let inserted = self.sessions.get(&sid).is_some_and(|s| {
+                        s.messages
+                            .iter()
+                            .any(|m| m.key.as_deref() == Some(k.as_str()))
+                    });
+                    if earlier && !inserted {
+                        out.push(effect(
+                            "dedup-hit",
+                            json!({"session": sid, "key": k, "messageId": mid, "conn": conn, "id": id}),
+                        ));
+                        return self.send(
+                            conn,
+                            rpc::ok(&id, to_value(PromptResponse::new(mid))),
+                            out,
+                        );
+                    }
+                } else {
+                    let mid = format!("arrival-{}-{}", self.boot, self.arrivals.len());
+                    self.arrivals.insert((sid.clone(), k.clone()), mid.clone());
+                    out.push(Action::Persist {
+                        record: json!({"t": "arrival", "session": sid, "key": k, "messageId": mid}),
+                        sync: true,
+                    });
+                }
+            }
+        }
         // Mutant: a key recorded in any other session counts too (breaks A9).
         let elsewhere = match (&key, self.cfg.mutant) {
             (Some(k), Some(AgentMutant::KeysAcrossSessions)) => self

@@ -239,6 +239,17 @@ pub const MUTANTS: &[Mutant] = &[
         designs: &[],
     },
     Mutant {
+        name: "key-recorded-on-arrival",
+        kind: MutantKind::Agent(AgentMutant::KeyRecordedOnArrival),
+        rules: &["A12"],
+        property: "P2",
+        party: Party::Agent,
+        summary: "stored Agent records the key when the prompt arrives; after a crash before insertion a retry gets a messageId no message has",
+        needs_fault: true,
+        swarm_finds: true,
+        designs: &[Design::Stored],
+    },
+    Mutant {
         name: "client-reuses-id",
         kind: MutantKind::Client(ClientMutant::ReusesIdWhilePending),
         rules: &["C4"],

@@ -114,6 +114,12 @@ const PINNED: &[(&str, &str, Design, u64)] = &[
         0,
     ),
     (
+        "key-recorded-on-arrival",
+        "field-f23-key-recorded-on-arrival",
+        Design::Stored,
+        0,
+    ),
+    (
         "keys-across-sessions",
         "rfd-06-same-key-other-session",
         Design::Stored,
