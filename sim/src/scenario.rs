@@ -1410,3 +1410,48 @@ mod tests {
         assert_eq!(s.expect, Expect::Valid);
     }
 }
+
+#[cfg(test)]
+mod bad_input {
+    use super::Scenario;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: 300,
+            // Seeded like everything else here, and nothing written to the tree.
+            rng_seed: proptest::test_runner::RngSeed::Fixed(0x5EED),
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        })]
+
+        /// Arbitrary text to the scenario loader either loads or names the file and a line,
+        /// never panics.
+        #[test]
+        fn arbitrary_text_loads_or_names_file_and_line(text in "\\PC{0,300}") {
+            check(&text)?;
+        }
+
+        /// Near-valid TOML: real section and field names with arbitrary values.
+        #[test]
+        fn arbitrary_values_in_real_fields_load_or_name_file_and_line(
+            table in prop_oneof![Just("workload"), Just("agent"), Just("timing"), Just("topology"), Just("client"), Just("disk"), Just("swarm")],
+            field in prop_oneof![Just("submissions"), Just("gap_ms_max"), Just("designs"), Just("nodes"), Just("transport"), Just("kind"), Just("faults"), Just("block_size"), Just("latency_ms_min"), Just("mix"), Just("repeat_rate")],
+            value in prop_oneof![Just("0".to_string()), Just("-1".to_string()), Just("1e400".to_string()), Just("\"x\"".to_string()), Just("[]".to_string()), Just("{}".to_string()), Just("18446744073709551615".to_string()), Just("true".to_string()), any::<i64>().prop_map(|n| n.to_string())],
+        ) {
+            let text = format!("summary = \"s\"\n[{table}]\n{field} = {value}\n");
+            check(&text)?;
+        }
+    }
+
+    fn check(text: &str) -> Result<(), TestCaseError> {
+        match Scenario::parse(std::path::Path::new("fuzz.toml"), text) {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                let m = e.to_string();
+                prop_assert!(m.starts_with("fuzz.toml:"), "{}", m);
+                Ok(())
+            }
+        }
+    }
+}

@@ -1163,3 +1163,121 @@ mod cluster {
         assert_ne!(ma, mb);
     }
 }
+
+/// Bad input: arbitrary frames to every Agent design never panic and always get a well-formed
+/// JSON-RPC answer (an error where the input is invalid), or nothing for a notification.
+mod bad_input {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Feed one line to a fresh Agent of `design` (a cluster node on a logical connection) and
+    /// check every line it writes.
+    fn answers(design: Design, line: &str) -> Result<(), TestCaseError> {
+        let mut a = ModelAgent::recover(cfg(design, None), 0, 1, &[]);
+        if design == Design::Cluster {
+            a = a.node("node1");
+        }
+        let mut out = vec![];
+        a.handle(AgentInput::Connected(1), &mut out);
+        if design == Design::Cluster {
+            a.handle(AgentInput::Logical(1, "client-0".into()), &mut out);
+        }
+        out.clear();
+        a.handle(AgentInput::Frame(1, line.to_string()), &mut out);
+        let parsed: Option<Value> = serde_json::from_str(line).ok();
+        let is_notification = parsed.as_ref().is_some_and(|v| {
+            v.get("method").is_some_and(Value::is_string) && v.get("id").is_none()
+        });
+        let mut answered = 0;
+        for a in &out {
+            let Action::Send { line: sent, .. } = a else {
+                continue;
+            };
+            let v: Value = serde_json::from_str(sent)
+                .map_err(|e| TestCaseError::fail(format!("not JSON: {sent}: {e}")))?;
+            prop_assert_eq!(&v["jsonrpc"], "2.0", "{}", sent);
+            if v.get("method").is_some() {
+                continue; // an update or an Agent request
+            }
+            answered += 1;
+            prop_assert!(v.get("id").is_some(), "no id: {}", sent);
+            let ok = v.get("result").is_some();
+            let err = v["error"]["code"].is_i64() && v["error"]["message"].is_string();
+            prop_assert!(ok != err, "neither result nor error (or both): {}", sent);
+        }
+        if line.trim().is_empty() {
+            // An empty line is the frame layer's heartbeat: nothing to answer.
+            prop_assert_eq!(answered, 0, "a heartbeat was answered");
+        } else if parsed.is_none() {
+            // Not JSON: exactly one -32700 with id null.
+            prop_assert_eq!(answered, 1, "no answer to garbage {:?}", line);
+        } else if is_notification {
+            prop_assert_eq!(answered, 0, "a notification was answered: {:?}", line);
+        }
+        Ok(())
+    }
+
+    fn request_like() -> impl Strategy<Value = String> {
+        let method = prop_oneof![
+            Just("session/prompt".to_string()),
+            Just("session/new".to_string()),
+            Just("session/resume".to_string()),
+            Just("initialize".to_string()),
+            Just("session/cancel".to_string()),
+            Just("$/cancel_request".to_string()),
+            "[a-z/_$]{0,20}",
+        ];
+        let id = prop_oneof![
+            Just("1".to_string()),
+            Just("null".to_string()),
+            Just("\"x\"".to_string()),
+            Just("{}".to_string()),
+            Just("1.5".to_string()),
+            Just(String::new()),
+        ];
+        let params = prop_oneof![
+            Just("{}".to_string()),
+            Just("[]".to_string()),
+            Just("null".to_string()),
+            Just("{\"sessionId\":\"s0.0\",\"prompt\":[]}".to_string()),
+            Just("{\"sessionId\":1,\"prompt\":\"x\",\"idempotencyKey\":[]}".to_string()),
+            "\\PC{0,40}".prop_map(|s| serde_json::to_string(&s).unwrap()),
+        ];
+        (method, id, params).prop_map(|(m, id, p)| {
+            let id = if id.is_empty() {
+                String::new()
+            } else {
+                format!(",\"id\":{id}")
+            };
+            format!(
+                "{{\"jsonrpc\":\"2.0\",\"method\":{}{id},\"params\":{p}}}",
+                serde_json::to_string(&m).unwrap()
+            )
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: 1000,
+            // Seeded like everything else here, and nothing written to the tree.
+            rng_seed: proptest::test_runner::RngSeed::Fixed(0x5EED),
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        })]
+
+        #[test]
+        fn arbitrary_bytes_get_a_well_formed_answer(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+            let line = String::from_utf8_lossy(&bytes).replace('\n', " ");
+            for d in Design::ALL {
+                answers(d, &line)?;
+            }
+        }
+
+        #[test]
+        fn arbitrary_json_rpc_messages_get_a_well_formed_answer(line in request_like()) {
+            for d in Design::ALL {
+                answers(d, &line)?;
+            }
+        }
+    }
+}
