@@ -209,6 +209,9 @@ pub enum AgentMutant {
     /// after a crash in between, a retry finds the record and is answered with a messageId no
     /// message has. Breaks A12 (P2, Agent at fault).
     KeyRecordedOnArrival,
+    /// A locally handled command's key is forgotten as soon as it is answered, while its
+    /// session is still active: a retry of the command runs it again. Breaks A11 (P1, Agent).
+    ForgetsLiveWhileActive,
 }
 
 /// Settings of a model Agent.
@@ -1443,7 +1446,9 @@ impl ModelAgent {
             text: p.text.clone(),
         };
         if live {
-            s.live.push(msg);
+            if self.cfg.mutant != Some(AgentMutant::ForgetsLiveWhileActive) {
+                s.live.push(msg);
+            }
         } else {
             s.messages.push(msg);
             s.ids.insert(mid.clone());

@@ -250,6 +250,17 @@ pub const MUTANTS: &[Mutant] = &[
         designs: &[Design::Stored],
     },
     Mutant {
+        name: "forgets-live-while-active",
+        kind: MutantKind::Agent(AgentMutant::ForgetsLiveWhileActive),
+        rules: &["A11"],
+        property: "P1",
+        party: Party::Agent,
+        summary: "a locally handled command's key is forgotten once answered, while its session is still active",
+        needs_fault: true,
+        swarm_finds: true,
+        designs: &[Design::InMemory, Design::Stored, Design::Adapter],
+    },
+    Mutant {
         name: "client-reuses-id",
         kind: MutantKind::Client(ClientMutant::ReusesIdWhilePending),
         rules: &["C4"],

@@ -120,6 +120,12 @@ const PINNED: &[(&str, &str, Design, u64)] = &[
         0,
     ),
     (
+        "forgets-live-while-active",
+        "swarm-basic",
+        Design::Stored,
+        30,
+    ),
+    (
         "keys-across-sessions",
         "rfd-06-same-key-other-session",
         Design::Stored,
