@@ -363,8 +363,9 @@ pub struct ModelAgent {
     local_keys: BTreeMap<(String, String), String>,
     /// Mutant `stop-cancels-later`: sessions whose next prompt a past stop withdraws.
     cancel_later: BTreeSet<String>,
-    /// Mutant `key-recorded-on-arrival`: (session, key) → the messageId recorded on arrival.
-    arrivals: BTreeMap<(String, String), String>,
+    /// Mutant `key-recorded-on-arrival`: (session, key) → (the messageId recorded on arrival,
+    /// the boot that recorded it).
+    arrivals: BTreeMap<(String, String), (String, u32)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -381,7 +382,7 @@ impl ModelAgent {
     /// process start (ids stay unique across restarts); `seed` seeds turn durations and tools.
     pub fn recover(cfg: AgentConfig, boot: u32, seed: u64, records: &[Value]) -> Self {
         let mut sessions: IndexMap<String, Session> = IndexMap::new();
-        let mut arrivals: BTreeMap<(String, String), String> = BTreeMap::new();
+        let mut arrivals: BTreeMap<(String, String), (String, u32)> = BTreeMap::new();
         if !matches!(cfg.design, Design::InMemory | Design::Cluster) {
             for r in records {
                 let sid = r["id"]
@@ -414,7 +415,8 @@ impl ModelAgent {
                     }
                     Some("arrival") => {
                         if let (Some(k), Some(mid)) = (r["key"].as_str(), r["messageId"].as_str()) {
-                            arrivals.insert((sid.clone(), k.to_string()), mid.to_string());
+                            let b = r["boot"].as_u64().unwrap_or(0) as u32;
+                            arrivals.insert((sid.clone(), k.to_string()), (mid.to_string(), b));
                         }
                     }
                     Some("msg") => {
@@ -1092,12 +1094,8 @@ impl ModelAgent {
             if self.persists() {
                 // Mutant: a key recorded by an earlier process "counts as inserted", message
                 // or not (this process's own prompts are held or inserting: the usual paths).
-                if let Some(mid) = self.arrivals.get(&(sid.clone(), k.clone())).cloned() {
-                    let earlier = mid
-                        .split('-')
-                        .nth(1)
-                        .and_then(|b| b.parse::<u32>().ok())
-                        .is_some_and(|b| b < self.boot);
+                if let Some((mid, boot)) = self.arrivals.get(&(sid.clone(), k.clone())).cloned() {
+                    let earlier = boot < self.boot;
                     let inserted = self.sessions.get(&sid).is_some_and(|s| {
                         s.messages
                             .iter()
@@ -1116,9 +1114,10 @@ impl ModelAgent {
                     }
                 } else {
                     let mid = format!("arrival-{}-{}", self.boot, self.arrivals.len());
-                    self.arrivals.insert((sid.clone(), k.clone()), mid.clone());
+                    self.arrivals
+                        .insert((sid.clone(), k.clone()), (mid.clone(), self.boot));
                     out.push(Action::Persist {
-                        record: json!({"t": "arrival", "session": sid, "key": k, "messageId": mid}),
+                        record: json!({"t": "arrival", "session": sid, "key": k, "messageId": mid, "boot": self.boot}),
                         sync: true,
                     });
                 }

@@ -19,16 +19,19 @@ fn lost_after(h: &History, after: usize, from: &dyn Fn(&str) -> bool) -> usize {
             && from(o.value["from"].as_str().unwrap_or(""))
     });
     sends
-        .filter(|s| {
-            !h.ops.iter().any(|r| {
-                r.index > s.index
-                    && r.process == "net"
-                    && r.f == "recv"
-                    && r.value["conn"] == s.value["conn"]
-                    && r.value["frame"] == s.value["frame"]
-            })
-        })
+        .filter(|s| arrival(h, s.index, &s.value["conn"], &s.value["frame"]).is_none())
         .count()
+}
+
+/// The first read of `frame` on connection `conn` after op `after`.
+fn arrival<'a>(h: &'a History, after: usize, conn: &Value, frame: &Value) -> Option<&'a Op> {
+    h.ops.iter().find(|r| {
+        r.index > after
+            && r.process == "net"
+            && r.f == "recv"
+            && r.value["conn"] == *conn
+            && r.value["frame"] == *frame
+    })
 }
 
 /// The first op after `after` matching `process` and `f`.
@@ -63,12 +66,7 @@ const CASES: &[(&str, &str, Design, u64, Effect)] = &[
         |h, f| {
             // The lost frame never arrives and its connection ends.
             let d = &f.value["detail"];
-            let arrived = h.ops.iter().any(|o| {
-                o.index > f.index
-                    && o.f == "recv"
-                    && o.value["conn"] == d["conn"]
-                    && o.value["frame"] == d["frame"]
-            });
+            let arrived = arrival(h, f.index, &d["conn"], &d["frame"]).is_some();
             let ended = h
                 .ops
                 .iter()
@@ -86,13 +84,7 @@ const CASES: &[(&str, &str, Design, u64, Effect)] = &[
         |h, f| {
             let d = &f.value["detail"];
             let end = next(h, f.index, "net", "stall-end").ok_or("no stall-end")?;
-            let arrived = h.ops.iter().find(|o| {
-                o.index > f.index
-                    && o.f == "recv"
-                    && o.value["conn"] == d["conn"]
-                    && o.value["frame"] == d["frame"]
-            });
-            match arrived {
+            match arrival(h, f.index, &d["conn"], &d["frame"]) {
                 Some(r) if r.index > end.index && end.time_ms > f.time_ms => Ok(()),
                 Some(_) => Err("the stalled frame arrived before the stall ended".into()),
                 None => Err("the stalled frame never arrived".into()),
