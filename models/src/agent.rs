@@ -212,6 +212,30 @@ pub enum AgentMutant {
     /// A locally handled command's key is forgotten as soon as it is answered, while its
     /// session is still active: a retry of the command runs it again. Breaks A11 (P1, Agent).
     ForgetsLiveWhileActive,
+    /// A retry that arrives while the original is held is answered at once with `-32603`
+    /// ("in progress") instead of waiting for the original's outcome. Breaks A7 (P3, Agent).
+    HeldRetryErrors,
+    /// Key records are kept per connection: a retry on another connection (after a reconnect
+    /// or a restart) does not find its key and inserts again. Breaks A10 (P1, Agent).
+    KeysPerConnection,
+    /// `stored`: the message and its key are written in two steps (message, then key); a crash
+    /// between them keeps the message without its key, and the retry inserts it again.
+    /// Breaks A13 (P1, Agent at fault).
+    TwoStepWrite,
+    /// `session/cancel` stops the running turn but leaves earlier held prompts queued: they are
+    /// inserted after the cancel. Breaks A6 (P6, Agent at fault).
+    CancelSkipsHeld,
+    /// `$/cancel_request` withdraws the held prompt and answers none of its attempts. Breaks
+    /// A5 (P7, Agent at fault).
+    CancelAnswersNone,
+    /// Duplicates are detected by (session, JSON-RPC id) instead of (session, key): a new
+    /// prompt that happens to reuse an id on another connection gets the old messageId.
+    /// Breaks A1/A4 (P3, Agent at fault).
+    DedupById,
+    /// `session/resume` of a session still active on another connection is refused
+    /// (`-32603`, "attached elsewhere") instead of synchronizing it again. Breaks the
+    /// idempotent class of `session/resume` (P10, Agent at fault).
+    ResumeActiveErrors,
 }
 
 /// Settings of a model Agent.
@@ -366,6 +390,10 @@ pub struct ModelAgent {
     /// Mutant `key-recorded-on-arrival`: (session, key) → (the messageId recorded on arrival,
     /// the boot that recorded it).
     arrivals: BTreeMap<(String, String), (String, u32)>,
+    /// Mutant `keys-per-connection`: the (session, key) pairs inserted on each connection.
+    conn_keys: BTreeMap<ConnId, BTreeSet<(String, String)>>,
+    /// Mutant `dedup-by-id`: (session, JSON-RPC id) → messageId.
+    id_records: BTreeMap<(String, String), String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -419,6 +447,22 @@ impl ModelAgent {
                             arrivals.insert((sid.clone(), k.to_string()), (mid.to_string(), b));
                         }
                     }
+                    // Mutant `two-step-write`: the key written after its message.
+                    Some("msg-key") => {
+                        let (Some(mid), Some(k)) = (r["messageId"].as_str(), r["key"].as_str())
+                        else {
+                            continue;
+                        };
+                        if let Some(m) = sessions
+                            .entry(sid)
+                            .or_default()
+                            .messages
+                            .iter_mut()
+                            .find(|m| m.message_id == mid)
+                        {
+                            m.key = Some(k.to_string());
+                        }
+                    }
                     Some("msg") => {
                         let Some(mid) = r["messageId"].as_str() else {
                             continue;
@@ -455,6 +499,8 @@ impl ModelAgent {
             local_keys: BTreeMap::new(),
             cancel_later: BTreeSet::new(),
             arrivals,
+            conn_keys: BTreeMap::new(),
+            id_records: BTreeMap::new(),
         }
     }
 
@@ -963,6 +1009,21 @@ impl ModelAgent {
         out: &mut Vec<Action>,
     ) {
         let sid = r.session_id.0.to_string();
+        let elsewhere = self
+            .conns
+            .iter()
+            .any(|(c, a)| *c != conn && a.contains(&sid));
+        if elsewhere && self.cfg.mutant == Some(AgentMutant::ResumeActiveErrors) {
+            // Mutant: one attachment per session (a resume is not a repeat it accepts).
+            return self.fail(
+                conn,
+                &id,
+                code::INTERNAL_ERROR,
+                "Internal error",
+                Some(json!({"reason": "session attached to another connection"})),
+                out,
+            );
+        }
         let Some(s) = self.sessions.get(&sid) else {
             return self.fail(
                 conn,
@@ -1137,6 +1198,16 @@ impl ModelAgent {
                 }),
             _ => None,
         };
+        if self.cfg.mutant == Some(AgentMutant::DedupById) {
+            // Mutant: the JSON-RPC id, not the key, names the submission.
+            if let Some(mid) = self.id_records.get(&(sid.clone(), id.to_string())).cloned() {
+                out.push(effect(
+                    "dedup-hit",
+                    json!({"session": sid, "key": key, "messageId": mid, "conn": conn, "id": id}),
+                ));
+                return self.send(conn, rpc::ok(&id, to_value(PromptResponse::new(mid))), out);
+            }
+        }
         if self.cfg.mutant == Some(AgentMutant::StopCancelsLater) && self.cancel_later.remove(&sid)
         {
             // Mutant: the stop pressed before this prompt arrived withdraws it too.
@@ -1152,6 +1223,15 @@ impl ModelAgent {
         }
         let design = self.cfg.design;
         let local_keys = self.cfg.mutant == Some(AgentMutant::ClusterNodeLocalKeys);
+        // Mutant `keys-per-connection`: only keys inserted on this connection are known.
+        let conn_known = |k: &str| {
+            self.cfg.mutant != Some(AgentMutant::KeysPerConnection)
+                || self
+                    .conn_keys
+                    .get(&conn)
+                    .is_some_and(|ks| ks.contains(&(sid.clone(), k.to_string())))
+        };
+        let known_here = key.as_deref().is_some_and(conn_known);
         let Some(s) = self.sessions.get_mut(&sid) else {
             return;
         };
@@ -1177,7 +1257,7 @@ impl ModelAgent {
                         .map(|m| m.message_id.clone())
                 }
             });
-            let found = found.or(elsewhere);
+            let found = found.filter(|_| known_here).or(elsewhere);
             if let Some(mid) = found {
                 out.push(effect(
                     "dedup-hit",
@@ -1197,6 +1277,23 @@ impl ModelAgent {
                 .find(|h| h.key.as_deref() == Some(k))
                 .or(storing)
             {
+                if self.cfg.mutant == Some(AgentMutant::HeldRetryErrors) {
+                    // Mutant: "still in progress" instead of the original's outcome.
+                    out.push(effect(
+                        "reject",
+                        json!({"conn": conn, "id": id, "code": code::INTERNAL_ERROR, "in_progress": true}),
+                    ));
+                    return self.send(
+                        conn,
+                        rpc::err(
+                            &id,
+                            code::INTERNAL_ERROR,
+                            "Internal error",
+                            Some(json!({"reason": "a request with this idempotencyKey is in progress"})),
+                        ),
+                        out,
+                    );
+                }
                 h.waiters.push((conn, id.clone()));
                 out.push(effect(
                     "wait-held",
@@ -1431,6 +1528,22 @@ impl ModelAgent {
             self.local_keys
                 .insert((sid.to_string(), k.clone()), mid.clone());
         }
+        if let (Some(AgentMutant::KeysPerConnection), Some(k)) = (self.cfg.mutant, &p.key) {
+            for c in std::iter::once(p.conn).chain(p.waiters.iter().map(|(c, _)| *c)) {
+                self.conn_keys
+                    .entry(c)
+                    .or_default()
+                    .insert((sid.to_string(), k.clone()));
+            }
+        }
+        if self.cfg.mutant == Some(AgentMutant::DedupById) {
+            self.id_records
+                .insert((sid.to_string(), p.id.to_string()), mid.clone());
+        }
+        let two_step = self.cfg.mutant == Some(AgentMutant::TwoStepWrite)
+            && design == Design::Stored
+            && !live
+            && p.key.is_some();
         let s = self
             .sessions
             .entry(sid.to_string())
@@ -1463,6 +1576,19 @@ impl ModelAgent {
         }
         if !live {
             match design {
+                Design::Stored if two_step => {
+                    // Mutant: the message first, its key in a second write (breaks A13).
+                    out.push(Action::Persist {
+                        record: json!({"t": "msg", "session": sid, "messageId": mid, "key": null, "text": p.text}),
+                        sync: true,
+                    });
+                    out.push(effect("durable", json!({"session": sid, "messageId": mid})));
+                    out.push(Action::Point(Point::AfterSyncBeforeResponse));
+                    out.push(Action::Persist {
+                        record: json!({"t": "msg-key", "session": sid, "messageId": mid, "key": p.key}),
+                        sync: true,
+                    });
+                }
                 Design::Stored => {
                     let sync = self.cfg.mutant != Some(AgentMutant::RecordUnsynced);
                     out.push(Action::Persist {
@@ -1482,7 +1608,9 @@ impl ModelAgent {
                 Design::InMemory | Design::Cluster => {}
             }
         }
-        out.push(Action::Point(Point::AfterSyncBeforeResponse));
+        if !two_step {
+            out.push(Action::Point(Point::AfterSyncBeforeResponse));
+        }
         out.push(effect("visible", json!({"session": sid, "messageId": mid})));
         let ok = to_value(PromptResponse::new(mid.clone()));
         if std::mem::take(&mut self.fail_next_insert) {
@@ -1675,6 +1803,13 @@ impl ModelAgent {
             .and_then(|s| s.held.pop_front());
         if let Some(h) = next {
             let owner = h.conn;
+            if self.cfg.design == Design::Cluster {
+                // Its insertion completes at the store, later: the log shows it left the queue.
+                out.push(effect(
+                    "release",
+                    json!({"session": sid, "conn": h.conn, "id": h.id}),
+                ));
+            }
             self.insert_turn(sid, h, "held", Some(owner), out);
         }
     }
@@ -1685,7 +1820,13 @@ impl ModelAgent {
         let Some(s) = self.sessions.get_mut(sid) else {
             return;
         };
-        let held: Vec<Held> = s.held.drain(..).collect();
+        // Mutant `cancel-skips-held`: a stop leaves the held prompts queued (breaks A6).
+        let skip = !closing && self.cfg.mutant == Some(AgentMutant::CancelSkipsHeld);
+        let held: Vec<Held> = if skip {
+            Vec::new()
+        } else {
+            s.held.drain(..).collect()
+        };
         let queued: Vec<(ConnId, Value, v2::PromptRequest)> = s.fill_queue.drain(..).collect();
         let turn = s.turn.clone();
         let forget = closing && self.cfg.mutant == Some(AgentMutant::CloseForgetsHeld);
@@ -1739,7 +1880,10 @@ impl ModelAgent {
             }
             self.end_turn(sid, StopReason::Cancelled, out);
         }
-        let _ = closing;
+        if skip {
+            // Mutant: the prompts left in the queue go on as if nothing was cancelled.
+            self.next_held(sid, out);
+        }
     }
 
     /// `$/cancel_request` for a prompt attempt: withdraw the un-inserted prompt and answer every
@@ -1756,8 +1900,9 @@ impl ModelAgent {
                 out.push(effect("withdraw", json!({"session": sid, "conn": h.conn, "id": h.id, "key": h.key, "by": "$/cancel_request"})));
                 self.persist_withdrawal(&sid, h.key.as_deref(), out);
                 let only_named = self.cfg.mutant == Some(AgentMutant::CancelAnswersOne);
+                let none = self.cfg.mutant == Some(AgentMutant::CancelAnswersNone);
                 let attempts = std::iter::once((h.conn, h.id)).chain(h.waiters);
-                for (c, id) in attempts {
+                for (c, id) in attempts.filter(|_| !none) {
                     // A5: every pending attempt for the key gets -32800 (the mutant answers
                     // only the one the cancel named).
                     if !only_named || (c == conn && &id == rid) {
@@ -1776,6 +1921,7 @@ impl ModelAgent {
     fn disconnected(&mut self, conn: ConnId, out: &mut Vec<Action>) {
         let was_active = self.conns.shift_remove(&conn).unwrap_or_default();
         self.logical.shift_remove(&conn);
+        self.conn_keys.remove(&conn);
         let o1 = self.cfg.o1;
         let o2 = self.cfg.o2;
         let sids: Vec<String> = self.sessions.keys().cloned().collect();

@@ -105,6 +105,13 @@ pub enum ClientMutant {
     /// After two attempts the Client forgets the input without telling the user. Breaks C8
     /// (P2, Client at fault).
     GivesUpSilently,
+    /// After a reconnect the Client only resumes: it drops every input it had already sent,
+    /// trusting the replay to show what was accepted, and never resends. Breaks C6/C8 (P2,
+    /// Client at fault).
+    ResumeOnly,
+    /// The SDK also resends a prompt sent without a key whose outcome is unknown, as is.
+    /// Breaks C9 and the keyed class (P10 finding, Client at fault).
+    ResendsUnkeyed,
 }
 
 /// Which Client.
@@ -746,6 +753,20 @@ impl SpecClient {
             let p = &self.pending[&s];
             if self.cfg.stale_ms > 0 && age > self.cfg.stale_ms {
                 self.surface(s, json!({"reason": "stale", "age_ms": age}), out);
+            } else if p.attempts > 0 && self.cfg.mutant == Some(ClientMutant::ResumeOnly) {
+                // Mutant: whatever was sent is assumed to be in the replay; nobody is told.
+                out.push(effect("assumed-in-replay", json!({"submission": s})));
+                self.settle(s, out);
+            } else if p.key.is_none()
+                && p.attempts > 0
+                && self.cfg.mutant == Some(ClientMutant::ResendsUnkeyed)
+            {
+                // Mutant: resent as is, without a key (C9).
+                out.push(effect(
+                    "sdk-resend",
+                    json!({"submission": s, "method": "session/prompt", "class": "keyed", "key": null}),
+                ));
+                self.attempt(s, out);
             } else if p.key.is_none() && p.attempts > 0 {
                 // C9: sent without a key and its outcome is unknown: a resend could insert it
                 // twice, so the user decides.
@@ -782,6 +803,10 @@ impl SpecClient {
                         .pending
                         .get(submission)
                         .is_some_and(|p| p.key.is_some());
+                    if !keyed && self.cfg.mutant == Some(ClientMutant::ResendsUnkeyed) {
+                        // Logged by `ready` when it resends.
+                        continue;
+                    }
                     ("session/prompt", "keyed", keyed)
                 }
             };

@@ -1,5 +1,5 @@
 //! Checkers: pure functions from a [`History`] to a [`Verdict`], one per property of
-//! `spec/RULES.md` (P1, P2, P3, P4, P6, P7, P8, P11, P12; see [`CHECKERS`]).
+//! `spec/RULES.md` (P1 to P12, and our P13 and P14; see [`CHECKERS`]).
 //!
 //! Every non-valid verdict names the property, the rule ids, the witnessing op indices, the
 //! fault that enabled it (the last nemesis op before the witness) and who is at fault.
@@ -127,6 +127,12 @@ pub const CHECKERS: &[Checker] = &[
         title: "key-scope",
         rules: &["A9"],
         check: p9_key_scope,
+    },
+    Checker {
+        property: "P10",
+        title: "retry-class",
+        rules: &["C1", "C9", "X4"],
+        check: p10_retry_class,
     },
     Checker {
         property: "P11",
@@ -860,9 +866,196 @@ fn prompt_answers(f: &Facts) -> Vec<Answer> {
     out
 }
 
+/// One `session/prompt` request as the Agent read it.
+#[derive(Debug, Clone)]
+struct Read {
+    /// Op index of the `recv`.
+    at: usize,
+    /// Op index of the Agent boot it was read in (the last `recover` before it).
+    boot: usize,
+    session: String,
+    key: Option<String>,
+}
+
+/// Every `session/prompt` request the Agent read, by (connection, JSON-RPC id); for the same
+/// pair read twice (a reused id), the first.
+fn prompt_reads(f: &Facts) -> BTreeMap<(u64, String), Read> {
+    let mut out: BTreeMap<(u64, String), Read> = BTreeMap::new();
+    let mut boot = 0;
+    for op in &f.history.ops {
+        let val = &op.value;
+        match (op.process.as_str(), op.f.as_str()) {
+            ("agent", "recover") => boot = op.index,
+            ("net", "recv")
+                if matches!(val["from"].as_str(), Some("client" | "proxy"))
+                    && val["frame"]["method"] == "session/prompt"
+                    && val["frame"].get("id").is_some() =>
+            {
+                let fr = &val["frame"];
+                out.entry((val["conn"].as_u64().unwrap_or(0), fr["id"].to_string()))
+                    .or_insert(Read {
+                        at: op.index,
+                        boot,
+                        session: fr["params"]["sessionId"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_string(),
+                        key: fr["params"]["idempotencyKey"].as_str().map(str::to_string),
+                    });
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Error codes that say what was wrong with the request itself (or that it was cancelled),
+/// not that the Agent failed it: A7 does not cover them.
+const REQUEST_ERRORS: [i64; 6] = [
+    rpc_code::PARSE_ERROR,
+    rpc_code::INVALID_REQUEST,
+    rpc_code::METHOD_NOT_FOUND,
+    rpc_code::INVALID_PARAMS,
+    rpc_code::RESOURCE_NOT_FOUND,
+    rpc_code::REQUEST_CANCELLED,
+];
+
 /// P3 same-answer: every success for one submission's key carries the same `messageId`, with
-/// P1's exemptions (a first message the rules let the Agent forget).
+/// P1's exemptions (a first message the rules let the Agent forget); a success carries a
+/// messageId of the attempt's own key, never another key's (A1, A4); and a retry that
+/// arrives while an attempt of its key is held gets that attempt's outcome, never an error of
+/// its own (A7: "still in progress" is not an answer).
 pub fn p3_same_answer(f: &Facts) -> Verdict {
+    let mut v = p3_messageids(f);
+    if v.status == Status::Invalid {
+        return v;
+    }
+    let reads = prompt_reads(f);
+    let answers = prompt_answers(f);
+    // When the Agent decided each attempt: its answer, or its own log of the decision (an
+    // answer lost on the way was decided all the same).
+    let mut answered_at: BTreeMap<(u64, String), usize> = BTreeMap::new();
+    for (a, op, _) in &answers {
+        answered_at.entry(a.clone()).or_insert(*op);
+    }
+    for op in &f.history.ops {
+        if op.process == "agent"
+            && matches!(
+                op.f.as_str(),
+                "reject" | "insert" | "dedup-hit" | "withdraw"
+            )
+        {
+            let a = (
+                op.value["conn"].as_u64().unwrap_or(0),
+                op.value["id"].to_string(),
+            );
+            let e = answered_at.entry(a).or_insert(op.index);
+            *e = (*e).min(op.index);
+        }
+    }
+    // Cross-wired answers: a success whose messageId the Agent inserted for another key.
+    for (attempt, op, ans) in &answers {
+        let Ok(mid) = ans else { continue };
+        let Some(r) = reads.get(attempt) else {
+            continue;
+        };
+        let Some(other) = f
+            .inserts
+            .iter()
+            .rev()
+            .find(|i| i.op < *op && &i.message_id == mid)
+        else {
+            continue;
+        };
+        let own = &f.history.ops[other.op].value;
+        let own = (own["conn"].as_u64().unwrap_or(0), own["id"].to_string()) == *attempt;
+        if own || (other.key == r.key && other.key.is_some()) {
+            continue;
+        }
+        if f.attempts
+            .get(attempt)
+            .is_some_and(|s| other.submission == Some(*s))
+        {
+            continue;
+        }
+        v.status = Status::Invalid;
+        v.party = Some(Party::Agent);
+        v.rules = vec!["A1".into(), "A4".into()];
+        v.witnesses = vec![other.op, r.at, *op];
+        v.fault = f.fault_before(*op);
+        v.message = format!(
+            "attempt {attempt:?} (key {:?}) was answered {mid}, the message the Agent inserted for key {:?}",
+            r.key, other.key
+        );
+        return v;
+    }
+    // The nemesis's `transient-error` makes the Agent fail one later prompt with -32603 (a
+    // failure before insertion, which A3 allows): each such fault excuses one -32603.
+    let mut excused: BTreeSet<usize> = BTreeSet::new();
+    let errors: BTreeSet<usize> = answers
+        .iter()
+        .filter(|(_, _, a)| *a == Err(rpc_code::INTERNAL_ERROR))
+        .map(|(_, op, _)| *op)
+        .collect();
+    let mut injected = 0u32;
+    for op in &f.history.ops {
+        match (op.process.as_str(), op.f.as_str()) {
+            // Not reset by a restart: excusing too many only costs sensitivity.
+            ("nemesis", "transient-error") => injected += 1,
+            _ if injected > 0 && errors.contains(&op.index) => {
+                injected -= 1;
+                excused.insert(op.index);
+            }
+            _ => {}
+        }
+    }
+    // A7: an error for a retry that arrived while an attempt of its key was held, the key
+    // then inserted by this Agent process.
+    for (attempt, op, ans) in &answers {
+        let Err(code) = ans else { continue };
+        if REQUEST_ERRORS.contains(code) || excused.contains(op) {
+            continue;
+        }
+        let Some(r) = reads.get(attempt) else {
+            continue;
+        };
+        let Some(key) = &r.key else { continue };
+        let held = reads.iter().find(|(a, o)| {
+            *a != attempt
+                && o.key.as_ref() == Some(key)
+                && o.session == r.session
+                && o.boot == r.boot
+                && o.at < r.at
+                && answered_at.get(a).is_none_or(|x| *x > r.at)
+        });
+        let Some((held, o)) = held else { continue };
+        let next_boot = f
+            .recoveries
+            .iter()
+            .map(|(i, _)| *i)
+            .find(|i| *i > r.at)
+            .unwrap_or(usize::MAX);
+        let inserted = f.inserts.iter().find(|i| {
+            i.op > r.at && i.op < next_boot && i.session == r.session && i.key.as_ref() == Some(key)
+        });
+        if let Some(i) = inserted {
+            v.status = Status::Invalid;
+            v.party = Some(Party::Agent);
+            v.rules = vec!["A7".into()];
+            v.witnesses = vec![o.at, r.at, *op, i.op];
+            v.fault = f.fault_before(r.at);
+            v.message = format!(
+                "retry {attempt:?} arrived while {held:?} with its key was held and was answered {code}; the key was then inserted as {} (A7: the same outcome, never an error)",
+                i.message_id
+            );
+            return v;
+        }
+    }
+    v
+}
+
+/// P3's first half: every success for one submission carries the same `messageId`.
+fn p3_messageids(f: &Facts) -> Verdict {
     let mut v = Verdict::valid("P3", &["A1", "A7"]);
     let mut first: BTreeMap<u64, (usize, String)> = BTreeMap::new();
     for (attempt, op, ans) in prompt_answers(f) {
@@ -1161,6 +1354,9 @@ pub fn p6_cancel(f: &Facts) -> Verdict {
             }
         }
     }
+    if let Some(bad) = a6_earlier_held(f) {
+        return bad;
+    }
     for (attempt, c_op) in &cancelled {
         if let Some(i_op) = inserted.get(attempt) {
             v.status = Status::Invalid;
@@ -1174,6 +1370,86 @@ pub fn p6_cancel(f: &Facts) -> Verdict {
         }
     }
     v
+}
+
+/// A6 from the Agent's own log: a `session/cancel` the Agent honoured (its session active on
+/// that connection) withdraws every prompt of the session it had held and not yet inserted;
+/// none of them is inserted later (from the queue, `mode: held`).
+fn a6_earlier_held(f: &Facts) -> Option<Verdict> {
+    let mut active: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
+    let mut held: BTreeMap<(u64, String), String> = BTreeMap::new();
+    let mut covered: BTreeMap<(u64, String), usize> = BTreeMap::new();
+    let attempt = |v: &Value| (v["conn"].as_u64().unwrap_or(0), v["id"].to_string());
+    for op in &f.history.ops {
+        let val = &op.value;
+        match (op.process.as_str(), op.f.as_str()) {
+            ("agent", "recover") => {
+                active.clear();
+                held.clear();
+                covered.clear();
+            }
+            ("agent", "activate") => {
+                active
+                    .entry(val["session"].as_str().unwrap_or_default().to_string())
+                    .or_default()
+                    .insert(val["conn"].as_u64().unwrap_or(0));
+            }
+            ("agent", "deactivate") => {
+                if let Some(c) = active.get_mut(val["session"].as_str().unwrap_or_default()) {
+                    c.remove(&val["conn"].as_u64().unwrap_or(0));
+                }
+            }
+            ("agent", "conn-end") => {
+                for c in active.values_mut() {
+                    c.remove(&val["conn"].as_u64().unwrap_or(0));
+                }
+            }
+            ("agent", "hold") => {
+                held.insert(
+                    attempt(val),
+                    val["session"].as_str().unwrap_or_default().to_string(),
+                );
+            }
+            ("agent", "withdraw" | "release" | "drop-held") => {
+                held.remove(&attempt(val));
+            }
+            ("net", "recv")
+                if matches!(val["from"].as_str(), Some("client" | "proxy"))
+                    && val["frame"]["method"] == "session/cancel" =>
+            {
+                let sid = val["frame"]["params"]["sessionId"]
+                    .as_str()
+                    .unwrap_or_default();
+                let conn = val["conn"].as_u64().unwrap_or(0);
+                if active.get(sid).is_some_and(|c| c.contains(&conn)) {
+                    for (a, s) in &held {
+                        if s == sid {
+                            covered.entry(a.clone()).or_insert(op.index);
+                        }
+                    }
+                }
+            }
+            ("agent", "insert") if val["mode"] == "held" => {
+                let a = attempt(val);
+                held.remove(&a);
+                if let Some(c) = covered.get(&a) {
+                    return Some(Verdict {
+                        property: "P6".into(),
+                        status: Status::Invalid,
+                        rules: vec!["A6".into()],
+                        witnesses: vec![*c, op.index],
+                        fault: f.fault_before(op.index),
+                        party: Some(Party::Agent),
+                        message: format!(
+                            "prompt {a:?} was held when session/cancel arrived (op {c}) and was inserted afterwards (A6: a stop withdraws earlier prompts not yet inserted)"
+                        ),
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 fn rpc_cancelled() -> Value {
@@ -1707,6 +1983,158 @@ pub fn p9_key_scope(f: &Facts) -> Verdict {
         }
     }
     v
+}
+
+/// P10 retry-class: each method behaves on a repeat as its class says (RULES.md "Retry
+/// classes"), on both ends:
+/// - Client, keyed class (stated; C1 MUST): every attempt of one submission carries the same
+///   key: invalid, Client at fault;
+/// - Client, C9 (SHOULD NOT): a submission sent again without a key, or an SDK resending a
+///   duplicating method (`session/new`, `session/fork`; never resent automatically is
+///   inferred): a finding, Client at fault;
+/// - Agent, idempotent class (stated: "`session/resume` of an active session synchronizes it
+///   again"): a `session/resume` answered with an error while the session is active on
+///   another of the Agent's connections: invalid, Agent at fault.
+pub fn p10_retry_class(f: &Facts) -> Verdict {
+    let mut v = Verdict::valid("P10", &["C1", "C9", "X4"]);
+    let mut keys: BTreeMap<u64, (usize, Option<String>)> = BTreeMap::new();
+    // Attempts the Client saw fail: an error means nothing was inserted (A2), so the
+    // outcome is known and sending again without a key is safe.
+    let mut failed: BTreeSet<(u64, String)> = BTreeSet::new();
+    let mut sent: BTreeMap<u64, Vec<(u64, String)>> = BTreeMap::new();
+    let mut active: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
+    let mut resumes: BTreeMap<(u64, String), (usize, String, bool)> = BTreeMap::new();
+    let mut finding: Option<Verdict> = None;
+    for op in &f.history.ops {
+        let val = &op.value;
+        match (op.process.as_str(), op.f.as_str()) {
+            ("net", "recv")
+                if val["frame"]["error"].is_object() && val["frame"].get("method").is_none() =>
+            {
+                failed.insert((
+                    val["conn"].as_u64().unwrap_or(0),
+                    val["frame"]["id"].to_string(),
+                ));
+            }
+            // X5: it failed before it was accepted, so it reached nobody.
+            ("client", "not-accepted") => {
+                failed.insert((val["conn"].as_u64().unwrap_or(0), val["id"].to_string()));
+            }
+            ("client", "attempt") => {
+                let n = val["submission"].as_u64().unwrap_or(0);
+                let key = val["key"].as_str().map(str::to_string);
+                let earlier = sent.entry(n).or_default();
+                let unknown = earlier.iter().any(|a| !failed.contains(a));
+                earlier.push((val["conn"].as_u64().unwrap_or(0), val["id"].to_string()));
+                match keys.get(&n) {
+                    None => {
+                        keys.insert(n, (op.index, key));
+                    }
+                    Some((first, k0)) if *k0 != key => {
+                        v.status = Status::Invalid;
+                        v.party = Some(Party::Client);
+                        v.rules = vec!["C1".into()];
+                        v.witnesses = vec![*first, op.index];
+                        v.fault = f.fault_before(op.index);
+                        v.message = format!(
+                            "submission {n} was sent with key {k0:?} and again with key {key:?} (the keyed class: send again only with the same key)"
+                        );
+                        return v;
+                    }
+                    Some((first, None)) if finding.is_none() && unknown => {
+                        finding = Some(Verdict {
+                            property: "P10".into(),
+                            status: Status::Finding,
+                            rules: vec!["C9".into(), "K1".into()],
+                            witnesses: vec![*first, op.index],
+                            fault: f.fault_before(op.index),
+                            party: Some(Party::Client),
+                            message: format!(
+                                "submission {n} was sent again without a key: its first attempt's outcome was unknown, so a duplicate could not be ruled out (C9)"
+                            ),
+                        });
+                    }
+                    Some(_) => {}
+                }
+            }
+            ("client", "sdk-resend")
+                if finding.is_none()
+                    && matches!(val["method"].as_str(), Some("session/new" | "session/fork")) =>
+            {
+                finding = Some(Verdict {
+                    property: "P10".into(),
+                    status: Status::Finding,
+                    rules: vec!["C9".into()],
+                    witnesses: vec![op.index],
+                    fault: f.fault_before(op.index),
+                    party: Some(Party::Client),
+                    message: format!(
+                        "the SDK resent {} by itself: a duplicating method (inferred: never resent automatically)",
+                        val["method"]
+                    ),
+                });
+            }
+            ("agent", "recover") => active.clear(),
+            ("agent", "activate") => {
+                active
+                    .entry(val["session"].as_str().unwrap_or_default().to_string())
+                    .or_default()
+                    .insert(val["conn"].as_u64().unwrap_or(0));
+            }
+            ("agent", "deactivate") => {
+                if let Some(c) = active.get_mut(val["session"].as_str().unwrap_or_default()) {
+                    c.remove(&val["conn"].as_u64().unwrap_or(0));
+                }
+            }
+            ("agent", "conn-end") => {
+                for c in active.values_mut() {
+                    c.remove(&val["conn"].as_u64().unwrap_or(0));
+                }
+            }
+            ("net", "recv")
+                if matches!(val["from"].as_str(), Some("client" | "proxy"))
+                    && val["frame"]["method"] == "session/resume" =>
+            {
+                let sid = val["frame"]["params"]["sessionId"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                let conn = val["conn"].as_u64().unwrap_or(0);
+                let elsewhere = active
+                    .get(&sid)
+                    .is_some_and(|c| c.iter().any(|x| *x != conn));
+                resumes.insert(
+                    (conn, val["frame"]["id"].to_string()),
+                    (op.index, sid, elsewhere),
+                );
+            }
+            ("net", "send")
+                if val["from"].as_str().is_some_and(is_agent_host)
+                    && val["frame"]["error"]["code"].is_i64() =>
+            {
+                let code = val["frame"]["error"]["code"].as_i64().unwrap_or(0);
+                let a = (
+                    val["conn"].as_u64().unwrap_or(0),
+                    val["frame"]["id"].to_string(),
+                );
+                if let Some((r, sid, true)) = resumes.remove(&a) {
+                    if code != rpc_code::INVALID_PARAMS {
+                        v.status = Status::Invalid;
+                        v.party = Some(Party::Agent);
+                        v.rules = vec!["X4".into(), "X3".into()];
+                        v.witnesses = vec![r, op.index];
+                        v.fault = f.fault_before(r);
+                        v.message = format!(
+                            "session/resume of {sid}, active on another connection, was answered {code} (stated: a resume of an active session synchronizes it again)"
+                        );
+                        return v;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    finding.unwrap_or(v)
 }
 
 /// P13 forwarding-order *(ours; DESIGN.md: faults keep transport guarantees)*: an intermediary

@@ -41,8 +41,9 @@ enum Cmd {
     /// Measure seeds per second and the overhead over a bare turmoil run.
     Bench(BenchArgs),
     /// The mutant scoreboard: each mutant's median seeds-to-detection under the swarm alone
-    /// (no scripted schedule) and under the uniform mix, and their ratio. Exits 1 when the
-    /// swarm misses a mutant within `--seeds`.
+    /// (no scripted schedule) and under the uniform mix, and their ratio; the mutant × checker
+    /// view; and the correct models on the same seeds. Exits 1 when the swarm misses a mutant
+    /// within `--seeds` or a correct model has a violation.
     Mutants(MutantsArgs),
     /// Print every method's retry class and what sending it twice does to the stored Agent.
     Audit {
@@ -178,9 +179,13 @@ struct MutantsArgs {
     /// Worker threads (default: the number of cores).
     #[arg(long, env = "ACP_CHAOS_JOBS")]
     jobs: Option<usize>,
-    /// Also write the rows as JSON to this file.
+    /// Also write the rows and the baseline as JSON to this file
+    /// (`{"rows": [...], "baseline": {...}}`).
     #[arg(long)]
     json: Option<PathBuf>,
+    /// Seeds for the correct-model baseline (default: `--seeds`; 0 skips it).
+    #[arg(long)]
+    baseline_seeds: Option<u64>,
     #[command(flatten)]
     dir: DirArgs,
 }
@@ -799,25 +804,55 @@ fn mutants(a: &MutantsArgs) -> anyhow::Result<i32> {
         };
         println!("ratio uniform/swarm: median {median:.2} over {n} mutants caught by both");
     }
+    println!();
+    println!("mutant × checker: share of the swarm seeds run on which the checker was invalid on some design (* the property the mutant names; a finding-level mutant's own cell counts its findings)");
+    print!("{}", crate::scoreboard::checker_table(&rows));
+    let base_seeds = a.baseline_seeds.unwrap_or(a.seeds);
+    let base = crate::scoreboard::baseline(&s, base_seeds, jobs)?;
+    println!();
+    let designs: Vec<&str> = base.designs.iter().map(|d| d.as_str()).collect();
+    println!(
+        "correct models (no mutant), swarm seeds 0..{} × {}: {} violations or unknown verdicts",
+        base.seeds,
+        designs.join(","),
+        base.violations.len()
+    );
+    for (d, seed, v) in base.violations.iter().take(10) {
+        println!(
+            "  {} {:?} (party {:?}): {}\n    repro: acp-chaos replay {} --seed {seed} --agent {}",
+            v.property,
+            v.status,
+            v.party,
+            v.message,
+            s.reference,
+            d.as_str()
+        );
+    }
     if let Some(p) = &a.json {
-        std::fs::write(p, serde_json::to_string_pretty(&rows)?)?;
+        let doc = serde_json::json!({"rows": rows, "baseline": base});
+        std::fs::write(p, serde_json::to_string_pretty(&doc)?)?;
     }
     let missed: Vec<&str> = rows
         .iter()
         .filter(|r| r.swarm.caught.is_empty())
         .map(|r| r.mutant)
         .collect();
+    let mut code = exit::VALID;
     if missed.is_empty() {
         println!("every mutant caught by the swarm alone");
-        Ok(exit::VALID)
     } else {
         println!(
             "not caught by the swarm within {} seeds: {}",
             a.seeds,
             missed.join(", ")
         );
-        Ok(exit::INVALID)
+        code = exit::INVALID;
     }
+    if !base.violations.is_empty() {
+        println!("the correct models have violations: false positives or model bugs");
+        code = exit::INVALID;
+    }
+    Ok(code)
 }
 
 /// Worker threads by default: the number of cores.

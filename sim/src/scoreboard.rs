@@ -9,12 +9,19 @@
 //! the seeds run (so a mutant caught once in 2000 seeds reads as about 1000, not as the
 //! distance to that one catch); the table gives its median over every start seed run. It is
 //! measured, not inferred from a rate.
+//!
+//! Beside it, the **mutant × checker** view: for each mutant, the share of the swarm seeds run
+//! on which each checker's verdict was invalid on some design (a mutant's bug often breaks
+//! more than the property it names), and a **baseline**: the correct models on the same
+//! scenario and seeds, every checker, which must have no violation (no false positives).
+
+use std::collections::BTreeMap;
 
 use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::campaign;
-use crate::check::Status;
+use crate::check::{Status, Verdict};
 use crate::models::mutant::{Mutant, MUTANTS};
 use crate::models::Design;
 use crate::scenario::{Mix, Scenario};
@@ -28,6 +35,19 @@ pub struct Detection {
     pub caught: Vec<u64>,
     /// Median seeds-to-detection (`None`: never caught).
     pub median: Option<f64>,
+    /// Property → seeds run on which its verdict was invalid on some design.
+    pub by_checker: BTreeMap<String, u64>,
+}
+
+/// Whether a verdict catches mutant `m`: on its property, naming its party, invalid (or a
+/// finding, for a mutant that breaks a SHOULD: [`Mutant::finding`]).
+pub fn is_catch(m: &Mutant, v: &Verdict) -> bool {
+    let want = if m.finding {
+        Status::Finding
+    } else {
+        Status::Invalid
+    };
+    v.property == m.property && v.status == want && v.party == Some(m.party)
 }
 
 /// One row of the scoreboard.
@@ -73,27 +93,44 @@ pub fn median_to_detection(caught: &[u64], seeds: u64) -> Option<f64> {
     })
 }
 
-fn catches(s: &Scenario, m: &Mutant, designs: &[Design], seed: u64) -> bool {
-    designs.iter().any(|&d| {
+/// One seed under every design: whether it catches `m`, and the properties invalid on some
+/// design.
+fn catches(s: &Scenario, m: &Mutant, designs: &[Design], seed: u64) -> (bool, Vec<String>) {
+    let mut caught = false;
+    let mut invalid: Vec<String> = Vec::new();
+    for &d in designs {
         let (_, r) = campaign::run_one(s, seed, Some(m.name), d);
-        r.verdicts.iter().any(|v| {
-            v.property == m.property && v.status == Status::Invalid && v.party == Some(m.party)
-        })
-    })
+        caught |= r.verdicts.iter().any(|v| is_catch(m, v));
+        for v in r.verdicts.iter().filter(|v| v.status == Status::Invalid) {
+            if !invalid.contains(&v.property) {
+                invalid.push(v.property.clone());
+            }
+        }
+    }
+    (caught, invalid)
 }
 
 /// Seeds in order until `want` catches or `seeds` run; parallel in batches of `batch`.
 fn detect(s: &Scenario, m: &Mutant, designs: &[Design], seeds: u64, want: usize) -> Detection {
     let batch = 32u64;
     let mut caught = Vec::new();
+    let mut per_seed: Vec<(u64, Vec<String>)> = Vec::new();
     let mut next = 0u64;
     while next < seeds && caught.len() < want {
         let end = (next + batch).min(seeds);
-        let hits: Vec<u64> = (next..end)
+        let results: Vec<(u64, bool, Vec<String>)> = (next..end)
             .into_par_iter()
-            .filter(|&seed| catches(s, m, designs, seed))
+            .map(|seed| {
+                let (c, inv) = catches(s, m, designs, seed);
+                (seed, c, inv)
+            })
             .collect();
-        caught.extend(hits);
+        for (seed, c, inv) in results {
+            if c {
+                caught.push(seed);
+            }
+            per_seed.push((seed, inv));
+        }
         next = end;
     }
     // A batch can overshoot `want`: keep the first `want` and count seeds up to the last kept.
@@ -103,10 +140,17 @@ fn detect(s: &Scenario, m: &Mutant, designs: &[Design], seeds: u64, want: usize)
     } else {
         next
     };
+    let mut by_checker: BTreeMap<String, u64> = BTreeMap::new();
+    for (_, inv) in per_seed.iter().filter(|(seed, _)| *seed < run) {
+        for p in inv {
+            *by_checker.entry(p.clone()).or_default() += 1;
+        }
+    }
     Detection {
         seeds: run,
         median: median_to_detection(&caught, run),
         caught,
+        by_checker,
     }
 }
 
@@ -166,6 +210,92 @@ pub fn run(
         rows.push(row);
     }
     Ok(rows)
+}
+
+/// The correct models on the scenario's swarm seeds: every non-valid verdict that is not a
+/// finding is a false positive (or a model bug).
+#[derive(Debug, Clone, Serialize)]
+pub struct Baseline {
+    /// Seeds run (each under every design of the scenario).
+    pub seeds: u64,
+    /// Designs run.
+    pub designs: Vec<Design>,
+    /// Violations and unknown verdicts: (design, seed, verdict).
+    pub violations: Vec<(Design, u64, Verdict)>,
+}
+
+/// Run the correct models on `seeds` swarm seeds of `s` under every design.
+pub fn baseline(s: &Scenario, seeds: u64, jobs: usize) -> anyhow::Result<Baseline> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs.max(1))
+        .build()?;
+    let mut swarm = s.clone();
+    if let Some(sw) = swarm.swarm.as_mut() {
+        sw.mix = Mix::Swarm;
+    }
+    let designs = s.agent.designs.clone();
+    let mut violations: Vec<(Design, u64, Verdict)> = pool.install(|| {
+        (0..seeds)
+            .into_par_iter()
+            .flat_map_iter(|seed| {
+                designs
+                    .iter()
+                    .flat_map(|&d| {
+                        let (_, r) = campaign::run_one(&swarm, seed, None, d);
+                        r.verdicts
+                            .into_iter()
+                            .filter(|v| matches!(v.status, Status::Invalid | Status::Unknown))
+                            .map(move |v| (d, seed, v))
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    });
+    violations.sort_by(|a, b| (a.1, a.0.as_str()).cmp(&(b.1, b.0.as_str())));
+    Ok(Baseline {
+        seeds,
+        designs,
+        violations,
+    })
+}
+
+/// The mutant × checker view: per mutant, the share of swarm seeds run on which each checker
+/// was invalid (a `*` marks the property the mutant names).
+pub fn checker_table(rows: &[Row]) -> String {
+    let mut props: Vec<String> = rows
+        .iter()
+        .flat_map(|r| r.swarm.by_checker.keys().cloned())
+        .chain(rows.iter().map(|r| r.property.to_string()))
+        .collect();
+    props.sort_by_key(|p| p[1..].parse::<u32>().unwrap_or(0));
+    props.dedup();
+    let mut out = format!("{:<32}", "mutant \\ checker");
+    for p in &props {
+        out.push_str(&format!(" {p:>6}"));
+    }
+    out.push('\n');
+    for r in rows {
+        out.push_str(&format!("{:<32}", r.mutant));
+        for p in &props {
+            let n = r.swarm.by_checker.get(p).copied().unwrap_or(0);
+            let own = p == r.property;
+            let cell = if r.swarm.seeds == 0 || (n == 0 && !own) {
+                ".".to_string()
+            } else {
+                // A finding-level mutant's own catches are findings, not invalid verdicts.
+                let n = if own {
+                    n.max(r.swarm.caught.len() as u64)
+                } else {
+                    n
+                };
+                format!("{:.0}%", 100.0 * n as f64 / r.swarm.seeds as f64)
+            };
+            let cell = if own { format!("{cell}*") } else { cell };
+            out.push_str(&format!(" {cell:>6}"));
+        }
+        out.push('\n');
+    }
+    out
 }
 
 /// The table's header line.
