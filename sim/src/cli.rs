@@ -205,8 +205,9 @@ struct MatrixArgs {
     /// crash and Client decision (needs --method, --fault and --policy).
     #[arg(long, requires_all = ["method", "fault", "policy"])]
     seed: Option<u64>,
-    /// The cell's method (`session/prompt` or `prompt`, `$/cancel_request`, ...).
-    #[arg(long, requires = "seed", value_parser = parse_method)]
+    /// The cell's method (`session/prompt` or `prompt`, `$/cancel_request`, ...); without
+    /// --seed, only that method's rows and verdict.
+    #[arg(long, value_parser = parse_method)]
     method: Option<crate::matrix::Method>,
     /// The cell's fault (none, request-lost, response-lost, duplicated, duplicated-late,
     /// crash-before-effect, crash-after-effect, one-way-partition).
@@ -934,6 +935,7 @@ fn matrix(a: &MatrixArgs) -> anyhow::Result<i32> {
         seeds: a.seeds,
         mutant,
         mutant_name: a.mutant.clone(),
+        only: a.method,
     });
     if a.json {
         println!("{}", serde_json::to_string_pretty(&mx)?);

@@ -621,6 +621,17 @@ pub struct Spec {
     pub mutant: Option<AgentMutant>,
     /// Its CLI name, for printed commands.
     pub mutant_name: Option<String>,
+    /// Only this method's cells and verdict (`None`: every method).
+    pub only: Option<Method>,
+}
+
+impl Spec {
+    fn methods(&self) -> Vec<MethodClass> {
+        METHODS
+            .into_iter()
+            .filter(|m| self.only.is_none_or(|o| o == m.method))
+            .collect()
+    }
 }
 
 /// A seed that shows a verdict, and the command that shows it.
@@ -688,7 +699,8 @@ pub struct Matrix {
     pub mutant: Option<String>,
     /// Client timeout in simulated ms.
     pub timeout_ms: u64,
-    /// Every cell, methods × faults × policies in table order (n/a cells included).
+    /// Every cell, methods (all, or [`Spec::only`]) × faults × policies in table order (n/a
+    /// cells included).
     pub cells: Vec<Cell>,
     /// One verdict per method.
     pub verdicts: Vec<Verdict>,
@@ -702,12 +714,13 @@ pub struct Matrix {
 /// Run every cell over the spec's seeds, then the verdicts.
 pub fn run(spec: &Spec) -> Matrix {
     use rayon::prelude::*;
-    let keys: Vec<(MethodClass, Fault, Policy)> = METHODS
-        .iter()
+    let keys: Vec<(MethodClass, Fault, Policy)> = spec
+        .methods()
+        .into_iter()
         .flat_map(|m| {
             Fault::ALL
                 .into_iter()
-                .flat_map(move |f| Policy::ALL.into_iter().map(move |p| (*m, f, p)))
+                .flat_map(move |f| Policy::ALL.into_iter().map(move |p| (m, f, p)))
         })
         .collect();
     // Cells are independent; collect keeps table order, so output does not depend on threads.
@@ -715,7 +728,11 @@ pub fn run(spec: &Spec) -> Matrix {
         .par_iter()
         .map(|(m, f, p)| Cell::run(*m, *f, *p, spec))
         .collect();
-    let verdicts: Vec<Verdict> = METHODS.iter().map(|m| verdict(m, &cells, spec)).collect();
+    let verdicts: Vec<Verdict> = spec
+        .methods()
+        .iter()
+        .map(|m| verdict(m, &cells, spec))
+        .collect();
     let classes = [
         Class::Idempotent,
         Class::Keyed,
@@ -723,6 +740,7 @@ pub fn run(spec: &Spec) -> Matrix {
         Class::NotResent,
     ]
     .into_iter()
+    .filter(|c| verdicts.iter().any(|v| v.class == *c))
     .map(|c| {
         let of: Vec<&Verdict> = verdicts.iter().filter(|v| v.class == c).collect();
         let refuted: Vec<Method> = of
@@ -880,8 +898,14 @@ fn verdict(m: &MethodClass, cells: &[Cell], spec: &Spec) -> Verdict {
                 runs(&bare),
                 if by_fault.is_empty() { "none".to_string() } else { by_fault.join(", ") }
             );
+            // A lost response is the plainest counter-example; any other cell otherwise.
             let ex = if kdup > 0 {
-                first(&keyed, Outcome::DuplicateEffect)
+                example(
+                    of(Fault::ResponseLost, Policy::ResendWithKey),
+                    Outcome::DuplicateEffect,
+                    spec,
+                )
+                .or_else(|| first(&keyed, Outcome::DuplicateEffect))
             } else if kdrop > 0 {
                 first(&keyed, Outcome::SilentDrop)
             } else {
@@ -925,19 +949,32 @@ fn verdict(m: &MethodClass, cells: &[Cell], spec: &Spec) -> Verdict {
                 .filter(|c| c.not_applicable.is_none())
                 .collect();
             let bare = run_cells(Policy::ResendAsIs, &not_late);
+            // A6: one cancel never touches later work, so any harm is the repeat's.
+            let once: Vec<&Cell> = Policy::ALL
+                .into_iter()
+                .map(|p| of(Fault::None, p))
+                .filter(|c| c.not_applicable.is_none())
+                .collect();
             let dup = sum(&late, Outcome::DuplicateEffect);
+            let dup_once = sum(&once, Outcome::DuplicateEffect);
             let evidence = format!(
-                "a late copy: duplicate-effect {dup} of {}; resend-as-is: duplicate-effect {} of {} runs; do-not-resend x request-lost: silent-drop {}",
+                "a late copy: duplicate-effect {dup} of {}; one cancel, no fault: duplicate-effect {dup_once} of {}; resend-as-is: duplicate-effect {} of {} runs; do-not-resend x request-lost: silent-drop {}",
                 runs(&late),
+                runs(&once),
                 sum(&bare, Outcome::DuplicateEffect),
                 runs(&bare),
                 of(Fault::RequestLost, Policy::DoNotResend).counts.silent_drop
             );
+            let ex = if dup_once > 0 {
+                first(&once, Outcome::DuplicateEffect)
+            } else {
+                first(&late, Outcome::DuplicateEffect).or_else(|| first(&late, Outcome::Ok))
+            };
             (
-                "a late repeat cancels work the user did not mean to stop".to_string(),
-                dup > 0,
+                "a late repeat cancels work the user did not mean to stop; one cancel never does (A6)".to_string(),
+                dup > 0 && dup_once == 0,
                 evidence,
-                first(&late, Outcome::DuplicateEffect).or_else(|| first(&late, Outcome::Ok)),
+                ex,
             )
         }
         Class::NotResent => {
@@ -1019,7 +1056,12 @@ pub fn table_text(mx: &Matrix) -> String {
         "{:<26} {:<20} {:<30} {:<30} {}\n",
         "method (class)", "fault", "resend-as-is", "resend-with-key", "do-not-resend"
     ));
-    for m in METHODS {
+    // The methods that were run, in table order.
+    let run: Vec<MethodClass> = METHODS
+        .into_iter()
+        .filter(|m| mx.cells.iter().any(|c| c.method == m.method))
+        .collect();
+    for m in run {
         for f in Fault::ALL {
             let c = |p: Policy| {
                 mx.cells
@@ -2221,6 +2263,7 @@ mod tests {
 
     fn spec(seeds: u64, mutant: Option<&str>) -> Spec {
         Spec {
+            only: None,
             seed_start: 0,
             seeds,
             mutant: mutant.map(|m| match crate::models::mutant::find(m).map(|x| x.kind) {
@@ -2319,7 +2362,11 @@ mod tests {
     /// stated keyed class is refuted and the exit code is 1.
     #[test]
     fn no_dedup_refutes_the_keyed_class() {
-        let mx = run(&spec(20, Some("no-dedup")));
+        let spec = Spec {
+            only: Some(Method::Prompt),
+            ..spec(20, Some("no-dedup"))
+        };
+        let mx = run(&spec);
         let v = mx
             .verdicts
             .iter()
@@ -2330,6 +2377,31 @@ mod tests {
         assert_eq!(e.policy, Policy::ResendWithKey);
         assert_eq!(e.outcome, Outcome::DuplicateEffect);
         assert!(e.command.ends_with("--mutant no-dedup"));
+        let r = run_one(v.method, e.fault, e.policy, e.seed, spec.mutant, false);
+        assert_eq!(r.outcome, Outcome::DuplicateEffect);
+        assert_eq!(mx.exit, 1);
+    }
+
+    /// A key recorded on arrival (A12) answers a retry after a crash with a messageId no
+    /// message has: a silent drop under resend-with-key, so the keyed class is refuted too.
+    #[test]
+    fn key_recorded_on_arrival_refutes_the_keyed_class_by_a_silent_drop() {
+        let spec = Spec {
+            only: Some(Method::Prompt),
+            ..spec(20, Some("key-recorded-on-arrival"))
+        };
+        let mx = run(&spec);
+        let v = mx
+            .verdicts
+            .iter()
+            .find(|v| v.method == Method::Prompt)
+            .unwrap();
+        assert!(!v.confirmed, "{}", v.evidence);
+        let e = v.example.as_ref().unwrap();
+        assert_eq!(
+            (e.policy, e.outcome),
+            (Policy::ResendWithKey, Outcome::SilentDrop)
+        );
         assert_eq!(mx.exit, 1);
     }
 }
