@@ -51,6 +51,11 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// The retry-class matrix: every method x fault x Client policy over N seeds on the model
+    /// Agents (sans-IO), outcome counts per cell and whether each retry class holds. Exits 1
+    /// when a stated class is refuted. With --seed, --method, --fault and --policy: one run,
+    /// every frame in and out.
+    Matrix(MatrixArgs),
 }
 
 /// What `acp-chaos list` prints.
@@ -190,6 +195,67 @@ struct MutantsArgs {
     dir: DirArgs,
 }
 
+#[derive(Args, Debug, Clone)]
+struct MatrixArgs {
+    /// Seeds per cell.
+    #[arg(long, default_value_t = 200)]
+    seeds: u64,
+    /// First seed.
+    #[arg(long, default_value_t = 0)]
+    seed_start: u64,
+    /// Print JSON instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Rerun one cell for this seed and print every frame in and out, every record, effect,
+    /// crash and Client decision (needs --method, --fault and --policy).
+    #[arg(long, requires_all = ["method", "fault", "policy"])]
+    seed: Option<u64>,
+    /// The cell's method (`session/prompt` or `prompt`, `$/cancel_request`, ...); without
+    /// --seed, only that method's rows and verdict.
+    #[arg(long, value_parser = parse_method)]
+    method: Option<crate::matrix::Method>,
+    /// The cell's fault (none, request-lost, response-lost, duplicated, duplicated-late,
+    /// crash-before-effect, crash-after-effect, one-way-partition).
+    #[arg(long, requires = "seed", value_parser = parse_fault)]
+    fault: Option<crate::matrix::Fault>,
+    /// The cell's Client policy (resend-as-is, resend-with-key, do-not-resend).
+    #[arg(long, requires = "seed", value_parser = parse_policy)]
+    policy: Option<crate::matrix::Policy>,
+    /// Run against an Agent mutant (see `acp-chaos list mutants`).
+    #[arg(long)]
+    mutant: Option<String>,
+}
+
+fn parse_method(s: &str) -> Result<crate::matrix::Method, String> {
+    crate::matrix::Method::parse(s).ok_or_else(|| {
+        let names: Vec<_> = crate::matrix::METHODS
+            .iter()
+            .map(|m| m.method.as_str())
+            .collect();
+        format!("unknown method `{s}` (known: {})", names.join(", "))
+    })
+}
+
+fn parse_fault(s: &str) -> Result<crate::matrix::Fault, String> {
+    crate::matrix::Fault::parse(s).ok_or_else(|| {
+        let names: Vec<_> = crate::matrix::Fault::ALL
+            .iter()
+            .map(|f| f.as_str())
+            .collect();
+        format!("unknown fault `{s}` (known: {})", names.join(", "))
+    })
+}
+
+fn parse_policy(s: &str) -> Result<crate::matrix::Policy, String> {
+    crate::matrix::Policy::parse(s).ok_or_else(|| {
+        let names: Vec<_> = crate::matrix::Policy::ALL
+            .iter()
+            .map(|p| p.as_str())
+            .collect();
+        format!("unknown policy `{s}` (known: {})", names.join(", "))
+    })
+}
+
 fn parse_design(s: &str) -> Result<Design, String> {
     Design::ALL
         .into_iter()
@@ -236,6 +302,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Some(Cmd::Check { path }) => check_stored(&path),
         Some(Cmd::Bench(b)) => bench(&b),
         Some(Cmd::Mutants(a)) => mutants(&a),
+        Some(Cmd::Matrix(a)) => matrix(&a),
         Some(Cmd::Audit { json }) => {
             let rows = crate::audit::audit();
             if json {
@@ -853,6 +920,64 @@ fn mutants(a: &MutantsArgs) -> anyhow::Result<i32> {
         code = exit::INVALID;
     }
     Ok(code)
+}
+
+fn matrix(a: &MatrixArgs) -> anyhow::Result<i32> {
+    use crate::matrix;
+    let mutant = match a.mutant.as_deref().map(|n| (n, mutant::find(n))) {
+        None => None,
+        Some((_, Some(m))) => match m.kind {
+            mutant::MutantKind::Agent(x) => Some(x),
+            _ => {
+                eprintln!(
+                    "error: `{}` is not an Agent mutant; the matrix drives the model Agents only",
+                    m.name
+                );
+                return Ok(exit::USAGE);
+            }
+        },
+        Some((n, None)) => {
+            eprintln!("error: unknown mutant `{n}` (see `acp-chaos list mutants`)");
+            return Ok(exit::USAGE);
+        }
+    };
+    if let (Some(seed), Some(m), Some(f), Some(p)) = (a.seed, a.method, a.fault, a.policy) {
+        if let Some(why) = matrix::not_applicable(m, f, p) {
+            eprintln!(
+                "error: {} x {} x {} is not run: {why}",
+                m.as_str(),
+                f.as_str(),
+                p.as_str()
+            );
+            return Ok(exit::USAGE);
+        }
+        let r = matrix::run_one(m, f, p, seed, mutant, true);
+        if a.json {
+            println!("{}", serde_json::to_string_pretty(&r)?);
+        } else {
+            for l in &r.log {
+                println!("{l}");
+            }
+        }
+        return Ok(exit::VALID);
+    }
+    if a.seeds == 0 || a.seed_start.checked_add(a.seeds).is_none() {
+        eprintln!("error: --seeds must be at least 1 and --seed-start + --seeds below 2^64");
+        return Ok(exit::USAGE);
+    }
+    let mx = matrix::run(&matrix::Spec {
+        seed_start: a.seed_start,
+        seeds: a.seeds,
+        mutant,
+        mutant_name: a.mutant.clone(),
+        only: a.method,
+    });
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&mx)?);
+    } else {
+        print!("{}", matrix::table_text(&mx));
+    }
+    Ok(mx.exit)
 }
 
 /// Worker threads by default: the number of cores.

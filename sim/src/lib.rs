@@ -38,6 +38,7 @@ pub mod cli;
 pub mod history;
 pub mod hosts;
 pub mod ledger;
+pub mod matrix;
 pub mod plan;
 pub mod scenario;
 pub mod scoreboard;
