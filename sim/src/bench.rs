@@ -35,8 +35,9 @@ pub struct BenchReport {
     pub overhead_ratio: f64,
 }
 
+/// Wall clock for measuring commands from outside every run (never inside one).
 #[allow(clippy::disallowed_methods, clippy::disallowed_types)]
-fn now() -> std::time::Instant {
+pub fn now() -> std::time::Instant {
     std::time::Instant::now()
 }
 

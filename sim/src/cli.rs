@@ -45,6 +45,9 @@ enum Cmd {
     /// view; and the correct models on the same seeds. Exits 1 when the swarm misses a mutant
     /// within `--seeds` or a correct model has a violation.
     Mutants(MutantsArgs),
+    /// Shrink a failing run to a 1-minimal schedule (ddmin over its faults, submissions and raw
+    /// probes, at fixed latency) and write it as a schedule file for `replay --schedule`.
+    Shrink(ShrinkArgs),
     /// Print every method's retry class and what sending it twice does to the stored Agent.
     Audit {
         /// Print JSON instead of a table.
@@ -132,10 +135,15 @@ struct RunArgs {
 #[derive(Args, Debug, Clone)]
 struct ReplayArgs {
     /// Scenario name or .toml path.
-    scenario: String,
+    #[arg(required_unless_present = "schedule")]
+    scenario: Option<String>,
     /// The seed.
-    #[arg(long)]
-    seed: u64,
+    #[arg(long, required_unless_present = "schedule")]
+    seed: Option<u64>,
+    /// Run a schedule file written by `acp-chaos shrink` instead (every setting, fault and op
+    /// explicit).
+    #[arg(long, conflicts_with_all = ["scenario", "seed", "mutant", "agent"])]
+    schedule: Option<PathBuf>,
     /// The mutant, if the failing run had one.
     #[arg(long)]
     mutant: Option<String>,
@@ -145,6 +153,31 @@ struct ReplayArgs {
     /// Print the history as JSON Lines instead of readable lines.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    dir: DirArgs,
+}
+
+#[derive(Args, Debug, Clone)]
+struct ShrinkArgs {
+    /// Scenario name or .toml path.
+    scenario: String,
+    /// The failing seed.
+    #[arg(long)]
+    seed: u64,
+    /// The mutant, if the failing run had one.
+    #[arg(long)]
+    mutant: Option<String>,
+    /// Agent design (default: the scenario's first design).
+    #[arg(long, value_parser = parse_design)]
+    agent: Option<Design>,
+    /// The property to keep failing (default: the first invalid verdict, else the first
+    /// finding).
+    #[arg(long)]
+    property: Option<String>,
+    /// Where to write the schedule (default
+    /// `reports/shrunk/<scenario>-<design>-seed<N>[-<mutant>].schedule.toml`).
+    #[arg(long)]
+    out: Option<PathBuf>,
     #[command(flatten)]
     dir: DirArgs,
 }
@@ -302,6 +335,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Some(Cmd::Check { path }) => check_stored(&path),
         Some(Cmd::Bench(b)) => bench(&b),
         Some(Cmd::Mutants(a)) => mutants(&a),
+        Some(Cmd::Shrink(a)) => shrink(&a),
         Some(Cmd::Matrix(a)) => matrix(&a),
         Some(Cmd::Audit { json }) => {
             let rows = crate::audit::audit();
@@ -560,18 +594,29 @@ fn outcome_line(f: &serde_json::Value, with_party: bool) -> String {
 
 fn replay(a: &ReplayArgs) -> anyhow::Result<(i32, String)> {
     check_mutant(&a.mutant)?;
-    let s = match scenario::resolve(&scenarios_dir(&a.dir), &a.scenario) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return Ok((exit::USAGE, String::new()));
+    let plan = if let Some(path) = &a.schedule {
+        match load_schedule(path) {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return Ok((exit::USAGE, String::new()));
+            }
         }
+    } else {
+        let name = a.scenario.as_deref().unwrap_or_default();
+        let s = match scenario::resolve(&scenarios_dir(&a.dir), name) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return Ok((exit::USAGE, String::new()));
+            }
+        };
+        let design = a
+            .agent
+            .or(s.agent.designs.first().copied())
+            .unwrap_or(Design::Stored);
+        Plan::derive(&s, a.seed.unwrap_or_default(), a.mutant.as_deref(), design)
     };
-    let design = a
-        .agent
-        .or(s.agent.designs.first().copied())
-        .unwrap_or(Design::Stored);
-    let plan = Plan::derive(&s, a.seed, a.mutant.as_deref(), design);
     for l in plan.describe() {
         if a.json {
             eprintln!("# {l}");
@@ -579,7 +624,8 @@ fn replay(a: &ReplayArgs) -> anyhow::Result<(i32, String)> {
             println!("# {l}");
         }
     }
-    let (h, r) = campaign::run_one(&s, a.seed, a.mutant.as_deref(), design);
+    let h = crate::world::run(&plan);
+    let r = campaign::result_of(&plan.scenario, plan.agent.design, plan.seed, &h);
     if a.json {
         let mut out = std::io::stdout().lock();
         h.write_jsonl(&mut out)?;
@@ -618,6 +664,142 @@ fn replay(a: &ReplayArgs) -> anyhow::Result<(i32, String)> {
         println!("{line}");
     }
     Ok((code, r.hash))
+}
+
+/// Read a schedule file (a plan as TOML, written by `acp-chaos shrink`).
+fn load_schedule(path: &Path) -> anyhow::Result<Plan> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    toml::from_str(&text).map_err(|e| {
+        let line = e
+            .span()
+            .map(|s| text[..s.start.min(text.len())].lines().count().max(1));
+        match line {
+            Some(l) => anyhow::anyhow!("{}:{l}: {}", path.display(), e.message()),
+            None => anyhow::anyhow!("{}: {}", path.display(), e.message()),
+        }
+    })
+}
+
+fn status_str(s: Status) -> String {
+    format!("{s:?}").to_lowercase()
+}
+
+fn party_str(p: Option<crate::models::Party>) -> String {
+    p.map_or("none".into(), |p| format!("{p:?}").to_lowercase())
+}
+
+fn shrink(a: &ShrinkArgs) -> anyhow::Result<i32> {
+    check_mutant(&a.mutant)?;
+    let s = match scenario::resolve(&scenarios_dir(&a.dir), &a.scenario) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(exit::USAGE);
+        }
+    };
+    let design = a
+        .agent
+        .or(s.agent.designs.first().copied())
+        .unwrap_or(Design::Stored);
+    let plan = Plan::derive(&s, a.seed, a.mutant.as_deref(), design);
+    for l in plan.describe() {
+        println!("# {l}");
+    }
+    let h = crate::world::run(&plan);
+    let verdicts = check::check_all(&h);
+    let Some(target) = crate::shrink::Target::of(&verdicts, a.property.as_deref()) else {
+        eprintln!(
+            "error: {} seed {} under {} has no invalid verdict{}: nothing to shrink",
+            s.reference,
+            a.seed,
+            design.as_str(),
+            a.property
+                .as_deref()
+                .map(|p| format!(" or finding on {p}"))
+                .unwrap_or_default()
+        );
+        return Ok(exit::USAGE);
+    };
+    println!(
+        "shrinking: {} {} (party {}); {} faults, {} submissions, {} raw probes",
+        target.property,
+        status_str(target.status),
+        party_str(target.party),
+        plan.faults.len(),
+        plan.workload.len(),
+        plan.raw.len()
+    );
+    // Wall time of the whole command, outside every run (determinism is about the runs).
+    let started = crate::bench::now();
+    let out = crate::shrink::shrink(&plan, &target)?;
+    let secs = started.elapsed().as_secs_f64();
+    let file = a.out.clone().unwrap_or_else(|| {
+        PathBuf::from("reports/shrunk").join(format!(
+            "{}-{}-seed{}{}.schedule.toml",
+            s.name,
+            design.as_str(),
+            a.seed,
+            a.mutant
+                .as_deref()
+                .map(|m| format!("-{m}"))
+                .unwrap_or_default()
+        ))
+    });
+    if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let header = format!(
+        "# acp-chaos shrink {} --seed {} --agent {}{}\n# keeps {} {} (party {}): {}\n# replay: acp-chaos replay --schedule {}\n",
+        s.reference,
+        a.seed,
+        design.as_str(),
+        a.mutant
+            .as_deref()
+            .map(|m| format!(" --mutant {m}"))
+            .unwrap_or_default(),
+        target.property,
+        status_str(target.status),
+        party_str(target.party),
+        out.verdict.message,
+        file.display()
+    );
+    let body = toml::to_string(&out.plan)?;
+    let tmp = file.with_extension("toml.tmp");
+    std::fs::write(&tmp, format!("{header}{body}"))?;
+    std::fs::rename(&tmp, &file)?;
+    println!(
+        "shrunk in {} runs ({secs:.1} s): faults {} -> {}, submissions {} -> {}, raw probes {} -> {}; latency {}",
+        out.runs,
+        out.before.0,
+        out.after.0,
+        out.before.1,
+        out.after.1,
+        out.before.2,
+        out.after.2,
+        out.latency_ms
+            .map(|l| format!("fixed at {l} ms"))
+            .unwrap_or_else(|| "not fixed (no fixed value failed)".into())
+    );
+    for f in &out.plan.faults {
+        println!("  fault: {}", crate::plan::fault_line(f));
+    }
+    for w in &out.plan.workload {
+        println!("  op: {}", serde_json::to_string(w)?);
+    }
+    for r in &out.plan.raw {
+        println!("  raw: {}", serde_json::to_string(r)?);
+    }
+    println!(
+        "verdict {} {} (party {}): {}",
+        out.verdict.property,
+        status_str(out.verdict.status),
+        party_str(out.verdict.party),
+        out.verdict.message
+    );
+    println!("schedule: {}", file.display());
+    println!("replay: acp-chaos replay --schedule {}", file.display());
+    Ok(exit::VALID)
 }
 
 fn print_verdicts(vs: &[check::Verdict], to_stderr: bool) -> i32 {

@@ -42,4 +42,5 @@ pub mod matrix;
 pub mod plan;
 pub mod scenario;
 pub mod scoreboard;
+pub mod shrink;
 pub mod world;

@@ -9,13 +9,13 @@ use acp_chaos_models::{
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::scenario::{FaultKind, FaultSpec, Pinned, Scenario, Side, Trigger};
 
 /// Transport timing shared by every run (simulated ms). Kept short: wall time grows with
 /// simulated time × hosts.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct NetTiming {
     /// A connection end writes a heartbeat line after this much idle time.
     pub heartbeat_ms: u64,
@@ -29,7 +29,7 @@ pub struct NetTiming {
 }
 
 /// One user submission.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Submission {
     /// Number, from 1.
     pub submission: u64,
@@ -50,7 +50,7 @@ pub struct Submission {
 }
 
 /// Everything one run needs.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Plan {
     /// Scenario name.
     pub scenario: String,

@@ -288,7 +288,12 @@ pub fn checker_table(rows: &[Row]) -> String {
                 } else {
                     n
                 };
-                format!("{:.0}%", 100.0 * n as f64 / r.swarm.seeds as f64)
+                let pct = 100.0 * n as f64 / r.swarm.seeds as f64;
+                if n > 0 && pct < 1.0 {
+                    format!("{pct:.1}%")
+                } else {
+                    format!("{pct:.0}%")
+                }
             };
             let cell = if own { format!("{cell}*") } else { cell };
             out.push_str(&format!(" {cell:>6}"));

@@ -379,3 +379,46 @@ fn field_cases_are_valid_on_the_correct_models_and_caught_with_their_mutant() {
         }
     }
 }
+
+/// Every mutant's pinned failing run shrinks (ddmin at fixed latency) to a handful of faults
+/// and ops that still fail on the mutant's property with its party; the schedule round-trips
+/// through its TOML file to the same verdict; and shrinking is deterministic.
+#[test]
+fn every_mutant_shrinks_to_a_handful_of_faults_and_ops() {
+    use acp_chaos::plan::Plan;
+    use acp_chaos::shrink::{self, Target};
+    let mut seen = std::collections::BTreeSet::new();
+    for &(name, scen, design, seed) in PINNED {
+        if !seen.insert(name) {
+            continue;
+        }
+        let m = MUTANTS.iter().find(|m| m.name == name).unwrap();
+        let s = common::scenario(scen);
+        let plan = Plan::derive(&s, seed, Some(name), design);
+        let target = Target {
+            property: m.property.to_string(),
+            status: if m.finding {
+                Status::Finding
+            } else {
+                Status::Invalid
+            },
+            party: Some(m.party),
+        };
+        let out = shrink::shrink(&plan, &target).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let (f, o, r) = out.after;
+        assert!(
+            f + o + r <= 6,
+            "{name} on {scen} seed {seed}: {f} faults, {o} ops, {r} raw probes left"
+        );
+        assert!(f + o + r <= out.before.0 + out.before.1 + out.before.2);
+        let text = toml::to_string(&out.plan).unwrap();
+        let back: Plan = toml::from_str(&text).unwrap();
+        let v = shrink::failing(&back, &target);
+        assert!(v.is_some(), "{name}: the schedule file does not fail again");
+        let again = shrink::shrink(&plan, &target).unwrap();
+        assert_eq!(
+            again.kept, out.kept,
+            "{name}: shrinking is not deterministic"
+        );
+    }
+}

@@ -1,0 +1,240 @@
+//! `acp-chaos shrink`: the smallest schedule that still fails.
+//!
+//! A failing run is its [`Plan`]: every setting derived from (scenario, seed, mutant, design),
+//! the fault schedule (scripted or drawn by the swarm) and the workload (the user's
+//! submissions, each with its cancel, stop, close or fork) and raw probes. Shrinking first fixes
+//! the network latency (`latency_ms_min = latency_ms_max`, so that removing one fault or op does
+//! not move the frames of the others), keeping the first fixed value that still fails, then
+//! runs delta debugging (Zeller's ddmin) over the units (faults, submissions, raw probes) until
+//! removing any single one makes the failure disappear (1-minimal). Every choice inside a run
+//! comes from its own seed stream, so the same input always shrinks to the same schedule.
+//!
+//! The failure kept is the target verdict: its property, with the same status (invalid, or a
+//! finding for a mutant whose rule is a SHOULD) and the same party at fault. The result is a
+//! schedule file (the plan as TOML) that `acp-chaos replay --schedule FILE` runs again.
+
+use std::cell::Cell;
+
+use serde::Serialize;
+
+use crate::check::{self, Status, Verdict};
+use crate::models::Party;
+use crate::plan::Plan;
+use crate::world;
+
+/// What must still fail: a property, a status and a party.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Target {
+    /// Property id, e.g. `P1`.
+    pub property: String,
+    /// `invalid` (or `finding`).
+    pub status: Status,
+    /// Who the verdict blames.
+    pub party: Option<Party>,
+}
+
+impl Target {
+    /// Whether a verdict matches.
+    pub fn matches(&self, v: &Verdict) -> bool {
+        v.property == self.property && v.status == self.status && v.party == self.party
+    }
+
+    /// The target of a run: the verdict on `property` if given (it must be invalid or a
+    /// finding), else the first invalid verdict, else the first finding.
+    pub fn of(verdicts: &[Verdict], property: Option<&str>) -> Option<Target> {
+        let pick = |s: Status| {
+            verdicts
+                .iter()
+                .find(|v| v.status == s && property.is_none_or(|p| v.property == p))
+        };
+        pick(Status::Invalid)
+            .or_else(|| pick(Status::Finding))
+            .map(|v| Target {
+                property: v.property.clone(),
+                status: v.status,
+                party: v.party,
+            })
+    }
+}
+
+/// One removable unit of a schedule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(tag = "unit", content = "index", rename_all = "kebab-case")]
+pub enum Unit {
+    /// A fault of `plan.faults`, by index in the original plan.
+    Fault(usize),
+    /// A submission of `plan.workload`, by index in the original plan.
+    Op(usize),
+    /// A raw probe of `plan.raw`, by index in the original plan.
+    Raw(usize),
+}
+
+/// The result of shrinking.
+#[derive(Debug, Clone, Serialize)]
+pub struct Shrunk {
+    /// The failure kept.
+    pub target: Target,
+    /// The minimal plan (fixed latency, if a fixed value still failed).
+    pub plan: Plan,
+    /// Units kept, as indices into the original plan.
+    pub kept: Vec<Unit>,
+    /// Faults, submissions and raw probes before.
+    pub before: (usize, usize, usize),
+    /// Faults, submissions and raw probes after.
+    pub after: (usize, usize, usize),
+    /// The latency it was fixed at (ms), or `None` if no fixed value failed.
+    pub latency_ms: Option<u64>,
+    /// Simulated runs it took.
+    pub runs: usize,
+    /// The verdict of the minimal plan's run.
+    pub verdict: Verdict,
+}
+
+/// The plan with only `units` kept.
+pub fn restrict(plan: &Plan, units: &[Unit]) -> Plan {
+    let mut p = plan.clone();
+    p.faults = units
+        .iter()
+        .filter_map(|u| match u {
+            Unit::Fault(i) => plan.faults.get(*i).cloned(),
+            _ => None,
+        })
+        .collect();
+    p.workload = units
+        .iter()
+        .filter_map(|u| match u {
+            Unit::Op(i) => plan.workload.get(*i).cloned(),
+            _ => None,
+        })
+        .collect();
+    p.raw = units
+        .iter()
+        .filter_map(|u| match u {
+            Unit::Raw(i) => plan.raw.get(*i).cloned(),
+            _ => None,
+        })
+        .collect();
+    p
+}
+
+/// The run's verdict on the target, if it still fails that way.
+pub fn failing(plan: &Plan, t: &Target) -> Option<Verdict> {
+    let h = world::run(plan);
+    check::check_all(&h).into_iter().find(|v| t.matches(v))
+}
+
+/// Delta debugging (ddmin): a 1-minimal subset of `units` on which `fails` holds, given that it
+/// holds on all of them. Deterministic: chunks are taken in order.
+pub fn ddmin<U: Clone>(units: Vec<U>, fails: &mut dyn FnMut(&[U]) -> bool) -> Vec<U> {
+    if fails(&[]) {
+        return Vec::new();
+    }
+    let mut c = units;
+    let mut n = 2usize;
+    while c.len() >= 2 {
+        let size = c.len().div_ceil(n);
+        let chunks: Vec<Vec<U>> = c.chunks(size).map(|x| x.to_vec()).collect();
+        let mut next = None;
+        for ch in &chunks {
+            if fails(ch) {
+                next = Some((ch.clone(), 2));
+                break;
+            }
+        }
+        if next.is_none() && chunks.len() > 2 {
+            for i in 0..chunks.len() {
+                let rest: Vec<U> = chunks
+                    .iter()
+                    .enumerate()
+                    .filter(|(j, _)| *j != i)
+                    .flat_map(|(_, x)| x.iter().cloned())
+                    .collect();
+                if fails(&rest) {
+                    next = Some((rest, (n - 1).max(2)));
+                    break;
+                }
+            }
+        }
+        match next {
+            Some((smaller, m)) => {
+                c = smaller;
+                n = m;
+            }
+            None if n >= c.len() => break,
+            None => n = (n * 2).min(c.len()),
+        }
+    }
+    c
+}
+
+/// Shrink the failing `plan` on `target`. Errors when the plan does not fail that way.
+pub fn shrink(plan: &Plan, target: &Target) -> anyhow::Result<Shrunk> {
+    let runs = Cell::new(0usize);
+    let fails = |p: &Plan| {
+        runs.set(runs.get() + 1);
+        failing(p, target).is_some()
+    };
+    anyhow::ensure!(
+        fails(plan),
+        "the run does not fail on {} ({:?}): nothing to shrink",
+        target.property,
+        target.status
+    );
+    // Fixed latency first, so that removing a unit does not move the others' frames.
+    let mut base = plan.clone();
+    let mut latency_ms = None;
+    for l in [plan.latency_ms_max, plan.latency_ms_min] {
+        let mut p = plan.clone();
+        p.latency_ms_min = l;
+        p.latency_ms_max = l;
+        if fails(&p) {
+            base = p;
+            latency_ms = Some(l);
+            break;
+        }
+    }
+    let units: Vec<Unit> = (0..base.faults.len())
+        .map(Unit::Fault)
+        .chain((0..base.workload.len()).map(Unit::Op))
+        .chain((0..base.raw.len()).map(Unit::Raw))
+        .collect();
+    let kept = ddmin(units, &mut |u: &[Unit]| fails(&restrict(&base, u)));
+    let min = restrict(&base, &kept);
+    let verdict = failing(&min, target)
+        .ok_or_else(|| anyhow::anyhow!("the shrunk schedule no longer fails (nondeterminism)"))?;
+    runs.set(runs.get() + 1);
+    Ok(Shrunk {
+        target: target.clone(),
+        before: (plan.faults.len(), plan.workload.len(), plan.raw.len()),
+        after: (min.faults.len(), min.workload.len(), min.raw.len()),
+        plan: min,
+        kept,
+        latency_ms,
+        runs: runs.get(),
+        verdict,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ddmin;
+
+    #[test]
+    fn ddmin_finds_a_one_minimal_subset() {
+        // Fails when both 3 and 7 are present.
+        let mut calls = 0;
+        let got = ddmin((0..10).collect(), &mut |s: &[u32]| {
+            calls += 1;
+            s.contains(&3) && s.contains(&7)
+        });
+        assert_eq!(got, vec![3, 7]);
+        assert!(calls < 40, "{calls} tests");
+        // Fails with nothing at all.
+        assert!(ddmin(vec![1, 2], &mut |_: &[u32]| true).is_empty());
+        // One unit needed.
+        assert_eq!(
+            ddmin((0..9).collect(), &mut |s: &[u32]| s.contains(&8)),
+            vec![8]
+        );
+    }
+}
