@@ -158,6 +158,9 @@ impl NemesisAction {
     }
 }
 
+/// A prompt attempt's submission and its attempt number (1-based).
+type AttemptOf = (u32, u32);
+
 /// The shared run state.
 pub struct Ledger {
     /// Simulated time, set by the step loop before each step.
@@ -170,9 +173,14 @@ pub struct Ledger {
     rendezvous: IndexMap<String, ConnId>,
     next_conn: ConnId,
     blackholed: BTreeSet<ConnId>,
-    /// (conn, request id) → (method, nth request of that method in the run).
-    requests: IndexMap<(ConnId, String), (String, u32)>,
+    /// (conn, request id) → (method, nth request of that method in the run, and for a
+    /// prompt attempt its submission and attempt number).
+    requests: IndexMap<(ConnId, String), (String, u32, Option<AttemptOf>)>,
     method_counts: IndexMap<String, u32>,
+    /// The Client's attempts: (conn, request id) → submission (from its `attempt` ops).
+    attempt_links: IndexMap<(ConnId, String), u32>,
+    /// Submission → prompt requests written for it so far.
+    attempt_counts: IndexMap<u32, u32>,
     /// Transient errors armed for the next `session/prompt` requests the Agent reads.
     transient: u32,
     /// Process-level faults triggered by events, for the step loop.
@@ -225,6 +233,8 @@ impl Ledger {
             blackholed: BTreeSet::new(),
             requests: IndexMap::new(),
             method_counts: IndexMap::new(),
+            attempt_links: IndexMap::new(),
+            attempt_counts: IndexMap::new(),
             transient: 0,
             queue: Vec::new(),
             workload: plan.user_events(),
@@ -277,6 +287,12 @@ impl Ledger {
 
     /// Append one op.
     pub fn record(&mut self, process: &str, kind: OpType, f: &str, value: Value) -> usize {
+        if process == "client" && f == "attempt" {
+            if let (Some(c), Some(n)) = (value["conn"].as_u64(), value["submission"].as_u64()) {
+                self.attempt_links
+                    .insert((c, value["id"].to_string()), n as u32);
+            }
+        }
         let index = self.ops.len();
         self.ops.push(Op {
             index,
@@ -376,31 +392,45 @@ impl Ledger {
             };
         }
         // Which exchange is this frame part of?
-        let exchange: Option<(Side, String, u32)> =
+        let exchange: Option<(Side, String, u32, Option<AttemptOf>)> =
             match (frame.get("method").and_then(Value::as_str), &id_key) {
                 (Some(m), Some(id)) if from == "client" => {
                     let n = self.method_counts.entry(m.to_string()).or_insert(0);
                     *n += 1;
                     let nth = *n;
+                    let of = self
+                        .attempt_links
+                        .get(&(conn, id.clone()))
+                        .copied()
+                        .filter(|_| m == "session/prompt")
+                        .map(|s| {
+                            let k = self.attempt_counts.entry(s).or_insert(0);
+                            *k += 1;
+                            (s, *k)
+                        });
                     self.requests
-                        .insert((conn, id.clone()), (m.to_string(), nth));
-                    Some((Side::Request, m.to_string(), nth))
+                        .insert((conn, id.clone()), (m.to_string(), nth, of));
+                    Some((Side::Request, m.to_string(), nth, of))
                 }
                 (None, Some(id)) if from != "client" => self
                     .requests
                     .get(&(conn, id.clone()))
-                    .map(|(m, n)| (Side::Response, m.clone(), *n)),
+                    .map(|(m, n, of)| (Side::Response, m.clone(), *n, *of)),
                 _ => None,
             };
         let mut decision = FrameDecision::Deliver;
-        if let (true, Some((side, method, nth))) = (self.armed, exchange) {
+        if let (true, Some((side, method, nth, of))) = (self.armed, exchange) {
             for i in 0..self.faults.len() {
                 let f = &self.faults[i];
                 let t = &f.on;
+                let counted = match t.attempt_of {
+                    Some(s) => of == Some((s, t.nth)),
+                    None => t.nth == nth,
+                };
                 if self.fired[i]
                     || t.frame != Some(side)
                     || t.method.as_deref() != Some(method.as_str())
-                    || t.nth != nth
+                    || !counted
                 {
                     continue;
                 }

@@ -144,6 +144,49 @@ impl Plan {
         self.nodes > 0
     }
 
+    /// What is wrong with a plan read from a schedule file (written by `acp-chaos shrink`, then
+    /// maybe edited), as "field: reason", or `None`. A plan derived from a scenario is always
+    /// consistent.
+    pub fn check(&self) -> Option<String> {
+        let nodes_max = crate::hosts::NODES.len();
+        if self.nodes > nodes_max {
+            return Some(format!("nodes`: at most {nodes_max}"));
+        }
+        if (self.agent.design == Design::Cluster) != (self.nodes > 0) {
+            return Some("nodes`: at least 1 for the cluster design, 0 for the others".into());
+        }
+        if self.latency_ms_min > self.latency_ms_max || self.latency_ms_max == 0 {
+            return Some("latency_ms_min`: at most latency_ms_max, which is at least 1".into());
+        }
+        if self.agent.turn_ms_min > self.agent.turn_ms_max {
+            return Some("agent.turn_ms_min`: at most agent.turn_ms_max".into());
+        }
+        if self.stdio && (self.proxy || self.watcher || self.nodes > 0) {
+            return Some("stdio`: not with a proxy, a watcher or cluster nodes".into());
+        }
+        for (i, f) in self.faults.iter().enumerate() {
+            // `nth` counts only frame and point triggers (a drawn time trigger leaves it 0).
+            let mut f = f.clone();
+            if f.on.frame.is_none() && f.on.point.is_none() {
+                f.on.nth = f.on.nth.max(1);
+            }
+            if let Some(e) = f.check() {
+                return Some(format!("faults[{i}].{e}"));
+            }
+            let cluster_only = matches!(f.kind, FaultKind::CrashStore | FaultKind::PartitionStore);
+            if cluster_only && self.nodes == 0 {
+                return Some(format!(
+                    "faults[{i}].kind`: {} needs cluster nodes",
+                    f.kind.as_str()
+                ));
+            }
+            if f.kind == FaultKind::CrashProxy && !self.proxy {
+                return Some(format!("faults[{i}].kind`: crash-proxy needs a proxy"));
+            }
+        }
+        None
+    }
+
     /// The Agent hosts: `agent`, or the cluster's nodes.
     pub fn agent_hosts(&self) -> &'static [&'static str] {
         if self.cluster() {
@@ -607,7 +650,9 @@ impl Plan {
 /// A fault as one readable line.
 pub fn fault_line(f: &FaultSpec) -> String {
     let t = &f.on;
-    let on = if let (Some(side), Some(m)) = (t.frame, &t.method) {
+    let on = if let (Some(side), Some(m), Some(s)) = (t.frame, &t.method, t.attempt_of) {
+        format!("{side:?} of {m} of submission {s} attempt #{}", t.nth).to_lowercase()
+    } else if let (Some(side), Some(m)) = (t.frame, &t.method) {
         format!("{side:?} of {m} #{}", t.nth).to_lowercase()
     } else if let Some(p) = t.point {
         format!("point {} #{}", p.as_str(), t.nth)

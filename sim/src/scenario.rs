@@ -402,6 +402,11 @@ pub struct Trigger {
     pub submission: Option<u32>,
     /// A simulated time (swarm schedules use it).
     pub at_ms: Option<u64>,
+    /// With `frame` and `method = "session/prompt"`: count only the attempts of this
+    /// submission (`nth` is then its attempt number), so the trigger stays on that
+    /// submission when others are removed (`acp-chaos shrink` writes it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt_of: Option<u32>,
     /// Which occurrence, 1-based.
     #[serde(default = "one")]
     pub nth: u32,
@@ -1032,8 +1037,13 @@ impl FaultSpec {
         if t.nth == 0 {
             return Some("on.nth`: occurrences count from 1".into());
         }
-        if t.submission == Some(0) {
+        if t.submission == Some(0) || t.attempt_of == Some(0) {
             return Some("on.submission`: submissions count from 1".into());
+        }
+        if t.attempt_of.is_some() && (!frame || t.method.as_deref() != Some("session/prompt")) {
+            return Some(
+                "on.attempt_of`: goes with `frame` and `method = \"session/prompt\"`".into(),
+            );
         }
         if let Some(m) = &t.method {
             if !METHODS.contains(&m.as_str()) {

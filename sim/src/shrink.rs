@@ -5,6 +5,9 @@
 //! submissions, each with its cancel, stop, close or fork) and raw probes. Shrinking first fixes
 //! the network latency (`latency_ms_min = latency_ms_max`, so that removing one fault or op does
 //! not move the frames of the others), keeping the first fixed value that still fails, then
+//! re-anchors every fault triggered by "the nth `session/prompt` request or response" to the
+//! submission whose attempt it hit (`attempt_of`: removing an earlier submission would
+//! otherwise move it to another prompt), keeping that only if the run still fails, then
 //! runs delta debugging (Zeller's ddmin) over the units (faults, submissions, raw probes) until
 //! removing any single one makes the failure disappear (1-minimal). Every choice inside a run
 //! comes from its own seed stream, so the same input always shrinks to the same schedule.
@@ -14,6 +17,7 @@
 //! schedule file (the plan as TOML) that `acp-chaos replay --schedule FILE` runs again.
 
 use std::cell::Cell;
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 
@@ -117,6 +121,67 @@ pub fn restrict(plan: &Plan, units: &[Unit]) -> Plan {
     p
 }
 
+/// The plan with every `session/prompt` frame trigger re-anchored to the submission whose
+/// attempt it fired on in `plan`'s run (`on.attempt_of`, `nth` its attempt number); faults
+/// that never fired keep their trigger.
+pub fn anchor(plan: &Plan) -> Plan {
+    let h = world::run(plan);
+    let mut links: BTreeMap<(u64, String), u32> = BTreeMap::new();
+    let mut counts: BTreeMap<u32, u32> = BTreeMap::new();
+    let mut sent: BTreeMap<(u64, String), (u32, u32)> = BTreeMap::new();
+    let mut fired: BTreeMap<usize, (u64, String)> = BTreeMap::new();
+    for op in &h.ops {
+        let v = &op.value;
+        match (op.process.as_str(), op.f.as_str()) {
+            ("client", "attempt") => {
+                if let (Some(c), Some(n)) = (v["conn"].as_u64(), v["submission"].as_u64()) {
+                    links.insert((c, v["id"].to_string()), n as u32);
+                }
+            }
+            ("net", "send")
+                if v["from"] == "client" && v["frame"]["method"] == "session/prompt" =>
+            {
+                let a = (
+                    v["conn"].as_u64().unwrap_or(0),
+                    v["frame"]["id"].to_string(),
+                );
+                if let Some(&s) = links.get(&a) {
+                    let k = counts.entry(s).or_insert(0);
+                    *k += 1;
+                    sent.entry(a).or_insert((s, *k));
+                }
+            }
+            ("nemesis", _) => {
+                if let Some(i) = v["fault"].as_u64() {
+                    let d = &v["detail"];
+                    if d["frame"].is_object() {
+                        fired.entry(i as usize).or_insert((
+                            d["conn"].as_u64().unwrap_or(0),
+                            d["frame"]["id"].to_string(),
+                        ));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut p = plan.clone();
+    for (i, f) in p.faults.iter_mut().enumerate() {
+        let t = &mut f.on;
+        if t.frame.is_none()
+            || t.method.as_deref() != Some("session/prompt")
+            || t.attempt_of.is_some()
+        {
+            continue;
+        }
+        if let Some(&(s, k)) = fired.get(&i).and_then(|a| sent.get(a)) {
+            t.attempt_of = Some(s);
+            t.nth = k;
+        }
+    }
+    p
+}
+
 /// The run's verdict on the target, if it still fails that way.
 pub fn failing(plan: &Plan, t: &Target) -> Option<Verdict> {
     let h = world::run(plan);
@@ -192,6 +257,11 @@ pub fn shrink(plan: &Plan, target: &Target) -> anyhow::Result<Shrunk> {
             latency_ms = Some(l);
             break;
         }
+    }
+    let anchored = anchor(&base);
+    runs.set(runs.get() + 1);
+    if anchored.faults != base.faults && fails(&anchored) {
+        base = anchored;
     }
     let units: Vec<Unit> = (0..base.faults.len())
         .map(Unit::Fault)

@@ -413,6 +413,7 @@ fn every_mutant_shrinks_to_a_handful_of_faults_and_ops() {
         assert!(f + o + r <= out.before.0 + out.before.1 + out.before.2);
         let text = toml::to_string(&out.plan).unwrap();
         let back: Plan = toml::from_str(&text).unwrap();
+        assert_eq!(back.check(), None, "{name}: the schedule file is refused");
         let v = shrink::failing(&back, &target);
         assert!(v.is_some(), "{name}: the schedule file does not fail again");
         let again = shrink::shrink(&plan, &target).unwrap();
@@ -420,5 +421,21 @@ fn every_mutant_shrinks_to_a_handful_of_faults_and_ops() {
             again.kept, out.kept,
             "{name}: shrinking is not deterministic"
         );
+    }
+}
+
+/// A plan derived from any shipped scenario, under any design and a few seeds, passes the checks
+/// a schedule file gets (so `replay --schedule` never refuses what `shrink` wrote).
+#[test]
+fn derived_plans_pass_the_schedule_checks() {
+    use acp_chaos::plan::Plan;
+    let all = acp_chaos::scenario::load_dir(&common::scenarios_dir()).expect("scenarios load");
+    for s in &all {
+        for &d in &s.agent.designs {
+            for seed in 0..5 {
+                let p = Plan::derive(s, seed, None, d);
+                assert_eq!(p.check(), None, "{} {d:?} seed {seed}", s.name);
+            }
+        }
     }
 }
