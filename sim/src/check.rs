@@ -930,12 +930,12 @@ const REQUEST_ERRORS: [i64; 6] = [
 /// arrives while an attempt of its key is held gets that attempt's outcome, never an error of
 /// its own (A7: "still in progress" is not an answer).
 pub fn p3_same_answer(f: &Facts) -> Verdict {
-    let mut v = p3_messageids(f);
+    let answers = prompt_answers(f);
+    let mut v = p3_messageids(f, &answers);
     if v.status == Status::Invalid {
         return v;
     }
     let reads = prompt_reads(f);
-    let answers = prompt_answers(f);
     // When the Agent decided each attempt: its answer, or its own log of the decision (an
     // answer lost on the way was decided all the same).
     let mut answered_at: BTreeMap<(u64, String), usize> = BTreeMap::new();
@@ -1053,11 +1053,12 @@ pub fn p3_same_answer(f: &Facts) -> Verdict {
 }
 
 /// P3's first half: every success for one submission carries the same `messageId`.
-fn p3_messageids(f: &Facts) -> Verdict {
+fn p3_messageids(f: &Facts, answers: &[Answer]) -> Verdict {
     let mut v = Verdict::valid("P3", &["A1", "A7"]);
     let mut first: BTreeMap<u64, (usize, String)> = BTreeMap::new();
-    for (attempt, op, ans) in prompt_answers(f) {
-        let Ok(mid) = ans else { continue };
+    for (attempt, op, ans) in answers {
+        let (attempt, op) = (attempt.clone(), *op);
+        let Ok(mid) = ans.clone() else { continue };
         let Some(sub) = f.attempt_submission(&attempt) else {
             continue;
         };
@@ -1391,28 +1392,10 @@ fn a6_earlier_held(f: &Facts) -> Option<Verdict> {
                     node_of.insert(c, n.to_string());
                 }
             }
-            // A cluster's store restarting is not an Agent process restart.
-            ("agent", "recover") if is_store_op(op) => {}
-            ("agent", "recover") => {
-                active.clear();
+            // (No arm below reads the ops `track_active` consumes.)
+            _ if track_active(&mut active, op) && op.f == "recover" && !is_store_op(op) => {
                 held.clear();
                 covered.clear();
-            }
-            ("agent", "activate") => {
-                active
-                    .entry(val["session"].as_str().unwrap_or_default().to_string())
-                    .or_default()
-                    .insert(val["conn"].as_u64().unwrap_or(0));
-            }
-            ("agent", "deactivate") => {
-                if let Some(c) = active.get_mut(val["session"].as_str().unwrap_or_default()) {
-                    c.remove(&val["conn"].as_u64().unwrap_or(0));
-                }
-            }
-            ("agent", "conn-end") => {
-                for c in active.values_mut() {
-                    c.remove(&val["conn"].as_u64().unwrap_or(0));
-                }
             }
             ("agent", "hold") => {
                 held.insert(
@@ -1478,6 +1461,36 @@ fn a6_earlier_held(f: &Facts) -> Option<Verdict> {
         }
     }
     finding
+}
+
+/// Session → the connections it is active on, from the Agent's own log (`activate`,
+/// `deactivate`, `conn-end`; an Agent restart, not the cluster store's, clears it). Returns
+/// whether `op` was one of those.
+fn track_active(active: &mut BTreeMap<String, BTreeSet<u64>>, op: &Op) -> bool {
+    if op.process != "agent" {
+        return false;
+    }
+    let conn = op.value["conn"].as_u64().unwrap_or(0);
+    let sid = op.value["session"].as_str().unwrap_or_default();
+    match op.f.as_str() {
+        "recover" if is_store_op(op) => {}
+        "recover" => active.clear(),
+        "activate" => {
+            active.entry(sid.to_string()).or_default().insert(conn);
+        }
+        "deactivate" => {
+            if let Some(c) = active.get_mut(sid) {
+                c.remove(&conn);
+            }
+        }
+        "conn-end" => {
+            for c in active.values_mut() {
+                c.remove(&conn);
+            }
+        }
+        _ => return false,
+    }
+    true
 }
 
 /// Whether an op renamed `agent` by [`agent_view`] was the cluster store's.
@@ -2107,23 +2120,7 @@ pub fn p10_retry_class(f: &Facts) -> Verdict {
                     ),
                 });
             }
-            ("agent", "recover") if !is_store_op(op) => active.clear(),
-            ("agent", "activate") => {
-                active
-                    .entry(val["session"].as_str().unwrap_or_default().to_string())
-                    .or_default()
-                    .insert(val["conn"].as_u64().unwrap_or(0));
-            }
-            ("agent", "deactivate") => {
-                if let Some(c) = active.get_mut(val["session"].as_str().unwrap_or_default()) {
-                    c.remove(&val["conn"].as_u64().unwrap_or(0));
-                }
-            }
-            ("agent", "conn-end") => {
-                for c in active.values_mut() {
-                    c.remove(&val["conn"].as_u64().unwrap_or(0));
-                }
-            }
+            _ if track_active(&mut active, op) => {}
             ("net", "recv")
                 if matches!(val["from"].as_str(), Some("client" | "proxy"))
                     && val["frame"]["method"] == "session/resume" =>

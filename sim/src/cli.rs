@@ -728,15 +728,7 @@ fn shrink(a: &ShrinkArgs) -> anyhow::Result<i32> {
         .as_deref()
         .and_then(mutant::find)
         .filter(|_| a.property.is_none())
-        .map(|m| crate::shrink::Target {
-            property: m.property.to_string(),
-            status: if m.finding {
-                Status::Finding
-            } else {
-                Status::Invalid
-            },
-            party: Some(m.party),
-        })
+        .map(crate::shrink::Target::of_mutant)
         .filter(|t| verdicts.iter().any(|v| t.matches(v)));
     let Some(target) =
         of_mutant.or_else(|| crate::shrink::Target::of(&verdicts, a.property.as_deref()))
@@ -1100,15 +1092,7 @@ fn mutants(a: &MutantsArgs) -> anyhow::Result<i32> {
             if let Some(sw) = swarm.swarm.as_mut() {
                 sw.mix = crate::scenario::Mix::Swarm;
             }
-            let target = crate::shrink::Target {
-                property: m.property.to_string(),
-                status: if m.finding {
-                    Status::Finding
-                } else {
-                    Status::Invalid
-                },
-                party: Some(m.party),
-            };
+            let target = crate::shrink::Target::of_mutant(m);
             for &d in &r.designs {
                 let plan = Plan::derive(&swarm, seed, Some(m.name), d);
                 if crate::shrink::failing(&plan, &target).is_none() {

@@ -43,6 +43,20 @@ impl Target {
         v.property == self.property && v.status == self.status && v.party == self.party
     }
 
+    /// What catches mutant `m`: its property and party, invalid (a finding for a mutant that
+    /// breaks a SHOULD).
+    pub fn of_mutant(m: &crate::models::mutant::Mutant) -> Target {
+        Target {
+            property: m.property.to_string(),
+            status: if m.finding {
+                Status::Finding
+            } else {
+                Status::Invalid
+            },
+            party: Some(m.party),
+        }
+    }
+
     /// The target of a run: the verdict on `property` if given (it must be invalid or a
     /// finding), else the first invalid verdict, else the first finding.
     pub fn of(verdicts: &[Verdict], property: Option<&str>) -> Option<Target> {

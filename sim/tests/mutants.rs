@@ -395,15 +395,7 @@ fn every_mutant_shrinks_to_a_handful_of_faults_and_ops() {
         let m = MUTANTS.iter().find(|m| m.name == name).unwrap();
         let s = common::scenario(scen);
         let plan = Plan::derive(&s, seed, Some(name), design);
-        let target = Target {
-            property: m.property.to_string(),
-            status: if m.finding {
-                Status::Finding
-            } else {
-                Status::Invalid
-            },
-            party: Some(m.party),
-        };
+        let target = Target::of_mutant(m);
         let out = shrink::shrink(&plan, &target).unwrap_or_else(|e| panic!("{name}: {e}"));
         let (f, o, r) = out.after;
         assert!(
