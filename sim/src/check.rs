@@ -913,16 +913,20 @@ fn prompt_reads(f: &Facts) -> BTreeMap<(u64, String), Read> {
     out
 }
 
-/// Error codes that say what was wrong with the request itself (or that it was cancelled),
-/// not that the Agent failed it: A7 does not cover them.
-const REQUEST_ERRORS: [i64; 6] = [
+/// Error codes that say what was wrong with the request itself, not that the Agent failed
+/// it: A7 does not cover them (`-32602` only with a malformed key, see [`key_malformed`]).
+const REQUEST_ERRORS: [i64; 4] = [
     rpc_code::PARSE_ERROR,
     rpc_code::INVALID_REQUEST,
     rpc_code::METHOD_NOT_FOUND,
-    rpc_code::INVALID_PARAMS,
     rpc_code::RESOURCE_NOT_FOUND,
-    rpc_code::REQUEST_CANCELLED,
 ];
+
+/// A string key outside K2's 1 to 255 characters (Unicode scalar values).
+fn key_malformed(k: &str) -> bool {
+    let n = k.chars().count();
+    n == 0 || n > 255
+}
 
 /// P3 same-answer: every success for one submission's key carries the same `messageId`, with
 /// P1's exemptions (a first message the rules let the Agent forget); a success carries a
@@ -1007,8 +1011,13 @@ pub fn p3_same_answer(f: &Facts) -> Verdict {
             )
         })
         .collect();
-    // A7: an error for a retry that arrived while an attempt of its key was held, the key
-    // then inserted by this Agent process.
+    // A7: an error for a retry that arrived while an attempt of its key was held, that held
+    // attempt then inserted by this Agent process. Even -32800 counts: had the Agent withdrawn
+    // the held prompt, it would not have been inserted (A5).
+    let inserted_attempt = |i: &Insert| {
+        let v = &f.history.ops[i.op].value;
+        (v["conn"].as_u64().unwrap_or(0), v["id"].to_string())
+    };
     for (attempt, op, ans) in &answers {
         let Err(code) = ans else { continue };
         if REQUEST_ERRORS.contains(code) || excused.contains(attempt) {
@@ -1018,25 +1027,32 @@ pub fn p3_same_answer(f: &Facts) -> Verdict {
             continue;
         };
         let Some(key) = &r.key else { continue };
-        let held = reads.iter().find(|(a, o)| {
-            *a != attempt
-                && o.key.as_ref() == Some(key)
-                && o.session == r.session
-                && o.boot == r.boot
-                && o.at < r.at
-                && answered_at.get(a).is_none_or(|x| *x > r.at)
-        });
-        let Some((held, o)) = held else { continue };
+        if *code == rpc_code::INVALID_PARAMS && key_malformed(key) {
+            continue;
+        }
         let next_boot = f
             .recoveries
             .iter()
             .map(|(i, _)| *i)
             .find(|i| *i > r.at)
             .unwrap_or(usize::MAX);
-        let inserted = f.inserts.iter().find(|i| {
-            i.op > r.at && i.op < next_boot && i.session == r.session && i.key.as_ref() == Some(key)
-        });
-        if let Some(i) = inserted {
+        let held_then_inserted = reads
+            .iter()
+            .filter(|(a, o)| {
+                *a != attempt
+                    && o.key.as_ref() == Some(key)
+                    && o.session == r.session
+                    && o.boot == r.boot
+                    && o.at < r.at
+                    && answered_at.get(*a).is_none_or(|x| *x > r.at)
+            })
+            .find_map(|(a, o)| {
+                f.inserts
+                    .iter()
+                    .find(|i| i.op > r.at && i.op < next_boot && inserted_attempt(i) == *a)
+                    .map(|i| (a, o, i))
+            });
+        if let Some((held, o, i)) = held_then_inserted {
             v.status = Status::Invalid;
             v.party = Some(Party::Agent);
             v.rules = vec!["A7".into()];
