@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 use serde::Serialize;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::check::{self, Class, Status, Verdict, CHECKERS};
 use crate::history::History;
@@ -117,6 +117,9 @@ pub struct CampaignSpec {
     pub out: PathBuf,
     /// Most failing runs written out per (scenario, property).
     pub keep_per_property: usize,
+    /// Shrink the first failing seed of each (scenario@design, property) into its run
+    /// folder's `schedule.toml`.
+    pub shrink: bool,
     /// Run every scenario under this design only (`--agent`), instead of its `designs`.
     pub agent: Option<Design>,
     /// Run every seed twice and compare history hashes (`--check-determinism`).
@@ -358,8 +361,20 @@ fn summarize(spec: &CampaignSpec, results: Vec<RunResult>) -> anyhow::Result<Sum
             }
             if matches!(v.status, Status::Invalid | Status::Unknown) {
                 let line = repro(&reference(spec, &r.scenario), r.design, r.seed, mutant);
-                failures.push(json!({"scenario": r.scenario, "design": r.design, "seed": r.seed, "property": v.property, "status": v.status, "party": v.party, "rules": v.rules, "message": v.message, "hash": r.hash, "repro": line}));
+                let mut failure = json!({"scenario": r.scenario, "design": r.design, "seed": r.seed, "property": v.property, "status": v.status, "party": v.party, "rules": v.rules, "message": v.message, "hash": r.hash, "repro": line});
                 let k = kept.entry((r.key(), v.property.clone())).or_default();
+                if *k == 0 && v.status == Status::Invalid && spec.shrink {
+                    // The first failing seed of each (scenario@design, property): shrink it.
+                    let s = spec
+                        .scenarios
+                        .iter()
+                        .find(|s| s.name == r.scenario)
+                        .expect("scenario ran");
+                    if let Some(shrunk) = shrink_into(&spec.out, s, r, v, mutant)? {
+                        failure["shrunk"] = shrunk;
+                    }
+                }
+                failures.push(failure);
                 if *k < spec.keep_per_property {
                     *k += 1;
                     // Re-run it: the report's history comes from the replay, and a different
@@ -455,13 +470,51 @@ fn summarize(spec: &CampaignSpec, results: Vec<RunResult>) -> anyhow::Result<Sum
     Ok(summary)
 }
 
+/// Shrink a failing run on `v`'s property, status and party, and write the schedule into its
+/// run folder (`schedule.toml`). Returns `{schedule, replay, faults, ops, raw, runs}`, or
+/// `None` when the failure does not survive fixing the plan (it always should).
+fn shrink_into(
+    out: &Path,
+    s: &Scenario,
+    r: &RunResult,
+    v: &Verdict,
+    mutant: Option<&str>,
+) -> anyhow::Result<Option<Value>> {
+    let plan = Plan::derive(s, r.seed, mutant, r.design);
+    let target = crate::shrink::Target {
+        property: v.property.clone(),
+        status: v.status,
+        party: v.party,
+    };
+    let Ok(shrunk) = crate::shrink::shrink(&plan, &target) else {
+        return Ok(None);
+    };
+    let dir = out.join(run_dir_name(r));
+    std::fs::create_dir_all(&dir)?;
+    let file = dir.join("schedule.toml");
+    let replay = format!("acp-chaos replay --schedule {}", file.display());
+    let body = toml::to_string(&shrunk.plan)?;
+    std::fs::write(
+        &file,
+        format!(
+            "# shrunk from: {}\n# keeps {}: {}\n# replay: {replay}\n{body}",
+            repro(&s.reference, r.design, r.seed, mutant),
+            v.property,
+            shrunk.verdict.message
+        ),
+    )?;
+    let (f, o, w) = shrunk.after;
+    Ok(Some(
+        json!({"schedule": file.display().to_string(), "replay": replay, "faults": f, "ops": o, "raw": w, "runs": shrunk.runs}),
+    ))
+}
+
+fn run_dir_name(r: &RunResult) -> String {
+    format!("{}-{}-seed{}", r.scenario, r.design.as_str(), r.seed)
+}
+
 fn write_run(out: &Path, h: &History, r: &RunResult, line: &str) -> anyhow::Result<()> {
-    let dir = out.join(format!(
-        "{}-{}-seed{}",
-        r.scenario,
-        r.design.as_str(),
-        r.seed
-    ));
+    let dir = out.join(run_dir_name(r));
     std::fs::create_dir_all(&dir)?;
     let mut f = std::io::BufWriter::new(std::fs::File::create(dir.join("history.jsonl"))?);
     h.write_jsonl(&mut f)?;

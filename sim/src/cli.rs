@@ -125,6 +125,10 @@ struct RunArgs {
     /// histories (`<scenario>-a-...`, `<scenario>-b-...` in the report folder).
     #[arg(long)]
     check_determinism: bool,
+    /// Do not shrink the first failing seed of each (scenario@design, property) (by default
+    /// its run folder gets a `schedule.toml`, see `acp-chaos shrink`).
+    #[arg(long)]
+    no_shrink: bool,
     /// Report folder.
     #[arg(long, default_value = "reports/latest")]
     out: PathBuf,
@@ -443,6 +447,7 @@ fn run(a: &RunArgs) -> anyhow::Result<i32> {
         mutant: a.mutant.clone(),
         out: a.out.clone(),
         keep_per_property: 5,
+        shrink: !a.no_shrink,
         agent: a.agent,
         check_determinism: a.check_determinism,
     };
@@ -586,8 +591,21 @@ fn outcome_line(f: &serde_json::Value, with_party: bool) -> String {
     } else {
         format!("(rules {})", rules.join(" "))
     };
+    let shrunk = if f["shrunk"].is_object() {
+        let s = &f["shrunk"];
+        format!(
+            "\n  shrunk to {} faults, {} ops, {} raw probes in {} runs: {}",
+            s["faults"],
+            s["ops"],
+            s["raw"],
+            s["runs"],
+            s["replay"].as_str().unwrap_or("-")
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "{} [{}] {} {what}: {}\n  repro: {}",
+        "{} [{}] {} {what}: {}\n  repro: {}{shrunk}",
         text("scenario"),
         text("design"),
         text("property"),

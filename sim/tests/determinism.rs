@@ -18,7 +18,36 @@ fn spec(jobs: usize, out: &str) -> CampaignSpec {
         keep_per_property: 1,
         agent: None,
         check_determinism: false,
+        shrink: true,
     }
+}
+
+/// A campaign shrinks the first failing seed of each (scenario@design, property) into its run
+/// folder; the schedule replays to the same property, and the summary points at it.
+#[test]
+fn a_failing_campaign_shrinks_its_first_failing_seed() {
+    let mut s = spec(2, "acp-chaos-det-shrink");
+    s.scenarios = vec![common::scenario("rfd-02-retry-after-resume-new-connection")];
+    s.seeds = 3;
+    s.mutant = Some("no-dedup".into());
+    s.agent = Some(Design::Stored);
+    let _ = std::fs::remove_dir_all(&s.out);
+    let sum = campaign::run(&s).unwrap();
+    let f = sum
+        .failures
+        .iter()
+        .find(|f| f["property"] == "P1")
+        .expect("no-dedup fails P1");
+    let path = f["shrunk"]["schedule"].as_str().expect("shrunk");
+    let text = std::fs::read_to_string(path).unwrap();
+    let plan: acp_chaos::plan::Plan = toml::from_str(&text).unwrap();
+    assert!(plan.faults.len() + plan.workload.len() <= 3, "{text}");
+    let target = acp_chaos::shrink::Target {
+        property: "P1".into(),
+        status: acp_chaos::check::Status::Invalid,
+        party: Some(acp_chaos::models::Party::Agent),
+    };
+    assert!(acp_chaos::shrink::failing(&plan, &target).is_some());
 }
 
 #[test]
