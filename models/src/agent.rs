@@ -1104,20 +1104,7 @@ impl ModelAgent {
         } else if self.transient_errors > 0 {
             // A2: an error means this attempt inserted nothing and recorded nothing.
             self.transient_errors -= 1;
-            out.push(effect(
-                "reject",
-                json!({"conn": conn, "id": id, "code": code::INTERNAL_ERROR, "transient": true}),
-            ));
-            return self.send(
-                conn,
-                rpc::err(
-                    &id,
-                    code::INTERNAL_ERROR,
-                    "Internal error",
-                    Some(json!({"transient": true})),
-                ),
-                out,
-            );
+            return self.reject_internal(conn, &id, "transient", json!({"transient": true}), out);
         }
         let keyed = r.idempotency_key.is_some();
         if self.cfg.design == Design::Adapter && keyed {
@@ -1136,6 +1123,26 @@ impl ModelAgent {
             }
         }
         self.admit(conn, id, r, out);
+    }
+
+    /// Answer a prompt attempt `-32603` before inserting it, logging the rejection with `why`
+    /// set (checkers read `transient` to excuse the nemesis's errors).
+    fn reject_internal(
+        &mut self,
+        conn: ConnId,
+        id: &Value,
+        why: &str,
+        data: Value,
+        out: &mut Vec<Action>,
+    ) {
+        let mut log = json!({"conn": conn, "id": id, "code": code::INTERNAL_ERROR});
+        log[why] = true.into();
+        out.push(effect("reject", log));
+        self.send(
+            conn,
+            rpc::err(id, code::INTERNAL_ERROR, "Internal error", Some(data)),
+            out,
+        );
     }
 
     /// Dedup, then insert, hold or steer (the prompt passed validation and any history fill).
@@ -1279,20 +1286,9 @@ impl ModelAgent {
             {
                 if self.cfg.mutant == Some(AgentMutant::HeldRetryErrors) {
                     // Mutant: "still in progress" instead of the original's outcome.
-                    out.push(effect(
-                        "reject",
-                        json!({"conn": conn, "id": id, "code": code::INTERNAL_ERROR, "in_progress": true}),
-                    ));
-                    return self.send(
-                        conn,
-                        rpc::err(
-                            &id,
-                            code::INTERNAL_ERROR,
-                            "Internal error",
-                            Some(json!({"reason": "a request with this idempotencyKey is in progress"})),
-                        ),
-                        out,
-                    );
+                    let data =
+                        json!({"reason": "a request with this idempotencyKey is in progress"});
+                    return self.reject_internal(conn, &id, "in_progress", data, out);
                 }
                 h.waiters.push((conn, id.clone()));
                 out.push(effect(

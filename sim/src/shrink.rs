@@ -111,27 +111,16 @@ pub struct Shrunk {
 /// The plan with only `units` kept.
 pub fn restrict(plan: &Plan, units: &[Unit]) -> Plan {
     let mut p = plan.clone();
-    p.faults = units
-        .iter()
-        .filter_map(|u| match u {
-            Unit::Fault(i) => plan.faults.get(*i).cloned(),
-            _ => None,
-        })
-        .collect();
-    p.workload = units
-        .iter()
-        .filter_map(|u| match u {
-            Unit::Op(i) => plan.workload.get(*i).cloned(),
-            _ => None,
-        })
-        .collect();
-    p.raw = units
-        .iter()
-        .filter_map(|u| match u {
-            Unit::Raw(i) => plan.raw.get(*i).cloned(),
-            _ => None,
-        })
-        .collect();
+    p.faults.clear();
+    p.workload.clear();
+    p.raw.clear();
+    for u in units {
+        match *u {
+            Unit::Fault(i) => p.faults.extend(plan.faults.get(i).cloned()),
+            Unit::Op(i) => p.workload.extend(plan.workload.get(i).cloned()),
+            Unit::Raw(i) => p.raw.extend(plan.raw.get(i).cloned()),
+        }
+    }
     p
 }
 
