@@ -2,11 +2,10 @@
 //! thread: `Sim` is `!Send`), then a table, a `summary.json` and one folder per failing run.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::check::{self, Class, Status, Verdict, CHECKERS};
@@ -28,6 +27,9 @@ pub mod exit {
     pub const NONDETERMINISM: i32 = 3;
     /// Liveness failure, unknown verdict, or a vacuous campaign.
     pub const LIVENESS: i32 = 4;
+    /// Stopped by Ctrl-C before every run was done (the report covers the runs done), with no
+    /// failure found so far.
+    pub const INTERRUPTED: i32 = 130;
 }
 
 /// The outcome of one (scenario, design, seed).
@@ -124,9 +126,33 @@ pub struct CampaignSpec {
     pub agent: Option<Design>,
     /// Run every seed twice and compare history hashes (`--check-determinism`).
     pub check_determinism: bool,
+    /// The campaign's name (`all-seeds0-200`, see [`campaign_name`]): the report folder's name
+    /// under `reports/`, and what `acp-chaos merge` checks shards share.
+    pub name: String,
+    /// `--shard K/N`: run only the K-th (from 1) of N contiguous, disjoint slices of the seed
+    /// range (see [`CampaignSpec::seed_range`]).
+    pub shard: Option<(u64, u64)>,
+    /// Show progress on stderr (a bar on a terminal, plain lines otherwise).
+    pub progress: bool,
+    /// Set from outside (Ctrl-C) to stop: runs not started are skipped, and the report covers
+    /// the runs done (`interrupted` in the summary).
+    pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl CampaignSpec {
+    /// The seeds this campaign (or its shard) runs: `[first, end)`. Shard K of N takes
+    /// `[start + seeds·(K−1)/N, start + seeds·K/N)`, so the N shards cover the range exactly once.
+    pub fn seed_range(&self) -> (u64, u64) {
+        let slice = |k: u64, n: u64| {
+            let off = (u128::from(self.seeds) * u128::from(k) / u128::from(n.max(1))) as u64;
+            self.seed_start.saturating_add(off)
+        };
+        match self.shard {
+            Some((k, n)) => (slice(k - 1, n), slice(k, n)),
+            None => (self.seed_start, self.seed_start.saturating_add(self.seeds)),
+        }
+    }
+
     /// The designs scenario `s` runs under: its list, narrowed to `--agent` and to the designs
     /// the mutant applies to (empty: the scenario does not run).
     pub fn designs_for(&self, s: &Scenario) -> Vec<Design> {
@@ -150,7 +176,7 @@ impl CampaignSpec {
 }
 
 /// One cell of the table.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Cell {
     /// Seeds run.
     pub seeds: u64,
@@ -166,17 +192,34 @@ pub struct Cell {
     pub parties: BTreeSet<String>,
 }
 
-/// A finished campaign.
-#[derive(Debug, Serialize)]
+/// `summary.json`'s format version (documented in `reports/README.md`).
+pub const SUMMARY_FORMAT: u32 = 2;
+
+/// A finished campaign: `summary.json` (format [`SUMMARY_FORMAT`], documented field by field in
+/// `reports/README.md`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     /// Summary schema version.
     pub format: u32,
-    /// Seeds.
+    /// Campaign name (shards of one campaign share it).
+    pub name: String,
+    /// First seed run.
     pub seed_start: u64,
-    /// Seeds per scenario.
+    /// Seeds run per scenario@design (`seed_start..seed_start + seeds`).
     pub seeds: u64,
+    /// `[K, N]` when this is shard K of N; `None` for a whole (or merged) campaign.
+    pub shard: Option<(u64, u64)>,
     /// Mutant.
     pub mutant: Option<String>,
+    /// Rows (`scenario@design`) in the order they ran (failures are listed in this order).
+    pub order: Vec<String>,
+    /// Rows whose scenario expects a violation (`expect = "invalid"`) on that design.
+    pub expected_invalid: Vec<String>,
+    /// scenario → its `sometimes` events, for scenarios held to them (not narrowed by
+    /// `--agent` or a mutant).
+    pub sometimes: BTreeMap<String, Vec<String>>,
+    /// True when Ctrl-C stopped the campaign: the summary covers only the runs done.
+    pub interrupted: bool,
     /// scenario → property → cell.
     pub table: BTreeMap<String, BTreeMap<String, Cell>>,
     /// scenario → class → count.
@@ -198,6 +241,10 @@ pub struct Summary {
     /// Coverage map: fault kind → protocol state at the moment it fired → times, over the
     /// whole campaign (kinds the campaign never fired are absent).
     pub coverage_map: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Most failing runs kept as folders per (scenario@design, property).
+    pub kept_per_property: usize,
+    /// The mutant scoreboard as text, when `acp-chaos mutants` wrote this summary.
+    pub scoreboard: Option<String>,
     /// Exit code.
     pub exit_code: i32,
 }
@@ -212,22 +259,38 @@ pub fn repro(scenario: &str, design: Design, seed: u64, mutant: Option<&str>) ->
 }
 
 /// Run the campaign and write the report folder (prepared first, so a bad `--out` fails
-/// before any run).
+/// before any run): `summary.json`, `summary.md`, `junit.xml`, and one folder per kept
+/// failing run.
 pub fn run(spec: &CampaignSpec) -> anyhow::Result<Summary> {
+    use std::sync::atomic::{AtomicU64, Ordering};
     prepare_out(&spec.out)?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(spec.jobs.max(1))
         .build()?;
+    let (first, end) = spec.seed_range();
     let mut work: Vec<(usize, Design, u64)> = Vec::new();
     for (i, s) in spec.scenarios.iter().enumerate() {
         for d in spec.designs_for(s) {
-            work.extend((0..spec.seeds).map(|k| (i, d, spec.seed_start.saturating_add(k))));
+            work.extend((first..end).map(|seed| (i, d, seed)));
         }
     }
     let mutant = spec.mutant.as_deref();
-    let results: Vec<RunResult> = pool.install(|| {
+    let done = AtomicU64::new(0);
+    let failing = AtomicU64::new(0);
+    let progress = spec
+        .progress
+        .then(|| crate::progress::Progress::new(work.len() as u64));
+    let stopped = || {
+        spec.stop
+            .as_ref()
+            .is_some_and(|f| f.load(Ordering::Relaxed))
+    };
+    let results: Vec<Option<RunResult>> = pool.install(|| {
         work.par_iter()
             .map(|&(i, d, seed)| {
+                if stopped() {
+                    return None;
+                }
                 let s = &spec.scenarios[i];
                 let (h, mut r) = run_one(s, seed, mutant, d);
                 if spec.check_determinism {
@@ -246,11 +309,26 @@ pub fn run(spec: &CampaignSpec) -> anyhow::Result<Summary> {
                         r.rerun_hash = Some(r2.hash);
                     }
                 }
-                r
+                if r.verdicts.iter().any(|v| v.status == Status::Invalid) {
+                    failing.fetch_add(1, Ordering::Relaxed);
+                }
+                let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+                if let Some(p) = &progress {
+                    p.update(n, failing.load(Ordering::Relaxed));
+                }
+                Some(r)
             })
             .collect()
     });
-    summarize(spec, results)
+    let interrupted = results.iter().any(Option::is_none);
+    if let Some(p) = &progress {
+        p.finish(
+            done.load(Ordering::Relaxed),
+            failing.load(Ordering::Relaxed),
+            interrupted,
+        );
+    }
+    summarize(spec, results.into_iter().flatten().collect(), interrupted)
 }
 
 fn reference(spec: &CampaignSpec, name: &str) -> String {
@@ -272,7 +350,11 @@ pub fn prepare_out(out: &Path) -> anyhow::Result<()> {
             let e = e.map_err(io)?;
             let name = e.file_name().to_string_lossy().into_owned();
             let run_dir = e.path().join("history.jsonl").exists() && name.contains("-seed");
-            if name == "summary.json" || name == "summary.json.tmp" || run_dir {
+            let file = matches!(
+                name.trim_end_matches(".tmp"),
+                "summary.json" | "summary.md" | "junit.xml"
+            );
+            if file || run_dir {
                 ours.push(e.path());
             } else {
                 anyhow::bail!(
@@ -293,7 +375,11 @@ pub fn prepare_out(out: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn summarize(spec: &CampaignSpec, results: Vec<RunResult>) -> anyhow::Result<Summary> {
+fn summarize(
+    spec: &CampaignSpec,
+    results: Vec<RunResult>,
+    interrupted: bool,
+) -> anyhow::Result<Summary> {
     let mutant = spec.mutant.as_deref();
     let mut table: BTreeMap<String, BTreeMap<String, Cell>> = BTreeMap::new();
     let mut classes: BTreeMap<String, BTreeMap<Class, u64>> = BTreeMap::new();
@@ -305,7 +391,11 @@ fn summarize(spec: &CampaignSpec, results: Vec<RunResult>) -> anyhow::Result<Sum
     let mut events: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
     let mut hashes = BTreeMap::new();
     let mut coverage_map: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+    let mut order: Vec<String> = Vec::new();
     for r in &results {
+        if order.last() != Some(&r.key()) && !order.contains(&r.key()) {
+            order.push(r.key());
+        }
         let row = table.entry(r.key()).or_default();
         for (c, n) in &r.classes {
             *classes.entry(r.key()).or_default().entry(*c).or_default() += u64::from(*n);
@@ -363,111 +453,218 @@ fn summarize(spec: &CampaignSpec, results: Vec<RunResult>) -> anyhow::Result<Sum
                 let line = repro(&reference(spec, &r.scenario), r.design, r.seed, mutant);
                 let mut failure = json!({"scenario": r.scenario, "design": r.design, "seed": r.seed, "property": v.property, "status": v.status, "party": v.party, "rules": v.rules, "message": v.message, "hash": r.hash, "repro": line});
                 let k = kept.entry((r.key(), v.property.clone())).or_default();
-                if *k == 0 && v.status == Status::Invalid && spec.shrink {
+                let s = spec
+                    .scenarios
+                    .iter()
+                    .find(|s| s.name == r.scenario)
+                    .expect("scenario ran");
+                let mut shrunk_run = None;
+                if *k == 0 && v.status == Status::Invalid && spec.shrink && !interrupted {
                     // The first failing seed of each (scenario@design, property): shrink it.
-                    let s = spec
-                        .scenarios
-                        .iter()
-                        .find(|s| s.name == r.scenario)
-                        .expect("scenario ran");
-                    if let Some(shrunk) = shrink_into(&spec.out, s, r, v, mutant)? {
+                    if let Some((shrunk, run)) = shrink_into(&spec.out, s, r, v, mutant)? {
                         failure["shrunk"] = shrunk;
+                        shrunk_run = Some(run);
                     }
                 }
-                failures.push(failure);
                 if *k < spec.keep_per_property {
                     *k += 1;
                     // Re-run it: the report's history comes from the replay, and a different
                     // hash is nondeterminism (exit 3).
-                    let s = spec
-                        .scenarios
-                        .iter()
-                        .find(|s| s.name == r.scenario)
-                        .expect("scenario ran");
                     let (h, again) = run_one(s, r.seed, mutant, r.design);
                     if again.hash != r.hash {
                         nondeterministic.push(line.clone());
                     }
                     write_run(&spec.out, &h, &again, &line)?;
+                    failure["folder"] = json!(run_dir_name(r));
+                    write_counterexample(&spec.out, r, v, &line, &failure, &h, shrunk_run)?;
                 }
+                failures.push(failure);
             }
         }
     }
-    let mut vacuous = BTreeMap::new();
+    // What the verdict needs beyond the counts, in a form shards can merge.
+    let mut sometimes = BTreeMap::new();
+    let mut expected_invalid = Vec::new();
     for s in &spec.scenarios {
-        let got = seen.get(&s.name).cloned().unwrap_or_default();
-        let missing: Vec<String> = s
-            .sometimes
-            .iter()
-            .filter(|e| !got.contains(e.as_str()))
-            .cloned()
-            .collect();
         // `sometimes` speaks for the scenario's whole design list; a run narrowed by --agent
         // (or a mutant) cannot be held to it.
         let whole = spec.designs_for(s).len() == s.agent.designs.len();
-        if !missing.is_empty() && mutant.is_none() && whole {
-            vacuous.insert(s.name.clone(), missing);
+        if mutant.is_none() && whole && !s.sometimes.is_empty() {
+            sometimes.insert(s.name.clone(), s.sometimes.clone());
         }
-    }
-    // A scenario states its expected verdict per design; with a mutant every violation counts.
-    let mut unexpected = false;
-    let mut expectations_unmet = Vec::new();
-    for s in &spec.scenarios {
+        // A scenario states its expected verdict per design; with a mutant every violation
+        // counts.
         for d in spec.designs_for(s) {
-            let key = format!("{}@{}", s.name, d.as_str());
-            let violations: u64 = table
-                .get(&key)
-                .map(|r| r.values().map(|c| c.violations).sum())
-                .unwrap_or(0);
-            let expect = if mutant.is_some() {
-                Expect::Valid
-            } else {
-                s.expect_for(d)
-            };
-            match expect {
-                Expect::Valid if violations > 0 => unexpected = true,
-                Expect::Invalid if violations == 0 => expectations_unmet.push(key),
-                _ => {}
+            if mutant.is_none() && s.expect_for(d) == Expect::Invalid {
+                expected_invalid.push(format!("{}@{}", s.name, d.as_str()));
             }
         }
     }
-    let any = |st: Status| {
-        table.values().flat_map(|r| r.values()).any(|c| match st {
-            Status::Invalid => c.violations > 0,
-            _ => c.unknown > 0,
-        })
-    };
-    let _ = any(Status::Invalid);
-    let exit_code = if !nondeterministic.is_empty() {
-        exit::NONDETERMINISM
-    } else if unexpected || !expectations_unmet.is_empty() {
-        exit::INVALID
-    } else if any(Status::Unknown) || !vacuous.is_empty() {
-        exit::LIVENESS
-    } else {
-        exit::VALID
-    };
-    let summary = Summary {
-        format: 1,
-        seed_start: spec.seed_start,
-        seeds: spec.seeds,
+    let (seed_start, end) = spec.seed_range();
+    let mut summary = Summary {
+        format: SUMMARY_FORMAT,
+        name: spec.name.clone(),
+        seed_start,
+        seeds: end - seed_start,
+        shard: spec.shard,
         mutant: spec.mutant.clone(),
+        order,
+        expected_invalid,
+        sometimes,
+        interrupted,
         table,
         classes,
         events,
         hashes,
-        vacuous,
-        expectations_unmet,
+        vacuous: BTreeMap::new(),
+        expectations_unmet: Vec::new(),
         findings,
         failures,
         nondeterministic,
         coverage_map,
-        exit_code,
+        kept_per_property: spec.keep_per_property,
+        scoreboard: None,
+        exit_code: 0,
     };
-    let tmp = spec.out.join("summary.json.tmp");
-    std::fs::write(&tmp, serde_json::to_vec_pretty(&summary)?)?;
-    std::fs::rename(&tmp, spec.out.join("summary.json"))?;
+    summary.decide();
+    write_summary(&spec.out, &summary)?;
     Ok(summary)
+}
+
+impl Summary {
+    /// Derive `vacuous`, `expectations_unmet` and `exit_code` from the counts (also after a
+    /// merge of shards, whose counts add up).
+    pub fn decide(&mut self) {
+        let mut seen: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+        for (row, ev) in &self.events {
+            let scen = row.rsplit_once('@').map(|(s, _)| s).unwrap_or(row);
+            seen.entry(scen)
+                .or_default()
+                .extend(ev.keys().map(String::as_str));
+        }
+        self.vacuous = self
+            .sometimes
+            .iter()
+            .filter_map(|(scen, want)| {
+                let got = seen.get(scen.as_str());
+                let missing: Vec<String> = want
+                    .iter()
+                    .filter(|e| !got.is_some_and(|g| g.contains(e.as_str())))
+                    .cloned()
+                    .collect();
+                (!missing.is_empty()).then(|| (scen.clone(), missing))
+            })
+            .collect();
+        let violations = |row: &str| -> u64 {
+            self.table
+                .get(row)
+                .map(|r| r.values().map(|c| c.violations).sum())
+                .unwrap_or(0)
+        };
+        self.expectations_unmet = self
+            .order
+            .iter()
+            .filter(|row| self.expected_invalid.contains(row) && violations(row) == 0)
+            .cloned()
+            .collect();
+        let unexpected = self
+            .table
+            .keys()
+            .any(|row| !self.expected_invalid.contains(row) && violations(row) > 0);
+        let unknown = self
+            .table
+            .values()
+            .flat_map(|r| r.values())
+            .any(|c| c.unknown > 0);
+        self.exit_code = if !self.nondeterministic.is_empty() {
+            exit::NONDETERMINISM
+        } else if unexpected || !self.expectations_unmet.is_empty() {
+            exit::INVALID
+        } else if unknown || !self.vacuous.is_empty() {
+            exit::LIVENESS
+        } else if self.interrupted {
+            exit::INTERRUPTED
+        } else {
+            exit::VALID
+        };
+    }
+}
+
+/// Write `summary.json`, `summary.md` and `junit.xml` into `out`, each atomically (a temporary
+/// file renamed over the old one), so an interrupted write never leaves half a report.
+pub fn write_summary(out: &Path, summary: &Summary) -> anyhow::Result<()> {
+    write_atomic(
+        &out.join("summary.json"),
+        &serde_json::to_vec_pretty(summary)?,
+    )?;
+    write_atomic(
+        &out.join("summary.md"),
+        crate::report::summary_md(summary).as_bytes(),
+    )?;
+    write_atomic(
+        &out.join("junit.xml"),
+        crate::report::junit_xml(summary).as_bytes(),
+    )?;
+    Ok(())
+}
+
+/// Write `bytes` to `path` through `path.tmp` and a rename.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    std::fs::write(&tmp, bytes).map_err(|e| anyhow::anyhow!("{}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    Ok(())
+}
+
+/// A kept failing run's `report.md` and `report.html`: the shrunk run when there is one (its
+/// history also kept as `shrunk.jsonl`), else the run itself, drawn around its witnesses.
+fn write_counterexample(
+    out: &Path,
+    r: &RunResult,
+    v: &Verdict,
+    line: &str,
+    failure: &Value,
+    h: &History,
+    shrunk: Option<(History, Verdict)>,
+) -> anyhow::Result<()> {
+    let dir = out.join(run_dir_name(r));
+    let schedule = std::fs::read_to_string(dir.join("schedule.toml")).ok();
+    let size = |s: &Value| {
+        format!(
+            "{} faults, {} ops, {} raw probes",
+            s["faults"], s["ops"], s["raw"]
+        )
+    };
+    let (drawn, verdict, shrunk_line) = match &shrunk {
+        Some((sh, sv)) => {
+            let mut buf = Vec::new();
+            sh.write_jsonl(&mut buf)?;
+            write_atomic(&dir.join("shrunk.jsonl"), &buf)?;
+            let s = &failure["shrunk"];
+            let replay = s["replay"].as_str().unwrap_or("-").to_string();
+            (sh, sv, Some((replay, size(s))))
+        }
+        None => (h, v, None),
+    };
+    let c = crate::report::Counterexample {
+        scenario: &r.scenario,
+        verdict,
+        repro: line,
+        shrunk: shrunk_line,
+        schedule: schedule.as_deref(),
+        history: drawn,
+    };
+    write_atomic(
+        &dir.join("report.md"),
+        crate::report::counterexample_md(&c).as_bytes(),
+    )?;
+    write_atomic(
+        &dir.join("report.html"),
+        crate::report::counterexample_html(&c).as_bytes(),
+    )?;
+    Ok(())
 }
 
 /// Shrink a failing run on `v`'s property, status and party, and write the schedule into its
@@ -479,7 +676,7 @@ fn shrink_into(
     r: &RunResult,
     v: &Verdict,
     mutant: Option<&str>,
-) -> anyhow::Result<Option<Value>> {
+) -> anyhow::Result<Option<(Value, (History, Verdict))>> {
     let plan = Plan::derive(s, r.seed, mutant, r.design);
     let target = crate::shrink::Target {
         property: v.property.clone(),
@@ -489,24 +686,27 @@ fn shrink_into(
     let Ok(shrunk) = crate::shrink::shrink(&plan, &target) else {
         return Ok(None);
     };
+    let h = world::run(&shrunk.plan);
     let dir = out.join(run_dir_name(r));
     std::fs::create_dir_all(&dir)?;
     let file = dir.join("schedule.toml");
     let replay = format!("acp-chaos replay --schedule {}", file.display());
     let body = toml::to_string(&shrunk.plan)?;
-    std::fs::write(
+    write_atomic(
         &file,
         format!(
             "# shrunk from: {}\n# keeps {}: {}\n# replay: {replay}\n{body}",
             repro(&s.reference, r.design, r.seed, mutant),
             v.property,
             shrunk.verdict.message
-        ),
+        )
+        .as_bytes(),
     )?;
     let (f, o, w) = shrunk.after;
-    Ok(Some(
+    Ok(Some((
         json!({"schedule": file.display().to_string(), "replay": replay, "faults": f, "ops": o, "raw": w, "runs": shrunk.runs}),
-    ))
+        (h, shrunk.verdict),
+    )))
 }
 
 fn run_dir_name(r: &RunResult) -> String {
@@ -516,14 +716,14 @@ fn run_dir_name(r: &RunResult) -> String {
 fn write_run(out: &Path, h: &History, r: &RunResult, line: &str) -> anyhow::Result<()> {
     let dir = out.join(run_dir_name(r));
     std::fs::create_dir_all(&dir)?;
-    let mut f = std::io::BufWriter::new(std::fs::File::create(dir.join("history.jsonl"))?);
-    h.write_jsonl(&mut f)?;
-    f.flush()?;
-    std::fs::write(
-        dir.join("verdicts.json"),
-        serde_json::to_vec_pretty(&r.verdicts)?,
+    let mut buf = Vec::new();
+    h.write_jsonl(&mut buf)?;
+    write_atomic(&dir.join("history.jsonl"), &buf)?;
+    write_atomic(
+        &dir.join("verdicts.json"),
+        &serde_json::to_vec_pretty(&r.verdicts)?,
     )?;
-    std::fs::write(dir.join("repro.txt"), format!("{line}\n"))?;
+    write_atomic(&dir.join("repro.txt"), format!("{line}\n").as_bytes())?;
     Ok(())
 }
 
@@ -598,4 +798,315 @@ pub fn table_text(s: &Summary) -> String {
         }
     }
     out
+}
+
+/// A campaign's name, from what it runs: `all-seeds0-200`, `swarm-basic-seeds0-2000-no-dedup`,
+/// `rfd-01-...-and-2-more-seeds5-10-stored`. Shards of one campaign share it.
+pub fn campaign_name(
+    scenarios: &[String],
+    seed_start: u64,
+    seeds: u64,
+    mutant: Option<&str>,
+    agent: Option<Design>,
+) -> String {
+    let stem = |n: &String| {
+        Path::new(n)
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| n.clone())
+    };
+    let scope = match scenarios {
+        [] => "all".to_string(),
+        [one] => stem(one),
+        [first, rest @ ..] => format!("{}-and-{}-more", stem(first), rest.len()),
+    };
+    let mut name = format!(
+        "{scope}-seeds{seed_start}-{}",
+        seed_start.saturating_add(seeds)
+    );
+    for part in [mutant, agent.map(|d| d.as_str())].into_iter().flatten() {
+        name.push('-');
+        name.push_str(part);
+    }
+    // Keep it a plain folder name whatever a scenario path held.
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// `reports/<name>`, or `reports/<name>-shard<K>of<N>` for a shard.
+pub fn default_out(name: &str, shard: Option<(u64, u64)>) -> PathBuf {
+    let leaf = match shard {
+        Some((k, n)) => format!("{name}-shard{k}of{n}"),
+        None => name.to_string(),
+    };
+    Path::new("reports").join(leaf)
+}
+
+/// Point `latest` beside `out` (e.g. `reports/latest`) at `out`: a relative symlink on Unix.
+/// A real folder there (the layout before campaigns were named) is cleared first, if it holds
+/// only report artefacts.
+pub fn point_latest(out: &Path) -> anyhow::Result<()> {
+    let Some(leaf) = out.file_name() else {
+        return Ok(());
+    };
+    let parent = out.parent().unwrap_or(Path::new("."));
+    let latest = parent.join("latest");
+    if leaf == "latest" {
+        return Ok(());
+    }
+    match std::fs::symlink_metadata(&latest) {
+        Ok(m) if m.file_type().is_symlink() => std::fs::remove_file(&latest)?,
+        Ok(m) if m.is_dir() => {
+            prepare_out(&latest)?;
+            std::fs::remove_dir(&latest)?;
+        }
+        Ok(_) => anyhow::bail!("{}: not a folder or a link; leaving it", latest.display()),
+        Err(_) => {}
+    }
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(leaf, &latest)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", latest.display()))?;
+    Ok(())
+}
+
+/// Read a report folder's `summary.json` (format [`SUMMARY_FORMAT`]).
+pub fn read_summary(dir: &Path) -> anyhow::Result<Summary> {
+    let file = dir.join("summary.json");
+    let text =
+        std::fs::read_to_string(&file).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+    let v: Value =
+        serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+    if v["format"] != SUMMARY_FORMAT {
+        anyhow::bail!(
+            "{}: field `format` is {}, this acp-chaos reads format {SUMMARY_FORMAT}",
+            file.display(),
+            v["format"]
+        );
+    }
+    serde_json::from_value(v).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))
+}
+
+/// Merge the summaries of shards 1..=N of one campaign (read from `dirs`) into `out`: counts
+/// add up, the first failing seed is the smallest, the first finding and the shrunk schedule
+/// of each (row, property) are the lowest seed's, and the kept run folders (the first
+/// `kept_per_property` of each) are copied over. The result equals the summary one unsharded
+/// run of the same seeds writes (`order`-sorted, with paths under `out`).
+///
+/// Errors: shards of different campaigns, formats or mutants, a shard missing or repeated.
+pub fn merge(dirs: &[PathBuf], shards: &[Summary], out: &Path) -> anyhow::Result<Summary> {
+    let Some(first) = shards.first() else {
+        anyhow::bail!("nothing to merge");
+    };
+    let n = match first.shard {
+        Some((_, n)) => n,
+        None => anyhow::bail!("{}: not a shard (run with --shard K/N)", dirs[0].display()),
+    };
+    let mut ks = BTreeSet::new();
+    for (d, s) in dirs.iter().zip(shards) {
+        let what = |w: &str| anyhow::anyhow!("{}: {w}", d.display());
+        if s.name != first.name {
+            return Err(what(&format!(
+                "campaign `{}`, not `{}`",
+                s.name, first.name
+            )));
+        }
+        if s.mutant != first.mutant || s.kept_per_property != first.kept_per_property {
+            return Err(what(
+                "another mutant or kept_per_property than the first shard",
+            ));
+        }
+        match s.shard {
+            Some((k, m)) if m == n => {
+                if !ks.insert(k) {
+                    return Err(what(&format!("shard {k}/{n} given twice")));
+                }
+            }
+            _ => return Err(what(&format!("not a shard of {n}"))),
+        }
+    }
+    let missing: Vec<String> = (1..=n)
+        .filter(|k| !ks.contains(k))
+        .map(|k| k.to_string())
+        .collect();
+    if !missing.is_empty() {
+        anyhow::bail!("shards {} of {n} are missing", missing.join(", "));
+    }
+    prepare_out(out)?;
+    let mut m = first.clone();
+    m.shard = None;
+    m.seed_start = shards.iter().map(|s| s.seed_start).min().unwrap_or(0);
+    m.seeds = shards.iter().map(|s| s.seeds).sum();
+    m.interrupted = shards.iter().any(|s| s.interrupted);
+    for s in &shards[1..] {
+        for row in &s.order {
+            if !m.order.contains(row) {
+                m.order.push(row.clone());
+            }
+        }
+        for (row, cells) in &s.table {
+            let mine = m.table.entry(row.clone()).or_default();
+            for (p, c) in cells {
+                let t = mine.entry(p.clone()).or_default();
+                // The unsharded rule: the first invalid seed, else the first unknown seed.
+                t.first_failing_seed = match (t.violations > 0, c.violations > 0) {
+                    (true, false) => t.first_failing_seed,
+                    (false, true) => c.first_failing_seed,
+                    _ => match (t.first_failing_seed, c.first_failing_seed) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    },
+                };
+                t.seeds += c.seeds;
+                t.violations += c.violations;
+                t.findings += c.findings;
+                t.unknown += c.unknown;
+                t.parties.extend(c.parties.iter().cloned());
+            }
+        }
+        for (row, counts) in &s.classes {
+            for (c, k) in counts {
+                *m.classes
+                    .entry(row.clone())
+                    .or_default()
+                    .entry(*c)
+                    .or_default() += k;
+            }
+        }
+        for (row, ev) in &s.events {
+            for (e, k) in ev {
+                *m.events
+                    .entry(row.clone())
+                    .or_default()
+                    .entry(e.clone())
+                    .or_default() += k;
+            }
+        }
+        for (kind, cells) in &s.coverage_map {
+            for (st, k) in cells {
+                *m.coverage_map
+                    .entry(kind.clone())
+                    .or_default()
+                    .entry(st.clone())
+                    .or_default() += k;
+            }
+        }
+        m.hashes
+            .extend(s.hashes.iter().map(|(k, v)| (k.clone(), v.clone())));
+        m.findings.extend(s.findings.iter().cloned());
+        m.failures.extend(s.failures.iter().cloned());
+        m.nondeterministic
+            .extend(s.nondeterministic.iter().cloned());
+        for r in &s.expected_invalid {
+            if !m.expected_invalid.contains(r) {
+                m.expected_invalid.push(r.clone());
+            }
+        }
+    }
+    // Unsharded order: rows as they ran, then seeds, then checkers.
+    let row_of = |f: &Value| {
+        format!(
+            "{}@{}",
+            f["scenario"].as_str().unwrap_or(""),
+            f["design"].as_str().unwrap_or("")
+        )
+    };
+    let rank = |f: &Value| {
+        let row = m
+            .order
+            .iter()
+            .position(|r| *r == row_of(f))
+            .unwrap_or(usize::MAX);
+        let prop = CHECKERS
+            .iter()
+            .position(|c| f["property"] == c.property)
+            .unwrap_or(usize::MAX);
+        (row, f["seed"].as_u64().unwrap_or(0), prop)
+    };
+    m.findings.sort_by_key(|f| rank(f));
+    let mut seen = BTreeSet::new();
+    m.findings
+        .retain(|f| seen.insert((row_of(f), f["property"].to_string())));
+    m.failures.sort_by_key(|f| rank(f));
+    let mut count: BTreeMap<(String, String), usize> = BTreeMap::new();
+    let shard_of = |seed: u64| {
+        dirs.iter()
+            .zip(shards)
+            .find(|(_, s)| (s.seed_start..s.seed_start + s.seeds).contains(&seed))
+            .map(|(d, _)| d)
+    };
+    for f in &mut m.failures {
+        let k = count
+            .entry((row_of(f), f["property"].to_string()))
+            .or_default();
+        let folder = f["folder"].as_str().map(str::to_string);
+        let src = f["seed"].as_u64().and_then(shard_of);
+        if *k > 0 {
+            if let Some(o) = f.as_object_mut() {
+                o.remove("shrunk");
+            }
+        }
+        if let (Some(dir), Some(src)) = (&folder, src) {
+            if *k < m.kept_per_property {
+                copy_run_dir(&src.join(dir), &out.join(dir), src, out)?;
+            } else if let Some(o) = f.as_object_mut() {
+                o.remove("folder");
+            }
+        }
+        if f["shrunk"].is_object() {
+            let dir = format!(
+                "{}-{}-seed{}",
+                f["scenario"].as_str().unwrap_or(""),
+                f["design"].as_str().unwrap_or(""),
+                f["seed"]
+            );
+            let file = out.join(&dir).join("schedule.toml");
+            if folder.is_none() {
+                if let Some(src) = src {
+                    copy_run_dir(&src.join(&dir), &out.join(&dir), src, out)?;
+                }
+            }
+            f["shrunk"]["schedule"] = json!(file.display().to_string());
+            f["shrunk"]["replay"] =
+                json!(format!("acp-chaos replay --schedule {}", file.display()));
+        }
+        *k += 1;
+    }
+    m.decide();
+    write_summary(out, &m)?;
+    Ok(m)
+}
+
+/// Copy one run folder from a shard's report into the merged one, pointing the paths its text
+/// files name at the merged folder.
+fn copy_run_dir(from: &Path, to: &Path, from_root: &Path, to_root: &Path) -> anyhow::Result<()> {
+    let io = |p: &Path, e: std::io::Error| anyhow::anyhow!("{}: {e}", p.display());
+    std::fs::create_dir_all(to).map_err(|e| io(to, e))?;
+    let (a, b) = (
+        format!("{}/", from_root.display()),
+        format!("{}/", to_root.display()),
+    );
+    for e in std::fs::read_dir(from).map_err(|e| io(from, e))? {
+        let e = e.map_err(|e| io(from, e))?;
+        let p = e.path();
+        let Some(name) = p.file_name() else { continue };
+        let bytes = std::fs::read(&p).map_err(|e| io(&p, e))?;
+        let text_file = matches!(
+            p.extension().and_then(|x| x.to_str()),
+            Some("toml" | "md" | "html" | "txt")
+        );
+        let bytes = match String::from_utf8(bytes) {
+            Ok(t) if text_file => t.replace(&a, &b).into_bytes(),
+            Ok(t) => t.into_bytes(),
+            Err(e) => e.into_bytes(),
+        };
+        write_atomic(&to.join(name), &bytes)?;
+    }
+    Ok(())
 }

@@ -48,6 +48,9 @@ enum Cmd {
     /// Shrink a failing run to a 1-minimal schedule (ddmin over its faults, submissions and raw
     /// probes, at fixed latency) and write it as a schedule file for `replay --schedule`.
     Shrink(ShrinkArgs),
+    /// Merge the report folders of a campaign's shards (`run --shard K/N`) into one report,
+    /// the same as one unsharded run of the same seeds would write.
+    Merge(MergeArgs),
     /// Print every method's retry class and what sending it twice does to the stored Agent.
     Audit {
         /// Print JSON instead of a table.
@@ -116,11 +119,18 @@ struct RunArgs {
     #[arg(long, env = "ACP_CHAOS_JOBS")]
     jobs: Option<usize>,
     /// Run against a mutant (see `acp-chaos list`).
-    #[arg(long)]
+    #[arg(long, env = "ACP_CHAOS_MUTANT")]
     mutant: Option<String>,
     /// Run every scenario under this Agent design only (default: each scenario's `designs`).
-    #[arg(long, value_parser = parse_design)]
+    #[arg(long, value_parser = parse_design, env = "ACP_CHAOS_AGENT")]
     agent: Option<Design>,
+    /// Run only the K-th of N disjoint slices of the seed range (`--shard 2/4`), for a CI
+    /// matrix or an indexed job; `acp-chaos merge` joins the shards' report folders.
+    #[arg(long, value_parser = parse_shard, env = "ACP_CHAOS_SHARD")]
+    shard: Option<(u64, u64)>,
+    /// No progress bar or progress lines on stderr.
+    #[arg(long, env = "ACP_CHAOS_NO_PROGRESS")]
+    no_progress: bool,
     /// Run every seed twice and compare history hashes; a mismatch exits 3 and keeps both
     /// histories (`<scenario>-a-...`, `<scenario>-b-...` in the report folder).
     #[arg(long)]
@@ -129,11 +139,36 @@ struct RunArgs {
     /// its run folder gets a `schedule.toml`, see `acp-chaos shrink`).
     #[arg(long)]
     no_shrink: bool,
-    /// Report folder.
-    #[arg(long, default_value = "reports/latest")]
-    out: PathBuf,
+    /// Report folder (default `reports/<campaign name>`, with `reports/latest` pointing at
+    /// it).
+    #[arg(long, env = "ACP_CHAOS_OUT")]
+    out: Option<PathBuf>,
     #[command(flatten)]
     dir: DirArgs,
+}
+
+#[derive(Args, Debug, Clone)]
+struct MergeArgs {
+    /// The shards' report folders (each written by `acp-chaos run --shard K/N`).
+    #[arg(required = true)]
+    dirs: Vec<PathBuf>,
+    /// Report folder for the merged campaign (default `reports/<campaign name>`, with
+    /// `reports/latest` pointing at it).
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+fn parse_shard(s: &str) -> Result<(u64, u64), String> {
+    let bad = || format!("`{s}`: expected K/N with 1 <= K <= N (e.g. 2/4)");
+    let (k, n) = s.split_once('/').ok_or_else(bad)?;
+    let (k, n): (u64, u64) = (
+        k.trim().parse().map_err(|_| bad())?,
+        n.trim().parse().map_err(|_| bad())?,
+    );
+    if k == 0 || n == 0 || k > n {
+        return Err(bad());
+    }
+    Ok((k, n))
 }
 
 #[derive(Args, Debug, Clone)]
@@ -345,6 +380,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Some(Cmd::Mutants(a)) => mutants(&a),
         Some(Cmd::Shrink(a)) => shrink(&a),
         Some(Cmd::Matrix(a)) => matrix(&a),
+        Some(Cmd::Merge(a)) => merge(&a),
         Some(Cmd::Audit { json }) => {
             let rows = crate::audit::audit();
             if json {
@@ -438,6 +474,28 @@ fn run(a: &RunArgs) -> anyhow::Result<i32> {
         return Ok(exit::USAGE);
     }
     let jobs = a.jobs.unwrap_or_else(num_cpus_or_one);
+    if let Some((_, n)) = a.shard {
+        if n > a.seeds {
+            anyhow::bail!("--shard ?/{n}: more shards than the {} seeds", a.seeds);
+        }
+    }
+    let name = campaign::campaign_name(&names, a.seed_start, a.seeds, a.mutant.as_deref(), a.agent);
+    let (out, default_out) = match &a.out {
+        Some(o) => (o.clone(), false),
+        None => (campaign::default_out(&name, a.shard), true),
+    };
+    // Ctrl-C: the first stops the campaign (runs in flight finish, the report is written);
+    // a second exits at once.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    {
+        let stop = stop.clone();
+        let _ = ctrlc::set_handler(move || {
+            if stop.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                std::process::exit(exit::INTERRUPTED);
+            }
+            eprintln!("\nCtrl-C: stopping after the runs in flight (again to quit at once)");
+        });
+    }
     // A scenario runs under the designs it lists, narrowed by --agent and the mutant.
     let mut spec = CampaignSpec {
         scenarios: Vec::new(),
@@ -445,11 +503,15 @@ fn run(a: &RunArgs) -> anyhow::Result<i32> {
         seeds: a.seeds,
         jobs,
         mutant: a.mutant.clone(),
-        out: a.out.clone(),
+        out: out.clone(),
         keep_per_property: 5,
         shrink: !a.no_shrink,
         agent: a.agent,
         check_determinism: a.check_determinism,
+        name,
+        shard: a.shard,
+        progress: !a.no_progress,
+        stop: Some(stop),
     };
     let (scenarios, skipped): (Vec<_>, Vec<_>) = scenarios
         .into_iter()
@@ -478,11 +540,14 @@ fn run(a: &RunArgs) -> anyhow::Result<i32> {
         return Ok(exit::USAGE);
     }
     // VOPR style: the seed range and every derived setting first.
+    let (first, end) = spec.seed_range();
     println!(
-        "acp-chaos campaign: seeds {}..{} ({} per scenario) x {} scenarios, mutant={}, jobs={}",
-        a.seed_start,
-        a.seed_start + a.seeds,
-        a.seeds,
+        "acp-chaos campaign {}: seeds {first}..{end} ({} per scenario{}) x {} scenarios, mutant={}, jobs={}",
+        spec.name,
+        end - first,
+        a.shard
+            .map(|(k, n)| format!(", shard {k}/{n} of seeds {}..{}", a.seed_start, a.seed_start + a.seeds))
+            .unwrap_or_default(),
         scenarios.len(),
         a.mutant.as_deref().unwrap_or("none"),
         jobs
@@ -524,8 +589,46 @@ fn run(a: &RunArgs) -> anyhow::Result<i32> {
         );
     }
     let summary = campaign::run(&spec)?;
+    if default_out {
+        campaign::point_latest(&out)?;
+    }
+    print_summary(&summary, &out);
+    Ok(summary.exit_code)
+}
+
+/// `acp-chaos merge DIR...`: join shard reports.
+fn merge(a: &MergeArgs) -> anyhow::Result<i32> {
+    let summaries = a
+        .dirs
+        .iter()
+        .map(|d| campaign::read_summary(d))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let name = summaries
+        .first()
+        .map(|s| s.name.clone())
+        .unwrap_or_default();
+    let (out, default_out) = match &a.out {
+        Some(o) => (o.clone(), false),
+        None => (campaign::default_out(&name, None), true),
+    };
+    let summary = campaign::merge(&a.dirs, &summaries, &out)?;
+    if default_out {
+        campaign::point_latest(&out)?;
+    }
+    println!(
+        "merged {} shards of campaign {}: seeds {}..{}",
+        a.dirs.len(),
+        summary.name,
+        summary.seed_start,
+        summary.seed_start + summary.seeds
+    );
+    print_summary(&summary, &out);
+    Ok(summary.exit_code)
+}
+
+fn print_summary(summary: &campaign::Summary, out: &Path) {
     println!();
-    print!("{}", campaign::table_text(&summary));
+    print!("{}", campaign::table_text(summary));
     println!();
     for (scen, counts) in &summary.classes {
         let parts: Vec<String> = counts
@@ -543,7 +646,7 @@ fn run(a: &RunArgs) -> anyhow::Result<i32> {
             "EXPECTED a violation in {k} (the scenario says `expect = \"invalid\"`), found none"
         );
     }
-    print!("{}", crate::campaign::coverage_text(&summary));
+    print!("{}", crate::campaign::coverage_text(summary));
     for (scen, missing) in &summary.vacuous {
         println!("VACUOUS {scen}: never happened: {}", missing.join(", "));
     }
@@ -564,12 +667,14 @@ fn run(a: &RunArgs) -> anyhow::Result<i32> {
     for l in &summary.nondeterministic {
         println!("NONDETERMINISM: {l} gave two different histories");
     }
+    if summary.interrupted {
+        println!("INTERRUPTED: the report covers only the runs done before Ctrl-C");
+    }
     println!(
-        "report: {}/summary.json  exit {}",
-        a.out.display(),
+        "report: {}/summary.md (summary.json, junit.xml)  exit {}",
+        out.display(),
         summary.exit_code
     );
-    Ok(summary.exit_code)
 }
 
 /// One failure or finding of `summary.json` as two lines: what, then its repro command.
@@ -840,7 +945,41 @@ fn shrink(a: &ShrinkArgs) -> anyhow::Result<i32> {
         out.verdict.message
     );
     println!("schedule: {}", file.display());
-    println!("replay: acp-chaos replay --schedule {}", file.display());
+    // The shrunk run drawn: report.md (Mermaid) and report.html (inline SVG) beside it.
+    let drawn = crate::world::run(&out.plan);
+    let replay_line = format!("acp-chaos replay --schedule {}", file.display());
+    let original = crate::campaign::repro(&s.reference, design, a.seed, a.mutant.as_deref());
+    let schedule_text = std::fs::read_to_string(&file)?;
+    let c = crate::report::Counterexample {
+        scenario: &s.name,
+        verdict: &out.verdict,
+        repro: &original,
+        shrunk: Some((
+            replay_line.clone(),
+            format!(
+                "{} faults, {} ops, {} raw probes",
+                out.after.0, out.after.1, out.after.2
+            ),
+        )),
+        schedule: Some(&schedule_text),
+        history: &drawn,
+    };
+    let stem = file.to_string_lossy();
+    let stem = stem
+        .strip_suffix(".schedule.toml")
+        .or_else(|| stem.strip_suffix(".toml"))
+        .unwrap_or(&stem)
+        .to_string();
+    let md = PathBuf::from(format!("{stem}.report.md"));
+    let html = PathBuf::from(format!("{stem}.report.html"));
+    campaign::write_atomic(&md, crate::report::counterexample_md(&c).as_bytes())?;
+    campaign::write_atomic(&html, crate::report::counterexample_html(&c).as_bytes())?;
+    println!(
+        "report: {} (sequence diagram; {} self-contained)",
+        md.display(),
+        html.display()
+    );
+    println!("replay: {replay_line}");
     Ok(exit::VALID)
 }
 
@@ -1136,7 +1275,18 @@ fn mutants(a: &MutantsArgs) -> anyhow::Result<i32> {
         }
     }
     let base_seeds = a.baseline_seeds.unwrap_or(a.seeds);
-    let base = crate::scoreboard::baseline(&s, base_seeds, jobs)?;
+    // The baseline is a campaign of the correct models; its report carries the scoreboard.
+    let name = format!("mutants-{}-seeds{}", s.name, a.seeds);
+    let out = campaign::default_out(&name, None);
+    let (base, mut summary) = crate::scoreboard::baseline(&s, base_seeds, jobs, &name, &out)?;
+    summary.scoreboard = Some(format!(
+        "{}{}\nmutant × checker (share of swarm seeds on which the checker was invalid):\n{}",
+        crate::scoreboard::header(),
+        crate::scoreboard::table(&rows),
+        crate::scoreboard::checker_table(&rows)
+    ));
+    campaign::write_summary(&out, &summary)?;
+    campaign::point_latest(&out)?;
     println!();
     let designs: Vec<&str> = base.designs.iter().map(|d| d.as_str()).collect();
     println!(
@@ -1145,17 +1295,13 @@ fn mutants(a: &MutantsArgs) -> anyhow::Result<i32> {
         designs.join(","),
         base.violations.len()
     );
-    for (d, seed, v) in base.violations.iter().take(10) {
-        println!(
-            "  {} {:?} (party {:?}): {}\n    repro: acp-chaos replay {} --seed {seed} --agent {}",
-            v.property,
-            v.status,
-            v.party,
-            v.message,
-            s.reference,
-            d.as_str()
-        );
+    for f in base.violations.iter().take(10) {
+        println!("  {}", outcome_line(f, true));
     }
+    println!(
+        "report: {}/summary.md (scoreboard and baseline)",
+        out.display()
+    );
     if let Some(p) = &a.json {
         let doc = serde_json::json!({"rows": rows, "baseline": base});
         std::fs::write(p, serde_json::to_string_pretty(&doc)?)?;

@@ -40,6 +40,8 @@ pub mod hosts;
 pub mod ledger;
 pub mod matrix;
 pub mod plan;
+pub mod progress;
+pub mod report;
 pub mod scenario;
 pub mod scoreboard;
 pub mod shrink;

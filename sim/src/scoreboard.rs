@@ -220,43 +220,53 @@ pub struct Baseline {
     pub seeds: u64,
     /// Designs run.
     pub designs: Vec<Design>,
-    /// Violations and unknown verdicts: (design, seed, verdict).
-    pub violations: Vec<(Design, u64, Verdict)>,
+    /// Violations and unknown verdicts: `summary.json` failure objects (`scenario`, `design`,
+    /// `seed`, `property`, `status`, `party`, `rules`, `message`, `repro`, ...).
+    pub violations: Vec<serde_json::Value>,
+    /// The baseline campaign's report folder (its `summary.md` also holds the scoreboard).
+    pub report: std::path::PathBuf,
 }
 
-/// Run the correct models on `seeds` swarm seeds of `s` under every design.
-pub fn baseline(s: &Scenario, seeds: u64, jobs: usize) -> anyhow::Result<Baseline> {
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(jobs.max(1))
-        .build()?;
+/// Run the correct models on `seeds` swarm seeds of `s` under every design, as a campaign
+/// named `name` reported into `out` (failures shrunk, as in any campaign).
+pub fn baseline(
+    s: &Scenario,
+    seeds: u64,
+    jobs: usize,
+    name: &str,
+    out: &std::path::Path,
+) -> anyhow::Result<(Baseline, campaign::Summary)> {
     let mut swarm = s.clone();
     if let Some(sw) = swarm.swarm.as_mut() {
         sw.mix = Mix::Swarm;
     }
     let designs = s.agent.designs.clone();
-    let mut violations: Vec<(Design, u64, Verdict)> = pool.install(|| {
-        (0..seeds)
-            .into_par_iter()
-            .flat_map_iter(|seed| {
-                designs
-                    .iter()
-                    .flat_map(|&d| {
-                        let (_, r) = campaign::run_one(&swarm, seed, None, d);
-                        r.verdicts
-                            .into_iter()
-                            .filter(|v| matches!(v.status, Status::Invalid | Status::Unknown))
-                            .map(move |v| (d, seed, v))
-                    })
-                    .collect::<Vec<_>>()
-            })
-            .collect()
-    });
-    violations.sort_by(|a, b| (a.1, a.0.as_str()).cmp(&(b.1, b.0.as_str())));
-    Ok(Baseline {
+    let spec = campaign::CampaignSpec {
+        scenarios: vec![swarm],
+        seed_start: 0,
         seeds,
-        designs,
-        violations,
-    })
+        jobs,
+        mutant: None,
+        out: out.to_path_buf(),
+        keep_per_property: 5,
+        shrink: true,
+        agent: None,
+        check_determinism: false,
+        name: name.to_string(),
+        shard: None,
+        progress: true,
+        stop: None,
+    };
+    let summary = campaign::run(&spec)?;
+    Ok((
+        Baseline {
+            seeds,
+            designs,
+            violations: summary.failures.clone(),
+            report: out.to_path_buf(),
+        },
+        summary,
+    ))
 }
 
 /// The mutant × checker view: per mutant, the share of swarm seeds run on which each checker

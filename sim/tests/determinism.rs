@@ -19,6 +19,10 @@ fn spec(jobs: usize, out: &str) -> CampaignSpec {
         agent: None,
         check_determinism: false,
         shrink: true,
+        name: out.to_string(),
+        shard: None,
+        progress: false,
+        stop: None,
     }
 }
 

@@ -408,6 +408,27 @@ fn every_mutant_shrinks_to_a_handful_of_faults_and_ops() {
         assert_eq!(back.check(), None, "{name}: the schedule file is refused");
         let v = shrink::failing(&back, &target);
         assert!(v.is_some(), "{name}: the schedule file does not fail again");
+        // Its report draws the shrunk run with the witnesses highlighted.
+        let h = acp_chaos::world::run(&back);
+        let d = acp_chaos::report::Diagram::of(&h, v.as_ref());
+        let mermaid = d.mermaid();
+        use acp_chaos::report::{Item, Mark};
+        let witnessed = d.items.iter().any(|i| {
+            matches!(
+                i,
+                Item::Arrow {
+                    mark: Mark::Witness,
+                    ..
+                } | Item::Note {
+                    mark: Mark::Witness,
+                    ..
+                }
+            )
+        });
+        assert!(
+            mermaid.starts_with("sequenceDiagram\n    participant ") && witnessed,
+            "{name}: no highlighted witness in\n{mermaid}"
+        );
         let again = shrink::shrink(&plan, &target).unwrap();
         assert_eq!(
             again.kept, out.kept,
