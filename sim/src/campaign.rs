@@ -533,7 +533,8 @@ fn summarize(
 
 impl Summary {
     /// Derive `vacuous`, `expectations_unmet` and `exit_code` from the counts (also after a
-    /// merge of shards, whose counts add up).
+    /// merge of shards, whose counts add up). An interrupted campaign is not held to
+    /// `sometimes` or to expected violations: its rows did not all run.
     pub fn decide(&mut self) {
         let mut seen: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
         for (row, ev) in &self.events {
@@ -552,7 +553,7 @@ impl Summary {
                     .filter(|e| !got.is_some_and(|g| g.contains(e.as_str())))
                     .cloned()
                     .collect();
-                (!missing.is_empty()).then(|| (scen.clone(), missing))
+                (!missing.is_empty() && !self.interrupted).then(|| (scen.clone(), missing))
             })
             .collect();
         let violations = |row: &str| -> u64 {
@@ -564,7 +565,9 @@ impl Summary {
         self.expectations_unmet = self
             .order
             .iter()
-            .filter(|row| self.expected_invalid.contains(row) && violations(row) == 0)
+            .filter(|row| {
+                !self.interrupted && self.expected_invalid.contains(row) && violations(row) == 0
+            })
             .cloned()
             .collect();
         let unexpected = self
