@@ -43,4 +43,5 @@ pub mod plan;
 pub mod scenario;
 pub mod scoreboard;
 pub mod shrink;
+pub mod strategy;
 pub mod world;

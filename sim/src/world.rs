@@ -17,8 +17,8 @@ use serde_json::json;
 use turmoil::barriers::{Barrier, Reaction};
 
 use crate::history::{History, OpType, FORMAT};
-pub use crate::hosts::{AgentBoot, AgentFactory};
 use crate::hosts::{self, Ctx, PointHit};
+pub use crate::hosts::{AgentBoot, AgentFactory};
 use crate::ledger::{Ledger, NemesisAction};
 use crate::models::{AgentModel, Point};
 use crate::plan::Plan;
