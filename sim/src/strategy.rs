@@ -1,5 +1,6 @@
-//! [proptest] strategies over run plans: fault schedules, workloads, raw probes and whole
-//! [`Plan`]s, for testing your own Agent (see [`crate::world::run_with`]) or the model ones.
+//! [proptest](https://docs.rs/proptest) strategies over run plans: fault schedules,
+//! workloads, raw probes and whole [`Plan`]s, for testing your own Agent (see
+//! [`crate::world::run_with`]) or the model ones.
 //!
 //! A [`Plan`] is one run: every setting, the fault schedule (`plan.faults`, the nemesis's
 //! [`FaultSpec`]s), the user's workload (`plan.workload`, one [`Submission`] per input) and raw

@@ -86,7 +86,7 @@ pub fn run(plan: &Plan) -> History {
 /// #     fn is_idle(&self) -> bool { true }
 /// # }
 /// # impl MyAgent { fn recover(_: &[serde_json::Value]) -> Self { MyAgent } }
-/// # let plan: acp_chaos::plan::Plan = todo!();
+/// let plan = acp_chaos::strategy::base(Design::Stored);
 /// let history = acp_chaos::world::run_with(&plan, |boot| Box::new(MyAgent::recover(boot.records)));
 /// for v in acp_chaos::check::check_all(&history) {
 ///     println!("{} {:?} {}", v.property, v.status, v.message);
