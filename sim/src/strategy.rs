@@ -43,10 +43,11 @@
 //!
 //! **Shrinking.** Faults, submissions and probes are drawn with proptest's collection
 //! strategies, so a failing plan first loses whole faults, submissions and probes, then each
-//! remaining one is simplified: an earlier fault kind of [`Space::kinds`] and an earlier trigger
-//! form (a time, then a protocol point, then a frame), smaller times, counts and delays, the
-//! first method of [`Space::methods`]. Submissions are numbered 1, 2, ... in time order after
-//! every step, so a shrunk workload reads like a scenario's.
+//! remaining one is simplified: toward earlier fault kinds of [`Space::kinds`], earlier
+//! trigger forms (in order: a time, a protocol point, a frame), smaller times, counts and
+//! delays, earlier methods of [`Space::methods`], requests before responses. Submissions are
+//! numbered 1, 2, ... in time order after every step, so a shrunk workload reads like a
+//! scenario's.
 //!
 //! **Units.** Every time and delay is in simulated milliseconds from the start of the run.
 //! Ranges are inclusive.
