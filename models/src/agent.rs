@@ -63,12 +63,40 @@ pub enum AgentInput {
     },
 }
 
-/// A sans-IO Agent. Implement this to plug your own Agent design into the simulator.
+/// A sans-IO Agent. Implement this to plug your own Agent design into the simulator
+/// (`acp_chaos::world::run_with` runs one; the `acp-chaos` crate docs show a whole example).
+///
+/// The driver feeds [`AgentInput`]s and runs the [`Action`]s pushed to `out`, in order:
+/// [`Action::Send`] writes a JSON-RPC line, [`Action::Persist`] appends a record to the
+/// simulated disk (only `sync: true` survives a crash; the records come back at the next start),
+/// [`Action::Point`] lets the nemesis crash the process there, and [`Action::Effect`] reports
+/// ground truth to the history. The checkers read these effects of an Agent (each a JSON
+/// object; `conn` and `id` are the attempt's connection and JSON-RPC id, as received):
+///
+/// - `insert` `{session, messageId, key, conn, id, mode: "direct", live_only: false}`: a user
+///   message was inserted (P1 counts these per submission);
+/// - `durable` or `visible` `{session, messageId}`: the insertion took effect (synced, or
+///   shown); an insertion that never took effect (a crash came first) is not a duplicate;
+/// - `dedup-hit` `{session, key, messageId, conn, id}`: a retry was answered with the messageId
+///   recorded for its key;
+/// - `reject` `{conn, id, code}` (with `transient: true` for an injected
+///   [`AgentInput::InjectTransientError`]): a prompt was refused before insertion.
 pub trait AgentModel {
     /// Handle one input; push the actions to run, in order.
     fn handle(&mut self, input: AgentInput, out: &mut Vec<Action>);
     /// No foreground work and no held prompts (used to decide quiescence).
     fn is_idle(&self) -> bool;
+    /// The user messages this process holds, as `{sessionId: [messageId, ...]}`, logged in the
+    /// `recover` op at each start (called once, right after the Agent is built from its
+    /// records). The checkers compare it with earlier insertions to tell a message a restart
+    /// lost (P11; a retry inserting it again is then not a duplicate under process retention)
+    /// from one still held (a second insertion is a P1 violation).
+    ///
+    /// Default: `Value::Null`, "not reported": the checkers then assume every message that
+    /// took effect was kept across the restart.
+    fn retained(&self) -> Value {
+        Value::Null
+    }
 }
 
 /// What the design promises to keep (RULES.md "Retention").
@@ -2054,6 +2082,10 @@ impl AgentModel for ModelAgent {
             AgentInput::StoreSnapshot(v) => self.merge_snapshot(&v),
             AgentInput::StoreReply { req, reply } => self.store_reply(req, reply, out),
         }
+    }
+
+    fn retained(&self) -> Value {
+        ModelAgent::retained(self)
     }
 
     fn is_idle(&self) -> bool {

@@ -308,6 +308,7 @@ impl<'a> Facts<'a> {
         let mut surfaced = BTreeMap::new();
         let mut pending_at_end = BTreeSet::new();
         let mut recoveries = Vec::new();
+        let mut unreported: BTreeSet<usize> = BTreeSet::new();
         let mut attempt_keys: BTreeMap<u64, BTreeSet<String>> = BTreeMap::new();
         let mut sent_keys: BTreeMap<(u64, String), Option<String>> = BTreeMap::new();
         let mut withdrawn = BTreeMap::new();
@@ -486,6 +487,11 @@ impl<'a> Facts<'a> {
                             m.insert(sid.clone(), set);
                         }
                     }
+                    if !v["retained"].is_object() {
+                        // A user Agent that does not report what it kept (`AgentModel::retained`
+                        // left at its default): assume it kept everything.
+                        unreported.insert(op.index);
+                    }
                     recoveries.push((op.index, m));
                 }
                 _ => {}
@@ -499,6 +505,7 @@ impl<'a> Facts<'a> {
                 .iter()
                 .find(|(rop, kept)| {
                     *rop > t
+                        && !unreported.contains(rop)
                         && !kept
                             .get(&i.session)
                             .is_some_and(|s: &BTreeSet<String>| s.contains(&i.message_id))

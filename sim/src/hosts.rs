@@ -61,7 +61,32 @@ pub struct Ctx {
     pub ledger: Rc<RefCell<Ledger>>,
     /// The plan.
     pub plan: Plan,
+    /// Builds the single-process Agent at each start; `None`: the project's [`ModelAgent`]
+    /// for `plan.agent` (cluster nodes are always [`ModelAgent`]s).
+    pub agent: Option<AgentFactory>,
 }
+
+/// What an Agent process starts from, handed to an [`AgentFactory`] at every start (the first
+/// one and each restart after a crash).
+#[derive(Debug, Clone, Copy)]
+pub struct AgentBoot<'a> {
+    /// Which start this is: 0 for the first, then 1, 2, ... (put it in the ids you mint, so
+    /// they stay unique across restarts).
+    pub boot: u32,
+    /// The run's seed: derive any randomness of the Agent from it (never from the OS).
+    pub seed: u64,
+    /// The records the Agent's earlier processes wrote with [`Action::Persist`], in write
+    /// order, as they survived on the simulated disk: every synced record, and unsynced ones
+    /// only if no crash came before a later sync (a torn tail is cut). Empty at the first
+    /// start.
+    pub records: &'a [Value],
+    /// The run's plan (`plan.agent` holds the design's settings, `plan.seed` the seed).
+    pub plan: &'a Plan,
+}
+
+/// Builds the Agent under test from its [`AgentBoot`]: the simulator calls it at every start
+/// of the single-process Agent host. See [`crate::world::run_with`].
+pub type AgentFactory = Rc<dyn Fn(AgentBoot<'_>) -> Box<dyn AgentModel>>;
 
 struct ConnHandle {
     out: UnboundedSender<String>,
@@ -496,9 +521,9 @@ impl Io {
 
     /// Run an Agent's actions; a cluster node's store ops go out one at a time and each reply
     /// goes back to the model before the actions queued behind it.
-    async fn run_agent(
+    async fn run_agent<M: AgentModel + ?Sized>(
         &mut self,
-        model: &mut ModelAgent,
+        model: &mut M,
         out: &mut Vec<Action>,
     ) -> std::io::Result<()> {
         while let Some((req, op)) = self.execute(out).await? {
@@ -521,12 +546,26 @@ fn peer(process: &str) -> &'static str {
     }
 }
 
-/// The Agent host: recover the stored sessions, listen, run the model.
+/// The Agent host: recover the stored sessions, listen, run the model ([`Ctx::agent`]'s, or
+/// the project's [`ModelAgent`]).
 pub async fn agent(ctx: Rc<Ctx>) -> turmoil::Result {
     let boot = ctx.ledger.borrow_mut().boot("agent");
     let (mut io, mut rx) = Io::new("agent", ctx.clone(), "/data/sessions.log");
     let records = io.recover()?;
-    let mut model = ModelAgent::recover(ctx.plan.agent.clone(), boot, ctx.plan.seed, &records);
+    let mut model: Box<dyn AgentModel> = match &ctx.agent {
+        Some(build) => build(AgentBoot {
+            boot,
+            seed: ctx.plan.seed,
+            records: &records,
+            plan: &ctx.plan,
+        }),
+        None => Box::new(ModelAgent::recover(
+            ctx.plan.agent.clone(),
+            boot,
+            ctx.plan.seed,
+            &records,
+        )),
+    };
     io.record(
         OpType::Info,
         "recover",
@@ -565,7 +604,7 @@ pub async fn agent(ctx: Rc<Ctx>) -> turmoil::Result {
             Ev::Timer(t) => model.handle(AgentInput::Timer(t), &mut out),
             Ev::Frame(..) | Ev::Connected(..) | Ev::ConnectFailed(_) | Ev::NotAccepted(..) => {}
         }
-        io.run_agent(&mut model, &mut out).await?;
+        io.run_agent(&mut *model, &mut out).await?;
         ctx.ledger
             .borrow_mut()
             .idle

@@ -12,7 +12,8 @@
 //! - [`world`]: one run: the hosts, the step loop, the nemesis, safety → heal → liveness;
 //! - [`history`]: Jepsen-style ops in JSON Lines, hashed for determinism checks;
 //! - [`check`]: checkers, pure functions from history to [`check::Verdict`];
-//! - [`campaign`]: many seeds in parallel, the table, reports and exit codes.
+//! - [`campaign`]: many seeds in parallel, the table, reports and exit codes;
+//! - [`strategy`]: proptest strategies for fault schedules, workloads and plans.
 //!
 //! ```no_run
 //! use acp_chaos::{campaign, scenario::Scenario};
@@ -21,6 +22,75 @@
 //! println!("{} ops, hash {}", history.ops.len(), result.hash);
 //! for v in result.verdicts { println!("{} {:?} {}", v.property, v.status, v.message); }
 //! ```
+//!
+//! ## Using acp-chaos as a library: test your own Agent
+//!
+//! The world and the checkers take any Agent written against the sans-IO
+//! [`models::AgentModel`] trait, and [`strategy`] draws fault schedules and workloads for
+//! [proptest](https://docs.rs/proptest), which shrinks a failing one:
+//!
+//! 1. Implement [`models::AgentModel`]: `handle` gets connections, JSON-RPC lines and timers
+//!    ([`models::AgentInput`]) and pushes [`models::Action`]s: lines to send, records to
+//!    persist on the simulated disk (only synced ones survive a crash), protocol points where
+//!    the nemesis may crash it, and effects the checkers read (`insert`, `durable`,
+//!    `dedup-hit`, `reject`: see the trait's docs); `retained` reports the messages it holds.
+//! 2. [`world::run_with`] runs one [`plan::Plan`] with it, building it at every start of the
+//!    Agent process from the records its earlier processes wrote ([`world::AgentBoot`]);
+//!    [`check::check_all`] judges the history (P1 at-most-once, P2 no-silent-drop, ...).
+//! 3. [`strategy::plan`] draws plans from a base ([`strategy::base`]: one Client, one session;
+//!    its design declares your Agent's retention, `Design::Stored` durable) and a
+//!    [`strategy::Space`] (fault kinds, counts, times, protocol points).
+//!
+//! ```no_run
+//! use acp_chaos::check::{self, Status};
+//! use acp_chaos::models::{Action, AgentInput, AgentModel, Design};
+//! use acp_chaos::world::{self, AgentBoot};
+//! use acp_chaos::strategy;
+//! use proptest::prelude::*;
+//!
+//! struct MyAgent { /* sessions, the idempotencyKey table, ... */ }
+//!
+//! impl MyAgent {
+//!     fn recover(boot: &AgentBoot<'_>) -> MyAgent {
+//!         // Rebuild sessions and keys from `boot.records` (what `Action::Persist` wrote).
+//!         MyAgent {}
+//!     }
+//! }
+//!
+//! impl AgentModel for MyAgent {
+//!     fn handle(&mut self, input: AgentInput, out: &mut Vec<Action>) {
+//!         // Answer `AgentInput::Frame(conn, line)` with `Action::Send { conn, line }`, ...
+//!     }
+//!     fn is_idle(&self) -> bool {
+//!         true
+//!     }
+//!     fn retained(&self) -> serde_json::Value {
+//!         serde_json::json!({}) // {sessionId: [messageId, ...]}
+//!     }
+//! }
+//!
+//! let base = strategy::base(Design::Stored);
+//! let space = strategy::Space::of(&base);
+//! let config = ProptestConfig {
+//!     cases: 64,
+//!     rng_seed: proptest::test_runner::RngSeed::Fixed(1),
+//!     failure_persistence: None,
+//!     ..ProptestConfig::default()
+//! };
+//! proptest!(config, |(plan in strategy::plan(&base, &space))| {
+//!     let history = world::run_with(&plan, |boot| Box::new(MyAgent::recover(&boot)));
+//!     for v in check::check_all(&history) {
+//!         prop_assert!(v.status != Status::Invalid, "{}: {}", v.property, v.message);
+//!     }
+//! });
+//! ```
+//!
+//! A failure panics with the shrunk plan; `toml::to_string(&plan)` makes it a schedule file
+//! that `toml::from_str` and [`world::run_with`] replay against your Agent (and
+//! `acp-chaos replay --schedule FILE` against the model Agent). `sim/tests/sdk_author.rs` is
+//! the whole example: a small Agent written from scratch holds every property over drawn
+//! plans, and the same Agent with one planted bug (its idempotency keys are not written to
+//! disk) is caught on P1 with the schedule shrunk to one crash and one input.
 
 #[cfg(not(tokio_unstable))]
 compile_error!(
@@ -45,4 +115,5 @@ pub mod report;
 pub mod scenario;
 pub mod scoreboard;
 pub mod shrink;
+pub mod strategy;
 pub mod world;

@@ -18,8 +18,9 @@ use turmoil::barriers::{Barrier, Reaction};
 
 use crate::history::{History, OpType, FORMAT};
 use crate::hosts::{self, Ctx, PointHit};
+pub use crate::hosts::{AgentBoot, AgentFactory};
 use crate::ledger::{Ledger, NemesisAction};
-use crate::models::Point;
+use crate::models::{AgentModel, Point};
 use crate::plan::Plan;
 
 /// Simulated tick.
@@ -61,11 +62,54 @@ enum Timed {
 
 /// Run one plan to its end and return the history.
 pub fn run(plan: &Plan) -> History {
+    run_plan(plan, None)
+}
+
+/// Run one plan with your own Agent in place of the project's model Agent, and return the
+/// history (check it with [`crate::check::check_all`]).
+///
+/// `agent` builds the Agent at every start of the Agent process: the first one, and each
+/// restart after a crash, from the records its earlier processes persisted ([`AgentBoot`]).
+/// Everything else (the Client, the network, the nemesis, the history) is as in [`run`]: the
+/// same plan and Agent give the same history, byte for byte.
+///
+/// The plan's `agent.design` declares your Agent's retention to the checkers (`stored`:
+/// durable, `in-memory`: process); its other Agent settings are the model Agent's and are not
+/// used. Single-process plans only: panics on a cluster plan (`plan.nodes > 0`), whose nodes
+/// are always model Agents.
+///
+/// ```no_run
+/// # use acp_chaos::models::{Action, AgentInput, AgentModel, Design};
+/// # struct MyAgent;
+/// # impl AgentModel for MyAgent {
+/// #     fn handle(&mut self, _: AgentInput, _: &mut Vec<Action>) {}
+/// #     fn is_idle(&self) -> bool { true }
+/// # }
+/// # impl MyAgent { fn recover(_: &[serde_json::Value]) -> Self { MyAgent } }
+/// let plan = acp_chaos::strategy::base(Design::Stored);
+/// let history = acp_chaos::world::run_with(&plan, |boot| Box::new(MyAgent::recover(boot.records)));
+/// for v in acp_chaos::check::check_all(&history) {
+///     println!("{} {:?} {}", v.property, v.status, v.message);
+/// }
+/// ```
+pub fn run_with<F>(plan: &Plan, agent: F) -> History
+where
+    F: Fn(AgentBoot<'_>) -> Box<dyn AgentModel> + 'static,
+{
+    assert!(
+        !plan.cluster(),
+        "world::run_with: a cluster plan runs model Agent nodes; give a single-process plan (nodes = 0)"
+    );
+    run_plan(plan, Some(Rc::new(agent)))
+}
+
+fn run_plan(plan: &Plan, agent: Option<AgentFactory>) -> History {
     let ledger = Rc::new(RefCell::new(Ledger::new(plan)));
     let mut sim = builder(plan).build();
     let ctx = Rc::new(Ctx {
         ledger: ledger.clone(),
         plan: plan.clone(),
+        agent,
     });
     if plan.cluster() {
         for &name in plan.agent_hosts() {

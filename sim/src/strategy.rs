@@ -1,0 +1,600 @@
+//! [proptest](https://docs.rs/proptest) strategies over run plans: fault schedules,
+//! workloads, raw probes and whole [`Plan`]s, for testing your own Agent (see
+//! [`crate::world::run_with`]) or the model ones.
+//!
+//! A [`Plan`] is one run: every setting, the fault schedule (`plan.faults`, the nemesis's
+//! [`FaultSpec`]s), the user's workload (`plan.workload`, one [`Submission`] per input) and raw
+//! key-validation probes (`plan.raw`). Take a base plan ([`base`], or [`Plan::derive`] of a
+//! scenario), say what may be drawn in a [`Space`] ([`Space::of`] gives every fault kind the
+//! base's topology allows), and [`plan`] draws the schedule, the workload and the probes into
+//! copies of the base:
+//!
+//! ```no_run
+//! use acp_chaos::check::{self, Status};
+//! use acp_chaos::models::Design;
+//! use acp_chaos::{strategy, world};
+//! use proptest::test_runner::{Config, RngSeed, TestRunner};
+//!
+//! let base = strategy::base(Design::Stored);
+//! let space = strategy::Space::of(&base);
+//! let mut runner = TestRunner::new(Config {
+//!     cases: 32,
+//!     rng_seed: RngSeed::Fixed(7),
+//!     failure_persistence: None,
+//!     ..Config::default()
+//! });
+//! runner
+//!     .run(&strategy::plan(&base, &space), |plan| {
+//!         let history = world::run(&plan); // or world::run_with(&plan, your factory)
+//!         for v in check::check_all(&history) {
+//!             proptest::prop_assert!(v.status != Status::Invalid, "{}: {}", v.property, v.message);
+//!         }
+//!         Ok(())
+//!     })
+//!     .unwrap();
+//! ```
+//!
+//! **Validity.** Every drawn fault passes [`FaultSpec::check`] and every drawn plan passes
+//! [`Plan::check`]: a kind the topology cannot have (`crash-proxy` without a proxy, the
+//! cluster's store faults on a single Agent) is left out by [`Space::of`], and each kind gets
+//! only the fields it takes (`silent` for `lose-frame`, `stall_ms` for stalls and reorders,
+//! `heal_after_ms` for partitions and holds, `restart_after_ms` for crashes, `direction` for
+//! one-way partitions).
+//!
+//! **Shrinking.** Faults, submissions and probes are drawn with proptest's collection
+//! strategies, so a failing plan first loses whole faults, submissions and probes, then each
+//! remaining one is simplified: toward earlier fault kinds of [`Space::kinds`], earlier
+//! trigger forms (in order: a time, a protocol point, a frame), smaller times, counts and
+//! delays, earlier methods of [`Space::methods`], requests before responses. Submissions are
+//! numbered 1, 2, ... in time order after every step, so a shrunk workload reads like a
+//! scenario's.
+//!
+//! **Units.** Every time and delay is in simulated milliseconds from the start of the run.
+//! Ranges are inclusive.
+
+use std::ops::RangeInclusive;
+
+use proptest::prelude::*;
+use proptest::sample::select;
+use proptest::strategy::{BoxedStrategy, Union};
+
+use crate::models::{Design, Point};
+use crate::plan::{Plan, Submission};
+use crate::scenario::{Direction, FaultKind, FaultSpec, RawProbe, Scenario, Side, Trigger};
+
+/// What the strategies may draw. Start from [`Space::of`] and change fields.
+#[derive(Debug, Clone)]
+pub struct Space {
+    /// Fault kinds to draw, simplest first: shrinking moves a fault toward earlier kinds.
+    pub kinds: Vec<FaultKind>,
+    /// Faults per schedule.
+    pub faults: RangeInclusive<usize>,
+    /// Protocol points a crash may be triggered at (`crash-agent`, `crash-proxy`: the Agent
+    /// passes the point for the `nth` time). A user Agent passes only the points it emits as
+    /// [`crate::models::Action::Point`]: list those. Empty: crashes come at a time or a frame.
+    pub points: Vec<Point>,
+    /// JSON-RPC methods a frame trigger may name (the `nth` request of that method, or the
+    /// response to it). List one several times to draw it more often. Must not be empty when
+    /// [`Space::kinds`] has a frame fault.
+    pub methods: Vec<String>,
+    /// When a time-triggered fault fires (`on.at_ms`), ms.
+    pub fault_ms: RangeInclusive<u64>,
+    /// How long after a crash the process starts again (`restart_after_ms`), ms.
+    pub restart_ms: RangeInclusive<u64>,
+    /// How long a partition or hold lasts (`heal_after_ms`), ms.
+    pub heal_ms: RangeInclusive<u64>,
+    /// How long a `stall-frame` holds its connection (`stall_ms`), ms.
+    pub stall_ms: RangeInclusive<u64>,
+    /// Longest wait of a `reorder-frame` for another connection's frame (`stall_ms`), ms.
+    pub reorder_ms: RangeInclusive<u64>,
+    /// Chance that a `lose-frame` is silent (nobody sees the close; heartbeats notice).
+    pub silent: f64,
+    /// Submissions per workload.
+    pub submissions: RangeInclusive<usize>,
+    /// When the user submits each input (`at_ms`), ms. Must end before the base plan's
+    /// `safety_ms`.
+    pub submit_ms: RangeInclusive<u64>,
+    /// Session slots the inputs go to (`0..sessions`); the Client opens that many sessions.
+    pub sessions: usize,
+    /// Chance that the user sends the previous input's text again on purpose (a new
+    /// submission with the same text, C2).
+    pub repeat: f64,
+    /// Chance that the user cancels an input (`$/cancel_request`), `cancel_after_ms` later.
+    pub cancel: f64,
+    /// Delay from an input to its cancel, ms.
+    pub cancel_after_ms: RangeInclusive<u64>,
+    /// Raw `session/prompt` probes per plan, each with a malformed key (`""`, 256 characters,
+    /// a number, `true`, `{}`, `[]`), a boundary one (255 characters), `null`, or no key. The
+    /// Agent must answer `-32602` to a malformed key without inserting (K3) and accept the
+    /// others (K2; P5 checks both).
+    pub raw: RangeInclusive<usize>,
+    /// The run seed (the Client's keys, turmoil's scheduler and latencies, a model Agent's
+    /// turns come from it).
+    pub seeds: RangeInclusive<u64>,
+}
+
+impl Space {
+    /// Every fault kind `base`'s topology allows (the proxy's and the cluster's only with a
+    /// proxy or cluster nodes), 0 to 4 faults, crashes at any Agent protocol point, frame
+    /// triggers on `session/prompt` (3 in 6), `session/resume`, `initialize` and `session/new`,
+    /// 1 to 4 submissions in the 300 ms after the base's first one (or 20 ms), faults until
+    /// 100 ms after the last submission may come, 0 to 2 raw probes, the base's seed; delays
+    /// as the swarm draws them.
+    pub fn of(base: &Plan) -> Space {
+        let mut kinds = vec![
+            FaultKind::LoseFrame,
+            FaultKind::CrashAgent,
+            FaultKind::Partition,
+            FaultKind::StallFrame,
+            FaultKind::ReorderFrame,
+            FaultKind::PartitionOneway,
+            FaultKind::Hold,
+            FaultKind::RestartClient,
+            FaultKind::TransientError,
+        ];
+        if base.proxy {
+            kinds.push(FaultKind::CrashProxy);
+        }
+        if base.cluster() {
+            kinds.extend([
+                FaultKind::CrashStore,
+                FaultKind::PartitionStore,
+                FaultKind::LoseExchange,
+                FaultKind::DropUpdates,
+            ]);
+        }
+        let start = base.workload.first().map_or(20, |s| s.at_ms);
+        let last = (start + 300).min(base.safety_ms * 4 / 5).max(start);
+        let prompt = "session/prompt".to_string();
+        Space {
+            kinds,
+            faults: 0..=4,
+            points: Point::AGENT.to_vec(),
+            methods: vec![
+                prompt.clone(),
+                prompt.clone(),
+                prompt,
+                "session/resume".into(),
+                "initialize".into(),
+                "session/new".into(),
+            ],
+            fault_ms: start
+                ..=(last + 100)
+                    .min(base.safety_ms.saturating_sub(1))
+                    .max(start),
+            restart_ms: 10..=300,
+            heal_ms: 30..=400,
+            stall_ms: 50..=400,
+            reorder_ms: 10..=60,
+            silent: 0.4,
+            submissions: 1..=4,
+            submit_ms: start..=last,
+            sessions: base.client.sessions.max(1),
+            repeat: 0.2,
+            cancel: 0.0,
+            cancel_after_ms: 10..=400,
+            raw: 0..=2,
+            seeds: base.seed..=base.seed,
+        }
+    }
+
+    /// Most submissions, at least 1 (bounds `nth` of prompt and point triggers).
+    fn n_max(&self) -> u32 {
+        (*self.submissions.end()).max(1) as u32
+    }
+}
+
+/// The base scenario of [`base`]: one Client, one session, short phases.
+const BASE: &str = r#"
+summary = "acp-chaos::strategy base: one Client, one Agent, one session; the strategies draw the faults, the workload and the probes"
+
+[workload]
+submissions = 1
+
+[timing]
+safety_ms = 1000
+liveness_ms = 3000
+"#;
+
+/// A small base plan for `design`: one Client, one session, the Agent directly reachable
+/// (no proxy, no watcher, socket transport, atomic disk writes), 1 ms latency, a safety phase
+/// of 1000 ms and a liveness bound of 3000 ms, seed 0, no faults, one submission at 20 ms.
+/// Scenario name `strategy`. For a cluster design, 3 nodes.
+pub fn base(design: Design) -> Plan {
+    let s = Scenario::parse(std::path::Path::new("strategy.toml"), BASE)
+        .expect("the built-in base scenario parses");
+    Plan::derive(&s, 0, None, design)
+}
+
+fn spec(kind: FaultKind, on: Trigger) -> FaultSpec {
+    FaultSpec {
+        kind,
+        on,
+        silent: false,
+        stall_ms: None,
+        heal_after_ms: None,
+        restart_after_ms: None,
+        direction: None,
+    }
+}
+
+/// At a simulated time.
+fn at(space: &Space) -> BoxedStrategy<Trigger> {
+    space
+        .fault_ms
+        .clone()
+        .prop_map(|t| Trigger {
+            at_ms: Some(t),
+            nth: 1,
+            ..Trigger::default()
+        })
+        .boxed()
+}
+
+/// The nth time the Agent passes one of `points`.
+fn point(points: Vec<Point>, n_max: u32) -> BoxedStrategy<Trigger> {
+    (select(points), 1..=n_max)
+        .prop_map(|(p, nth)| Trigger {
+            point: Some(p),
+            nth,
+            ..Trigger::default()
+        })
+        .boxed()
+}
+
+/// The nth request of a method, or the response to it: `session/prompt` up to one more than
+/// the submissions, other methods the first or second.
+fn frame(space: &Space) -> BoxedStrategy<Trigger> {
+    assert!(
+        !space.methods.is_empty(),
+        "strategy::Space::methods is empty but a frame-triggered fault kind is listed"
+    );
+    (
+        select(space.methods.clone()),
+        prop_oneof![Just(Side::Request), Just(Side::Response)],
+        1..=space.n_max() + 1,
+    )
+        .prop_map(|(method, side, n)| {
+            let nth = if method == "session/prompt" {
+                n
+            } else {
+                (n - 1) % 2 + 1
+            };
+            Trigger {
+                frame: Some(side),
+                method: Some(method),
+                nth,
+                ..Trigger::default()
+            }
+        })
+        .boxed()
+}
+
+/// Right after the user's nth submission is accepted by the Client.
+fn submission(n_max: u32) -> BoxedStrategy<Trigger> {
+    (1..=n_max)
+        .prop_map(|n| Trigger {
+            submission: Some(n),
+            nth: 1,
+            ..Trigger::default()
+        })
+        .boxed()
+}
+
+/// A crash's trigger: a time, one of `points`, or a frame.
+fn crash_on(space: &Space, points: &[Point], frames: bool) -> BoxedStrategy<Trigger> {
+    let mut options = vec![at(space)];
+    if !points.is_empty() {
+        options.push(point(points.to_vec(), space.n_max()));
+    }
+    if frames {
+        options.push(frame(space));
+    }
+    Union::new(options).boxed()
+}
+
+/// One fault of `kind`, with the fields that kind takes.
+pub fn fault_of(kind: FaultKind, space: &Space) -> BoxedStrategy<FaultSpec> {
+    let restart = space.restart_ms.clone();
+    let heal = space.heal_ms.clone();
+    match kind {
+        FaultKind::LoseFrame => (
+            frame(space),
+            prop::bool::weighted(space.silent.clamp(0.0, 1.0)),
+        )
+            .prop_map(move |(on, silent)| FaultSpec {
+                silent,
+                ..spec(kind, on)
+            })
+            .boxed(),
+        FaultKind::StallFrame | FaultKind::ReorderFrame => {
+            let ms = if kind == FaultKind::StallFrame {
+                space.stall_ms.clone()
+            } else {
+                space.reorder_ms.clone()
+            };
+            (frame(space), ms)
+                .prop_map(move |(on, ms)| FaultSpec {
+                    stall_ms: Some(ms),
+                    ..spec(kind, on)
+                })
+                .boxed()
+        }
+        FaultKind::Partition | FaultKind::Hold | FaultKind::PartitionStore => (at(space), heal)
+            .prop_map(move |(on, ms)| FaultSpec {
+                heal_after_ms: Some(ms),
+                ..spec(kind, on)
+            })
+            .boxed(),
+        FaultKind::PartitionOneway => (
+            at(space),
+            heal,
+            prop_oneof![
+                Just(Direction::ClientToAgent),
+                Just(Direction::AgentToClient)
+            ],
+        )
+            .prop_map(move |(on, ms, d)| FaultSpec {
+                heal_after_ms: Some(ms),
+                direction: Some(d),
+                ..spec(kind, on)
+            })
+            .boxed(),
+        FaultKind::CrashAgent | FaultKind::CrashProxy | FaultKind::CrashStore => {
+            let on = if kind == FaultKind::CrashStore {
+                // Right after a store write, before its reply: the node cannot know.
+                crash_on(space, &[Point::AfterStoreWrite], false)
+            } else {
+                let points: Vec<Point> = space
+                    .points
+                    .iter()
+                    .copied()
+                    .filter(|p| *p != Point::AfterStoreWrite)
+                    .collect();
+                crash_on(space, &points, true)
+            };
+            (on, restart)
+                .prop_map(move |(on, ms)| FaultSpec {
+                    restart_after_ms: Some(ms),
+                    ..spec(kind, on)
+                })
+                .boxed()
+        }
+        FaultKind::RestartClient => (Union::new([at(space), submission(space.n_max())]), restart)
+            .prop_map(move |(on, ms)| FaultSpec {
+                restart_after_ms: Some(ms),
+                ..spec(kind, on)
+            })
+            .boxed(),
+        FaultKind::TransientError => (1..=space.n_max() + 1)
+            .prop_map(move |nth| {
+                spec(
+                    kind,
+                    Trigger {
+                        frame: Some(Side::Request),
+                        method: Some("session/prompt".into()),
+                        nth,
+                        ..Trigger::default()
+                    },
+                )
+            })
+            .boxed(),
+        FaultKind::LoseExchange | FaultKind::DropUpdates => {
+            frame(space).prop_map(move |on| spec(kind, on)).boxed()
+        }
+    }
+}
+
+/// One fault of any kind in [`Space::kinds`] (shrinks toward the earlier kinds).
+pub fn fault(space: &Space) -> BoxedStrategy<FaultSpec> {
+    assert!(
+        !space.kinds.is_empty(),
+        "strategy::fault: Space::kinds is empty"
+    );
+    Union::new(space.kinds.iter().map(|k| fault_of(*k, space))).boxed()
+}
+
+/// A fault schedule: [`Space::faults`] faults (none when [`Space::kinds`] is empty), in the
+/// order the nemesis numbers them. Shrinks by removing faults, then simplifying each.
+pub fn schedule(space: &Space) -> BoxedStrategy<Vec<FaultSpec>> {
+    if space.kinds.is_empty() {
+        return Just(Vec::new()).boxed();
+    }
+    prop::collection::vec(fault(space), space.faults.clone()).boxed()
+}
+
+/// A workload: [`Space::submissions`] inputs at times in [`Space::submit_ms`], each to a slot
+/// below [`Space::sessions`], numbered 1, 2, ... in time order, with texts `input N` (or the
+/// previous text again, [`Space::repeat`]) and maybe a cancel ([`Space::cancel`]). Shrinks by
+/// removing inputs, then moving them earlier, to slot 0, without repeats or cancels.
+pub fn workload(space: &Space) -> BoxedStrategy<Vec<Submission>> {
+    let one = (
+        space.submit_ms.clone(),
+        0..space.sessions.max(1),
+        prop::bool::weighted(space.repeat.clamp(0.0, 1.0)),
+        (
+            prop::bool::weighted(space.cancel.clamp(0.0, 1.0)),
+            space.cancel_after_ms.clone(),
+        ),
+    );
+    prop::collection::vec(one, space.submissions.clone())
+        .prop_map(|mut drawn| {
+            drawn.sort_by_key(|d| d.0);
+            let mut out: Vec<Submission> = Vec::with_capacity(drawn.len());
+            for (i, (at_ms, slot, repeat, (cancel, after))) in drawn.into_iter().enumerate() {
+                let n = i as u64 + 1;
+                let text = match out.last() {
+                    Some(prev) if repeat => prev.text.clone(),
+                    _ => format!("input {n}"),
+                };
+                out.push(Submission {
+                    submission: n,
+                    at_ms,
+                    slot,
+                    cancel_at_ms: cancel.then_some(at_ms + after),
+                    stop_at_ms: None,
+                    close_at_ms: None,
+                    fork: None,
+                    text,
+                });
+            }
+            out
+        })
+        .boxed()
+}
+
+/// The keys [`Space::raw`] probes carry, as JSON text (`None`: no key).
+///
+/// No line that is not JSON: the run's quiescence does not count such a line as a request in
+/// flight, so a run could end before the Agent answers one sent last and P5 would blame the
+/// Agent. Add one by hand (`RawProbe { line: Some(..), .. }`) where the run goes on after it.
+fn probe_keys() -> Vec<Option<String>> {
+    vec![
+        Some("\"\"".into()),
+        Some(format!("\"{}\"", "x".repeat(256))),
+        Some("1".into()),
+        Some("true".into()),
+        Some("{}".into()),
+        Some("[]".into()),
+        Some(format!("\"{}\"", "x".repeat(255))),
+        Some("null".into()),
+        None,
+    ]
+}
+
+/// Raw `session/prompt` probes ([`Space::raw`]), each sent by the Client at a time in
+/// [`Space::submit_ms`] on a ready connection, on slot 0's session.
+pub fn raw_probes(space: &Space) -> BoxedStrategy<Vec<RawProbe>> {
+    let one = (space.submit_ms.clone(), select(probe_keys()));
+    prop::collection::vec(one, space.raw.clone())
+        .prop_map(|drawn| {
+            drawn
+                .into_iter()
+                .map(|(at_ms, key_json)| RawProbe {
+                    at_ms,
+                    key_json,
+                    line: None,
+                    note: "drawn by acp_chaos::strategy".into(),
+                })
+                .collect()
+        })
+        .boxed()
+}
+
+/// Whole plans: `base` with its faults, workload and raw probes drawn from `space` (replacing
+/// the base's), and its seed from [`Space::seeds`]. Every plan passes [`Plan::check`].
+pub fn plan(base: &Plan, space: &Space) -> BoxedStrategy<Plan> {
+    let base = base.clone();
+    (
+        schedule(space),
+        workload(space),
+        raw_probes(space),
+        space.seeds.clone(),
+    )
+        .prop_map(move |(faults, workload, raw, seed)| {
+            let mut p = base.clone();
+            p.faults = faults;
+            p.workload = workload;
+            p.raw = raw;
+            p.seed = seed;
+            p.swarm = false;
+            p.drawn = Vec::new();
+            p
+        })
+        .boxed()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::{Config, RngSeed, TestRunner};
+
+    fn runner(cases: u32) -> TestRunner {
+        TestRunner::new(Config {
+            cases,
+            rng_seed: RngSeed::Fixed(0x5EED),
+            failure_persistence: None,
+            ..Config::default()
+        })
+    }
+
+    #[test]
+    fn every_drawn_plan_is_valid_and_round_trips_through_toml() {
+        for design in Design::ALL {
+            let b = base(design);
+            let mut space = Space::of(&b);
+            space.cancel = 0.3;
+            let s = plan(&b, &space);
+            let mut r = runner(1);
+            let mut kinds = std::collections::BTreeSet::new();
+            for _ in 0..300 {
+                let p = s.new_tree(&mut r).unwrap().current();
+                assert_eq!(p.check(), None, "{design:?}: {:?}", p.faults);
+                assert!(p.workload.windows(2).all(|w| w[0].at_ms <= w[1].at_ms));
+                assert!(p.workload.iter().all(|w| w.at_ms < p.safety_ms));
+                kinds.extend(p.faults.iter().map(|f| f.kind.as_str()));
+                let text = toml::to_string(&p).unwrap();
+                let back: Plan = toml::from_str(&text).unwrap();
+                assert_eq!(back.faults, p.faults);
+            }
+            assert_eq!(kinds.len(), space.kinds.len(), "{design:?}: {kinds:?}");
+        }
+    }
+
+    #[test]
+    fn the_correct_model_agents_have_no_violation_on_drawn_plans() {
+        for design in Design::ALL {
+            let b = base(design);
+            let mut space = Space::of(&b);
+            space.cancel = 0.2;
+            space.seeds = 0..=1000;
+            let s = plan(&b, &space);
+            let mut r = runner(1);
+            for _ in 0..40 {
+                let p = s.new_tree(&mut r).unwrap().current();
+                let h = crate::world::run(&p);
+                for v in crate::check::check_all(&h) {
+                    assert!(
+                        v.status != crate::check::Status::Invalid,
+                        "{design:?} seed {}: {} {}\n{}",
+                        p.seed,
+                        v.property,
+                        v.message,
+                        toml::to_string(&p).unwrap()
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn shrinking_removes_faults_and_submissions() {
+        let b = base(Design::Stored);
+        let space = Space::of(&b);
+        let mut r = runner(1);
+        let s = plan(&b, &space);
+        let mut tree = s.new_tree(&mut r).unwrap();
+        while tree.current().faults.is_empty() {
+            tree = s.new_tree(&mut r).unwrap();
+        }
+        // Reject every simplification that empties the schedule or the workload: what is left
+        // is one fault and one submission.
+        let mut steps = 0;
+        while steps < 10_000 {
+            steps += 1;
+            let p = tree.current();
+            let ok = !p.faults.is_empty() && !p.workload.is_empty();
+            if !(if ok {
+                tree.simplify()
+            } else {
+                tree.complicate()
+            }) {
+                break;
+            }
+        }
+        let p = tree.current();
+        assert_eq!((p.faults.len(), p.workload.len(), p.raw.len()), (1, 1, 0));
+        assert_eq!(p.check(), None);
+    }
+}
