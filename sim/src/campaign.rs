@@ -137,6 +137,8 @@ pub struct CampaignSpec {
     /// Set from outside (Ctrl-C) to stop: runs not started are skipped, and the report covers
     /// the runs done (`interrupted` in the summary).
     pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// The regression corpus, replayed before the seeds (see [`crate::regression`]).
+    pub regressions: Vec<crate::regression::Regression>,
 }
 
 impl CampaignSpec {
@@ -220,6 +222,8 @@ pub struct Summary {
     pub sometimes: BTreeMap<String, Vec<String>>,
     /// True when Ctrl-C stopped the campaign: the summary covers only the runs done.
     pub interrupted: bool,
+    /// The regression corpus replayed first: one outcome per file (a failed one exits 1).
+    pub regressions: Vec<crate::regression::Outcome>,
     /// scenario → property → cell.
     pub table: BTreeMap<String, BTreeMap<String, Cell>>,
     /// scenario → class → count.
@@ -275,6 +279,13 @@ pub fn run(spec: &CampaignSpec) -> anyhow::Result<Summary> {
         }
     }
     let mutant = spec.mutant.as_deref();
+    // The regression corpus first: minimal schedules that must keep their verdicts.
+    let regressions: Vec<crate::regression::Outcome> = pool.install(|| {
+        spec.regressions
+            .par_iter()
+            .map(crate::regression::replay)
+            .collect()
+    });
     let done = AtomicU64::new(0);
     let failing = AtomicU64::new(0);
     let progress = spec
@@ -328,7 +339,12 @@ pub fn run(spec: &CampaignSpec) -> anyhow::Result<Summary> {
             interrupted,
         );
     }
-    summarize(spec, results.into_iter().flatten().collect(), interrupted)
+    summarize(
+        spec,
+        results.into_iter().flatten().collect(),
+        regressions,
+        interrupted,
+    )
 }
 
 fn reference(spec: &CampaignSpec, name: &str) -> String {
@@ -378,6 +394,7 @@ pub fn prepare_out(out: &Path) -> anyhow::Result<()> {
 fn summarize(
     spec: &CampaignSpec,
     results: Vec<RunResult>,
+    regressions: Vec<crate::regression::Outcome>,
     interrupted: bool,
 ) -> anyhow::Result<Summary> {
     let mutant = spec.mutant.as_deref();
@@ -512,6 +529,7 @@ fn summarize(
         expected_invalid,
         sometimes,
         interrupted,
+        regressions,
         table,
         classes,
         events,
@@ -579,9 +597,10 @@ impl Summary {
             .values()
             .flat_map(|r| r.values())
             .any(|c| c.unknown > 0);
+        let regressed = self.regressions.iter().any(|r| !r.ok);
         self.exit_code = if !self.nondeterministic.is_empty() {
             exit::NONDETERMINISM
-        } else if unexpected || !self.expectations_unmet.is_empty() {
+        } else if unexpected || regressed || !self.expectations_unmet.is_empty() {
             exit::INVALID
         } else if unknown || !self.vacuous.is_empty() {
             exit::LIVENESS

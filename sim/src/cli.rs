@@ -131,6 +131,9 @@ struct RunArgs {
     /// No progress bar or progress lines on stderr.
     #[arg(long, env = "ACP_CHAOS_NO_PROGRESS")]
     no_progress: bool,
+    /// Do not replay the regression corpus (`<scenarios>/regressions/*.toml`) first.
+    #[arg(long)]
+    no_regressions: bool,
     /// Run every seed twice and compare history hashes; a mismatch exits 3 and keeps both
     /// histories (`<scenario>-a-...`, `<scenario>-b-...` in the report folder).
     #[arg(long)]
@@ -215,8 +218,13 @@ struct ShrinkArgs {
     property: Option<String>,
     /// Where to write the schedule (default
     /// `reports/shrunk/<scenario>-<design>-seed<N>[-<mutant>].schedule.toml`).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "save")]
     out: Option<PathBuf>,
+    /// Add the shrunk schedule to the regression corpus
+    /// (`<scenarios>/regressions/<scenario>-<design>-seed<N>[-<mutant>].toml`, with an
+    /// `[expect]` table: the verdict it keeps), which every campaign and `cargo test` replay.
+    #[arg(long)]
+    save: bool,
     #[command(flatten)]
     dir: DirArgs,
 }
@@ -512,7 +520,11 @@ fn run(a: &RunArgs) -> anyhow::Result<i32> {
         shard: a.shard,
         progress: !a.no_progress,
         stop: Some(stop),
+        regressions: Vec::new(),
     };
+    if !a.no_regressions {
+        spec.regressions = crate::regression::load_dir(&scenarios_dir(&a.dir).join("regressions"))?;
+    }
     let (scenarios, skipped): (Vec<_>, Vec<_>) = scenarios
         .into_iter()
         .partition(|s| !spec.designs_for(s).is_empty());
@@ -564,6 +576,13 @@ fn run(a: &RunArgs) -> anyhow::Result<i32> {
     }
     spec.scenarios = scenarios;
     let spec = spec;
+    if !spec.regressions.is_empty() {
+        println!(
+            "  regression corpus: {} schedules in {}, replayed first",
+            spec.regressions.len(),
+            scenarios_dir(&a.dir).join("regressions").display()
+        );
+    }
     for s in &spec.scenarios {
         let designs = spec.designs_for(s);
         let Some(&d0) = designs.first() else { continue };
@@ -666,6 +685,16 @@ fn print_summary(summary: &campaign::Summary, out: &Path) {
     }
     for l in &summary.nondeterministic {
         println!("NONDETERMINISM: {l} gave two different histories");
+    }
+    let held = summary.regressions.iter().filter(|r| r.ok).count();
+    if !summary.regressions.is_empty() {
+        println!("regressions: {held} of {} hold", summary.regressions.len());
+    }
+    for r in summary.regressions.iter().filter(|r| !r.ok) {
+        println!(
+            "REGRESSION {}: expected {}, got {}\n  repro: {}",
+            r.file, r.expect, r.got, r.replay
+        );
     }
     if summary.interrupted {
         println!("INTERRUPTED: the report covers only the runs done before Ctrl-C");
@@ -881,18 +910,25 @@ fn shrink(a: &ShrinkArgs) -> anyhow::Result<i32> {
     let started = crate::bench::now();
     let out = crate::shrink::shrink(&plan, &target)?;
     let secs = started.elapsed().as_secs_f64();
-    let file = a.out.clone().unwrap_or_else(|| {
-        PathBuf::from("reports/shrunk").join(format!(
-            "{}-{}-seed{}{}.schedule.toml",
-            s.name,
-            design.as_str(),
-            a.seed,
-            a.mutant
-                .as_deref()
-                .map(|m| format!("-{m}"))
-                .unwrap_or_default()
-        ))
-    });
+    let leaf = format!(
+        "{}-{}-seed{}{}",
+        s.name,
+        design.as_str(),
+        a.seed,
+        a.mutant
+            .as_deref()
+            .map(|m| format!("-{m}"))
+            .unwrap_or_default()
+    );
+    let file = if a.save {
+        scenarios_dir(&a.dir)
+            .join("regressions")
+            .join(format!("{leaf}.toml"))
+    } else {
+        a.out.clone().unwrap_or_else(|| {
+            PathBuf::from("reports/shrunk").join(format!("{leaf}.schedule.toml"))
+        })
+    };
     if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
     }
@@ -911,10 +947,17 @@ fn shrink(a: &ShrinkArgs) -> anyhow::Result<i32> {
         out.verdict.message,
         file.display()
     );
-    let body = toml::to_string(&out.plan)?;
-    let tmp = file.with_extension("toml.tmp");
-    std::fs::write(&tmp, format!("{header}{body}"))?;
-    std::fs::rename(&tmp, &file)?;
+    let text = if a.save {
+        let expect = crate::regression::Expect {
+            verdict: target.status,
+            property: Some(target.property.clone()),
+            party: target.party,
+        };
+        crate::regression::file_text(&header, &out.plan, &expect)?
+    } else {
+        format!("{header}{}", toml::to_string(&out.plan)?)
+    };
+    campaign::write_atomic(&file, text.as_bytes())?;
     println!(
         "shrunk in {} runs ({secs:.1} s): faults {} -> {}, submissions {} -> {}, raw probes {} -> {}; latency {}",
         out.runs,
@@ -964,12 +1007,17 @@ fn shrink(a: &ShrinkArgs) -> anyhow::Result<i32> {
         schedule: Some(&schedule_text),
         history: &drawn,
     };
-    let stem = file.to_string_lossy();
-    let stem = stem
-        .strip_suffix(".schedule.toml")
-        .or_else(|| stem.strip_suffix(".toml"))
-        .unwrap_or(&stem)
-        .to_string();
+    // Reports never go into the corpus folder.
+    let stem = if a.save {
+        format!("reports/shrunk/{leaf}")
+    } else {
+        let f = file.to_string_lossy();
+        f.strip_suffix(".schedule.toml")
+            .or_else(|| f.strip_suffix(".toml"))
+            .unwrap_or(&f)
+            .to_string()
+    };
+    std::fs::create_dir_all(Path::new(&stem).parent().unwrap_or(Path::new(".")))?;
     let md = PathBuf::from(format!("{stem}.report.md"));
     let html = PathBuf::from(format!("{stem}.report.html"));
     campaign::write_atomic(&md, crate::report::counterexample_md(&c).as_bytes())?;

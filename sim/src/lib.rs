@@ -111,6 +111,7 @@ pub mod ledger;
 pub mod matrix;
 pub mod plan;
 pub mod progress;
+pub mod regression;
 pub mod report;
 pub mod scenario;
 pub mod scoreboard;

@@ -1272,6 +1272,22 @@ pub fn summary_md(s: &crate::campaign::Summary) -> String {
             missing.join(", ")
         );
     }
+    if !s.regressions.is_empty() {
+        let held = s.regressions.iter().filter(|r| r.ok).count();
+        let _ = writeln!(
+            o,
+            "## Regression corpus\n\n{held} of {} shrunk schedules keep their verdict (replayed first).\n",
+            s.regressions.len()
+        );
+        for r in s.regressions.iter().filter(|r| !r.ok) {
+            let _ = writeln!(
+                o,
+                "- **REGRESSION** `{}`: expected {}, got {}  \n  `{}`",
+                r.file, r.expect, r.got, r.replay
+            );
+        }
+        o.push('\n');
+    }
     o.push_str("## Table\n\n`·` valid on every seed, `✗N` N violations, `?N` N unknown, `fN` N findings.\n\n");
     let props: Vec<&str> = CHECKERS.iter().map(|c| c.property).collect();
     let _ = writeln!(o, "| scenario@design | {} |", props.join(" | "));
@@ -1444,6 +1460,34 @@ pub fn junit_xml(s: &crate::campaign::Summary) -> String {
             "  <testsuite name=\"{}\" tests=\"{t}\" failures=\"{fl}\" errors=\"0\">\n{cases}  </testsuite>\n",
             xml_escape(row)
         );
+    }
+    if !s.regressions.is_empty() {
+        let bad = s.regressions.iter().filter(|r| !r.ok).count();
+        tests += s.regressions.len();
+        failures += bad;
+        let _ = writeln!(
+            suites,
+            "  <testsuite name=\"regressions\" tests=\"{}\" failures=\"{bad}\" errors=\"0\">",
+            s.regressions.len()
+        );
+        for r in &s.regressions {
+            let _ = writeln!(
+                suites,
+                "    <testcase classname=\"regressions\" name=\"{}\">",
+                xml_escape(&r.file)
+            );
+            if !r.ok {
+                let _ = writeln!(
+                    suites,
+                    "      <failure type=\"regression\" message=\"expected {}, got {}\">repro: {}</failure>",
+                    xml_escape(&r.expect),
+                    xml_escape(&r.got),
+                    xml_escape(&r.replay)
+                );
+            }
+            suites.push_str("    </testcase>\n");
+        }
+        suites.push_str("  </testsuite>\n");
     }
     format!(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"acp-chaos {}\" tests=\"{tests}\" failures=\"{failures}\" errors=\"0\">\n{suites}</testsuites>\n",

@@ -256,6 +256,7 @@ pub fn baseline(
         shard: None,
         progress: true,
         stop: None,
+        regressions: Vec::new(),
     };
     let summary = campaign::run(&spec)?;
     Ok((

@@ -189,3 +189,40 @@ fn a_cluster_only_fault_on_other_designs_is_refused() {
         "{err}"
     );
 }
+
+#[test]
+fn shrink_save_adds_a_regression_that_a_campaign_replays_first() {
+    let dir = std::env::temp_dir().join("acp-chaos-cli-corpus");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let name = "rfd-03-retry-after-agent-restart";
+    std::fs::copy(
+        common::scenarios_dir().join(format!("{name}.toml")),
+        dir.join(format!("{name}.toml")),
+    )
+    .unwrap();
+    let out = bin()
+        .env("ACP_CHAOS_SCENARIOS", &dir)
+        .args([
+            "shrink", name, "--seed", "0", "--mutant", "no-dedup", "--agent", "stored", "--save",
+        ])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let saved = acp_chaos::regression::load_dir(&dir.join("regressions")).unwrap();
+    assert_eq!(saved.len(), 1, "{text}");
+    assert_eq!(saved[0].expect.property.as_deref(), Some("P1"));
+    // Its report went to reports/shrunk, not into the corpus folder.
+    assert!(dir.join("reports/shrunk").read_dir().unwrap().count() >= 2);
+    let run = bin()
+        .env("ACP_CHAOS_SCENARIOS", &dir)
+        .args(["run", name, "--seeds", "1", "--no-progress", "--out"])
+        .arg(dir.join("out"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&run.stdout);
+    assert!(text.contains("regression corpus: 1 schedules"), "{text}");
+    assert!(text.contains("regressions: 1 of 1 hold"), "{text}");
+}

@@ -23,6 +23,7 @@ fn spec(jobs: usize, out: &str) -> CampaignSpec {
         shard: None,
         progress: false,
         stop: None,
+        regressions: Vec::new(),
     }
 }
 

@@ -25,6 +25,7 @@ fn spec(scenarios: &[&str], mutant: Option<&str>, seeds: u64, out: &str) -> Camp
         shard: None,
         progress: false,
         stop: None,
+        regressions: Vec::new(),
     }
 }
 

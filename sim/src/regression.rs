@@ -1,0 +1,199 @@
+//! The regression corpus: `scenarios/regressions/*.toml`, shrunk schedules that must keep
+//! their verdict. Every campaign replays them first, and so does `cargo test`.
+//!
+//! A regression file is a schedule file (a [`Plan`] as TOML, as `acp-chaos shrink` writes it,
+//! so `acp-chaos replay --schedule FILE` runs it) with one more table, `[expect]`:
+//!
+//! ```toml
+//! [expect]
+//! verdict = "invalid"   # or "finding": some checker must give exactly this ...
+//! property = "P1"       # ... on this property ...
+//! party = "agent"       # ... blaming this party
+//! # verdict = "valid"   # a fixed bug: no checker may be invalid or unknown
+//! ```
+//!
+//! A schedule with a mutant pins that a checker still catches it on a minimal run; one without
+//! pins a fixed model bug (`valid`) or a known spec gap. `acp-chaos shrink --save` adds one.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::check::{self, Status};
+use crate::models::Party;
+use crate::plan::Plan;
+
+/// What a regression's run must show (the file's `[expect]` table).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Expect {
+    /// `valid` (no invalid or unknown verdict), or `invalid` / `finding` on `property`.
+    pub verdict: Status,
+    /// The property (`P1` ...); required unless `verdict = "valid"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub property: Option<String>,
+    /// The party blamed; required unless `verdict = "valid"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub party: Option<Party>,
+}
+
+impl Expect {
+    /// One line: `P1 invalid (party agent)` or `valid`.
+    pub fn line(&self) -> String {
+        match self.verdict {
+            Status::Valid => "valid".into(),
+            s => format!(
+                "{} {} (party {})",
+                self.property.as_deref().unwrap_or("?"),
+                format!("{s:?}").to_lowercase(),
+                self.party
+                    .map(|p| format!("{p:?}").to_lowercase())
+                    .unwrap_or_else(|| "none".into())
+            ),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct ExpectOnly {
+    expect: Option<Expect>,
+}
+
+/// One regression file, loaded.
+#[derive(Debug, Clone)]
+pub struct Regression {
+    /// The file.
+    pub file: PathBuf,
+    /// Its schedule.
+    pub plan: Plan,
+    /// What its run must show.
+    pub expect: Expect,
+}
+
+/// One regression replayed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Outcome {
+    /// The file, as given.
+    pub file: String,
+    /// What it must show ([`Expect::line`]).
+    pub expect: String,
+    /// What it showed: the matching verdict's line, or the first invalid/unknown one, or
+    /// `valid`.
+    pub got: String,
+    /// Whether it held.
+    pub ok: bool,
+    /// The run's history hash.
+    pub hash: String,
+    /// The command that replays it.
+    pub replay: String,
+}
+
+fn toml_error(path: &Path, text: &str, e: &toml::de::Error) -> anyhow::Error {
+    match e.span() {
+        Some(s) => anyhow::anyhow!(
+            "{}:{}: {}",
+            path.display(),
+            text[..s.start.min(text.len())].lines().count().max(1),
+            e.message()
+        ),
+        None => anyhow::anyhow!("{}: {}", path.display(), e.message()),
+    }
+}
+
+/// Load one regression file. Errors name the file, the line and the field.
+pub fn load(path: &Path) -> anyhow::Result<Regression> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let plan: Plan = toml::from_str(&text).map_err(|e| toml_error(path, &text, &e))?;
+    if let Some(e) = plan.check() {
+        anyhow::bail!("{}: field `{e}", path.display());
+    }
+    let expect = toml::from_str::<ExpectOnly>(&text)
+        .map_err(|e| toml_error(path, &text, &e))?
+        .expect
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "{}: missing table `[expect]` (verdict, property, party): a regression says what it must show",
+                path.display()
+            )
+        })?;
+    if expect.verdict != Status::Valid && expect.property.is_none() {
+        anyhow::bail!(
+            "{}: field `expect.property` is required when `expect.verdict` is not \"valid\"",
+            path.display()
+        );
+    }
+    Ok(Regression {
+        file: path.to_path_buf(),
+        plan,
+        expect,
+    })
+}
+
+/// Load every `*.toml` in `dir`, in name order; a missing folder is an empty corpus.
+pub fn load_dir(dir: &Path) -> anyhow::Result<Vec<Regression>> {
+    if !dir.exists() {
+        return Ok(Vec::new());
+    }
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    paths.sort();
+    paths.iter().map(|p| load(p)).collect()
+}
+
+/// Run a regression's schedule and compare its verdicts with `[expect]`.
+pub fn replay(r: &Regression) -> Outcome {
+    let h = crate::world::run(&r.plan);
+    let verdicts = check::check_all(&h);
+    let line = |v: &check::Verdict| crate::report::verdict_line(v);
+    let (ok, got) = match r.expect.verdict {
+        Status::Valid => match verdicts
+            .iter()
+            .find(|v| matches!(v.status, Status::Invalid | Status::Unknown))
+        {
+            Some(v) => (false, line(v)),
+            None => (true, "valid".to_string()),
+        },
+        status => {
+            let hit = verdicts.iter().find(|v| {
+                Some(&v.property) == r.expect.property.as_ref()
+                    && v.status == status
+                    && v.party == r.expect.party
+            });
+            match hit {
+                Some(v) => (true, line(v)),
+                None => {
+                    let other = verdicts
+                        .iter()
+                        .find(|v| Some(&v.property) == r.expect.property.as_ref())
+                        .map(line)
+                        .unwrap_or_else(|| "no such verdict".into());
+                    (false, other)
+                }
+            }
+        }
+    };
+    Outcome {
+        file: r.file.display().to_string(),
+        expect: r.expect.line(),
+        got,
+        ok,
+        hash: h.hash(),
+        replay: format!("acp-chaos replay --schedule {}", r.file.display()),
+    }
+}
+
+/// A regression file's text: `header` (comment lines), the plan, then `[expect]`.
+pub fn file_text(header: &str, plan: &Plan, expect: &Expect) -> anyhow::Result<String> {
+    #[derive(Serialize)]
+    struct E<'a> {
+        expect: &'a Expect,
+    }
+    Ok(format!(
+        "{header}{}\n{}",
+        toml::to_string(plan)?,
+        toml::to_string(&E { expect })?
+    ))
+}
