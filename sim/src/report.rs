@@ -595,13 +595,20 @@ impl Diagram {
             let _ = writeln!(out, "    participant {p} as {}", title(p));
         }
         let id = |i: usize| self.participants[i].as_str();
+        // Consecutive rows with the same highlight share one `rect` block.
+        let mut open = Mark::None;
         for it in &self.items {
-            let (open, close) = match it.mark() {
-                Mark::Witness => ("    rect rgb(255, 205, 210)\n", "    end\n"),
-                Mark::Fault => ("    rect rgb(255, 236, 179)\n", "    end\n"),
-                Mark::None => ("", ""),
-            };
-            out.push_str(open);
+            if it.mark() != open {
+                if open != Mark::None {
+                    out.push_str("    end\n");
+                }
+                match it.mark() {
+                    Mark::Witness => out.push_str("    rect rgb(255, 205, 210)\n"),
+                    Mark::Fault => out.push_str("    rect rgb(255, 236, 179)\n"),
+                    Mark::None => {}
+                }
+                open = it.mark();
+            }
             match it {
                 Item::Arrow {
                     from,
@@ -651,7 +658,9 @@ impl Diagram {
                     );
                 }
             }
-            out.push_str(close);
+        }
+        if open != Mark::None {
+            out.push_str("    end\n");
         }
         if let Some(v) = &self.verdict {
             let last = self.participants.len().saturating_sub(1);
