@@ -263,7 +263,10 @@ impl Io {
                         continue;
                     }
                 };
-                let frame: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+                // A line that is not JSON (a raw probe) is logged as the string it is, as the
+                // reader logs it, so the two ends match and it counts as in flight.
+                let frame: Value =
+                    serde_json::from_str(&line).unwrap_or_else(|_| Value::String(line.clone()));
                 let decision = ledger.borrow_mut().on_send(id, from, &frame);
                 if matches!(decision, FrameDecision::Lose { silent: false }) {
                     ledger.borrow_mut().writer_gone(id, from);

@@ -496,6 +496,14 @@ impl Ledger {
                     .insert((conn, id.clone()), from.to_string());
             }
         }
+        // A line that is not JSON has no id, but the Agent still owes it a `-32700`: it is in
+        // flight until the Agent reads it, or the run could end before that answer.
+        if let (Value::String(line), false) = (frame, is_agent_host(from)) {
+            if !matches!(decision, FrameDecision::Drop { .. }) {
+                self.outstanding
+                    .insert((conn, format!("raw:{line}")), from.to_string());
+            }
+        }
         if !matches!(
             decision,
             FrameDecision::Lose { .. } | FrameDecision::Drop { .. }
@@ -529,6 +537,15 @@ impl Ledger {
     /// then on the Agent's idleness says whether work is left: an idle Agent that never
     /// answers is P7's violation, not a run that never ends); an answer settles its request.
     pub fn on_recv(&mut self, conn: ConnId, process: &str, frame: &Value) {
+        if let (Value::String(line), true) = (frame, is_agent_host(process)) {
+            // A line that is not JSON, read by the Agent: it answers at once (-32700).
+            self.outstanding
+                .shift_remove(&(conn, format!("raw:{line}")));
+            if let Some(i) = self.idle.get_mut(process) {
+                *i = false;
+            }
+            return;
+        }
         let Some(id) = frame.get("id") else { return };
         let agent_reads_request = is_agent_host(process) && frame.get("method").is_some();
         let answer_arrives = !is_agent_host(process) && frame.get("method").is_none();

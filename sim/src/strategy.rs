@@ -443,13 +443,10 @@ pub fn workload(space: &Space) -> BoxedStrategy<Vec<Submission>> {
         .boxed()
 }
 
-/// The keys [`Space::raw`] probes carry, as JSON text (`None`: no key).
-///
-/// No line that is not JSON: the run's quiescence does not count such a line as a request in
-/// flight, so a run could end before the Agent answers one sent last and P5 would blame the
-/// Agent. Add one by hand (`RawProbe { line: Some(..), .. }`) where the run goes on after it.
-fn probe_keys() -> Vec<Option<String>> {
-    vec![
+/// What [`Space::raw`] probes carry: a key as JSON text (`None`: no key), or (`Err`) a whole
+/// line that is not JSON (a lone surrogate escape, a truncated frame), answered `-32700`.
+fn probe_keys() -> Vec<Result<Option<String>, String>> {
+    let keys: Vec<Option<String>> = vec![
         Some("\"\"".into()),
         Some(format!("\"{}\"", "x".repeat(256))),
         Some("1".into()),
@@ -459,7 +456,13 @@ fn probe_keys() -> Vec<Option<String>> {
         Some(format!("\"{}\"", "x".repeat(255))),
         Some("null".into()),
         None,
-    ]
+    ];
+    let mut all: Vec<Result<Option<String>, String>> = keys.into_iter().map(Ok).collect();
+    all.push(Err(r#"{"jsonrpc":"2.0","id":$ID,"method":"session/prompt","params":{"sessionId":"$SESSION","prompt":[{"type":"text","text":"x"}],"idempotencyKey":"\ud800"}}"#.into()));
+    all.push(Err(
+        r#"{"jsonrpc":"2.0","id":$ID,"method":"session/pro"#.into()
+    ));
+    all
 }
 
 /// Raw `session/prompt` probes ([`Space::raw`]), each sent by the Client at a time in
@@ -470,10 +473,10 @@ pub fn raw_probes(space: &Space) -> BoxedStrategy<Vec<RawProbe>> {
         .prop_map(|drawn| {
             drawn
                 .into_iter()
-                .map(|(at_ms, key_json)| RawProbe {
+                .map(|(at_ms, probe)| RawProbe {
                     at_ms,
-                    key_json,
-                    line: None,
+                    key_json: probe.clone().unwrap_or(None),
+                    line: probe.err(),
                     note: "drawn by acp_chaos::strategy".into(),
                 })
                 .collect()
@@ -551,7 +554,11 @@ mod tests {
             space.seeds = 0..=1000;
             let s = plan(&b, &space);
             let mut r = runner(1);
-            for _ in 0..40 {
+            let n: usize = std::env::var("ACP_CHAOS_STRATEGY_PLANS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(40);
+            for _ in 0..n {
                 let p = s.new_tree(&mut r).unwrap().current();
                 let h = crate::world::run(&p);
                 for v in crate::check::check_all(&h) {
