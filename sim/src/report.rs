@@ -1032,7 +1032,7 @@ fn rules_quoted(v: &Verdict) -> Vec<(String, String)> {
 /// `report.md`: the verdict, the rules it breaks quoted from RULES.md, how to rerun it, and the
 /// Mermaid sequence diagram of the drawn run.
 pub fn counterexample_md(c: &Counterexample<'_>) -> String {
-    let d = Diagram::of(c.history, Some(c.verdict));
+    let d = Diagram::of(c.history, Some(c.verdict)).window(DIAGRAM_ROWS_MAX, 60);
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -1082,7 +1082,7 @@ pub fn counterexample_md(c: &Counterexample<'_>) -> String {
 
 /// `report.html`: the same page, self-contained (inline SVG, inline CSS, nothing fetched).
 pub fn counterexample_html(c: &Counterexample<'_>) -> String {
-    let d = Diagram::of(c.history, Some(c.verdict));
+    let d = Diagram::of(c.history, Some(c.verdict)).window(DIAGRAM_ROWS_MAX, 60);
     let mut s = String::new();
     let _ = write!(
         s,
@@ -1226,6 +1226,14 @@ pub fn summary_md(s: &crate::campaign::Summary) -> String {
         s.hashes.len(),
         s.format
     );
+    if let Some(board) = &s.scoreboard {
+        o.push_str("## Mutant scoreboard\n\nThe rest of this page is the correct models' baseline on the same swarm seeds.\n\n```\n");
+        o.push_str(board);
+        if !board.ends_with('\n') {
+            o.push('\n');
+        }
+        o.push_str("```\n\n");
+    }
     if !s.failures.is_empty() {
         o.push_str("## Counterexamples\n\n");
         let mut seen = BTreeSet::new();
@@ -1343,14 +1351,6 @@ pub fn summary_md(s: &crate::campaign::Summary) -> String {
                 .collect();
             let _ = writeln!(o, "| {kind} | {} |", cols.join(" | "));
         }
-    }
-    if let Some(board) = &s.scoreboard {
-        o.push_str("\n## Mutant scoreboard\n\n```\n");
-        o.push_str(board);
-        if !board.ends_with('\n') {
-            o.push('\n');
-        }
-        o.push_str("```\n");
     }
     o
 }

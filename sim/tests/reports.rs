@@ -302,3 +302,32 @@ fn every_rule_a_checker_names_is_quoted_from_rules_md() {
         .unwrap()
         .contains("never treated as omitted"));
 }
+
+#[test]
+fn a_long_unshrunk_run_is_drawn_around_its_witnesses() {
+    let sc = common::scenario("swarm-basic");
+    let (h, r) = (0..40)
+        .map(|seed| campaign::run_one(&sc, seed, Some("no-dedup"), Design::Stored))
+        .find(|(_, r)| {
+            r.verdicts
+                .iter()
+                .any(|v| v.property == "P1" && !v.witnesses.is_empty())
+        })
+        .expect("no-dedup fails P1 within 40 swarm seeds");
+    let v = r.verdicts.iter().find(|v| v.property == "P1").unwrap();
+    let full = Diagram::of(&h, Some(v));
+    let d = full.clone().window(60, 20);
+    assert!(
+        full.items.len() > 60,
+        "a long run: {} rows",
+        full.items.len()
+    );
+    assert!(d.items.len() <= 62);
+    let m = d.mermaid();
+    assert_mermaid_shape(&m);
+    assert!(m.contains("rows not drawn (see history.jsonl)"), "{m}");
+    assert!(
+        m.contains("rect rgb(255, 205, 210)\n    Note over agent"),
+        "the first witness is kept:\n{m}"
+    );
+}
