@@ -957,6 +957,7 @@ fn shrink(a: &ShrinkArgs) -> anyhow::Result<i32> {
     } else {
         format!("{header}{}", toml::to_string(&out.plan)?)
     };
+    let replaced = file.exists();
     campaign::write_atomic(&file, text.as_bytes())?;
     println!(
         "shrunk in {} runs ({secs:.1} s): faults {} -> {}, submissions {} -> {}, raw probes {} -> {}; latency {}",
@@ -987,7 +988,15 @@ fn shrink(a: &ShrinkArgs) -> anyhow::Result<i32> {
         party_str(out.verdict.party),
         out.verdict.message
     );
-    println!("schedule: {}", file.display());
+    println!(
+        "schedule: {}{}",
+        file.display(),
+        if replaced {
+            " (replaced the file that was there)"
+        } else {
+            ""
+        }
+    );
     // The shrunk run drawn: report.md (Mermaid) and report.html (inline SVG) beside it.
     let drawn = crate::world::run(&out.plan);
     let replay_line = format!("acp-chaos replay --schedule {}", file.display());
