@@ -79,7 +79,8 @@ pub struct MockConfig {
     pub delay_ms: u64,
     /// The assistant's reply to every turn request (streamed as a few deltas).
     pub reply_text: String,
-    /// The reply to title requests ([`RequestKind::Title`]), never delayed.
+    /// The reply to title requests ([`RequestKind::Title`]), never delayed. Both Claude Code
+    /// and Codex ask for a JSON object `{"title": ...}` (a `json_schema` output format).
     pub title_text: String,
     /// When set, every request body is written there as `NNNN-METHOD-path.json`.
     pub log_dir: Option<PathBuf>,
@@ -93,7 +94,7 @@ impl Default for MockConfig {
         MockConfig {
             delay_ms: 0,
             reply_text: "Mock reply.".into(),
-            title_text: "Mock title".into(),
+            title_text: r#"{"title":"Mock session"}"#.into(),
             log_dir: None,
             keep_bodies: false,
         }

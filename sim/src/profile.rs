@@ -424,9 +424,11 @@ pub fn install_in(profile: &Profile, dir: &Path) -> Result<InstallReport, Profil
     })
 }
 
-/// Total size of the files under `dir` (symlinks not followed).
+/// Total size of the files under `dir` (symlinks not followed, a hard-linked file once).
 pub fn dir_size(dir: &Path) -> u64 {
     let mut total = 0;
+    #[cfg(unix)]
+    let mut seen = std::collections::BTreeSet::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
         let Ok(entries) = std::fs::read_dir(&d) else {
@@ -437,6 +439,13 @@ pub fn dir_size(dir: &Path) -> u64 {
             if m.is_dir() {
                 stack.push(e.path());
             } else if m.is_file() {
+                #[cfg(unix)]
+                {
+                    use std::os::unix::fs::MetadataExt;
+                    if m.nlink() > 1 && !seen.insert((m.dev(), m.ino())) {
+                        continue;
+                    }
+                }
                 total += m.len();
             }
         }
@@ -491,18 +500,35 @@ impl LaunchSpec {
         Ok(())
     }
 
+    /// Program and arguments as one vector (`argv[0]` the program).
+    pub fn argv(&self) -> Vec<String> {
+        std::iter::once(self.program.display().to_string())
+            .chain(self.args.iter().cloned())
+            .collect()
+    }
+
+    /// The agent's whole environment: [`PASS_THROUGH_ENV`] from this process, then
+    /// [`LaunchSpec::env`]. A launcher that spawns itself should `env_clear()` and set these,
+    /// so no model key, base URL or provider switch of the machine reaches the agent.
+    pub fn full_env(&self) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = PASS_THROUGH_ENV
+            .iter()
+            .filter(|k| !self.env.iter().any(|(e, _)| e == *k))
+            .filter_map(|k| std::env::var(k).ok().map(|v| ((*k).to_string(), v)))
+            .collect();
+        out.extend(self.env.iter().cloned());
+        out
+    }
+
     /// The command: program, arguments, a cleared environment with [`LaunchSpec::env`] and
     /// [`PASS_THROUGH_ENV`], the working folder. Stdio, the process group and the spawn are
     /// the caller's (the probe pipes stdin/stdout and starts it with `process_group(0)`).
     pub fn command(&self) -> Command {
         let mut cmd = Command::new(&self.program);
-        cmd.args(&self.args).current_dir(&self.cwd).env_clear();
-        for k in PASS_THROUGH_ENV {
-            if let Some(v) = std::env::var_os(k) {
-                cmd.env(k, v);
-            }
-        }
-        cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
+        cmd.args(&self.args)
+            .current_dir(&self.cwd)
+            .env_clear()
+            .envs(self.full_env());
         cmd
     }
 
@@ -729,6 +755,11 @@ mod tests {
         let home = Path::new("/tmp/h");
         let s = launch_in(&CODEX_ACP, dir, home, 4242, true);
         assert_eq!(s.program, PathBuf::from("node"));
+        assert_eq!(s.argv()[0], "node");
+        assert_eq!(s.argv()[1..], s.args[..]);
+        let full = s.full_env();
+        assert!(full.iter().any(|(k, v)| k == "HOME" && v == "/tmp/h"));
+        assert!(!full.iter().any(|(k, _)| k.starts_with("ANTHROPIC")));
         assert_eq!(
             s.args,
             vec!["/cache/codex-acp/node_modules/@agentclientprotocol/codex-acp/dist/index.js"]
