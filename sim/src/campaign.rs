@@ -409,6 +409,7 @@ fn summarize(
     let mut hashes = BTreeMap::new();
     let mut coverage_map: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
     let mut order: Vec<String> = Vec::new();
+    let mut first_property: BTreeMap<String, String> = BTreeMap::new();
     for r in &results {
         if order.last() != Some(&r.key()) && !order.contains(&r.key()) {
             order.push(r.key());
@@ -476,9 +477,28 @@ fn summarize(
                     .find(|s| s.name == r.scenario)
                     .expect("scenario ran");
                 let mut shrunk_run = None;
-                if *k == 0 && v.status == Status::Invalid && spec.shrink && !interrupted {
+                // One run can break several properties: the first keeps the plain names
+                // (`schedule.toml`, `report.md`), each other one its own (`P12.report.md`).
+                let first = first_property
+                    .entry(run_dir_name(r))
+                    .or_insert_with(|| v.property.clone());
+                let prefix = if *first == v.property {
+                    String::new()
+                } else {
+                    format!("{}.", v.property)
+                };
+                let stop_asked = spec
+                    .stop
+                    .as_ref()
+                    .is_some_and(|f| f.load(std::sync::atomic::Ordering::Relaxed));
+                if *k == 0
+                    && v.status == Status::Invalid
+                    && spec.shrink
+                    && !interrupted
+                    && !stop_asked
+                {
                     // The first failing seed of each (scenario@design, property): shrink it.
-                    if let Some((shrunk, run)) = shrink_into(&spec.out, s, r, v, mutant)? {
+                    if let Some((shrunk, run)) = shrink_into(&spec.out, s, r, v, mutant, &prefix)? {
                         failure["shrunk"] = shrunk;
                         shrunk_run = Some(run);
                     }
@@ -493,7 +513,9 @@ fn summarize(
                     }
                     write_run(&spec.out, &h, &again, &line)?;
                     failure["folder"] = json!(run_dir_name(r));
-                    write_counterexample(&spec.out, r, v, &line, &failure, &h, shrunk_run)?;
+                    failure["report"] = json!(format!("{}/{prefix}report.md", run_dir_name(r)));
+                    let names = Names { prefix: &prefix };
+                    write_counterexample(&spec.out, r, v, &line, &failure, &h, shrunk_run, names)?;
                 }
                 failures.push(failure);
             }
@@ -642,6 +664,13 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
 
 /// A kept failing run's `report.md` and `report.html`: the shrunk run when there is one (its
 /// history also kept as `shrunk.jsonl`), else the run itself, drawn around its witnesses.
+/// File names inside a run folder for one property's counterexample.
+struct Names<'a> {
+    /// `""` for the run's first failing property, `"P12."` for another.
+    prefix: &'a str,
+}
+
+#[allow(clippy::too_many_arguments)]
 fn write_counterexample(
     out: &Path,
     r: &RunResult,
@@ -650,9 +679,13 @@ fn write_counterexample(
     failure: &Value,
     h: &History,
     shrunk: Option<(History, Verdict)>,
+    names: Names<'_>,
 ) -> anyhow::Result<()> {
     let dir = out.join(run_dir_name(r));
-    let schedule = std::fs::read_to_string(dir.join("schedule.toml")).ok();
+    let p = names.prefix;
+    let schedule = shrunk
+        .as_ref()
+        .and_then(|_| std::fs::read_to_string(dir.join(format!("{p}schedule.toml"))).ok());
     let size = |s: &Value| {
         format!(
             "{} faults, {} ops, {} raw probes",
@@ -663,7 +696,7 @@ fn write_counterexample(
         Some((sh, sv)) => {
             let mut buf = Vec::new();
             sh.write_jsonl(&mut buf)?;
-            write_atomic(&dir.join("shrunk.jsonl"), &buf)?;
+            write_atomic(&dir.join(format!("{p}shrunk.jsonl")), &buf)?;
             let s = &failure["shrunk"];
             let replay = s["replay"].as_str().unwrap_or("-").to_string();
             (sh, sv, Some((replay, size(s))))
@@ -679,11 +712,11 @@ fn write_counterexample(
         history: drawn,
     };
     write_atomic(
-        &dir.join("report.md"),
+        &dir.join(format!("{p}report.md")),
         crate::report::counterexample_md(&c).as_bytes(),
     )?;
     write_atomic(
-        &dir.join("report.html"),
+        &dir.join(format!("{p}report.html")),
         crate::report::counterexample_html(&c).as_bytes(),
     )?;
     Ok(())
@@ -698,6 +731,7 @@ fn shrink_into(
     r: &RunResult,
     v: &Verdict,
     mutant: Option<&str>,
+    prefix: &str,
 ) -> anyhow::Result<Option<(Value, (History, Verdict))>> {
     let plan = Plan::derive(s, r.seed, mutant, r.design);
     let target = crate::shrink::Target {
@@ -711,7 +745,7 @@ fn shrink_into(
     let h = world::run(&shrunk.plan);
     let dir = out.join(run_dir_name(r));
     std::fs::create_dir_all(&dir)?;
-    let file = dir.join("schedule.toml");
+    let file = dir.join(format!("{prefix}schedule.toml"));
     let replay = format!("acp-chaos replay --schedule {}", file.display());
     let body = toml::to_string(&shrunk.plan)?;
     write_atomic(
@@ -930,6 +964,20 @@ pub fn merge(dirs: &[PathBuf], shards: &[Summary], out: &Path) -> anyhow::Result
         Some((_, n)) => n,
         None => anyhow::bail!("{}: not a shard (run with --shard K/N)", dirs[0].display()),
     };
+    // Paths as given may end in `/`: compare and rewrite them in one form.
+    let dirs: Vec<PathBuf> = dirs.iter().map(|d| d.components().collect()).collect();
+    let out: PathBuf = out.components().collect();
+    let out = out.as_path();
+    let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => a == b,
+    };
+    if let Some(d) = dirs.iter().find(|d| same(d, out)) {
+        anyhow::bail!(
+            "--out {}: that is one of the shards; merge into another folder",
+            d.display()
+        );
+    }
     let mut ks = BTreeSet::new();
     for (d, s) in dirs.iter().zip(shards) {
         let what = |w: &str| anyhow::anyhow!("{}: {w}", d.display());
@@ -937,6 +985,12 @@ pub fn merge(dirs: &[PathBuf], shards: &[Summary], out: &Path) -> anyhow::Result
             return Err(what(&format!(
                 "campaign `{}`, not `{}`",
                 s.name, first.name
+            )));
+        }
+        if s.order != first.order {
+            return Err(what(&format!(
+                "ran other scenarios or designs than {} (a campaign of the same name over another scenario set)",
+                dirs[0].display()
             )));
         }
         if s.mutant != first.mutant || s.kept_per_property != first.kept_per_property {
@@ -1071,14 +1125,15 @@ pub fn merge(dirs: &[PathBuf], shards: &[Summary], out: &Path) -> anyhow::Result
         let src = f["seed"].as_u64().and_then(shard_of);
         if *k > 0 {
             if let Some(o) = f.as_object_mut() {
-                o.remove("shrunk");
+                o.shift_remove("shrunk");
             }
         }
         if let (Some(dir), Some(src)) = (&folder, src) {
             if *k < m.kept_per_property {
                 copy_run_dir(&src.join(dir), &out.join(dir), src, out)?;
             } else if let Some(o) = f.as_object_mut() {
-                o.remove("folder");
+                o.shift_remove("folder");
+                o.shift_remove("report");
             }
         }
         if f["shrunk"].is_object() {
@@ -1088,7 +1143,12 @@ pub fn merge(dirs: &[PathBuf], shards: &[Summary], out: &Path) -> anyhow::Result
                 f["design"].as_str().unwrap_or(""),
                 f["seed"]
             );
-            let file = out.join(&dir).join("schedule.toml");
+            let leaf = f["shrunk"]["schedule"]
+                .as_str()
+                .and_then(|p| Path::new(p).file_name())
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "schedule.toml".into());
+            let file = out.join(&dir).join(leaf);
             if folder.is_none() {
                 if let Some(src) = src {
                     copy_run_dir(&src.join(&dir), &out.join(&dir), src, out)?;

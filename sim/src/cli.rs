@@ -128,8 +128,10 @@ struct RunArgs {
     /// matrix or an indexed job; `acp-chaos merge` joins the shards' report folders.
     #[arg(long, value_parser = parse_shard, env = "ACP_CHAOS_SHARD")]
     shard: Option<(u64, u64)>,
-    /// No progress bar or progress lines on stderr.
-    #[arg(long, env = "ACP_CHAOS_NO_PROGRESS")]
+    /// No progress bar or progress lines on stderr (`ACP_CHAOS_NO_PROGRESS=1`; `0`, `false`,
+    /// `no`, `off` or empty keep them).
+    #[arg(long, env = "ACP_CHAOS_NO_PROGRESS", action = clap::ArgAction::SetTrue,
+          value_parser = clap::builder::FalseyValueParser::new())]
     no_progress: bool,
     /// Do not replay the regression corpus (`<scenarios>/regressions/*.toml`) first.
     #[arg(long)]
@@ -920,6 +922,16 @@ fn shrink(a: &ShrinkArgs) -> anyhow::Result<i32> {
             .map(|m| format!("-{m}"))
             .unwrap_or_default()
     );
+    if let Some(o) = &a.out {
+        if o.is_dir() || o.as_os_str().to_string_lossy().ends_with('/') {
+            eprintln!(
+                "error: --out {}: a folder; give the schedule file's path (e.g. {}/x.schedule.toml)",
+                o.display(),
+                o.display().to_string().trim_end_matches('/')
+            );
+            return Ok(exit::USAGE);
+        }
+    }
     let file = if a.save {
         scenarios_dir(&a.dir)
             .join("regressions")

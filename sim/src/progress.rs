@@ -24,9 +24,15 @@ impl Progress {
             let b = ProgressBar::new(total);
             b.set_style(
                 ProgressStyle::with_template(
-                    "{elapsed_precise} [{bar:30}] {pos}/{len} runs, {per_sec}, {msg}, eta {eta}",
+                    "{elapsed_precise} [{bar:30}] {pos}/{len} runs, {rate} runs/s, {msg}, eta {eta}",
                 )
                 .expect("a valid template")
+                .with_key(
+                    "rate",
+                    |s: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                        let _ = write!(w, "{:.0}", s.per_sec());
+                    },
+                )
                 .progress_chars("=> "),
             );
             b.set_message("0 failing");

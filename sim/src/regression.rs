@@ -116,11 +116,25 @@ pub fn load(path: &Path) -> anyhow::Result<Regression> {
                 path.display()
             )
         })?;
-    if expect.verdict != Status::Valid && expect.property.is_none() {
-        anyhow::bail!(
-            "{}: field `expect.property` is required when `expect.verdict` is not \"valid\"",
-            path.display()
-        );
+    if expect.verdict != Status::Valid {
+        let Some(p) = &expect.property else {
+            anyhow::bail!(
+                "{}: field `expect.property` is required when `expect.verdict` is not \"valid\"",
+                path.display()
+            );
+        };
+        if !check::CHECKERS.iter().any(|c| c.property == p) {
+            anyhow::bail!(
+                "{}: field `expect.property`: unknown property `{p}` (P1 to P14)",
+                path.display()
+            );
+        }
+        if expect.party.is_none() {
+            anyhow::bail!(
+                "{}: field `expect.party` is required when `expect.verdict` is not \"valid\" (agent, client, intermediary, nemesis, spec)",
+                path.display()
+            );
+        }
     }
     Ok(Regression {
         file: path.to_path_buf(),

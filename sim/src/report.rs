@@ -1209,6 +1209,7 @@ pub fn summary_md(s: &crate::campaign::Summary) -> String {
         1 => "INVALID (exit 1)",
         3 => "NONDETERMINISTIC (exit 3)",
         4 => "UNKNOWN or vacuous (exit 4)",
+        130 => "INTERRUPTED by Ctrl-C (exit 130): this page covers only the runs done",
         _ => "error",
     };
     let _ = writeln!(o, "# acp-chaos campaign `{}`\n", s.name);
@@ -1241,9 +1242,10 @@ pub fn summary_md(s: &crate::campaign::Summary) -> String {
             let text = |k: &str| f[k].as_str().unwrap_or("-").to_string();
             let key = (text("scenario"), text("design"), text("property"));
             let first = seen.insert(key);
-            let link = match f["folder"].as_str() {
-                Some(d) => format!("[{d}]({d}/report.md)"),
-                None => "(folder not kept)".into(),
+            let link = match (f["folder"].as_str(), f["report"].as_str()) {
+                (Some(d), Some(r)) => format!("[{d}]({r})"),
+                (Some(d), None) => format!("[{d}]({d}/report.md)"),
+                _ => "(folder not kept)".into(),
             };
             if first {
                 let _ = writeln!(
@@ -1361,6 +1363,8 @@ pub fn summary_md(s: &crate::campaign::Summary) -> String {
 /// "invalid"`) passes when it has one and fails when it has none. Findings go to
 /// `<system-out>`.
 pub fn junit_xml(s: &crate::campaign::Summary) -> String {
+    // The failure a testcase quotes: its first invalid one, else its first unknown one (the
+    // cell's `first_failing_seed` follows the same rule).
     let mut first: BTreeMap<(String, String), &Value> = BTreeMap::new();
     for f in &s.failures {
         let row = format!(
@@ -1368,9 +1372,14 @@ pub fn junit_xml(s: &crate::campaign::Summary) -> String {
             f["scenario"].as_str().unwrap_or(""),
             f["design"].as_str().unwrap_or("")
         );
-        first
-            .entry((row, f["property"].as_str().unwrap_or("").to_string()))
-            .or_insert(f);
+        let key = (row, f["property"].as_str().unwrap_or("").to_string());
+        let invalid = f["status"] == "invalid";
+        match first.get(&key) {
+            Some(old) if old["status"] == "invalid" || !invalid => {}
+            _ => {
+                first.insert(key, f);
+            }
+        }
     }
     let mut finding: BTreeMap<(String, String), &Value> = BTreeMap::new();
     for f in &s.findings {
@@ -1468,6 +1477,44 @@ pub fn junit_xml(s: &crate::campaign::Summary) -> String {
             suites,
             "  <testsuite name=\"{}\" tests=\"{t}\" failures=\"{fl}\" errors=\"0\">\n{cases}  </testsuite>\n",
             xml_escape(row)
+        );
+    }
+    // Campaign-wide verdicts that are not one row's: vacuous scenarios (exit 4) and
+    // nondeterministic runs (exit 3), so a CI test view is never green when the exit is not 0.
+    let mut whole = String::new();
+    for (scen, missing) in &s.vacuous {
+        tests += 1;
+        failures += 1;
+        let _ = writeln!(
+            whole,
+            "    <testcase classname=\"campaign\" name=\"sometimes {}\">\n      <failure type=\"vacuous\" message=\"never happened: {}\"/>\n    </testcase>",
+            xml_escape(scen),
+            xml_escape(&missing.join(", "))
+        );
+    }
+    for l in &s.nondeterministic {
+        tests += 1;
+        failures += 1;
+        let _ = writeln!(
+            whole,
+            "    <testcase classname=\"campaign\" name=\"determinism\">\n      <failure type=\"nondeterminism\" message=\"{}\"/>\n    </testcase>",
+            xml_escape(l)
+        );
+    }
+    if s.interrupted {
+        tests += 1;
+        failures += 1;
+        let _ = writeln!(
+            whole,
+            "    <testcase classname=\"campaign\" name=\"complete\">\n      <failure type=\"interrupted\" message=\"stopped by Ctrl-C: only the runs done are reported\"/>\n    </testcase>"
+        );
+    }
+    if !whole.is_empty() {
+        let _ = write!(
+            suites,
+            "  <testsuite name=\"campaign\" tests=\"{}\" failures=\"{}\" errors=\"0\">\n{whole}  </testsuite>\n",
+            s.vacuous.len() + s.nondeterministic.len() + usize::from(s.interrupted),
+            s.vacuous.len() + s.nondeterministic.len() + usize::from(s.interrupted)
         );
     }
     if !s.regressions.is_empty() {

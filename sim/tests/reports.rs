@@ -212,7 +212,16 @@ fn merged_equals_unsharded(scenarios: &[&str], mutant: Option<&str>, seeds: u64,
     let out = std::env::temp_dir().join(format!("acp-chaos-merge-{tag}-merged"));
     let _ = std::fs::remove_dir_all(&out);
     let m = campaign::merge(&dirs, &shards, &out).unwrap();
-    assert_eq!(normalized(&m, &out), normalized(&a, &whole.out));
+    let (got, want) = (normalized(&m, &out), normalized(&a, &whole.out));
+    if got != want {
+        let dir = std::env::temp_dir();
+        std::fs::write(dir.join(format!("merge-{tag}-got.json")), &got).unwrap();
+        std::fs::write(dir.join(format!("merge-{tag}-want.json")), &want).unwrap();
+        panic!(
+            "merged summary differs: diff {0}/merge-{tag}-got.json {0}/merge-{tag}-want.json",
+            dir.display()
+        );
+    }
     // The merged folder holds the same counterexample folders, with the same histories.
     let listing = |d: &Path| {
         let mut v: Vec<String> = std::fs::read_dir(d)
@@ -330,4 +339,50 @@ fn a_long_unshrunk_run_is_drawn_around_its_witnesses() {
         m.contains("rect rgb(255, 205, 210)\n    Note over agent"),
         "the first witness is kept:\n{m}"
     );
+}
+
+#[test]
+fn each_property_a_run_breaks_gets_its_own_schedule_and_page() {
+    let mut s = spec(
+        &["adapter-01-crash-windows"],
+        Some("no-dedup"),
+        1,
+        "acp-chaos-report-per-property",
+    );
+    s.agent = Some(Design::Adapter);
+    let sum = fresh(&s);
+    let shrunk: Vec<&serde_json::Value> = sum
+        .failures
+        .iter()
+        .filter(|f| f["shrunk"].is_object())
+        .collect();
+    assert!(
+        shrunk.len() >= 2,
+        "one run breaking two properties: {:#?}",
+        sum.failures
+    );
+    let mut files = std::collections::BTreeSet::new();
+    for f in shrunk {
+        let file = f["shrunk"]["schedule"].as_str().unwrap();
+        assert!(files.insert(file.to_string()), "{file} shared");
+        let plan: acp_chaos::plan::Plan =
+            toml::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+        let target = acp_chaos::shrink::Target {
+            property: f["property"].as_str().unwrap().into(),
+            status: acp_chaos::check::Status::Invalid,
+            party: serde_json::from_value(f["party"].clone()).unwrap(),
+        };
+        assert!(
+            acp_chaos::shrink::failing(&plan, &target).is_some(),
+            "{file} does not replay {}",
+            target.property
+        );
+        let page = s.out.join(f["report"].as_str().unwrap());
+        let md = std::fs::read_to_string(&page).unwrap();
+        assert!(
+            md.starts_with(&format!("# {} invalid", target.property)),
+            "{}",
+            page.display()
+        );
+    }
 }
