@@ -62,6 +62,12 @@ enum Cmd {
     /// when a stated class is refuted. With --seed, --method, --fault and --policy: one run,
     /// every frame in and out.
     Matrix(MatrixArgs),
+    /// Serve a model Agent (stored, in-memory, adapter; a mutant with --mutant) as a real
+    /// process: ACP v2 over stdio, its sessions in --store DIR.
+    Agent(crate::stdio_agent::AgentArgs),
+    /// Probe a real ACP Agent process (`-- COMMAND ARGS...` or --profile) through black-box
+    /// traces, N runs each, and judge every run with the checkers: outcome rates, not seeds.
+    Probe(crate::probe::ProbeArgs),
 }
 
 /// What `acp-chaos list` prints.
@@ -391,6 +397,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Some(Cmd::Shrink(a)) => shrink(&a),
         Some(Cmd::Matrix(a)) => matrix(&a),
         Some(Cmd::Merge(a)) => merge(&a),
+        Some(Cmd::Agent(a)) => Ok(crate::stdio_agent::main(&a)),
+        Some(Cmd::Probe(a)) => Ok(crate::probe::main(&a)),
         Some(Cmd::Audit { json }) => {
             let rows = crate::audit::audit();
             if json {

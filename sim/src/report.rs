@@ -170,7 +170,7 @@ fn frame_label(frame: &Value, method_of: Option<&str>, submission: Option<u64>) 
     };
     let id = obj.get("id").map(|i| i.to_string());
     if let Some(m) = obj.get("method").and_then(Value::as_str) {
-        let p = &obj["params"];
+        let p = obj.get("params").unwrap_or(&Value::Null);
         let mut label = match m {
             "session/update" => {
                 let u = &p["update"];
@@ -216,7 +216,7 @@ fn frame_label(frame: &Value, method_of: Option<&str>, submission: Option<u64>) 
             true,
         );
     }
-    let r = &obj["result"];
+    let r = obj.get("result").unwrap_or(&Value::Null);
     let body = if let Some(m) = r.get("messageId") {
         format!("messageId {}", m.as_str().unwrap_or("?"))
     } else if let Some(s) = r.get("sessionId") {

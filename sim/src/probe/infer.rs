@@ -1,0 +1,440 @@
+//! From what the probe saw to a history the simulator's checkers read.
+//!
+//! The probe records the Client's side and every frame directly (`user`, `client`, `net`,
+//! `nemesis`, `world` ops, times in wall ms since the run started). A real Agent is a black
+//! box, so the Agent-side ops the checkers read ([`crate::check::Facts::of`]) are inferred
+//! from observations and marked `"inferred": true`:
+//!
+//! - `insert` + `visible` for every user message the Agent showed (a `user_message` or
+//!   `user_message_chunk` update, live or replayed, or a `{messageId}` answer), placed at its
+//!   first sighting. Its submission comes from the marker in its text (every input carries a
+//!   unique one), else from the attempt answered with it. Its attempt is the one answered
+//!   with its messageId, else the latest attempt of that input still unanswered when it was
+//!   first seen, else the latest one answered with an error (an Agent that inserts and then
+//!   answers an error breaks A2: P4).
+//! - `recover` at each start: boot 1 holds nothing (a fresh `HOME`); after a restart,
+//!   `retained` is what the first `session/resume` with replay on that process replayed
+//!   (`null`, "not reported", if none did). P1 tells a retained message from a lost one by
+//!   it, P11 finds an acknowledged message a restart lost.
+//! - `activate` at each successful `session/new` or `session/resume`.
+//! - `withdraw` at each `-32800` answer to a keyed prompt: the Agent withdrew that prompt, so
+//!   every other pending attempt of its key must get `-32800` too (A5, P6).
+//!
+//! [`x4_resume_order`] is the probe's own checker of X4's order.
+
+use std::collections::BTreeMap;
+
+use indexmap::IndexMap;
+use serde_json::{json, Value};
+
+use super::driver::RawOp;
+use crate::check::{Status, Verdict};
+use crate::history::{History, Op, OpType};
+use crate::models::rpc::code;
+use crate::models::Party;
+
+/// Which input a marker names.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Owner {
+    Sub(u64),
+    Raw(u64),
+}
+
+#[derive(Debug, Default)]
+struct Msg {
+    first: usize,
+    session: Option<String>,
+    text: String,
+    how: &'static str,
+}
+
+/// The history of one run: the recorded ops with the inferred Agent ops placed among them.
+pub fn build(header: Value, raw: &[RawOp]) -> History {
+    let mut extra: BTreeMap<usize, Vec<(&'static str, Value)>> = BTreeMap::new();
+    let mut add = |at: usize, f: &'static str, mut v: Value| {
+        v["inferred"] = true.into();
+        extra.entry(at).or_default().push((f, v));
+    };
+    let mut markers: Vec<(String, Owner)> = Vec::new();
+    // (conn, id) → (owner, key, raw index) for every prompt attempt and raw probe.
+    let mut attempts: BTreeMap<(u64, u64), (Owner, Value, usize)> = BTreeMap::new();
+    let mut by_owner: BTreeMap<u64, Vec<(u64, u64)>> = BTreeMap::new();
+    let mut requests: BTreeMap<(u64, u64), (String, Value, usize)> = BTreeMap::new();
+    let mut ok: BTreeMap<(u64, u64), (String, usize)> = BTreeMap::new();
+    let mut err: BTreeMap<(u64, u64), (i64, usize)> = BTreeMap::new();
+    let mut msgs: IndexMap<String, Msg> = IndexMap::new();
+    let mut opens: BTreeMap<u64, usize> = BTreeMap::new();
+    // conn → the first resume with replay on it: (id, session, messageIds replayed, answer).
+    let mut replays: BTreeMap<u64, (u64, String, Vec<String>, Option<bool>)> = BTreeMap::new();
+    // Cancels the Client sent: (conn, request id) by `$/cancel_request`; (conn, session) by
+    // `session/cancel`.
+    let mut cancel_requests: BTreeMap<(u64, u64), usize> = BTreeMap::new();
+    let mut stops: BTreeMap<(u64, String), usize> = BTreeMap::new();
+    for (i, op) in raw.iter().enumerate() {
+        let v = &op.value;
+        match (op.process, op.f.as_str()) {
+            ("user", "submit") => {
+                if let (Some(m), Some(n)) = (v["marker"].as_str(), v["submission"].as_u64()) {
+                    markers.push((m.to_string(), Owner::Sub(n)));
+                }
+            }
+            ("client", "attempt") => {
+                if let (Some(c), Some(id), Some(n)) =
+                    (v["conn"].as_u64(), v["id"].as_u64(), v["submission"].as_u64())
+                {
+                    attempts.insert((c, id), (Owner::Sub(n), v["key"].clone(), i));
+                    by_owner.entry(n).or_default().push((c, id));
+                }
+            }
+            ("client", "raw-sent") => {
+                if let (Some(c), Some(id), Some(n)) =
+                    (v["conn"].as_u64(), v["id"].as_u64(), v["n"].as_u64())
+                {
+                    let key = serde_json::from_str::<Value>(v["line"].as_str().unwrap_or(""))
+                        .map(|f| f["params"]["idempotencyKey"].clone())
+                        .unwrap_or(Value::Null);
+                    attempts.insert((c, id), (Owner::Raw(n), key, i));
+                    if let Some(m) = v["marker"].as_str() {
+                        markers.push((m.to_string(), Owner::Raw(n)));
+                    }
+                }
+            }
+            ("net", "conn-open") => {
+                if let Some(c) = v["conn"].as_u64() {
+                    opens.insert(c, i);
+                }
+            }
+            ("net", "send") if v["from"] == "client" => {
+                let fr = &v["frame"];
+                let conn = v["conn"].as_u64().unwrap_or(0);
+                if let Some(rid) = fr["params"]["requestId"].as_u64() {
+                    if fr["method"] == "$/cancel_request" {
+                        cancel_requests.entry((conn, rid)).or_insert(i);
+                    }
+                }
+                if fr["method"] == "session/cancel" {
+                    let sid = fr["params"]["sessionId"].as_str().unwrap_or("").to_string();
+                    stops.entry((conn, sid)).or_insert(i);
+                }
+                if let (Some(m), Some(id)) = (fr["method"].as_str(), fr["id"].as_u64()) {
+                    requests.insert((conn, id), (m.to_string(), fr["params"].clone(), i));
+                    if m == "session/resume" && fr["params"]["replayFrom"].is_object() {
+                        let sid = fr["params"]["sessionId"].as_str().unwrap_or("").to_string();
+                        replays.entry(conn).or_insert((id, sid, Vec::new(), None));
+                    }
+                }
+            }
+            ("net", "send") if v["from"] == "agent" => {
+                let fr = &v["frame"];
+                let conn = v["conn"].as_u64().unwrap_or(0);
+                if fr.get("method").is_none() {
+                    let Some(id) = fr["id"].as_u64() else { continue };
+                    let Some((method, params, _)) = requests.get(&(conn, id)).cloned() else {
+                        continue;
+                    };
+                    let success = fr.get("result").is_some() && fr.get("error").is_none();
+                    match method.as_str() {
+                        "session/prompt" => {
+                            let sid = params["sessionId"].as_str().map(str::to_string);
+                            if let Some(m) = fr["result"]["messageId"].as_str() {
+                                ok.entry((conn, id)).or_insert((m.to_string(), i));
+                                let e = msgs.entry(m.to_string()).or_insert_with(|| Msg {
+                                    first: i,
+                                    how: "answer",
+                                    ..Msg::default()
+                                });
+                                if e.session.is_none() {
+                                    e.session = sid;
+                                }
+                            } else if let Some(c) = fr["error"]["code"].as_i64() {
+                                err.entry((conn, id)).or_insert((c, i));
+                                let key = attempts.get(&(conn, id)).map(|a| a.1.clone());
+                                if let (code::REQUEST_CANCELLED, Some(Value::String(k))) =
+                                    (c, key)
+                                {
+                                    // Which cancel withdrew it: one naming this request, else
+                                    // a stop the Client sent for its session on this
+                                    // connection (the inference P6's A6 clause reads).
+                                    let stop = sid
+                                        .as_ref()
+                                        .and_then(|s| stops.get(&(conn, s.clone())));
+                                    let by = if cancel_requests.contains_key(&(conn, id)) {
+                                        "$/cancel_request"
+                                    } else if stop.is_some() {
+                                        "session/cancel"
+                                    } else {
+                                        "-32800 answer"
+                                    };
+                                    add(
+                                        i,
+                                        "withdraw",
+                                        json!({"session": sid, "conn": conn, "id": id, "key": k, "by": by}),
+                                    );
+                                }
+                            }
+                        }
+                        "session/new" if success => {
+                            if let Some(s) = fr["result"]["sessionId"].as_str() {
+                                add(i, "activate", json!({"session": s, "conn": conn}));
+                            }
+                        }
+                        "session/resume" => {
+                            let s = params["sessionId"].as_str().unwrap_or("").to_string();
+                            if success {
+                                add(i, "activate", json!({"session": s, "conn": conn}));
+                            }
+                            if let Some(r) = replays.get_mut(&conn) {
+                                if r.0 == id && r.3.is_none() {
+                                    r.3 = Some(success);
+                                }
+                            }
+                        }
+                        _ => {}
+                    }
+                } else if fr["method"] == "session/update" {
+                    let u = &fr["params"]["update"];
+                    let kind = u["sessionUpdate"].as_str().unwrap_or("");
+                    if kind != "user_message" && kind != "user_message_chunk" {
+                        continue;
+                    }
+                    let Some(m) = u["messageId"].as_str() else {
+                        continue;
+                    };
+                    let sid = fr["params"]["sessionId"].as_str().map(str::to_string);
+                    if let Some(r) = replays.get_mut(&conn) {
+                        if r.3.is_none() && !r.2.iter().any(|x| x == m) {
+                            r.2.push(m.to_string());
+                        }
+                    }
+                    let e = msgs.entry(m.to_string()).or_insert_with(|| Msg {
+                        first: i,
+                        how: "update",
+                        ..Msg::default()
+                    });
+                    if e.session.is_none() {
+                        e.session = sid;
+                    }
+                    text_of(&u["content"], &mut e.text);
+                }
+            }
+            _ => {}
+        }
+    }
+    // Starts: boot 1 had a fresh HOME; later boots kept what their first replay showed.
+    for (conn, at) in &opens {
+        let retained = if *conn == 1 {
+            json!({})
+        } else {
+            match replays.get(conn) {
+                Some((_, sid, ids, Some(true))) => json!({ sid.clone(): ids }),
+                Some((_, _, _, Some(false))) => json!({}),
+                _ => Value::Null,
+            }
+        };
+        add(
+            *at,
+            "recover",
+            json!({"boot": conn, "retained": retained, "from": if *conn == 1 { "a fresh HOME" } else { "the first session/resume with replay of this process" }}),
+        );
+    }
+    // Insertions, at first sighting.
+    for (mid, m) in &msgs {
+        let owner = markers
+            .iter()
+            .find(|(mk, _)| m.text.contains(mk.as_str()))
+            .map(|(_, o)| *o)
+            .or_else(|| {
+                ok.iter()
+                    .find(|(_, (x, _))| x == mid)
+                    .and_then(|(a, _)| attempts.get(a))
+                    .map(|a| a.0)
+            });
+        let attempt = match owner {
+            None => continue,
+            Some(Owner::Raw(n)) => attempts
+                .iter()
+                .find(|(_, a)| a.0 == Owner::Raw(n))
+                .map(|(k, _)| *k),
+            Some(Owner::Sub(n)) => {
+                let all = by_owner.get(&n).cloned().unwrap_or_default();
+                let before: Vec<(u64, u64)> = all
+                    .iter()
+                    .copied()
+                    .filter(|a| attempts[a].2 < m.first)
+                    .collect();
+                let answered_with = |a: &(u64, u64)| ok.get(a).is_some_and(|(x, _)| x == mid);
+                let open_then = |a: &(u64, u64)| {
+                    ok.get(a).is_none_or(|(_, at)| *at >= m.first)
+                        && err.get(a).is_none_or(|(_, at)| *at >= m.first)
+                };
+                before
+                    .iter()
+                    .find(|a| answered_with(a))
+                    .or_else(|| before.iter().rev().find(|a| open_then(a)))
+                    .or_else(|| before.iter().rev().find(|a| err.contains_key(a)))
+                    .or_else(|| all.iter().find(|a| answered_with(a)))
+                    .copied()
+            }
+        };
+        let Some(a) = attempt else { continue };
+        let key = attempts.get(&a).map(|x| x.1.clone()).unwrap_or(Value::Null);
+        let key = if key.is_string() { key } else { Value::Null };
+        let session = m.session.clone().or_else(|| {
+            requests
+                .get(&a)
+                .and_then(|r| r.1["sessionId"].as_str().map(str::to_string))
+        });
+        add(
+            m.first,
+            "insert",
+            json!({"session": session, "messageId": mid, "key": key, "conn": a.0, "id": a.1,
+                   "mode": "direct", "live_only": false, "seen_in": m.how}),
+        );
+        add(
+            m.first,
+            "visible",
+            json!({"session": session, "messageId": mid}),
+        );
+    }
+    let mut ops = Vec::with_capacity(raw.len() + extra.len() * 2);
+    let mut push = |time_ms: u64, process: &str, kind: OpType, f: &str, value: Value| {
+        let index = ops.len();
+        ops.push(Op {
+            index,
+            time_ms,
+            process: process.to_string(),
+            kind,
+            f: f.to_string(),
+            value,
+        });
+    };
+    for (i, op) in raw.iter().enumerate() {
+        push(op.time_ms, op.process, op.kind, &op.f, op.value.clone());
+        for (f, v) in extra.remove(&i).unwrap_or_default() {
+            push(op.time_ms, "agent", OpType::Info, f, v);
+        }
+    }
+    History { header, ops }
+}
+
+/// Append every text in a content block or array of blocks.
+fn text_of(content: &Value, out: &mut String) {
+    match content {
+        Value::Array(a) => a.iter().for_each(|b| text_of(b, out)),
+        Value::Object(o) => {
+            if let Some(t) = o.get("text").and_then(Value::as_str) {
+                out.push_str(t);
+                out.push('\n');
+            }
+        }
+        _ => {}
+    }
+}
+
+/// X4 resume order, from the frames on each connection: a `session/resume` answered with
+/// success got, before its response and for its session, with `replayFrom`: the replayed
+/// history, exactly one `replay_complete`, then a `state_update` snapshot; without it: no
+/// `replay_complete` and a `state_update` snapshot. A resume never answered on a connection
+/// that stayed open is unknown (what never came).
+pub fn x4_resume_order(h: &History) -> Verdict {
+    let mut v = Verdict {
+        property: "X4".into(),
+        status: Status::Valid,
+        rules: vec!["X4".into()],
+        witnesses: vec![],
+        fault: None,
+        party: None,
+        message: String::new(),
+    };
+    // (conn, id) → (op, session, replay, updates seen: (kind, op)).
+    type Open = (usize, String, bool, Vec<(String, usize)>);
+    let mut open: BTreeMap<(u64, u64), Open> = BTreeMap::new();
+    let mut unknown: Option<(usize, String)> = None;
+    for op in &h.ops {
+        let val = &op.value;
+        let conn = val["conn"].as_u64().unwrap_or(0);
+        match (op.process.as_str(), op.f.as_str()) {
+            ("net", "send") if val["from"] == "client" => {
+                let fr = &val["frame"];
+                if let (Some("session/resume"), Some(id)) = (fr["method"].as_str(), fr["id"].as_u64())
+                {
+                    let sid = fr["params"]["sessionId"].as_str().unwrap_or("").to_string();
+                    let replay = fr["params"]["replayFrom"].is_object();
+                    open.insert((conn, id), (op.index, sid, replay, Vec::new()));
+                }
+            }
+            ("net", "send") if val["from"] == "agent" => {
+                let fr = &val["frame"];
+                if fr["method"] == "session/update" {
+                    let sid = fr["params"]["sessionId"].as_str().unwrap_or("");
+                    let kind = fr["params"]["update"]["sessionUpdate"]
+                        .as_str()
+                        .unwrap_or("")
+                        .to_string();
+                    for ((c, _), o) in open.iter_mut() {
+                        if *c == conn && o.1 == sid {
+                            o.3.push((kind.clone(), op.index));
+                        }
+                    }
+                    continue;
+                }
+                let Some(id) = fr["id"].as_u64() else { continue };
+                let Some((req, sid, replay, ups)) = open.remove(&(conn, id)) else {
+                    continue;
+                };
+                if fr.get("error").is_some() {
+                    continue;
+                }
+                let rc: Vec<usize> = ups
+                    .iter()
+                    .filter(|(k, _)| k == "replay_complete")
+                    .map(|(_, i)| *i)
+                    .collect();
+                let after = rc.first().copied().unwrap_or(req);
+                let snapshot = ups.iter().any(|(k, i)| k == "state_update" && *i > after);
+                // A state_update between replayed items: a live update inside the replay. (One
+                // before the first replayed item may have crossed the request in the pipe.)
+                let first_item = ups
+                    .iter()
+                    .find(|(k, _)| k != "state_update" && k != "replay_complete")
+                    .map(|(_, i)| *i);
+                let early_state = ups.iter().find(|(k, i)| {
+                    k == "state_update"
+                        && first_item.is_some_and(|f| *i > f)
+                        && rc.first().is_some_and(|r| i < r)
+                });
+                let bad = if replay && rc.is_empty() {
+                    Some((vec![req, op.index], format!("session/resume of {sid} with replayFrom was answered (op {}) without a replay_complete", op.index)))
+                } else if replay && rc.len() > 1 {
+                    Some((vec![req, rc[0], rc[1]], format!("session/resume of {sid} got {} replay_complete updates (exactly one)", rc.len())))
+                } else if !replay && !rc.is_empty() {
+                    Some((vec![req, rc[0]], format!("session/resume of {sid} without replayFrom got a replay_complete (never without replayFrom)")))
+                } else if let (true, Some((_, i))) = (replay, early_state) {
+                    Some((vec![req, *i, rc[0]], format!("session/resume of {sid}: a state_update (op {i}) came inside the replay, before replay_complete (live updates wait during the replay)")))
+                } else if !snapshot {
+                    Some((vec![req, op.index], format!("session/resume of {sid} was answered (op {}) with no state_update snapshot {}before it", op.index, if replay { "after replay_complete and " } else { "" })))
+                } else {
+                    None
+                };
+                if let Some((w, message)) = bad {
+                    v.status = Status::Invalid;
+                    v.party = Some(Party::Agent);
+                    v.witnesses = w;
+                    v.message = message;
+                    return v;
+                }
+            }
+            (_, "conn-end") => open.retain(|k, _| k.0 != conn),
+            _ => {}
+        }
+    }
+    if let Some(((_, id), (req, sid, _, _))) = open.iter().next() {
+        unknown = Some((*req, format!("session/resume #{id} of {sid} was never answered")));
+    }
+    if let Some((w, m)) = unknown {
+        v.status = Status::Unknown;
+        v.witnesses = vec![w];
+        v.message = m;
+    }
+    v
+}

@@ -1,0 +1,339 @@
+//! `acp-chaos agent`: one of our model Agents as a real process, serving ACP v2 over stdio
+//! (newline-delimited JSON-RPC on stdin and stdout), with its stored sessions on the real file
+//! system. `acp-chaos probe` drives it like any other Agent, so `cargo test` probes the correct
+//! models (valid) and the mutants (caught) as real processes, with no npm and no network.
+//!
+//! It runs the same sans-IO [`ModelAgent`] as the simulator's Agent host (`hosts::agent`),
+//! with the simulator's effects replaced by the real thing:
+//! - `Persist` appends a framed record (`models::store`: length, CRC, JSON) to
+//!   `DIR/sessions.log`; `sync: true` is `sync_all` (and a sync of `DIR` when the file is new);
+//! - `Timer` is a real timer (turns take `--turn-ms` of wall time);
+//! - `Send` writes one line on stdout; `Point` and `Effect` do nothing (a real kill comes from
+//!   outside: `acp-chaos probe` SIGKILLs the process group);
+//! - each start counts itself in `DIR/boots` (synced), so session and message ids stay unique
+//!   across restarts, as the simulator's boot counter keeps them.
+//!
+//! One process serves one connection (stdio): EOF on stdin ends it. Bad input never panics:
+//! the model answers `-32700`, `-32600`, `-32601` or `-32602`.
+
+use std::collections::BinaryHeap;
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+
+use crate::campaign::exit;
+use crate::models::agent::{AgentConfig, AgentInput, AgentModel, ModelAgent};
+use crate::models::mutant::{self, MutantKind};
+use crate::models::{store, Action, Design, DuringTurn, HeldOnDisconnect, WorkOnDisconnect};
+
+/// `acp-chaos agent` arguments.
+#[derive(Args, Debug, Clone)]
+pub struct AgentArgs {
+    /// Agent design: stored, in-memory or adapter (a cluster needs the simulator's store host).
+    #[arg(long, default_value = "stored")]
+    pub design: String,
+    /// Serve a mutant of the design (an Agent mutant, see `acp-chaos list mutants`).
+    #[arg(long)]
+    pub mutant: Option<String>,
+    /// Folder of the stored sessions (`sessions.log`) and the boot counter; created if missing.
+    /// Without it nothing is stored (every start is boot 1).
+    #[arg(long)]
+    pub store: Option<PathBuf>,
+    /// Length of a turn in wall ms: `N` or `MIN..MAX`.
+    #[arg(long, default_value = "30")]
+    pub turn_ms: String,
+    /// Chance that a turn makes a tool call.
+    #[arg(long, default_value_t = 0.0)]
+    pub tool_rate: f64,
+    /// Chance that a tool call first asks the Client with `session/request_permission`.
+    #[arg(long, default_value_t = 0.0)]
+    pub permission_rate: f64,
+    /// Fail every Nth `session/prompt` this process reads with a transient `-32603` (the
+    /// simulator's `transient-error` fault; a stand-in for a model API error). 0: never.
+    #[arg(long, default_value_t = 0)]
+    pub transient_every: u64,
+    /// Seed of turn lengths and tool choices.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+}
+
+/// Wall clock: a real process measures real time (never inside a simulated run).
+#[allow(clippy::disallowed_methods)]
+fn now() -> Instant {
+    Instant::now()
+}
+
+fn usage(msg: String) -> i32 {
+    eprintln!("error: {msg}");
+    exit::USAGE
+}
+
+/// Run the server until stdin ends. Returns the exit code.
+pub fn main(a: &AgentArgs) -> i32 {
+    let design = match a.design.as_str() {
+        "stored" => Design::Stored,
+        "in-memory" => Design::InMemory,
+        "adapter" => Design::Adapter,
+        "cluster" => {
+            return usage(
+                "`cluster` is not served as a process (its nodes share the simulator's store host); use stored, in-memory or adapter".into(),
+            )
+        }
+        d => return usage(format!("unknown design `{d}` (stored, in-memory, adapter)")),
+    };
+    let agent_mutant = match a.mutant.as_deref() {
+        None => None,
+        Some(n) => match mutant::find(n) {
+            Some(m) => match m.kind {
+                MutantKind::Agent(x) if m.designs.is_empty() || m.designs.contains(&design) => {
+                    Some(x)
+                }
+                MutantKind::Agent(_) => {
+                    return usage(format!(
+                        "mutant `{n}` does not apply to the {} design",
+                        design.as_str()
+                    ))
+                }
+                _ => return usage(format!("`{n}` is not an Agent mutant")),
+            },
+            None => return usage(format!("unknown mutant `{n}` (see `acp-chaos list mutants`)")),
+        },
+    };
+    let (turn_min, turn_max) = match parse_range(&a.turn_ms) {
+        Some(r) => r,
+        None => return usage(format!("--turn-ms `{}`: expected N or MIN..MAX", a.turn_ms)),
+    };
+    let cfg = AgentConfig {
+        design,
+        o1: HeldOnDisconnect::Keep,
+        o2: WorkOnDisconnect::Continue,
+        o4: DuringTurn::Hold,
+        turn_ms_min: turn_min,
+        turn_ms_max: turn_max,
+        tool_rate: a.tool_rate,
+        permission_rate: a.permission_rate,
+        mutant: agent_mutant,
+    };
+    match serve(cfg, a) {
+        Ok(()) => exit::VALID,
+        Err(e) => {
+            eprintln!("acp-chaos agent: {e:#}");
+            exit::USAGE
+        }
+    }
+}
+
+fn parse_range(s: &str) -> Option<(u64, u64)> {
+    match s.split_once("..") {
+        Some((a, b)) => {
+            let (a, b) = (a.trim().parse().ok()?, b.trim().trim_start_matches('=').parse().ok()?);
+            (a <= b).then_some((a, b))
+        }
+        None => s.trim().parse().ok().map(|n| (n, n)),
+    }
+}
+
+/// The store folder: `sessions.log` (framed records) and `boots` (one line per start).
+struct Disk {
+    dir: PathBuf,
+    log: Option<std::fs::File>,
+}
+
+impl Disk {
+    fn log_path(&self) -> PathBuf {
+        self.dir.join("sessions.log")
+    }
+
+    /// Count this start and read the records, cutting a torn tail.
+    fn open(dir: &Path, persists: bool) -> anyhow::Result<(Disk, u32, Vec<serde_json::Value>)> {
+        std::fs::create_dir_all(dir)?;
+        let boots = dir.join("boots");
+        let before = std::fs::read_to_string(&boots)
+            .map(|s| s.lines().count())
+            .unwrap_or(0);
+        let boot = u32::try_from(before + 1).unwrap_or(u32::MAX);
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&boots)?;
+        writeln!(f, "{boot}")?;
+        f.sync_all()?;
+        sync_dir(dir)?;
+        let disk = Disk {
+            dir: dir.to_path_buf(),
+            log: None,
+        };
+        let mut records = Vec::new();
+        let path = disk.log_path();
+        if persists && path.exists() {
+            let bytes = std::fs::read(&path)?;
+            let (recs, valid) = store::decode(&bytes);
+            if valid < bytes.len() {
+                let f = std::fs::OpenOptions::new().write(true).open(&path)?;
+                f.set_len(valid as u64)?;
+                f.sync_all()?;
+            }
+            records = recs
+                .iter()
+                .filter_map(|r| serde_json::from_slice(r).ok())
+                .collect();
+        }
+        Ok((disk, boot, records))
+    }
+
+    fn persist(&mut self, record: &serde_json::Value, sync: bool) -> anyhow::Result<()> {
+        let path = self.log_path();
+        let created = !path.exists();
+        if self.log.is_none() {
+            self.log = Some(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&path)?,
+            );
+        }
+        let f = self.log.as_mut().expect("opened above");
+        f.write_all(&store::encode(&serde_json::to_vec(record)?))?;
+        if sync {
+            f.sync_all()?;
+            if created {
+                sync_dir(&self.dir)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::File::open(dir)?.sync_all()
+}
+
+enum In {
+    Line(String),
+    Eof,
+}
+
+const CONN: u64 = 1;
+
+fn serve(cfg: AgentConfig, a: &AgentArgs) -> anyhow::Result<()> {
+    let persists = cfg.design != Design::InMemory;
+    let (mut disk, boot, records) = match &a.store {
+        Some(dir) => {
+            let (d, b, r) = Disk::open(dir, persists)?;
+            (Some(d), b, r)
+        }
+        None => (None, 1, Vec::new()),
+    };
+    let mut model = ModelAgent::recover(cfg, boot, a.seed, &records);
+    let (tx, rx) = mpsc::channel::<In>();
+    std::thread::spawn(move || {
+        let stdin = std::io::stdin();
+        let mut r = stdin.lock();
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            match r.read_until(b'\n', &mut buf) {
+                Ok(0) | Err(_) => {
+                    let _ = tx.send(In::Eof);
+                    return;
+                }
+                Ok(_) => {
+                    // Bytes that are not UTF-8 reach the model as text it cannot parse (-32700).
+                    let line = String::from_utf8_lossy(&buf).trim_end_matches(['\n', '\r']).to_string();
+                    if tx.send(In::Line(line)).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    });
+    let stdout = std::io::stdout();
+    let mut out = Vec::new();
+    // Timers: (deadline, order, id), earliest first.
+    let mut timers: BinaryHeap<std::cmp::Reverse<(Instant, u64, u64)>> = BinaryHeap::new();
+    let mut order = 0u64;
+    let mut prompts = 0u64;
+    model.handle(AgentInput::Connected(CONN), &mut out);
+    loop {
+        run(&mut out, &mut disk, &stdout, &mut timers, &mut order)?;
+        let next = timers.peek().map(|t| t.0 .0);
+        let ev = match next {
+            Some(d) => {
+                let wait = d.saturating_duration_since(now());
+                match rx.recv_timeout(wait) {
+                    Ok(ev) => Some(ev),
+                    Err(mpsc::RecvTimeoutError::Timeout) => None,
+                    Err(mpsc::RecvTimeoutError::Disconnected) => Some(In::Eof),
+                }
+            }
+            None => Some(rx.recv().unwrap_or(In::Eof)),
+        };
+        match ev {
+            None => {
+                if let Some(std::cmp::Reverse((_, _, id))) = timers.pop() {
+                    model.handle(AgentInput::Timer(id), &mut out);
+                }
+            }
+            Some(In::Line(line)) => {
+                if a.transient_every > 0 && is_prompt(&line) {
+                    prompts += 1;
+                    if prompts % a.transient_every == 0 {
+                        model.handle(AgentInput::InjectTransientError, &mut out);
+                    }
+                }
+                model.handle(AgentInput::Frame(CONN, line), &mut out);
+            }
+            Some(In::Eof) => {
+                model.handle(AgentInput::Disconnected(CONN), &mut out);
+                run(&mut out, &mut disk, &stdout, &mut timers, &mut order)?;
+                return Ok(());
+            }
+        }
+    }
+}
+
+fn is_prompt(line: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(line)
+        .is_ok_and(|v| v["method"] == "session/prompt" && v.get("id").is_some())
+}
+
+fn run(
+    out: &mut Vec<Action>,
+    disk: &mut Option<Disk>,
+    stdout: &std::io::Stdout,
+    timers: &mut BinaryHeap<std::cmp::Reverse<(Instant, u64, u64)>>,
+    order: &mut u64,
+) -> anyhow::Result<()> {
+    for a in out.drain(..) {
+        match a {
+            Action::Send { line, .. } => {
+                let mut w = stdout.lock();
+                // A reader that went away ends us at the next read of stdin.
+                let _ = w.write_all(line.as_bytes());
+                let _ = w.write_all(b"\n");
+                let _ = w.flush();
+            }
+            Action::Persist { record, sync } => {
+                if let Some(d) = disk.as_mut() {
+                    d.persist(&record, sync)?;
+                }
+            }
+            Action::Timer { id, after_ms } => {
+                *order += 1;
+                timers.push(std::cmp::Reverse((
+                    now() + Duration::from_millis(after_ms),
+                    *order,
+                    id,
+                )));
+            }
+            // A real kill comes from outside; effects are the simulator's ground truth.
+            Action::Point(_) | Action::Effect(_) => {}
+            // Not produced by the stdio designs (a cluster node's store and the Client's dials).
+            Action::Connect { .. } | Action::Close { .. } | Action::Store { .. } => {}
+        }
+    }
+    Ok(())
+}
