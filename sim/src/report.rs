@@ -1014,7 +1014,7 @@ pub struct Counterexample<'a> {
 
 fn rules_quoted(v: &Verdict) -> Vec<(String, String)> {
     let mut ids: Vec<String> = vec![v.property.clone()];
-    ids.extend(v.rules.iter().cloned());
+    ids.extend(v.rules.iter().filter(|r| **r != v.property).cloned());
     ids.iter()
         .map(|id| {
             let text = rule_text(id).unwrap_or_else(|| {

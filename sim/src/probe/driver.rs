@@ -152,7 +152,7 @@ impl Proc {
             }
             std::thread::sleep(Duration::from_millis(5));
         }
-        "still running".into()
+        "it closed its stdout but is still running".into()
     }
 
     fn stderr_text(&self) -> String {
@@ -232,6 +232,7 @@ pub struct Driver {
     /// Some start of the process answered `initialize` (a run that never got that far probed
     /// something that is not an ACP agent).
     pub initialized: bool,
+    stdin_closed: bool,
 }
 
 impl Driver {
@@ -261,6 +262,7 @@ impl Driver {
             updates: Vec::new(),
             null_answers: 0,
             initialized: false,
+            stdin_closed: false,
         }
     }
 
@@ -291,13 +293,14 @@ impl Driver {
 
     /// Whether a process is running and talking.
     pub fn alive(&self) -> bool {
-        self.proc.is_some() && self.exited.is_none()
+        self.proc.is_some() && self.exited.is_none() && !self.stdin_closed
     }
 
     /// Start the Agent (a restart when one ran before) and `initialize` it.
     pub fn start(&mut self) -> Result<(), Abort> {
         self.conn += 1;
         self.exited = None;
+        self.stdin_closed = false;
         self.sent.clear();
         if self.conn > 1 {
             self.op("nemesis", OpType::Info, "restart", json!({"host": "agent"}));
@@ -567,8 +570,9 @@ impl Driver {
                 "recv",
                 json!({"conn": conn, "from": "client", "frame": frame}),
             );
-        } else if self.exited.is_none() {
-            self.exited = Some("its stdin is closed".into());
+        } else {
+            // What it wrote before it went is still read; the pump sees its end.
+            self.stdin_closed = true;
         }
     }
 
@@ -631,9 +635,9 @@ impl Driver {
         let conn = self.conn;
         let tail = last_line(&err);
         let why = if tail.is_empty() {
-            format!("exit status {status}")
+            status.clone()
         } else {
-            format!("exit status {status}; stderr: {tail}")
+            format!("{status}; stderr: {tail}")
         };
         self.op(
             "agent",
@@ -836,7 +840,7 @@ impl Driver {
         );
         self.op_at(t, "nemesis", OpType::Info, "crash", json!({"host": "agent"}));
         for p in ["client", "agent"] {
-            self.op_at(t, p, OpType::Info, "conn-end", json!({"conn": conn}));
+            self.op_at(t, p, OpType::Info, "conn-end", json!({"conn": conn, "reason": "SIGKILL"}));
         }
         self.outstanding.retain(|k, _| k.0 != conn);
         self.exited = None;

@@ -534,7 +534,7 @@ pub fn judge(h: &History, aborted: Option<&str>) -> Vec<Verdict> {
     if let Some(why) = aborted {
         for v in out.iter_mut().filter(|v| v.status == Status::Valid) {
             v.status = Status::Unknown;
-            v.message = format!("the trace did not complete: {why}");
+            v.message = format!("{INCOMPLETE}{why}");
         }
     }
     out
@@ -604,6 +604,9 @@ fn party_word(p: Option<Party>) -> String {
     })
     .unwrap_or_else(|| "-".into())
 }
+
+/// How an aborted run's undecided verdicts begin.
+const INCOMPLETE: &str = "the trace did not complete: ";
 
 /// Folders kept per (trace, property): the first failing runs.
 const KEEP: usize = 5;
@@ -779,11 +782,10 @@ fn write_run(
     write_atomic(&dir.join("stderr.txt"), stderr.as_bytes())?;
     let retry = retry_line(a, profile, &o.trace, o.delay_ms);
     write_atomic(&dir.join("retry.txt"), format!("{retry}\n").as_bytes())?;
-    let worst = o
-        .verdicts
+    // The first invalid verdict, else the first unknown one.
+    let worst = [Status::Invalid, Status::Unknown]
         .iter()
-        .filter(|v| matches!(v.status, Status::Invalid | Status::Unknown))
-        .max_by_key(|v| v.status)
+        .find_map(|s| o.verdicts.iter().find(|v| v.status == *s))
         .cloned();
     if let Some(v) = worst {
         let scenario = format!(
@@ -879,9 +881,36 @@ pub fn table_text(s: &ProbeSummary) -> String {
         }
     }
     let mut shown: BTreeMap<(String, String), bool> = BTreeMap::new();
+    let mut aborts: BTreeMap<(String, String), bool> = BTreeMap::new();
     for f in &s.failures {
         let k = (f.trace.clone(), f.verdict.property.clone());
         if shown.insert(k.clone(), true).is_some() {
+            continue;
+        }
+        if let Some(why) = f.verdict.message.strip_prefix(INCOMPLETE) {
+            // One line per trace for a run that stopped early, not one per property.
+            if aborts
+                .insert((f.trace.clone(), why.to_string()), true)
+                .is_none()
+            {
+                let runs = s.runs.iter().filter(|r| r.trace == f.trace).count();
+                let n = s
+                    .runs
+                    .iter()
+                    .filter(|r| r.trace == f.trace && r.aborted.as_deref() == Some(why))
+                    .count();
+                out.push_str(&format!(
+                    "UNKNOWN {} (every property not broken before): {n} of {runs} runs did not complete: {why}\n  first: run {}{} after {} ms\n  retry: {}\n",
+                    f.trace,
+                    f.run,
+                    f.delay_ms.map(|d| format!(" (kill delay {d} ms)")).unwrap_or_default(),
+                    f.wall_ms,
+                    f.retry
+                ));
+                if let Some(d) = &f.folder {
+                    out.push_str(&format!("  run folder: {d}\n"));
+                }
+            }
             continue;
         }
         let c = &s.table[&f.trace][&f.verdict.property];

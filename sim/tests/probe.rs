@@ -1,0 +1,269 @@
+//! `acp-chaos probe` against our own model Agents served as real processes
+//! (`acp-chaos agent`): the correct designs are valid on every trace, mutants are caught on
+//! their property and party, and commands that are not ACP agents get `unknown` with the
+//! reason and exit 4, quickly. Real processes are not deterministic, so the assertions are
+//! about rates that are 0% or 100% for these Agents (a mutant's window that a trace always
+//! reaches), never about timing.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_acp-chaos");
+
+fn dir_of(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("acp-chaos-probe-test-{name}"))
+}
+
+fn out_dir(name: &str) -> PathBuf {
+    let d = dir_of(name);
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+/// Run `acp-chaos probe ARGS --out DIR`; returns the output, `summary.json` and wall time.
+fn probe(name: &str, args: &[&str]) -> (Output, Value, Duration) {
+    let out = out_dir(name);
+    let t0 = acp_chaos::bench::now();
+    let o = Command::new(BIN)
+        .arg("probe")
+        .args(["--out", out.to_str().unwrap()])
+        .args(args)
+        .output()
+        .unwrap();
+    let took = t0.elapsed();
+    let summary = std::fs::read_to_string(out.join("summary.json"))
+        .ok()
+        .and_then(|s| serde_json::from_str(&s).ok())
+        .unwrap_or(Value::Null);
+    (o, summary, took)
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Every (trace, property) cell with a run that was not valid.
+fn not_valid(s: &Value) -> Vec<String> {
+    let mut bad = Vec::new();
+    for (t, row) in s["table"].as_object().into_iter().flatten() {
+        for (p, c) in row.as_object().into_iter().flatten() {
+            if c["invalid"] != 0 || c["unknown"] != 0 {
+                bad.push(format!("{t} {p} {c}"));
+            }
+        }
+    }
+    bad
+}
+
+fn agent(design: &str, mutant: Option<&str>, extra: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = ["--", BIN, "agent", "--design", design, "--store", "{home}/store"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    if let Some(m) = mutant {
+        v.extend(["--mutant".to_string(), m.to_string()]);
+    }
+    v.extend(extra.iter().map(|s| s.to_string()));
+    v
+}
+
+#[test]
+fn the_stored_agent_is_valid_on_every_trace() {
+    let (o, s, took) = probe(
+        "stored",
+        &["--profile", "acp-chaos-stored", "--repeat", "2", "--timeout-ms", "3000"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(not_valid(&s).is_empty(), "{:?}", not_valid(&s));
+    let traces = s["traces"].as_array().unwrap().len();
+    assert_eq!(traces, acp_chaos::probe::traces::TRACES.len());
+    assert_eq!(s["runs"].as_array().unwrap().len(), traces * 2);
+    assert_eq!(s["deterministic"], false);
+    // The output says plainly that these are rates over real runs.
+    assert!(text(&o).contains("not deterministic"), "{}", text(&o));
+    // The kill traces reached their windows (the answer came before the kill-after-answer
+    // kill in every run).
+    assert_eq!(s["windows"]["kill-after-answer"]["answered before the kill"][0], 2);
+    eprintln!("stored: {} runs in {:.1} s", traces * 2, took.as_secs_f64());
+}
+
+#[test]
+fn the_in_memory_and_adapter_agents_are_valid_on_every_trace() {
+    for design in ["in-memory", "adapter"] {
+        let mut args = vec!["--repeat", "1", "--timeout-ms", "3000"];
+        let cmd = agent(design, None, &[]);
+        args.extend(cmd.iter().map(String::as_str));
+        let (o, s, _) = probe(design, &args);
+        assert_eq!(o.status.code(), Some(0), "{design}: {}", text(&o));
+        assert!(not_valid(&s).is_empty(), "{design}: {:?}", not_valid(&s));
+    }
+}
+
+/// Each mutant with the trace that reaches its window in every run, and flags for the Agent.
+const CAUGHT: &[(&str, &str, &[&str])] = &[
+    ("no-dedup", "retry-after-answer", &[]),
+    ("held-retry-errors", "retry-before-answer", &[]),
+    ("invalid-key-as-omitted", "key-validation", &[]),
+    ("key-in-updates", "key-privacy", &[]),
+    ("cancel-answers-one", "cancel-request", &[]),
+    ("stop-cancels-later", "session-cancel", &[]),
+    // Its bug needs a failure after insertion: every second prompt fails (transient).
+    ("error-after-insert", "key-privacy", &["--transient-every", "2"]),
+    ("keys-per-connection", "kill-after-answer", &[]),
+];
+
+#[test]
+fn mutants_are_caught_on_their_property_and_party_as_real_processes() {
+    for (m, trace, extra) in CAUGHT {
+        let want = acp_chaos::models::mutant::find(m).unwrap();
+        let mut args = vec![
+            "--trace",
+            trace,
+            "--repeat",
+            "2",
+            "--timeout-ms",
+            "1500",
+            "--retention",
+            "durable",
+        ];
+        let cmd = agent("stored", Some(m), extra);
+        args.extend(cmd.iter().map(String::as_str));
+        let (o, s, _) = probe(m, &args);
+        assert_eq!(o.status.code(), Some(1), "{m}: {}", text(&o));
+        let cell = &s["table"][trace][want.property];
+        assert_eq!(cell["invalid"], 2, "{m}: {trace} {}: {cell}", want.property);
+        let f = s["failures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["verdict"]["property"] == want.property)
+            .unwrap_or_else(|| panic!("{m}: no failure on {}", want.property));
+        assert_eq!(f["verdict"]["status"], "invalid", "{m}");
+        assert_eq!(f["verdict"]["party"], "agent", "{m}");
+        // The failing run's timing and a command that runs its trace again.
+        assert!(f["at_ms"].is_u64() && f["wall_ms"].is_u64(), "{m}: {f}");
+        let retry = f["retry"].as_str().unwrap();
+        assert!(
+            retry.starts_with(&format!("acp-chaos probe --trace {trace} "))
+                && retry.contains("--mutant")
+                && retry.contains(m),
+            "{m}: {retry}"
+        );
+        // The run folder holds the history and the report, and `check` reads the history.
+        let dir = dir_of(m).join(f["folder"].as_str().unwrap());
+        assert!(dir.join("report.md").exists(), "{m}");
+        if want.property != "X4" {
+            let c = Command::new(BIN)
+                .args(["check", dir.to_str().unwrap()])
+                .output()
+                .unwrap();
+            assert_eq!(c.status.code(), Some(1), "{m}: {}", text(&c));
+            assert!(
+                text(&c).contains(&format!("{} ", want.property)),
+                "{m}: {}",
+                text(&c)
+            );
+        }
+    }
+}
+
+#[test]
+fn commands_that_are_not_acp_agents_are_unknown_with_a_reason_and_exit_4_quickly() {
+    for (name, cmd, reason) in [
+        ("exits", vec!["true"], "exited before answering initialize"),
+        ("echoes", vec!["cat"], "echoes what it reads"),
+        ("silent", vec!["sleep", "100"], "no answer to initialize within 500 ms"),
+        ("missing", vec!["/no/such/agent"], "could not start"),
+    ] {
+        let mut args = vec!["--repeat", "3", "--timeout-ms", "500", "--"];
+        args.extend(cmd);
+        let (o, s, took) = probe(name, &args);
+        assert_eq!(o.status.code(), Some(4), "{name}: {}", text(&o));
+        assert!(text(&o).contains(reason), "{name}: {}", text(&o));
+        assert!(took < Duration::from_secs(5), "{name} took {took:?}");
+        // One run found it out; the other traces say why they were not run.
+        assert_eq!(s["runs"].as_array().unwrap().len(), 1, "{name}");
+        let not_run = s["not_run"].as_object().unwrap();
+        assert_eq!(not_run.len(), acp_chaos::probe::traces::TRACES.len() - 1);
+        assert!(not_run.values().all(|v| v.as_str().unwrap().contains(reason)));
+        assert_eq!(s["exit_code"], 4);
+    }
+}
+
+#[test]
+fn a_kill_reaches_every_process_in_the_agents_group() {
+    // A wrapper shell that leaves a child behind: SIGKILL to the group takes it too.
+    let marker = "987654";
+    let script = format!("sleep {marker} & exec {BIN} agent --design stored --store {{home}}/s");
+    let (o, _, _) = probe(
+        "group",
+        &["--trace", "kill-after-answer", "--repeat", "1", "--timeout-ms", "3000", "--", "sh", "-c", &script],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    std::thread::sleep(Duration::from_millis(100));
+    let left: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.starts_with("sleep") && c.contains(marker))
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    for args in [
+        vec!["--repeat", "1"],
+        vec!["--profile", "codex-acp"],
+        vec!["--trace", "nope", "--", "true"],
+        vec!["--repeat", "0", "--", "true"],
+        vec!["--profile", "acp-chaos-stored", "--", "true"],
+    ] {
+        let (o, _, _) = probe("usage", &args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", text(&o));
+    }
+    let o = Command::new(BIN)
+        .args(["agent", "--design", "cluster"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let o = Command::new(BIN)
+        .args(["agent", "--mutant", "proxy-drops-key"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn the_stdio_agent_answers_bad_input_with_json_rpc_errors_and_exits_at_eof() {
+    use std::io::Write;
+    let mut c = Command::new(BIN)
+        .args(["agent", "--design", "in-memory"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut w = c.stdin.take().unwrap();
+    w.write_all(b"not json\n[1]\n\xff\xfe\n{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"nope\"}\n\n")
+        .unwrap();
+    drop(w);
+    let o = c.wait_with_output().unwrap();
+    assert!(o.status.success());
+    let lines: Vec<Value> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let codes: Vec<i64> = lines
+        .iter()
+        .map(|l| l["error"]["code"].as_i64().unwrap())
+        .collect();
+    assert_eq!(codes, vec![-32700, -32600, -32700, -32601], "{lines:?}");
+}
