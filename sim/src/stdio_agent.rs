@@ -99,7 +99,11 @@ pub fn main(a: &AgentArgs) -> i32 {
                 }
                 _ => return usage(format!("`{n}` is not an Agent mutant")),
             },
-            None => return usage(format!("unknown mutant `{n}` (see `acp-chaos list mutants`)")),
+            None => {
+                return usage(format!(
+                    "unknown mutant `{n}` (see `acp-chaos list mutants`)"
+                ))
+            }
         },
     };
     let (turn_min, turn_max) = match parse_range(&a.turn_ms) {
@@ -129,7 +133,10 @@ pub fn main(a: &AgentArgs) -> i32 {
 fn parse_range(s: &str) -> Option<(u64, u64)> {
     match s.split_once("..") {
         Some((a, b)) => {
-            let (a, b) = (a.trim().parse().ok()?, b.trim().trim_start_matches('=').parse().ok()?);
+            let (a, b) = (
+                a.trim().parse().ok()?,
+                b.trim().trim_start_matches('=').parse().ok()?,
+            );
             (a <= b).then_some((a, b))
         }
         None => s.trim().parse().ok().map(|n| (n, n)),
@@ -242,7 +249,9 @@ fn serve(cfg: AgentConfig, a: &AgentArgs) -> anyhow::Result<()> {
                 }
                 Ok(_) => {
                     // Bytes that are not UTF-8 reach the model as text it cannot parse (-32700).
-                    let line = String::from_utf8_lossy(&buf).trim_end_matches(['\n', '\r']).to_string();
+                    let line = String::from_utf8_lossy(&buf)
+                        .trim_end_matches(['\n', '\r'])
+                        .to_string();
                     if tx.send(In::Line(line)).is_err() {
                         return;
                     }
@@ -255,7 +264,8 @@ fn serve(cfg: AgentConfig, a: &AgentArgs) -> anyhow::Result<()> {
     // Timers: (deadline, order, id), earliest first.
     let mut timers: BinaryHeap<std::cmp::Reverse<(Instant, u64, u64)>> = BinaryHeap::new();
     let mut order = 0u64;
-    let mut prompts = 0u64;
+    // Prompts left until the next injected transient error.
+    let mut until_error = a.transient_every;
     model.handle(AgentInput::Connected(CONN), &mut out);
     loop {
         run(&mut out, &mut disk, &stdout, &mut timers, &mut order)?;
@@ -279,8 +289,9 @@ fn serve(cfg: AgentConfig, a: &AgentArgs) -> anyhow::Result<()> {
             }
             Some(In::Line(line)) => {
                 if a.transient_every > 0 && is_prompt(&line) {
-                    prompts += 1;
-                    if prompts % a.transient_every == 0 {
+                    until_error -= 1;
+                    if until_error == 0 {
+                        until_error = a.transient_every;
                         model.handle(AgentInput::InjectTransientError, &mut out);
                     }
                 }

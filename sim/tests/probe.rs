@@ -63,10 +63,18 @@ fn not_valid(s: &Value) -> Vec<String> {
 }
 
 fn agent(design: &str, mutant: Option<&str>, extra: &[&str]) -> Vec<String> {
-    let mut v: Vec<String> = ["--", BIN, "agent", "--design", design, "--store", "{home}/store"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let mut v: Vec<String> = [
+        "--",
+        BIN,
+        "agent",
+        "--design",
+        design,
+        "--store",
+        "{home}/store",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     if let Some(m) = mutant {
         v.extend(["--mutant".to_string(), m.to_string()]);
     }
@@ -78,7 +86,14 @@ fn agent(design: &str, mutant: Option<&str>, extra: &[&str]) -> Vec<String> {
 fn the_stored_agent_is_valid_on_every_trace() {
     let (o, s, took) = probe(
         "stored",
-        &["--profile", "acp-chaos-stored", "--repeat", "2", "--timeout-ms", "3000"],
+        &[
+            "--profile",
+            "acp-chaos-stored",
+            "--repeat",
+            "2",
+            "--timeout-ms",
+            "3000",
+        ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(not_valid(&s).is_empty(), "{:?}", not_valid(&s));
@@ -90,7 +105,10 @@ fn the_stored_agent_is_valid_on_every_trace() {
     assert!(text(&o).contains("not deterministic"), "{}", text(&o));
     // The kill traces reached their windows (the answer came before the kill-after-answer
     // kill in every run).
-    assert_eq!(s["windows"]["kill-after-answer"]["answered before the kill"][0], 2);
+    assert_eq!(
+        s["windows"]["kill-after-answer"]["answered before the kill"][0],
+        2
+    );
     eprintln!("stored: {} runs in {:.1} s", traces * 2, took.as_secs_f64());
 }
 
@@ -115,7 +133,11 @@ const CAUGHT: &[(&str, &str, &[&str])] = &[
     ("cancel-answers-one", "cancel-request", &[]),
     ("stop-cancels-later", "session-cancel", &[]),
     // Its bug needs a failure after insertion: every second prompt fails (transient).
-    ("error-after-insert", "key-privacy", &["--transient-every", "2"]),
+    (
+        "error-after-insert",
+        "key-privacy",
+        &["--transient-every", "2"],
+    ),
     ("keys-per-connection", "kill-after-answer", &[]),
 ];
 
@@ -175,11 +197,39 @@ fn mutants_are_caught_on_their_property_and_party_as_real_processes() {
 }
 
 #[test]
+fn an_in_memory_agent_declared_durable_loses_messages_on_p11() {
+    let mut args = vec![
+        "--trace",
+        "kill-after-answer",
+        "--repeat",
+        "2",
+        "--timeout-ms",
+        "1500",
+        "--retention",
+        "durable",
+    ];
+    let cmd = agent("in-memory", None, &[]);
+    args.extend(cmd.iter().map(String::as_str));
+    let (o, s, _) = probe("in-memory-durable", &args);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(s["table"]["kill-after-answer"]["P11"]["invalid"], 2, "{s}");
+    let f = &s["failures"][0]["verdict"];
+    assert_eq!(
+        (f["property"].as_str(), f["party"].as_str()),
+        (Some("P11"), Some("agent"))
+    );
+}
+
+#[test]
 fn commands_that_are_not_acp_agents_are_unknown_with_a_reason_and_exit_4_quickly() {
     for (name, cmd, reason) in [
         ("exits", vec!["true"], "exited before answering initialize"),
         ("echoes", vec!["cat"], "echoes what it reads"),
-        ("silent", vec!["sleep", "100"], "no answer to initialize within 500 ms"),
+        (
+            "silent",
+            vec!["sleep", "100"],
+            "no answer to initialize within 500 ms",
+        ),
         ("missing", vec!["/no/such/agent"], "could not start"),
     ] {
         let mut args = vec!["--repeat", "3", "--timeout-ms", "500", "--"];
@@ -192,7 +242,9 @@ fn commands_that_are_not_acp_agents_are_unknown_with_a_reason_and_exit_4_quickly
         assert_eq!(s["runs"].as_array().unwrap().len(), 1, "{name}");
         let not_run = s["not_run"].as_object().unwrap();
         assert_eq!(not_run.len(), acp_chaos::probe::traces::TRACES.len() - 1);
-        assert!(not_run.values().all(|v| v.as_str().unwrap().contains(reason)));
+        assert!(not_run
+            .values()
+            .all(|v| v.as_str().unwrap().contains(reason)));
         assert_eq!(s["exit_code"], 4);
     }
 }
@@ -204,7 +256,18 @@ fn a_kill_reaches_every_process_in_the_agents_group() {
     let script = format!("sleep {marker} & exec {BIN} agent --design stored --store {{home}}/s");
     let (o, _, _) = probe(
         "group",
-        &["--trace", "kill-after-answer", "--repeat", "1", "--timeout-ms", "3000", "--", "sh", "-c", &script],
+        &[
+            "--trace",
+            "kill-after-answer",
+            "--repeat",
+            "1",
+            "--timeout-ms",
+            "3000",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     std::thread::sleep(Duration::from_millis(100));

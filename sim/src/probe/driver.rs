@@ -838,9 +838,21 @@ impl Driver {
             "crash-agent",
             json!({"fault": 0, "spec": why, "host": "agent", "signal": "SIGKILL to the process group"}),
         );
-        self.op_at(t, "nemesis", OpType::Info, "crash", json!({"host": "agent"}));
+        self.op_at(
+            t,
+            "nemesis",
+            OpType::Info,
+            "crash",
+            json!({"host": "agent"}),
+        );
         for p in ["client", "agent"] {
-            self.op_at(t, p, OpType::Info, "conn-end", json!({"conn": conn, "reason": "SIGKILL"}));
+            self.op_at(
+                t,
+                p,
+                OpType::Info,
+                "conn-end",
+                json!({"conn": conn, "reason": "SIGKILL"}),
+            );
         }
         self.outstanding.retain(|k, _| k.0 != conn);
         self.exited = None;

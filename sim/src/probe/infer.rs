@@ -79,9 +79,11 @@ pub fn build(header: Value, raw: &[RawOp]) -> History {
                 }
             }
             ("client", "attempt") => {
-                if let (Some(c), Some(id), Some(n)) =
-                    (v["conn"].as_u64(), v["id"].as_u64(), v["submission"].as_u64())
-                {
+                if let (Some(c), Some(id), Some(n)) = (
+                    v["conn"].as_u64(),
+                    v["id"].as_u64(),
+                    v["submission"].as_u64(),
+                ) {
                     attempts.insert((c, id), (Owner::Sub(n), v["key"].clone(), i));
                     by_owner.entry(n).or_default().push((c, id));
                 }
@@ -128,7 +130,9 @@ pub fn build(header: Value, raw: &[RawOp]) -> History {
                 let fr = &v["frame"];
                 let conn = v["conn"].as_u64().unwrap_or(0);
                 if fr.get("method").is_none() {
-                    let Some(id) = fr["id"].as_u64() else { continue };
+                    let Some(id) = fr["id"].as_u64() else {
+                        continue;
+                    };
                     let Some((method, params, _)) = requests.get(&(conn, id)).cloned() else {
                         continue;
                     };
@@ -149,15 +153,13 @@ pub fn build(header: Value, raw: &[RawOp]) -> History {
                             } else if let Some(c) = fr["error"]["code"].as_i64() {
                                 err.entry((conn, id)).or_insert((c, i));
                                 let key = attempts.get(&(conn, id)).map(|a| a.1.clone());
-                                if let (code::REQUEST_CANCELLED, Some(Value::String(k))) =
-                                    (c, key)
+                                if let (code::REQUEST_CANCELLED, Some(Value::String(k))) = (c, key)
                                 {
                                     // Which cancel withdrew it: one naming this request, else
                                     // a stop the Client sent for its session on this
                                     // connection (the inference P6's A6 clause reads).
-                                    let stop = sid
-                                        .as_ref()
-                                        .and_then(|s| stops.get(&(conn, s.clone())));
+                                    let stop =
+                                        sid.as_ref().and_then(|s| stops.get(&(conn, s.clone())));
                                     let by = if cancel_requests.contains_key(&(conn, id)) {
                                         "$/cancel_request"
                                     } else if stop.is_some() {
@@ -356,7 +358,8 @@ pub fn x4_resume_order(h: &History) -> Verdict {
         match (op.process.as_str(), op.f.as_str()) {
             ("net", "send") if val["from"] == "client" => {
                 let fr = &val["frame"];
-                if let (Some("session/resume"), Some(id)) = (fr["method"].as_str(), fr["id"].as_u64())
+                if let (Some("session/resume"), Some(id)) =
+                    (fr["method"].as_str(), fr["id"].as_u64())
                 {
                     let sid = fr["params"]["sessionId"].as_str().unwrap_or("").to_string();
                     let replay = fr["params"]["replayFrom"].is_object();
@@ -378,7 +381,9 @@ pub fn x4_resume_order(h: &History) -> Verdict {
                     }
                     continue;
                 }
-                let Some(id) = fr["id"].as_u64() else { continue };
+                let Some(id) = fr["id"].as_u64() else {
+                    continue;
+                };
                 let Some((req, sid, replay, ups)) = open.remove(&(conn, id)) else {
                     continue;
                 };
@@ -406,7 +411,13 @@ pub fn x4_resume_order(h: &History) -> Verdict {
                 let bad = if replay && rc.is_empty() {
                     Some((vec![req, op.index], format!("session/resume of {sid} with replayFrom was answered (op {}) without a replay_complete", op.index)))
                 } else if replay && rc.len() > 1 {
-                    Some((vec![req, rc[0], rc[1]], format!("session/resume of {sid} got {} replay_complete updates (exactly one)", rc.len())))
+                    Some((
+                        vec![req, rc[0], rc[1]],
+                        format!(
+                            "session/resume of {sid} got {} replay_complete updates (exactly one)",
+                            rc.len()
+                        ),
+                    ))
                 } else if !replay && !rc.is_empty() {
                     Some((vec![req, rc[0]], format!("session/resume of {sid} without replayFrom got a replay_complete (never without replayFrom)")))
                 } else if let (true, Some((_, i))) = (replay, early_state) {
@@ -429,7 +440,10 @@ pub fn x4_resume_order(h: &History) -> Verdict {
         }
     }
     if let Some(((_, id), (req, sid, _, _))) = open.iter().next() {
-        unknown = Some((*req, format!("session/resume #{id} of {sid} was never answered")));
+        unknown = Some((
+            *req,
+            format!("session/resume #{id} of {sid} was never answered"),
+        ));
     }
     if let Some((w, m)) = unknown {
         v.status = Status::Unknown;
@@ -437,4 +451,172 @@ pub fn x4_resume_order(h: &History) -> Verdict {
         v.message = m;
     }
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(process: &'static str, f: &str, value: Value) -> RawOp {
+        RawOp {
+            time_ms: 0,
+            process,
+            kind: OpType::Info,
+            f: f.into(),
+            value,
+        }
+    }
+
+    fn from_client(frame: Value) -> RawOp {
+        op(
+            "net",
+            "send",
+            json!({"conn": 1, "from": "client", "frame": frame}),
+        )
+    }
+
+    fn from_agent(frame: Value) -> RawOp {
+        op(
+            "net",
+            "send",
+            json!({"conn": 1, "from": "agent", "frame": frame}),
+        )
+    }
+
+    fn update(kind: &str) -> RawOp {
+        from_agent(
+            json!({"jsonrpc": "2.0", "method": "session/update", "params": {
+            "sessionId": "s", "update": {"sessionUpdate": kind, "messageId": "m1", "state": "idle"}}}),
+        )
+    }
+
+    fn resume(replay: bool, updates: &[&str]) -> Verdict {
+        let mut params = json!({"sessionId": "s", "cwd": "/w", "mcpServers": []});
+        if replay {
+            params["replayFrom"] = json!({"type": "start"});
+        }
+        let mut raw = vec![
+            op("net", "conn-open", json!({"conn": 1})),
+            from_client(
+                json!({"jsonrpc": "2.0", "id": 5, "method": "session/resume", "params": params}),
+            ),
+        ];
+        raw.extend(updates.iter().map(|u| update(u)));
+        raw.push(from_agent(json!({"jsonrpc": "2.0", "id": 5, "result": {}})));
+        x4_resume_order(&build(json!({}), &raw))
+    }
+
+    #[test]
+    fn x4_judges_the_order_of_a_resume() {
+        let ok = resume(true, &["user_message", "replay_complete", "state_update"]);
+        assert_eq!(ok.status, Status::Valid, "{}", ok.message);
+        assert_eq!(resume(false, &["state_update"]).status, Status::Valid);
+        for (replay, ups, why) in [
+            (
+                true,
+                &["user_message", "state_update"][..],
+                "without a replay_complete",
+            ),
+            (
+                true,
+                &["replay_complete", "replay_complete", "state_update"][..],
+                "exactly one",
+            ),
+            (
+                false,
+                &["replay_complete", "state_update"][..],
+                "never without replayFrom",
+            ),
+            (
+                true,
+                &[
+                    "user_message",
+                    "state_update",
+                    "replay_complete",
+                    "state_update",
+                ][..],
+                "inside the replay",
+            ),
+            (
+                true,
+                &["user_message", "replay_complete"][..],
+                "no state_update snapshot",
+            ),
+        ] {
+            let v = resume(replay, ups);
+            assert_eq!(v.status, Status::Invalid, "{ups:?}");
+            assert_eq!(v.party, Some(Party::Agent));
+            assert!(v.message.contains(why), "{ups:?}: {}", v.message);
+        }
+        // A state_update before the first replayed item may have crossed the request in the
+        // pipe: not judged.
+        let v = resume(
+            true,
+            &[
+                "state_update",
+                "user_message",
+                "replay_complete",
+                "state_update",
+            ],
+        );
+        assert_eq!(v.status, Status::Valid, "{}", v.message);
+    }
+
+    #[test]
+    fn an_error_answer_followed_by_the_prompts_message_is_an_insertion_of_that_attempt() {
+        let marker = "[probe-x-s1]";
+        let prompt = |id: u64| {
+            from_client(
+                json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt", "params": {
+                "sessionId": "s", "prompt": [{"type": "text", "text": marker}], "idempotencyKey": "k"}}),
+            )
+        };
+        let raw = vec![
+            op("net", "conn-open", json!({"conn": 1})),
+            op(
+                "user",
+                "submit",
+                json!({"submission": 1, "slot": 0, "text": marker, "marker": marker}),
+            ),
+            op(
+                "client",
+                "attempt",
+                json!({"submission": 1, "conn": 1, "id": 3, "key": "k"}),
+            ),
+            prompt(3),
+            from_agent(
+                json!({"jsonrpc": "2.0", "id": 3, "error": {"code": -32603, "message": "x"}}),
+            ),
+            from_agent(
+                json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s",
+                "update": {"sessionUpdate": "user_message", "messageId": "m1", "content": [{"type": "text", "text": marker}]}}}),
+            ),
+            op(
+                "client",
+                "attempt",
+                json!({"submission": 1, "conn": 1, "id": 4, "key": "k"}),
+            ),
+            prompt(4),
+            from_agent(json!({"jsonrpc": "2.0", "id": 4, "result": {"messageId": "m1"}})),
+        ];
+        let h = build(json!({"plan": {"retention": "durable"}}), &raw);
+        let insert = h.ops.iter().find(|o| o.f == "insert").unwrap();
+        assert_eq!(insert.value["id"], 3, "{:?}", insert.value);
+        assert_eq!(insert.value["inferred"], true);
+        let p4 = crate::check::check_all(&h)
+            .into_iter()
+            .find(|v| v.property == "P4")
+            .unwrap();
+        assert_eq!(p4.status, Status::Invalid, "{}", p4.message);
+        // Answered with the messageId: the insertion is that attempt's, and valid.
+        let mut ok = raw.clone();
+        ok[4] = from_agent(json!({"jsonrpc": "2.0", "id": 3, "result": {"messageId": "m1"}}));
+        let h = build(json!({"plan": {"retention": "durable"}}), &ok);
+        for v in crate::check::check_all(&h)
+            .iter()
+            .filter(|v| ["P1", "P3", "P4", "P6"].contains(&v.property.as_str()))
+        {
+            assert_eq!(v.status, Status::Valid, "{}: {}", v.property, v.message);
+        }
+    }
 }

@@ -112,8 +112,14 @@ pub struct Profile {
 
 /// Real agents the next step will ship profiles for (install, mock model server).
 const LATER: &[(&str, &str)] = &[
-    ("codex-acp", "npm @agentclientprotocol/codex-acp@2.6.0 and a mock OpenAI Responses server"),
-    ("claude-agent-acp", "npm @agentclientprotocol/claude-agent-acp@0.101.0 and a mock Anthropic Messages server"),
+    (
+        "codex-acp",
+        "npm @agentclientprotocol/codex-acp@2.6.0 and a mock OpenAI Responses server",
+    ),
+    (
+        "claude-agent-acp",
+        "npm @agentclientprotocol/claude-agent-acp@0.101.0 and a mock Anthropic Messages server",
+    ),
 ];
 
 impl Profile {
@@ -391,10 +397,7 @@ fn prepare_out(out: &Path) -> anyhow::Result<()> {
             let e = e.map_err(io)?;
             let name = e.file_name().to_string_lossy().into_owned();
             let run_dir = e.path().join("history.jsonl").exists() && name.contains("-run");
-            let file = matches!(
-                name.trim_end_matches(".tmp"),
-                "summary.json" | "summary.md"
-            );
+            let file = matches!(name.trim_end_matches(".tmp"), "summary.json" | "summary.md");
             if file || run_dir {
                 ours.push(e.path());
             } else {
@@ -424,10 +427,7 @@ fn fill(s: &str, home: &Path, cwd: &Path) -> String {
 /// A fresh temporary home (with its workspace folder `work/`) for one run.
 fn fresh_home(profile: &Profile) -> anyhow::Result<(PathBuf, PathBuf)> {
     let n = HOMES.fetch_add(1, Ordering::Relaxed);
-    let home = std::env::temp_dir().join(format!(
-        "acp-chaos-probe-{}-{n}",
-        std::process::id()
-    ));
+    let home = std::env::temp_dir().join(format!("acp-chaos-probe-{}-{n}", std::process::id()));
     if home.exists() {
         std::fs::remove_dir_all(&home)?;
     }
@@ -461,14 +461,15 @@ fn run_once(
     let delay = if t.sweep.is_empty() {
         None
     } else {
-        Some(
-            a.delay_ms
-                .unwrap_or(t.sweep[run as usize % t.sweep.len()]),
-        )
+        Some(a.delay_ms.unwrap_or(t.sweep[run as usize % t.sweep.len()]))
     };
     let (home, cwd) = fresh_home(profile)?;
     let launch = Launch {
-        argv: profile.command.iter().map(|s| fill(s, &home, &cwd)).collect(),
+        argv: profile
+            .command
+            .iter()
+            .map(|s| fill(s, &home, &cwd))
+            .collect(),
         env: profile
             .env
             .iter()
@@ -542,8 +543,7 @@ pub fn judge(h: &History, aborted: Option<&str>) -> Vec<Verdict> {
 
 fn shell_quote(s: &str) -> String {
     if !s.is_empty()
-        && s
-            .chars()
+        && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || "-_./=:,@{}+".contains(c))
     {
         s.to_string()
@@ -701,7 +701,11 @@ fn run(
                     Status::Unknown => c.unknown += 1,
                 }
                 if matches!(v.status, Status::Invalid | Status::Unknown) {
-                    let at_ms = v.witnesses.first().and_then(|i| h.ops.get(*i)).map(|o| o.time_ms);
+                    let at_ms = v
+                        .witnesses
+                        .first()
+                        .and_then(|i| h.ops.get(*i))
+                        .map(|o| o.time_ms);
                     summary.failures.push(Failure {
                         trace: t.name.to_string(),
                         run,
@@ -745,8 +749,16 @@ fn run(
             t0.elapsed().as_secs_f64()
         );
     }
-    let invalid = summary.table.values().flat_map(|r| r.values()).any(|c| c.invalid > 0);
-    let unknown = summary.table.values().flat_map(|r| r.values()).any(|c| c.unknown > 0)
+    let invalid = summary
+        .table
+        .values()
+        .flat_map(|r| r.values())
+        .any(|c| c.invalid > 0);
+    let unknown = summary
+        .table
+        .values()
+        .flat_map(|r| r.values())
+        .any(|c| c.unknown > 0)
         || !summary.not_run.is_empty();
     summary.exit_code = if invalid {
         exit::INVALID
@@ -756,7 +768,10 @@ fn run(
         exit::VALID
     };
     print!("{}", table_text(&summary));
-    write_atomic(&out.join("summary.json"), &serde_json::to_vec_pretty(&summary)?)?;
+    write_atomic(
+        &out.join("summary.json"),
+        &serde_json::to_vec_pretty(&summary)?,
+    )?;
     write_atomic(&out.join("summary.md"), summary_md(&summary).as_bytes())?;
     println!(
         "report: {}  exit {}",
@@ -778,7 +793,10 @@ fn write_run(
     let mut buf = Vec::new();
     h.write_jsonl(&mut buf)?;
     write_atomic(&dir.join("history.jsonl"), &buf)?;
-    write_atomic(&dir.join("verdicts.json"), &serde_json::to_vec_pretty(&o.verdicts)?)?;
+    write_atomic(
+        &dir.join("verdicts.json"),
+        &serde_json::to_vec_pretty(&o.verdicts)?,
+    )?;
     write_atomic(&dir.join("stderr.txt"), stderr.as_bytes())?;
     let retry = retry_line(a, profile, &o.trace, o.delay_ms);
     write_atomic(&dir.join("retry.txt"), format!("{retry}\n").as_bytes())?;
@@ -793,7 +811,9 @@ fn write_run(
             profile.name,
             o.trace,
             o.run,
-            o.delay_ms.map(|d| format!(" (kill delay {d} ms)")).unwrap_or_default()
+            o.delay_ms
+                .map(|d| format!(" (kill delay {d} ms)"))
+                .unwrap_or_default()
         );
         let c = crate::report::Counterexample {
             scenario: &scenario,
@@ -803,13 +823,12 @@ fn write_run(
             schedule: None,
             history: h,
         };
-        let mut md = crate::report::counterexample_md(&c)
-            .replace(
-                "Times are simulated ms.",
-                "Times are wall-clock ms since the run started: this is a real process, and the \
+        let mut md = crate::report::counterexample_md(&c).replace(
+            "Times are simulated ms.",
+            "Times are wall-clock ms since the run started: this is a real process, and the \
                  retry command runs the trace again, it does not replay this interleaving. Agent \
                  ops marked `inferred` are reconstructed from what the agent sent.",
-            );
+        );
         if !o.notes.is_empty() || o.aborted.is_some() {
             md.push_str("\n## What never came, and other remarks\n\n");
             for n in o.aborted.iter().chain(o.notes.iter()) {
@@ -859,9 +878,7 @@ pub fn table_text(s: &ProbeSummary) -> String {
     out.push('\n');
     for t in &s.traces {
         let row = s.table.get(t);
-        let runs = row
-            .and_then(|r| r.values().next())
-            .map_or(0, |c| c.runs);
+        let runs = row.and_then(|r| r.values().next()).map_or(0, |c| c.runs);
         out.push_str(&format!("{t:<22} {runs:>4}"));
         for p in PROPERTIES {
             out.push_str(&format!(" {:>5}", cell_short(row.and_then(|r| r.get(*p)))));
@@ -971,7 +988,9 @@ pub fn summary_md(s: &ProbeSummary) -> String {
     out.push_str("| trace | property | runs | valid | invalid | unknown | invalid rate | unknown rate |\n|---|---|---|---|---|---|---|---|\n");
     for t in &s.traces {
         if let Some(why) = s.not_run.get(t) {
-            out.push_str(&format!("| {t} | all | 0 | - | - | - | - | not run: {why} |\n"));
+            out.push_str(&format!(
+                "| {t} | all | 0 | - | - | - | - | not run: {why} |\n"
+            ));
             continue;
         }
         for p in PROPERTIES {
@@ -980,7 +999,11 @@ pub fn summary_md(s: &ProbeSummary) -> String {
                     "| {t} | {p} | {} | {}{} | {} | {} | {} | {} |\n",
                     c.runs,
                     c.valid,
-                    if c.finding > 0 { format!(" ({} findings)", c.finding) } else { String::new() },
+                    if c.finding > 0 {
+                        format!(" ({} findings)", c.finding)
+                    } else {
+                        String::new()
+                    },
                     c.invalid,
                     c.unknown,
                     pct(c.invalid, c.runs),

@@ -163,9 +163,7 @@ fn kill_before_answer(d: &mut Driver, delay: Option<u64>) -> Result<(), Abort> {
     d.attempt(1)?;
     // Not reading meanwhile: an answer written before the kill is read (and logged) with it.
     std::thread::sleep(Duration::from_millis(delay));
-    d.kill(&format!(
-        "SIGKILL {delay} ms after writing session/prompt"
-    ));
+    d.kill(&format!("SIGKILL {delay} ms after writing session/prompt"));
     let hit = !d.answered(1);
     d.window("killed before any answer", hit);
     d.start()?;
