@@ -73,6 +73,9 @@ pub struct ProbeArgs {
     /// Extra environment for the Agent, `KEY=VALUE` (repeatable; `{home}` is replaced).
     #[arg(long = "env")]
     pub env: Vec<String>,
+    /// Keep every run's folder (history, verdicts, stderr), not only the failing ones.
+    #[arg(long)]
+    pub keep_runs: bool,
     /// Seed of the keys and markers (runs differ by their index).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -163,11 +166,20 @@ impl Profile {
         })
     }
 
-    /// A profile for `-- COMMAND ARGS...`.
+    /// A profile for `-- COMMAND ARGS...`. A relative program path (`./agent`,
+    /// `target/release/x`) is made absolute: the Agent runs in the run's workspace folder.
     pub fn command(argv: &[String], name: Option<&str>) -> Profile {
+        let mut command = argv.to_vec();
+        if let Some(p) = command.first_mut() {
+            if p.contains('/') && Path::new(p.as_str()).is_relative() {
+                if let Ok(cwd) = std::env::current_dir() {
+                    *p = cwd.join(p.as_str()).display().to_string();
+                }
+            }
+        }
         Profile {
             name: name.map(str::to_string).unwrap_or_else(|| name_of(argv)),
-            command: argv.to_vec(),
+            command,
             env: Vec::new(),
             retention: Retention::Process,
             mock: None,
@@ -669,10 +681,11 @@ fn run(
                 .iter()
                 .filter(|v| matches!(v.status, Status::Invalid | Status::Unknown))
                 .collect();
-            let keep = failing.iter().any(|v| {
-                kept.get(&(t.name.to_string(), v.property.clone()))
-                    .is_none_or(|n| *n < KEEP)
-            });
+            let keep = a.keep_runs
+                || failing.iter().any(|v| {
+                    kept.get(&(t.name.to_string(), v.property.clone()))
+                        .is_none_or(|n| *n < KEEP)
+                });
             if keep {
                 for v in &failing {
                     *kept
