@@ -270,8 +270,16 @@ fn serve(cfg: AgentConfig, a: &AgentArgs) -> anyhow::Result<()> {
     loop {
         run(&mut out, &mut disk, &stdout, &mut timers, &mut order)?;
         let next = timers.peek().map(|t| t.0 .0);
-        let ev = match next {
-            Some(d) => {
+        // Lines already read go first: a turn's timer that fell due while the process was
+        // descheduled does not overtake a prompt that arrived before it (as on a quiet machine).
+        let ready = match rx.try_recv() {
+            Ok(ev) => Some(ev),
+            Err(mpsc::TryRecvError::Disconnected) => Some(In::Eof),
+            Err(mpsc::TryRecvError::Empty) => None,
+        };
+        let ev = match (ready, next) {
+            (Some(ev), _) => Some(ev),
+            (None, Some(d)) => {
                 let wait = d.saturating_duration_since(now());
                 match rx.recv_timeout(wait) {
                     Ok(ev) => Some(ev),
@@ -279,7 +287,7 @@ fn serve(cfg: AgentConfig, a: &AgentArgs) -> anyhow::Result<()> {
                     Err(mpsc::RecvTimeoutError::Disconnected) => Some(In::Eof),
                 }
             }
-            None => Some(rx.recv().unwrap_or(In::Eof)),
+            (None, None) => Some(rx.recv().unwrap_or(In::Eof)),
         };
         match ev {
             None => {

@@ -21,6 +21,10 @@ use serde_json::{json, Value};
 use crate::history::OpType;
 use crate::models::rpc::code;
 
+/// The process group of the Agent running now (0: none), for the Ctrl-C handler: the group
+/// is not in the terminal's foreground group, so an interrupt would not reach it.
+pub static RUNNING_GROUP: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
 /// Why a trace run could not go on (the run's properties that were not broken become
 /// `unknown` with this reason).
 pub type Abort = String;
@@ -89,6 +93,7 @@ impl Proc {
             // Its own process group: a kill reaches every child it spawned.
             .process_group(0);
         let mut child = cmd.spawn()?;
+        RUNNING_GROUP.store(child.id() as i32, std::sync::atomic::Ordering::SeqCst);
         let stdout = child.stdout.take().expect("piped");
         let mut stderr = child.stderr.take().expect("piped");
         let (tx, rx) = mpsc::channel();
@@ -142,6 +147,12 @@ impl Proc {
         unsafe {
             libc::kill(-pgid, libc::SIGKILL);
         }
+        let _ = RUNNING_GROUP.compare_exchange(
+            pgid,
+            0,
+            std::sync::atomic::Ordering::SeqCst,
+            std::sync::atomic::Ordering::SeqCst,
+        );
         let _ = self.child.wait();
     }
 

@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use clap::Args;
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::campaign::{exit, write_atomic};
 use crate::check::{self, Status, Verdict};
@@ -330,6 +330,18 @@ pub fn main(a: &ProbeArgs) -> i32 {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_IGN);
     }
+    // Ctrl-C: take the Agent's process group down with us (it is not in our foreground group).
+    let _ = ctrlc::set_handler(|| {
+        let g = driver::RUNNING_GROUP.load(std::sync::atomic::Ordering::SeqCst);
+        if g > 0 {
+            // SAFETY: kill(2) on the process group the probe created.
+            unsafe {
+                libc::kill(-g, libc::SIGKILL);
+            }
+        }
+        eprintln!("interrupted: the agent's process group was killed; no report written");
+        std::process::exit(exit::INTERRUPTED);
+    });
     let mut profile = match (&a.profile, a.command.is_empty()) {
         (Some(_), false) => return usage("give either --profile NAME or -- COMMAND, not both"),
         (None, true) => {
@@ -1069,12 +1081,4 @@ pub fn summary_md(s: &ProbeSummary) -> String {
     }
     out.push_str(&format!("\nExit code {}.\n", s.exit_code));
     out
-}
-
-/// The traces with what each checks, for `acp-chaos probe --list`-style docs and tests.
-pub fn traces_doc() -> Value {
-    traces::TRACES
-        .iter()
-        .map(|t| json!({"name": t.name, "aims": t.aims, "sweep_ms": t.sweep, "summary": t.summary}))
-        .collect()
 }
