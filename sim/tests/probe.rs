@@ -292,9 +292,23 @@ fn a_kill_reaches_every_process_in_the_agents_group() {
 
 #[test]
 fn usage_errors_exit_2() {
+    // A real-agent profile that is not installed names the install command.
+    let empty = out_dir("empty-cache");
+    std::fs::create_dir_all(&empty).unwrap();
+    let o = Command::new(BIN)
+        .env("ACP_CHAOS_CACHE", &empty)
+        .args(["probe", "--profile", "codex-acp"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("acp-chaos probe --install codex-acp"),
+        "{}",
+        text(&o)
+    );
     for args in [
         vec!["--repeat", "1"],
-        vec!["--profile", "codex-acp"],
+        vec!["--profile", "no-such-profile"],
         vec!["--trace", "nope", "--", "true"],
         vec!["--repeat", "0", "--", "true"],
         vec!["--profile", "acp-chaos-stored", "--", "true"],
@@ -338,4 +352,30 @@ fn the_stdio_agent_answers_bad_input_with_json_rpc_errors_and_exits_at_eof() {
         .map(|l| l["error"]["code"].as_i64().unwrap())
         .collect();
     assert_eq!(codes, vec![-32700, -32600, -32700, -32601], "{lines:?}");
+}
+
+/// A real agent, when its profile is installed (`acp-chaos probe --install codex-acp`): not
+/// part of the default run (it needs npm packages), run with `cargo test -- --ignored`.
+#[test]
+#[ignore = "needs an installed real-agent profile: acp-chaos probe --install codex-acp"]
+fn codex_acp_is_probed_against_the_mock_model() {
+    let (o, s, _) = probe(
+        "codex-acp",
+        &[
+            "--profile",
+            "codex-acp",
+            "--trace",
+            "retry-after-answer",
+            "--repeat",
+            "1",
+        ],
+    );
+    // codex-acp 2.6.0 inserts a retry with the same key again (README, Findings: real agents).
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(s["table"]["retry-after-answer"]["P1"]["invalid"], 1, "{s}");
+    let run = &s["runs"][0];
+    assert!(
+        run["notes"].to_string().contains("copies of submission 1"),
+        "the mock model saw the second copy: {run}"
+    );
 }

@@ -58,6 +58,9 @@ pub struct Launch {
     pub argv: Vec<String>,
     /// Extra environment (`HOME` is always the run's temporary home).
     pub env: Vec<(String, String)>,
+    /// Start from an empty environment (a real agent's profile: no model key or base URL of
+    /// the machine reaches it), then `env`.
+    pub clear_env: bool,
     /// The run's temporary home (kept across the restarts of one run).
     pub home: PathBuf,
     /// The workspace folder: the process's cwd and the sessions' `cwd`.
@@ -83,6 +86,9 @@ impl Proc {
     fn spawn(l: &Launch) -> std::io::Result<Proc> {
         use std::os::unix::process::CommandExt;
         let mut cmd = Command::new(&l.argv[0]);
+        if l.clear_env {
+            cmd.env_clear();
+        }
         cmd.args(&l.argv[1..])
             .current_dir(&l.cwd)
             .env("HOME", &l.home)
@@ -189,6 +195,8 @@ pub struct Sub {
     pub key: String,
     /// The prompt text, which holds the marker.
     pub text: String,
+    /// The marker naming it in any replay (and in what a mock model is sent).
+    pub marker: String,
     /// (connection, JSON-RPC id) of each attempt.
     pub attempts: Vec<(u64, u64)>,
     /// How it ended, once it did.
@@ -438,6 +446,7 @@ impl Driver {
             Sub {
                 key,
                 text,
+                marker: marker.clone(),
                 attempts: Vec::new(),
                 settled: None,
                 retries: 0,
@@ -1008,6 +1017,32 @@ impl Driver {
             })
             .map(|(n, _)| *n)
             .collect()
+    }
+
+    /// The mock model's oracle for each input: how many turn requests carried its marker and
+    /// the most copies of it in one request (two copies: the model was given a second
+    /// insertion). Logged as `mock model-saw` ops; a second copy is also a remark.
+    pub fn model_saw(&mut self, m: &crate::mock_model::MockModel) -> Value {
+        let mut out = serde_json::Map::new();
+        let subs: Vec<(u64, String)> = self
+            .subs
+            .iter()
+            .map(|(n, s)| (*n, s.marker.clone()))
+            .collect();
+        for (n, marker) in subs {
+            let t = m.marker_tally(&marker);
+            let v = json!({"submission": n, "marker": marker, "requests": t.requests,
+                "copies_max": t.copies_max, "turns": t.turns});
+            self.op("mock", OpType::Info, "model-saw", v.clone());
+            if t.copies_max > 1 {
+                self.notes.push(format!(
+                    "the model was sent {} copies of submission {n}'s message in one request (a second insertion reached the model)",
+                    t.copies_max
+                ));
+            }
+            out.insert(n.to_string(), v);
+        }
+        Value::Object(out)
     }
 
     /// Log an aborted run's end (nothing more will come).

@@ -44,19 +44,28 @@ pub const PROPERTIES: &[&str] = &["P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8"
 /// `acp-chaos probe` arguments.
 #[derive(Args, Debug, Clone)]
 pub struct ProbeArgs {
-    /// A built-in launch profile instead of `-- COMMAND` (`acp-chaos-stored`,
-    /// `acp-chaos-in-memory`, `acp-chaos-adapter`).
+    /// A built-in profile instead of `-- COMMAND`: our models (`acp-chaos-stored`,
+    /// `acp-chaos-in-memory`, `acp-chaos-adapter`) or an installed real agent (`codex-acp`,
+    /// `claude-agent-acp`, `opencode`), run against a mock model server.
     #[arg(long)]
     pub profile: Option<String>,
+    /// Install a real-agent profile (exact npm versions, into the cache folder) and exit.
+    #[arg(long, value_name = "PROFILE")]
+    pub install: Option<String>,
+    /// A real agent's mock model server waits this long in each turn's stream (so a kill
+    /// can land mid-turn and prompts queue behind a running turn).
+    #[arg(long, default_value_t = 0)]
+    pub mock_delay_ms: u64,
     /// Runs per trace (real processes are not deterministic: the report gives rates).
     #[arg(long, default_value_t = 3)]
     pub repeat: u32,
     /// Only these traces (repeatable; default: all).
     #[arg(long = "trace")]
     pub traces: Vec<String>,
-    /// Bound of every wait for the Agent, in ms.
-    #[arg(long, default_value_t = 10_000)]
-    pub timeout_ms: u64,
+    /// Bound of every wait for the Agent, in ms (default 10,000; a real agent's profile
+    /// its start-up time, 30 s or more).
+    #[arg(long)]
+    pub timeout_ms: Option<u64>,
     /// Pin the kill delay of the traces with a kill (default: swept over the runs).
     #[arg(long)]
     pub delay_ms: Option<u64>,
@@ -84,91 +93,83 @@ pub struct ProbeArgs {
     pub command: Vec<String>,
 }
 
-/// The model API a mock server must speak for an Agent that calls one (the real-agent step:
-/// codex-acp speaks OpenAI Responses, claude-agent-acp Anthropic Messages).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum MockApi {
-    /// `POST /v1/responses`, server-sent events.
-    OpenAiResponses,
-    /// `POST /v1/messages`, server-sent events.
-    AnthropicMessages,
-}
-
-/// How to launch one Agent: the plug-in point for real agents.
+/// What the probe runs against, and how to launch it.
 #[derive(Debug, Clone, Serialize)]
-pub struct Profile {
+pub struct Target {
     /// Name (report folder `reports/probe-<name>`).
     pub name: String,
-    /// Program and arguments; `{home}` is the run's temporary home, `{cwd}` its workspace
-    /// (and `{port}` will be the mock model server's).
+    /// Program and arguments; `{home}` is the run's temporary home, `{cwd}` its workspace.
+    /// For a real-agent profile, the launch comes from [`crate::profile::launch`] instead.
     pub command: Vec<String>,
     /// Environment on top of `HOME` (same placeholders).
     pub env: Vec<(String, String)>,
     /// The retention the Agent declares.
     pub retention: Retention,
-    /// A mock model server to start per run (not yet: the real-agent step).
-    pub mock: Option<MockApi>,
+    /// A real agent ([`crate::profile`]): each run gets its own mock model server
+    /// ([`crate::mock_model`]) and the profile's launch (cleared environment, config files
+    /// pointing at the mock) with the run's temporary home.
+    pub real: Option<&'static crate::profile::Profile>,
     /// Files written under the temporary home before the first start: (relative path,
-    /// contents with placeholders), e.g. a config pointing the Agent at the mock.
+    /// contents with placeholders).
     pub files: Vec<(String, String)>,
 }
 
-/// Real agents the next step will ship profiles for (install, mock model server).
-const LATER: &[(&str, &str)] = &[
-    (
-        "codex-acp",
-        "npm @agentclientprotocol/codex-acp@2.6.0 and a mock OpenAI Responses server",
-    ),
-    (
-        "claude-agent-acp",
-        "npm @agentclientprotocol/claude-agent-acp@0.101.0 and a mock Anthropic Messages server",
-    ),
+/// Our own model Agents as processes (`acp-chaos agent`): built-in profile names.
+pub const OURS: &[(&str, &str)] = &[
+    ("acp-chaos-stored", "stored"),
+    ("acp-chaos-in-memory", "in-memory"),
+    ("acp-chaos-adapter", "adapter"),
 ];
 
-impl Profile {
-    /// A built-in profile: our own model Agents as processes (`acp-chaos agent`).
-    pub fn builtin(name: &str) -> Result<Profile, String> {
-        let design = match name {
-            "acp-chaos-stored" => "stored",
-            "acp-chaos-in-memory" => "in-memory",
-            "acp-chaos-adapter" => "adapter",
-            other => {
-                if let Some((_, needs)) = LATER.iter().find(|(n, _)| *n == other) {
-                    return Err(format!(
-                        "profile `{other}` is not built in yet: it needs {needs} (the real-agent step); run it with `-- COMMAND` meanwhile"
-                    ));
-                }
-                return Err(format!(
-                    "unknown profile `{other}` (built in: acp-chaos-stored, acp-chaos-in-memory, acp-chaos-adapter)"
-                ));
-            }
+impl Target {
+    /// A built-in profile: our own model Agents as processes (`acp-chaos agent`), or a real
+    /// agent of [`crate::profile`] (it must be installed: `acp-chaos probe --install NAME`).
+    pub fn builtin(name: &str) -> Result<Target, String> {
+        let Some((_, design)) = OURS.iter().find(|(n, _)| *n == name) else {
+            let real = crate::profile::get(name).map_err(|_| {
+                let ours: Vec<&str> = OURS.iter().map(|(n, _)| *n).collect();
+                format!(
+                    "unknown profile `{name}` (ours: {}; real agents: {})",
+                    ours.join(", "),
+                    crate::profile::names().join(", ")
+                )
+            })?;
+            crate::profile::require_installed(real).map_err(|e| e.to_string())?;
+            return Ok(Target {
+                name: name.to_string(),
+                command: Vec::new(),
+                env: Vec::new(),
+                retention: Retention::Process,
+                real: Some(real),
+                files: Vec::new(),
+            });
         };
         let exe = std::env::current_exe()
             .map_err(|e| format!("cannot find the acp-chaos binary: {e}"))?;
-        Ok(Profile {
+        Ok(Target {
             name: name.to_string(),
             command: vec![
                 exe.display().to_string(),
                 "agent".into(),
                 "--design".into(),
-                design.into(),
+                design.to_string(),
                 "--store".into(),
                 "{home}/store".into(),
             ],
             env: Vec::new(),
-            retention: if design == "stored" {
+            retention: if *design == "stored" {
                 Retention::Durable
             } else {
                 Retention::Process
             },
-            mock: None,
+            real: None,
             files: Vec::new(),
         })
     }
 
-    /// A profile for `-- COMMAND ARGS...`. A relative program path (`./agent`,
+    /// A target for `-- COMMAND ARGS...`. A relative program path (`./agent`,
     /// `target/release/x`) is made absolute: the Agent runs in the run's workspace folder.
-    pub fn command(argv: &[String], name: Option<&str>) -> Profile {
+    pub fn command(argv: &[String], name: Option<&str>) -> Target {
         let mut command = argv.to_vec();
         if let Some(p) = command.first_mut() {
             if p.contains('/') && Path::new(p.as_str()).is_relative() {
@@ -177,13 +178,31 @@ impl Profile {
                 }
             }
         }
-        Profile {
+        Target {
             name: name.map(str::to_string).unwrap_or_else(|| name_of(argv)),
             command,
             env: Vec::new(),
             retention: Retention::Process,
-            mock: None,
+            real: None,
             files: Vec::new(),
+        }
+    }
+
+    /// What the output shows as the command.
+    fn shown(&self) -> String {
+        match self.real {
+            Some(p) => format!(
+                "profile {} ({}; {}, against a mock model server per run)",
+                p.name,
+                p.specs(),
+                p.description
+            ),
+            None => self
+                .command
+                .iter()
+                .map(|w| shell_quote(w))
+                .collect::<Vec<_>>()
+                .join(" "),
         }
     }
 }
@@ -292,8 +311,8 @@ pub struct ProbeSummary {
     pub deterministic: bool,
     /// The Agent's name.
     pub agent: String,
-    /// The launch profile.
-    pub profile: Profile,
+    /// The launch target.
+    pub target: Target,
     /// Runs per trace.
     pub repeat: u32,
     /// Bound of every wait, ms.
@@ -342,41 +361,47 @@ pub fn main(a: &ProbeArgs) -> i32 {
         eprintln!("interrupted: the agent's process group was killed; no report written");
         std::process::exit(exit::INTERRUPTED);
     });
-    let mut profile = match (&a.profile, a.command.is_empty()) {
+    if let Some(name) = &a.install {
+        return install(name);
+    }
+    let mut target = match (&a.profile, a.command.is_empty()) {
         (Some(_), false) => return usage("give either --profile NAME or -- COMMAND, not both"),
         (None, true) => {
             return usage("no agent to probe: give -- COMMAND ARGS... or --profile NAME")
         }
-        (Some(p), true) => match Profile::builtin(p) {
+        (Some(p), true) => match Target::builtin(p) {
             Ok(p) => p,
             Err(e) => return usage(&e),
         },
-        (None, false) => Profile::command(&a.command, a.name.as_deref()),
+        (None, false) => Target::command(&a.command, a.name.as_deref()),
     };
     if let Some(n) = &a.name {
-        profile.name = n.clone();
+        target.name = n.clone();
     }
     match a.retention.as_deref() {
         None => {}
-        Some("durable") => profile.retention = Retention::Durable,
-        Some("process") => profile.retention = Retention::Process,
+        Some("durable") => target.retention = Retention::Durable,
+        Some("process") => target.retention = Retention::Process,
         Some(r) => return usage(&format!("--retention `{r}`: durable or process")),
     }
     for e in &a.env {
         match e.split_once('=') {
-            Some((k, v)) if !k.is_empty() => profile.env.push((k.to_string(), v.to_string())),
+            Some((k, v)) if !k.is_empty() => target.env.push((k.to_string(), v.to_string())),
             _ => return usage(&format!("--env `{e}`: expected KEY=VALUE")),
         }
     }
     if a.repeat == 0 {
         return usage("--repeat must be at least 1");
     }
-    if a.timeout_ms == 0 {
-        return usage("--timeout-ms must be at least 1");
+    let mut a = a.clone();
+    match (a.timeout_ms, target.real) {
+        (Some(0), _) => return usage("--timeout-ms must be at least 1"),
+        (None, Some(p)) => {
+            a.timeout_ms = Some(crate::profile::startup_timeout(p).as_millis() as u64)
+        }
+        _ => {}
     }
-    if profile.mock.is_some() {
-        return usage("a mock model server is not built yet (the real-agent step)");
-    }
+    let a = &a;
     let selected: Vec<&traces::Trace> = if a.traces.is_empty() {
         traces::TRACES.iter().collect()
     } else {
@@ -398,17 +423,61 @@ pub fn main(a: &ProbeArgs) -> i32 {
     let out = a
         .out
         .clone()
-        .unwrap_or_else(|| Path::new("reports").join(format!("probe-{}", profile.name)));
+        .unwrap_or_else(|| Path::new("reports").join(format!("probe-{}", target.name)));
     if let Err(e) = prepare_out(&out) {
         return usage(&format!("{e:#}"));
     }
-    match run(a, &profile, &selected, &out) {
+    match run(a, &target, &selected, &out) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
             exit::USAGE
         }
     }
+}
+
+/// `--install NAME`: npm install of a real-agent profile into the cache folder.
+fn install(name: &str) -> i32 {
+    let p = match crate::profile::get(name) {
+        Ok(p) => p,
+        Err(e) => return usage(&e.to_string()),
+    };
+    println!(
+        "installing {} ({}) into {}",
+        p.name,
+        p.specs(),
+        p.dir().display()
+    );
+    match crate::profile::install(p) {
+        Ok(r) => {
+            println!(
+                "{} {} in {}: {:.0} MB{}",
+                r.profile,
+                if r.already {
+                    "was installed already"
+                } else {
+                    "installed"
+                },
+                r.dir.display(),
+                r.bytes as f64 / 1e6,
+                if r.already {
+                    String::new()
+                } else {
+                    format!(", {:.0} s", r.seconds)
+                }
+            );
+            exit::VALID
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            e.exit_code()
+        }
+    }
+}
+
+/// The bound of every wait, ms.
+fn wait_ms(a: &ProbeArgs) -> u64 {
+    a.timeout_ms.unwrap_or(10_000)
 }
 
 /// Clear an earlier probe report in `out` (its `summary.*` and run folders); refuse a folder
@@ -449,7 +518,7 @@ fn fill(s: &str, home: &Path, cwd: &Path) -> String {
 }
 
 /// A fresh temporary home (with its workspace folder `work/`) for one run.
-fn fresh_home(profile: &Profile) -> anyhow::Result<(PathBuf, PathBuf)> {
+fn fresh_home(target: &Target) -> anyhow::Result<(PathBuf, PathBuf)> {
     let n = HOMES.fetch_add(1, Ordering::Relaxed);
     let home = std::env::temp_dir().join(format!("acp-chaos-probe-{}-{n}", std::process::id()));
     if home.exists() {
@@ -457,7 +526,7 @@ fn fresh_home(profile: &Profile) -> anyhow::Result<(PathBuf, PathBuf)> {
     }
     let cwd = home.join("work");
     std::fs::create_dir_all(&cwd)?;
-    for (rel, text) in &profile.files {
+    for (rel, text) in &target.files {
         let p = home.join(rel);
         if let Some(d) = p.parent() {
             std::fs::create_dir_all(d)?;
@@ -478,7 +547,7 @@ fn run_seed(seed: u64, trace: &str, run: u32) -> u64 {
 /// One run of one trace: launch, drive, judge. `Err` only for the probe's own I/O.
 fn run_once(
     a: &ProbeArgs,
-    profile: &Profile,
+    target: &Target,
     t: &traces::Trace,
     run: u32,
 ) -> anyhow::Result<(RunOutcome, History, String, bool)> {
@@ -487,21 +556,51 @@ fn run_once(
     } else {
         Some(a.delay_ms.unwrap_or(t.sweep[run as usize % t.sweep.len()]))
     };
-    let (home, cwd) = fresh_home(profile)?;
-    let launch = Launch {
-        argv: profile
-            .command
-            .iter()
-            .map(|s| fill(s, &home, &cwd))
-            .collect(),
-        env: profile
-            .env
-            .iter()
-            .map(|(k, v)| (k.clone(), fill(v, &home, &cwd)))
-            .collect(),
-        home: home.clone(),
-        cwd,
-        timeout: Duration::from_millis(a.timeout_ms),
+    let (home, cwd) = fresh_home(target)?;
+    let timeout = Duration::from_millis(wait_ms(a));
+    let mut mock = None;
+    let launch = match target.real {
+        // A real agent: its own mock model server, the profile's launch in this home.
+        Some(p) => {
+            let m = crate::mock_model::MockModel::start(crate::mock_model::MockConfig {
+                delay_ms: a.mock_delay_ms,
+                ..Default::default()
+            })?;
+            let spec = crate::profile::launch(p, &home, m.port())?;
+            spec.write_files()?;
+            mock = Some(m);
+            let mut env = spec.full_env();
+            env.extend(
+                target
+                    .env
+                    .iter()
+                    .map(|(k, v)| (k.clone(), fill(v, &home, &cwd))),
+            );
+            Launch {
+                argv: spec.argv(),
+                env,
+                clear_env: true,
+                home: home.clone(),
+                cwd: spec.cwd.clone(),
+                timeout,
+            }
+        }
+        None => Launch {
+            argv: target
+                .command
+                .iter()
+                .map(|s| fill(s, &home, &cwd))
+                .collect(),
+            env: target
+                .env
+                .iter()
+                .map(|(k, v)| (k.clone(), fill(v, &home, &cwd)))
+                .collect(),
+            clear_env: false,
+            home: home.clone(),
+            cwd,
+            timeout,
+        },
     };
     let mut d = Driver::new(launch, run_seed(a.seed, t.name, run));
     let result = (t.run)(&mut d, delay);
@@ -510,6 +609,12 @@ fn run_once(
     }
     d.stop();
     let wall_ms = d.ms();
+    let model = mock.map(|m| {
+        let seen = d.model_saw(&m);
+        let n = m.request_count();
+        m.shutdown();
+        json!({"requests": n, "markers": seen})
+    });
     let _ = std::fs::remove_dir_all(&home);
     let header = json!({
         "format": crate::history::FORMAT,
@@ -517,14 +622,16 @@ fn run_once(
         "seed": run,
         "mutant": null,
         "plan": {
-            "retention": match profile.retention { Retention::Durable => "durable", Retention::Process => "process" },
+            "retention": match target.retention { Retention::Durable => "durable", Retention::Process => "process" },
             "probe": {
-                "agent": profile.name,
-                "command": profile.command,
+                "agent": target.name,
+                "command": target.command,
+                "profile": target.real.map(|p| p.specs()),
+                "mock_model": model,
                 "trace": t.name,
                 "run": run,
                 "delay_ms": delay,
-                "timeout_ms": a.timeout_ms,
+                "timeout_ms": wait_ms(a),
                 "clock": "wall ms since the run started (a real process: not deterministic)",
                 "inferred": "agent ops marked inferred are reconstructed from what the agent sent",
             },
@@ -577,7 +684,7 @@ fn shell_quote(s: &str) -> String {
 }
 
 /// The command that runs one trace again, at the same delay, enough times to see a rate.
-fn retry_line(a: &ProbeArgs, profile: &Profile, trace: &str, delay: Option<u64>) -> String {
+fn retry_line(a: &ProbeArgs, target: &Target, trace: &str, delay: Option<u64>) -> String {
     let mut s = format!("acp-chaos probe --trace {trace}");
     if let Some(d) = delay {
         s.push_str(&format!(" --delay-ms {d}"));
@@ -585,10 +692,10 @@ fn retry_line(a: &ProbeArgs, profile: &Profile, trace: &str, delay: Option<u64>)
     s.push_str(&format!(
         " --repeat {} --timeout-ms {}",
         a.repeat.max(10),
-        a.timeout_ms
+        wait_ms(a)
     ));
     if a.retention.is_some() {
-        let r = match profile.retention {
+        let r = match target.retention {
             Retention::Durable => "durable",
             Retention::Process => "process",
         };
@@ -601,7 +708,7 @@ fn retry_line(a: &ProbeArgs, profile: &Profile, trace: &str, delay: Option<u64>)
         Some(p) => s.push_str(&format!(" --profile {p}")),
         None => {
             s.push_str(" --");
-            for w in &profile.command {
+            for w in &target.command {
                 s.push(' ');
                 s.push_str(&shell_quote(w));
             }
@@ -637,23 +744,18 @@ const KEEP: usize = 5;
 
 fn run(
     a: &ProbeArgs,
-    profile: &Profile,
+    target: &Target,
     selected: &[&traces::Trace],
     out: &Path,
 ) -> anyhow::Result<i32> {
     println!(
         "probe {}: {} ({} traces x {} runs, every wait bounded by {} ms, retention {})",
-        profile.name,
-        profile
-            .command
-            .iter()
-            .map(|w| shell_quote(w))
-            .collect::<Vec<_>>()
-            .join(" "),
+        target.name,
+        target.shown(),
         selected.len(),
         a.repeat,
-        a.timeout_ms,
-        match profile.retention {
+        wait_ms(a),
+        match target.retention {
             Retention::Durable => "durable",
             Retention::Process => "process",
         }
@@ -665,10 +767,10 @@ fn run(
     let mut summary = ProbeSummary {
         format: 1,
         deterministic: false,
-        agent: profile.name.clone(),
-        profile: profile.clone(),
+        agent: target.name.clone(),
+        target: target.clone(),
         repeat: a.repeat,
-        timeout_ms: a.timeout_ms,
+        timeout_ms: wait_ms(a),
         traces: selected.iter().map(|t| t.name.to_string()).collect(),
         table: BTreeMap::new(),
         windows: BTreeMap::new(),
@@ -687,7 +789,7 @@ fn run(
         }
         let t0 = driver::now();
         for run in 0..a.repeat {
-            let (mut o, h, stderr, is_fatal) = run_once(a, profile, t, run)?;
+            let (mut o, h, stderr, is_fatal) = run_once(a, target, t, run)?;
             let failing: Vec<&Verdict> = o
                 .verdicts
                 .iter()
@@ -705,7 +807,7 @@ fn run(
                         .or_default() += 1;
                 }
                 let dir = format!("{}-run{run}", t.name);
-                write_run(&out.join(&dir), a, profile, &o, &h, &stderr)?;
+                write_run(&out.join(&dir), a, target, &o, &h, &stderr)?;
                 o.folder = Some(dir);
             }
             for v in &o.verdicts {
@@ -739,7 +841,7 @@ fn run(
                         at_ms,
                         wall_ms: o.wall_ms,
                         folder: o.folder.clone(),
-                        retry: retry_line(a, profile, t.name, o.delay_ms),
+                        retry: retry_line(a, target, t.name, o.delay_ms),
                     });
                 }
             }
@@ -809,7 +911,7 @@ fn run(
 fn write_run(
     dir: &Path,
     a: &ProbeArgs,
-    profile: &Profile,
+    target: &Target,
     o: &RunOutcome,
     h: &History,
     stderr: &str,
@@ -823,7 +925,7 @@ fn write_run(
         &serde_json::to_vec_pretty(&o.verdicts)?,
     )?;
     write_atomic(&dir.join("stderr.txt"), stderr.as_bytes())?;
-    let retry = retry_line(a, profile, &o.trace, o.delay_ms);
+    let retry = retry_line(a, target, &o.trace, o.delay_ms);
     write_atomic(&dir.join("retry.txt"), format!("{retry}\n").as_bytes())?;
     // The first invalid verdict, else the first unknown one.
     let worst = [Status::Invalid, Status::Unknown]
@@ -833,7 +935,7 @@ fn write_run(
     if let Some(v) = worst {
         let scenario = format!(
             "probe {} {} run {}{}",
-            profile.name,
+            target.name,
             o.trace,
             o.run,
             o.delay_ms
@@ -994,11 +1096,11 @@ pub fn summary_md(s: &ProbeSummary) -> String {
     let mut out = String::new();
     out.push_str(&format!("# Probe of `{}`\n\n", s.agent));
     out.push_str(&format!(
-        "Command: `{}`. {} runs per trace; every wait bounded by {} ms; declared retention {}.\n\n",
-        s.profile.command.join(" "),
+        "Agent: {}. {} runs per trace; every wait bounded by {} ms; declared retention {}.\n\n",
+        s.target.shown(),
         s.repeat,
         s.timeout_ms,
-        match s.profile.retention {
+        match s.target.retention {
             Retention::Durable => "durable",
             Retention::Process => "process",
         }
