@@ -356,30 +356,43 @@ fn reference(spec: &CampaignSpec, name: &str) -> String {
 }
 
 /// Make the report folder: create it, or clear the report artefacts of an earlier campaign
-/// in it (`summary.json`, `<scenario>-<design>-seed<N>/` run folders). A folder holding
-/// anything else is refused, and nothing but our own artefacts is ever deleted.
+/// in it (`summary.json`, `summary.md`, `junit.xml`, `<scenario>-<design>-seed<N>/` run
+/// folders). A folder holding anything else is refused, and nothing but our own artefacts is
+/// ever deleted.
 pub fn prepare_out(out: &Path) -> anyhow::Result<()> {
+    prepare_folder(out, "an acp-chaos report artefact", |name, path| {
+        let run_dir = path.join("history.jsonl").exists() && name.contains("-seed");
+        let file = matches!(
+            name.trim_end_matches(".tmp"),
+            "summary.json" | "summary.md" | "junit.xml"
+        );
+        file || run_dir
+    })
+}
+
+/// Create `out`, or empty it of the entries `ours(name, path)` claims; any other entry is
+/// refused (named as not being `what`) before anything is deleted.
+pub fn prepare_folder(
+    out: &Path,
+    what: &str,
+    ours: impl Fn(&str, &Path) -> bool,
+) -> anyhow::Result<()> {
     let io = |e: std::io::Error| anyhow::anyhow!("{}: {e}", out.display());
     if out.exists() {
-        let mut ours = Vec::new();
+        let mut mine = Vec::new();
         for e in std::fs::read_dir(out).map_err(io)? {
             let e = e.map_err(io)?;
             let name = e.file_name().to_string_lossy().into_owned();
-            let run_dir = e.path().join("history.jsonl").exists() && name.contains("-seed");
-            let file = matches!(
-                name.trim_end_matches(".tmp"),
-                "summary.json" | "summary.md" | "junit.xml"
-            );
-            if file || run_dir {
-                ours.push(e.path());
+            if ours(&name, &e.path()) {
+                mine.push(e.path());
             } else {
                 anyhow::bail!(
-                    "{}: holds {name}, which is not an acp-chaos report artefact; refusing to write the report there",
+                    "{}: holds {name}, which is not {what}; refusing to write the report there",
                     out.display()
                 );
             }
         }
-        for p in ours {
+        for p in mine {
             if p.is_dir() {
                 std::fs::remove_dir_all(&p).map_err(io)?;
             } else {

@@ -27,6 +27,18 @@ pub enum Status {
     Invalid,
 }
 
+impl Status {
+    /// `valid`, `finding`, `unknown` or `invalid` (as in `summary.json`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Valid => "valid",
+            Status::Finding => "finding",
+            Status::Unknown => "unknown",
+            Status::Invalid => "invalid",
+        }
+    }
+}
+
 /// One checker's answer for one run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {

@@ -900,19 +900,10 @@ pub fn verdict_line(v: &Verdict) -> String {
     format!(
         "{} {title} {} ({party}rules {}): {}",
         v.property,
-        status_word(v.status),
+        Status::as_str(v.status),
         v.rules.join(" "),
         v.message
     )
-}
-
-fn status_word(s: Status) -> &'static str {
-    match s {
-        Status::Valid => "valid",
-        Status::Finding => "finding",
-        Status::Unknown => "unknown",
-        Status::Invalid => "invalid",
-    }
 }
 
 /// Mermaid draws a note as wide as the participants it spans and lets longer text spill over
@@ -1038,7 +1029,7 @@ pub fn counterexample_md(c: &Counterexample<'_>) -> String {
         s,
         "# {} {}: {}\n",
         c.verdict.property,
-        status_word(c.verdict.status),
+        Status::as_str(c.verdict.status),
         c.scenario
     );
     let _ = writeln!(s, "**{}**\n", verdict_line(c.verdict));
@@ -1088,14 +1079,14 @@ pub fn counterexample_html(c: &Counterexample<'_>) -> String {
         s,
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{} {} {}</title>\n<style>body{{font-family:system-ui,sans-serif;max-width:1400px;margin:2em auto;padding:0 1em;color:#222}}blockquote{{border-left:4px solid #c62828;margin:.5em 0;padding:.2em 1em;background:#fafafa}}pre{{background:#f4f4f4;padding:.8em;overflow:auto}}.verdict{{background:#ffcdd2;padding:.6em 1em;border-radius:4px}}.diagram{{overflow:auto;border:1px solid #ddd}}</style></head><body>\n",
         xml_escape(&c.verdict.property),
-        status_word(c.verdict.status),
+        Status::as_str(c.verdict.status),
         xml_escape(c.scenario)
     );
     let _ = writeln!(
         s,
         "<h1>{} {}: {}</h1>\n<p class=\"verdict\"><b>{}</b></p>\n<h2>The rules</h2>",
         xml_escape(&c.verdict.property),
-        status_word(c.verdict.status),
+        Status::as_str(c.verdict.status),
         xml_escape(c.scenario),
         xml_escape(&verdict_line(c.verdict))
     );

@@ -483,33 +483,11 @@ fn wait_ms(a: &ProbeArgs) -> u64 {
 /// Clear an earlier probe report in `out` (its `summary.*` and run folders); refuse a folder
 /// holding anything else.
 fn prepare_out(out: &Path) -> anyhow::Result<()> {
-    let io = |e: std::io::Error| anyhow::anyhow!("{}: {e}", out.display());
-    if out.exists() {
-        let mut ours = Vec::new();
-        for e in std::fs::read_dir(out).map_err(io)? {
-            let e = e.map_err(io)?;
-            let name = e.file_name().to_string_lossy().into_owned();
-            let run_dir = e.path().join("history.jsonl").exists() && name.contains("-run");
-            let file = matches!(name.trim_end_matches(".tmp"), "summary.json" | "summary.md");
-            if file || run_dir {
-                ours.push(e.path());
-            } else {
-                anyhow::bail!(
-                    "{}: holds {name}, which is not a probe report artefact; refusing to write the report there",
-                    out.display()
-                );
-            }
-        }
-        for p in ours {
-            if p.is_dir() {
-                std::fs::remove_dir_all(&p).map_err(io)?;
-            } else {
-                std::fs::remove_file(&p).map_err(io)?;
-            }
-        }
-    }
-    std::fs::create_dir_all(out).map_err(io)?;
-    Ok(())
+    crate::campaign::prepare_folder(out, "a probe report artefact", |name, path| {
+        let run_dir = path.join("history.jsonl").exists() && name.contains("-run");
+        let file = matches!(name.trim_end_matches(".tmp"), "summary.json" | "summary.md");
+        file || run_dir
+    })
 }
 
 fn fill(s: &str, home: &Path, cwd: &Path) -> String {
@@ -715,15 +693,6 @@ fn retry_line(a: &ProbeArgs, target: &Target, trace: &str, delay: Option<u64>) -
         }
     }
     s
-}
-
-fn status_word(s: Status) -> &'static str {
-    match s {
-        Status::Valid => "valid",
-        Status::Finding => "finding",
-        Status::Unknown => "unknown",
-        Status::Invalid => "invalid",
-    }
 }
 
 fn party_word(p: Option<Party>) -> String {
@@ -1064,7 +1033,7 @@ pub fn table_text(s: &ProbeSummary) -> String {
             if v.status == Status::Invalid { "FAIL" } else { "UNKNOWN" },
             f.trace,
             v.property,
-            status_word(v.status),
+            Status::as_str(v.status),
             c.invalid,
             c.runs,
             pct(c.invalid, c.runs),
@@ -1072,7 +1041,7 @@ pub fn table_text(s: &ProbeSummary) -> String {
             pct(c.unknown, c.runs),
             f.run,
             f.delay_ms.map(|d| format!(" (kill delay {d} ms)")).unwrap_or_default(),
-            status_word(v.status),
+            Status::as_str(v.status),
             party_word(v.party),
             v.rules.join(" "),
             f.at_ms.map_or("-".into(), |t| t.to_string()),
@@ -1156,7 +1125,7 @@ pub fn summary_md(s: &ProbeSummary) -> String {
                 f.run,
                 f.delay_ms.map_or("-".into(), |d| format!("{d} ms")),
                 f.verdict.property,
-                status_word(f.verdict.status),
+                Status::as_str(f.verdict.status),
                 party_word(f.verdict.party),
                 f.at_ms.map_or("-".into(), |t| t.to_string()),
                 f.wall_ms,
