@@ -1138,6 +1138,9 @@ pub fn merge(dirs: &[PathBuf], shards: &[Summary], out: &Path) -> anyhow::Result
             .or_default();
         let folder = f["folder"].as_str().map(str::to_string);
         let src = f["seed"].as_u64().and_then(shard_of);
+        // A shard shrinks its own first failure of a row × property; when that is not the
+        // campaign's first, the unsharded run keeps the plain run there: undo the shrink.
+        let unshrink = *k > 0 && f["shrunk"].is_object();
         if *k > 0 {
             if let Some(o) = f.as_object_mut() {
                 o.shift_remove("shrunk");
@@ -1146,6 +1149,9 @@ pub fn merge(dirs: &[PathBuf], shards: &[Summary], out: &Path) -> anyhow::Result
         if let (Some(dir), Some(src)) = (&folder, src) {
             if *k < m.kept_per_property {
                 copy_run_dir(&src.join(dir), &out.join(dir), src, out)?;
+                if unshrink {
+                    redraw_unshrunk(&out.join(dir), f)?;
+                }
             } else if let Some(o) = f.as_object_mut() {
                 o.shift_remove("folder");
                 o.shift_remove("report");
@@ -1175,9 +1181,79 @@ pub fn merge(dirs: &[PathBuf], shards: &[Summary], out: &Path) -> anyhow::Result
         }
         *k += 1;
     }
+    // A shard keeps pages for failures the whole campaign does not keep (its own first five):
+    // drop every property's files the merged failures do not point at.
+    let mut pages: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for f in &m.failures {
+        if let (Some(dir), Some(page)) = (f["folder"].as_str(), f["report"].as_str()) {
+            let prefix = page
+                .rsplit('/')
+                .next()
+                .unwrap_or("")
+                .trim_end_matches("report.md");
+            pages
+                .entry(dir.to_string())
+                .or_default()
+                .insert(prefix.to_string());
+        }
+    }
+    for (dir, keep) in &pages {
+        for e in std::fs::read_dir(out.join(dir))? {
+            let name = e?.file_name().to_string_lossy().into_owned();
+            let prefix = ["report.md", "report.html", "schedule.toml", "shrunk.jsonl"]
+                .iter()
+                .find_map(|b| name.strip_suffix(b));
+            if let Some(p) = prefix {
+                if !keep.contains(p) {
+                    std::fs::remove_file(out.join(dir).join(&name))?;
+                }
+            }
+        }
+    }
     m.decide();
     write_summary(out, &m)?;
     Ok(m)
+}
+
+/// In a merged run folder, drop a property's shrink (`{prefix}schedule.toml`,
+/// `{prefix}shrunk.jsonl`) and draw its page from the run itself, as the unsharded run does
+/// for a failure that is not its row × property's first.
+fn redraw_unshrunk(dir: &Path, f: &Value) -> anyhow::Result<()> {
+    let page = f["report"].as_str().unwrap_or("report.md");
+    let leaf = Path::new(page)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "report.md".into());
+    let prefix = leaf.trim_end_matches("report.md").to_string();
+    for name in ["schedule.toml", "shrunk.jsonl"] {
+        let _ = std::fs::remove_file(dir.join(format!("{prefix}{name}")));
+    }
+    let h = History::read_jsonl(&dir.join("history.jsonl"))?;
+    let verdicts: Vec<Verdict> =
+        serde_json::from_slice(&std::fs::read(dir.join("verdicts.json"))?)?;
+    let Some(v) = verdicts
+        .iter()
+        .find(|v| f["property"] == v.property.as_str())
+    else {
+        return Ok(());
+    };
+    let c = crate::report::Counterexample {
+        scenario: f["scenario"].as_str().unwrap_or(""),
+        verdict: v,
+        repro: f["repro"].as_str().unwrap_or(""),
+        shrunk: None,
+        schedule: None,
+        history: &h,
+    };
+    write_atomic(
+        &dir.join(format!("{prefix}report.md")),
+        crate::report::counterexample_md(&c).as_bytes(),
+    )?;
+    write_atomic(
+        &dir.join(format!("{prefix}report.html")),
+        crate::report::counterexample_html(&c).as_bytes(),
+    )?;
+    Ok(())
 }
 
 /// Copy one run folder from a shard's report into the merged one, pointing the paths its text

@@ -236,6 +236,19 @@ fn merged_equals_unsharded(scenarios: &[&str], mutant: Option<&str>, seeds: u64,
         if let Some(dir) = f["folder"].as_str() {
             let read = |root: &Path| std::fs::read(root.join(dir).join("history.jsonl")).unwrap();
             assert_eq!(read(&out), read(&whole.out), "{dir}");
+            // The same files, with the same text once the folder's path is the same.
+            assert_eq!(
+                listing(&out.join(dir)),
+                listing(&whole.out.join(dir)),
+                "{dir}"
+            );
+            for name in listing(&out.join(dir)) {
+                let text = |root: &Path| {
+                    String::from_utf8_lossy(&std::fs::read(root.join(dir).join(&name)).unwrap())
+                        .replace(&root.display().to_string(), "OUT")
+                };
+                assert_eq!(text(&out), text(&whole.out), "{dir}/{name}");
+            }
         }
     }
     assert_eq!(
