@@ -933,18 +933,7 @@ impl Driver {
             self.quiesce()?;
             let _ = self.resume(true);
         }
-        let pending: Vec<u64> = self
-            .subs
-            .iter()
-            .filter(|(_, s)| s.settled.is_none())
-            .map(|(n, _)| *n)
-            .collect();
-        self.op(
-            "client",
-            OpType::Info,
-            "pending-at-end",
-            json!({"submissions": pending}),
-        );
+        self.log_pending_at_end();
         let outcome = if self.outstanding.is_empty() {
             "quiescent"
         } else {
@@ -1045,8 +1034,8 @@ impl Driver {
         Value::Object(out)
     }
 
-    /// Log an aborted run's end (nothing more will come).
-    pub fn end_aborted(&mut self, why: &str) {
+    /// The Client's `pending-at-end` op: submissions not settled (P2 reads it).
+    fn log_pending_at_end(&mut self) {
         let pending: Vec<u64> = self
             .subs
             .iter()
@@ -1059,6 +1048,11 @@ impl Driver {
             "pending-at-end",
             json!({"submissions": pending}),
         );
+    }
+
+    /// Log an aborted run's end (nothing more will come).
+    pub fn end_aborted(&mut self, why: &str) {
+        self.log_pending_at_end();
         self.op(
             "world",
             OpType::Info,

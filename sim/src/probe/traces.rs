@@ -127,14 +127,20 @@ fn retry_after_answer(d: &mut Driver, _: Option<u64>) -> Result<(), Abort> {
     d.finish()
 }
 
-fn retry_before_answer(d: &mut Driver, _: Option<u64>) -> Result<(), Abort> {
+/// Submission 1 starts a turn; submission 2 and its retry follow back to back, so both arrive
+/// while that turn runs (held, if the Agent holds). Returns the JSON-RPC id of 2's first attempt.
+fn held_with_retry(d: &mut Driver) -> Result<u64, Abort> {
     open(d)?;
     d.submit(1);
     d.submit(2);
-    // Back to back: the second prompt arrives while the first one's turn runs.
     d.attempt(1)?;
+    let (_, held) = d.attempt(2)?;
     d.attempt(2)?;
-    d.attempt(2)?;
+    Ok(held)
+}
+
+fn retry_before_answer(d: &mut Driver, _: Option<u64>) -> Result<(), Abort> {
+    held_with_retry(d)?;
     d.finish()
 }
 
@@ -212,23 +218,13 @@ fn key_validation(d: &mut Driver, _: Option<u64>) -> Result<(), Abort> {
 }
 
 fn cancel_request(d: &mut Driver, _: Option<u64>) -> Result<(), Abort> {
-    open(d)?;
-    d.submit(1);
-    d.submit(2);
-    d.attempt(1)?;
-    let (_, held) = d.attempt(2)?;
-    d.attempt(2)?;
+    let held = held_with_retry(d)?;
     d.cancel_request(2, held)?;
     d.finish()
 }
 
 fn session_cancel(d: &mut Driver, _: Option<u64>) -> Result<(), Abort> {
-    open(d)?;
-    d.submit(1);
-    d.submit(2);
-    d.attempt(1)?;
-    d.attempt(2)?;
-    d.attempt(2)?;
+    held_with_retry(d)?;
     d.session_cancel(&[1, 2])?;
     let t = d.timeout();
     let idle = d.pump_until(t, |d| {
