@@ -35,7 +35,7 @@ use acp_chaos::profile::{self, LaunchSpec, Profile};
 use serde_json::{json, Value};
 
 fn now() -> Instant {
-    acp_chaos::bench::now()
+    acp_chaos::wall_clock::now()
 }
 
 struct Opts {

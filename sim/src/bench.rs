@@ -10,6 +10,7 @@ use crate::campaign;
 use crate::models::Design;
 use crate::plan::Plan;
 use crate::scenario::Scenario;
+use crate::wall_clock::now;
 use crate::world;
 
 /// Benchmark figures.
@@ -33,12 +34,6 @@ pub struct BenchReport {
     pub bare_wall_s: f64,
     /// wall_s / bare_wall_s.
     pub overhead_ratio: f64,
-}
-
-/// Wall clock for measuring commands from outside every run (never inside one).
-#[allow(clippy::disallowed_methods, clippy::disallowed_types)]
-pub fn now() -> std::time::Instant {
-    std::time::Instant::now()
 }
 
 /// Run the benchmark.

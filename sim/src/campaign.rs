@@ -9,28 +9,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::check::{self, Class, Status, Verdict, CHECKERS};
+use crate::exit;
 use crate::history::History;
 use crate::plan::Plan;
 use crate::scenario::{Expect, Scenario};
 use crate::world;
 use acp_chaos_models::Design;
-
-/// Exit codes, one table for every command.
-pub mod exit {
-    /// Every property valid (findings allowed).
-    pub const VALID: i32 = 0;
-    /// Some MUST broken.
-    pub const INVALID: i32 = 1;
-    /// Usage or input error (bad flag, malformed scenario file).
-    pub const USAGE: i32 = 2;
-    /// The same run gave two different histories.
-    pub const NONDETERMINISM: i32 = 3;
-    /// Liveness failure, unknown verdict, or a vacuous campaign.
-    pub const LIVENESS: i32 = 4;
-    /// Stopped by Ctrl-C before every run was done (the report covers the runs done), with no
-    /// failure found so far.
-    pub const INTERRUPTED: i32 = 130;
-}
 
 /// The outcome of one (scenario, design, seed).
 #[derive(Debug, Clone, Serialize)]

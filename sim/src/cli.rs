@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::campaign::{self, exit, CampaignSpec};
+use crate::campaign::{self, CampaignSpec};
 use crate::check::{self, Status, CHECKERS};
+use crate::exit;
 use crate::history::{self, History};
 use crate::models::{mutant, Design, Point};
 use crate::plan::Plan;
@@ -917,7 +918,7 @@ fn shrink(a: &ShrinkArgs) -> anyhow::Result<i32> {
         plan.raw.len()
     );
     // Wall time of the whole command, outside every run (determinism is about the runs).
-    let started = crate::bench::now();
+    let started = crate::wall_clock::now();
     let out = crate::shrink::shrink(&plan, &target)?;
     let secs = started.elapsed().as_secs_f64();
     let leaf = format!(

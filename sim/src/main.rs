@@ -1,4 +1,4 @@
-//! `acp-chaos`: the thin binary over the `acp_chaos` library. Exit codes: see `campaign::exit`.
+//! `acp-chaos`: the thin binary over the `acp_chaos` library. Exit codes: see `acp_chaos::exit`.
 
 fn main() {
     // Like other Unix tools, end quietly when the reader of stdout goes away (`| head`).

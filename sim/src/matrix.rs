@@ -778,9 +778,9 @@ pub fn run(spec: &Spec) -> Matrix {
         verdicts,
         classes,
         exit: if stated_refuted {
-            crate::campaign::exit::INVALID
+            crate::exit::INVALID
         } else {
-            crate::campaign::exit::VALID
+            crate::exit::VALID
         },
     }
 }

@@ -235,7 +235,7 @@ impl MockModel {
         let shared = Arc::new(Shared {
             delay_ms: AtomicU64::new(cfg.delay_ms),
             cfg,
-            start: crate::bench::now(),
+            start: crate::wall_clock::now(),
             in_flight: AtomicUsize::new(0),
             next_id: AtomicU64::new(1),
             inner: Mutex::new(Inner { log: Vec::new() }),
@@ -360,13 +360,13 @@ impl MockModel {
 
     /// Wait until some logged request satisfies `pred` (true) or `timeout` passes (false).
     pub fn wait_for(&self, timeout: Duration, pred: impl Fn(&RequestLog) -> bool) -> bool {
-        let deadline = crate::bench::now() + timeout;
+        let deadline = crate::wall_clock::now() + timeout;
         let mut inner = self.shared.lock();
         loop {
             if inner.log.iter().any(&pred) {
                 return true;
             }
-            let now = crate::bench::now();
+            let now = crate::wall_clock::now();
             if now >= deadline {
                 return false;
             }

@@ -379,7 +379,7 @@ pub fn install_in(profile: &Profile, dir: &Path) -> Result<InstallReport, Profil
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io_err(&stamp)(e)),
         _ => {}
     }
-    let t0 = crate::bench::now();
+    let t0 = crate::wall_clock::now();
     let out = npm_install_command(profile, dir)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -41,7 +41,7 @@ impl Progress {
         Progress {
             bar,
             total,
-            started: crate::bench::now(),
+            started: crate::wall_clock::now(),
             next_line: AtomicU64::new(total.div_ceil(10).max(1)),
         }
     }

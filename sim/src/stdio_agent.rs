@@ -24,10 +24,11 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 
-use crate::campaign::exit;
+use crate::exit;
 use crate::models::agent::{AgentConfig, AgentInput, AgentModel, ModelAgent};
 use crate::models::mutant::{self, MutantKind};
 use crate::models::{store, Action, Design, DuringTurn, HeldOnDisconnect, WorkOnDisconnect};
+use crate::wall_clock::now;
 
 /// `acp-chaos agent` arguments.
 #[derive(Args, Debug, Clone)]
@@ -58,12 +59,6 @@ pub struct AgentArgs {
     /// Seed of turn lengths and tool choices.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-}
-
-/// Wall clock: a real process measures real time (never inside a simulated run).
-#[allow(clippy::disallowed_methods)]
-fn now() -> Instant {
-    Instant::now()
 }
 
 fn usage(msg: String) -> i32 {

@@ -89,7 +89,7 @@ fn printed_repro_line_replays_the_same_verdict_and_history() {
     sp.seeds = 3;
     sp.mutant = Some("no-dedup".into());
     let summary = campaign::run(&sp).unwrap();
-    assert_eq!(summary.exit_code, campaign::exit::INVALID);
+    assert_eq!(summary.exit_code, acp_chaos::exit::INVALID);
     let f = summary
         .failures
         .iter()
@@ -106,7 +106,7 @@ fn printed_repro_line_replays_the_same_verdict_and_history() {
     );
     for _ in 0..2 {
         let (code, hash) = cli::replay_line(line, &common::scenarios_dir()).unwrap();
-        assert_eq!(code, campaign::exit::INVALID);
+        assert_eq!(code, acp_chaos::exit::INVALID);
         assert_eq!(hash, f["hash"].as_str().unwrap());
     }
 }

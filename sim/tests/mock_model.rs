@@ -347,7 +347,7 @@ fn delay_holds_turns_after_the_first_event_and_is_settable() {
         body.len()
     )
     .unwrap();
-    let t0 = acp_chaos::bench::now();
+    let t0 = acp_chaos::wall_clock::now();
     let mut buf = [0u8; 4096];
     let mut got = String::new();
     while !got.contains("message_start") {
@@ -368,7 +368,7 @@ fn delay_holds_turns_after_the_first_event_and_is_settable() {
     assert!(rest.contains("message_stop"));
     assert!(mock.wait_for(Duration::from_secs(5), |r| r.completed));
     // In flight drops to 0 once the stream is over.
-    let t = acp_chaos::bench::now();
+    let t = acp_chaos::wall_clock::now();
     while mock.in_flight() != 0 && t.elapsed() < Duration::from_secs(5) {
         std::thread::sleep(Duration::from_millis(5));
     }
@@ -387,7 +387,7 @@ fn delay_holds_turns_after_the_first_event_and_is_settable() {
     assert!(n > 0);
     drop(s);
     // hyper notices the closed connection while the stream is held and drops it.
-    let t = acp_chaos::bench::now();
+    let t = acp_chaos::wall_clock::now();
     while mock.in_flight() != 0 && t.elapsed() < Duration::from_millis(1200) {
         std::thread::sleep(Duration::from_millis(5));
     }
@@ -398,7 +398,7 @@ fn delay_holds_turns_after_the_first_event_and_is_settable() {
     // Settable at runtime; title requests are never held.
     mock.set_delay_ms(0);
     assert_eq!(mock.delay_ms(), 0);
-    let t = acp_chaos::bench::now();
+    let t = acp_chaos::wall_clock::now();
     let r = http(port, "POST", "/v1/messages", &body);
     assert!(r.body.contains("message_stop"));
     assert!(t.elapsed() < Duration::from_millis(1200));

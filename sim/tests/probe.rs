@@ -26,7 +26,7 @@ fn out_dir(name: &str) -> PathBuf {
 /// Run `acp-chaos probe ARGS --out DIR`; returns the output, `summary.json` and wall time.
 fn probe(name: &str, args: &[&str]) -> (Output, Value, Duration) {
     let out = out_dir(name);
-    let t0 = acp_chaos::bench::now();
+    let t0 = acp_chaos::wall_clock::now();
     let o = Command::new(BIN)
         .arg("probe")
         .args(["--out", out.to_str().unwrap()])

@@ -72,7 +72,7 @@ fn a_regressed_corpus_fails_the_campaign_and_names_the_file() {
         regressions: vec![r.clone(), broken],
     };
     let sum = campaign::run(&spec).unwrap();
-    assert_eq!(sum.exit_code, campaign::exit::INVALID);
+    assert_eq!(sum.exit_code, acp_chaos::exit::INVALID);
     assert_eq!(
         sum.regressions.iter().map(|o| o.ok).collect::<Vec<_>>(),
         [true, false]

@@ -20,6 +20,7 @@ use serde_json::{json, Value};
 
 use crate::history::OpType;
 use crate::models::rpc::code;
+use crate::wall_clock::now;
 
 /// The process group of the Agent running now (0: none), for the Ctrl-C handler: the group
 /// is not in the terminal's foreground group, so an interrupt would not reach it.
@@ -28,12 +29,6 @@ pub static RUNNING_GROUP: std::sync::atomic::AtomicI32 = std::sync::atomic::Atom
 /// Why a trace run could not go on (the run's properties that were not broken become
 /// `unknown` with this reason).
 pub type Abort = String;
-
-/// Wall clock: the probe measures a real process (never used inside a simulated run).
-#[allow(clippy::disallowed_methods)]
-pub fn now() -> Instant {
-    Instant::now()
-}
 
 /// One recorded op, before the agent side is inferred and the ops are numbered.
 #[derive(Debug, Clone)]

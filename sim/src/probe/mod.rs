@@ -31,8 +31,9 @@ use clap::Args;
 use serde::Serialize;
 use serde_json::json;
 
-use crate::campaign::{exit, write_atomic};
+use crate::campaign::write_atomic;
 use crate::check::{self, Status, Verdict};
+use crate::exit;
 use crate::history::History;
 use crate::models::{Party, Retention};
 
@@ -756,7 +757,7 @@ fn run(
             summary.not_run.insert(t.name.to_string(), why.clone());
             continue;
         }
-        let t0 = driver::now();
+        let t0 = crate::wall_clock::now();
         for run in 0..a.repeat {
             let (mut o, h, stderr, is_fatal) = run_once(a, target, t, run)?;
             let failing: Vec<&Verdict> = o
