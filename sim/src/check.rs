@@ -10,7 +10,7 @@ use acp_chaos_models::Party;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::history::{History, Op};
+use crate::history::{is_agent_host, History, Op};
 use acp_chaos_models::rpc::code as rpc_code;
 
 /// Verdict status.
@@ -177,12 +177,6 @@ pub fn check_all(h: &History) -> Vec<Verdict> {
     let h = agent_view(h);
     let facts = Facts::of(&h);
     CHECKERS.iter().map(|c| (c.check)(&facts)).collect()
-}
-
-/// Whether a process is part of the Agent: the `agent` host, a cluster node or the cluster's
-/// store.
-pub fn is_agent_host(process: &str) -> bool {
-    process == "agent" || process == "store" || process.starts_with("node")
 }
 
 /// The history as the checkers read it: a cluster's nodes and store are one Agent (the rules

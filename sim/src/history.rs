@@ -16,6 +16,15 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+/// Cluster node host names (a scenario's `topology.nodes` takes the first N).
+pub const NODES: [&str; 5] = ["node1", "node2", "node3", "node4", "node5"];
+
+/// Whether a process is part of the Agent: the `agent` host, a cluster node or the cluster's
+/// store.
+pub fn is_agent_host(process: &str) -> bool {
+    process == "agent" || process == "store" || process.starts_with("node")
+}
+
 /// History format version (line 1).
 pub const FORMAT: u32 = 1;
 

@@ -25,7 +25,7 @@ use tokio::task::AbortHandle;
 use turmoil::fs::shim::std::fs as simfs;
 use turmoil::net::{TcpListener, TcpStream, UdpSocket};
 
-use crate::history::OpType;
+use crate::history::{OpType, NODES};
 use crate::ledger::{FrameDecision, Ledger, UserEvent};
 use crate::plan::Plan;
 
@@ -34,9 +34,6 @@ pub const AGENT_PORT: u16 = 9000;
 
 /// The cluster store's UDP port (one datagram per op and per reply).
 pub const STORE_PORT: u16 = 9100;
-
-/// Cluster node host names (a scenario's `topology.nodes` takes the first N).
-pub const NODES: [&str; 5] = ["node1", "node2", "node3", "node4", "node5"];
 
 /// What a host's event loop reacts to.
 enum Ev {

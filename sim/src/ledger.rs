@@ -9,8 +9,7 @@ use acp_chaos_models::ConnId;
 use indexmap::IndexMap;
 use serde_json::{json, Value};
 
-use crate::check::is_agent_host;
-use crate::history::{Op, OpType};
+use crate::history::{is_agent_host, Op, OpType};
 use crate::plan::{fault_line, Plan};
 use crate::scenario::{FaultKind, FaultSpec, Side};
 
@@ -241,7 +240,7 @@ impl Ledger {
             delivered: 0,
             client_pending: Vec::new(),
             idle: IndexMap::new(),
-            serving: crate::hosts::NODES[0],
+            serving: crate::history::NODES[0],
             routing: crate::plan::stream(plan.seed, "routing"),
             remote: plan.cluster() && !plan.proxy,
             outstanding: IndexMap::new(),
@@ -272,7 +271,7 @@ impl Ledger {
             return "agent";
         }
         use rand::Rng;
-        let to = crate::hosts::NODES[self.routing.gen_range(0..self.nodes)];
+        let to = crate::history::NODES[self.routing.gen_range(0..self.nodes)];
         if from == "client" || from == "proxy" {
             self.serving = to;
         }

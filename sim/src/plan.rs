@@ -148,7 +148,7 @@ impl Plan {
     /// maybe edited), as "field: reason", or `None`. A plan derived from a scenario is always
     /// consistent.
     pub fn check(&self) -> Option<String> {
-        let nodes_max = crate::hosts::NODES.len();
+        let nodes_max = crate::history::NODES.len();
         if self.nodes > nodes_max {
             return Some(format!("nodes`: at most {nodes_max}"));
         }
@@ -190,7 +190,7 @@ impl Plan {
     /// The Agent hosts: `agent`, or the cluster's nodes.
     pub fn agent_hosts(&self) -> &'static [&'static str] {
         if self.cluster() {
-            &crate::hosts::NODES[..self.nodes]
+            &crate::history::NODES[..self.nodes]
         } else {
             &["agent"]
         }

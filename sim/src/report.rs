@@ -19,7 +19,7 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use crate::check::{Status, Verdict, CHECKERS};
-use crate::history::{History, Op};
+use crate::history::{is_agent_host, History, Op};
 
 /// `spec/RULES.md`, compiled in so a report can quote any rule.
 pub const RULES_MD: &str = include_str!("../../spec/RULES.md");
@@ -273,7 +273,7 @@ fn note_text(op: &Op) -> Option<String> {
             format!("still pending at the end: {}", compact(&v["submissions"]))
         }
         ("watcher", "watch") => format!("watcher: {}", compact(v)),
-        (p, f) if is_agent(p) => match f {
+        (p, f) if is_agent_host(p) => match f {
             "insert" => format!(
                 "insert {} ({}) key {}",
                 s("messageId"),
@@ -297,10 +297,6 @@ fn note_text(op: &Op) -> Option<String> {
         _ => return None,
     };
     Some(text)
-}
-
-fn is_agent(p: &str) -> bool {
-    p == "agent" || p == "store" || p.starts_with("node")
 }
 
 fn compact(v: &Value) -> String {

@@ -783,13 +783,13 @@ impl Scenario {
                 "field `topology.transport`: stdio has one Client and one Agent process (no proxy, no watcher, not the cluster design)".into(),
             ));
         }
-        if !(1..=crate::hosts::NODES.len()).contains(&self.topology.nodes) {
+        if !(1..=crate::history::NODES.len()).contains(&self.topology.nodes) {
             return Err(err(
                 "nodes",
                 0,
                 format!(
                     "field `topology.nodes`: must be 1 to {}",
-                    crate::hosts::NODES.len()
+                    crate::history::NODES.len()
                 ),
             ));
         }
