@@ -2302,7 +2302,7 @@ pub const FAULT_STATES: [&str; 6] = [
 /// answered; a prompt inserted and not answered; a prompt held; some prompt answered; else idle.
 pub fn fault_states(h: &History) -> Vec<(&'static str, String)> {
     let h = agent_view(h);
-    let kinds: BTreeSet<&str> = crate::scenario::FaultKind::ALL
+    let kinds: BTreeSet<&str> = crate::nemesis::FaultKind::ALL
         .iter()
         .map(|k| k.as_str())
         .collect();

@@ -12,8 +12,9 @@ use crate::check::{self, Status, CHECKERS};
 use crate::exit;
 use crate::history::{self, History};
 use crate::models::{mutant, Design, Point};
+use crate::nemesis::FaultKind;
 use crate::plan::Plan;
-use crate::scenario::{self, FaultKind, Scenario};
+use crate::scenario::{self, Scenario};
 
 /// Deterministic fault-injection simulator for ACP v2 (idempotencyKey, retries, no silent drop).
 #[derive(Parser, Debug)]
@@ -994,7 +995,7 @@ fn shrink(a: &ShrinkArgs) -> anyhow::Result<i32> {
             .unwrap_or_else(|| "not fixed (no fixed value failed)".into())
     );
     for f in &out.plan.faults {
-        println!("  fault: {}", crate::plan::fault_line(f));
+        println!("  fault: {}", crate::nemesis::fault_line(f));
     }
     for w in &out.plan.workload {
         println!("  op: {}", serde_json::to_string(w)?);

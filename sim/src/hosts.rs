@@ -26,7 +26,8 @@ use turmoil::fs::shim::std::fs as simfs;
 use turmoil::net::{TcpListener, TcpStream, UdpSocket};
 
 use crate::history::{OpType, NODES};
-use crate::ledger::{FrameDecision, Ledger, UserEvent};
+use crate::ledger::{Ledger, UserEvent};
+use crate::nemesis::FrameDecision;
 use crate::plan::Plan;
 
 /// The Agent's listening port.

@@ -10,8 +10,8 @@ use indexmap::IndexMap;
 use serde_json::{json, Value};
 
 use crate::history::{is_agent_host, Op, OpType};
-use crate::plan::{fault_line, Plan};
-use crate::scenario::{FaultKind, FaultSpec, Side};
+use crate::nemesis::{fault_line, FaultKind, FaultSpec, FrameDecision, NemesisAction, Side};
+use crate::plan::Plan;
 
 /// What the user does, at a simulated time.
 #[derive(Debug, Clone, PartialEq)]
@@ -54,107 +54,6 @@ pub enum UserEvent {
         /// The new slot.
         into: usize,
     },
-}
-
-/// What a frame-layer writer does with one frame.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum FrameDecision {
-    /// Write it.
-    Deliver,
-    /// Break the connection here: this frame and everything after it are lost.
-    Lose {
-        /// Neither end sees a close; only heartbeats notice.
-        silent: bool,
-    },
-    /// Wait this long, then write it (and everything behind it).
-    Stall(u64),
-    /// Wait until a frame on another connection has been written after this one was (at
-    /// most `bound_ms`), then write it: frames on different connections swap.
-    Reorder {
-        /// Longest wait, ms.
-        bound_ms: u64,
-        /// The send sequence number of this frame.
-        after: u64,
-    },
-    /// Remote transport: drop this frame only; the connection goes on. With `not_accepted`
-    /// the sender learns the request was not accepted (X5).
-    Drop {
-        /// Tell the sender.
-        not_accepted: bool,
-    },
-}
-
-/// A process-level fault the step loop carries out between steps.
-#[derive(Debug, Clone, PartialEq)]
-pub enum NemesisAction {
-    /// Crash a host (`agent`, `client` or `proxy`) and restart it later.
-    Crash {
-        /// The host.
-        host: &'static str,
-        /// Restart delay, ms.
-        restart_after_ms: u64,
-    },
-    /// Partition the Client from its next hop, heal later.
-    Partition {
-        /// Heal delay, ms.
-        heal_after_ms: u64,
-    },
-    /// Cut one direction between the Client and its next hop, heal later.
-    PartitionOneway {
-        /// Frames from the Client are lost (else: frames to it).
-        from_client: bool,
-        /// Heal delay, ms.
-        heal_after_ms: u64,
-    },
-    /// Hold every frame between the Client and its next hop, release later.
-    Hold {
-        /// Release delay, ms.
-        release_after_ms: u64,
-    },
-    /// Cluster: partition the store from the node serving the Client, heal later.
-    PartitionStore {
-        /// Heal delay, ms.
-        heal_after_ms: u64,
-    },
-}
-
-impl NemesisAction {
-    /// The process-level action of a fault spec, if it has one.
-    pub fn of(f: &FaultSpec) -> Option<NemesisAction> {
-        let restart_after_ms = f.restart_after_ms.unwrap_or(50);
-        let host = match f.kind {
-            FaultKind::CrashAgent => "agent",
-            FaultKind::RestartClient => "client",
-            FaultKind::CrashProxy => "proxy",
-            FaultKind::CrashStore => "store",
-            FaultKind::Partition => {
-                return Some(NemesisAction::Partition {
-                    heal_after_ms: f.heal_after_ms.unwrap_or(100),
-                })
-            }
-            FaultKind::PartitionOneway => {
-                return Some(NemesisAction::PartitionOneway {
-                    from_client: f.direction != Some(crate::scenario::Direction::AgentToClient),
-                    heal_after_ms: f.heal_after_ms.unwrap_or(100),
-                })
-            }
-            FaultKind::Hold => {
-                return Some(NemesisAction::Hold {
-                    release_after_ms: f.heal_after_ms.unwrap_or(100),
-                })
-            }
-            FaultKind::PartitionStore => {
-                return Some(NemesisAction::PartitionStore {
-                    heal_after_ms: f.heal_after_ms.unwrap_or(100),
-                })
-            }
-            _ => return None,
-        };
-        Some(NemesisAction::Crash {
-            host,
-            restart_after_ms,
-        })
-    }
 }
 
 /// A prompt attempt's submission and its attempt number (1-based).

@@ -111,6 +111,7 @@ pub mod hosts;
 pub mod ledger;
 pub mod matrix;
 pub mod mock_model;
+pub mod nemesis;
 pub mod plan;
 pub mod probe;
 pub mod profile;

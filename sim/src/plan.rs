@@ -11,7 +11,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::scenario::{FaultKind, FaultSpec, Pinned, Scenario, Side, Trigger};
+use crate::nemesis::{fault_line, FaultKind, FaultSpec, Side, Trigger};
+use crate::scenario::{Pinned, Scenario};
 
 /// Transport timing shared by every run (simulated ms). Kept short: wall time grows with
 /// simulated time × hosts.
@@ -647,46 +648,6 @@ impl Plan {
     }
 }
 
-/// A fault as one readable line.
-pub fn fault_line(f: &FaultSpec) -> String {
-    let t = &f.on;
-    let on = if let (Some(side), Some(m), Some(s)) = (t.frame, &t.method, t.attempt_of) {
-        format!("{side:?} of {m} of submission {s} attempt #{}", t.nth).to_lowercase()
-    } else if let (Some(side), Some(m)) = (t.frame, &t.method) {
-        format!("{side:?} of {m} #{}", t.nth).to_lowercase()
-    } else if let Some(p) = t.point {
-        format!("point {} #{}", p.as_str(), t.nth)
-    } else if let Some(s) = t.submission {
-        format!("submission {s}")
-    } else {
-        format!("at {}ms", t.at_ms.unwrap_or(0))
-    };
-    let mut extra = String::new();
-    if f.kind == FaultKind::LoseFrame {
-        extra = if f.silent {
-            " (silent)".into()
-        } else {
-            " (visible close)".into()
-        };
-    }
-    if let Some(d) = f.direction {
-        extra.push_str(match d {
-            crate::scenario::Direction::ClientToAgent => " direction=client-to-agent",
-            crate::scenario::Direction::AgentToClient => " direction=agent-to-client",
-        });
-    }
-    for (k, v) in [
-        ("stall_ms", f.stall_ms),
-        ("heal_after_ms", f.heal_after_ms),
-        ("restart_after_ms", f.restart_after_ms),
-    ] {
-        if let Some(v) = v {
-            extra.push_str(&format!(" {k}={v}"));
-        }
-    }
-    format!("{} on {on}{extra}", f.kind.as_str())
-}
-
 fn draw_swarm(
     s: &Scenario,
     seed: u64,
@@ -784,9 +745,9 @@ fn draw_swarm(
                 FaultKind::PartitionOneway => {
                     f.heal_after_ms = Some(r.gen_range(30..=400));
                     f.direction = Some(if r.gen_bool(0.5) {
-                        crate::scenario::Direction::ClientToAgent
+                        crate::nemesis::Direction::ClientToAgent
                     } else {
-                        crate::scenario::Direction::AgentToClient
+                        crate::nemesis::Direction::AgentToClient
                     });
                 }
                 FaultKind::CrashProxy => {

@@ -59,8 +59,9 @@ use proptest::sample::select;
 use proptest::strategy::{BoxedStrategy, Union};
 
 use crate::models::{Design, Point};
+use crate::nemesis::{Direction, FaultKind, FaultSpec, Side, Trigger};
 use crate::plan::{Plan, Submission};
-use crate::scenario::{Direction, FaultKind, FaultSpec, RawProbe, Scenario, Side, Trigger};
+use crate::scenario::{RawProbe, Scenario};
 
 /// What the strategies may draw. Start from [`Space::of`] and change fields.
 #[derive(Debug, Clone)]

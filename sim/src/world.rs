@@ -19,8 +19,9 @@ use turmoil::barriers::{Barrier, Reaction};
 use crate::history::{History, OpType, FORMAT};
 use crate::hosts::{self, Ctx, PointHit};
 pub use crate::hosts::{AgentBoot, AgentFactory};
-use crate::ledger::{Ledger, NemesisAction};
+use crate::ledger::Ledger;
 use crate::models::{AgentModel, Point};
+use crate::nemesis::NemesisAction;
 use crate::plan::Plan;
 
 /// Simulated tick.
@@ -245,7 +246,7 @@ fn run_plan(plan: &Plan, agent: Option<AgentFactory>) -> History {
                     let a = match NemesisAction::of(&plan.faults[i]).expect("point faults crash") {
                         NemesisAction::Crash {
                             restart_after_ms, ..
-                        } if plan.faults[i].kind == crate::scenario::FaultKind::CrashAgent => {
+                        } if plan.faults[i].kind == crate::nemesis::FaultKind::CrashAgent => {
                             NemesisAction::Crash {
                                 host: hit.1,
                                 restart_after_ms,

@@ -7,7 +7,7 @@ mod common;
 use acp_chaos::campaign;
 use acp_chaos::history::{History, Op};
 use acp_chaos::models::Design;
-use acp_chaos::scenario::FaultKind;
+use acp_chaos::nemesis::FaultKind;
 use serde_json::Value;
 
 /// Frames sent on a connection after op `after` that never arrived there (by `from`).

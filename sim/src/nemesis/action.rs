@@ -1,0 +1,77 @@
+//! Process-level faults: what the step loop does between steps (crash and restart a host,
+//! partition, hold) for a fault that fired.
+
+use super::fault::{Direction, FaultKind, FaultSpec};
+
+/// A process-level fault the step loop carries out between steps.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NemesisAction {
+    /// Crash a host (`agent`, `client` or `proxy`) and restart it later.
+    Crash {
+        /// The host.
+        host: &'static str,
+        /// Restart delay, ms.
+        restart_after_ms: u64,
+    },
+    /// Partition the Client from its next hop, heal later.
+    Partition {
+        /// Heal delay, ms.
+        heal_after_ms: u64,
+    },
+    /// Cut one direction between the Client and its next hop, heal later.
+    PartitionOneway {
+        /// Frames from the Client are lost (else: frames to it).
+        from_client: bool,
+        /// Heal delay, ms.
+        heal_after_ms: u64,
+    },
+    /// Hold every frame between the Client and its next hop, release later.
+    Hold {
+        /// Release delay, ms.
+        release_after_ms: u64,
+    },
+    /// Cluster: partition the store from the node serving the Client, heal later.
+    PartitionStore {
+        /// Heal delay, ms.
+        heal_after_ms: u64,
+    },
+}
+
+impl NemesisAction {
+    /// The process-level action of a fault spec, if it has one.
+    pub fn of(f: &FaultSpec) -> Option<NemesisAction> {
+        let restart_after_ms = f.restart_after_ms.unwrap_or(50);
+        let host = match f.kind {
+            FaultKind::CrashAgent => "agent",
+            FaultKind::RestartClient => "client",
+            FaultKind::CrashProxy => "proxy",
+            FaultKind::CrashStore => "store",
+            FaultKind::Partition => {
+                return Some(NemesisAction::Partition {
+                    heal_after_ms: f.heal_after_ms.unwrap_or(100),
+                })
+            }
+            FaultKind::PartitionOneway => {
+                return Some(NemesisAction::PartitionOneway {
+                    from_client: f.direction != Some(Direction::AgentToClient),
+                    heal_after_ms: f.heal_after_ms.unwrap_or(100),
+                })
+            }
+            FaultKind::Hold => {
+                return Some(NemesisAction::Hold {
+                    release_after_ms: f.heal_after_ms.unwrap_or(100),
+                })
+            }
+            FaultKind::PartitionStore => {
+                return Some(NemesisAction::PartitionStore {
+                    heal_after_ms: f.heal_after_ms.unwrap_or(100),
+                })
+            }
+            _ => return None,
+        };
+        Some(NemesisAction::Crash {
+            host,
+            restart_after_ms,
+        })
+    }
+}

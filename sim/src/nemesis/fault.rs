@@ -1,0 +1,357 @@
+//! What a fault is: its kind ([`FaultKind`]), when it fires ([`Trigger`]) and its settings
+//! ([`FaultSpec`], one `[[fault]]` entry of a scenario, or one fault the swarm drew), and how
+//! one reads as a line ([`fault_line`]).
+
+use acp_chaos_models::Point;
+use serde::{Deserialize, Serialize};
+
+use super::trigger::{Side, Trigger, METHODS};
+
+/// The kinds of fault.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultKind {
+    /// The connection breaks at a frame: it and everything after it are lost.
+    LoseFrame,
+    /// The connection stalls before a frame for `stall_ms`, then flows again.
+    StallFrame,
+    /// Frames on different connections swap: the connection waits before this frame until a
+    /// frame on another connection has been written (at most `stall_ms`, default 40), so that
+    /// frame overtakes it. Each connection stays FIFO.
+    ReorderFrame,
+    /// Two-way partition client↔agent, healed after `heal_after_ms`.
+    Partition,
+    /// One-way partition (`direction`), healed after `heal_after_ms`: one end keeps hearing
+    /// the other's heartbeats while its own frames are lost.
+    PartitionOneway,
+    /// Hold every frame between the Client and its next hop, release after `heal_after_ms`
+    /// (delivered late, in order; never drawn with a one-way partition on the same link:
+    /// turmoil 0.7.2 does not support both).
+    Hold,
+    /// Crash the Agent (unsynced writes lost), restart after `restart_after_ms`.
+    CrashAgent,
+    /// Crash and restart the Client.
+    RestartClient,
+    /// The Agent rejects one `session/prompt` attempt with a transient `-32603`.
+    TransientError,
+    /// Crash the proxy (both its legs close), restart after `restart_after_ms`.
+    CrashProxy,
+    /// Cluster: crash the store host, restart after `restart_after_ms` (its synced records
+    /// survive).
+    CrashStore,
+    /// Remote transport (cluster): one exchange is lost while the logical connection lives.
+    /// A request: it fails before it is accepted and the Client learns so (X5: it may resend
+    /// without reconnecting). A response: dropped, the connection goes on. Ignored on
+    /// stream transports (a stream never loses one frame and goes on).
+    LoseExchange,
+    /// Cluster: partition the store from the node serving the Client, healed after
+    /// `heal_after_ms`.
+    PartitionStore,
+    /// Remote transport (cluster): the update stream of the connection whose frame triggers it
+    /// dies silently: `session/update` notifications and Agent requests on it are lost from
+    /// then on, while requests and responses still flow (until the Client reconnects).
+    DropUpdates,
+}
+
+impl FaultKind {
+    /// Every kind, for `acp-chaos list` and the swarm.
+    pub const ALL: [FaultKind; 14] = [
+        FaultKind::LoseFrame,
+        FaultKind::StallFrame,
+        FaultKind::ReorderFrame,
+        FaultKind::Partition,
+        FaultKind::PartitionOneway,
+        FaultKind::Hold,
+        FaultKind::CrashAgent,
+        FaultKind::RestartClient,
+        FaultKind::TransientError,
+        FaultKind::CrashProxy,
+        FaultKind::CrashStore,
+        FaultKind::PartitionStore,
+        FaultKind::LoseExchange,
+        FaultKind::DropUpdates,
+    ];
+
+    /// Name as written in scenario files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FaultKind::LoseFrame => "lose-frame",
+            FaultKind::StallFrame => "stall-frame",
+            FaultKind::ReorderFrame => "reorder-frame",
+            FaultKind::Partition => "partition",
+            FaultKind::PartitionOneway => "partition-oneway",
+            FaultKind::Hold => "hold",
+            FaultKind::CrashAgent => "crash-agent",
+            FaultKind::RestartClient => "restart-client",
+            FaultKind::TransientError => "transient-error",
+            FaultKind::CrashProxy => "crash-proxy",
+            FaultKind::CrashStore => "crash-store",
+            FaultKind::LoseExchange => "lose-exchange",
+            FaultKind::DropUpdates => "drop-updates",
+            FaultKind::PartitionStore => "partition-store",
+        }
+    }
+
+    /// One line for `acp-chaos list`.
+    pub fn summary(self) -> &'static str {
+        match self {
+            FaultKind::LoseFrame => {
+                "connection breaks at a frame (visible close, or silent: heartbeat notices)"
+            }
+            FaultKind::StallFrame => {
+                "connection stalls before a frame for stall_ms, then flows again"
+            }
+            FaultKind::ReorderFrame => "a frame waits until a frame on another connection overtakes it (at most stall_ms, default 40); each connection stays FIFO",
+            FaultKind::Partition => "two-way partition client<->agent, healed after heal_after_ms",
+            FaultKind::PartitionOneway => "one-way partition (direction = client-to-agent | agent-to-client), healed after heal_after_ms",
+            FaultKind::Hold => "hold every frame client<->agent, release after heal_after_ms (late, in order)",
+            FaultKind::CrashAgent => {
+                "crash the Agent (unsynced writes lost), at a time, frame or protocol point"
+            }
+            FaultKind::RestartClient => "crash and restart the Client process",
+            FaultKind::TransientError => {
+                "Agent rejects one session/prompt attempt with -32603 before inserting"
+            }
+            FaultKind::CrashProxy => "crash the proxy (both legs close), restart it later",
+            FaultKind::CrashStore => "cluster: crash the store host (synced records survive), restart it later",
+            FaultKind::LoseExchange => "remote transport: one request fails before acceptance (X5: resent without reconnecting) or one response is dropped; the connection lives",
+            FaultKind::DropUpdates => "remote transport: the update stream dies silently (updates and Agent requests lost) while requests and responses flow",
+            FaultKind::PartitionStore => {
+                "cluster: partition the store from the node serving the Client, healed after heal_after_ms"
+            }
+        }
+    }
+}
+
+/// One `[[fault]]` entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaultSpec {
+    /// The fault kind.
+    pub kind: FaultKind,
+    /// When it fires.
+    pub on: Trigger,
+    /// `lose-frame`: nobody sees the close; both heartbeats must notice.
+    #[serde(default)]
+    pub silent: bool,
+    /// `stall-frame`: how long the connection stalls.
+    pub stall_ms: Option<u64>,
+    /// `partition`: when it heals.
+    pub heal_after_ms: Option<u64>,
+    /// `crash-agent`, `restart-client`: when the process starts again.
+    pub restart_after_ms: Option<u64>,
+    /// `partition-oneway`: which direction is cut.
+    #[serde(default)]
+    pub direction: Option<Direction>,
+}
+
+/// The cut direction of a one-way partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Direction {
+    /// Frames from the Client to its next hop are lost; the other way flows.
+    ClientToAgent,
+    /// Frames from the next hop to the Client are lost; the other way flows.
+    AgentToClient,
+}
+
+impl FaultSpec {
+    /// What is wrong with this fault entry, as "field`: reason", or `None`.
+    pub fn check(&self) -> Option<String> {
+        let t = &self.on;
+        let frame = t.frame.is_some() && t.method.is_some();
+        let kinds = [
+            frame,
+            t.point.is_some(),
+            t.submission.is_some(),
+            t.at_ms.is_some(),
+        ];
+        if kinds.iter().filter(|x| **x).count() != 1 {
+            return Some(
+                "on`: give exactly one of {frame + method}, point, submission, at_ms".into(),
+            );
+        }
+        if t.frame.is_some() != t.method.is_some() {
+            return Some("on`: `frame` and `method` go together".into());
+        }
+        if t.nth == 0 {
+            return Some("on.nth`: occurrences count from 1".into());
+        }
+        if t.submission == Some(0) || t.attempt_of == Some(0) {
+            return Some("on.submission`: submissions count from 1".into());
+        }
+        if t.attempt_of.is_some() && (!frame || t.method.as_deref() != Some("session/prompt")) {
+            return Some(
+                "on.attempt_of`: goes with `frame` and `method = \"session/prompt\"`".into(),
+            );
+        }
+        if let Some(m) = &t.method {
+            if !METHODS.contains(&m.as_str()) {
+                return Some(format!(
+                    "on.method`: unknown method `{m}` (known: {})",
+                    METHODS.join(", ")
+                ));
+            }
+        }
+        let given = [("silent", self.silent, FaultKind::LoseFrame)];
+        for (field, set, owner) in given {
+            if set && self.kind != owner {
+                return Some(format!("{field}`: only for {}", owner.as_str()));
+            }
+        }
+        if self.stall_ms.is_some()
+            && !matches!(self.kind, FaultKind::StallFrame | FaultKind::ReorderFrame)
+        {
+            return Some("stall_ms`: only for stall-frame, reorder-frame".into());
+        }
+        let crash = matches!(
+            self.kind,
+            FaultKind::CrashAgent
+                | FaultKind::RestartClient
+                | FaultKind::CrashProxy
+                | FaultKind::CrashStore
+        );
+        let partition = matches!(
+            self.kind,
+            FaultKind::Partition
+                | FaultKind::PartitionStore
+                | FaultKind::PartitionOneway
+                | FaultKind::Hold
+        );
+        if self.direction.is_some() != (self.kind == FaultKind::PartitionOneway) {
+            return Some(if self.kind == FaultKind::PartitionOneway {
+                "direction`: required for partition-oneway (client-to-agent | agent-to-client)"
+                    .into()
+            } else {
+                "direction`: only for partition-oneway".into()
+            });
+        }
+        if self.restart_after_ms.is_some() && !crash {
+            return Some(
+                "restart_after_ms`: only for crash-agent, restart-client, crash-proxy, crash-store"
+                    .into(),
+            );
+        }
+        if self.heal_after_ms.is_some() && !partition {
+            return Some(
+                "heal_after_ms`: only for partition, partition-oneway, hold, partition-store"
+                    .into(),
+            );
+        }
+        for (field, v) in [
+            ("stall_ms", self.stall_ms),
+            ("heal_after_ms", self.heal_after_ms),
+            ("restart_after_ms", self.restart_after_ms),
+            ("on.at_ms", t.at_ms),
+        ] {
+            if v.is_some_and(|v| v > 600_000) {
+                return Some(format!("{field}`: at most 600000"));
+            }
+        }
+        match self.kind {
+            FaultKind::LoseFrame
+            | FaultKind::StallFrame
+            | FaultKind::ReorderFrame
+            | FaultKind::LoseExchange
+            | FaultKind::DropUpdates
+                if !frame =>
+            {
+                Some("on`: a frame fault needs `frame` and `method`".into())
+            }
+            FaultKind::StallFrame if self.stall_ms.is_none() => {
+                Some("stall_ms`: required for stall-frame".into())
+            }
+            _ if partition && self.heal_after_ms.is_none() => Some(format!(
+                "heal_after_ms`: required for {}",
+                self.kind.as_str()
+            )),
+            _ if crash && self.restart_after_ms.is_none() => {
+                Some("restart_after_ms`: required".into())
+            }
+            FaultKind::TransientError
+                if !(t.frame == Some(Side::Request)
+                    && t.method.as_deref() == Some("session/prompt")) =>
+            {
+                Some(
+                    "on`: transient-error needs frame = \"request\", method = \"session/prompt\""
+                        .into(),
+                )
+            }
+            FaultKind::CrashStore | FaultKind::PartitionStore
+                if t.point.is_some_and(|p| p != Point::AfterStoreWrite) =>
+            {
+                Some(format!(
+                    "on.point`: {} fires only at `after-store-write`",
+                    self.kind.as_str()
+                ))
+            }
+            FaultKind::CrashAgent | FaultKind::CrashProxy
+                if t.point == Some(Point::AfterStoreWrite) =>
+            {
+                Some(
+                    "on.point`: `after-store-write` is the store's point (crash-store, partition-store)"
+                        .into(),
+                )
+            }
+            FaultKind::CrashAgent if t.point == Some(Point::AfterStoreWrite) => Some(
+                "on.point`: `after-store-write` is the store's point (crash-store, partition-store)"
+                    .into(),
+            ),
+            k if t.point.is_some()
+                && !matches!(
+                    k,
+                    FaultKind::CrashAgent
+                        | FaultKind::CrashProxy
+                        | FaultKind::CrashStore
+                        | FaultKind::PartitionStore
+                ) =>
+            {
+                Some(
+                    "on.point`: only crash-agent, crash-proxy, crash-store and partition-store fire at a protocol point"
+                        .into(),
+                )
+            }
+            _ => None,
+        }
+    }
+}
+
+/// A fault as one readable line.
+pub fn fault_line(f: &FaultSpec) -> String {
+    let t = &f.on;
+    let on = if let (Some(side), Some(m), Some(s)) = (t.frame, &t.method, t.attempt_of) {
+        format!("{side:?} of {m} of submission {s} attempt #{}", t.nth).to_lowercase()
+    } else if let (Some(side), Some(m)) = (t.frame, &t.method) {
+        format!("{side:?} of {m} #{}", t.nth).to_lowercase()
+    } else if let Some(p) = t.point {
+        format!("point {} #{}", p.as_str(), t.nth)
+    } else if let Some(s) = t.submission {
+        format!("submission {s}")
+    } else {
+        format!("at {}ms", t.at_ms.unwrap_or(0))
+    };
+    let mut extra = String::new();
+    if f.kind == FaultKind::LoseFrame {
+        extra = if f.silent {
+            " (silent)".into()
+        } else {
+            " (visible close)".into()
+        };
+    }
+    if let Some(d) = f.direction {
+        extra.push_str(match d {
+            Direction::ClientToAgent => " direction=client-to-agent",
+            Direction::AgentToClient => " direction=agent-to-client",
+        });
+    }
+    for (k, v) in [
+        ("stall_ms", f.stall_ms),
+        ("heal_after_ms", f.heal_after_ms),
+        ("restart_after_ms", f.restart_after_ms),
+    ] {
+        if let Some(v) = v {
+            extra.push_str(&format!(" {k}={v}"));
+        }
+    }
+    format!("{} on {on}{extra}", f.kind.as_str())
+}

@@ -1,0 +1,22 @@
+//! The nemesis: the fault vocabulary and what each fault does.
+//!
+//! - [`fault`]: [`FaultKind`], [`FaultSpec`] (one `[[fault]]` entry, scripted or drawn by the
+//!   swarm), [`Direction`], and a fault as one line ([`fault_line`]);
+//! - [`trigger`]: [`Trigger`], when a fault fires (a frame, a protocol point, a submission,
+//!   a time), and [`Side`];
+//! - [`action`]: [`NemesisAction`], the process-level faults the step loop carries out between
+//!   steps (crash, restart, partition, hold);
+//! - [`frame`]: [`FrameDecision`], what a connection's writer does with one frame.
+//!
+//! The schedule is part of the [`crate::plan::Plan`]; the world arms it
+//! ([`crate::world`]) and logs every fault that fires as a `nemesis` op.
+
+pub mod action;
+pub mod fault;
+pub mod frame;
+pub mod trigger;
+
+pub use action::NemesisAction;
+pub use fault::{fault_line, Direction, FaultKind, FaultSpec};
+pub use frame::FrameDecision;
+pub use trigger::{Side, Trigger, METHODS};
