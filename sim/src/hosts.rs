@@ -26,9 +26,9 @@ use turmoil::fs::shim::std::fs as simfs;
 use turmoil::net::{TcpListener, TcpStream, UdpSocket};
 
 use crate::history::{OpType, NODES};
-use crate::ledger::{Ledger, UserEvent};
+use crate::ledger::Ledger;
 use crate::nemesis::FrameDecision;
-use crate::plan::Plan;
+use crate::plan::{Plan, UserEvent};
 
 /// The Agent's listening port.
 pub const AGENT_PORT: u16 = 9000;

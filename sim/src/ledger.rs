@@ -11,50 +11,7 @@ use serde_json::{json, Value};
 
 use crate::history::{is_agent_host, Op, OpType};
 use crate::nemesis::{fault_line, FaultKind, FaultSpec, FrameDecision, NemesisAction, Side};
-use crate::plan::Plan;
-
-/// What the user does, at a simulated time.
-#[derive(Debug, Clone, PartialEq)]
-pub enum UserEvent {
-    /// Submit an input to a session slot.
-    Submit {
-        /// Submission number.
-        n: u64,
-        /// Session slot.
-        slot: usize,
-        /// Prompt text.
-        text: String,
-    },
-    /// Cancel that submission (the Client sends `$/cancel_request`).
-    Cancel {
-        /// Submission number.
-        n: u64,
-    },
-    /// Press stop on a session (the Client sends `session/cancel`).
-    Stop {
-        /// Session slot.
-        slot: usize,
-    },
-    /// Close a session (the Client sends `session/close`).
-    Close {
-        /// Session slot.
-        slot: usize,
-    },
-    /// A raw `session/prompt` probe from the scenario's `[[raw]]` (key validation).
-    Raw {
-        /// Probe number, from 1.
-        n: u64,
-        /// The line, with `$ID` and `$SESSION` for the Client to fill in.
-        line: String,
-    },
-    /// Fork a session into a new slot (the Client sends `session/fork`).
-    Fork {
-        /// Session slot forked.
-        slot: usize,
-        /// The new slot.
-        into: usize,
-    },
-}
+use crate::plan::{Plan, UserEvent};
 
 /// A prompt attempt's submission and its attempt number (1-based).
 type AttemptOf = (u32, u32);

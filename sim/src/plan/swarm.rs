@@ -1,0 +1,459 @@
+//! What a `[swarm]` scenario draws per seed: the settings its file leaves free ([`DRAWN`]) and
+//! the fault schedule, each from its own stream.
+
+use acp_chaos_models::{Design, Point};
+use rand::seq::SliceRandom;
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+
+use super::stream;
+use crate::nemesis::{FaultKind, FaultSpec, Side, Trigger};
+use crate::scenario::Scenario;
+
+/// Settings a `[swarm]` scenario draws per seed when its file does not set them, each from its
+/// own stream `draw.<name>`: (name, what is drawn). Under `mix = "uniform"` every optional
+/// feature is on.
+pub const DRAWN: &[(&str, &str)] = &[
+    ("topology.proxy", "an id-rewriting proxy: on in 1 seed of 4"),
+    (
+        "topology.watcher",
+        "a second Client watching the session: 1 in 4",
+    ),
+    (
+        "topology.transport",
+        "stdio in 1 of 4 seeds without proxy, watcher or cluster",
+    ),
+    ("topology.nodes", "cluster nodes: 1 to 4"),
+    ("timing.latency_ms_max", "one-way latency bound: 1 to 6 ms"),
+    ("agent.turn_ms_max", "longest turn: 20 to 80 ms"),
+    ("client.kind", "sdk-auto-retry in 1 seed of 4, else spec"),
+    (
+        "client.unkeyed_rate",
+        "sdk-auto-retry: prompts sent without a key, 0.2 in 1 seed of 2",
+    ),
+    (
+        "client.stale_ms",
+        "show pending input older than 200 to 600 ms: 1 in 4",
+    ),
+    ("workload.sessions", "sessions: 1 or 2"),
+    (
+        "workload.keys",
+        "session-counter keys in 1 seed of 4, else uuid",
+    ),
+    (
+        "raw",
+        "1 to 3 raw session/prompt probes with a malformed or boundary key: 1 in 4 (unless the file has [[raw]])",
+    ),
+    (
+        "workload.cancel_after_ms",
+        "the user's cancel comes 100 to 400 ms after the input (past a resend) in 1 seed of 2",
+    ),
+    (
+        "workload.close_rate",
+        "session/close after 0.1 to 0.3 of inputs: 1 in 3",
+    ),
+    (
+        "workload.fork_rate",
+        "session/fork after 0.1 to 0.3 of inputs: 1 in 3",
+    ),
+];
+
+/// The scenario with the swarm's drawn settings filled in, and one `name=value` per draw.
+pub(super) fn draw_settings(s: &Scenario, seed: u64, design: Design) -> (Scenario, Vec<String>) {
+    use crate::scenario::{Mix, Transport};
+    let mut d = s.clone();
+    let Some(sw) = &s.swarm else {
+        return (d, Vec::new());
+    };
+    let uniform = sw.mix == Mix::Uniform;
+    let mut drawn = Vec::new();
+    if uniform {
+        drawn.push("mix=uniform".to_string());
+    }
+    // A feature's coin is always taken, so a value drawn after it is the same in both mixes.
+    let draw = |name: &str| stream(seed, &format!("draw.{name}"));
+    let free = |name: &str| !s.pinned.contains(name);
+    // A pinned stdio transport has one Client and one Agent process: no proxy, no watcher.
+    let stdio_pinned = !free("topology.transport") && s.topology.transport == Transport::Stdio;
+    if free("topology.proxy") {
+        let on = (draw("topology.proxy").gen_bool(0.25) || uniform) && !stdio_pinned;
+        d.topology.proxy = on;
+        drawn.push(format!("proxy={on}"));
+    }
+    if free("topology.watcher") {
+        let on = (draw("topology.watcher").gen_bool(0.25) || uniform) && !stdio_pinned;
+        d.topology.watcher = on;
+        drawn.push(format!("watcher={on}"));
+    }
+    if free("topology.transport") {
+        let stdio = draw("topology.transport").gen_bool(0.25)
+            && !uniform
+            && !d.topology.proxy
+            && !d.topology.watcher
+            && design != Design::Cluster;
+        d.topology.transport = if stdio {
+            Transport::Stdio
+        } else {
+            Transport::Socket
+        };
+        drawn.push(format!(
+            "transport={}",
+            if stdio { "stdio" } else { "socket" }
+        ));
+    }
+    if free("topology.nodes") && design == Design::Cluster {
+        d.topology.nodes = draw("topology.nodes").gen_range(1..=4);
+        drawn.push(format!("nodes={}", d.topology.nodes));
+    }
+    if free("timing.latency_ms_max") {
+        let v = draw("timing.latency_ms_max").gen_range(1..=6u64);
+        d.timing.latency_ms_max = v.max(d.timing.latency_ms_min);
+        drawn.push(format!("latency_ms_max={}", d.timing.latency_ms_max));
+    }
+    if free("agent.turn_ms_max") {
+        let v = draw("agent.turn_ms_max").gen_range(20..=80u64);
+        d.agent.turn_ms_max = v.max(d.agent.turn_ms_min);
+        drawn.push(format!("turn_ms_max={}", d.agent.turn_ms_max));
+    }
+    if free("client.kind") {
+        d.client.kind = if draw("client.kind").gen_bool(0.25) {
+            acp_chaos_models::ClientKind::SdkAutoRetry
+        } else {
+            acp_chaos_models::ClientKind::Spec
+        };
+        drawn.push(format!("client_kind={}", d.client.kind.as_str()));
+    }
+    if free("client.unkeyed_rate") && d.client.kind == acp_chaos_models::ClientKind::SdkAutoRetry {
+        let on = draw("client.unkeyed_rate").gen_bool(0.5) || uniform;
+        d.client.unkeyed_rate = if on { 0.2 } else { 0.0 };
+        drawn.push(format!("unkeyed_rate={}", d.client.unkeyed_rate));
+    }
+    if free("client.stale_ms") {
+        let mut r = draw("client.stale_ms");
+        let on = r.gen_bool(0.25) || uniform;
+        let v = r.gen_range(200..=600u64);
+        d.client.stale_ms = if on { v } else { 0 };
+        drawn.push(format!("stale_ms={}", d.client.stale_ms));
+    }
+    if free("workload.sessions") {
+        d.workload.sessions = draw("workload.sessions").gen_range(1..=2);
+        drawn.push(format!("sessions={}", d.workload.sessions));
+    }
+    if free("workload.keys") {
+        let counter = draw("workload.keys").gen_bool(0.25);
+        d.workload.keys = if counter {
+            acp_chaos_models::KeyScheme::SessionCounter
+        } else {
+            acp_chaos_models::KeyScheme::Uuid
+        };
+        drawn.push(format!(
+            "keys={}",
+            if counter { "session-counter" } else { "uuid" }
+        ));
+    }
+    if s.raw.is_empty() {
+        // Key-validation probes (K2/K3), so the swarm reaches P5 too.
+        const KEYS: [&str; 8] = ["\"\"", "1", "true", "{}", "[]", "null", "\"a\"", "LONG"];
+        let mut r = draw("raw");
+        let on = r.gen_bool(0.25) || uniform;
+        let n = r.gen_range(1..=3usize);
+        let end =
+            d.workload.start_ms + u64::from(d.workload.submissions) * d.workload.gap_ms_min.max(1);
+        for _ in 0..n {
+            let k = KEYS[r.gen_range(0..KEYS.len())];
+            let key_json = if k == "LONG" {
+                format!("\"{}\"", "x".repeat(256))
+            } else {
+                k.to_string()
+            };
+            let at_ms = r.gen_range(d.workload.start_ms..=end);
+            if on {
+                d.raw.push(crate::scenario::RawProbe {
+                    at_ms,
+                    key_json: Some(key_json),
+                    line: None,
+                    note: "drawn by the swarm".into(),
+                });
+            }
+        }
+        drawn.push(format!("raw_probes={}", d.raw.len()));
+    }
+    if free("workload.cancel_after_ms") {
+        let mut r = draw("workload.cancel_after_ms");
+        let late = r.gen_bool(0.5) || uniform;
+        let v = r.gen_range(100..=400u64);
+        if late {
+            d.workload.cancel_after_ms = v;
+        }
+        drawn.push(format!("cancel_after_ms={}", d.workload.cancel_after_ms));
+    }
+    for (name, rate) in [
+        ("workload.close_rate", &mut d.workload.close_rate),
+        ("workload.fork_rate", &mut d.workload.fork_rate),
+    ] {
+        if free(name) {
+            let mut r = draw(name);
+            let on = r.gen_bool(1.0 / 3.0) || uniform;
+            let v = (r.gen_range(1..=3u32) as f64) / 10.0;
+            *rate = if on { v } else { 0.0 };
+            drawn.push(format!("{}={}", &name["workload.".len()..], *rate));
+        }
+    }
+    (d, drawn)
+}
+
+pub(super) fn draw_swarm(
+    s: &Scenario,
+    seed: u64,
+    kinds: &[FaultKind],
+    per_kind_max: u32,
+    design: Design,
+    uniform: bool,
+) -> Vec<FaultSpec> {
+    let n_sub = s.workload.submissions.max(1);
+    let horizon = s.workload.start_ms
+        + u64::from(n_sub) * (s.workload.gap_ms_min + s.workload.gap_ms_max) / 2
+        + 100;
+    let horizon = horizon
+        .min(s.timing.safety_ms * 4 / 5)
+        .max(s.workload.start_ms + 1);
+    let mut out = Vec::new();
+    for &kind in kinds {
+        let store = matches!(
+            kind,
+            FaultKind::CrashStore
+                | FaultKind::PartitionStore
+                | FaultKind::LoseExchange
+                | FaultKind::DropUpdates
+        );
+        if (kind == FaultKind::CrashProxy && !s.topology.proxy)
+            || (store && design != Design::Cluster)
+        {
+            // Nothing to fault in this topology (its own stream, so no other draw moves).
+            continue;
+        }
+        let mut r = stream(seed, &format!("swarm.{}", kind.as_str()));
+        let on = r.gen_bool(0.6);
+        if !on && !uniform {
+            continue;
+        }
+        for _ in 0..r.gen_range(1..=per_kind_max.max(1)) {
+            let at = Trigger {
+                at_ms: Some(r.gen_range(s.workload.start_ms..=horizon)),
+                ..Trigger::default()
+            };
+            let frame_trigger = |r: &mut ChaCha8Rng| {
+                let method = *[
+                    "session/prompt",
+                    "session/prompt",
+                    "session/prompt",
+                    "session/resume",
+                    "initialize",
+                    "session/new",
+                ]
+                .choose(r)
+                .expect("non-empty");
+                let side = if r.gen_bool(0.5) {
+                    Side::Request
+                } else {
+                    Side::Response
+                };
+                let nth = if method == "session/prompt" {
+                    r.gen_range(1..=n_sub + 1)
+                } else {
+                    r.gen_range(1..=2)
+                };
+                Trigger {
+                    frame: Some(side),
+                    method: Some(method.to_string()),
+                    nth,
+                    ..Trigger::default()
+                }
+            };
+            let mut f = FaultSpec {
+                kind,
+                on: at,
+                silent: false,
+                stall_ms: None,
+                heal_after_ms: None,
+                restart_after_ms: None,
+                direction: None,
+            };
+            match kind {
+                FaultKind::LoseFrame => {
+                    f.on = frame_trigger(&mut r);
+                    f.silent = r.gen_bool(0.4);
+                }
+                FaultKind::LoseExchange | FaultKind::DropUpdates => f.on = frame_trigger(&mut r),
+                FaultKind::StallFrame => {
+                    f.on = frame_trigger(&mut r);
+                    f.stall_ms = Some(r.gen_range(50..=400));
+                }
+                FaultKind::ReorderFrame => {
+                    f.on = frame_trigger(&mut r);
+                    f.stall_ms = Some(r.gen_range(10..=60));
+                }
+                FaultKind::Partition | FaultKind::PartitionStore | FaultKind::Hold => {
+                    f.heal_after_ms = Some(r.gen_range(30..=400))
+                }
+                FaultKind::PartitionOneway => {
+                    f.heal_after_ms = Some(r.gen_range(30..=400));
+                    f.direction = Some(if r.gen_bool(0.5) {
+                        crate::nemesis::Direction::ClientToAgent
+                    } else {
+                        crate::nemesis::Direction::AgentToClient
+                    });
+                }
+                FaultKind::CrashProxy => {
+                    if r.gen_bool(0.5) {
+                        // At a frame or while the Agent is at a protocol point: lands in
+                        // protocol states a time rarely hits.
+                        f.on = if r.gen_bool(0.5) {
+                            frame_trigger(&mut r)
+                        } else {
+                            Trigger {
+                                point: Some(*Point::AGENT.choose(&mut r).expect("non-empty")),
+                                nth: r.gen_range(1..=n_sub),
+                                ..Trigger::default()
+                            }
+                        };
+                    }
+                    f.restart_after_ms = Some(r.gen_range(10..=200));
+                }
+                FaultKind::CrashStore => {
+                    if r.gen_bool(0.5) {
+                        // Right after a write, before its reply: the node cannot know.
+                        f.on = Trigger {
+                            point: Some(Point::AfterStoreWrite),
+                            nth: r.gen_range(1..=n_sub),
+                            ..Trigger::default()
+                        };
+                    }
+                    f.restart_after_ms = Some(r.gen_range(10..=200));
+                }
+                FaultKind::CrashAgent => {
+                    if r.gen_bool(0.5) {
+                        let p = *Point::AGENT.choose(&mut r).expect("non-empty");
+                        f.on = Trigger {
+                            point: Some(p),
+                            nth: r.gen_range(1..=n_sub),
+                            ..Trigger::default()
+                        };
+                    }
+                    f.restart_after_ms = Some(r.gen_range(10..=300));
+                }
+                FaultKind::RestartClient => {
+                    if r.gen_bool(0.5) {
+                        f.on = Trigger {
+                            submission: Some(r.gen_range(1..=n_sub)),
+                            ..Trigger::default()
+                        };
+                    }
+                    f.restart_after_ms = Some(r.gen_range(10..=200));
+                }
+                FaultKind::TransientError => {
+                    f.on = Trigger {
+                        frame: Some(Side::Request),
+                        method: Some("session/prompt".into()),
+                        nth: r.gen_range(1..=n_sub + 1),
+                        ..Trigger::default()
+                    };
+                }
+            }
+            out.push(f);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::Plan;
+
+    fn scenario(extra: &str) -> Scenario {
+        let text = format!(
+            "summary = \"t\"\n[workload]\nsubmissions = 4\n{extra}\n[swarm]\nfaults = [\"lose-frame\", \"crash-agent\", \"partition\"]\n"
+        );
+        Scenario::parse(std::path::Path::new("t.toml"), &text).expect("parses")
+    }
+
+    #[test]
+    fn swarm_draws_topology_and_features_per_seed_unless_the_file_pins_them() {
+        let s = scenario("");
+        let plans: Vec<Plan> = (0..64)
+            .map(|seed| Plan::derive(&s, seed, None, Design::Stored))
+            .collect();
+        // Over 64 seeds each feature is on in some and off in others.
+        assert!(plans.iter().any(|p| p.proxy) && plans.iter().any(|p| !p.proxy));
+        assert!(plans.iter().any(|p| p.watcher) && plans.iter().any(|p| !p.watcher));
+        assert!(plans.iter().any(|p| p.stdio) && plans.iter().any(|p| !p.stdio));
+        assert!(plans.iter().all(|p| !(p.stdio && (p.proxy || p.watcher))));
+        assert!(plans.iter().any(|p| p.latency_ms_max > 1));
+        assert!(plans
+            .iter()
+            .all(|p| p.drawn.iter().any(|d| d.starts_with("proxy="))));
+        // Pinned in the file: never drawn, whatever the seed.
+        let pinned = scenario("[topology]\nproxy = true\n[timing]\nlatency_ms_max = 2\n");
+        for seed in 0..64 {
+            let p = Plan::derive(&pinned, seed, None, Design::Stored);
+            assert!(p.proxy && p.latency_ms_max == 2, "seed {seed}");
+            assert!(!p.drawn.iter().any(|d| d.starts_with("proxy=")));
+        }
+    }
+
+    #[test]
+    fn pinning_one_setting_does_not_move_the_other_draws() {
+        let free = scenario("");
+        let pinned = scenario("[topology]\nwatcher = false\n");
+        for seed in 0..32 {
+            let a = Plan::derive(&free, seed, None, Design::Cluster);
+            let b = Plan::derive(&pinned, seed, None, Design::Cluster);
+            assert_eq!(a.proxy, b.proxy);
+            assert_eq!(a.nodes, b.nodes);
+            assert_eq!(a.client.stale_ms, b.client.stale_ms);
+            assert_eq!(a.latency_ms_max, b.latency_ms_max);
+            if a.watcher == b.watcher {
+                assert_eq!(a.faults.len(), b.faults.len(), "seed {seed}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_pinned_stdio_transport_or_a_proxy_mutant_never_meets_a_drawn_conflict() {
+        let mut s =
+            scenario("[agent]\ndesigns = [\"stored\"]\n[topology]\ntransport = \"stdio\"\n");
+        for mix in [crate::scenario::Mix::Swarm, crate::scenario::Mix::Uniform] {
+            s.swarm.as_mut().unwrap().mix = mix;
+            for seed in 0..32 {
+                let p = Plan::derive(&s, seed, None, Design::Stored);
+                assert!(p.stdio && !p.proxy && !p.watcher, "{mix:?} seed {seed}");
+            }
+        }
+        let free = scenario("");
+        for seed in 0..32 {
+            let p = Plan::derive(&free, seed, Some("proxy-drops-key"), Design::Stored);
+            assert!(p.proxy && !p.stdio, "seed {seed}");
+        }
+    }
+
+    #[test]
+    fn uniform_mix_turns_every_fault_kind_and_feature_on() {
+        let mut s = scenario("");
+        s.swarm.as_mut().unwrap().mix = crate::scenario::Mix::Uniform;
+        for seed in 0..16 {
+            let p = Plan::derive(&s, seed, None, Design::Stored);
+            assert!(p.proxy && p.watcher && !p.stdio, "seed {seed}");
+            for k in [
+                FaultKind::LoseFrame,
+                FaultKind::CrashAgent,
+                FaultKind::Partition,
+            ] {
+                assert!(
+                    p.faults.iter().any(|f| f.kind == k),
+                    "seed {seed}: no {k:?}"
+                );
+            }
+        }
+    }
+}
