@@ -74,10 +74,10 @@ fn bare(s: &Scenario, seed: u64, sim_ms: u64, agent: Design) {
     let plan = Plan::derive(s, seed, None, agent);
     let mut sim = world::builder(&plan).build();
     for h in plan.agent_hosts() {
-        sim.host(*h, crate::hosts::idle_host);
+        sim.host(*h, crate::world::hosts::idle_host);
     }
     if plan.cluster() {
-        sim.host("store", crate::hosts::idle_host);
+        sim.host("store", crate::world::hosts::idle_host);
     }
     for (on, h) in [
         (true, "client"),
@@ -85,7 +85,7 @@ fn bare(s: &Scenario, seed: u64, sim_ms: u64, agent: Design) {
         (plan.watcher, "watcher"),
     ] {
         if on {
-            sim.host(h, crate::hosts::idle_host);
+            sim.host(h, crate::world::hosts::idle_host);
         }
     }
     while sim.elapsed() < Duration::from_millis(sim_ms) {

@@ -107,8 +107,6 @@ pub mod check;
 pub mod cli;
 pub mod exit;
 pub mod history;
-pub mod hosts;
-pub mod ledger;
 pub mod matrix;
 pub mod mock_model;
 pub mod nemesis;

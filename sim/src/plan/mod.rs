@@ -4,8 +4,8 @@
 //!
 //! - this file: [`Plan`] (with its [`Submission`]s and [`UserEvent`]s), [`stream`] (one RNG
 //!   stream per label), [`Plan::check`] for schedule files, [`Plan::describe`];
-//! - [`derive`]: [`Plan::derive`], a scenario and a seed to a plan;
-//! - [`swarm`]: what a `[swarm]` scenario draws per seed ([`DRAWN`] settings, the fault schedule).
+//! - `derive.rs`: [`Plan::derive`], a scenario and a seed to a plan;
+//! - `swarm.rs`: what a `[swarm]` scenario draws per seed ([`DRAWN`] settings, the fault schedule).
 
 mod derive;
 mod swarm;

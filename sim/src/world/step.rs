@@ -1,10 +1,6 @@
-//! One run: build the turmoil world from a [`Plan`], drive `sim.step()` by hand so the nemesis
-//! acts between steps, then heal and run the liveness phase until quiet or the bound.
-//!
-//! Hosts: `client`, the Agent (`agent`, or a cluster's `node1`..`nodeN` and `store`), and
-//! optionally `proxy` and `watcher`; all `sim.host` (turmoil cannot crash a `sim.client`), so
-//! the step loop decides when the run is over. A fault aimed at "the Agent" of a cluster hits
-//! the node serving the Client (or, at a protocol point, the node that reached it).
+//! The step loop: build the turmoil world from a [`Plan`], drive `sim.step()` by hand so the
+//! nemesis acts between steps (crashes at protocol points through barriers, timed faults,
+//! restarts, heals), then heal and run the liveness phase until quiet or the bound.
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
@@ -16,11 +12,12 @@ use std::time::{Duration, UNIX_EPOCH};
 use serde_json::json;
 use turmoil::barriers::{Barrier, Reaction};
 
+use super::boot::AgentFactory;
+use super::hosts;
+use super::io::{Ctx, PointHit};
+use super::ledger::Ledger;
 use crate::history::{History, OpType, FORMAT};
-use crate::hosts::{self, Ctx, PointHit};
-pub use crate::hosts::{AgentBoot, AgentFactory};
-use crate::ledger::Ledger;
-use crate::models::{AgentModel, Point};
+use crate::models::Point;
 use crate::nemesis::NemesisAction;
 use crate::plan::Plan;
 
@@ -61,50 +58,7 @@ enum Timed {
     Fire(usize),
 }
 
-/// Run one plan to its end and return the history.
-pub fn run(plan: &Plan) -> History {
-    run_plan(plan, None)
-}
-
-/// Run one plan with your own Agent in place of the project's model Agent, and return the
-/// history (check it with [`crate::check::check_all`]).
-///
-/// `agent` builds the Agent at every start of the Agent process: the first one, and each
-/// restart after a crash, from the records its earlier processes persisted ([`AgentBoot`]).
-/// Everything else (the Client, the network, the nemesis, the history) is as in [`run`]: the
-/// same plan and Agent give the same history, byte for byte.
-///
-/// The plan's `agent.design` declares your Agent's retention to the checkers (`stored`:
-/// durable, `in-memory`: process); its other Agent settings are the model Agent's and are not
-/// used. Single-process plans only: panics on a cluster plan (`plan.nodes > 0`), whose nodes
-/// are always model Agents.
-///
-/// ```no_run
-/// # use acp_chaos::models::{Action, AgentInput, AgentModel, Design};
-/// # struct MyAgent;
-/// # impl AgentModel for MyAgent {
-/// #     fn handle(&mut self, _: AgentInput, _: &mut Vec<Action>) {}
-/// #     fn is_idle(&self) -> bool { true }
-/// # }
-/// # impl MyAgent { fn recover(_: &[serde_json::Value]) -> Self { MyAgent } }
-/// let plan = acp_chaos::strategy::base(Design::Stored);
-/// let history = acp_chaos::world::run_with(&plan, |boot| Box::new(MyAgent::recover(boot.records)));
-/// for v in acp_chaos::check::check_all(&history) {
-///     println!("{} {:?} {}", v.property, v.status, v.message);
-/// }
-/// ```
-pub fn run_with<F>(plan: &Plan, agent: F) -> History
-where
-    F: Fn(AgentBoot<'_>) -> Box<dyn AgentModel> + 'static,
-{
-    assert!(
-        !plan.cluster(),
-        "world::run_with: a cluster plan runs model Agent nodes; give a single-process plan (nodes = 0)"
-    );
-    run_plan(plan, Some(Rc::new(agent)))
-}
-
-fn run_plan(plan: &Plan, agent: Option<AgentFactory>) -> History {
+pub(super) fn run_plan(plan: &Plan, agent: Option<AgentFactory>) -> History {
     let ledger = Rc::new(RefCell::new(Ledger::new(plan)));
     let mut sim = builder(plan).build();
     let ctx = Rc::new(Ctx {

@@ -1,0 +1,533 @@
+//! The frame layer every host shares: newline-delimited JSON over turmoil TCP with a heartbeat
+//! (an idle writer sends an empty line every `heartbeat_ms`; a reader that hears nothing for
+//! `dead_ms` ends the connection, since turmoil never ends a partitioned stream by itself);
+//! frame faults decided per frame by the [`Ledger`] at the writer; the process's file on the
+//! simulated disk (framed records, a torn tail cut on recovery); a cluster node's datagram
+//! link to the store. [`Ctx`] is what every host of one run shares.
+
+use std::cell::RefCell;
+use std::net::{IpAddr, Ipv4Addr};
+use std::rc::Rc;
+use std::time::Duration;
+
+use acp_chaos_models::{store, Action, AgentInput, AgentModel, ConnId, Point};
+use indexmap::IndexMap;
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+use tokio::task::AbortHandle;
+use turmoil::fs::shim::std::fs as simfs;
+use turmoil::net::{TcpListener, TcpStream, UdpSocket};
+
+use super::boot::AgentFactory;
+use super::ledger::Ledger;
+use crate::history::OpType;
+use crate::nemesis::FrameDecision;
+use crate::plan::Plan;
+
+/// The Agent's listening port.
+pub const AGENT_PORT: u16 = 9000;
+
+/// The cluster store's UDP port (one datagram per op and per reply).
+pub const STORE_PORT: u16 = 9100;
+
+/// What a host's event loop reacts to.
+pub(super) enum Ev {
+    Accepted(TcpStream),
+    Connected(TcpStream, u64),
+    ConnectFailed(u64),
+    Frame(ConnId, String),
+    Closed(ConnId, &'static str),
+    Timer(u64),
+    /// Remote transport: a request written on this connection was not accepted (X5).
+    NotAccepted(ConnId, Value),
+}
+
+/// The barrier value an Agent host triggers at each protocol point: the point and the host
+/// (`agent` or a cluster node) that passed it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PointHit(pub Point, pub &'static str);
+
+/// Shared by the host factories of one run.
+pub struct Ctx {
+    /// The ledger.
+    pub ledger: Rc<RefCell<Ledger>>,
+    /// The plan.
+    pub plan: Plan,
+    /// Builds the single-process Agent at each start; `None`: the project's [`ModelAgent`](acp_chaos_models::ModelAgent)
+    /// for `plan.agent` (cluster nodes are always [`ModelAgent`](acp_chaos_models::ModelAgent)s).
+    pub agent: Option<AgentFactory>,
+}
+
+pub(super) struct ConnHandle {
+    out: UnboundedSender<String>,
+    tasks: [AbortHandle; 2],
+    /// To drop this writer's queue from the ledger when the connection goes (also by crash).
+    ledger: Rc<RefCell<Ledger>>,
+    key: (ConnId, &'static str),
+}
+
+impl Drop for ConnHandle {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+        if let Ok(mut l) = self.ledger.try_borrow_mut() {
+            l.writer_gone(self.key.0, self.key.1);
+        }
+    }
+}
+
+/// A cluster node's line to the store host.
+pub(super) struct StoreLink {
+    pub(super) sock: UdpSocket,
+    pub(super) next: u64,
+    /// Receive buffer, reused by every op (a reply holds the store's whole view).
+    pub(super) buf: Vec<u8>,
+}
+
+/// A process's I/O: its connections, its store file, its timers.
+pub(super) struct Io {
+    pub(super) process: &'static str,
+    pub(super) ctx: Rc<Ctx>,
+    pub(super) tx: UnboundedSender<Ev>,
+    pub(super) conns: IndexMap<ConnId, ConnHandle>,
+    pub(super) store: String,
+    /// Cluster node: persist through the store host instead of a local file.
+    pub(super) link: Option<StoreLink>,
+}
+
+impl Io {
+    pub(super) fn new(
+        process: &'static str,
+        ctx: Rc<Ctx>,
+        store: &str,
+    ) -> (Io, UnboundedReceiver<Ev>) {
+        let (tx, rx) = unbounded_channel();
+        (
+            Io {
+                process,
+                ctx,
+                tx,
+                conns: IndexMap::new(),
+                store: store.to_string(),
+                link: None,
+            },
+            rx,
+        )
+    }
+
+    pub(super) fn record(&self, kind: OpType, f: &str, value: Value) {
+        self.ctx
+            .ledger
+            .borrow_mut()
+            .record(self.process, kind, f, value);
+    }
+
+    /// Read the store, cutting a torn tail (framed records, A13/D1).
+    pub(super) fn recover(&self) -> std::io::Result<Vec<Value>> {
+        let dir = std::path::Path::new(&self.store)
+            .parent()
+            .expect("absolute path");
+        simfs::create_dir_all(dir)?;
+        if !simfs::exists(&self.store) {
+            return Ok(Vec::new());
+        }
+        let bytes = simfs::read(&self.store)?;
+        let (recs, valid) = store::decode(&bytes);
+        if valid < bytes.len() {
+            let f = simfs::OpenOptions::new().write(true).open(&self.store)?;
+            f.set_len(valid as u64)?;
+            f.sync_all()?;
+            self.record(
+                OpType::Info,
+                "truncate-torn-tail",
+                json!({"from": bytes.len(), "to": valid}),
+            );
+        }
+        Ok(recs
+            .iter()
+            .filter_map(|r| serde_json::from_slice(r).ok())
+            .collect())
+    }
+
+    pub(super) fn persist(&self, record: &Value, sync: bool) -> std::io::Result<()> {
+        use std::io::Write;
+        let existed = simfs::exists(&self.store);
+        let mut f = simfs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.store)?;
+        f.write_all(&store::encode(
+            &serde_json::to_vec(record).expect("serializes"),
+        ))?;
+        if sync {
+            f.sync_all()?;
+            if !existed {
+                simfs::sync_dir(
+                    std::path::Path::new(&self.store)
+                        .parent()
+                        .expect("absolute path"),
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Cluster: the first line on a connection to a node names its logical connection (the
+    /// remote transport's connection id; a header, not a JSON-RPC frame).
+    pub(super) fn hello(&self, logical: String) -> Option<String> {
+        self.ctx
+            .plan
+            .cluster()
+            .then(|| json!({ "logical": logical }).to_string())
+    }
+
+    pub(super) fn open(
+        &mut self,
+        stream: TcpStream,
+        client_addr: String,
+        hello: Option<String>,
+    ) -> ConnId {
+        let plan = &self.ctx.plan;
+        let id = self
+            .ctx
+            .ledger
+            .borrow_mut()
+            .conn_id(&client_addr, self.process);
+        let (r, mut w) = stream.into_split();
+        let (otx, mut orx) = unbounded_channel::<String>();
+        let dead = Duration::from_millis(plan.net.dead_ms);
+        let hb = Duration::from_millis(plan.net.heartbeat_ms);
+        let tx = self.tx.clone();
+        let reader = tokio::task::spawn_local(async move {
+            let mut r = BufReader::new(r);
+            let mut buf = String::new();
+            loop {
+                buf.clear();
+                let why = match tokio::time::timeout(dead, r.read_line(&mut buf)).await {
+                    Ok(Ok(0)) => "eof",
+                    Ok(Ok(_)) => {
+                        let l = buf.trim_end();
+                        if !l.is_empty() {
+                            let _ = tx.send(Ev::Frame(id, l.to_string()));
+                        }
+                        continue;
+                    }
+                    Ok(Err(_)) => "reset",
+                    Err(_) => "heartbeat timeout",
+                };
+                let _ = tx.send(Ev::Closed(id, why));
+                return;
+            }
+        });
+        let tx = self.tx.clone();
+        let ledger = self.ctx.ledger.clone();
+        let from = self.process;
+        let writer = tokio::task::spawn_local(async move {
+            if let Some(h) = hello {
+                if w.write_all(format!("{h}\n").as_bytes()).await.is_err() {
+                    let _ = tx.send(Ev::Closed(id, "write failed"));
+                    return;
+                }
+            }
+            loop {
+                let line = match tokio::time::timeout(hb, orx.recv()).await {
+                    Ok(Some(l)) => l,
+                    Ok(None) => return,
+                    Err(_) => {
+                        if !ledger.borrow().is_blackholed(id) && w.write_all(b"\n").await.is_err() {
+                            let _ = tx.send(Ev::Closed(id, "write failed"));
+                            return;
+                        }
+                        continue;
+                    }
+                };
+                // A line that is not JSON (a raw probe) is logged as the string it is, as the
+                // reader logs it, so the two ends match and it counts as in flight.
+                let frame: Value =
+                    serde_json::from_str(&line).unwrap_or_else(|_| Value::String(line.clone()));
+                let decision = ledger.borrow_mut().on_send(id, from, &frame);
+                if matches!(decision, FrameDecision::Lose { silent: false }) {
+                    ledger.borrow_mut().writer_gone(id, from);
+                } else {
+                    // Written below, or dropped: either way the writer is done with it (a
+                    // stalled frame stays queued until its stall ends).
+                    if !matches!(
+                        decision,
+                        FrameDecision::Stall(_) | FrameDecision::Reorder { .. }
+                    ) {
+                        ledger.borrow_mut().frame_done(id, from);
+                    }
+                }
+                match decision {
+                    FrameDecision::Deliver => {}
+                    FrameDecision::Stall(ms) => {
+                        tokio::time::sleep(Duration::from_millis(ms)).await;
+                        ledger.borrow_mut().record(
+                            "net",
+                            OpType::Info,
+                            "stall-end",
+                            json!({"conn": id, "from": from}),
+                        );
+                        ledger.borrow_mut().frame_done(id, from);
+                    }
+                    FrameDecision::Reorder { bound_ms, after } => {
+                        let mut waited = 0;
+                        let by = loop {
+                            if let Some(x) = ledger.borrow().overtaken(id, after) {
+                                break Some(x);
+                            }
+                            if waited >= bound_ms {
+                                break None;
+                            }
+                            tokio::time::sleep(Duration::from_millis(1)).await;
+                            waited += 1;
+                        };
+                        ledger.borrow_mut().record(
+                            "net",
+                            OpType::Info,
+                            "reorder-end",
+                            json!({"conn": id, "from": from, "waited_ms": waited,
+                                   "overtaken_by": by.map(|b| json!({"conn": b.0, "op": b.1}))}),
+                        );
+                        ledger.borrow_mut().frame_done(id, from);
+                    }
+                    FrameDecision::Lose { silent: true } => continue,
+                    FrameDecision::Drop { not_accepted } => {
+                        if not_accepted {
+                            let _ = tx.send(Ev::NotAccepted(id, frame["id"].clone()));
+                        }
+                        continue;
+                    }
+                    FrameDecision::Lose { silent: false } => {
+                        let _ = tx.send(Ev::Closed(id, "connection broke at a lost frame"));
+                        return;
+                    }
+                }
+                let mut bytes = line.into_bytes();
+                bytes.push(b'\n');
+                if w.write_all(&bytes).await.is_err() {
+                    let _ = tx.send(Ev::Closed(id, "write failed"));
+                    return;
+                }
+            }
+        });
+        self.conns.insert(
+            id,
+            ConnHandle {
+                out: otx,
+                tasks: [reader.abort_handle(), writer.abort_handle()],
+                ledger: self.ctx.ledger.clone(),
+                key: (id, self.process),
+            },
+        );
+        id
+    }
+
+    /// Listen on the Agent port; accepted connections arrive as `Ev::Accepted`.
+    pub(super) async fn listen(&self) -> std::io::Result<()> {
+        let listener = TcpListener::bind((IpAddr::V4(Ipv4Addr::UNSPECIFIED), AGENT_PORT)).await?;
+        let tx = self.tx.clone();
+        tokio::task::spawn_local(async move {
+            while let Ok((s, _)) = listener.accept().await {
+                if tx.send(Ev::Accepted(s)).is_err() {
+                    return;
+                }
+            }
+        });
+        Ok(())
+    }
+
+    /// Forget a connection (its tasks are aborted, its halves dropped: the peer sees EOF).
+    pub(super) fn close(&mut self, id: ConnId, why: &str) -> bool {
+        if self.conns.shift_remove(&id).is_some() {
+            self.ctx.ledger.borrow_mut().on_conn_end(id);
+            self.record(OpType::Info, "conn-end", json!({"conn": id, "reason": why}));
+            true
+        } else {
+            false
+        }
+    }
+
+    pub(super) fn log_recv(&self, id: ConnId, line: &str) -> Value {
+        let frame: Value =
+            serde_json::from_str(line).unwrap_or_else(|_| Value::String(line.to_string()));
+        self.ctx
+            .ledger
+            .borrow_mut()
+            .on_recv(id, self.process, &frame);
+        self.ctx.ledger.borrow_mut().record(
+            "net",
+            OpType::Info,
+            "recv",
+            json!({"conn": id, "from": peer(self.process), "frame": frame}),
+        );
+        frame
+    }
+
+    /// Send one op to the store and wait up to the store timeout for its reply (`None`: no
+    /// reply; the op may or may not have applied).
+    pub(super) async fn store_call(&mut self, op: &Value) -> Option<Value> {
+        let limit = Duration::from_millis(self.ctx.plan.net.store_timeout_ms);
+        let link = self.link.as_mut()?;
+        link.next += 1;
+        let req = link.next;
+        let mut msg = op.clone();
+        msg["req"] = json!(req);
+        msg["node"] = json!(self.process);
+        let bytes = serde_json::to_vec(&msg).expect("serializes");
+        let (sock, buf) = (&link.sock, &mut link.buf);
+        let wait = async {
+            // A failed send is a lost datagram: the node waits out its timeout all the same.
+            if sock.send_to(&bytes, ("store", STORE_PORT)).await.is_err() {
+                return std::future::pending().await;
+            }
+            loop {
+                let Ok((n, _)) = sock.recv_from(buf).await else {
+                    return std::future::pending().await;
+                };
+                // Replies to earlier, timed-out ops are stale: skip them.
+                if let Ok(v) = serde_json::from_slice::<Value>(&buf[..n]) {
+                    if v["req"] == json!(req) {
+                        return v;
+                    }
+                }
+            }
+        };
+        tokio::time::timeout(limit, wait).await.ok()
+    }
+
+    /// Cluster: a write the node cannot continue without. It is sent again until the store
+    /// answers (every append is idempotent), so the node never guesses (A2).
+    pub(super) async fn store_append(&mut self, record: &Value) {
+        let op = json!({"op": "append", "record": record});
+        while self.store_call(&op).await.is_none() {
+            self.record(OpType::Info, "store-retry", json!({"record": record}));
+        }
+    }
+
+    /// Cluster: the store's view, read before each request (retried until it comes).
+    pub(super) async fn store_load(&mut self) -> Value {
+        let op = json!({"op": "load"});
+        loop {
+            if let Some(v) = self.store_call(&op).await {
+                return v;
+            }
+            self.record(OpType::Info, "store-retry", json!({"op": "load"}));
+        }
+    }
+
+    /// Run the model's actions in order. Points await the nemesis's barrier. Stops after an
+    /// [`Action::Store`] and returns it; the actions after it stay in `out`.
+    pub(super) async fn execute(
+        &mut self,
+        out: &mut Vec<Action>,
+    ) -> std::io::Result<Option<(u64, Value)>> {
+        let mut actions = std::mem::take(out).into_iter();
+        while let Some(a) = actions.next() {
+            match a {
+                Action::Store { req, op } => {
+                    out.extend(actions);
+                    return Ok(Some((req, op)));
+                }
+                Action::Send { conn, line } => {
+                    if let Some(c) = self.conns.get(&conn) {
+                        if c.out.send(line).is_ok() {
+                            self.ctx
+                                .ledger
+                                .borrow_mut()
+                                .frame_queued(conn, self.process);
+                        }
+                    }
+                }
+                Action::Persist { record, sync } => {
+                    if self.link.is_some() {
+                        self.store_append(&record).await;
+                    } else {
+                        self.persist(&record, sync)?;
+                    }
+                }
+                Action::Timer { id, after_ms } => {
+                    let tx = self.tx.clone();
+                    tokio::task::spawn_local(async move {
+                        tokio::time::sleep(Duration::from_millis(after_ms)).await;
+                        let _ = tx.send(Ev::Timer(id));
+                    });
+                }
+                Action::Point(p) => turmoil::barriers::trigger(PointHit(p, self.process)).await,
+                Action::Effect(e) => {
+                    // Jepsen types for the Client's view: an attempt is invoked, an ack is ok,
+                    // an input shown to the user as failed is fail.
+                    let kind = match e.f {
+                        "attempt" => OpType::Invoke,
+                        "ack" => OpType::Ok,
+                        "surface" | "withdrawn" => OpType::Fail,
+                        _ => OpType::Info,
+                    };
+                    if e.f == "session-known" {
+                        let mut l = self.ctx.ledger.borrow_mut();
+                        if l.known_session.is_none() {
+                            l.known_session = e.value["session"].as_str().map(str::to_string);
+                        }
+                    }
+                    self.record(kind, e.f, e.value)
+                }
+                Action::Connect { after_ms, tag } => {
+                    let tx = self.tx.clone();
+                    let limit = Duration::from_millis(self.ctx.plan.net.connect_timeout_ms);
+                    // The next hop: the Client talks to the proxy if there is one; the Agent is
+                    // one host or a cluster node chosen by the run's routing stream.
+                    let target = if self.process == "client" && self.ctx.plan.proxy {
+                        "proxy"
+                    } else {
+                        self.ctx.ledger.borrow_mut().route(self.process)
+                    };
+                    tokio::task::spawn_local(async move {
+                        tokio::time::sleep(Duration::from_millis(after_ms)).await;
+                        let ev = match tokio::time::timeout(
+                            limit,
+                            TcpStream::connect((target, AGENT_PORT)),
+                        )
+                        .await
+                        {
+                            Ok(Ok(s)) => Ev::Connected(s, tag),
+                            _ => Ev::ConnectFailed(tag),
+                        };
+                        let _ = tx.send(ev);
+                    });
+                }
+                Action::Close { conn } => {
+                    self.close(conn, "closed by its own end");
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Run an Agent's actions; a cluster node's store ops go out one at a time and each reply
+    /// goes back to the model before the actions queued behind it.
+    pub(super) async fn run_agent<M: AgentModel + ?Sized>(
+        &mut self,
+        model: &mut M,
+        out: &mut Vec<Action>,
+    ) -> std::io::Result<()> {
+        while let Some((req, op)) = self.execute(out).await? {
+            let reply = self.store_call(&op).await;
+            let mut next = Vec::new();
+            model.handle(AgentInput::StoreReply { req, reply }, &mut next);
+            next.append(out);
+            *out = next;
+        }
+        Ok(())
+    }
+}
+
+fn peer(process: &str) -> &'static str {
+    match process {
+        p if p == "agent" || p.starts_with("node") => "client",
+        // The proxy hears both; the frame's `conn` tells which leg.
+        "proxy" => "peer",
+        _ => "agent",
+    }
+}

@@ -1,0 +1,74 @@
+//! One run: build the turmoil world from a [`Plan`], drive `sim.step()` by hand so the nemesis
+//! acts between steps, then heal and run the liveness phase until quiet or the bound.
+//!
+//! Hosts: `client`, the Agent (`agent`, or a cluster's `node1`..`nodeN` and `store`), and
+//! optionally `proxy` and `watcher`; all `sim.host` (turmoil cannot crash a `sim.client`), so
+//! the step loop decides when the run is over. A fault aimed at "the Agent" of a cluster hits
+//! the node serving the Client (or, at a protocol point, the node that reached it).
+
+//! - [`step`]: the step loop (build, safety, heal, liveness) and the turmoil builder;
+//! - [`hosts`]: one async event loop per host (Agent, cluster node and store, Client, proxy,
+//!   watcher) around a sans-IO model;
+//! - [`io`]: the frame layer every host shares (connections, heartbeats, frame faults at the
+//!   writer, the simulated disk, the cluster store link);
+//! - [`ledger`]: the out-of-band ledger: the history, connection numbers, armed faults;
+//! - [`boot`]: [`AgentBoot`] and [`AgentFactory`], how a user's Agent plugs in.
+
+use std::rc::Rc;
+
+pub mod boot;
+pub mod hosts;
+pub mod io;
+pub mod ledger;
+pub mod step;
+
+pub use boot::{AgentBoot, AgentFactory};
+pub use step::{builder, epoch, TICK_MS};
+
+use crate::history::History;
+use crate::models::AgentModel;
+use crate::plan::Plan;
+use step::run_plan;
+
+/// Run one plan to its end and return the history.
+pub fn run(plan: &Plan) -> History {
+    run_plan(plan, None)
+}
+
+/// Run one plan with your own Agent in place of the project's model Agent, and return the
+/// history (check it with [`crate::check::check_all`]).
+///
+/// `agent` builds the Agent at every start of the Agent process: the first one, and each
+/// restart after a crash, from the records its earlier processes persisted ([`AgentBoot`]).
+/// Everything else (the Client, the network, the nemesis, the history) is as in [`run`]: the
+/// same plan and Agent give the same history, byte for byte.
+///
+/// The plan's `agent.design` declares your Agent's retention to the checkers (`stored`:
+/// durable, `in-memory`: process); its other Agent settings are the model Agent's and are not
+/// used. Single-process plans only: panics on a cluster plan (`plan.nodes > 0`), whose nodes
+/// are always model Agents.
+///
+/// ```no_run
+/// # use acp_chaos::models::{Action, AgentInput, AgentModel, Design};
+/// # struct MyAgent;
+/// # impl AgentModel for MyAgent {
+/// #     fn handle(&mut self, _: AgentInput, _: &mut Vec<Action>) {}
+/// #     fn is_idle(&self) -> bool { true }
+/// # }
+/// # impl MyAgent { fn recover(_: &[serde_json::Value]) -> Self { MyAgent } }
+/// let plan = acp_chaos::strategy::base(Design::Stored);
+/// let history = acp_chaos::world::run_with(&plan, |boot| Box::new(MyAgent::recover(boot.records)));
+/// for v in acp_chaos::check::check_all(&history) {
+///     println!("{} {:?} {}", v.property, v.status, v.message);
+/// }
+/// ```
+pub fn run_with<F>(plan: &Plan, agent: F) -> History
+where
+    F: Fn(AgentBoot<'_>) -> Box<dyn AgentModel> + 'static,
+{
+    assert!(
+        !plan.cluster(),
+        "world::run_with: a cluster plan runs model Agent nodes; give a single-process plan (nodes = 0)"
+    );
+    run_plan(plan, Some(Rc::new(agent)))
+}
