@@ -8,7 +8,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::check::{self, Class, Status, Verdict, CHECKERS};
+use crate::checkers::{self, Class, Status, Verdict, CHECKERS};
 use crate::exit;
 use crate::history::History;
 use crate::plan::Plan;
@@ -65,8 +65,8 @@ pub fn run_one(
 
 /// Check a history and summarize it.
 pub fn result_of(scenario: &str, design: Design, seed: u64, h: &History) -> RunResult {
-    let verdicts = check::check_all(h);
-    let facts = check::Facts::of(h);
+    let verdicts = checkers::check_all(h);
+    let facts = checkers::Facts::of(h);
     let mut classes = BTreeMap::new();
     for c in facts.classes().values() {
         *classes.entry(*c).or_insert(0) += 1;
@@ -78,11 +78,11 @@ pub fn result_of(scenario: &str, design: Design, seed: u64, h: &History) -> RunR
         hash: h.hash(),
         verdicts,
         classes,
-        events: check::events(h),
+        events: checkers::events(h),
         ops: h.ops.len(),
         sim_ms: h.ops.last().map(|o| o.time_ms).unwrap_or(0),
         rerun_hash: None,
-        fault_cells: check::fault_states(h),
+        fault_cells: checkers::fault_states(h),
     }
 }
 
@@ -791,7 +791,7 @@ pub fn coverage_text(s: &Summary) -> String {
     let mut out =
         String::from("\n  coverage map (faults fired, by protocol state at that moment):\n");
     out.push_str(&format!("  {:<18}", "fault"));
-    for st in check::FAULT_STATES {
+    for st in checkers::FAULT_STATES {
         out.push_str(&format!(" {st:>19}"));
     }
     out.push('\n');
@@ -804,7 +804,7 @@ pub fn coverage_text(s: &Summary) -> String {
             kind.as_str(),
             "crash-store" | "partition-store" | "lose-exchange" | "drop-updates"
         );
-        for st in check::FAULT_STATES {
+        for st in checkers::FAULT_STATES {
             let n = cells.get(st).copied().unwrap_or(0);
             if n == 0 && !(cluster_only && st == "filling-history") {
                 never.push(format!("{kind}@{st}"));

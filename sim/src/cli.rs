@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Parser, Subcommand};
 
 use crate::campaign::{self, CampaignSpec};
-use crate::check::{self, Status, CHECKERS};
+use crate::checkers::{self, Status, CHECKERS};
 use crate::exit;
 use crate::history::{self, History};
 use crate::models::{mutant, Design, Point};
@@ -885,7 +885,7 @@ fn shrink(a: &ShrinkArgs) -> anyhow::Result<i32> {
         println!("# {l}");
     }
     let h = crate::world::run(&plan);
-    let verdicts = check::check_all(&h);
+    let verdicts = checkers::check_all(&h);
     // With a mutant and no --property: what catches that mutant, if this run does.
     let of_mutant = a
         .mutant
@@ -1062,7 +1062,7 @@ fn shrink(a: &ShrinkArgs) -> anyhow::Result<i32> {
     Ok(exit::VALID)
 }
 
-fn print_verdicts(vs: &[check::Verdict], to_stderr: bool) -> i32 {
+fn print_verdicts(vs: &[checkers::Verdict], to_stderr: bool) -> i32 {
     let say = |l: String| {
         if to_stderr {
             eprintln!("{l}")
@@ -1210,7 +1210,7 @@ fn check_stored(path: &Path) -> anyhow::Result<i32> {
         "# {} seed {} mutant {}",
         h.header["scenario"], h.header["seed"], h.header["mutant"]
     );
-    let vs = check::check_all(&h);
+    let vs = checkers::check_all(&h);
     let code = print_verdicts(&vs, false);
     println!("history hash {}", h.hash());
     Ok(code)

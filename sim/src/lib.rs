@@ -11,7 +11,7 @@
 //! - [`plan`]: every setting derived from (scenario, seed), each choice from its own RNG stream;
 //! - [`world`]: one run: the hosts, the step loop, the nemesis, safety → heal → liveness;
 //! - [`history`]: Jepsen-style ops in JSON Lines, hashed for determinism checks;
-//! - [`check`]: checkers, pure functions from history to [`check::Verdict`];
+//! - [`checkers`]: checkers, pure functions from history to [`checkers::Verdict`];
 //! - [`campaign`]: many seeds in parallel, the table, reports and exit codes;
 //! - [`strategy`]: proptest strategies for fault schedules, workloads and plans.
 //!
@@ -36,13 +36,13 @@
 //!    `dedup-hit`, `reject`: see the trait's docs); `retained` reports the messages it holds.
 //! 2. [`world::run_with`] runs one [`plan::Plan`] with it, building it at every start of the
 //!    Agent process from the records its earlier processes wrote ([`world::AgentBoot`]);
-//!    [`check::check_all`] judges the history (P1 at-most-once, P2 no-silent-drop, ...).
+//!    [`checkers::check_all`] judges the history (P1 at-most-once, P2 no-silent-drop, ...).
 //! 3. [`strategy::plan`] draws plans from a base ([`strategy::base`]: one Client, one session;
 //!    its design declares your Agent's retention, `Design::Stored` durable) and a
 //!    [`strategy::Space`] (fault kinds, counts, times, protocol points).
 //!
 //! ```no_run
-//! use acp_chaos::check::{self, Status};
+//! use acp_chaos::checkers::{self, Status};
 //! use acp_chaos::models::{Action, AgentInput, AgentModel, Design};
 //! use acp_chaos::world::{self, AgentBoot};
 //! use acp_chaos::strategy;
@@ -79,7 +79,7 @@
 //! };
 //! proptest!(config, |(plan in strategy::plan(&base, &space))| {
 //!     let history = world::run_with(&plan, |boot| Box::new(MyAgent::recover(&boot)));
-//!     for v in check::check_all(&history) {
+//!     for v in checkers::check_all(&history) {
 //!         prop_assert!(v.status != Status::Invalid, "{}: {}", v.property, v.message);
 //!     }
 //! });
@@ -103,7 +103,7 @@ pub use acp_chaos_models as models;
 pub mod audit;
 pub mod bench;
 pub mod campaign;
-pub mod check;
+pub mod checkers;
 pub mod cli;
 pub mod exit;
 pub mod history;

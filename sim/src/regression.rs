@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::check::{self, Status};
+use crate::checkers::{self, Status};
 use crate::models::Party;
 use crate::plan::Plan;
 
@@ -123,7 +123,7 @@ pub fn load(path: &Path) -> anyhow::Result<Regression> {
                 path.display()
             );
         };
-        if !check::CHECKERS.iter().any(|c| c.property == p) {
+        if !checkers::CHECKERS.iter().any(|c| c.property == p) {
             anyhow::bail!(
                 "{}: field `expect.property`: unknown property `{p}` (P1 to P14)",
                 path.display()
@@ -160,8 +160,8 @@ pub fn load_dir(dir: &Path) -> anyhow::Result<Vec<Regression>> {
 /// Run a regression's schedule and compare its verdicts with `[expect]`.
 pub fn replay(r: &Regression) -> Outcome {
     let h = crate::world::run(&r.plan);
-    let verdicts = check::check_all(&h);
-    let line = |v: &check::Verdict| crate::report::verdict_line(v);
+    let verdicts = checkers::check_all(&h);
+    let line = |v: &checkers::Verdict| crate::report::verdict_line(v);
     let (ok, got) = match r.expect.verdict {
         Status::Valid => match verdicts
             .iter()

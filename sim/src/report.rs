@@ -18,7 +18,7 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use crate::check::{Status, Verdict, CHECKERS};
+use crate::checkers::{Status, Verdict, CHECKERS};
 use crate::history::{is_agent_host, History, Op};
 
 /// `spec/RULES.md`, compiled in so a report can quote any rule.
@@ -1330,7 +1330,7 @@ pub fn summary_md(s: &crate::campaign::Summary) -> String {
     }
     if !s.coverage_map.is_empty() {
         o.push_str("\n## Coverage map\n\nFaults fired, by the protocol state at that moment (over the whole campaign).\n\n");
-        let states = crate::check::FAULT_STATES;
+        let states = crate::checkers::FAULT_STATES;
         let _ = writeln!(o, "| fault | {} |", states.join(" | "));
         let _ = writeln!(o, "|---|{}", "---:|".repeat(states.len()));
         for (kind, cells) in &s.coverage_map {

@@ -659,7 +659,7 @@ impl Scenario {
                     ),
                 ));
             }
-            if !crate::check::CHECKERS
+            if !crate::checkers::CHECKERS
                 .iter()
                 .any(|c| c.property == fc.property)
             {

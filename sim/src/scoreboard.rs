@@ -21,7 +21,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::campaign;
-use crate::check::{Status, Verdict};
+use crate::checkers::{Status, Verdict};
 use crate::models::mutant::{Mutant, MUTANTS};
 use crate::models::Design;
 use crate::scenario::{Mix, Scenario};

@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::check::{self, Status, Verdict};
+use crate::checkers::{self, Status, Verdict};
 use crate::models::Party;
 use crate::plan::Plan;
 use crate::world;
@@ -188,7 +188,7 @@ pub fn anchor(plan: &Plan) -> Plan {
 /// The run's verdict on the target, if it still fails that way.
 pub fn failing(plan: &Plan, t: &Target) -> Option<Verdict> {
     let h = world::run(plan);
-    check::check_all(&h).into_iter().find(|v| t.matches(v))
+    checkers::check_all(&h).into_iter().find(|v| t.matches(v))
 }
 
 /// Delta debugging (ddmin): a 1-minimal subset of `units` on which `fails` holds, given that it

@@ -10,7 +10,7 @@
 //! copies of the base:
 //!
 //! ```no_run
-//! use acp_chaos::check::{self, Status};
+//! use acp_chaos::checkers::{self, Status};
 //! use acp_chaos::models::Design;
 //! use acp_chaos::{strategy, world};
 //! use proptest::test_runner::{Config, RngSeed, TestRunner};
@@ -26,7 +26,7 @@
 //! runner
 //!     .run(&strategy::plan(&base, &space), |plan| {
 //!         let history = world::run(&plan); // or world::run_with(&plan, your factory)
-//!         for v in check::check_all(&history) {
+//!         for v in checkers::check_all(&history) {
 //!             proptest::prop_assert!(v.status != Status::Invalid, "{}: {}", v.property, v.message);
 //!         }
 //!         Ok(())
@@ -562,9 +562,9 @@ mod tests {
             for _ in 0..n {
                 let p = s.new_tree(&mut r).unwrap().current();
                 let h = crate::world::run(&p);
-                for v in crate::check::check_all(&h) {
+                for v in crate::checkers::check_all(&h) {
                     assert!(
-                        v.status != crate::check::Status::Invalid,
+                        v.status != crate::checkers::Status::Invalid,
                         "{design:?} seed {}: {} {}\n{}",
                         p.seed,
                         v.property,

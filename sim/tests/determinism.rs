@@ -49,7 +49,7 @@ fn a_failing_campaign_shrinks_its_first_failing_seed() {
     assert!(plan.faults.len() + plan.workload.len() <= 3, "{text}");
     let target = acp_chaos::shrink::Target {
         property: "P1".into(),
-        status: acp_chaos::check::Status::Invalid,
+        status: acp_chaos::checkers::Status::Invalid,
         party: Some(acp_chaos::models::Party::Agent),
     };
     assert!(acp_chaos::shrink::failing(&plan, &target).is_some());

@@ -358,7 +358,7 @@ fn torn_writes_leave_a_torn_tail_that_recovery_cuts() {
     assert!(r
         .verdicts
         .iter()
-        .all(|v| v.status != acp_chaos::check::Status::Invalid));
+        .all(|v| v.status != acp_chaos::checkers::Status::Invalid));
 }
 
 #[test]

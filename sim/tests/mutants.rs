@@ -4,7 +4,7 @@
 mod common;
 
 use acp_chaos::campaign;
-use acp_chaos::check::Status;
+use acp_chaos::checkers::Status;
 use acp_chaos::models::mutant::MUTANTS;
 use acp_chaos::models::Design;
 use acp_chaos::scoreboard::is_catch;

@@ -5,7 +5,7 @@
 mod common;
 
 use acp_chaos::campaign::{self, CampaignSpec};
-use acp_chaos::check::Status;
+use acp_chaos::checkers::Status;
 use acp_chaos::regression;
 
 fn corpus() -> Vec<regression::Regression> {

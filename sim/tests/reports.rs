@@ -307,7 +307,7 @@ fn merge_refuses_a_missing_or_repeated_shard() {
 
 #[test]
 fn every_rule_a_checker_names_is_quoted_from_rules_md() {
-    for c in acp_chaos::check::CHECKERS {
+    for c in acp_chaos::checkers::CHECKERS {
         for r in c.rules {
             // "Retry classes" and the crate's docs are sections, not numbered rules.
             if r.chars().next().is_some_and(|x| x.is_ascii_uppercase())
@@ -382,7 +382,7 @@ fn each_property_a_run_breaks_gets_its_own_schedule_and_page() {
             toml::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
         let target = acp_chaos::shrink::Target {
             property: f["property"].as_str().unwrap().into(),
-            status: acp_chaos::check::Status::Invalid,
+            status: acp_chaos::checkers::Status::Invalid,
             party: serde_json::from_value(f["party"].clone()).unwrap(),
         };
         assert!(

@@ -11,12 +11,12 @@
 //! proptest draws fault schedules and workloads ([`acp_chaos::strategy`]), the simulator runs
 //! each against the Agent ([`world::run_with`]: a Client with retries, a network that loses
 //! and stalls frames and partitions, crashes and restarts of both processes) and the checkers
-//! judge the history ([`check::check_all`]: P1 at-most-once, P2 no-silent-drop, ...). The
+//! judge the history ([`checkers::check_all`]: P1 at-most-once, P2 no-silent-drop, ...). The
 //! first test shows the Agent holds every property; the second flips one flag that plants a
 //! classic bug and shows proptest finding it and shrinking the schedule to a handful of
 //! faults and inputs.
 
-use acp_chaos::check::{self, Status, Verdict};
+use acp_chaos::checkers::{self, Status, Verdict};
 use acp_chaos::models::action::effect;
 use acp_chaos::models::{Action, AgentInput, AgentModel, ConnId, Design, Party, Point};
 use acp_chaos::plan::Plan;
@@ -280,7 +280,7 @@ proptest! {
     #[test]
     fn the_notes_agent_holds_every_property_under_drawn_faults(plan in strategy::plan(&base(), &space())) {
         let history = world::run_with(&plan, notes_agent(false));
-        for v in check::check_all(&history) {
+        for v in checkers::check_all(&history) {
             prop_assert_eq!(v.status, Status::Valid, "{}", line(&v));
         }
     }
@@ -293,7 +293,7 @@ fn a_notes_agent_that_forgets_its_keys_on_restart_is_caught_with_a_small_schedul
     let mut runner = TestRunner::new(config(256));
     let found = runner.run(&strategy::plan(&base(), &space()), |plan| {
         let history = world::run_with(&plan, notes_agent(true));
-        match check::check_all(&history)
+        match checkers::check_all(&history)
             .iter()
             .find(|v| v.status == Status::Invalid)
         {
@@ -321,7 +321,7 @@ fn a_notes_agent_that_forgets_its_keys_on_restart_is_caught_with_a_small_schedul
     let a = world::run_with(&plan, notes_agent(true));
     let b = world::run_with(&replayed, notes_agent(true));
     assert_eq!(a.hash(), b.hash());
-    let verdicts = check::check_all(&b);
+    let verdicts = checkers::check_all(&b);
     let p1 = verdicts.iter().find(|v| v.property == "P1").unwrap();
     assert_eq!(
         (p1.status, p1.party),
@@ -330,6 +330,6 @@ fn a_notes_agent_that_forgets_its_keys_on_restart_is_caught_with_a_small_schedul
         line(p1)
     );
     // The correct Agent passes the same schedule.
-    let fixed = check::check_all(&world::run_with(&replayed, notes_agent(false)));
+    let fixed = checkers::check_all(&world::run_with(&replayed, notes_agent(false)));
     assert!(fixed.iter().all(|v| v.status == Status::Valid));
 }

@@ -2,7 +2,7 @@
 //!
 //! The probe records the Client's side and every frame directly (`user`, `client`, `net`,
 //! `nemesis`, `world` ops, times in wall ms since the run started). A real Agent is a black
-//! box, so the Agent-side ops the checkers read ([`crate::check::Facts::of`]) are inferred
+//! box, so the Agent-side ops the checkers read ([`crate::checkers::Facts::of`]) are inferred
 //! from observations and marked `"inferred": true`:
 //!
 //! - `insert` + `visible` for every user message the Agent showed (a `user_message` or
@@ -28,7 +28,7 @@ use indexmap::IndexMap;
 use serde_json::{json, Value};
 
 use super::driver::RawOp;
-use crate::check::{Status, Verdict};
+use crate::checkers::{Status, Verdict};
 use crate::history::{History, Op, OpType};
 use crate::models::rpc::code;
 use crate::models::Party;
@@ -603,7 +603,7 @@ mod tests {
         let insert = h.ops.iter().find(|o| o.f == "insert").unwrap();
         assert_eq!(insert.value["id"], 3, "{:?}", insert.value);
         assert_eq!(insert.value["inferred"], true);
-        let p4 = crate::check::check_all(&h)
+        let p4 = crate::checkers::check_all(&h)
             .into_iter()
             .find(|v| v.property == "P4")
             .unwrap();
@@ -612,7 +612,7 @@ mod tests {
         let mut ok = raw.clone();
         ok[4] = from_agent(json!({"jsonrpc": "2.0", "id": 3, "result": {"messageId": "m1"}}));
         let h = build(json!({"plan": {"retention": "durable"}}), &ok);
-        for v in crate::check::check_all(&h)
+        for v in crate::checkers::check_all(&h)
             .iter()
             .filter(|v| ["P1", "P3", "P4", "P6"].contains(&v.property.as_str()))
         {

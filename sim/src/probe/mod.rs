@@ -32,7 +32,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::campaign::write_atomic;
-use crate::check::{self, Status, Verdict};
+use crate::checkers::{self, Status, Verdict};
 use crate::exit;
 use crate::history::History;
 use crate::models::{Party, Retention};
@@ -636,7 +636,7 @@ fn run_once(
 
 /// The reported verdicts of one history; an aborted run's valid verdicts become unknown.
 pub fn judge(h: &History, aborted: Option<&str>) -> Vec<Verdict> {
-    let mut all = check::check_all(h);
+    let mut all = checkers::check_all(h);
     all.push(infer::x4_resume_order(h));
     let mut out: Vec<Verdict> = PROPERTIES
         .iter()

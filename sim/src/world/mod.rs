@@ -36,7 +36,7 @@ pub fn run(plan: &Plan) -> History {
 }
 
 /// Run one plan with your own Agent in place of the project's model Agent, and return the
-/// history (check it with [`crate::check::check_all`]).
+/// history (check it with [`crate::checkers::check_all`]).
 ///
 /// `agent` builds the Agent at every start of the Agent process: the first one, and each
 /// restart after a crash, from the records its earlier processes persisted ([`AgentBoot`]).
@@ -58,7 +58,7 @@ pub fn run(plan: &Plan) -> History {
 /// # impl MyAgent { fn recover(_: &[serde_json::Value]) -> Self { MyAgent } }
 /// let plan = acp_chaos::strategy::base(Design::Stored);
 /// let history = acp_chaos::world::run_with(&plan, |boot| Box::new(MyAgent::recover(boot.records)));
-/// for v in acp_chaos::check::check_all(&history) {
+/// for v in acp_chaos::checkers::check_all(&history) {
 ///     println!("{} {:?} {}", v.property, v.status, v.message);
 /// }
 /// ```

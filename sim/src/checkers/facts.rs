@@ -1,0 +1,505 @@
+//! The index every checker reads: [`Facts`], extracted once from a history (insertions,
+//! submissions, acknowledgements, attempts, turns, recoveries), and the history as the checkers
+//! see it ([`agent_view`]: a cluster's nodes and store are one Agent).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::history::{is_agent_host, History, Op};
+
+/// The history as the checkers read it: a cluster's nodes and store are one Agent (the rules
+/// are about the Agent, whatever its design). Op indices are unchanged.
+pub fn agent_view(h: &History) -> std::borrow::Cow<'_, History> {
+    let renamed = |op: &Op| {
+        (op.process != "agent" && is_agent_host(&op.process))
+            || op.value["from"]
+                .as_str()
+                .is_some_and(|f| f != "agent" && is_agent_host(f))
+            || op.value["host"]
+                .as_str()
+                .is_some_and(|f| f != "agent" && is_agent_host(f))
+    };
+    if !h.ops.iter().any(renamed) {
+        return std::borrow::Cow::Borrowed(h);
+    }
+    let mut h = h.clone();
+    for op in h.ops.iter_mut().filter(|o| renamed(o)) {
+        if is_agent_host(&op.process) {
+            if op.process != "agent" && op.value.is_object() {
+                // Checkers that must tell the store from a node read it here.
+                op.value["renamed_from"] = op.process.clone().into();
+            }
+            op.process = "agent".into();
+        }
+        for field in ["from", "host"] {
+            if op.value[field].as_str().is_some_and(is_agent_host) {
+                op.value[field] = "agent".into();
+            }
+        }
+    }
+    std::borrow::Cow::Owned(h)
+}
+
+/// One insertion as the Agent reported it.
+#[derive(Debug, Clone)]
+pub struct Insert {
+    /// Op index of the `insert` effect.
+    pub op: usize,
+    /// Session.
+    pub session: String,
+    /// The message id.
+    pub message_id: String,
+    /// Key it carried.
+    pub key: Option<String>,
+    /// The submission its attempt belongs to (from the ledger's attempt links).
+    pub submission: Option<u64>,
+    /// Op index where it took effect (became durable or visible), if it did.
+    pub took_effect: Option<usize>,
+    /// A live-only message (a locally handled command, never retained: A11).
+    pub live_only: bool,
+    /// The key the Client put on the attempt (`None` inside: unknown attempt; `Some(None)`:
+    /// sent without a key). Differs from `key` when an intermediary changed it (X1).
+    pub sent_key: Option<Option<String>>,
+    /// Op index of the Agent restart whose recovery no longer had it.
+    pub lost_at: Option<usize>,
+    /// Live-only: op index where its session became active on no connection (key forgettable).
+    pub forgotten_at: Option<usize>,
+}
+
+impl Insert {
+    /// Op index from which the Agent may have forgotten it, if before `before`.
+    pub fn gone_before(&self, before: usize) -> Option<usize> {
+        [self.lost_at, self.forgotten_at]
+            .into_iter()
+            .flatten()
+            .filter(|g| *g < before)
+            .min()
+    }
+}
+
+/// How one submission ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Class {
+    /// Inserted, and the Client holds its messageId.
+    Acknowledged,
+    /// Shown to the user as failed.
+    Surfaced,
+    /// Withdrawn by its own user's cancel (`-32800`).
+    Withdrawn,
+    /// Inserted more than once (P1).
+    Duplicated,
+    /// Inserted again after the first was lost or forgotten as the rules allow (a finding).
+    Reinserted,
+    /// Never inserted, never shown (P2).
+    Lost,
+    /// Inserted, but the Client never learned its id and no longer holds the input (P2).
+    Unacknowledged,
+    /// Still pending at the liveness bound.
+    Pending,
+}
+
+/// Facts extracted once from a history; the checkers read only these and the ops.
+pub struct Facts<'a> {
+    /// The history.
+    pub history: &'a History,
+    /// Every insertion, in order.
+    pub inserts: Vec<Insert>,
+    /// User submissions: number → op index of the `submit` invoke.
+    pub submissions: BTreeMap<u64, usize>,
+    /// Submission → op index of the Client's `ack`, and the messageId it holds.
+    pub acks: BTreeMap<u64, (usize, String)>,
+    /// Submission → op index where it was shown to the user as failed.
+    pub surfaced: BTreeMap<u64, usize>,
+    /// Submission → op index where its own user's cancel withdrew it.
+    pub withdrawn: BTreeMap<u64, usize>,
+    /// (connection, JSON-RPC id) of every attempt, also as the Agent saw it through a proxy →
+    /// its submission.
+    pub attempts: BTreeMap<(u64, String), u64>,
+    /// Keys the Client put on each submission's attempts.
+    pub attempt_keys: BTreeMap<u64, BTreeSet<String>>,
+    /// Insertion (index into `inserts`) → op indices of `turn-start` ops for it (rounds of
+    /// work). Keyed by insertion, not id: a design that derives ids repeats them.
+    pub turns: BTreeMap<usize, Vec<usize>>,
+    /// Insertion → op indices of `tool-effect` ops for it (side effects).
+    pub tool_effects: BTreeMap<usize, Vec<usize>>,
+    /// The design's declared retention (from the history header).
+    pub retention: acp_chaos_models::Retention,
+    /// Submissions the Client still held at the end.
+    pub pending_at_end: BTreeSet<u64>,
+    /// `recover` ops: (op index, session → retained messageIds).
+    pub recoveries: Vec<(usize, BTreeMap<String, BTreeSet<String>>)>,
+}
+
+impl<'a> Facts<'a> {
+    /// Extract the facts.
+    pub fn of(h: &'a History) -> Facts<'a> {
+        let mut attempts: BTreeMap<(u64, String), u64> = BTreeMap::new();
+        let mut inserts: Vec<Insert> = Vec::new();
+        let mut by_mid: BTreeMap<String, usize> = BTreeMap::new();
+        let mut submissions = BTreeMap::new();
+        let mut acks = BTreeMap::new();
+        let mut surfaced = BTreeMap::new();
+        let mut pending_at_end = BTreeSet::new();
+        let mut recoveries = Vec::new();
+        let mut unreported: BTreeSet<usize> = BTreeSet::new();
+        let mut attempt_keys: BTreeMap<u64, BTreeSet<String>> = BTreeMap::new();
+        let mut sent_keys: BTreeMap<(u64, String), Option<String>> = BTreeMap::new();
+        let mut withdrawn = BTreeMap::new();
+        let mut turns: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+        let mut tool_effects: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+        // Which connections each session is active on, for A11's forgetting of live-only keys.
+        let mut active: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
+        let mut live_pending: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        fn forget_if_inactive(
+            sid: &str,
+            at: usize,
+            active: &BTreeMap<String, BTreeSet<u64>>,
+            inserts: &mut [Insert],
+            live_pending: &mut BTreeMap<String, Vec<usize>>,
+        ) {
+            if active.get(sid).is_none_or(|s| s.is_empty()) {
+                for i in live_pending.remove(sid).unwrap_or_default() {
+                    inserts[i].forgotten_at.get_or_insert(at);
+                }
+            }
+        }
+        for op in &h.ops {
+            let v = &op.value;
+            match (op.process.as_str(), op.f.as_str()) {
+                ("user", "submit") => {
+                    if let Some(n) = v["submission"].as_u64() {
+                        submissions.insert(n, op.index);
+                    }
+                }
+                ("client", "attempt") => {
+                    if let (Some(c), Some(s)) = (v["conn"].as_u64(), v["submission"].as_u64()) {
+                        attempts.insert((c, v["id"].to_string()), s);
+                        sent_keys.insert(
+                            (c, v["id"].to_string()),
+                            v["key"].as_str().map(str::to_string),
+                        );
+                        if let Some(k) = v["key"].as_str() {
+                            attempt_keys.entry(s).or_default().insert(k.to_string());
+                        }
+                    }
+                }
+                ("proxy", "forward") if v["method"] == "session/prompt" => {
+                    // The proxy rewrote the id: the Agent's (conn, id) is the same attempt.
+                    let up = (v["up_conn"].as_u64().unwrap_or(0), v["up_id"].to_string());
+                    let down = (
+                        v["down_conn"].as_u64().unwrap_or(0),
+                        v["down_id"].to_string(),
+                    );
+                    if let Some(&s) = attempts.get(&up) {
+                        attempts.insert(down.clone(), s);
+                    }
+                    if let Some(k) = sent_keys.get(&up).cloned() {
+                        sent_keys.insert(down, k);
+                    }
+                }
+                ("client", "withdrawn") => {
+                    if let Some(n) = v["submission"].as_u64() {
+                        withdrawn.insert(n, op.index);
+                    }
+                }
+                ("client", "ack") => {
+                    if let Some(n) = v["submission"].as_u64() {
+                        acks.insert(
+                            n,
+                            (
+                                op.index,
+                                v["messageId"].as_str().unwrap_or_default().to_string(),
+                            ),
+                        );
+                    }
+                }
+                ("client", "surface") => {
+                    if let Some(n) = v["submission"].as_u64() {
+                        surfaced.insert(n, op.index);
+                    }
+                }
+                ("client", "pending-at-end") => {
+                    pending_at_end = v["submissions"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(Value::as_u64)
+                        .collect();
+                }
+                ("agent", "activate") => {
+                    if let (Some(sid), Some(c)) = (v["session"].as_str(), v["conn"].as_u64()) {
+                        active.entry(sid.to_string()).or_default().insert(c);
+                    }
+                }
+                ("agent", "deactivate") => {
+                    if let (Some(sid), Some(c)) = (v["session"].as_str(), v["conn"].as_u64()) {
+                        active.entry(sid.to_string()).or_default().remove(&c);
+                        forget_if_inactive(sid, op.index, &active, &mut inserts, &mut live_pending);
+                    }
+                }
+                ("agent", "conn-end") => {
+                    if let Some(c) = v["conn"].as_u64() {
+                        let sids: Vec<String> = active
+                            .iter()
+                            .filter(|(_, cs)| cs.contains(&c))
+                            .map(|(s, _)| s.clone())
+                            .collect();
+                        for sid in sids {
+                            active.entry(sid.clone()).or_default().remove(&c);
+                            forget_if_inactive(
+                                &sid,
+                                op.index,
+                                &active,
+                                &mut inserts,
+                                &mut live_pending,
+                            );
+                        }
+                    }
+                }
+                ("agent", "tool-effect") => {
+                    if let Some(&i) = v["messageId"].as_str().and_then(|m| by_mid.get(m)) {
+                        tool_effects.entry(i).or_default().push(op.index);
+                    }
+                }
+                ("agent", "insert") => {
+                    let mid = v["messageId"].as_str().unwrap_or_default().to_string();
+                    let live_only = v["live_only"] == true;
+                    if live_only {
+                        let sid = v["session"].as_str().unwrap_or_default().to_string();
+                        live_pending.entry(sid).or_default().push(inserts.len());
+                    }
+                    let submission = v["conn"]
+                        .as_u64()
+                        .and_then(|c| attempts.get(&(c, v["id"].to_string())).copied());
+                    by_mid.insert(mid.clone(), inserts.len());
+                    let sent_key = v["conn"]
+                        .as_u64()
+                        .and_then(|c| sent_keys.get(&(c, v["id"].to_string())).cloned());
+                    inserts.push(Insert {
+                        sent_key,
+                        op: op.index,
+                        session: v["session"].as_str().unwrap_or_default().to_string(),
+                        message_id: mid,
+                        key: v["key"].as_str().map(str::to_string),
+                        submission,
+                        took_effect: None,
+                        live_only,
+                        lost_at: None,
+                        forgotten_at: None,
+                    });
+                }
+                ("agent", "durable") | ("agent", "visible") => {
+                    if let Some(&i) = v["messageId"].as_str().and_then(|m| by_mid.get(m)) {
+                        inserts[i].took_effect.get_or_insert(op.index);
+                    }
+                }
+                ("agent", "turn-start") => {
+                    if let Some(&i) = v["messageId"].as_str().and_then(|m| by_mid.get(m)) {
+                        turns.entry(i).or_default().push(op.index);
+                    }
+                }
+                ("agent", "recover") => {
+                    // A restart: the session is active nowhere any more.
+                    for cs in active.values_mut() {
+                        cs.clear();
+                    }
+                    for (_, idx) in std::mem::take(&mut live_pending) {
+                        for i in idx {
+                            inserts[i].forgotten_at.get_or_insert(op.index);
+                        }
+                    }
+                    let mut m = BTreeMap::new();
+                    if let Some(o) = v["retained"].as_object() {
+                        for (sid, ids) in o {
+                            let set = ids
+                                .as_array()
+                                .into_iter()
+                                .flatten()
+                                .filter_map(|x| x.as_str().map(str::to_string))
+                                .collect();
+                            m.insert(sid.clone(), set);
+                        }
+                    }
+                    if !v["retained"].is_object() {
+                        // A user Agent that does not report what it kept (`AgentModel::retained`
+                        // left at its default): assume it kept everything.
+                        unreported.insert(op.index);
+                    }
+                    recoveries.push((op.index, m));
+                }
+                _ => {}
+            }
+        }
+        // When did each insertion get lost? The first restart after it took effect whose
+        // recovery does not have it.
+        for i in inserts.iter_mut() {
+            let Some(t) = i.took_effect else { continue };
+            i.lost_at = recoveries
+                .iter()
+                .find(|(rop, kept)| {
+                    *rop > t
+                        && !unreported.contains(rop)
+                        && !kept
+                            .get(&i.session)
+                            .is_some_and(|s: &BTreeSet<String>| s.contains(&i.message_id))
+                })
+                .map(|(rop, _)| *rop);
+        }
+        let retention = match h.header["plan"]["retention"].as_str() {
+            Some("process") => acp_chaos_models::Retention::Process,
+            _ => acp_chaos_models::Retention::Durable,
+        };
+        Facts {
+            history: h,
+            inserts,
+            submissions,
+            acks,
+            surfaced,
+            withdrawn,
+            attempts,
+            attempt_keys,
+            turns,
+            tool_effects,
+            retention,
+            pending_at_end,
+            recoveries,
+        }
+    }
+
+    /// The submission an attempt (connection, JSON-RPC id) belongs to, through proxy rewrites.
+    pub fn attempt_submission(&self, attempt: &(u64, String)) -> Option<u64> {
+        self.attempts.get(attempt).copied()
+    }
+
+    /// The last nemesis op strictly before `index`.
+    pub fn fault_before(&self, index: usize) -> Option<usize> {
+        self.history.ops[..index.min(self.history.ops.len())]
+            .iter()
+            .rev()
+            .find(|o| {
+                o.process == "nemesis"
+                    && o.f != "heal"
+                    && o.f != "restart"
+                    && o.f != "heal-partition"
+            })
+            .map(|o| o.index)
+    }
+
+    /// Class of each submission (Jepsen set-full style).
+    pub fn classes(&self) -> BTreeMap<u64, Class> {
+        let mut per_sub: BTreeMap<u64, Vec<&Insert>> = BTreeMap::new();
+        for i in self.inserts.iter().filter(|i| i.took_effect.is_some()) {
+            if let Some(s) = i.submission {
+                per_sub.entry(s).or_default().push(i);
+            }
+        }
+        self.submissions
+            .keys()
+            .map(|n| {
+                let ins = per_sub.get(n).map(Vec::as_slice).unwrap_or_default();
+                // A second insertion while the first was still there is a duplicate; one
+                // after the rules let the Agent forget the first (A11, A16) is a reinsertion.
+                let dup = ins
+                    .iter()
+                    .enumerate()
+                    .any(|(j, l)| ins[..j].iter().any(|e| e.gone_before(l.op).is_none()));
+                let c = if dup {
+                    Class::Duplicated
+                } else if ins.len() > 1 {
+                    Class::Reinserted
+                } else {
+                    self.settlement(*n, !ins.is_empty())
+                };
+                (*n, c)
+            })
+            .collect()
+    }
+
+    /// How the user's side of submission `n` ended, whatever happened to its insertions:
+    /// acknowledged, surfaced, withdrawn, still pending, or neither (unacknowledged when it was
+    /// inserted, lost when not).
+    pub fn settlement(&self, n: u64, inserted: bool) -> Class {
+        if self.acks.contains_key(&n) {
+            Class::Acknowledged
+        } else if self.surfaced.contains_key(&n) {
+            Class::Surfaced
+        } else if self.withdrawn.contains_key(&n) {
+            Class::Withdrawn
+        } else if self.pending_at_end.contains(&n) {
+            Class::Pending
+        } else if inserted {
+            Class::Unacknowledged
+        } else {
+            Class::Lost
+        }
+    }
+}
+
+/// One Agent answer to a `session/prompt` attempt: (conn, id), op index, messageId or code.
+pub(super) type Answer = ((u64, String), usize, Result<String, i64>);
+
+/// Agent answers to `session/prompt` attempts, in order.
+pub(super) fn prompt_answers(f: &Facts) -> Vec<Answer> {
+    let mut prompts: BTreeSet<(u64, String)> = BTreeSet::new();
+    let mut out = Vec::new();
+    for op in &f.history.ops {
+        if op.process != "net" || op.f != "send" {
+            continue;
+        }
+        let fr = &op.value["frame"];
+        let key = (op.value["conn"].as_u64().unwrap_or(0), fr["id"].to_string());
+        if op.value["from"] == "proxy" || (op.value["from"] == "client") {
+            if fr["method"] == "session/prompt" {
+                prompts.insert(key);
+            }
+            continue;
+        }
+        if op.value["from"] != "agent" || !prompts.contains(&key) {
+            continue;
+        }
+        if let Some(m) = fr["result"]["messageId"].as_str() {
+            out.push((key, op.index, Ok(m.to_string())));
+        } else if let Some(c) = fr["error"]["code"].as_i64() {
+            out.push((key, op.index, Err(c)));
+        }
+    }
+    out
+}
+
+/// Session → the connections it is active on, from the Agent's own log (`activate`,
+/// `deactivate`, `conn-end`; an Agent restart, not the cluster store's, clears it). Returns
+/// whether `op` was one of those.
+pub(super) fn track_active(active: &mut BTreeMap<String, BTreeSet<u64>>, op: &Op) -> bool {
+    if op.process != "agent" {
+        return false;
+    }
+    let conn = op.value["conn"].as_u64().unwrap_or(0);
+    let sid = op.value["session"].as_str().unwrap_or_default();
+    match op.f.as_str() {
+        "recover" if is_store_op(op) => {}
+        "recover" => active.clear(),
+        "activate" => {
+            active.entry(sid.to_string()).or_default().insert(conn);
+        }
+        "deactivate" => {
+            if let Some(c) = active.get_mut(sid) {
+                c.remove(&conn);
+            }
+        }
+        "conn-end" => {
+            for c in active.values_mut() {
+                c.remove(&conn);
+            }
+        }
+        _ => return false,
+    }
+    true
+}
+
+/// Whether an op renamed `agent` by [`agent_view`] was the cluster store's.
+pub(super) fn is_store_op(op: &Op) -> bool {
+    op.value["renamed_from"] == "store"
+}

@@ -1,0 +1,156 @@
+//! Checkers: pure functions from a [`History`] to a [`Verdict`], one per property of
+//! `spec/RULES.md` (P1 to P12, and our P13 and P14; see [`CHECKERS`]).
+//!
+//! Every non-valid verdict names the property, the rule ids, the witnessing op indices, the
+//! fault that enabled it (the last nemesis op before the witness) and who is at fault.
+
+pub mod coverage;
+pub mod facts;
+pub mod p01_at_most_once;
+pub mod p02_no_silent_drop;
+pub mod p03_same_answer;
+pub mod p04_error_means_not_inserted;
+pub mod p05_key_validation;
+pub mod p06_cancel;
+pub mod p07_every_request_answered;
+pub mod p08_key_privacy;
+pub mod p09_key_scope;
+pub mod p10_retry_class;
+pub mod p11_durability;
+pub mod p12_id_uniqueness;
+pub mod p13_forwarding_order;
+pub mod p14_client_keys;
+pub mod verdict;
+
+#[cfg(test)]
+mod retention_tests;
+#[cfg(test)]
+mod tests;
+
+pub use coverage::{events, fault_states, FAULT_STATES};
+pub use facts::{agent_view, Class, Facts, Insert};
+pub use p01_at_most_once::p1_at_most_once;
+pub use p02_no_silent_drop::p2_no_silent_drop;
+pub use p03_same_answer::p3_same_answer;
+pub use p04_error_means_not_inserted::p4_error_means_not_inserted;
+pub use p05_key_validation::p5_key_validation;
+pub use p05_key_validation::{key_form, KeyForm};
+pub use p06_cancel::p6_cancel;
+pub use p07_every_request_answered::p7_every_request_answered;
+pub use p08_key_privacy::p8_key_privacy;
+pub use p09_key_scope::p9_key_scope;
+pub use p10_retry_class::p10_retry_class;
+pub use p11_durability::p11_durability;
+pub use p12_id_uniqueness::p12_id_uniqueness;
+pub use p13_forwarding_order::p13_forwarding_order;
+pub use p14_client_keys::p14_client_keys;
+pub use verdict::{Status, Verdict};
+
+use crate::history::History;
+
+/// A checker: a property id, its title, and the pure function.
+pub struct Checker {
+    /// Property id.
+    pub property: &'static str,
+    /// Short name.
+    pub title: &'static str,
+    /// RULES.md ids it enforces.
+    pub rules: &'static [&'static str],
+    /// The check.
+    pub check: fn(&Facts) -> Verdict,
+}
+
+/// Every checker, in report order.
+pub const CHECKERS: &[Checker] = &[
+    Checker {
+        property: "P1",
+        title: "at-most-once",
+        rules: &["A1", "A4", "A10", "A12", "A13", "C1"],
+        check: p1_at_most_once,
+    },
+    Checker {
+        property: "P2",
+        title: "no-silent-drop",
+        rules: &["C1", "C6", "C8", "A2"],
+        check: p2_no_silent_drop,
+    },
+    Checker {
+        property: "P3",
+        title: "same-answer",
+        rules: &["A1", "A7"],
+        check: p3_same_answer,
+    },
+    Checker {
+        property: "P4",
+        title: "error-means-not-inserted",
+        rules: &["A2", "A3", "A12"],
+        check: p4_error_means_not_inserted,
+    },
+    Checker {
+        property: "P5",
+        title: "key-validation",
+        rules: &["K2", "K3"],
+        check: p5_key_validation,
+    },
+    Checker {
+        property: "P6",
+        title: "cancel",
+        rules: &["A5", "A6", "A15", "X1"],
+        check: p6_cancel,
+    },
+    Checker {
+        property: "P7",
+        title: "every-request-answered",
+        rules: &["A5", "A7", "A15"],
+        check: p7_every_request_answered,
+    },
+    Checker {
+        property: "P8",
+        title: "key-privacy",
+        rules: &["A8"],
+        check: p8_key_privacy,
+    },
+    Checker {
+        property: "P9",
+        title: "key-scope",
+        rules: &["A9"],
+        check: p9_key_scope,
+    },
+    Checker {
+        property: "P10",
+        title: "retry-class",
+        rules: &["C1", "C9", "X4"],
+        check: p10_retry_class,
+    },
+    Checker {
+        property: "P11",
+        title: "durability",
+        rules: &["D1"],
+        check: p11_durability,
+    },
+    Checker {
+        property: "P12",
+        title: "id-uniqueness",
+        rules: &["A11", "A16"],
+        check: p12_id_uniqueness,
+    },
+    Checker {
+        property: "P13",
+        title: "forwarding-order",
+        rules: &["X1", "C4"],
+        check: p13_forwarding_order,
+    },
+    Checker {
+        property: "P14",
+        title: "client-keys",
+        rules: &["C2", "C3", "C5"],
+        check: p14_client_keys,
+    },
+];
+
+/// Run every checker.
+pub fn check_all(h: &History) -> Vec<Verdict> {
+    let h = agent_view(h);
+    let facts = Facts::of(&h);
+    CHECKERS.iter().map(|c| (c.check)(&facts)).collect()
+}

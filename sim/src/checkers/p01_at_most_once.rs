@@ -1,0 +1,122 @@
+//! P1 at-most-once (A1 A4 A10 A12 A13 C1): [`p1_at_most_once`].
+
+use acp_chaos_models::Party;
+
+use super::facts::{Facts, Insert};
+use super::verdict::{Status, Verdict};
+
+/// P1 at-most-once: no second insertion for a submission while an earlier one that took
+/// effect is retained, or should be by the design's declared retention, or is live-only with the
+/// session still active somewhere; and no second round of work (turn or tool call) for one
+/// message. Two keys for one submission: Client (C1). Second insertions the rules allow (A11,
+/// A16: the earlier message was lost as the retention allows, or a live-only key forgotten) are
+/// findings.
+pub fn p1_at_most_once(f: &Facts) -> Verdict {
+    let mut v = Verdict::valid("P1", &["A1", "A4", "A10", "A11", "A13", "A16", "C1"]);
+    // The request an insertion came from (one attempt inserted twice is the Agent's doing).
+    let same_attempt = |a: &Insert, b: &Insert| {
+        let at = |i: &Insert| {
+            let v = &f.history.ops[i.op].value;
+            (v["conn"].clone(), v["id"].clone())
+        };
+        at(a) == at(b)
+    };
+    let durable = f.retention == acp_chaos_models::Retention::Durable;
+    for (j, later) in f.inserts.iter().enumerate() {
+        let Some(sub) = later.submission else {
+            continue;
+        };
+        for e in f.inserts[..j].iter().filter(|e| {
+            e.submission == Some(sub)
+                && e.session == later.session
+                && e.took_effect.is_some_and(|t| t < later.op)
+        }) {
+            let gone = e.gone_before(later.op);
+            let changed = |i: &Insert| i.sent_key.as_ref().is_some_and(|k| *k != i.key);
+            let (status, party, rules, why) = if changed(e) || changed(later) {
+                (
+                    Status::Invalid,
+                    Party::Intermediary,
+                    vec!["X1"],
+                    "because an intermediary did not forward the key unchanged".to_string(),
+                )
+            } else if e.key != later.key {
+                (
+                    Status::Invalid,
+                    Party::Client,
+                    vec!["C1"],
+                    "under two keys: the Client changed the key between attempts".to_string(),
+                )
+            } else if e.key.is_none() && !same_attempt(e, later) {
+                // K1: no key, no duplicate detection: the Client resent a prompt it sent
+                // without a key (C9: it should not, unless a duplicate does not matter).
+                (
+                    Status::Finding,
+                    Party::Client,
+                    vec!["C9", "K1"],
+                    "without a key: the Client sent it again although it could not rule out a duplicate".to_string(),
+                )
+            } else if gone.is_none() {
+                let rule = if e.live_only { "A11" } else { "A10" };
+                let key = e.key.as_deref().unwrap_or("");
+                (
+                    Status::Invalid,
+                    Party::Agent,
+                    vec!["A1", "A4", rule],
+                    format!("under the same key {key:?} while the first was still retained"),
+                )
+            } else if durable && !e.live_only {
+                (
+                    Status::Invalid,
+                    Party::Agent,
+                    vec!["D1", "A10"],
+                    "after a restart lost the first, which a durable design must keep".to_string(),
+                )
+            } else if e.live_only {
+                (Status::Finding, Party::Spec, vec!["A11", "O3"], "after the session was active nowhere and the live-only key was forgotten (allowed)".to_string())
+            } else {
+                (
+                    Status::Finding,
+                    Party::Spec,
+                    vec!["A16"],
+                    "after a restart lost the first, as the design's process retention allows"
+                        .to_string(),
+                )
+            };
+            if status > v.status {
+                v.status = status;
+                v.party = Some(party);
+                v.rules = rules.into_iter().map(String::from).collect();
+                v.witnesses = vec![e.op, e.took_effect.unwrap_or(e.op), later.op];
+                v.fault = f.fault_before(later.op);
+                v.message = format!(
+                    "submission {sub} inserted twice ({} then {}) {why}",
+                    e.message_id, later.message_id
+                );
+                if status == Status::Invalid {
+                    return v;
+                }
+            }
+        }
+    }
+    // A1: no second round of work for one message: one turn, one tool side effect.
+    for (what, map) in [
+        ("rounds of work", &f.turns),
+        ("tool side effects", &f.tool_effects),
+    ] {
+        if let Some((&i, ops)) = map.iter().find(|(_, ops)| ops.len() > 1) {
+            let mid = &f.inserts[i].message_id;
+            v.status = Status::Invalid;
+            v.party = Some(Party::Agent);
+            v.rules = vec!["A1".into()];
+            v.witnesses = ops.clone();
+            v.fault = f.fault_before(ops[1]);
+            v.message = format!(
+                "message {mid} got {} {what} (A1: a retry starts no second round)",
+                ops.len()
+            );
+            return v;
+        }
+    }
+    v
+}

@@ -1,0 +1,136 @@
+//! P2 no-silent-drop (C1 C6 C8 A2): [`p2_no_silent_drop`].
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use acp_chaos_models::Party;
+
+use super::facts::{Class, Facts};
+use super::verdict::{Status, Verdict};
+
+/// P2 no-silent-drop: after heal and quiescence every submission is acknowledged or surfaced.
+pub fn p2_no_silent_drop(f: &Facts) -> Verdict {
+    let mut v = Verdict::valid("P2", &["C1", "C6", "C8", "A2"]);
+    let classes: BTreeMap<u64, Class> = f
+        .submissions
+        .keys()
+        .map(|n| {
+            let inserted = f
+                .inserts
+                .iter()
+                .any(|i| i.submission == Some(*n) && i.took_effect.is_some());
+            (*n, f.settlement(*n, inserted))
+        })
+        .collect();
+    let mut pending = Vec::new();
+    for (n, c) in &classes {
+        match c {
+            Class::Lost | Class::Unacknowledged => {
+                let at = f.submissions[n];
+                let last_client_op = f
+                    .history
+                    .ops
+                    .iter()
+                    .rev()
+                    .find(|o| o.process == "nemesis" && o.value["host"] == "client");
+                v.status = Status::Invalid;
+                v.party = Some(Party::Client);
+                v.rules = vec!["C1".into(), "C8".into()];
+                v.witnesses = vec![at];
+                v.fault = last_client_op
+                    .map(|o| o.index)
+                    .or_else(|| f.fault_before(f.history.ops.len()));
+                v.message = format!(
+                    "submission {n} is {}: the Client no longer holds it, never got its messageId and never showed an error",
+                    if *c == Class::Lost { "lost (never inserted)" } else { "unacknowledged (inserted)" }
+                );
+                return v;
+            }
+            Class::Acknowledged => {
+                let (op, mid) = &f.acks[n];
+                let real = f
+                    .inserts
+                    .iter()
+                    .any(|i| i.submission == Some(*n) && &i.message_id == mid);
+                if !real {
+                    // Whose message is it? If it carries a key this submission used, the
+                    // Client reused a key for a new submission (C2); otherwise the Agent
+                    // answered with another submission's message (A1, A9).
+                    let other = f.inserts.iter().find(|i| &i.message_id == mid);
+                    // The sessions this submission's attempts went to (from the frames the
+                    // Client wrote): a key is only reused within one session (A9).
+                    let attempts: BTreeSet<(u64, String)> = f
+                        .history
+                        .ops
+                        .iter()
+                        .filter(|o| {
+                            o.process == "client"
+                                && o.f == "attempt"
+                                && o.value["submission"].as_u64() == Some(*n)
+                        })
+                        .map(|o| {
+                            (
+                                o.value["conn"].as_u64().unwrap_or(0),
+                                o.value["id"].to_string(),
+                            )
+                        })
+                        .collect();
+                    let sessions: BTreeSet<&str> = f
+                        .history
+                        .ops
+                        .iter()
+                        .filter(|o| {
+                            o.process == "net"
+                                && o.f == "send"
+                                && o.value["from"] == "client"
+                                && attempts.contains(&(
+                                    o.value["conn"].as_u64().unwrap_or(0),
+                                    o.value["frame"]["id"].to_string(),
+                                ))
+                        })
+                        .filter_map(|o| o.value["frame"]["params"]["sessionId"].as_str())
+                        .collect();
+                    let reused = other.and_then(|o| o.key.as_ref()).is_some_and(|k| {
+                        f.attempt_keys.get(n).is_some_and(|ks| ks.contains(k))
+                            && other.is_some_and(|o| {
+                                sessions.is_empty() || sessions.contains(o.session.as_str())
+                            })
+                    });
+                    v.status = Status::Invalid;
+                    v.witnesses = std::iter::once(*op).chain(other.map(|o| o.op)).collect();
+                    v.fault = f.fault_before(*op);
+                    if reused {
+                        v.party = Some(Party::Client);
+                        v.rules = vec!["C2".into()];
+                        v.message = format!("submission {n} was acknowledged with {mid}, the message of an earlier submission whose key it reused (C2)");
+                    } else {
+                        v.party = Some(Party::Agent);
+                        v.rules = vec!["A1".into(), "A9".into()];
+                        v.message = format!("submission {n} was acknowledged with {mid}, which is not one of its insertions");
+                    }
+                    return v;
+                }
+            }
+            Class::Pending => pending.push(*n),
+            _ => {}
+        }
+    }
+    let undelivered = f
+        .history
+        .ops
+        .iter()
+        .rev()
+        .find(|o| o.process == "world" && o.f == "end")
+        .and_then(|o| o.value["undelivered"].as_u64())
+        .unwrap_or(0);
+    if pending.is_empty() && undelivered > 0 {
+        v.status = Status::Unknown;
+        v.message =
+            format!("liveness: {undelivered} user actions were never made before the bound");
+    }
+    if !pending.is_empty() {
+        v.status = Status::Unknown;
+        v.witnesses = pending.iter().map(|n| f.submissions[n]).collect();
+        v.message = format!("liveness: submissions {pending:?} still pending at the bound");
+    }
+    v
+}

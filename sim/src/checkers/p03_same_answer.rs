@@ -1,0 +1,279 @@
+//! P3 same-answer (A1 A7): [`p3_same_answer`].
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use acp_chaos_models::rpc::code as rpc_code;
+use acp_chaos_models::Party;
+
+use super::facts::{is_store_op, prompt_answers, Answer, Facts, Insert};
+use super::verdict::{Status, Verdict};
+
+/// One `session/prompt` request as the Agent read it.
+#[derive(Debug, Clone)]
+struct Read {
+    /// Op index of the `recv`.
+    at: usize,
+    /// Op index of the Agent boot it was read in (the last `recover` before it).
+    boot: usize,
+    session: String,
+    key: Option<String>,
+}
+
+/// Every `session/prompt` request the Agent read, by (connection, JSON-RPC id); for the same
+/// pair read twice (a reused id), the first.
+fn prompt_reads(f: &Facts) -> BTreeMap<(u64, String), Read> {
+    let mut out: BTreeMap<(u64, String), Read> = BTreeMap::new();
+    let mut boot = 0;
+    for op in &f.history.ops {
+        let val = &op.value;
+        match (op.process.as_str(), op.f.as_str()) {
+            ("agent", "recover") if !is_store_op(op) => boot = op.index,
+            ("net", "recv")
+                if matches!(val["from"].as_str(), Some("client" | "proxy"))
+                    && val["frame"]["method"] == "session/prompt"
+                    && val["frame"].get("id").is_some() =>
+            {
+                let fr = &val["frame"];
+                out.entry((val["conn"].as_u64().unwrap_or(0), fr["id"].to_string()))
+                    .or_insert(Read {
+                        at: op.index,
+                        boot,
+                        session: fr["params"]["sessionId"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_string(),
+                        key: fr["params"]["idempotencyKey"].as_str().map(str::to_string),
+                    });
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Error codes that say what was wrong with the request itself, not that the Agent failed
+/// it: A7 does not cover them (`-32602` only with a malformed key, see [`key_malformed`]).
+const REQUEST_ERRORS: [i64; 4] = [
+    rpc_code::PARSE_ERROR,
+    rpc_code::INVALID_REQUEST,
+    rpc_code::METHOD_NOT_FOUND,
+    rpc_code::RESOURCE_NOT_FOUND,
+];
+
+/// A string key outside K2's 1 to 255 characters (Unicode scalar values).
+fn key_malformed(k: &str) -> bool {
+    let n = k.chars().count();
+    n == 0 || n > 255
+}
+
+/// P3 same-answer: every success for one submission's key carries the same `messageId`, with
+/// P1's exemptions (a first message the rules let the Agent forget); a success carries a
+/// messageId of the attempt's own key, never another key's (A1, A4); and a retry that
+/// arrives while an attempt of its key is held gets that attempt's outcome, never an error of
+/// its own (A7: "still in progress" is not an answer).
+pub fn p3_same_answer(f: &Facts) -> Verdict {
+    let answers = prompt_answers(f);
+    let mut v = p3_messageids(f, &answers);
+    if v.status == Status::Invalid {
+        return v;
+    }
+    let reads = prompt_reads(f);
+    // When the Agent decided each attempt: its answer, or its own log of the decision (an
+    // answer lost on the way was decided all the same).
+    let mut answered_at: BTreeMap<(u64, String), usize> = BTreeMap::new();
+    for (a, op, _) in &answers {
+        answered_at.entry(a.clone()).or_insert(*op);
+    }
+    for op in &f.history.ops {
+        if op.process == "agent"
+            && matches!(
+                op.f.as_str(),
+                "reject" | "insert" | "dedup-hit" | "withdraw" | "drop-held"
+            )
+        {
+            let a = (
+                op.value["conn"].as_u64().unwrap_or(0),
+                op.value["id"].to_string(),
+            );
+            let e = answered_at.entry(a).or_insert(op.index);
+            *e = (*e).min(op.index);
+        }
+    }
+    // Cross-wired answers: a success whose messageId the Agent inserted for another key.
+    for (attempt, op, ans) in &answers {
+        let Ok(mid) = ans else { continue };
+        let Some(r) = reads.get(attempt) else {
+            continue;
+        };
+        let Some(other) = f
+            .inserts
+            .iter()
+            .rev()
+            .find(|i| i.op < *op && &i.message_id == mid)
+        else {
+            continue;
+        };
+        let own = &f.history.ops[other.op].value;
+        let own = (own["conn"].as_u64().unwrap_or(0), own["id"].to_string()) == *attempt;
+        if own || (other.key == r.key && other.key.is_some()) {
+            continue;
+        }
+        if f.attempts
+            .get(attempt)
+            .is_some_and(|s| other.submission == Some(*s))
+        {
+            continue;
+        }
+        v.status = Status::Invalid;
+        v.party = Some(Party::Agent);
+        v.rules = vec!["A1".into(), "A4".into()];
+        v.witnesses = vec![other.op, r.at, *op];
+        v.fault = f.fault_before(*op);
+        v.message = format!(
+            "attempt {attempt:?} (key {:?}) was answered {mid}, the message the Agent inserted for key {:?}",
+            r.key, other.key
+        );
+        return v;
+    }
+    // The nemesis's `transient-error` makes the Agent fail a later prompt with -32603 (a
+    // failure before insertion, which A3 allows); the Agent logs which one it failed.
+    let excused: BTreeSet<(u64, String)> = f
+        .history
+        .ops
+        .iter()
+        .filter(|o| o.process == "agent" && o.f == "reject" && o.value["transient"] == true)
+        .map(|o| {
+            (
+                o.value["conn"].as_u64().unwrap_or(0),
+                o.value["id"].to_string(),
+            )
+        })
+        .collect();
+    // A7: an error for a retry that arrived while an attempt of its key was held, that held
+    // attempt then inserted by this Agent process. Even -32800 counts: had the Agent withdrawn
+    // the held prompt, it would not have been inserted (A5).
+    let inserted_attempt = |i: &Insert| {
+        let v = &f.history.ops[i.op].value;
+        (v["conn"].as_u64().unwrap_or(0), v["id"].to_string())
+    };
+    for (attempt, op, ans) in &answers {
+        let Err(code) = ans else { continue };
+        if REQUEST_ERRORS.contains(code) || excused.contains(attempt) {
+            continue;
+        }
+        let Some(r) = reads.get(attempt) else {
+            continue;
+        };
+        let Some(key) = &r.key else { continue };
+        if *code == rpc_code::INVALID_PARAMS && key_malformed(key) {
+            continue;
+        }
+        let next_boot = f
+            .recoveries
+            .iter()
+            .map(|(i, _)| *i)
+            .find(|i| *i > r.at)
+            .unwrap_or(usize::MAX);
+        let held_then_inserted = reads
+            .iter()
+            .filter(|(a, o)| {
+                *a != attempt
+                    && o.key.as_ref() == Some(key)
+                    && o.session == r.session
+                    && o.boot == r.boot
+                    && o.at < r.at
+                    && answered_at.get(*a).is_none_or(|x| *x > r.at)
+            })
+            .find_map(|(a, o)| {
+                f.inserts
+                    .iter()
+                    .find(|i| i.op > r.at && i.op < next_boot && inserted_attempt(i) == *a)
+                    .map(|i| (a, o, i))
+            });
+        if let Some((held, o, i)) = held_then_inserted {
+            v.status = Status::Invalid;
+            v.party = Some(Party::Agent);
+            v.rules = vec!["A7".into()];
+            v.witnesses = vec![o.at, r.at, *op, i.op];
+            v.fault = f.fault_before(r.at);
+            v.message = format!(
+                "retry {attempt:?} arrived while {held:?} with its key was held and was answered {code}; the key was then inserted as {} (A7: the same outcome, never an error)",
+                i.message_id
+            );
+            return v;
+        }
+    }
+    v
+}
+
+/// P3's first half: every success for one submission carries the same `messageId`.
+fn p3_messageids(f: &Facts, answers: &[Answer]) -> Verdict {
+    let mut v = Verdict::valid("P3", &["A1", "A7"]);
+    let mut first: BTreeMap<u64, (usize, String)> = BTreeMap::new();
+    for (attempt, op, ans) in answers {
+        let (attempt, op) = (attempt.clone(), *op);
+        let Ok(mid) = ans.clone() else { continue };
+        let Some(sub) = f.attempt_submission(&attempt) else {
+            continue;
+        };
+        match first.get(&sub) {
+            None => {
+                first.insert(sub, (op, mid));
+            }
+            Some((op0, mid0)) if *mid0 != mid => {
+                let forgotten = f
+                    .inserts
+                    .iter()
+                    .filter(|i| i.message_id == *mid0 && i.submission == Some(sub))
+                    .any(|i| i.gone_before(op).is_some() || i.took_effect.is_none());
+                let status = if forgotten {
+                    Status::Finding
+                } else {
+                    Status::Invalid
+                };
+                // Who changed the answer: an intermediary that did not pass the key on, a
+                // Client that changed the key, else the Agent.
+                let of = |m: &str| {
+                    f.inserts
+                        .iter()
+                        .rev()
+                        .find(|i| i.message_id == m && i.submission == Some(sub))
+                };
+                let (e, l) = (of(mid0), of(&mid));
+                let changed = |i: Option<&Insert>| {
+                    i.is_some_and(|i| i.sent_key.as_ref().is_some_and(|k| *k != i.key))
+                };
+                // Two answers for a prompt sent twice without a key: no key, no duplicate
+                // detection (K1); the Client's resend is C9's business.
+                let unkeyed = e
+                    .zip(l)
+                    .is_some_and(|(e, l)| e.key.is_none() && l.key.is_none());
+                let status = if unkeyed { Status::Finding } else { status };
+                let (party, rules) = if unkeyed {
+                    (Party::Client, vec!["C9".into(), "K1".into()])
+                } else if forgotten {
+                    (Party::Spec, vec!["A11".into(), "A16".into()])
+                } else if changed(e) || changed(l) {
+                    (Party::Intermediary, vec!["X1".into()])
+                } else if e.zip(l).is_some_and(|(e, l)| e.key != l.key) {
+                    (Party::Client, vec!["C1".into()])
+                } else {
+                    (Party::Agent, vec!["A1".into(), "A7".into()])
+                };
+                if status > v.status {
+                    v.status = status;
+                    v.party = Some(party);
+                    v.rules = rules;
+                    v.witnesses = vec![*op0, op];
+                    v.fault = f.fault_before(op);
+                    v.message = format!("submission {sub} was answered {mid0} and later {mid}");
+                    if status == Status::Invalid {
+                        return v;
+                    }
+                }
+            }
+            Some(_) => {}
+        }
+    }
+    v
+}

@@ -1,0 +1,46 @@
+//! P4 error-means-not-inserted (A2 A3 A12): [`p4_error_means_not_inserted`].
+
+use std::collections::BTreeMap;
+
+use acp_chaos_models::Party;
+
+use super::facts::{prompt_answers, Facts};
+use super::verdict::{Status, Verdict};
+
+/// P4 error-means-not-inserted: an Agent error to a `session/prompt` attempt means that
+/// attempt inserted nothing (A2, A3, A12). Errors from a proxy or Client timeouts are not
+/// Agent errors; `-32800` is P6's.
+pub fn p4_error_means_not_inserted(f: &Facts) -> Verdict {
+    let mut v = Verdict::valid("P4", &["A2", "A3", "A12"]);
+    let inserted: BTreeMap<(u64, String), usize> = f
+        .history
+        .ops
+        .iter()
+        .filter(|o| o.process == "agent" && o.f == "insert")
+        .map(|o| {
+            (
+                (
+                    o.value["conn"].as_u64().unwrap_or(0),
+                    o.value["id"].to_string(),
+                ),
+                o.index,
+            )
+        })
+        .collect();
+    for (attempt, op, ans) in prompt_answers(f) {
+        let Err(code) = ans else { continue };
+        if code == acp_chaos_models::rpc::code::REQUEST_CANCELLED {
+            continue;
+        }
+        if let Some(&i) = inserted.get(&attempt) {
+            v.status = Status::Invalid;
+            v.party = Some(Party::Agent);
+            v.rules = vec!["A2".into(), "A3".into()];
+            v.witnesses = vec![i, op];
+            v.fault = f.fault_before(op);
+            v.message = format!("attempt {attempt:?} was answered with error {code} after it had inserted a message");
+            return v;
+        }
+    }
+    v
+}

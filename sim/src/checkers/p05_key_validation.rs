@@ -1,0 +1,172 @@
+//! P5 key-validation (K2 K3): [`p5_key_validation`].
+
+use acp_chaos_models::rpc::code as rpc_code;
+use acp_chaos_models::Party;
+use serde_json::Value;
+
+use super::facts::Facts;
+use super::verdict::{Status, Verdict};
+use crate::history::Op;
+
+/// What K2/K3 make of a raw probe's line.
+#[derive(Debug, Clone, PartialEq)]
+pub enum KeyForm {
+    /// Not valid JSON: the frame gets `-32700`.
+    NotJson,
+    /// No key, or `null` (K1): nothing to validate.
+    Omitted,
+    /// A string of 1 to 255 Unicode scalar values (K2).
+    Valid,
+    /// Anything else (K3): `""`, 256+ characters, a number, bool, object or array.
+    Malformed(String),
+}
+
+/// Classify a raw `session/prompt` line by K1–K3 (characters are Unicode scalar values).
+pub fn key_form(line: &str) -> KeyForm {
+    let Ok(v) = serde_json::from_str::<Value>(line) else {
+        return KeyForm::NotJson;
+    };
+    match v["params"].get("idempotencyKey") {
+        None | Some(Value::Null) => KeyForm::Omitted,
+        Some(Value::String(s)) if (1..=255).contains(&s.chars().count()) => KeyForm::Valid,
+        Some(Value::String(s)) => {
+            KeyForm::Malformed(format!("a string of {} characters", s.chars().count()))
+        }
+        Some(other) => KeyForm::Malformed(format!("{other}")),
+    }
+}
+
+#[cfg(test)]
+mod key_form_tests {
+    use super::{key_form, KeyForm};
+
+    fn probe(key: &str) -> String {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{{"sessionId":"s","prompt":[],"idempotencyKey":{key}}}}}"#
+        )
+    }
+
+    #[test]
+    fn keys_are_classified_by_k1_to_k3_counting_unicode_scalar_values() {
+        assert_eq!(key_form(r#"{"params":{}}"#), KeyForm::Omitted);
+        assert_eq!(key_form(&probe("null")), KeyForm::Omitted);
+        assert_eq!(key_form(&probe(r#""a""#)), KeyForm::Valid);
+        assert_eq!(
+            key_form(&probe(&format!("\"{}\"", "é".repeat(255)))),
+            KeyForm::Valid
+        );
+        assert_eq!(
+            key_form(&probe(&format!("\"{}😀\"", "d".repeat(254)))),
+            KeyForm::Valid
+        );
+        for bad in [
+            r#""""#.to_string(),
+            format!("\"{}\"", "é".repeat(256)),
+            "1".into(),
+            "true".into(),
+            "{}".into(),
+            "[]".into(),
+        ] {
+            assert!(
+                matches!(key_form(&probe(&bad)), KeyForm::Malformed(_)),
+                "{bad}"
+            );
+        }
+        assert_eq!(key_form(&probe(r#""\ud800""#)), KeyForm::NotJson);
+        assert_eq!(key_form("{\"jsonrpc\":"), KeyForm::NotJson);
+    }
+}
+
+/// P5 key-validation (K2 K3): every raw probe the Client sent (`[[raw]]`) is classified by
+/// [`key_form`] independently of the Agent, then: a malformed key gets an error, `-32602`
+/// (nothing else is wrong in a probe), and inserts nothing (never treated as omitted); a
+/// valid key is never answered `-32602`; a frame that is not JSON gets `-32700`. A probe whose
+/// connection ended before any answer is not judged (P7 judges unanswered requests).
+pub fn p5_key_validation(f: &Facts) -> Verdict {
+    let mut v = Verdict::valid("P5", &["K2", "K3"]);
+    let ops = &f.history.ops;
+    for sent in ops
+        .iter()
+        .filter(|o| o.process == "client" && o.f == "raw-sent")
+    {
+        let conn = sent.value["conn"].as_u64().unwrap_or(0);
+        let id = &sent.value["id"];
+        let form = key_form(sent.value["line"].as_str().unwrap_or_default());
+        let later = || ops[sent.index..].iter();
+        // Through a proxy the Agent sees the probe under the id the proxy wrote downstream.
+        let (aconn, aid) = later()
+            .find(|o| {
+                o.process == "proxy"
+                    && o.f == "forward"
+                    && o.value["up_conn"].as_u64() == Some(conn)
+                    && o.value["up_id"] == *id
+            })
+            .map_or((conn, id.clone()), |o| {
+                (
+                    o.value["down_conn"].as_u64().unwrap_or(0),
+                    o.value["down_id"].clone(),
+                )
+            });
+        let on_conn = |o: &&Op| o.value["conn"].as_u64() == Some(conn);
+        let on_aconn = |o: &&Op| o.value["conn"].as_u64() == Some(aconn);
+        let answer = if form == KeyForm::NotJson {
+            // Garbage is answered by whoever reads it first: the Agent, or a proxy.
+            later().filter(on_conn).find(|o| {
+                o.process == "net"
+                    && o.f == "send"
+                    && o.value["from"] != "client"
+                    && o.value["frame"]["id"].is_null()
+                    && o.value["frame"]["error"]["code"] == rpc_code::PARSE_ERROR
+            })
+        } else {
+            later().filter(on_aconn).find(|o| {
+                o.process == "net"
+                    && o.f == "send"
+                    && o.value["from"] == "agent"
+                    && o.value["frame"].get("method").is_none()
+                    && o.value["frame"]["id"] == aid
+            })
+        };
+        let insert = later()
+            .filter(on_aconn)
+            .find(|o| o.process == "agent" && o.f == "insert" && o.value["id"] == aid);
+        let code = answer.and_then(|a| a.value["frame"]["error"]["code"].as_i64());
+        let bad = match (&form, answer, insert) {
+            (KeyForm::Malformed(what), _, Some(i)) => Some((
+                i.index,
+                format!(
+                    "a malformed key ({what}) was treated as omitted: the prompt was inserted (K3)"
+                ),
+            )),
+            (KeyForm::Malformed(what), Some(a), None) if code != Some(rpc_code::INVALID_PARAMS) => {
+                Some((
+                    a.index,
+                    format!(
+                        "a malformed key ({what}) was answered {} instead of -32602 (K3)",
+                        code.map_or("with a result".to_string(), |c| c.to_string())
+                    ),
+                ))
+            }
+            (KeyForm::Valid, Some(a), _) if code == Some(rpc_code::INVALID_PARAMS) => Some((
+                a.index,
+                "a valid key (1 to 255 characters) was rejected -32602 (K2)".to_string(),
+            )),
+            (KeyForm::NotJson, None, _) if !later().filter(on_conn).any(|o| o.f == "conn-end") => {
+                Some((
+                    sent.index,
+                    "a frame that is not JSON got no -32700".to_string(),
+                ))
+            }
+            _ => None,
+        };
+        if let Some((at, message)) = bad {
+            v.status = Status::Invalid;
+            v.party = Some(Party::Agent);
+            v.witnesses = vec![sent.index, at];
+            v.fault = f.fault_before(at);
+            v.message = format!("raw probe {}: {message}", sent.value["n"]);
+            return v;
+        }
+    }
+    v
+}

@@ -1,0 +1,136 @@
+//! P7 every-request-answered (A5 A7 A15): [`p7_every_request_answered`].
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use acp_chaos_models::Party;
+use serde_json::Value;
+
+use super::facts::Facts;
+use super::verdict::{Status, Verdict};
+use crate::history::is_agent_host;
+
+/// P7 every-request-answered, from the Agent's own log: a request it read got at most one
+/// response, and exactly one when its connection was still open at quiescence (A5, A7, A15). A
+/// response the network dropped after the Agent wrote it (`lose-exchange`) counts as sent.
+pub fn p7_every_request_answered(f: &Facts) -> Verdict {
+    let mut v = Verdict::valid("P7", &["A5", "A7", "A15"]);
+    // (conn, id) → op index of the request the Agent read, and of its responses.
+    let mut read: BTreeMap<(u64, String), usize> = BTreeMap::new();
+    let mut answers: BTreeMap<(u64, String), Vec<usize>> = BTreeMap::new();
+    let mut awaiting: BTreeMap<(u64, String), usize> = BTreeMap::new();
+    let mut ended: BTreeSet<u64> = BTreeSet::new();
+    // A crashed process logs no end of its connections (nor does a peer that is partitioned
+    // away and crashes too): a crash after the read ends the exchange.
+    let mut crashes: Vec<usize> = Vec::new();
+    let mut quiescent = false;
+    for op in &f.history.ops {
+        let val = &op.value;
+        let key = |fr: &Value| (val["conn"].as_u64().unwrap_or(0), fr["id"].to_string());
+        match (op.process.as_str(), op.f.as_str()) {
+            ("net", "recv")
+                if val["from"] == "client"
+                    && val["frame"].get("method").is_some()
+                    && val["frame"].get("id").is_some_and(|i| !i.is_null()) =>
+            {
+                let k = key(&val["frame"]);
+                read.insert(k.clone(), op.index);
+                answers.remove(&k);
+            }
+            // C4, from the sender's side: an id written again on a connection while its
+            // first request there awaits an answer.
+            ("net", "send")
+                if !val["from"].as_str().is_some_and(is_agent_host)
+                    && val["frame"].get("method").is_some()
+                    && val["frame"].get("id").is_some_and(|i| !i.is_null()) =>
+            {
+                let k = key(&val["frame"]);
+                if let Some(first) = awaiting.get(&k) {
+                    v.status = Status::Invalid;
+                    v.party = Some(if val["from"] == "proxy" {
+                        Party::Intermediary
+                    } else {
+                        Party::Client
+                    });
+                    v.rules = vec!["C4".into()];
+                    v.witnesses = vec![*first, op.index];
+                    v.fault = f.fault_before(op.index);
+                    v.message = format!(
+                        "request id {} was written again on connection {} while the first still awaited its answer (C4)",
+                        k.1, k.0
+                    );
+                    return v;
+                }
+                awaiting.insert(k, op.index);
+            }
+            ("net", "recv") if val["from"] == "agent" && val["frame"].get("method").is_none() => {
+                awaiting.remove(&key(&val["frame"]));
+            }
+            ("net", "send") if val["from"] == "agent" && val["frame"].get("method").is_none() => {
+                answers
+                    .entry(key(&val["frame"]))
+                    .or_default()
+                    .push(op.index);
+            }
+            ("nemesis", "lose-exchange")
+                if val["detail"]["from"].as_str().is_some_and(is_agent_host) =>
+            {
+                let d = &val["detail"];
+                let k = (
+                    d["conn"].as_u64().unwrap_or(0),
+                    d["frame"]["id"].to_string(),
+                );
+                answers.entry(k).or_default().push(op.index);
+            }
+            (_, "conn-end") => {
+                if let Some(c) = val["conn"].as_u64() {
+                    ended.insert(c);
+                    awaiting.retain(|k, _| k.0 != c);
+                }
+            }
+            ("nemesis", "crash") => crashes.push(op.index),
+            // A lost frame breaks its connection there (a silent break logs no end until a
+            // heartbeat gives up): nothing after it can be delivered.
+            ("nemesis", "lose-frame") => {
+                if let Some(c) = val["detail"]["conn"].as_u64() {
+                    ended.insert(c);
+                }
+            }
+            ("world", "end") => quiescent = val["outcome"] == "quiescent",
+            _ => {}
+        }
+    }
+    for (k, r) in &read {
+        let a = answers.get(k).map(Vec::as_slice).unwrap_or_default();
+        if a.len() > 1 {
+            v.status = Status::Invalid;
+            v.party = Some(Party::Agent);
+            v.witnesses = std::iter::once(*r).chain(a.iter().copied()).collect();
+            v.fault = f.fault_before(a[1]);
+            v.message = format!(
+                "request {} on connection {} got {} responses",
+                k.1,
+                k.0,
+                a.len()
+            );
+            return v;
+        }
+        if a.is_empty() && !ended.contains(&k.0) && !crashes.iter().any(|c| c > r) {
+            v.status = if quiescent {
+                Status::Invalid
+            } else {
+                Status::Unknown
+            };
+            v.party = quiescent.then_some(Party::Agent);
+            v.witnesses = vec![*r];
+            v.fault = f.fault_before(*r);
+            v.message = format!(
+                "request {} on connection {} (op {r}) was never answered and its connection is still open{}",
+                k.1,
+                k.0,
+                if quiescent { " at quiescence" } else { " at the liveness bound" }
+            );
+            return v;
+        }
+    }
+    v
+}

@@ -1,0 +1,147 @@
+//! P10 retry-class (C1 C9 X4): [`p10_retry_class`].
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use acp_chaos_models::rpc::code as rpc_code;
+use acp_chaos_models::Party;
+
+use super::facts::{track_active, Facts};
+use super::verdict::{Status, Verdict};
+use crate::history::is_agent_host;
+
+/// P10 retry-class: each method behaves on a repeat as its class says (RULES.md "Retry
+/// classes"), on both ends:
+/// - Client, keyed class (stated; C1 MUST): every attempt of one submission carries the same
+///   key: invalid, Client at fault;
+/// - Client, C9 (SHOULD NOT): a submission sent again without a key, or an SDK resending a
+///   duplicating method (`session/new`, `session/fork`; never resent automatically is
+///   inferred): a finding, Client at fault;
+/// - Agent, idempotent class (stated: "`session/resume` of an active session synchronizes it
+///   again"): a `session/resume` answered with an error while the session is active on
+///   another of the Agent's connections: invalid, Agent at fault.
+pub fn p10_retry_class(f: &Facts) -> Verdict {
+    let mut v = Verdict::valid("P10", &["C1", "C9", "X4"]);
+    let mut keys: BTreeMap<u64, (usize, Option<String>)> = BTreeMap::new();
+    // Attempts the Client saw fail: an error means nothing was inserted (A2), so the
+    // outcome is known and sending again without a key is safe.
+    let mut failed: BTreeSet<(u64, String)> = BTreeSet::new();
+    let mut sent: BTreeMap<u64, Vec<(u64, String)>> = BTreeMap::new();
+    let mut active: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
+    let mut resumes: BTreeMap<(u64, String), (usize, String, bool)> = BTreeMap::new();
+    let mut finding: Option<Verdict> = None;
+    for op in &f.history.ops {
+        let val = &op.value;
+        match (op.process.as_str(), op.f.as_str()) {
+            ("net", "recv")
+                if val["frame"]["error"].is_object() && val["frame"].get("method").is_none() =>
+            {
+                failed.insert((
+                    val["conn"].as_u64().unwrap_or(0),
+                    val["frame"]["id"].to_string(),
+                ));
+            }
+            // X5: it failed before it was accepted, so it reached nobody.
+            ("client", "not-accepted") => {
+                failed.insert((val["conn"].as_u64().unwrap_or(0), val["id"].to_string()));
+            }
+            ("client", "attempt") => {
+                let n = val["submission"].as_u64().unwrap_or(0);
+                let key = val["key"].as_str().map(str::to_string);
+                let earlier = sent.entry(n).or_default();
+                let unknown = earlier.iter().any(|a| !failed.contains(a));
+                earlier.push((val["conn"].as_u64().unwrap_or(0), val["id"].to_string()));
+                match keys.get(&n) {
+                    None => {
+                        keys.insert(n, (op.index, key));
+                    }
+                    Some((first, k0)) if *k0 != key => {
+                        v.status = Status::Invalid;
+                        v.party = Some(Party::Client);
+                        v.rules = vec!["C1".into()];
+                        v.witnesses = vec![*first, op.index];
+                        v.fault = f.fault_before(op.index);
+                        v.message = format!(
+                            "submission {n} was sent with key {k0:?} and again with key {key:?} (the keyed class: send again only with the same key)"
+                        );
+                        return v;
+                    }
+                    Some((first, None)) if finding.is_none() && unknown => {
+                        finding = Some(Verdict {
+                            property: "P10".into(),
+                            status: Status::Finding,
+                            rules: vec!["C9".into(), "K1".into()],
+                            witnesses: vec![*first, op.index],
+                            fault: f.fault_before(op.index),
+                            party: Some(Party::Client),
+                            message: format!(
+                                "submission {n} was sent again without a key: an earlier attempt's outcome was unknown, so a duplicate could not be ruled out (C9)"
+                            ),
+                        });
+                    }
+                    Some(_) => {}
+                }
+            }
+            ("client", "sdk-resend")
+                if finding.is_none()
+                    && matches!(val["method"].as_str(), Some("session/new" | "session/fork")) =>
+            {
+                finding = Some(Verdict {
+                    property: "P10".into(),
+                    status: Status::Finding,
+                    rules: vec!["C9".into()],
+                    witnesses: vec![op.index],
+                    fault: f.fault_before(op.index),
+                    party: Some(Party::Client),
+                    message: format!(
+                        "the SDK resent {} by itself: a duplicating method (inferred: never resent automatically)",
+                        val["method"]
+                    ),
+                });
+            }
+            _ if track_active(&mut active, op) => {}
+            ("net", "recv")
+                if matches!(val["from"].as_str(), Some("client" | "proxy"))
+                    && val["frame"]["method"] == "session/resume" =>
+            {
+                let sid = val["frame"]["params"]["sessionId"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                let conn = val["conn"].as_u64().unwrap_or(0);
+                let elsewhere = active
+                    .get(&sid)
+                    .is_some_and(|c| c.iter().any(|x| *x != conn));
+                resumes.insert(
+                    (conn, val["frame"]["id"].to_string()),
+                    (op.index, sid, elsewhere),
+                );
+            }
+            ("net", "send")
+                if val["from"].as_str().is_some_and(is_agent_host)
+                    && val["frame"]["error"]["code"].is_i64() =>
+            {
+                let code = val["frame"]["error"]["code"].as_i64().unwrap_or(0);
+                let a = (
+                    val["conn"].as_u64().unwrap_or(0),
+                    val["frame"]["id"].to_string(),
+                );
+                if let Some((r, sid, true)) = resumes.remove(&a) {
+                    // A malformed request, or one its sender cancelled (A5), may fail.
+                    if code != rpc_code::INVALID_PARAMS && code != rpc_code::REQUEST_CANCELLED {
+                        v.status = Status::Invalid;
+                        v.party = Some(Party::Agent);
+                        v.rules = vec!["X4".into(), "X3".into()];
+                        v.witnesses = vec![r, op.index];
+                        v.fault = f.fault_before(r);
+                        v.message = format!(
+                            "session/resume of {sid}, active on another connection, was answered {code} (stated: a resume of an active session synchronizes it again)"
+                        );
+                        return v;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    finding.unwrap_or(v)
+}

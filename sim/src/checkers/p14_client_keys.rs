@@ -1,0 +1,77 @@
+//! P14 client-keys (C2 C3 C5): [`p14_client_keys`].
+
+use std::collections::BTreeMap;
+
+use acp_chaos_models::Party;
+
+use super::facts::Facts;
+use super::verdict::{Status, Verdict};
+
+/// P14 client-keys *(ours, from C2 C3 C5)*: read from the Client's own log, one key names one
+/// submission in its session. A key the Client sends for a second submission with another
+/// prompt breaks C3; with the same prompt (the user sent the text again on purpose) it breaks
+/// C2, the mark of a key derived from content (C5). Keys are scoped per session (A9), so the
+/// same string in two sessions, or in a fork, is fine. The Client is at fault.
+pub fn p14_client_keys(f: &Facts) -> Verdict {
+    let mut v = Verdict::valid("P14", &["C2", "C3", "C5"]);
+    // submission → (slot, text), from the user's submits.
+    let mut sub: BTreeMap<u64, (u64, String, usize)> = BTreeMap::new();
+    // (slot, key) → (submission, attempt op).
+    let mut owner: BTreeMap<(u64, String), (u64, usize)> = BTreeMap::new();
+    for op in &f.history.ops {
+        match (op.process.as_str(), op.f.as_str()) {
+            ("user", "submit") => {
+                if let Some(n) = op.value["submission"].as_u64() {
+                    sub.insert(
+                        n,
+                        (
+                            op.value["slot"].as_u64().unwrap_or(0),
+                            op.value["text"].as_str().unwrap_or_default().to_string(),
+                            op.index,
+                        ),
+                    );
+                }
+            }
+            ("client", "attempt") => {
+                let (Some(n), Some(key)) =
+                    (op.value["submission"].as_u64(), op.value["key"].as_str())
+                else {
+                    continue;
+                };
+                let Some((slot, text, _)) = sub.get(&n).cloned() else {
+                    continue;
+                };
+                match owner.get(&(slot, key.to_string())).copied() {
+                    Some((first, at)) if first != n => {
+                        let same_text = sub.get(&first).is_some_and(|s| s.1 == text);
+                        v.status = Status::Invalid;
+                        v.party = Some(Party::Client);
+                        v.rules = if same_text {
+                            vec!["C2".into(), "C5".into()]
+                        } else {
+                            vec!["C3".into()]
+                        };
+                        v.witnesses = vec![at, op.index];
+                        v.fault = f.fault_before(op.index);
+                        v.message = if same_text {
+                            format!(
+                                "submission {n} reuses the key of submission {first} because its text is the same: a new submission needs a new key (C2); a key derived from content does this (C5)"
+                            )
+                        } else {
+                            format!(
+                                "submission {n} was sent with the key of submission {first} and a different prompt (C3)"
+                            )
+                        };
+                        return v;
+                    }
+                    Some(_) => {}
+                    None => {
+                        owner.insert((slot, key.to_string()), (n, op.index));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    v
+}

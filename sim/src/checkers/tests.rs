@@ -1,0 +1,211 @@
+use super::verdict::*;
+use super::*;
+use crate::history::{Op, OpType};
+use acp_chaos_models::Party;
+use serde_json::json;
+use serde_json::Value;
+
+/// A tiny history builder: (process, f, value) in order.
+fn hist(ops: &[(&str, &str, Value)]) -> History {
+    History {
+        header: json!({"format": 1}),
+        ops: ops
+            .iter()
+            .enumerate()
+            .map(|(i, (p, f, v))| Op {
+                index: i,
+                time_ms: i as u64,
+                process: p.to_string(),
+                kind: OpType::Info,
+                f: f.to_string(),
+                value: v.clone(),
+            })
+            .collect(),
+    }
+}
+
+fn submit_and_attempt(
+    n: u64,
+    conn: u64,
+    id: u64,
+    key: &str,
+) -> Vec<(&'static str, &'static str, Value)> {
+    vec![
+        ("user", "submit", json!({"submission": n})),
+        (
+            "client",
+            "attempt",
+            json!({"submission": n, "conn": conn, "id": id, "key": key}),
+        ),
+    ]
+}
+
+fn insert(mid: &str, conn: u64, id: u64, key: &str) -> Vec<(&'static str, &'static str, Value)> {
+    vec![
+        (
+            "agent",
+            "insert",
+            json!({"session": "s", "messageId": mid, "key": key, "conn": conn, "id": id}),
+        ),
+        ("agent", "durable", json!({"messageId": mid})),
+        ("agent", "visible", json!({"messageId": mid})),
+    ]
+}
+
+fn status(h: &History, p: &str) -> (Status, Option<Party>) {
+    let v = check_all(h).into_iter().find(|v| v.property == p).unwrap();
+    (v.status, v.party)
+}
+
+#[test]
+fn one_insertion_acknowledged_is_valid_everywhere() {
+    let mut ops = submit_and_attempt(1, 1, 3, "k");
+    ops.extend(insert("m1", 1, 3, "k"));
+    ops.push(("client", "ack", json!({"submission": 1, "messageId": "m1"})));
+    let h = hist(&ops);
+    for v in check_all(&h) {
+        assert_eq!(v.status, Status::Valid, "{v:?}");
+    }
+}
+
+#[test]
+fn p1_second_insertion_same_key_blames_the_agent() {
+    let mut ops = submit_and_attempt(1, 1, 3, "k");
+    ops.extend(insert("m1", 1, 3, "k"));
+    ops.push(("nemesis", "lose-frame", json!({})));
+    ops.push((
+        "client",
+        "attempt",
+        json!({"submission": 1, "conn": 2, "id": 3, "key": "k"}),
+    ));
+    ops.extend(insert("m2", 2, 3, "k"));
+    ops.push(("client", "ack", json!({"submission": 1, "messageId": "m2"})));
+    let h = hist(&ops);
+    assert_eq!(status(&h, "P1"), (Status::Invalid, Some(Party::Agent)));
+    let v = check_all(&h).remove(0);
+    assert_eq!(v.fault, Some(5));
+    assert_eq!(v.witnesses, vec![2, 3, 7]);
+}
+
+#[test]
+fn p1_second_insertion_new_key_blames_the_client() {
+    let mut ops = submit_and_attempt(1, 1, 3, "k");
+    ops.extend(insert("m1", 1, 3, "k"));
+    ops.push((
+        "client",
+        "attempt",
+        json!({"submission": 1, "conn": 2, "id": 3, "key": "k2"}),
+    ));
+    ops.extend(insert("m2", 2, 3, "k2"));
+    assert_eq!(
+        status(&hist(&ops), "P1"),
+        (Status::Invalid, Some(Party::Client))
+    );
+}
+
+#[test]
+fn p1_insertion_that_never_took_effect_may_be_redone() {
+    let mut ops = submit_and_attempt(1, 1, 3, "k");
+    ops.push((
+        "agent",
+        "insert",
+        json!({"session": "s", "messageId": "m1", "key": "k", "conn": 1, "id": 3}),
+    ));
+    ops.push(("nemesis", "crash", json!({"host": "agent"})));
+    ops.push((
+        "agent",
+        "recover",
+        json!({"boot": 1, "retained": {"s": []}}),
+    ));
+    ops.push((
+        "client",
+        "attempt",
+        json!({"submission": 1, "conn": 2, "id": 3, "key": "k"}),
+    ));
+    ops.extend(insert("m2", 2, 3, "k"));
+    ops.push(("client", "ack", json!({"submission": 1, "messageId": "m2"})));
+    for v in check_all(&hist(&ops)) {
+        assert_eq!(v.status, Status::Valid, "{v:?}");
+    }
+}
+
+#[test]
+fn p1_two_rounds_of_work_for_one_message() {
+    let mut ops = submit_and_attempt(1, 1, 3, "k");
+    ops.extend(insert("m1", 1, 3, "k"));
+    ops.push(("agent", "turn-start", json!({"messageId": "m1"})));
+    ops.push(("agent", "turn-start", json!({"messageId": "m1"})));
+    ops.push(("client", "ack", json!({"submission": 1, "messageId": "m1"})));
+    assert_eq!(
+        status(&hist(&ops), "P1"),
+        (Status::Invalid, Some(Party::Agent))
+    );
+}
+
+#[test]
+fn p2_lost_submission_blames_the_client_and_pending_is_unknown() {
+    let ops = submit_and_attempt(1, 1, 3, "k");
+    let mut lost = ops.clone();
+    lost.push(("client", "pending-at-end", json!({"submissions": []})));
+    assert_eq!(
+        status(&hist(&lost), "P2"),
+        (Status::Invalid, Some(Party::Client))
+    );
+    let mut pending = ops.clone();
+    pending.push(("client", "pending-at-end", json!({"submissions": [1]})));
+    assert_eq!(status(&hist(&pending), "P2").0, Status::Unknown);
+    let mut surfaced = ops;
+    surfaced.push(("client", "surface", json!({"submission": 1})));
+    assert_eq!(status(&hist(&surfaced), "P2").0, Status::Valid);
+}
+
+#[test]
+fn p2_ack_with_a_message_of_another_submission() {
+    let mut ops = submit_and_attempt(1, 1, 3, "a");
+    ops.extend(insert("m1", 1, 3, "a"));
+    ops.push(("client", "ack", json!({"submission": 1, "messageId": "m1"})));
+    ops.extend(submit_and_attempt(2, 1, 4, "b"));
+    ops.push(("client", "ack", json!({"submission": 2, "messageId": "m1"})));
+    assert_eq!(
+        status(&hist(&ops), "P2"),
+        (Status::Invalid, Some(Party::Agent))
+    );
+    // Same key reused for a new submission: the Client's fault (C2).
+    let mut ops = submit_and_attempt(1, 1, 3, "a");
+    ops.extend(insert("m1", 1, 3, "a"));
+    ops.push(("client", "ack", json!({"submission": 1, "messageId": "m1"})));
+    ops.extend(submit_and_attempt(2, 1, 4, "a"));
+    ops.push(("client", "ack", json!({"submission": 2, "messageId": "m1"})));
+    assert_eq!(
+        status(&hist(&ops), "P2"),
+        (Status::Invalid, Some(Party::Client))
+    );
+}
+
+#[test]
+fn p11_message_missing_after_restart() {
+    let mut ops = submit_and_attempt(1, 1, 3, "k");
+    ops.push((
+        "agent",
+        "insert",
+        json!({"session": "s", "messageId": "m1", "key": "k", "conn": 1, "id": 3}),
+    ));
+    ops.push(("agent", "visible", json!({"messageId": "m1"})));
+    ops.push(("client", "ack", json!({"submission": 1, "messageId": "m1"})));
+    ops.push(("nemesis", "crash", json!({"host": "agent"})));
+    ops.push((
+        "agent",
+        "recover",
+        json!({"boot": 1, "retained": {"s": []}}),
+    ));
+    let h = hist(&ops);
+    assert_eq!(status(&h, "P11"), (Status::Invalid, Some(Party::Agent)));
+    let mut kept = ops.clone();
+    kept.pop();
+    kept.push((
+        "agent",
+        "recover",
+        json!({"boot": 1, "retained": {"s": ["m1"]}}),
+    ));
+    assert_eq!(status(&hist(&kept), "P11").0, Status::Valid);
+}

@@ -1,0 +1,64 @@
+//! What a checker answers: a [`Verdict`] with its [`Status`].
+
+use acp_chaos_models::Party;
+
+use serde::{Deserialize, Serialize};
+
+/// Verdict status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// The property holds.
+    Valid,
+    /// A SHOULD or an *(ours)* rule broken, or a permitted outcome worth a look. Never fails.
+    Finding,
+    /// Cannot decide (e.g. still pending at the liveness bound).
+    Unknown,
+    /// A MUST broken.
+    Invalid,
+}
+
+impl Status {
+    /// `valid`, `finding`, `unknown` or `invalid` (as in `summary.json`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Valid => "valid",
+            Status::Finding => "finding",
+            Status::Unknown => "unknown",
+            Status::Invalid => "invalid",
+        }
+    }
+}
+
+/// One checker's answer for one run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// Property id, e.g. `P1`.
+    pub property: String,
+    /// Status.
+    pub status: Status,
+    /// RULES.md ids concerned.
+    pub rules: Vec<String>,
+    /// Op indices that witness it.
+    pub witnesses: Vec<usize>,
+    /// Index of the nemesis op that enabled it, if any.
+    pub fault: Option<usize>,
+    /// Who is at fault.
+    pub party: Option<Party>,
+    /// One readable sentence.
+    pub message: String,
+}
+
+impl Verdict {
+    pub(crate) fn valid(property: &str, rules: &[&str]) -> Verdict {
+        Verdict {
+            property: property.into(),
+            status: Status::Valid,
+            rules: rules.iter().map(|r| r.to_string()).collect(),
+            witnesses: vec![],
+            fault: None,
+            party: None,
+            message: String::new(),
+        }
+    }
+}
