@@ -632,7 +632,7 @@ fn merge(a: &MergeArgs) -> anyhow::Result<i32> {
     let summaries = a
         .dirs
         .iter()
-        .map(|d| campaign::read_summary(d))
+        .map(|d| crate::summary::read_summary(d))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let name = summaries
         .first()
@@ -657,9 +657,9 @@ fn merge(a: &MergeArgs) -> anyhow::Result<i32> {
     Ok(summary.exit_code)
 }
 
-fn print_summary(summary: &campaign::Summary, out: &Path) {
+fn print_summary(summary: &crate::summary::Summary, out: &Path) {
     println!();
-    print!("{}", campaign::table_text(summary));
+    print!("{}", crate::report::table_text(summary));
     println!();
     for (scen, counts) in &summary.classes {
         let parts: Vec<String> = counts
@@ -677,7 +677,7 @@ fn print_summary(summary: &campaign::Summary, out: &Path) {
             "EXPECTED a violation in {k} (the scenario says `expect = \"invalid\"`), found none"
         );
     }
-    print!("{}", crate::campaign::coverage_text(summary));
+    print!("{}", crate::report::coverage_text(summary));
     for (scen, missing) in &summary.vacuous {
         println!("VACUOUS {scen}: never happened: {}", missing.join(", "));
     }
@@ -793,7 +793,7 @@ fn replay(a: &ReplayArgs) -> anyhow::Result<(i32, String)> {
         }
     }
     let h = crate::world::run(&plan);
-    let r = campaign::result_of(&plan.scenario, plan.agent.design, plan.seed, &h);
+    let r = crate::run::result_of(&plan.scenario, plan.agent.design, plan.seed, &h);
     if a.json {
         let mut out = std::io::stdout().lock();
         h.write_jsonl(&mut out)?;
@@ -1022,7 +1022,7 @@ fn shrink(a: &ShrinkArgs) -> anyhow::Result<i32> {
     // The shrunk run drawn: report.md (Mermaid) and report.html (inline SVG) beside it.
     let drawn = crate::world::run(&out.plan);
     let replay_line = format!("acp-chaos replay --schedule {}", file.display());
-    let original = crate::campaign::repro(&s.reference, design, a.seed, a.mutant.as_deref());
+    let original = crate::run::repro(&s.reference, design, a.seed, a.mutant.as_deref());
     let schedule_text = std::fs::read_to_string(&file)?;
     let c = crate::report::Counterexample {
         scenario: &s.name,
@@ -1227,7 +1227,7 @@ fn bench(b: &BenchArgs) -> anyhow::Result<i32> {
             return Ok(exit::USAGE);
         }
     };
-    let r = crate::bench::run(&s, b.seeds, b.jobs, b.agent)?;
+    let r = crate::campaign::bench::run(&s, b.seeds, b.jobs, b.agent)?;
     println!(
         "bench {}@{}: {} seeds, jobs={}: {:.2} s wall, {:.0} seeds/s, mean {:.0} ms simulated per run; bare turmoil (same hosts, tick, simulated time): {:.2} s; overhead x{:.1}",
         r.scenario, r.agent.as_str(), r.seeds, r.jobs, r.wall_s, r.seeds_per_s, r.sim_ms_mean, r.bare_wall_s, r.overhead_ratio
@@ -1273,15 +1273,18 @@ fn mutants(a: &MutantsArgs) -> anyhow::Result<i32> {
         "acp-chaos mutants: scenario={} seeds<={} catches={} jobs={} (each seed runs every design the mutant applies to)",
         s.reference, a.seeds, a.catches, jobs
     );
-    print!("{}", crate::scoreboard::header());
-    let rows = crate::scoreboard::run(
+    print!("{}", crate::campaign::scoreboard::header());
+    let rows = crate::campaign::scoreboard::run(
         &s,
         a.mutant.as_deref(),
         a.seeds,
         a.catches,
         jobs,
         &mut |r| {
-            print!("{}", crate::scoreboard::table(std::slice::from_ref(r)));
+            print!(
+                "{}",
+                crate::campaign::scoreboard::table(std::slice::from_ref(r))
+            );
         },
     )?;
     println!("median = seeds run from a start seed up to and including the first catch (wrapping around the seeds run), over every start seed; (catches/seeds run)");
@@ -1315,7 +1318,7 @@ fn mutants(a: &MutantsArgs) -> anyhow::Result<i32> {
     }
     println!();
     println!("mutant × checker: share of the swarm seeds run on which the checker was invalid on some design (* the property the mutant names; a finding-level mutant's own cell counts its findings)");
-    print!("{}", crate::scoreboard::checker_table(&rows));
+    print!("{}", crate::campaign::scoreboard::checker_table(&rows));
     if a.shrink {
         println!();
         println!("shrunk: each mutant's first catching swarm seed, on the first design that catches it (faults, submissions, raw probes before -> after; simulated runs)");
@@ -1357,12 +1360,13 @@ fn mutants(a: &MutantsArgs) -> anyhow::Result<i32> {
     // The baseline is a campaign of the correct models; its report carries the scoreboard.
     let name = format!("mutants-{}-seeds{}", s.name, a.seeds);
     let out = campaign::default_out(&name, None);
-    let (base, mut summary) = crate::scoreboard::baseline(&s, base_seeds, jobs, &name, &out)?;
+    let (base, mut summary) =
+        crate::campaign::scoreboard::baseline(&s, base_seeds, jobs, &name, &out)?;
     summary.scoreboard = Some(format!(
         "{}{}\nmutant × checker (share of swarm seeds on which the checker was invalid):\n{}",
-        crate::scoreboard::header(),
-        crate::scoreboard::table(&rows),
-        crate::scoreboard::checker_table(&rows)
+        crate::campaign::scoreboard::header(),
+        crate::campaign::scoreboard::table(&rows),
+        crate::campaign::scoreboard::checker_table(&rows)
     ));
     campaign::write_summary(&out, &summary)?;
     campaign::point_latest(&out)?;

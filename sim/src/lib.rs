@@ -16,9 +16,9 @@
 //! - [`strategy`]: proptest strategies for fault schedules, workloads and plans.
 //!
 //! ```no_run
-//! use acp_chaos::{campaign, scenario::Scenario};
+//! use acp_chaos::{run, scenario::Scenario};
 //! let s = Scenario::load("scenarios/rfd-03-retry-after-agent-restart.toml".as_ref()).unwrap();
-//! let (history, result) = campaign::run_one(&s, 7, Some("no-dedup"), acp_chaos::models::Design::Stored);
+//! let (history, result) = run::run_one(&s, 7, Some("no-dedup"), acp_chaos::models::Design::Stored);
 //! println!("{} ops, hash {}", history.ops.len(), result.hash);
 //! for v in result.verdicts { println!("{} {:?} {}", v.property, v.status, v.message); }
 //! ```
@@ -101,7 +101,6 @@ compile_error!(
 pub use acp_chaos_models as models;
 
 pub mod audit;
-pub mod bench;
 pub mod campaign;
 pub mod checkers;
 pub mod cli;
@@ -113,13 +112,13 @@ pub mod nemesis;
 pub mod plan;
 pub mod probe;
 pub mod profile;
-pub mod progress;
 pub mod regression;
 pub mod report;
+pub mod run;
 pub mod scenario;
-pub mod scoreboard;
 pub mod shrink;
 pub mod stdio_agent;
 pub mod strategy;
+pub mod summary;
 pub mod wall_clock;
 pub mod world;

@@ -161,7 +161,7 @@ pub fn load_dir(dir: &Path) -> anyhow::Result<Vec<Regression>> {
 pub fn replay(r: &Regression) -> Outcome {
     let h = crate::world::run(&r.plan);
     let verdicts = checkers::check_all(&h);
-    let line = |v: &checkers::Verdict| crate::report::verdict_line(v);
+    let line = |v: &checkers::Verdict| crate::checkers::verdict_line(v);
     let (ok, got) = match r.expect.verdict {
         Status::Valid => match verdicts
             .iter()

@@ -75,8 +75,8 @@ fn fifty_swarm_seeds_twice_with_one_and_two_jobs_give_equal_hashes() {
 fn a_seed_run_twice_in_one_thread_gives_the_same_history() {
     let s = common::scenario("swarm-basic");
     for seed in [3, 17, 99] {
-        let (h1, _) = campaign::run_one(&s, seed, None, Design::Adapter);
-        let (h2, _) = campaign::run_one(&s, seed, None, Design::Adapter);
+        let (h1, _) = acp_chaos::run::run_one(&s, seed, None, Design::Adapter);
+        let (h2, _) = acp_chaos::run::run_one(&s, seed, None, Design::Adapter);
         assert_eq!(h1.hash(), h2.hash(), "seed {seed}");
         assert_eq!(h1.ops, h2.ops, "seed {seed}");
     }

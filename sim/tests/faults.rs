@@ -4,7 +4,6 @@
 
 mod common;
 
-use acp_chaos::campaign;
 use acp_chaos::history::{History, Op};
 use acp_chaos::models::Design;
 use acp_chaos::nemesis::FaultKind;
@@ -331,7 +330,7 @@ fn every_fault_kind_fires_in_its_scenario_and_has_its_effect() {
             s.faults.iter().any(|f| f.kind.as_str() == kind),
             "{scen} does not use {kind}"
         );
-        let (h, _) = campaign::run_one(&s, seed, None, design);
+        let (h, _) = acp_chaos::run::run_one(&s, seed, None, design);
         let f = fired(&h, kind).unwrap_or_else(|| panic!("{kind} never fired in {scen}"));
         if let Err(e) = effect(&h, f) {
             panic!(
@@ -346,7 +345,7 @@ fn every_fault_kind_fires_in_its_scenario_and_has_its_effect() {
 fn torn_writes_leave_a_torn_tail_that_recovery_cuts() {
     let s = common::scenario("disk-01-torn-writes");
     assert!(s.disk.block_size.is_some());
-    let (h, r) = campaign::run_one(&s, 0, None, Design::Adapter);
+    let (h, r) = acp_chaos::run::run_one(&s, 0, None, Design::Adapter);
     let cut = h
         .ops
         .iter()
@@ -372,7 +371,7 @@ fn every_fault_kind_has_a_case_and_the_nemesis_counts_what_it_applied() {
     }
     // The heal op counts each fault applied and names those whose trigger never came.
     let s = common::scenario("net-01-oneway-and-hold");
-    let (h, _) = campaign::run_one(&s, 0, None, Design::Stored);
+    let (h, _) = acp_chaos::run::run_one(&s, 0, None, Design::Stored);
     let heal = h
         .ops
         .iter()

@@ -3,11 +3,10 @@
 
 mod common;
 
-use acp_chaos::campaign;
+use acp_chaos::campaign::scoreboard::is_catch;
 use acp_chaos::checkers::Status;
 use acp_chaos::models::mutant::MUTANTS;
 use acp_chaos::models::Design;
-use acp_chaos::scoreboard::is_catch;
 
 /// (mutant, scenario, design, seed) pinned to detect each mutant.
 const PINNED: &[(&str, &str, Design, u64)] = &[
@@ -240,7 +239,7 @@ fn every_mutant_is_caught_on_its_property_and_party_on_pinned_seeds() {
     for &(name, scen, design, seed) in PINNED {
         let m = MUTANTS.iter().find(|m| m.name == name).unwrap();
         let s = common::scenario(scen);
-        let (_, bad) = campaign::run_one(&s, seed, Some(name), design);
+        let (_, bad) = acp_chaos::run::run_one(&s, seed, Some(name), design);
         let v = bad
             .verdicts
             .iter()
@@ -255,7 +254,7 @@ fn every_mutant_is_caught_on_its_property_and_party_on_pinned_seeds() {
             v.fault.is_some() || !m.needs_fault,
             "{name}: no enabling fault named: {v:?}"
         );
-        let (_, good) = campaign::run_one(&s, seed, None, design);
+        let (_, good) = acp_chaos::run::run_one(&s, seed, None, design);
         for v in &good.verdicts {
             assert!(
                 acceptable(v.status),
@@ -283,7 +282,7 @@ fn swarm_catches_every_mutant_within_forty_seeds_and_passes_the_correct_models()
     for m in MUTANTS.iter().filter(|m| m.swarm_finds) {
         let design = m.designs.first().copied().unwrap_or(Design::Stored);
         let caught = (0..40).find(|&seed| {
-            let (_, r) = campaign::run_one(&s, seed, Some(m.name), design);
+            let (_, r) = acp_chaos::run::run_one(&s, seed, Some(m.name), design);
             r.verdicts.iter().any(|v| is_catch(m, v))
         });
         assert!(
@@ -294,7 +293,7 @@ fn swarm_catches_every_mutant_within_forty_seeds_and_passes_the_correct_models()
     }
     for design in Design::ALL {
         for seed in 0..40 {
-            let (_, r) = campaign::run_one(&s, seed, None, design);
+            let (_, r) = acp_chaos::run::run_one(&s, seed, None, design);
             for v in &r.verdicts {
                 assert!(
                     acceptable(v.status),
@@ -322,13 +321,13 @@ fn swarm_alone_catches_the_rare_window_mutants_on_pinned_seeds() {
             .iter()
             .find(|p| p.0 == m.name)
             .unwrap_or_else(|| panic!("{} has no pinned swarm seed", m.name));
-        let (_, r) = campaign::run_one(&s, seed, Some(m.name), design);
+        let (_, r) = acp_chaos::run::run_one(&s, seed, Some(m.name), design);
         assert!(
             r.verdicts.iter().any(|v| is_catch(m, v)),
             "{} not caught by swarm-basic seed {seed} under {design:?}",
             m.name
         );
-        let (_, good) = campaign::run_one(&s, seed, None, design);
+        let (_, good) = acp_chaos::run::run_one(&s, seed, None, design);
         assert!(good.verdicts.iter().all(|v| acceptable(v.status)));
     }
 }
@@ -351,14 +350,14 @@ fn field_cases_are_valid_on_the_correct_models_and_caught_with_their_mutant() {
         );
         let m = acp_chaos::models::mutant::find(&fc.mutant).unwrap();
         for &design in &s.agent.designs {
-            let (_, good) = campaign::run_one(s, 0, None, design);
+            let (_, good) = acp_chaos::run::run_one(s, 0, None, design);
             for v in &good.verdicts {
                 assert!(acceptable(v.status), "{} {design:?}: {v:?}", s.name);
             }
             if !m.designs.is_empty() && !m.designs.contains(&design) {
                 continue;
             }
-            let (_, bad) = campaign::run_one(s, 0, Some(&fc.mutant), design);
+            let (_, bad) = acp_chaos::run::run_one(s, 0, Some(&fc.mutant), design);
             let v = bad
                 .verdicts
                 .iter()

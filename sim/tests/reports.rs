@@ -5,9 +5,10 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use acp_chaos::campaign::{self, CampaignSpec, Summary};
+use acp_chaos::campaign::{self, CampaignSpec};
 use acp_chaos::models::Design;
 use acp_chaos::report::{self, Diagram};
+use acp_chaos::summary::Summary;
 
 fn spec(scenarios: &[&str], mutant: Option<&str>, seeds: u64, out: &str) -> CampaignSpec {
     CampaignSpec {
@@ -132,7 +133,7 @@ fn a_counterexample_folder_draws_its_shrunk_run_as_mermaid_and_svg() {
 #[test]
 fn a_lost_frame_is_a_crossed_arrow_and_the_fault_that_lost_it_a_note() {
     let sc = common::scenario("client-02-sdk-auto-retry");
-    let (h, r) = campaign::run_one(&sc, 0, None, Design::Stored);
+    let (h, r) = acp_chaos::run::run_one(&sc, 0, None, Design::Stored);
     let d = Diagram::of(&h, r.verdicts.iter().find(|v| v.property == "P1"));
     let m = d.mermaid();
     assert_mermaid_shape(&m);
@@ -329,7 +330,7 @@ fn every_rule_a_checker_names_is_quoted_from_rules_md() {
 fn a_long_unshrunk_run_is_drawn_around_its_witnesses() {
     let sc = common::scenario("swarm-basic");
     let (h, r) = (0..40)
-        .map(|seed| campaign::run_one(&sc, seed, Some("no-dedup"), Design::Stored))
+        .map(|seed| acp_chaos::run::run_one(&sc, seed, Some("no-dedup"), Design::Stored))
         .find(|(_, r)| {
             r.verdicts
                 .iter()

@@ -154,3 +154,23 @@ pub fn check_all(h: &History) -> Vec<Verdict> {
     let facts = Facts::of(&h);
     CHECKERS.iter().map(|c| (c.check)(&facts)).collect()
 }
+
+/// One line naming a verdict: `P1 at-most-once invalid (party agent, rules A1 A4): ...`.
+pub fn verdict_line(v: &Verdict) -> String {
+    let title = CHECKERS
+        .iter()
+        .find(|c| c.property == v.property)
+        .map(|c| c.title)
+        .unwrap_or("");
+    let party = v
+        .party
+        .map(|p| format!("party {}, ", format!("{p:?}").to_lowercase()))
+        .unwrap_or_default();
+    format!(
+        "{} {title} {} ({party}rules {}): {}",
+        v.property,
+        Status::as_str(v.status),
+        v.rules.join(" "),
+        v.message
+    )
+}

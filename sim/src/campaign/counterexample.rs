@@ -1,0 +1,135 @@
+//! A kept failing run: its folder (`history.jsonl`, `verdicts.json`, `repro.txt`), its shrunk
+//! schedule, and its `report.md` and `report.html`.
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use super::folders::write_atomic;
+use crate::checkers::Verdict;
+use crate::history::History;
+use crate::plan::Plan;
+use crate::run::{repro, RunResult};
+use crate::scenario::Scenario;
+use crate::world;
+
+/// A kept failing run's `report.md` and `report.html`: the shrunk run when there is one (its
+/// history also kept as `shrunk.jsonl`), else the run itself, drawn around its witnesses.
+/// File names inside a run folder for one property's counterexample.
+pub(super) struct Names<'a> {
+    /// `""` for the run's first failing property, `"P12."` for another.
+    pub(super) prefix: &'a str,
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn write_counterexample(
+    out: &Path,
+    r: &RunResult,
+    v: &Verdict,
+    line: &str,
+    failure: &Value,
+    h: &History,
+    shrunk: Option<(History, Verdict)>,
+    names: Names<'_>,
+) -> anyhow::Result<()> {
+    let dir = out.join(run_dir_name(r));
+    let p = names.prefix;
+    let schedule = shrunk
+        .as_ref()
+        .and_then(|_| std::fs::read_to_string(dir.join(format!("{p}schedule.toml"))).ok());
+    let size = |s: &Value| {
+        format!(
+            "{} faults, {} ops, {} raw probes",
+            s["faults"], s["ops"], s["raw"]
+        )
+    };
+    let (drawn, verdict, shrunk_line) = match &shrunk {
+        Some((sh, sv)) => {
+            let mut buf = Vec::new();
+            sh.write_jsonl(&mut buf)?;
+            write_atomic(&dir.join(format!("{p}shrunk.jsonl")), &buf)?;
+            let s = &failure["shrunk"];
+            let replay = s["replay"].as_str().unwrap_or("-").to_string();
+            (sh, sv, Some((replay, size(s))))
+        }
+        None => (h, v, None),
+    };
+    let c = crate::report::Counterexample {
+        scenario: &r.scenario,
+        verdict,
+        repro: line,
+        shrunk: shrunk_line,
+        schedule: schedule.as_deref(),
+        history: drawn,
+    };
+    write_atomic(
+        &dir.join(format!("{p}report.md")),
+        crate::report::counterexample_md(&c).as_bytes(),
+    )?;
+    write_atomic(
+        &dir.join(format!("{p}report.html")),
+        crate::report::counterexample_html(&c).as_bytes(),
+    )?;
+    Ok(())
+}
+
+/// Shrink a failing run on `v`'s property, status and party, and write the schedule into its
+/// run folder (`schedule.toml`). Returns `{schedule, replay, faults, ops, raw, runs}`, or
+/// `None` when the failure does not survive fixing the plan (it always should).
+pub(super) fn shrink_into(
+    out: &Path,
+    s: &Scenario,
+    r: &RunResult,
+    v: &Verdict,
+    mutant: Option<&str>,
+    prefix: &str,
+) -> anyhow::Result<Option<(Value, (History, Verdict))>> {
+    let plan = Plan::derive(s, r.seed, mutant, r.design);
+    let target = crate::shrink::Target {
+        property: v.property.clone(),
+        status: v.status,
+        party: v.party,
+    };
+    let Ok(shrunk) = crate::shrink::shrink(&plan, &target) else {
+        return Ok(None);
+    };
+    let h = world::run(&shrunk.plan);
+    let dir = out.join(run_dir_name(r));
+    std::fs::create_dir_all(&dir)?;
+    let file = dir.join(format!("{prefix}schedule.toml"));
+    let replay = format!("acp-chaos replay --schedule {}", file.display());
+    let body = toml::to_string(&shrunk.plan)?;
+    write_atomic(
+        &file,
+        format!(
+            "# shrunk from: {}\n# keeps {}: {}\n# replay: {replay}\n{body}",
+            repro(&s.reference, r.design, r.seed, mutant),
+            v.property,
+            shrunk.verdict.message
+        )
+        .as_bytes(),
+    )?;
+    let (f, o, w) = shrunk.after;
+    Ok(Some((
+        json!({"schedule": file.display().to_string(), "replay": replay, "faults": f, "ops": o, "raw": w, "runs": shrunk.runs}),
+        (h, shrunk.verdict),
+    )))
+}
+
+pub(super) fn run_dir_name(r: &RunResult) -> String {
+    format!("{}-{}-seed{}", r.scenario, r.design.as_str(), r.seed)
+}
+
+pub(super) fn write_run(out: &Path, h: &History, r: &RunResult, line: &str) -> anyhow::Result<()> {
+    let dir = out.join(run_dir_name(r));
+    std::fs::create_dir_all(&dir)?;
+    let mut buf = Vec::new();
+    h.write_jsonl(&mut buf)?;
+    write_atomic(&dir.join("history.jsonl"), &buf)?;
+    write_atomic(
+        &dir.join("verdicts.json"),
+        &serde_json::to_vec_pretty(&r.verdicts)?,
+    )?;
+    write_atomic(&dir.join("repro.txt"), format!("{line}\n").as_bytes())?;
+    Ok(())
+}

@@ -1,0 +1,161 @@
+//! The report folder: its name (`reports/<campaign>/`), preparing it without deleting anything
+//! that is not ours, atomic writes, and the `reports/latest` link.
+
+use std::path::{Path, PathBuf};
+
+use acp_chaos_models::Design;
+
+use crate::summary::Summary;
+
+/// Make the report folder: create it, or clear the report artefacts of an earlier campaign
+/// in it (`summary.json`, `summary.md`, `junit.xml`, `<scenario>-<design>-seed<N>/` run
+/// folders). A folder holding anything else is refused, and nothing but our own artefacts is
+/// ever deleted.
+pub fn prepare_out(out: &Path) -> anyhow::Result<()> {
+    prepare_folder(out, "an acp-chaos report artefact", |name, path| {
+        let run_dir = path.join("history.jsonl").exists() && name.contains("-seed");
+        let file = matches!(
+            name.trim_end_matches(".tmp"),
+            "summary.json" | "summary.md" | "junit.xml"
+        );
+        file || run_dir
+    })
+}
+
+/// Create `out`, or empty it of the entries `ours(name, path)` claims; any other entry is
+/// refused (named as not being `what`) before anything is deleted.
+pub fn prepare_folder(
+    out: &Path,
+    what: &str,
+    ours: impl Fn(&str, &Path) -> bool,
+) -> anyhow::Result<()> {
+    let io = |e: std::io::Error| anyhow::anyhow!("{}: {e}", out.display());
+    if out.exists() {
+        let mut mine = Vec::new();
+        for e in std::fs::read_dir(out).map_err(io)? {
+            let e = e.map_err(io)?;
+            let name = e.file_name().to_string_lossy().into_owned();
+            if ours(&name, &e.path()) {
+                mine.push(e.path());
+            } else {
+                anyhow::bail!(
+                    "{}: holds {name}, which is not {what}; refusing to write the report there",
+                    out.display()
+                );
+            }
+        }
+        for p in mine {
+            if p.is_dir() {
+                std::fs::remove_dir_all(&p).map_err(io)?;
+            } else {
+                std::fs::remove_file(&p).map_err(io)?;
+            }
+        }
+    }
+    std::fs::create_dir_all(out).map_err(io)?;
+    Ok(())
+}
+
+/// Write `summary.json`, `summary.md` and `junit.xml` into `out`, each atomically (a temporary
+/// file renamed over the old one), so an interrupted write never leaves half a report.
+pub fn write_summary(out: &Path, summary: &Summary) -> anyhow::Result<()> {
+    write_atomic(
+        &out.join("summary.json"),
+        &serde_json::to_vec_pretty(summary)?,
+    )?;
+    write_atomic(
+        &out.join("summary.md"),
+        crate::report::summary_md(summary).as_bytes(),
+    )?;
+    write_atomic(
+        &out.join("junit.xml"),
+        crate::report::junit_xml(summary).as_bytes(),
+    )?;
+    Ok(())
+}
+
+/// Write `bytes` to `path` through `path.tmp` and a rename.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    std::fs::write(&tmp, bytes).map_err(|e| anyhow::anyhow!("{}: {e}", tmp.display()))?;
+    std::fs::rename(&tmp, path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    Ok(())
+}
+
+/// A campaign's name, from what it runs: `all-seeds0-200`, `swarm-basic-seeds0-2000-no-dedup`,
+/// `rfd-01-...-and-2-more-seeds5-10-stored`. Shards of one campaign share it.
+pub fn campaign_name(
+    scenarios: &[String],
+    seed_start: u64,
+    seeds: u64,
+    mutant: Option<&str>,
+    agent: Option<Design>,
+) -> String {
+    let stem = |n: &String| {
+        Path::new(n)
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| n.clone())
+    };
+    let scope = match scenarios {
+        [] => "all".to_string(),
+        [one] => stem(one),
+        [first, rest @ ..] => format!("{}-and-{}-more", stem(first), rest.len()),
+    };
+    let mut name = format!(
+        "{scope}-seeds{seed_start}-{}",
+        seed_start.saturating_add(seeds)
+    );
+    for part in [mutant, agent.map(|d| d.as_str())].into_iter().flatten() {
+        name.push('-');
+        name.push_str(part);
+    }
+    // Keep it a plain folder name whatever a scenario path held.
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// `reports/<name>`, or `reports/<name>-shard<K>of<N>` for a shard.
+pub fn default_out(name: &str, shard: Option<(u64, u64)>) -> PathBuf {
+    let leaf = match shard {
+        Some((k, n)) => format!("{name}-shard{k}of{n}"),
+        None => name.to_string(),
+    };
+    Path::new("reports").join(leaf)
+}
+
+/// Point `latest` beside `out` (e.g. `reports/latest`) at `out`: a relative symlink on Unix.
+/// A real folder there (the layout before campaigns were named) is cleared first, if it holds
+/// only report artefacts.
+pub fn point_latest(out: &Path) -> anyhow::Result<()> {
+    let Some(leaf) = out.file_name() else {
+        return Ok(());
+    };
+    let parent = out.parent().unwrap_or(Path::new("."));
+    let latest = parent.join("latest");
+    if leaf == "latest" {
+        return Ok(());
+    }
+    match std::fs::symlink_metadata(&latest) {
+        Ok(m) if m.file_type().is_symlink() => std::fs::remove_file(&latest)?,
+        Ok(m) if m.is_dir() => {
+            prepare_out(&latest)?;
+            std::fs::remove_dir(&latest)?;
+        }
+        Ok(_) => anyhow::bail!("{}: not a folder or a link; leaving it", latest.display()),
+        Err(_) => {}
+    }
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(leaf, &latest)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", latest.display()))?;
+    Ok(())
+}

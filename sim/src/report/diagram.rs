@@ -1,0 +1,600 @@
+//! A run as a sequence diagram ([`Diagram`]): one participant per host, every frame an arrow
+//! from its sender to its receiver (a lost frame a crossed arrow), faults and process events as
+//! notes, the verdict's witnesses red and its enabling fault amber. [`Diagram::mermaid`] and
+//! [`Diagram::svg`] draw it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+use super::text::clip;
+use crate::checkers::{verdict_line, Verdict};
+use crate::history::{is_agent_host, History, Op};
+
+/// How an item is highlighted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Mark {
+    /// Plain.
+    None,
+    /// The verdict's enabling fault (amber).
+    Fault,
+    /// One of the verdict's witness ops (red).
+    Witness,
+}
+
+/// One row of a sequence diagram.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Item {
+    /// A frame from one participant to another (indices into `participants`).
+    Arrow {
+        /// Sender.
+        from: usize,
+        /// Receiver.
+        to: usize,
+        /// Label, without the time.
+        label: String,
+        /// A response (drawn dotted).
+        reply: bool,
+        /// Sent and never received (dropped, or in flight when a host died).
+        lost: bool,
+        /// Simulated ms (at receipt; at sending for a lost frame).
+        time_ms: u64,
+        /// History op index (the receipt, or the send of a lost frame).
+        op: usize,
+        /// Highlight.
+        mark: Mark,
+    },
+    /// A note over one participant or a span of them (`first..=last`).
+    Note {
+        /// First participant.
+        first: usize,
+        /// Last participant (same as `first` for one).
+        last: usize,
+        /// Text, without the time.
+        text: String,
+        /// Simulated ms.
+        time_ms: u64,
+        /// History op index.
+        op: usize,
+        /// Highlight.
+        mark: Mark,
+        /// A nemesis event (crash, restart, partition, heal, a fault firing).
+        nemesis: bool,
+    },
+}
+
+impl Item {
+    pub(super) fn mark(&self) -> Mark {
+        match self {
+            Item::Arrow { mark, .. } | Item::Note { mark, .. } => *mark,
+        }
+    }
+}
+
+/// A run as a sequence diagram.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Diagram {
+    /// Host names (`client`, `agent`, `node2`, ...), in drawing order.
+    pub participants: Vec<String>,
+    /// Rows, in history order.
+    pub items: Vec<Item>,
+    /// The verdict drawn, as one line (`P1 at-most-once invalid (party agent): ...`).
+    pub verdict: Option<String>,
+}
+
+/// Hosts in drawing order; only those the history mentions are drawn.
+const ORDER: &[&str] = &[
+    "user", "client", "watcher", "proxy", "agent", "node1", "node2", "node3", "node4", "node5",
+    "store",
+];
+
+fn short_key(v: &Value) -> String {
+    match v {
+        Value::String(s) if s.chars().count() > 10 => {
+            format!("{}…", s.chars().take(8).collect::<String>())
+        }
+        Value::String(s) => format!("\"{s}\""),
+        Value::Null => "null".into(),
+        other => {
+            let t = other.to_string();
+            if t.chars().count() > 12 {
+                format!("{}…", t.chars().take(10).collect::<String>())
+            } else {
+                t
+            }
+        }
+    }
+}
+
+/// A short label for a frame; `method_of` maps a response's id to its request's method.
+fn frame_label(frame: &Value, method_of: Option<&str>, submission: Option<u64>) -> (String, bool) {
+    let Some(obj) = frame.as_object() else {
+        // Not JSON (a raw probe's truncated frame): the Agent saw a line it could not parse.
+        let raw = frame.as_str().unwrap_or("");
+        return (format!("malformed frame {}", clip(raw, 24)), false);
+    };
+    let id = obj.get("id").map(|i| i.to_string());
+    if let Some(m) = obj.get("method").and_then(Value::as_str) {
+        let p = obj.get("params").unwrap_or(&Value::Null);
+        let mut label = match m {
+            "session/update" => {
+                let u = &p["update"];
+                let kind = u["sessionUpdate"].as_str().unwrap_or("?");
+                match kind {
+                    "user_message" => {
+                        format!(
+                            "update user_message {}",
+                            u["messageId"].as_str().unwrap_or("")
+                        )
+                    }
+                    "state_update" => format!("update state {}", u["state"].as_str().unwrap_or("")),
+                    other => format!("update {other}"),
+                }
+            }
+            "session/prompt" => {
+                let mut l = "session/prompt".to_string();
+                if let Some(s) = submission {
+                    let _ = write!(l, " (submission {s})");
+                }
+                match p.get("idempotencyKey") {
+                    Some(k) => {
+                        let _ = write!(l, " key {}", short_key(k));
+                    }
+                    None => l.push_str(" no key"),
+                }
+                l
+            }
+            "$/cancel_request" => format!("$/cancel_request of id={}", p["requestId"]),
+            other => other.to_string(),
+        };
+        if let Some(id) = &id {
+            label = format!("id={id} {label}");
+        }
+        return (label, false);
+    }
+    let id = id.unwrap_or_else(|| "?".into());
+    let what = method_of.map(|m| format!(" ({m})")).unwrap_or_default();
+    if let Some(e) = obj.get("error") {
+        let msg = e["message"].as_str().unwrap_or("");
+        return (
+            format!("id={id}{what} error {} {}", e["code"], clip(msg, 40)),
+            true,
+        );
+    }
+    let r = obj.get("result").unwrap_or(&Value::Null);
+    let body = if let Some(m) = r.get("messageId") {
+        format!("messageId {}", m.as_str().unwrap_or("?"))
+    } else if let Some(s) = r.get("sessionId") {
+        format!("sessionId {}", s.as_str().unwrap_or("?"))
+    } else if let Some(s) = r.get("stopReason") {
+        format!("stopReason {}", s.as_str().unwrap_or("?"))
+    } else {
+        "ok".into()
+    };
+    (format!("id={id}{what} {body}"), true)
+}
+
+/// A note's text for a non-frame op, or `None` to leave it out of the diagram.
+fn note_text(op: &Op) -> Option<String> {
+    let v = &op.value;
+    let s = |k: &str| v[k].as_str().unwrap_or("").to_string();
+    let text = match (op.process.as_str(), op.f.as_str()) {
+        ("nemesis", _) if v.get("spec").is_some() => format!("fault fires: {}", s("spec")),
+        ("nemesis", "crash") => format!("CRASH {}", s("host")),
+        ("nemesis", "restart") => format!("RESTART {}", s("host")),
+        ("nemesis", "heal") => "heal: the nemesis stops, every partition ends".into(),
+        ("nemesis", f) => {
+            let detail = [
+                ("host", "host"),
+                ("between", "between"),
+                ("oneway", "one-way"),
+            ]
+            .iter()
+            .filter_map(|(k, name)| v.get(*k).map(|x| format!("{name} {}", compact(x))))
+            .collect::<Vec<_>>()
+            .join(" ");
+            format!("{} {detail}", f.to_uppercase()).trim().to_string()
+        }
+        ("world", "phase") => format!("{} phase", s("phase")),
+        ("client", "ack") => format!("ack: submission {} = {}", v["submission"], s("messageId")),
+        ("client", "surface") => format!(
+            "shown to the user: submission {} {}",
+            v["submission"],
+            compact_without(v, &["submission"])
+        ),
+        ("client", "withdrawn") => format!("withdrawn: submission {}", v["submission"]),
+        ("client", "not-resent") => format!("not resent: {}", compact(v)),
+        ("client", "sdk-resend") => format!("SDK resends {}", compact(v)),
+        ("client", "boot") if v["boot"].as_u64().unwrap_or(0) > 0 => {
+            format!("client restarted, pending {}", compact(&v["pending"]))
+        }
+        ("client", "conn-end") => format!("conn {} ended ({})", v["conn"], s("reason")),
+        ("client", "give-up-connection" | "app-new-session") => {
+            format!("{} {}", op.f, compact(v))
+        }
+        ("client", "pending-at-end")
+            if v["submissions"].as_array().is_some_and(|a| !a.is_empty()) =>
+        {
+            format!("still pending at the end: {}", compact(&v["submissions"]))
+        }
+        ("watcher", "watch") => format!("watcher: {}", compact(v)),
+        (p, f) if is_agent_host(p) => match f {
+            "insert" => format!(
+                "insert {} ({}) key {}",
+                s("messageId"),
+                s("mode"),
+                short_key(&v["key"])
+            ),
+            "hold" => format!("hold id={}", v["id"]),
+            "release" => format!("release id={}", v["id"]),
+            "dedup-hit" => format!("dedup hit: {}", compact_without(v, &["session"])),
+            "reject" => format!("reject {}", compact_without(v, &["session"])),
+            "tool-effect" => format!("tool effect {}", s("toolCallId")),
+            "recover" if v["boot"].as_u64().unwrap_or(0) > 0 || p == "store" => {
+                format!("recovered, retained {}", compact(&v["retained"]))
+            }
+            "boot" if v["boot"].as_u64().unwrap_or(0) > 0 => format!("boot {}", v["boot"]),
+            "cancel" | "cancelled" | "stop" | "withdraw" => {
+                format!("{f} {}", compact_without(v, &["session"]))
+            }
+            _ => return None,
+        },
+        _ => return None,
+    };
+    Some(text)
+}
+
+fn compact(v: &Value) -> String {
+    clip(&v.to_string(), 60)
+}
+
+fn compact_without(v: &Value, skip: &[&str]) -> String {
+    match v.as_object() {
+        Some(o) => {
+            let rest: serde_json::Map<String, Value> = o
+                .iter()
+                .filter(|(k, _)| !skip.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            compact(&Value::Object(rest))
+        }
+        None => compact(v),
+    }
+}
+
+impl Diagram {
+    /// Draw history `h`, highlighting `verdict`'s witnesses (red) and its enabling fault
+    /// (amber). Frames become arrows (sent → received, matched by connection and content);
+    /// `session/update` notifications in a row between the same two hosts merge into one.
+    pub fn of(h: &History, verdict: Option<&Verdict>) -> Diagram {
+        let witnesses: BTreeSet<usize> = verdict
+            .map(|v| v.witnesses.iter().copied().collect())
+            .unwrap_or_default();
+        let fault = verdict.and_then(|v| v.fault);
+        let mark_of = |i: usize| {
+            if witnesses.contains(&i) {
+                Mark::Witness
+            } else if fault == Some(i) {
+                Mark::Fault
+            } else {
+                Mark::None
+            }
+        };
+        // Who is on each connection: the host that accepted it and the host that sends on it.
+        let mut ends: BTreeMap<u64, BTreeSet<String>> = BTreeMap::new();
+        let mut hosts: BTreeSet<String> = BTreeSet::new();
+        for op in &h.ops {
+            let v = &op.value;
+            if op.process == "net" && op.f == "conn-open" {
+                if let (Some(c), Some(by)) = (v["conn"].as_u64(), v["seen_by"].as_str()) {
+                    ends.entry(c).or_default().insert(by.to_string());
+                }
+            }
+            if op.process == "net" && op.f == "send" {
+                if let (Some(c), Some(by)) = (v["conn"].as_u64(), v["from"].as_str()) {
+                    ends.entry(c).or_default().insert(by.to_string());
+                }
+            }
+            if op.process == "user" || note_text(op).is_some() || op.process == "client" {
+                hosts.insert(op.process.clone());
+            }
+            for k in ["host", "seen_by"] {
+                if let Some(x) = v[k].as_str() {
+                    hosts.insert(x.to_string());
+                }
+            }
+        }
+        for e in ends.values() {
+            hosts.extend(e.iter().cloned());
+        }
+        let participants: Vec<String> = ORDER
+            .iter()
+            .filter(|p| hosts.contains(**p))
+            .map(|p| p.to_string())
+            .collect();
+        let pos = |name: &str| participants.iter().position(|p| p == name);
+        let other_end = |conn: u64, from: &str| {
+            ends.get(&conn)
+                .and_then(|e| e.iter().find(|x| x.as_str() != from).cloned())
+        };
+        // Match every receipt to the earliest unmatched send of the same frame on its
+        // connection; sends left over were lost.
+        let mut sent: BTreeMap<(u64, String), Vec<usize>> = BTreeMap::new();
+        let mut recv_of: BTreeMap<usize, usize> = BTreeMap::new(); // recv op → send op
+        let mut delivered: BTreeSet<usize> = BTreeSet::new();
+        for op in &h.ops {
+            if op.process != "net" {
+                continue;
+            }
+            let Some(c) = op.value["conn"].as_u64() else {
+                continue;
+            };
+            let body = op.value["frame"].to_string();
+            match op.f.as_str() {
+                "send" => sent.entry((c, body)).or_default().push(op.index),
+                "recv" => {
+                    if let Some(q) = sent.get_mut(&(c, body)) {
+                        if !q.is_empty() {
+                            let s = q.remove(0);
+                            recv_of.insert(op.index, s);
+                            delivered.insert(s);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        // Requests by (conn, sender, id) → method, to name what a response answers; client
+        // attempts by (conn, id) → submission.
+        let mut method_of: BTreeMap<(u64, String, String), String> = BTreeMap::new();
+        let mut submission_of: BTreeMap<(u64, String), u64> = BTreeMap::new();
+        let by_index: BTreeMap<usize, &Op> = h.ops.iter().map(|o| (o.index, o)).collect();
+        let mut items: Vec<Item> = Vec::new();
+        for op in &h.ops {
+            let v = &op.value;
+            if op.process == "client" && op.f == "attempt" {
+                if let (Some(c), Some(s)) = (v["conn"].as_u64(), v["submission"].as_u64()) {
+                    submission_of.insert((c, v["id"].to_string()), s);
+                }
+            }
+            // The frame an op draws: a receipt (its send), a send never received, or a frame
+            // the nemesis lost before it was sent (`detail` holds it).
+            let frame_op: Option<&Value> = match (op.process.as_str(), op.f.as_str()) {
+                ("net", "recv") => recv_of
+                    .get(&op.index)
+                    .and_then(|s| by_index.get(s))
+                    .map(|o| &o.value),
+                ("net", "send") if !delivered.contains(&op.index) => Some(v),
+                ("nemesis", _) if v["detail"]["frame"].is_object() => Some(&v["detail"]),
+                _ => None,
+            };
+            if let Some(sent) = frame_op {
+                let by_nemesis = op.process == "nemesis";
+                let c = sent["conn"].as_u64().unwrap_or(0);
+                let from = sent["from"].as_str().unwrap_or("?").to_string();
+                let Some(to) = other_end(c, &from) else {
+                    continue;
+                };
+                let (Some(fi), Some(ti)) = (pos(&from), pos(&to)) else {
+                    continue;
+                };
+                let frame = &sent["frame"];
+                let id = frame.get("id").map(|i| i.to_string()).unwrap_or_default();
+                if let Some(m) = frame["method"].as_str() {
+                    if frame.get("id").is_some() {
+                        method_of.insert((c, from.clone(), id.clone()), m.to_string());
+                    }
+                }
+                let asked = method_of
+                    .get(&(c, to.clone(), id.clone()))
+                    .map(String::as_str);
+                let sub = (from == "client")
+                    .then(|| submission_of.get(&(c, id.clone())).copied())
+                    .flatten();
+                let (mut label, reply) = frame_label(frame, asked, sub);
+                let lost = op.f == "send" || by_nemesis;
+                if by_nemesis {
+                    let spec = v["spec"].as_str().unwrap_or(&op.f);
+                    let how = spec.rsplit_once(" (").map(|(_, h)| h.trim_end_matches(')'));
+                    let _ = write!(
+                        label,
+                        " [{}{}]",
+                        op.f,
+                        how.map(|h| format!(", {h}")).unwrap_or_default()
+                    );
+                }
+                let send_index = recv_of.get(&op.index).copied().unwrap_or(op.index);
+                let mark = mark_of(op.index).max(mark_of(send_index));
+                // Merge a run of session/update notifications between the same two hosts.
+                if let Some(Item::Arrow {
+                    from: f0,
+                    to: t0,
+                    label: l0,
+                    lost: lost0,
+                    mark: m0,
+                    ..
+                }) = items.last_mut()
+                {
+                    if *f0 == fi
+                        && *t0 == ti
+                        && *lost0 == lost
+                        && l0.contains("update ")
+                        && label.starts_with("update ")
+                    {
+                        let more = label.trim_start_matches("update ").to_string();
+                        if let Some(n) = l0.find(" +") {
+                            let count: usize = l0[n + 2..]
+                                .split(' ')
+                                .next()
+                                .and_then(|x| x.parse().ok())
+                                .unwrap_or(1);
+                            l0.truncate(n);
+                            let _ = write!(l0, " +{} more", count + 1);
+                        } else if l0.chars().count() < 48 {
+                            let _ = write!(l0, ", {more}");
+                        } else {
+                            l0.push_str(" +1 more");
+                        }
+                        *m0 = (*m0).max(mark);
+                        continue;
+                    }
+                }
+                items.push(Item::Arrow {
+                    from: fi,
+                    to: ti,
+                    label,
+                    reply,
+                    lost,
+                    time_ms: op.time_ms,
+                    op: op.index,
+                    mark,
+                });
+                continue;
+            }
+            if op.process == "net" {
+                continue;
+            }
+            if op.process == "user" {
+                let (Some(u), Some(c)) = (pos("user"), pos("client")) else {
+                    continue;
+                };
+                let label = match op.f.as_str() {
+                    "submit" => format!(
+                        "submit {}: \"{}\"",
+                        v["submission"],
+                        clip(v["text"].as_str().unwrap_or(""), 24)
+                    ),
+                    f => format!("{f} {}", compact_without(v, &[])),
+                };
+                items.push(Item::Arrow {
+                    from: u,
+                    to: c,
+                    label,
+                    reply: false,
+                    lost: false,
+                    time_ms: op.time_ms,
+                    op: op.index,
+                    mark: mark_of(op.index),
+                });
+                continue;
+            }
+            let text = match note_text(op) {
+                Some(t) => t,
+                // A witness is always drawn, whatever it is.
+                None if mark_of(op.index) != Mark::None => match v["messageId"].as_str() {
+                    Some(m) => format!("{} {m}", op.f),
+                    None => format!("{} {}", op.f, compact_without(v, &["session"])),
+                },
+                None => continue,
+            };
+            let nemesis = op.process == "nemesis" || op.process == "world";
+            let (first, last) =
+                if op.process == "world" || (op.process == "nemesis" && op.f == "heal") {
+                    (0, participants.len().saturating_sub(1))
+                } else if op.process == "nemesis" {
+                    // Over the host it hit, else over the whole network.
+                    let target = v["host"]
+                        .as_str()
+                        .map(str::to_string)
+                        .or_else(|| v["spec"].as_str().and_then(fault_target));
+                    match target.as_deref().and_then(pos) {
+                        Some(i) => (i, i),
+                        None => (
+                            pos("client").unwrap_or(0),
+                            participants.len().saturating_sub(1),
+                        ),
+                    }
+                } else {
+                    match pos(&op.process) {
+                        Some(i) => (i, i),
+                        None => continue,
+                    }
+                };
+            items.push(Item::Note {
+                first,
+                last,
+                text,
+                time_ms: op.time_ms,
+                op: op.index,
+                mark: mark_of(op.index),
+                nemesis,
+            });
+        }
+        let verdict = verdict.map(verdict_line);
+        Diagram {
+            participants,
+            items,
+            verdict,
+        }
+    }
+}
+
+/// The host a fault's spec line names (`crash-agent ...` → `agent`), if any.
+fn fault_target(spec: &str) -> Option<String> {
+    let kind = spec.split_whitespace().next()?;
+    let host = match kind {
+        "crash-agent" | "transient-error" => "agent",
+        "crash-store" | "partition-store" => "store",
+        "crash-proxy" => "proxy",
+        "restart-client" | "crash-client" => "client",
+        _ => return None,
+    };
+    Some(host.to_string())
+}
+
+pub(super) fn title(p: &str) -> String {
+    match p {
+        "user" => "User".into(),
+        "client" => "Client".into(),
+        "watcher" => "Watcher (2nd Client)".into(),
+        "proxy" => "Proxy".into(),
+        "agent" => "Agent".into(),
+        "store" => "Store".into(),
+        n => n.replacen("node", "Node ", 1),
+    }
+}
+
+impl Diagram {
+    /// Keep at most `max` rows around the highlighted ones (from `before` rows ahead of the
+    /// first highlight), so a long unshrunk run still draws (Mermaid refuses very large
+    /// diagrams). Cut rows are counted in a note at each end.
+    pub fn window(mut self, max: usize, before: usize) -> Diagram {
+        if self.items.len() <= max {
+            return self;
+        }
+        let first = self
+            .items
+            .iter()
+            .position(|i| i.mark() != Mark::None)
+            .unwrap_or(0);
+        let start = first.saturating_sub(before).min(self.items.len() - max);
+        let end = start + max;
+        let (head, tail) = (start, self.items.len() - end);
+        let last = self.participants.len().saturating_sub(1);
+        let note = |n: usize, at: &Item, what: &str| Item::Note {
+            first: 0,
+            last,
+            text: format!("… {n} {what} rows not drawn (see history.jsonl)"),
+            time_ms: match at {
+                Item::Arrow { time_ms, .. } | Item::Note { time_ms, .. } => *time_ms,
+            },
+            op: 0,
+            mark: Mark::None,
+            nemesis: false,
+        };
+        let mut items = Vec::with_capacity(max + 2);
+        if head > 0 {
+            items.push(note(head, &self.items[start], "earlier"));
+        }
+        items.extend(self.items[start..end].iter().cloned());
+        if tail > 0 {
+            items.push(note(tail, &self.items[end - 1], "later"));
+        }
+        self.items = items;
+        self
+    }
+}
+
+/// Rows a counterexample diagram keeps (see [`Diagram::window`]).
+pub const DIAGRAM_ROWS_MAX: usize = 300;

@@ -1,0 +1,93 @@
+//! One run: a scenario, a seed, a mutant and a design to a [`History`] and its [`RunResult`]
+//! (every checker's verdict, the submissions' classes, the events, the coverage cells), and the
+//! one line that reproduces it ([`repro`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use acp_chaos_models::Design;
+use serde::Serialize;
+
+use crate::checkers::{self, Class, Verdict};
+use crate::history::History;
+use crate::plan::Plan;
+use crate::scenario::Scenario;
+use crate::world;
+
+/// The outcome of one (scenario, design, seed).
+#[derive(Debug, Clone, Serialize)]
+pub struct RunResult {
+    /// Scenario name.
+    pub scenario: String,
+    /// Agent design.
+    pub design: Design,
+    /// Seed.
+    pub seed: u64,
+    /// History hash.
+    pub hash: String,
+    /// One verdict per checker.
+    pub verdicts: Vec<Verdict>,
+    /// Class counts of the submissions.
+    pub classes: BTreeMap<Class, u32>,
+    /// Events seen (for `sometimes`).
+    pub events: BTreeSet<&'static str>,
+    /// Number of ops.
+    pub ops: usize,
+    /// Simulated time at the end, ms.
+    pub sim_ms: u64,
+    /// `--check-determinism`: the second run's hash, when it differed.
+    pub rerun_hash: Option<String>,
+    /// (protocol state, fault kind) of every fault fired (the coverage map's cells).
+    pub fault_cells: Vec<(&'static str, String)>,
+}
+
+impl RunResult {
+    /// `scenario@design`: the row key of tables and summaries.
+    pub fn key(&self) -> String {
+        format!("{}@{}", self.scenario, self.design.as_str())
+    }
+}
+
+/// Run one (scenario, design, seed, mutant): the history and its result.
+pub fn run_one(
+    s: &Scenario,
+    seed: u64,
+    mutant: Option<&str>,
+    design: Design,
+) -> (History, RunResult) {
+    let plan = Plan::derive(s, seed, mutant, design);
+    let h = world::run(&plan);
+    let r = result_of(&s.name, design, seed, &h);
+    (h, r)
+}
+
+/// Check a history and summarize it.
+pub fn result_of(scenario: &str, design: Design, seed: u64, h: &History) -> RunResult {
+    let verdicts = checkers::check_all(h);
+    let facts = checkers::Facts::of(h);
+    let mut classes = BTreeMap::new();
+    for c in facts.classes().values() {
+        *classes.entry(*c).or_insert(0) += 1;
+    }
+    RunResult {
+        scenario: scenario.to_string(),
+        design,
+        seed,
+        hash: h.hash(),
+        verdicts,
+        classes,
+        events: checkers::events(h),
+        ops: h.ops.len(),
+        sim_ms: h.ops.last().map(|o| o.time_ms).unwrap_or(0),
+        rerun_hash: None,
+        fault_cells: checkers::fault_states(h),
+    }
+}
+
+/// The one-line repro of a run.
+pub fn repro(scenario: &str, design: Design, seed: u64, mutant: Option<&str>) -> String {
+    let d = design.as_str();
+    match mutant {
+        Some(m) => format!("acp-chaos replay {scenario} --seed {seed} --agent {d} --mutant {m}"),
+        None => format!("acp-chaos replay {scenario} --seed {seed} --agent {d}"),
+    }
+}

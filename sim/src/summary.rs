@@ -1,0 +1,170 @@
+//! `summary.json`: a finished campaign (format [`SUMMARY_FORMAT`], documented field by field in
+//! `reports/README.md`), what `acp-chaos merge` and `acp-chaos check` read back, and how its
+//! exit code follows from its counts ([`Summary::decide`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::checkers::Class;
+use crate::exit;
+use serde_json::Value;
+
+/// One cell of the table.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Cell {
+    /// Seeds run.
+    pub seeds: u64,
+    /// Invalid verdicts.
+    pub violations: u64,
+    /// Findings.
+    pub findings: u64,
+    /// Unknown verdicts.
+    pub unknown: u64,
+    /// First seed with an invalid (else unknown) verdict.
+    pub first_failing_seed: Option<u64>,
+    /// Parties blamed.
+    pub parties: BTreeSet<String>,
+}
+
+/// `summary.json`'s format version (documented in `reports/README.md`).
+pub const SUMMARY_FORMAT: u32 = 2;
+
+/// A finished campaign: `summary.json` (format [`SUMMARY_FORMAT`], documented field by field in
+/// `reports/README.md`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Summary schema version.
+    pub format: u32,
+    /// Campaign name (shards of one campaign share it).
+    pub name: String,
+    /// First seed run.
+    pub seed_start: u64,
+    /// Seeds run per scenario@design (`seed_start..seed_start + seeds`).
+    pub seeds: u64,
+    /// `[K, N]` when this is shard K of N; `None` for a whole (or merged) campaign.
+    pub shard: Option<(u64, u64)>,
+    /// Mutant.
+    pub mutant: Option<String>,
+    /// Rows (`scenario@design`) in the order they ran (failures are listed in this order).
+    pub order: Vec<String>,
+    /// Rows whose scenario expects a violation (`expect = "invalid"`) on that design.
+    pub expected_invalid: Vec<String>,
+    /// scenario → its `sometimes` events, for scenarios held to them (not narrowed by
+    /// `--agent` or a mutant).
+    pub sometimes: BTreeMap<String, Vec<String>>,
+    /// True when Ctrl-C stopped the campaign: the summary covers only the runs done.
+    pub interrupted: bool,
+    /// The regression corpus replayed first: one outcome per file (a failed one exits 1).
+    pub regressions: Vec<crate::regression::Outcome>,
+    /// scenario → property → cell.
+    pub table: BTreeMap<String, BTreeMap<String, Cell>>,
+    /// scenario → class → count.
+    pub classes: BTreeMap<String, BTreeMap<Class, u64>>,
+    /// scenario → event → seeds in which it happened (coverage).
+    pub events: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Every run's history hash, as `scenario/seed` → hash (determinism checks compare these).
+    pub hashes: BTreeMap<String, String>,
+    /// scenario → events that never happened although listed under `sometimes`.
+    pub vacuous: BTreeMap<String, Vec<String>>,
+    /// The first finding per scenario@design × property (never fails a campaign).
+    pub findings: Vec<serde_json::Value>,
+    /// `scenario@design` runs that expected a violation and found none.
+    pub expectations_unmet: Vec<String>,
+    /// Failing runs: repro lines with their verdicts.
+    pub failures: Vec<serde_json::Value>,
+    /// Runs whose replay gave another history.
+    pub nondeterministic: Vec<String>,
+    /// Coverage map: fault kind → protocol state at the moment it fired → times, over the
+    /// whole campaign (kinds the campaign never fired are absent).
+    pub coverage_map: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Most failing runs kept as folders per (scenario@design, property).
+    pub kept_per_property: usize,
+    /// The mutant scoreboard as text, when `acp-chaos mutants` wrote this summary.
+    pub scoreboard: Option<String>,
+    /// Exit code.
+    pub exit_code: i32,
+}
+
+impl Summary {
+    /// Derive `vacuous`, `expectations_unmet` and `exit_code` from the counts (also after a
+    /// merge of shards, whose counts add up). An interrupted campaign is not held to
+    /// `sometimes` or to expected violations: its rows did not all run.
+    pub fn decide(&mut self) {
+        let mut seen: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+        for (row, ev) in &self.events {
+            let scen = row.rsplit_once('@').map(|(s, _)| s).unwrap_or(row);
+            seen.entry(scen)
+                .or_default()
+                .extend(ev.keys().map(String::as_str));
+        }
+        self.vacuous = self
+            .sometimes
+            .iter()
+            .filter_map(|(scen, want)| {
+                let got = seen.get(scen.as_str());
+                let missing: Vec<String> = want
+                    .iter()
+                    .filter(|e| !got.is_some_and(|g| g.contains(e.as_str())))
+                    .cloned()
+                    .collect();
+                // A shard sees a slice of the seeds: `sometimes` is judged on the merge.
+                (!missing.is_empty() && !self.interrupted && self.shard.is_none())
+                    .then(|| (scen.clone(), missing))
+            })
+            .collect();
+        let violations = |row: &str| -> u64 {
+            self.table
+                .get(row)
+                .map(|r| r.values().map(|c| c.violations).sum())
+                .unwrap_or(0)
+        };
+        self.expectations_unmet = self
+            .order
+            .iter()
+            .filter(|row| {
+                !self.interrupted && self.expected_invalid.contains(row) && violations(row) == 0
+            })
+            .cloned()
+            .collect();
+        let unexpected = self
+            .table
+            .keys()
+            .any(|row| !self.expected_invalid.contains(row) && violations(row) > 0);
+        let unknown = self
+            .table
+            .values()
+            .flat_map(|r| r.values())
+            .any(|c| c.unknown > 0);
+        let regressed = self.regressions.iter().any(|r| !r.ok);
+        self.exit_code = if !self.nondeterministic.is_empty() {
+            exit::NONDETERMINISM
+        } else if unexpected || regressed || !self.expectations_unmet.is_empty() {
+            exit::INVALID
+        } else if unknown || !self.vacuous.is_empty() {
+            exit::LIVENESS
+        } else if self.interrupted {
+            exit::INTERRUPTED
+        } else {
+            exit::VALID
+        };
+    }
+}
+
+/// Read a report folder's `summary.json` (format [`SUMMARY_FORMAT`]).
+pub fn read_summary(dir: &Path) -> anyhow::Result<Summary> {
+    let file = dir.join("summary.json");
+    let text =
+        std::fs::read_to_string(&file).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+    let v: Value =
+        serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+    if v["format"] != SUMMARY_FORMAT {
+        anyhow::bail!(
+            "{}: field `format` is {}, this acp-chaos reads format {SUMMARY_FORMAT}",
+            file.display(),
+            v["format"]
+        );
+    }
+    serde_json::from_value(v).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))
+}
