@@ -1,5 +1,5 @@
 //! Smoke run of one real agent against the mock model: the first end-to-end check of
-//! `acp_chaos::profile` and `acp_chaos::mock_model`, and a first look at what a real agent does
+//! `acp_chaos::probe::profile` and `acp_chaos::probe::mock_model`, and a first look at what a real agent does
 //! with a retried `idempotencyKey` after a restart.
 //!
 //! ```sh
@@ -30,8 +30,8 @@ use std::process::{Child, ChildStdin, Stdio};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use acp_chaos::mock_model::{MockConfig, MockModel};
-use acp_chaos::profile::{self, LaunchSpec, Profile};
+use acp_chaos::probe::mock_model::{MockConfig, MockModel};
+use acp_chaos::probe::profile::{self, LaunchSpec, Profile};
 use serde_json::{json, Value};
 
 fn now() -> Instant {

@@ -66,7 +66,7 @@ enum Cmd {
     Matrix(MatrixArgs),
     /// Serve a model Agent (stored, in-memory, adapter; a mutant with --mutant) as a real
     /// process: ACP v2 over stdio, its sessions in --store DIR.
-    Agent(crate::stdio_agent::AgentArgs),
+    Agent(crate::probe::stdio_agent::AgentArgs),
     /// Probe a real ACP Agent process (`-- COMMAND ARGS...` or --profile) through black-box
     /// traces, N runs each, and judge every run with the checkers: outcome rates, not seeds.
     Probe(crate::probe::ProbeArgs),
@@ -307,22 +307,22 @@ struct MatrixArgs {
     /// The cell's method (`session/prompt` or `prompt`, `$/cancel_request`, ...); without
     /// --seed, only that method's rows and verdict.
     #[arg(long, value_parser = parse_method)]
-    method: Option<crate::matrix::Method>,
+    method: Option<crate::retry_class::matrix::Method>,
     /// The cell's fault (none, request-lost, response-lost, duplicated, duplicated-late,
     /// crash-before-effect, crash-after-effect, one-way-partition).
     #[arg(long, requires = "seed", value_parser = parse_fault)]
-    fault: Option<crate::matrix::Fault>,
+    fault: Option<crate::retry_class::matrix::Fault>,
     /// The cell's Client policy (resend-as-is, resend-with-key, do-not-resend).
     #[arg(long, requires = "seed", value_parser = parse_policy)]
-    policy: Option<crate::matrix::Policy>,
+    policy: Option<crate::retry_class::matrix::Policy>,
     /// Run against an Agent mutant (see `acp-chaos list mutants`).
     #[arg(long)]
     mutant: Option<String>,
 }
 
-fn parse_method(s: &str) -> Result<crate::matrix::Method, String> {
-    crate::matrix::Method::parse(s).ok_or_else(|| {
-        let names: Vec<_> = crate::matrix::METHODS
+fn parse_method(s: &str) -> Result<crate::retry_class::matrix::Method, String> {
+    crate::retry_class::matrix::Method::parse(s).ok_or_else(|| {
+        let names: Vec<_> = crate::retry_class::matrix::METHODS
             .iter()
             .map(|m| m.method.as_str())
             .collect();
@@ -330,9 +330,9 @@ fn parse_method(s: &str) -> Result<crate::matrix::Method, String> {
     })
 }
 
-fn parse_fault(s: &str) -> Result<crate::matrix::Fault, String> {
-    crate::matrix::Fault::parse(s).ok_or_else(|| {
-        let names: Vec<_> = crate::matrix::Fault::ALL
+fn parse_fault(s: &str) -> Result<crate::retry_class::matrix::Fault, String> {
+    crate::retry_class::matrix::Fault::parse(s).ok_or_else(|| {
+        let names: Vec<_> = crate::retry_class::matrix::Fault::ALL
             .iter()
             .map(|f| f.as_str())
             .collect();
@@ -340,9 +340,9 @@ fn parse_fault(s: &str) -> Result<crate::matrix::Fault, String> {
     })
 }
 
-fn parse_policy(s: &str) -> Result<crate::matrix::Policy, String> {
-    crate::matrix::Policy::parse(s).ok_or_else(|| {
-        let names: Vec<_> = crate::matrix::Policy::ALL
+fn parse_policy(s: &str) -> Result<crate::retry_class::matrix::Policy, String> {
+    crate::retry_class::matrix::Policy::parse(s).ok_or_else(|| {
+        let names: Vec<_> = crate::retry_class::matrix::Policy::ALL
             .iter()
             .map(|p| p.as_str())
             .collect();
@@ -399,14 +399,14 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<i32> {
         Some(Cmd::Shrink(a)) => shrink(&a),
         Some(Cmd::Matrix(a)) => matrix(&a),
         Some(Cmd::Merge(a)) => merge(&a),
-        Some(Cmd::Agent(a)) => Ok(crate::stdio_agent::main(&a)),
+        Some(Cmd::Agent(a)) => Ok(crate::probe::stdio_agent::main(&a)),
         Some(Cmd::Probe(a)) => Ok(crate::probe::main(&a)),
         Some(Cmd::Audit { json }) => {
-            let rows = crate::audit::audit();
+            let rows = crate::retry_class::audit::audit();
             if json {
                 println!("{}", serde_json::to_string_pretty(&rows)?);
             } else {
-                print!("{}", crate::audit::table_text(&rows));
+                print!("{}", crate::retry_class::audit::table_text(&rows));
             }
             Ok(if rows.iter().all(|r| r.consistent) {
                 exit::VALID
@@ -535,7 +535,8 @@ fn run(a: &RunArgs) -> anyhow::Result<i32> {
         regressions: Vec::new(),
     };
     if !a.no_regressions {
-        spec.regressions = crate::regression::load_dir(&scenarios_dir(&a.dir).join("regressions"))?;
+        spec.regressions =
+            crate::explore::regression::load_dir(&scenarios_dir(&a.dir).join("regressions"))?;
     }
     let (scenarios, skipped): (Vec<_>, Vec<_>) = scenarios
         .into_iter()
@@ -892,10 +893,10 @@ fn shrink(a: &ShrinkArgs) -> anyhow::Result<i32> {
         .as_deref()
         .and_then(mutant::find)
         .filter(|_| a.property.is_none())
-        .map(crate::shrink::Target::of_mutant)
+        .map(crate::explore::shrink::Target::of_mutant)
         .filter(|t| verdicts.iter().any(|v| t.matches(v)));
     let Some(target) =
-        of_mutant.or_else(|| crate::shrink::Target::of(&verdicts, a.property.as_deref()))
+        of_mutant.or_else(|| crate::explore::shrink::Target::of(&verdicts, a.property.as_deref()))
     else {
         eprintln!(
             "error: {} seed {} under {} has no invalid verdict or finding{}: nothing to shrink",
@@ -920,7 +921,7 @@ fn shrink(a: &ShrinkArgs) -> anyhow::Result<i32> {
     );
     // Wall time of the whole command, outside every run (determinism is about the runs).
     let started = crate::wall_clock::now();
-    let out = crate::shrink::shrink(&plan, &target)?;
+    let out = crate::explore::shrink::shrink(&plan, &target)?;
     let secs = started.elapsed().as_secs_f64();
     let leaf = format!(
         "{}-{}-seed{}{}",
@@ -970,12 +971,12 @@ fn shrink(a: &ShrinkArgs) -> anyhow::Result<i32> {
         file.display()
     );
     let text = if a.save {
-        let expect = crate::regression::Expect {
+        let expect = crate::explore::regression::Expect {
             verdict: target.status,
             property: Some(target.property.clone()),
             party: target.party,
         };
-        crate::regression::file_text(&header, &out.plan, &expect)?
+        crate::explore::regression::file_text(&header, &out.plan, &expect)?
     } else {
         format!("{header}{}", toml::to_string(&out.plan)?)
     };
@@ -1331,13 +1332,13 @@ fn mutants(a: &MutantsArgs) -> anyhow::Result<i32> {
             if let Some(sw) = swarm.swarm.as_mut() {
                 sw.mix = crate::scenario::Mix::Swarm;
             }
-            let target = crate::shrink::Target::of_mutant(m);
+            let target = crate::explore::shrink::Target::of_mutant(m);
             for &d in &r.designs {
                 let plan = Plan::derive(&swarm, seed, Some(m.name), d);
-                if crate::shrink::failing(&plan, &target).is_none() {
+                if crate::explore::shrink::failing(&plan, &target).is_none() {
                     continue;
                 }
-                let out = crate::shrink::shrink(&plan, &target)?;
+                let out = crate::explore::shrink::shrink(&plan, &target)?;
                 let (b, a2) = (out.before, out.after);
                 println!(
                     "  {:<32} seed {seed:<5} {:<9} {}/{}/{} -> {}/{}/{} ({} units) in {} runs",
@@ -1413,7 +1414,7 @@ fn mutants(a: &MutantsArgs) -> anyhow::Result<i32> {
 }
 
 fn matrix(a: &MatrixArgs) -> anyhow::Result<i32> {
-    use crate::matrix;
+    use crate::retry_class::matrix;
     let mutant = match a.mutant.as_deref().map(|n| (n, mutant::find(n))) {
         None => None,
         Some((_, Some(m))) => match m.kind {

@@ -13,7 +13,7 @@
 //! - [`history`]: Jepsen-style ops in JSON Lines, hashed for determinism checks;
 //! - [`checkers`]: checkers, pure functions from history to [`checkers::Verdict`];
 //! - [`campaign`]: many seeds in parallel, the table, reports and exit codes;
-//! - [`strategy`]: proptest strategies for fault schedules, workloads and plans.
+//! - [`explore::strategy`]: proptest strategies for fault schedules, workloads and plans.
 //!
 //! ```no_run
 //! use acp_chaos::{run, scenario::Scenario};
@@ -26,7 +26,7 @@
 //! ## Using acp-chaos as a library: test your own Agent
 //!
 //! The world and the checkers take any Agent written against the sans-IO
-//! [`models::AgentModel`] trait, and [`strategy`] draws fault schedules and workloads for
+//! [`models::AgentModel`] trait, and [`explore::strategy`] draws fault schedules and workloads for
 //! [proptest](https://docs.rs/proptest), which shrinks a failing one:
 //!
 //! 1. Implement [`models::AgentModel`]: `handle` gets connections, JSON-RPC lines and timers
@@ -45,7 +45,7 @@
 //! use acp_chaos::checkers::{self, Status};
 //! use acp_chaos::models::{Action, AgentInput, AgentModel, Design};
 //! use acp_chaos::world::{self, AgentBoot};
-//! use acp_chaos::strategy;
+//! use acp_chaos::explore::strategy;
 //! use proptest::prelude::*;
 //!
 //! struct MyAgent { /* sessions, the idempotencyKey table, ... */ }
@@ -100,25 +100,19 @@ compile_error!(
 
 pub use acp_chaos_models as models;
 
-pub mod audit;
 pub mod campaign;
 pub mod checkers;
 pub mod cli;
 pub mod exit;
+pub mod explore;
 pub mod history;
-pub mod matrix;
-pub mod mock_model;
 pub mod nemesis;
 pub mod plan;
 pub mod probe;
-pub mod profile;
-pub mod regression;
 pub mod report;
+pub mod retry_class;
 pub mod run;
 pub mod scenario;
-pub mod shrink;
-pub mod stdio_agent;
-pub mod strategy;
 pub mod summary;
 pub mod wall_clock;
 pub mod world;

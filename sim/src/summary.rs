@@ -57,7 +57,7 @@ pub struct Summary {
     /// True when Ctrl-C stopped the campaign: the summary covers only the runs done.
     pub interrupted: bool,
     /// The regression corpus replayed first: one outcome per file (a failed one exits 1).
-    pub regressions: Vec<crate::regression::Outcome>,
+    pub regressions: Vec<crate::explore::regression::Outcome>,
     /// scenario → property → cell.
     pub table: BTreeMap<String, BTreeMap<String, Cell>>,
     /// scenario → class → count.

@@ -211,7 +211,7 @@ fn shrink_save_adds_a_regression_that_a_campaign_replays_first() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{text}");
-    let saved = acp_chaos::regression::load_dir(&dir.join("regressions")).unwrap();
+    let saved = acp_chaos::explore::regression::load_dir(&dir.join("regressions")).unwrap();
     assert_eq!(saved.len(), 1, "{text}");
     assert_eq!(saved[0].expect.property.as_deref(), Some("P1"));
     // Its report went to reports/shrunk, not into the corpus folder.

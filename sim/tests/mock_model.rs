@@ -5,7 +5,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use acp_chaos::mock_model::{MockConfig, MockModel, RequestKind};
+use acp_chaos::probe::mock_model::{MockConfig, MockModel, RequestKind};
 use serde_json::{json, Value};
 
 struct Reply {

@@ -384,8 +384,8 @@ fn field_cases_are_valid_on_the_correct_models_and_caught_with_their_mutant() {
 /// through its TOML file to the same verdict; and shrinking is deterministic.
 #[test]
 fn every_mutant_shrinks_to_a_handful_of_faults_and_ops() {
+    use acp_chaos::explore::shrink::{self, Target};
     use acp_chaos::plan::Plan;
-    use acp_chaos::shrink::{self, Target};
     let mut seen = std::collections::BTreeSet::new();
     for &(name, scen, design, seed) in PINNED {
         if !seen.insert(name) {

@@ -6,7 +6,7 @@ mod common;
 
 use acp_chaos::campaign::{self, CampaignSpec};
 use acp_chaos::checkers::Status;
-use acp_chaos::regression;
+use acp_chaos::explore::regression;
 
 fn corpus() -> Vec<regression::Regression> {
     regression::load_dir(&common::scenarios_dir().join("regressions")).unwrap()

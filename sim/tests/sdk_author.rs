@@ -8,7 +8,7 @@
 //! per session in a table kept on the simulated disk; every other method gets `-32601` and a
 //! line that is not JSON `-32700`.
 //!
-//! proptest draws fault schedules and workloads ([`acp_chaos::strategy`]), the simulator runs
+//! proptest draws fault schedules and workloads ([`acp_chaos::explore::strategy`]), the simulator runs
 //! each against the Agent ([`world::run_with`]: a Client with retries, a network that loses
 //! and stalls frames and partitions, crashes and restarts of both processes) and the checkers
 //! judge the history ([`checkers::check_all`]: P1 at-most-once, P2 no-silent-drop, ...). The
@@ -17,10 +17,10 @@
 //! faults and inputs.
 
 use acp_chaos::checkers::{self, Status, Verdict};
+use acp_chaos::explore::strategy::{self, Space};
 use acp_chaos::models::action::effect;
 use acp_chaos::models::{Action, AgentInput, AgentModel, ConnId, Design, Party, Point};
 use acp_chaos::plan::Plan;
-use acp_chaos::strategy::{self, Space};
 use acp_chaos::world::{self, AgentBoot};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed, TestError, TestRunner};

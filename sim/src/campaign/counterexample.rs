@@ -85,12 +85,12 @@ pub(super) fn shrink_into(
     prefix: &str,
 ) -> anyhow::Result<Option<(Value, (History, Verdict))>> {
     let plan = Plan::derive(s, r.seed, mutant, r.design);
-    let target = crate::shrink::Target {
+    let target = crate::explore::shrink::Target {
         property: v.property.clone(),
         status: v.status,
         party: v.party,
     };
-    let Ok(shrunk) = crate::shrink::shrink(&plan, &target) else {
+    let Ok(shrunk) = crate::explore::shrink::shrink(&plan, &target) else {
         return Ok(None);
     };
     let h = world::run(&shrunk.plan);

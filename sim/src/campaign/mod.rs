@@ -63,8 +63,8 @@ pub struct CampaignSpec {
     /// Set from outside (Ctrl-C) to stop: runs not started are skipped, and the report covers
     /// the runs done (`interrupted` in the summary).
     pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
-    /// The regression corpus, replayed before the seeds (see [`crate::regression`]).
-    pub regressions: Vec<crate::regression::Regression>,
+    /// The regression corpus, replayed before the seeds (see [`crate::explore::regression`]).
+    pub regressions: Vec<crate::explore::regression::Regression>,
 }
 
 impl CampaignSpec {
@@ -121,10 +121,10 @@ pub fn run(spec: &CampaignSpec) -> anyhow::Result<Summary> {
     }
     let mutant = spec.mutant.as_deref();
     // The regression corpus first: minimal schedules that must keep their verdicts.
-    let regressions: Vec<crate::regression::Outcome> = pool.install(|| {
+    let regressions: Vec<crate::explore::regression::Outcome> = pool.install(|| {
         spec.regressions
             .par_iter()
-            .map(crate::regression::replay)
+            .map(crate::explore::regression::replay)
             .collect()
     });
     let done = AtomicU64::new(0);

@@ -17,7 +17,7 @@ use crate::summary::{Cell, Summary, SUMMARY_FORMAT};
 pub(super) fn summarize(
     spec: &CampaignSpec,
     results: Vec<RunResult>,
-    regressions: Vec<crate::regression::Outcome>,
+    regressions: Vec<crate::explore::regression::Outcome>,
     interrupted: bool,
 ) -> anyhow::Result<Summary> {
     let mutant = spec.mutant.as_deref();

@@ -21,6 +21,7 @@ pub mod p12_id_uniqueness;
 pub mod p13_forwarding_order;
 pub mod p14_client_keys;
 pub mod verdict;
+pub mod x4_resume_order;
 
 #[cfg(test)]
 mod retention_tests;
@@ -45,6 +46,7 @@ pub use p12_id_uniqueness::p12_id_uniqueness;
 pub use p13_forwarding_order::p13_forwarding_order;
 pub use p14_client_keys::p14_client_keys;
 pub use verdict::{Status, Verdict};
+pub use x4_resume_order::x4_resume_order;
 
 use crate::history::History;
 

@@ -1006,7 +1006,7 @@ impl Driver {
     /// The mock model's oracle for each input: how many turn requests carried its marker and
     /// the most copies of it in one request (two copies: the model was given a second
     /// insertion). Logged as `mock model-saw` ops; a second copy is also a remark.
-    pub fn model_saw(&mut self, m: &crate::mock_model::MockModel) -> Value {
+    pub fn model_saw(&mut self, m: &crate::probe::mock_model::MockModel) -> Value {
         let mut out = serde_json::Map::new();
         let subs: Vec<(u64, String)> = self
             .subs

@@ -20,6 +20,9 @@
 
 pub mod driver;
 pub mod infer;
+pub mod mock_model;
+pub mod profile;
+pub mod stdio_agent;
 pub mod traces;
 
 use std::collections::BTreeMap;
@@ -100,16 +103,16 @@ pub struct Target {
     /// Name (report folder `reports/probe-<name>`).
     pub name: String,
     /// Program and arguments; `{home}` is the run's temporary home, `{cwd}` its workspace.
-    /// For a real-agent profile, the launch comes from [`crate::profile::launch`] instead.
+    /// For a real-agent profile, the launch comes from [`crate::probe::profile::launch`] instead.
     pub command: Vec<String>,
     /// Environment on top of `HOME` (same placeholders).
     pub env: Vec<(String, String)>,
     /// The retention the Agent declares.
     pub retention: Retention,
-    /// A real agent ([`crate::profile`]): each run gets its own mock model server
-    /// ([`crate::mock_model`]) and the profile's launch (cleared environment, config files
+    /// A real agent ([`crate::probe::profile`]): each run gets its own mock model server
+    /// ([`crate::probe::mock_model`]) and the profile's launch (cleared environment, config files
     /// pointing at the mock) with the run's temporary home.
-    pub real: Option<&'static crate::profile::Profile>,
+    pub real: Option<&'static crate::probe::profile::Profile>,
     /// Files written under the temporary home before the first start: (relative path,
     /// contents with placeholders).
     pub files: Vec<(String, String)>,
@@ -124,18 +127,18 @@ pub const OURS: &[(&str, &str)] = &[
 
 impl Target {
     /// A built-in profile: our own model Agents as processes (`acp-chaos agent`), or a real
-    /// agent of [`crate::profile`] (it must be installed: `acp-chaos probe --install NAME`).
+    /// agent of [`crate::probe::profile`] (it must be installed: `acp-chaos probe --install NAME`).
     pub fn builtin(name: &str) -> Result<Target, String> {
         let Some((_, design)) = OURS.iter().find(|(n, _)| *n == name) else {
-            let real = crate::profile::get(name).map_err(|_| {
+            let real = crate::probe::profile::get(name).map_err(|_| {
                 let ours: Vec<&str> = OURS.iter().map(|(n, _)| *n).collect();
                 format!(
                     "unknown profile `{name}` (ours: {}; real agents: {})",
                     ours.join(", "),
-                    crate::profile::names().join(", ")
+                    crate::probe::profile::names().join(", ")
                 )
             })?;
-            crate::profile::require_installed(real).map_err(|e| e.to_string())?;
+            crate::probe::profile::require_installed(real).map_err(|e| e.to_string())?;
             return Ok(Target {
                 name: name.to_string(),
                 command: Vec::new(),
@@ -398,7 +401,7 @@ pub fn main(a: &ProbeArgs) -> i32 {
     match (a.timeout_ms, target.real) {
         (Some(0), _) => return usage("--timeout-ms must be at least 1"),
         (None, Some(p)) => {
-            a.timeout_ms = Some(crate::profile::startup_timeout(p).as_millis() as u64)
+            a.timeout_ms = Some(crate::probe::profile::startup_timeout(p).as_millis() as u64)
         }
         _ => {}
     }
@@ -439,7 +442,7 @@ pub fn main(a: &ProbeArgs) -> i32 {
 
 /// `--install NAME`: npm install of a real-agent profile into the cache folder.
 fn install(name: &str) -> i32 {
-    let p = match crate::profile::get(name) {
+    let p = match crate::probe::profile::get(name) {
         Ok(p) => p,
         Err(e) => return usage(&e.to_string()),
     };
@@ -449,7 +452,7 @@ fn install(name: &str) -> i32 {
         p.specs(),
         p.dir().display()
     );
-    match crate::profile::install(p) {
+    match crate::probe::profile::install(p) {
         Ok(r) => {
             println!(
                 "{} {} in {}: {:.0} MB{}",
@@ -541,11 +544,12 @@ fn run_once(
     let launch = match target.real {
         // A real agent: its own mock model server, the profile's launch in this home.
         Some(p) => {
-            let m = crate::mock_model::MockModel::start(crate::mock_model::MockConfig {
-                delay_ms: a.mock_delay_ms,
-                ..Default::default()
-            })?;
-            let spec = crate::profile::launch(p, &home, m.port())?;
+            let m =
+                crate::probe::mock_model::MockModel::start(crate::probe::mock_model::MockConfig {
+                    delay_ms: a.mock_delay_ms,
+                    ..Default::default()
+                })?;
+            let spec = crate::probe::profile::launch(p, &home, m.port())?;
             spec.write_files()?;
             mock = Some(m);
             let mut env = spec.full_env();
@@ -637,7 +641,7 @@ fn run_once(
 /// The reported verdicts of one history; an aborted run's valid verdicts become unknown.
 pub fn judge(h: &History, aborted: Option<&str>) -> Vec<Verdict> {
     let mut all = checkers::check_all(h);
-    all.push(infer::x4_resume_order(h));
+    all.push(crate::checkers::x4_resume_order(h));
     let mut out: Vec<Verdict> = PROPERTIES
         .iter()
         .filter_map(|p| all.iter().find(|v| v.property == *p).cloned())

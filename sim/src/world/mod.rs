@@ -56,7 +56,7 @@ pub fn run(plan: &Plan) -> History {
 /// #     fn is_idle(&self) -> bool { true }
 /// # }
 /// # impl MyAgent { fn recover(_: &[serde_json::Value]) -> Self { MyAgent } }
-/// let plan = acp_chaos::strategy::base(Design::Stored);
+/// let plan = acp_chaos::explore::strategy::base(Design::Stored);
 /// let history = acp_chaos::world::run_with(&plan, |boot| Box::new(MyAgent::recover(boot.records)));
 /// for v in acp_chaos::checkers::check_all(&history) {
 ///     println!("{} {:?} {}", v.property, v.status, v.message);

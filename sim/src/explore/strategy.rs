@@ -478,7 +478,7 @@ pub fn raw_probes(space: &Space) -> BoxedStrategy<Vec<RawProbe>> {
                     at_ms,
                     key_json: probe.clone().unwrap_or(None),
                     line: probe.err(),
-                    note: "drawn by acp_chaos::strategy".into(),
+                    note: "drawn by acp_chaos::explore::strategy".into(),
                 })
                 .collect()
         })

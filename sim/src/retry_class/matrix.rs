@@ -4,7 +4,7 @@
 //! N seeds and count what the user ends up with: `ok`, `surfaced-error`, `duplicate-effect` or
 //! `silent-drop` (see [`Outcome`]), keeping the first seed of each outcome. From the counts, a
 //! verdict per method confirms or refutes the class RULES.md gives it (stated or inferred, as in
-//! [`crate::audit`]).
+//! [`crate::retry_class::audit`]).
 //!
 //! Sans-IO like the audit: no turmoil. A small discrete-event loop (1 ms per hop, simulated
 //! milliseconds, no wall clock) drives [`ModelAgent`] directly and plays a scripted Client:
@@ -24,12 +24,12 @@ use rand::{Rng, SeedableRng};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::audit::Class;
 use crate::models::rpc::{self, Frame};
 use crate::models::{
     Action, AgentConfig, AgentInput, AgentModel, AgentMutant, ConnId, Design, DuringTurn, Effect,
     HeldOnDisconnect, ModelAgent, WorkOnDisconnect,
 };
+use crate::retry_class::audit::Class;
 
 /// How long the Client waits for an answer (or, for a notification, for its effect to show)
 /// before its policy acts, in simulated ms.
@@ -131,7 +131,7 @@ pub struct MethodClass {
     pub inferred: bool,
 }
 
-/// The methods of the matrix, in table order, with their classes as in [`crate::audit`].
+/// The methods of the matrix, in table order, with their classes as in [`crate::retry_class::audit`].
 pub const METHODS: [MethodClass; 12] = [
     mc(Method::Initialize, Class::Idempotent, true),
     mc(Method::New, Class::Duplicating, false),
@@ -2277,7 +2277,7 @@ mod tests {
     /// The class table matches the audit's (method, class, stated/inferred).
     #[test]
     fn classes_match_the_audit() {
-        let rows = crate::audit::audit();
+        let rows = crate::retry_class::audit::audit();
         for m in METHODS {
             let row = rows
                 .iter()

@@ -1,6 +1,6 @@
 //! Profiles of real ACP agents for `acp-chaos probe`: what to install (exact npm versions:
 //! the adapters change weekly), where it is cached, and how to launch each one offline against
-//! the mock model server ([`crate::mock_model`]).
+//! the mock model server ([`crate::probe::mock_model`]).
 //!
 //! | profile | npm packages | ACP | model API |
 //! |---|---|---|---|
