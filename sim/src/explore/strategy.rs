@@ -12,7 +12,8 @@
 //! ```no_run
 //! use acp_chaos::checkers::{self, Status};
 //! use acp_chaos::models::Design;
-//! use acp_chaos::{strategy, world};
+//! use acp_chaos::explore::strategy;
+//! use acp_chaos::world;
 //! use proptest::test_runner::{Config, RngSeed, TestRunner};
 //!
 //! let base = strategy::base(Design::Stored);

@@ -235,6 +235,28 @@ impl Plan {
         None
     }
 
+    /// Read a schedule file: a plan as TOML, written by `acp-chaos shrink` (maybe edited since).
+    ///
+    /// Errors: the file cannot be read, is not TOML of a plan (`FILE:LINE: message`), or a
+    /// field is inconsistent (`FILE: field `F`: reason`, see [`Plan::check`]).
+    pub fn load(path: &std::path::Path) -> anyhow::Result<Plan> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        let plan: Plan = toml::from_str(&text).map_err(|e| {
+            let line = e
+                .span()
+                .map(|s| text[..s.start.min(text.len())].lines().count().max(1));
+            match line {
+                Some(l) => anyhow::anyhow!("{}:{l}: {}", path.display(), e.message()),
+                None => anyhow::anyhow!("{}: {}", path.display(), e.message()),
+            }
+        })?;
+        if let Some(e) = plan.check() {
+            anyhow::bail!("{}: field `{e}", path.display());
+        }
+        Ok(plan)
+    }
+
     /// The Agent hosts: `agent`, or the cluster's nodes.
     pub fn agent_hosts(&self) -> &'static [&'static str] {
         if self.cluster() {

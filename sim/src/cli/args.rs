@@ -1,0 +1,85 @@
+//! What several commands share: the scenarios folder, the shard and design parsers, the
+//! mutant check, the default number of worker threads.
+
+use super::CliError;
+use crate::models::{mutant, Design};
+use crate::scenario::{self, Scenario};
+use clap::Args;
+use std::path::{Path, PathBuf};
+
+#[derive(Args, Debug, Clone)]
+pub(super) struct DirArgs {
+    /// Folder of scenario files.
+    #[arg(long, default_value = "scenarios", env = "ACP_CHAOS_SCENARIOS")]
+    pub(super) scenarios: PathBuf,
+}
+
+pub(super) fn parse_shard(s: &str) -> Result<(u64, u64), String> {
+    let bad = || format!("`{s}`: expected K/N with 1 <= K <= N (e.g. 2/4)");
+    let (k, n) = s.split_once('/').ok_or_else(bad)?;
+    let (k, n): (u64, u64) = (
+        k.trim().parse().map_err(|_| bad())?,
+        n.trim().parse().map_err(|_| bad())?,
+    );
+    if k == 0 || n == 0 || k > n {
+        return Err(bad());
+    }
+    Ok((k, n))
+}
+
+pub(super) fn parse_design(s: &str) -> Result<Design, String> {
+    Design::ALL
+        .into_iter()
+        .find(|d| d.as_str() == s)
+        .ok_or_else(|| {
+            let names: Vec<_> = Design::ALL.iter().map(|d| d.as_str()).collect();
+            format!("unknown design `{s}` (known: {})", names.join(", "))
+        })
+}
+
+pub(super) fn scenarios_dir(d: &DirArgs) -> PathBuf {
+    if d.scenarios.exists() || d.scenarios.is_absolute() {
+        return d.scenarios.clone();
+    }
+    // Run from elsewhere in the workspace: fall back to the repo's scenarios folder.
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(&d.scenarios);
+    if repo.exists() {
+        repo
+    } else {
+        d.scenarios.clone()
+    }
+}
+
+pub(super) fn check_mutant(m: &Option<String>) -> Result<(), CliError> {
+    if let Some(name) = m {
+        if mutant::find(name).is_none() {
+            let names: Vec<_> = mutant::MUTANTS.iter().map(|m| m.name).collect();
+            return Err(CliError::usage(format!(
+                "unknown mutant `{name}` (known: {})",
+                names.join(", ")
+            )));
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn load(
+    d: &DirArgs,
+    names: &[String],
+) -> Result<Vec<Scenario>, scenario::ScenarioError> {
+    let dir = scenarios_dir(d);
+    if names.is_empty() {
+        scenario::load_dir(&dir)
+    } else {
+        names.iter().map(|n| scenario::resolve(&dir, n)).collect()
+    }
+}
+
+/// Worker threads by default: the number of cores.
+pub(super) fn num_cpus_or_one() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}

@@ -1,0 +1,42 @@
+//! `acp-chaos bench`: seeds per second and the overhead over a bare turmoil run.
+
+use super::args::{parse_design, scenarios_dir, DirArgs};
+use super::{CliError, Outcome};
+use crate::exit;
+use crate::models::Design;
+use crate::scenario::{self};
+use clap::Args;
+
+#[derive(Args, Debug, Clone)]
+pub(super) struct BenchArgs {
+    /// Scenario to measure.
+    #[arg(default_value = "swarm-basic")]
+    scenario: String,
+    /// Seeds.
+    #[arg(long, default_value_t = 200)]
+    seeds: u64,
+    /// Worker threads.
+    #[arg(long, default_value_t = 1)]
+    jobs: usize,
+    /// Agent design to measure.
+    #[arg(long, default_value = "stored", value_parser = parse_design)]
+    agent: Design,
+    #[command(flatten)]
+    dir: DirArgs,
+}
+
+pub(super) fn exec(b: &BenchArgs) -> Outcome {
+    if b.seeds == 0 || b.jobs == 0 {
+        return Err(CliError::usage(format!(
+            "--seeds and --jobs must be at least 1"
+        )));
+    }
+    let s = scenario::resolve(&scenarios_dir(&b.dir), &b.scenario)?;
+    let r = crate::campaign::bench::run(&s, b.seeds, b.jobs, b.agent)?;
+    println!(
+        "bench {}@{}: {} seeds, jobs={}: {:.2} s wall, {:.0} seeds/s, mean {:.0} ms simulated per run; bare turmoil (same hosts, tick, simulated time): {:.2} s; overhead x{:.1}",
+        r.scenario, r.agent.as_str(), r.seeds, r.jobs, r.wall_s, r.seeds_per_s, r.sim_ms_mean, r.bare_wall_s, r.overhead_ratio
+    );
+    println!("{}", serde_json::to_string(&r)?);
+    Ok(exit::VALID)
+}

@@ -1,0 +1,141 @@
+//! The command line. `acp-chaos` with no subcommand runs the default campaign.
+//!
+//! Exit codes (every command): 0 valid (findings allowed), 1 invalid, 2 usage or input error,
+//! 3 nondeterminism, 4 liveness failure, unknown verdict or vacuous campaign.
+
+//!
+//! One file per command (`run.rs`, `replay.rs`, `list.rs`, `check.rs`, `bench.rs`,
+//! `mutants.rs`, `shrink.rs`, `merge.rs`, `audit.rs`, `matrix.rs`; `acp-chaos agent` and
+//! `acp-chaos probe` take their arguments from [`crate::probe`]), each with its arguments and
+//! an `exec` returning the exit code or a [`CliError`] that carries one; `args.rs` holds what
+//! several commands share.
+
+use std::path::Path;
+
+use clap::{Parser, Subcommand};
+
+mod args;
+mod audit;
+mod bench;
+mod check;
+mod error;
+mod list;
+mod matrix;
+mod merge;
+mod mutants;
+mod output;
+mod replay;
+mod run;
+mod shrink;
+
+pub use error::{CliError, Outcome};
+pub use list::ListSection;
+
+use crate::exit;
+
+/// Deterministic fault-injection simulator for ACP v2 (idempotencyKey, retries, no silent drop).
+#[derive(Parser, Debug)]
+#[command(name = "acp-chaos", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    cmd: Option<Cmd>,
+    #[command(flatten)]
+    run: run::RunArgs,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Run a campaign: scenarios × seeds (the default command).
+    Run(run::RunArgs),
+    /// Re-run one (scenario, seed) and print its plan, history and verdicts.
+    Replay(replay::ReplayArgs),
+    /// List scenarios, designs, clients, policies, transports, mutants, faults, properties and
+    /// `sometimes` events (or one of them: `acp-chaos list faults`).
+    List(list::ListArgs),
+    /// Re-run every checker on a stored history (a run folder or a history.jsonl).
+    Check(check::CheckArgs),
+    /// Measure seeds per second and the overhead over a bare turmoil run.
+    Bench(bench::BenchArgs),
+    /// The mutant scoreboard: each mutant's median seeds-to-detection under the swarm alone
+    /// (no scripted schedule) and under the uniform mix, and their ratio; the mutant × checker
+    /// view; and the correct models on the same seeds. Exits 1 when the swarm misses a mutant
+    /// within `--seeds` or a correct model has a violation.
+    Mutants(mutants::MutantsArgs),
+    /// Shrink a failing run to a 1-minimal schedule (ddmin over its faults, submissions and raw
+    /// probes, at fixed latency) and write it as a schedule file for `replay --schedule`.
+    Shrink(shrink::ShrinkArgs),
+    /// Merge the report folders of a campaign's shards (`run --shard K/N`) into one report,
+    /// the same as one unsharded run of the same seeds would write.
+    Merge(merge::MergeArgs),
+    /// Print every method's retry class and what sending it twice does to the stored Agent.
+    Audit(audit::AuditArgs),
+    /// The retry-class matrix: every method x fault x Client policy over N seeds on the model
+    /// Agents (sans-IO), outcome counts per cell and whether each retry class holds. Exits 1
+    /// when a stated class is refuted. With --seed, --method, --fault and --policy: one run,
+    /// every frame in and out.
+    Matrix(matrix::MatrixArgs),
+    /// Serve a model Agent (stored, in-memory, adapter; a mutant with --mutant) as a real
+    /// process: ACP v2 over stdio, its sessions in --store DIR.
+    Agent(crate::probe::stdio_agent::AgentArgs),
+    /// Probe a real ACP Agent process (`-- COMMAND ARGS...` or --profile) through black-box
+    /// traces, N runs each, and judge every run with the checkers: outcome rates, not seeds.
+    Probe(crate::probe::ProbeArgs),
+}
+
+/// Parse the process arguments and run; returns the exit code.
+pub fn main() -> i32 {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .try_init();
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::VALID
+            };
+        }
+    };
+    match dispatch(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            e.code
+        }
+    }
+}
+
+/// Run parsed arguments (tests call this with `Cli::try_parse_from`).
+pub fn dispatch(cli: Cli) -> Outcome {
+    match cli.cmd {
+        None => run::exec(&cli.run),
+        Some(Cmd::Run(a)) => run::exec(&a),
+        Some(Cmd::Replay(a)) => replay::exec(&a).map(|(code, _)| code),
+        Some(Cmd::List(a)) => list::exec(&a),
+        Some(Cmd::Check(a)) => check::exec(&a),
+        Some(Cmd::Bench(a)) => bench::exec(&a),
+        Some(Cmd::Mutants(a)) => mutants::exec(&a),
+        Some(Cmd::Shrink(a)) => shrink::exec(&a),
+        Some(Cmd::Matrix(a)) => matrix::exec(&a),
+        Some(Cmd::Merge(a)) => merge::exec(&a),
+        Some(Cmd::Audit(a)) => audit::exec(&a),
+        Some(Cmd::Agent(a)) => Ok(crate::probe::stdio_agent::main(&a)),
+        Some(Cmd::Probe(a)) => Ok(crate::probe::main(&a)),
+    }
+}
+
+/// Parse and run a repro line such as `acp-chaos replay S --seed N --mutant M`; returns the
+/// exit code and the history hash. Used by tests to round-trip printed repro lines.
+pub fn replay_line(line: &str, scenarios: &Path) -> anyhow::Result<(i32, String)> {
+    let mut args: Vec<String> = line.split_whitespace().map(String::from).collect();
+    args.push("--scenarios".into());
+    args.push(scenarios.display().to_string());
+    let cli = Cli::try_parse_from(args)?;
+    match cli.cmd {
+        Some(Cmd::Replay(a)) => Ok(replay::exec(&a)?),
+        _ => anyhow::bail!("not a replay line: {line}"),
+    }
+}

@@ -1,0 +1,216 @@
+//! `acp-chaos mutants`: the mutant scoreboard and the correct-model baseline.
+
+use super::args::{num_cpus_or_one, scenarios_dir, DirArgs};
+use super::output::outcome_line;
+use super::{CliError, Outcome};
+use crate::campaign;
+use crate::exit;
+use crate::models::mutant;
+use crate::plan::Plan;
+use crate::scenario::{self};
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Args, Debug, Clone)]
+pub(super) struct MutantsArgs {
+    /// A `[swarm]` scenario.
+    #[arg(default_value = "swarm-basic")]
+    scenario: String,
+    /// Most seeds per mutant and mix.
+    #[arg(long, default_value_t = 2000)]
+    seeds: u64,
+    /// Stop a mutant's search after this many catching seeds.
+    #[arg(long, default_value_t = 20)]
+    catches: usize,
+    /// Only this mutant.
+    #[arg(long)]
+    mutant: Option<String>,
+    /// Worker threads (default: the number of cores).
+    #[arg(long, env = "ACP_CHAOS_JOBS")]
+    jobs: Option<usize>,
+    /// Also write the rows and the baseline as JSON to this file
+    /// (`{"rows": [...], "baseline": {...}}`).
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Seeds for the correct-model baseline (default: `--seeds`; 0 skips it).
+    #[arg(long)]
+    baseline_seeds: Option<u64>,
+    /// Also shrink each mutant's first catching swarm seed (`acp-chaos shrink`) and print
+    /// how small its schedule gets.
+    #[arg(long)]
+    shrink: bool,
+    #[command(flatten)]
+    dir: DirArgs,
+}
+
+pub(super) fn exec(a: &MutantsArgs) -> Outcome {
+    if a.seeds == 0 || a.catches == 0 || a.jobs == Some(0) {
+        return Err(CliError::usage(format!(
+            "--seeds, --catches and --jobs must be at least 1"
+        )));
+    }
+    if let Some(m) = &a.mutant {
+        if mutant::find(m).is_none() {
+            return Err(CliError::usage(format!(
+                "unknown mutant `{m}` (see `acp-chaos list mutants`)"
+            )));
+        }
+    }
+    let s = match scenario::resolve(&scenarios_dir(&a.dir), &a.scenario) {
+        Ok(s) if s.swarm.is_some() => s,
+        Ok(s) => {
+            return Err(CliError::usage(format!(
+                "{}: the scoreboard needs a [swarm] scenario",
+                s.reference
+            )));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let jobs = a.jobs.unwrap_or_else(num_cpus_or_one);
+    if let Some(p) = &a.json {
+        // Fail before the run, not after it.
+        if let Err(e) = std::fs::write(p, "[]") {
+            return Err(CliError::usage(format!("--json {}: {e}", p.display())));
+        }
+    }
+    println!(
+        "acp-chaos mutants: scenario={} seeds<={} catches={} jobs={} (each seed runs every design the mutant applies to)",
+        s.reference, a.seeds, a.catches, jobs
+    );
+    print!("{}", crate::campaign::scoreboard::header());
+    let rows = crate::campaign::scoreboard::run(
+        &s,
+        a.mutant.as_deref(),
+        a.seeds,
+        a.catches,
+        jobs,
+        &mut |r| {
+            print!(
+                "{}",
+                crate::campaign::scoreboard::table(std::slice::from_ref(r))
+            );
+        },
+    )?;
+    println!("median = seeds run from a start seed up to and including the first catch (wrapping around the seeds run), over every start seed; (catches/seeds run)");
+    let skipped: Vec<&str> = mutant::MUTANTS
+        .iter()
+        .filter(|m| a.mutant.as_deref().is_none_or(|o| o == m.name))
+        .filter(|m| !rows.iter().any(|r| r.mutant == m.name))
+        .map(|m| m.name)
+        .collect();
+    if !skipped.is_empty() {
+        println!(
+            "not run (no design of {} that the mutant applies to): {}",
+            s.reference,
+            skipped.join(", ")
+        );
+    }
+    if rows.is_empty() {
+        return Err(CliError::usage(format!("nothing to run")));
+    }
+    let mut ratios: Vec<f64> = rows.iter().filter_map(|r| r.ratio()).collect();
+    if !ratios.is_empty() {
+        ratios.sort_by(f64::total_cmp);
+        let n = ratios.len();
+        let median = if n % 2 == 1 {
+            ratios[n / 2]
+        } else {
+            (ratios[n / 2 - 1] + ratios[n / 2]) / 2.0
+        };
+        println!("ratio uniform/swarm: median {median:.2} over {n} mutants caught by both");
+    }
+    println!();
+    println!("mutant × checker: share of the swarm seeds run on which the checker was invalid on some design (* the property the mutant names; a finding-level mutant's own cell counts its findings)");
+    print!("{}", crate::campaign::scoreboard::checker_table(&rows));
+    if a.shrink {
+        println!();
+        println!("shrunk: each mutant's first catching swarm seed, on the first design that catches it (faults, submissions, raw probes before -> after; simulated runs)");
+        for r in &rows {
+            let Some(&seed) = r.swarm.caught.first() else {
+                continue;
+            };
+            let m = mutant::find(r.mutant).expect("rows name shipped mutants");
+            let mut swarm = s.clone();
+            if let Some(sw) = swarm.swarm.as_mut() {
+                sw.mix = crate::scenario::Mix::Swarm;
+            }
+            let target = crate::explore::shrink::Target::of_mutant(m);
+            for &d in &r.designs {
+                let plan = Plan::derive(&swarm, seed, Some(m.name), d);
+                if crate::explore::shrink::failing(&plan, &target).is_none() {
+                    continue;
+                }
+                let out = crate::explore::shrink::shrink(&plan, &target)?;
+                let (b, a2) = (out.before, out.after);
+                println!(
+                    "  {:<32} seed {seed:<5} {:<9} {}/{}/{} -> {}/{}/{} ({} units) in {} runs",
+                    r.mutant,
+                    d.as_str(),
+                    b.0,
+                    b.1,
+                    b.2,
+                    a2.0,
+                    a2.1,
+                    a2.2,
+                    a2.0 + a2.1 + a2.2,
+                    out.runs
+                );
+                break;
+            }
+        }
+    }
+    let base_seeds = a.baseline_seeds.unwrap_or(a.seeds);
+    // The baseline is a campaign of the correct models; its report carries the scoreboard.
+    let name = format!("mutants-{}-seeds{}", s.name, a.seeds);
+    let out = campaign::default_out(&name, None);
+    let (base, mut summary) =
+        crate::campaign::scoreboard::baseline(&s, base_seeds, jobs, &name, &out)?;
+    summary.scoreboard = Some(format!(
+        "{}{}\nmutant × checker (share of swarm seeds on which the checker was invalid):\n{}",
+        crate::campaign::scoreboard::header(),
+        crate::campaign::scoreboard::table(&rows),
+        crate::campaign::scoreboard::checker_table(&rows)
+    ));
+    campaign::write_summary(&out, &summary)?;
+    campaign::point_latest(&out)?;
+    println!();
+    let designs: Vec<&str> = base.designs.iter().map(|d| d.as_str()).collect();
+    println!(
+        "correct models (no mutant), swarm seeds 0..{} × {}: {} violations or unknown verdicts",
+        base.seeds,
+        designs.join(","),
+        base.violations.len()
+    );
+    for f in base.violations.iter().take(10) {
+        println!("  {}", outcome_line(f, true));
+    }
+    println!(
+        "report: {}/summary.md (scoreboard and baseline)",
+        out.display()
+    );
+    if let Some(p) = &a.json {
+        let doc = serde_json::json!({"rows": rows, "baseline": base});
+        std::fs::write(p, serde_json::to_string_pretty(&doc)?)?;
+    }
+    let missed: Vec<&str> = rows
+        .iter()
+        .filter(|r| r.swarm.caught.is_empty())
+        .map(|r| r.mutant)
+        .collect();
+    let mut code = exit::VALID;
+    if missed.is_empty() {
+        println!("every mutant caught by the swarm alone");
+    } else {
+        println!(
+            "not caught by the swarm within {} seeds: {}",
+            a.seeds,
+            missed.join(", ")
+        );
+        code = exit::INVALID;
+    }
+    if !base.violations.is_empty() {
+        println!("the correct models have violations or unknown verdicts: false positives, model bugs or a liveness bound too short");
+        code = exit::INVALID;
+    }
+    Ok(code)
+}

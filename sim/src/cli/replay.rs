@@ -1,0 +1,99 @@
+//! `acp-chaos replay`: re-run one (scenario, seed), or a schedule file, and print its plan,
+//! history and verdicts.
+
+use super::args::{check_mutant, parse_design, scenarios_dir, DirArgs};
+use super::output::print_verdicts;
+use super::CliError;
+use crate::history::{self};
+use crate::models::Design;
+use crate::plan::Plan;
+use crate::scenario::{self};
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Args, Debug, Clone)]
+pub(super) struct ReplayArgs {
+    /// Scenario name or .toml path.
+    #[arg(required_unless_present = "schedule")]
+    scenario: Option<String>,
+    /// The seed.
+    #[arg(long, required_unless_present = "schedule")]
+    seed: Option<u64>,
+    /// Run a schedule file written by `acp-chaos shrink` instead (every setting, fault and op
+    /// explicit).
+    #[arg(long, conflicts_with_all = ["scenario", "seed", "mutant", "agent"])]
+    schedule: Option<PathBuf>,
+    /// The mutant, if the failing run had one.
+    #[arg(long)]
+    mutant: Option<String>,
+    /// Agent design (default: the scenario's first design).
+    #[arg(long, value_parser = parse_design)]
+    agent: Option<Design>,
+    /// Print the history as JSON Lines instead of readable lines.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    dir: DirArgs,
+}
+
+pub(super) fn exec(a: &ReplayArgs) -> Result<(i32, String), CliError> {
+    check_mutant(&a.mutant)?;
+    let plan = if let Some(path) = &a.schedule {
+        Plan::load(path)?
+    } else {
+        let name = a.scenario.as_deref().unwrap_or_default();
+        let s = scenario::resolve(&scenarios_dir(&a.dir), name)?;
+        let design = a
+            .agent
+            .or(s.agent.designs.first().copied())
+            .unwrap_or(Design::Stored);
+        Plan::derive(&s, a.seed.unwrap_or_default(), a.mutant.as_deref(), design)
+    };
+    for l in plan.describe() {
+        if a.json {
+            eprintln!("# {l}");
+        } else {
+            println!("# {l}");
+        }
+    }
+    let h = crate::world::run(&plan);
+    let r = crate::run::result_of(&plan.scenario, plan.agent.design, plan.seed, &h);
+    if a.json {
+        let mut out = std::io::stdout().lock();
+        h.write_jsonl(&mut out)?;
+    } else {
+        for op in &h.ops {
+            println!("{}", history::describe(op));
+        }
+    }
+    let code = print_verdicts(&r.verdicts, a.json);
+    let applied = h
+        .ops
+        .iter()
+        .find(|o| o.process == "nemesis" && o.f == "heal")
+        .map(|o| {
+            let kinds: Vec<String> = o.value["applied"]
+                .as_object()
+                .map(|m| m.iter().map(|(k, n)| format!("{k} {n}")).collect())
+                .unwrap_or_default();
+            format!(
+                "; faults applied {} of {} planned ({})",
+                o.value["applied"]
+                    .as_object()
+                    .map_or(0, |m| m.values().filter_map(|n| n.as_u64()).sum::<u64>()),
+                o.value["planned"],
+                kinds.join(", ")
+            )
+        })
+        .unwrap_or_default();
+    let line = format!(
+        "history hash {}  ({} ops, {} ms simulated{applied})",
+        r.hash, r.ops, r.sim_ms
+    );
+    if a.json {
+        eprintln!("{line}");
+    } else {
+        println!("{line}");
+    }
+    Ok((code, r.hash))
+}

@@ -1,0 +1,222 @@
+//! `acp-chaos run` (and `acp-chaos` with no command): a campaign, scenarios × seeds.
+
+use super::args::{
+    check_mutant, load, num_cpus_or_one, parse_design, parse_shard, scenarios_dir, DirArgs,
+};
+use super::output::print_summary;
+use super::{CliError, Outcome};
+use crate::campaign;
+use crate::campaign::CampaignSpec;
+use crate::exit;
+use crate::models::Design;
+use crate::plan::Plan;
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Args, Debug, Clone)]
+pub(super) struct RunArgs {
+    /// Scenario names or .toml paths (default: every file in the scenarios folder).
+    scenario: Vec<String>,
+    /// Seeds per scenario.
+    #[arg(long, default_value_t = 200, env = "ACP_CHAOS_SEEDS")]
+    seeds: u64,
+    /// First seed.
+    #[arg(long, default_value_t = 0, env = "ACP_CHAOS_SEED")]
+    seed_start: u64,
+    /// Worker threads (default: the number of cores).
+    #[arg(long, env = "ACP_CHAOS_JOBS")]
+    jobs: Option<usize>,
+    /// Run against a mutant (see `acp-chaos list`).
+    #[arg(long, env = "ACP_CHAOS_MUTANT")]
+    mutant: Option<String>,
+    /// Run every scenario under this Agent design only (default: each scenario's `designs`).
+    #[arg(long, value_parser = parse_design, env = "ACP_CHAOS_AGENT")]
+    agent: Option<Design>,
+    /// Run only the K-th of N disjoint slices of the seed range (`--shard 2/4`), for a CI
+    /// matrix or an indexed job; `acp-chaos merge` joins the shards' report folders.
+    #[arg(long, value_parser = parse_shard, env = "ACP_CHAOS_SHARD")]
+    shard: Option<(u64, u64)>,
+    /// No progress bar or progress lines on stderr (`ACP_CHAOS_NO_PROGRESS=1`; `0`, `false`,
+    /// `no`, `off` or empty keep them).
+    #[arg(long, env = "ACP_CHAOS_NO_PROGRESS", action = clap::ArgAction::SetTrue,
+          value_parser = clap::builder::FalseyValueParser::new())]
+    no_progress: bool,
+    /// Do not replay the regression corpus (`<scenarios>/regressions/*.toml`) first.
+    #[arg(long)]
+    no_regressions: bool,
+    /// Run every seed twice and compare history hashes; a mismatch exits 3 and keeps both
+    /// histories (`<scenario>-a-...`, `<scenario>-b-...` in the report folder).
+    #[arg(long)]
+    check_determinism: bool,
+    /// Do not shrink the first failing seed of each (scenario@design, property) (by default
+    /// its run folder gets a `schedule.toml`, see `acp-chaos shrink`).
+    #[arg(long)]
+    no_shrink: bool,
+    /// Report folder (default `reports/<campaign name>`, with `reports/latest` pointing at
+    /// it).
+    #[arg(long, env = "ACP_CHAOS_OUT")]
+    out: Option<PathBuf>,
+    #[command(flatten)]
+    dir: DirArgs,
+}
+
+pub(super) fn exec(a: &RunArgs) -> Outcome {
+    check_mutant(&a.mutant)?;
+    if a.seeds == 0 {
+        return Err(CliError::usage(format!("--seeds must be at least 1")));
+    }
+    if a.jobs == Some(0) {
+        return Err(CliError::usage(format!("--jobs must be at least 1")));
+    }
+    if a.seed_start.checked_add(a.seeds).is_none() {
+        return Err(CliError::usage(format!(
+            "--seed-start + --seeds must stay below 2^64"
+        )));
+    }
+    // The same scenario named twice runs once.
+    let mut names = a.scenario.clone();
+    let mut seen = std::collections::BTreeSet::new();
+    names.retain(|n| seen.insert(n.clone()));
+    let scenarios = load(&a.dir, &names)?;
+    if scenarios.is_empty() {
+        return Err(CliError::usage(format!(
+            "no scenarios found in {}",
+            scenarios_dir(&a.dir).display()
+        )));
+    }
+    let jobs = a.jobs.unwrap_or_else(num_cpus_or_one);
+    if let Some((_, n)) = a.shard {
+        if n > a.seeds {
+            return Err(CliError::usage(format!(
+                "--shard ?/{n}: more shards than the {} seeds",
+                a.seeds
+            )));
+        }
+    }
+    let name = campaign::campaign_name(&names, a.seed_start, a.seeds, a.mutant.as_deref(), a.agent);
+    let (out, default_out) = match &a.out {
+        Some(o) => (o.clone(), false),
+        None => (campaign::default_out(&name, a.shard), true),
+    };
+    // Ctrl-C: the first stops the campaign (runs in flight finish, the report is written);
+    // a second exits at once.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    {
+        let stop = stop.clone();
+        let _ = ctrlc::set_handler(move || {
+            if stop.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                std::process::exit(exit::INTERRUPTED);
+            }
+            eprintln!("\nCtrl-C: stopping after the runs in flight (again to quit at once)");
+        });
+    }
+    // A scenario runs under the designs it lists, narrowed by --agent and the mutant.
+    let mut spec = CampaignSpec {
+        scenarios: Vec::new(),
+        seed_start: a.seed_start,
+        seeds: a.seeds,
+        jobs,
+        mutant: a.mutant.clone(),
+        out: out.clone(),
+        keep_per_property: 5,
+        shrink: !a.no_shrink,
+        agent: a.agent,
+        check_determinism: a.check_determinism,
+        name,
+        shard: a.shard,
+        progress: !a.no_progress,
+        stop: Some(stop),
+        regressions: Vec::new(),
+    };
+    if !a.no_regressions {
+        spec.regressions =
+            crate::explore::regression::load_dir(&scenarios_dir(&a.dir).join("regressions"))?;
+    }
+    let (scenarios, skipped): (Vec<_>, Vec<_>) = scenarios
+        .into_iter()
+        .partition(|s| !spec.designs_for(s).is_empty());
+    if scenarios.is_empty() {
+        return Err(CliError::usage(format!(
+            "nothing to run: no scenario lists {}{}",
+            a.agent
+                .map(|d| format!("design `{}`", d.as_str()))
+                .unwrap_or_else(|| "a design".into()),
+            a.mutant
+                .as_deref()
+                .and_then(acp_chaos_models::mutant::find)
+                .filter(|m| !m.designs.is_empty())
+                .map(|m| format!(
+                    " that mutant `{}` applies to ({})",
+                    m.name,
+                    m.designs
+                        .iter()
+                        .map(|d| d.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+                .unwrap_or_default()
+        )));
+    }
+    // VOPR style: the seed range and every derived setting first.
+    let (first, end) = spec.seed_range();
+    println!(
+        "acp-chaos campaign {}: seeds {first}..{end} ({} per scenario{}) x {} scenarios, mutant={}, jobs={}",
+        spec.name,
+        end - first,
+        a.shard
+            .map(|(k, n)| format!(", shard {k}/{n} of seeds {}..{}", a.seed_start, a.seed_start + a.seeds))
+            .unwrap_or_default(),
+        scenarios.len(),
+        a.mutant.as_deref().unwrap_or("none"),
+        jobs
+    );
+    if !skipped.is_empty() {
+        println!(
+            "  not run (their designs exclude --agent or the mutant's): {}",
+            skipped
+                .iter()
+                .map(|s| s.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    spec.scenarios = scenarios;
+    let spec = spec;
+    if !spec.regressions.is_empty() {
+        println!(
+            "  regression corpus: {} schedules in {}, replayed first",
+            spec.regressions.len(),
+            scenarios_dir(&a.dir).join("regressions").display()
+        );
+    }
+    for s in &spec.scenarios {
+        let designs = spec.designs_for(s);
+        let Some(&d0) = designs.first() else { continue };
+        let p = Plan::derive(s, a.seed_start, a.mutant.as_deref(), d0);
+        let how = if s.swarm.is_some() {
+            "swarm (faults drawn per seed)".to_string()
+        } else {
+            format!("{} scripted faults", s.faults.len())
+        };
+        println!(
+            "  {:<44} designs {}: {} submissions, o1={} o4={}, {}, rules {}",
+            s.name,
+            designs
+                .iter()
+                .map(|d| d.as_str())
+                .collect::<Vec<_>>()
+                .join(","),
+            p.workload.len(),
+            s.agent.o1,
+            s.agent.o4,
+            how,
+            s.rules.join(" ")
+        );
+    }
+    let summary = campaign::run(&spec)?;
+    if default_out {
+        campaign::point_latest(&out)?;
+    }
+    print_summary(&summary, &out);
+    Ok(summary.exit_code)
+}

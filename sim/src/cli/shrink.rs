@@ -1,0 +1,235 @@
+//! `acp-chaos shrink`: a failing run to a 1-minimal schedule file, with its report pages.
+
+use super::args::{check_mutant, parse_design, scenarios_dir, DirArgs};
+use super::output::{party_str, status_str};
+use super::{CliError, Outcome};
+use crate::campaign;
+use crate::checkers::{self};
+use crate::exit;
+use crate::models::{mutant, Design};
+use crate::plan::Plan;
+use crate::scenario::{self};
+use clap::Args;
+use std::path::{Path, PathBuf};
+
+#[derive(Args, Debug, Clone)]
+pub(super) struct ShrinkArgs {
+    /// Scenario name or .toml path.
+    scenario: String,
+    /// The failing seed.
+    #[arg(long)]
+    seed: u64,
+    /// The mutant, if the failing run had one.
+    #[arg(long)]
+    mutant: Option<String>,
+    /// Agent design (default: the scenario's first design).
+    #[arg(long, value_parser = parse_design)]
+    agent: Option<Design>,
+    /// The property to keep failing (default: the first invalid verdict, else the first
+    /// finding).
+    #[arg(long)]
+    property: Option<String>,
+    /// Where to write the schedule (default
+    /// `reports/shrunk/<scenario>-<design>-seed<N>[-<mutant>].schedule.toml`).
+    #[arg(long, conflicts_with = "save")]
+    out: Option<PathBuf>,
+    /// Add the shrunk schedule to the regression corpus
+    /// (`<scenarios>/regressions/<scenario>-<design>-seed<N>[-<mutant>].toml`, with an
+    /// `[expect]` table: the verdict it keeps), which every campaign and `cargo test` replay.
+    #[arg(long)]
+    save: bool,
+    #[command(flatten)]
+    dir: DirArgs,
+}
+
+pub(super) fn exec(a: &ShrinkArgs) -> Outcome {
+    check_mutant(&a.mutant)?;
+    let s = scenario::resolve(&scenarios_dir(&a.dir), &a.scenario)?;
+    let design = a
+        .agent
+        .or(s.agent.designs.first().copied())
+        .unwrap_or(Design::Stored);
+    if i64::try_from(a.seed).is_err() {
+        return Err(CliError::usage(format!(
+            "--seed: a schedule file keeps the seed as a TOML integer, at most 2^63 - 1"
+        )));
+    }
+    let plan = Plan::derive(&s, a.seed, a.mutant.as_deref(), design);
+    for l in plan.describe() {
+        println!("# {l}");
+    }
+    let h = crate::world::run(&plan);
+    let verdicts = checkers::check_all(&h);
+    // With a mutant and no --property: what catches that mutant, if this run does.
+    let of_mutant = a
+        .mutant
+        .as_deref()
+        .and_then(mutant::find)
+        .filter(|_| a.property.is_none())
+        .map(crate::explore::shrink::Target::of_mutant)
+        .filter(|t| verdicts.iter().any(|v| t.matches(v)));
+    let Some(target) =
+        of_mutant.or_else(|| crate::explore::shrink::Target::of(&verdicts, a.property.as_deref()))
+    else {
+        return Err(CliError::usage(format!(
+            "{} seed {} under {} has no invalid verdict or finding{}: nothing to shrink",
+            s.reference,
+            a.seed,
+            design.as_str(),
+            a.property
+                .as_deref()
+                .map(|p| format!(" on {p}"))
+                .unwrap_or_default()
+        )));
+    };
+    println!(
+        "shrinking: {} {} (party {}); {} faults, {} submissions, {} raw probes",
+        target.property,
+        status_str(target.status),
+        party_str(target.party),
+        plan.faults.len(),
+        plan.workload.len(),
+        plan.raw.len()
+    );
+    // Wall time of the whole command, outside every run (determinism is about the runs).
+    let started = crate::wall_clock::now();
+    let out = crate::explore::shrink::shrink(&plan, &target)?;
+    let secs = started.elapsed().as_secs_f64();
+    let leaf = format!(
+        "{}-{}-seed{}{}",
+        s.name,
+        design.as_str(),
+        a.seed,
+        a.mutant
+            .as_deref()
+            .map(|m| format!("-{m}"))
+            .unwrap_or_default()
+    );
+    if let Some(o) = &a.out {
+        if o.is_dir() || o.as_os_str().to_string_lossy().ends_with('/') {
+            return Err(CliError::usage(format!(
+                "--out {}: a folder; give the schedule file's path (e.g. {}/x.schedule.toml)",
+                o.display(),
+                o.display().to_string().trim_end_matches('/')
+            )));
+        }
+    }
+    let file = if a.save {
+        scenarios_dir(&a.dir)
+            .join("regressions")
+            .join(format!("{leaf}.toml"))
+    } else {
+        a.out.clone().unwrap_or_else(|| {
+            PathBuf::from("reports/shrunk").join(format!("{leaf}.schedule.toml"))
+        })
+    };
+    if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let header = format!(
+        "# acp-chaos shrink {} --seed {} --agent {}{}\n# keeps {} {} (party {}): {}\n# replay: acp-chaos replay --schedule {}\n",
+        s.reference,
+        a.seed,
+        design.as_str(),
+        a.mutant
+            .as_deref()
+            .map(|m| format!(" --mutant {m}"))
+            .unwrap_or_default(),
+        target.property,
+        status_str(target.status),
+        party_str(target.party),
+        out.verdict.message,
+        file.display()
+    );
+    let text = if a.save {
+        let expect = crate::explore::regression::Expect {
+            verdict: target.status,
+            property: Some(target.property.clone()),
+            party: target.party,
+        };
+        crate::explore::regression::file_text(&header, &out.plan, &expect)?
+    } else {
+        format!("{header}{}", toml::to_string(&out.plan)?)
+    };
+    let replaced = file.exists();
+    campaign::write_atomic(&file, text.as_bytes())?;
+    println!(
+        "shrunk in {} runs ({secs:.1} s): faults {} -> {}, submissions {} -> {}, raw probes {} -> {}; latency {}",
+        out.runs,
+        out.before.0,
+        out.after.0,
+        out.before.1,
+        out.after.1,
+        out.before.2,
+        out.after.2,
+        out.latency_ms
+            .map(|l| format!("fixed at {l} ms"))
+            .unwrap_or_else(|| "not fixed (no fixed value failed)".into())
+    );
+    for f in &out.plan.faults {
+        println!("  fault: {}", crate::nemesis::fault_line(f));
+    }
+    for w in &out.plan.workload {
+        println!("  op: {}", serde_json::to_string(w)?);
+    }
+    for r in &out.plan.raw {
+        println!("  raw: {}", serde_json::to_string(r)?);
+    }
+    println!(
+        "verdict {} {} (party {}): {}",
+        out.verdict.property,
+        status_str(out.verdict.status),
+        party_str(out.verdict.party),
+        out.verdict.message
+    );
+    println!(
+        "schedule: {}{}",
+        file.display(),
+        if replaced {
+            " (replaced the file that was there)"
+        } else {
+            ""
+        }
+    );
+    // The shrunk run drawn: report.md (Mermaid) and report.html (inline SVG) beside it.
+    let drawn = crate::world::run(&out.plan);
+    let replay_line = format!("acp-chaos replay --schedule {}", file.display());
+    let original = crate::run::repro(&s.reference, design, a.seed, a.mutant.as_deref());
+    let schedule_text = std::fs::read_to_string(&file)?;
+    let c = crate::report::Counterexample {
+        scenario: &s.name,
+        verdict: &out.verdict,
+        repro: &original,
+        shrunk: Some((
+            replay_line.clone(),
+            format!(
+                "{} faults, {} ops, {} raw probes",
+                out.after.0, out.after.1, out.after.2
+            ),
+        )),
+        schedule: Some(&schedule_text),
+        history: &drawn,
+    };
+    // Reports never go into the corpus folder.
+    let stem = if a.save {
+        format!("reports/shrunk/{leaf}")
+    } else {
+        let f = file.to_string_lossy();
+        f.strip_suffix(".schedule.toml")
+            .or_else(|| f.strip_suffix(".toml"))
+            .unwrap_or(&f)
+            .to_string()
+    };
+    std::fs::create_dir_all(Path::new(&stem).parent().unwrap_or(Path::new(".")))?;
+    let md = PathBuf::from(format!("{stem}.report.md"));
+    let html = PathBuf::from(format!("{stem}.report.html"));
+    campaign::write_atomic(&md, crate::report::counterexample_md(&c).as_bytes())?;
+    campaign::write_atomic(&html, crate::report::counterexample_html(&c).as_bytes())?;
+    println!(
+        "report: {} (sequence diagram; {} self-contained)",
+        md.display(),
+        html.display()
+    );
+    println!("replay: {replay_line}");
+    Ok(exit::VALID)
+}
