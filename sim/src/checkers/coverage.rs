@@ -220,3 +220,72 @@ pub fn events(h: &History) -> BTreeSet<&'static str> {
     }
     e
 }
+
+/// Events a scenario may list under `sometimes`.
+pub const EVENTS: &[(&str, &str)] = &[
+    ("fault", "the nemesis applied a fault"),
+    ("retry", "some submission had more than one attempt"),
+    (
+        "dedup-hit",
+        "the Agent answered a retry from a recorded key",
+    ),
+    ("wait-held", "a retry waited for its held original (A7)"),
+    ("held", "a prompt was held behind a running turn"),
+    (
+        "steer",
+        "a prompt was inserted into a running turn (O4 steer)",
+    ),
+    ("agent-restart", "the Agent process restarted"),
+    ("client-restart", "the Client process restarted"),
+    ("reconnect", "the Client opened a second connection"),
+    (
+        "transient-error",
+        "the Agent rejected an attempt with a transient error",
+    ),
+    ("surfaced", "an input was shown to the user as failed"),
+    (
+        "withdrawn",
+        "an input was withdrawn by its own user's cancel",
+    ),
+    ("tool", "a turn ran a tool call with a side effect"),
+    ("watched", "a second Client resumed the session to watch it"),
+    (
+        "raw-probe",
+        "the Client sent a raw session/prompt probe ([[raw]])",
+    ),
+    (
+        "id-shared",
+        "one JSON-RPC id awaited the Agent's answer on two connections at once (legal)",
+    ),
+    (
+        "reordered",
+        "a frame on another connection overtook a held-back frame (reorder-frame)",
+    ),
+    ("permission", "the Agent asked the Client for permission"),
+    ("live-only", "a locally handled command was answered (A11)"),
+    (
+        "other-node",
+        "cluster: attempts of one submission reached different nodes",
+    ),
+    ("closed", "the user closed a session (session/close, A15)"),
+    (
+        "torn-tail",
+        "a restart found a torn record at the end of a store and cut it",
+    ),
+    (
+        "forked",
+        "the user forked a session and prompted in the fork (A9)",
+    ),
+    (
+        "resend-not-accepted",
+        "the Client resent a request that failed before acceptance without reconnecting (X5)",
+    ),
+    (
+        "not-resent",
+        "the sdk-auto-retry Client did not resend a request its retry class forbids (C9)",
+    ),
+    (
+        "store-retry",
+        "cluster: a node sent a store write again after its answer timed out",
+    ),
+];

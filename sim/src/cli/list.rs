@@ -123,7 +123,7 @@ pub(super) fn exec(a: &ListArgs) -> Outcome {
     }
     if want(ListSection::Events) {
         println!("sometimes events:");
-        for (n, d) in scenario::EVENTS {
+        for (n, d) in crate::checkers::EVENTS {
             println!("  {n:<16} {d}");
         }
     }

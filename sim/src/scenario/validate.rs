@@ -1,0 +1,379 @@
+//! Scenario validation: every check a parsed scenario must pass, each error naming the file,
+//! the line and the field ([`ScenarioError::Parse`]).
+
+use acp_chaos_models::Design;
+
+use super::format::Transport;
+use super::{Scenario, ScenarioError};
+use crate::nemesis::FaultKind;
+
+/// Where a validation error points: the file and its text (to find the field's line).
+struct At<'a> {
+    scenario: &'a Scenario,
+    text: &'a str,
+}
+
+impl At<'_> {
+    /// An error at the `nth` line holding `needle`.
+    fn err(&self, needle: &str, nth: usize, message: String) -> ScenarioError {
+        ScenarioError::Parse {
+            path: self.scenario.path.clone(),
+            line: find_line(self.text, needle, nth),
+            message,
+        }
+    }
+}
+
+impl Scenario {
+    /// Check a parsed scenario; `text` is its file's text (for line numbers). The checks run
+    /// in this order, and the first that fails is reported.
+    pub(super) fn validate(&self, text: &str) -> Result<(), ScenarioError> {
+        let at = At {
+            scenario: self,
+            text,
+        };
+        self.check_settings(&at)?;
+        self.check_references(&at)?;
+        self.check_bounds(&at)?;
+        self.check_faults(&at)
+    }
+
+    /// Settings in range: designs, probabilities, sessions, the disk, the topology, min/max pairs.
+    fn check_settings(&self, at: &At<'_>) -> Result<(), ScenarioError> {
+        let err = |needle: &str, nth: usize, message: String| at.err(needle, nth, message);
+        if self.agent.designs.is_empty() {
+            return Err(err(
+                "designs",
+                0,
+                "field `agent.designs`: name at least one design".into(),
+            ));
+        }
+        for (v, name) in [
+            (self.agent.tool_rate, "tool_rate"),
+            (self.agent.permission_rate, "permission_rate"),
+            (self.workload.command_rate, "command_rate"),
+            (self.workload.repeat_rate, "repeat_rate"),
+            (self.workload.cancel_rate, "cancel_rate"),
+            (self.workload.stop_rate, "stop_rate"),
+            (self.workload.close_rate, "close_rate"),
+            (self.workload.fork_rate, "fork_rate"),
+            (self.client.unkeyed_rate, "unkeyed_rate"),
+        ] {
+            if !(0.0..=1.0).contains(&v) {
+                return Err(err(
+                    name,
+                    0,
+                    format!("field `{name}`: a probability from 0 to 1"),
+                ));
+            }
+        }
+        if self.workload.sessions == 0 || self.workload.sessions > 16 {
+            return Err(err(
+                "sessions",
+                0,
+                "field `workload.sessions`: must be 1 to 16".into(),
+            ));
+        }
+        if self
+            .disk
+            .block_size
+            .is_some_and(|b| !(1..=1_000_000).contains(&b))
+        {
+            return Err(err(
+                "block_size",
+                0,
+                "field `disk.block_size`: must be 1 to 1000000 bytes".into(),
+            ));
+        }
+        if self.topology.transport == Transport::Stdio
+            && (self.topology.proxy
+                || self.topology.watcher
+                || self.agent.designs.contains(&Design::Cluster))
+        {
+            return Err(err(
+                "transport",
+                0,
+                "field `topology.transport`: stdio has one Client and one Agent process (no proxy, no watcher, not the cluster design)".into(),
+            ));
+        }
+        if !(1..=crate::history::NODES.len()).contains(&self.topology.nodes) {
+            return Err(err(
+                "nodes",
+                0,
+                format!(
+                    "field `topology.nodes`: must be 1 to {}",
+                    crate::history::NODES.len()
+                ),
+            ));
+        }
+        if self.workload.submissions == 0 {
+            return Err(err(
+                "submissions",
+                0,
+                "field `workload.submissions`: must be at least 1".into(),
+            ));
+        }
+        for (lo, hi, name) in [
+            (
+                self.workload.gap_ms_min,
+                self.workload.gap_ms_max,
+                "workload.gap_ms",
+            ),
+            (
+                self.agent.turn_ms_min,
+                self.agent.turn_ms_max,
+                "agent.turn_ms",
+            ),
+            (
+                self.timing.latency_ms_min,
+                self.timing.latency_ms_max,
+                "timing.latency_ms",
+            ),
+        ] {
+            if lo > hi {
+                let field = name.rsplit('.').next().unwrap_or(name);
+                return Err(err(
+                    field,
+                    0,
+                    format!("field `{name}_min`: larger than `{name}_max`"),
+                ));
+            }
+        }
+        if self.timing.latency_ms_min == 0 {
+            return Err(err(
+                "latency_ms_min",
+                0,
+                "field `timing.latency_ms_min`: must be at least 1".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Names that must exist: raw probes' forms, the field case's mutant and property, `sometimes` events, a name that can name a folder.
+    fn check_references(&self, at: &At<'_>) -> Result<(), ScenarioError> {
+        let err = |needle: &str, nth: usize, message: String| at.err(needle, nth, message);
+        for (i, r) in self.raw.iter().enumerate() {
+            if r.key_json.is_some() && r.line.is_some() {
+                return Err(err(
+                    "[[raw]]",
+                    i,
+                    "field `raw`: `key_json` or `line`, not both".into(),
+                ));
+            }
+        }
+        if let Some(fc) = &self.field {
+            if acp_chaos_models::mutant::find(&fc.mutant).is_none() {
+                return Err(err(
+                    "mutant",
+                    0,
+                    format!(
+                        "field `field.mutant`: unknown mutant `{}` (see `acp-chaos list mutants`)",
+                        fc.mutant
+                    ),
+                ));
+            }
+            if !crate::checkers::CHECKERS
+                .iter()
+                .any(|c| c.property == fc.property)
+            {
+                return Err(err(
+                    "property",
+                    0,
+                    format!("field `field.property`: unknown property `{}`", fc.property),
+                ));
+            }
+        }
+        for e in &self.sometimes {
+            if !crate::checkers::EVENTS.iter().any(|(n, _)| n == e) {
+                let known: Vec<_> = crate::checkers::EVENTS.iter().map(|(n, _)| *n).collect();
+                return Err(err(
+                    "sometimes",
+                    0,
+                    format!(
+                        "field `sometimes`: unknown event `{e}` (known: {})",
+                        known.join(", ")
+                    ),
+                ));
+            }
+        }
+        if !self
+            .name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
+            || self.name.starts_with('.')
+        {
+            return Err(err(
+                "name",
+                0,
+                "field `name`: letters, digits, `-`, `_` and `.` only (it names report folders)"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Bounds that keep runs finite and arithmetic exact (simulated ms, counts), and every submission inside the safety phase.
+    fn check_bounds(&self, at: &At<'_>) -> Result<(), ScenarioError> {
+        let err = |needle: &str, nth: usize, message: String| at.err(needle, nth, message);
+        // Bounds keep runs finite and arithmetic exact (simulated ms, counts).
+        const MS_MAX: u64 = 600_000;
+        let bounded: [(u64, u64, &str, &str); 10] = [
+            (
+                u64::from(self.workload.submissions),
+                10_000,
+                "submissions",
+                "workload.submissions",
+            ),
+            (
+                self.workload.gap_ms_max,
+                MS_MAX,
+                "gap_ms_max",
+                "workload.gap_ms_max",
+            ),
+            (
+                self.workload.start_ms,
+                MS_MAX,
+                "start_ms",
+                "workload.start_ms",
+            ),
+            (
+                self.workload.cancel_after_ms,
+                MS_MAX,
+                "cancel_after_ms",
+                "workload.cancel_after_ms",
+            ),
+            (
+                self.agent.turn_ms_max,
+                MS_MAX,
+                "turn_ms_max",
+                "agent.turn_ms_max",
+            ),
+            (
+                self.timing.latency_ms_max,
+                10_000,
+                "latency_ms_max",
+                "timing.latency_ms_max",
+            ),
+            (
+                self.timing.safety_ms,
+                MS_MAX,
+                "safety_ms",
+                "timing.safety_ms",
+            ),
+            (
+                self.timing.liveness_ms,
+                MS_MAX,
+                "liveness_ms",
+                "timing.liveness_ms",
+            ),
+            (
+                self.swarm
+                    .as_ref()
+                    .map(|s| u64::from(s.per_kind_max))
+                    .unwrap_or(1),
+                100,
+                "per_kind_max",
+                "swarm.per_kind_max",
+            ),
+            (self.faults.len() as u64, 1_000, "[[fault]]", "fault"),
+        ];
+        for (v, max, needle, field) in bounded {
+            if v > max {
+                return Err(err(needle, 0, format!("field `{field}`: at most {max}")));
+            }
+        }
+        if self.timing.safety_ms < 10 || self.timing.liveness_ms < 10 {
+            let f = if self.timing.safety_ms < 10 {
+                "safety_ms"
+            } else {
+                "liveness_ms"
+            };
+            return Err(err(f, 0, format!("field `timing.{f}`: at least 10")));
+        }
+        // Every submission must fall inside the safety phase, or it is never made.
+        let last = self.workload.start_ms
+            + u64::from(self.workload.submissions - 1) * self.workload.gap_ms_max;
+        if last >= self.timing.safety_ms {
+            return Err(err(
+                "safety_ms",
+                0,
+                format!(
+                    "field `timing.safety_ms`: the last submission may come at {last} ms; the safety phase must be longer (start_ms + (submissions - 1) * gap_ms_max)"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// `[swarm]` or `[[fault]]`, and every fault entry valid for the scenario's designs.
+    fn check_faults(&self, at: &At<'_>) -> Result<(), ScenarioError> {
+        let err = |needle: &str, nth: usize, message: String| at.err(needle, nth, message);
+        if let Some(sw) = &self.swarm {
+            if !self.faults.is_empty() {
+                return Err(err("[swarm]", 0, "field `swarm`: a scenario has either `[swarm]` or `[[fault]]` entries, not both".into()));
+            }
+            if sw.faults.is_empty() {
+                return Err(err(
+                    "faults",
+                    0,
+                    "field `swarm.faults`: name at least one fault kind".into(),
+                ));
+            }
+        }
+        for (i, f) in self.faults.iter().enumerate() {
+            if let Some(m) = f.check() {
+                return Err(err("[[fault]]", i, format!("field `fault[{i}].{m}")));
+            }
+            let cluster_only = matches!(
+                f.kind,
+                FaultKind::CrashStore
+                    | FaultKind::PartitionStore
+                    | FaultKind::LoseExchange
+                    | FaultKind::DropUpdates
+            );
+            if cluster_only && self.agent.designs.iter().any(|d| *d != Design::Cluster) {
+                return Err(err(
+                    "[[fault]]",
+                    i,
+                    format!(
+                        "field `fault[{i}].kind`: {} needs the cluster design (its store or its remote transport); set `agent.designs = [\"cluster\"]`",
+                        f.kind.as_str()
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The key assigned on a line (`key = ...`, also inside an inline table `on = { key = ... }`).
+pub(super) fn key_at(text: &str, line: usize) -> Option<String> {
+    let l = text.lines().nth(line.checked_sub(1)?)?;
+    let key = l.split('=').next()?.trim();
+    let key = key.trim_start_matches('[').trim_end_matches(']').trim();
+    (!key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.'))
+    .then(|| key.to_string())
+}
+
+pub(super) fn line_of(text: &str, byte: usize) -> usize {
+    text[..byte.min(text.len())]
+        .bytes()
+        .filter(|b| *b == b'\n')
+        .count()
+        + 1
+}
+
+/// Line of the `nth` (0-based) line containing `needle`, or 1.
+pub(super) fn find_line(text: &str, needle: &str, nth: usize) -> usize {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| {
+            l.trim_start().starts_with(needle) || (needle.starts_with('[') && l.contains(needle))
+        })
+        .nth(nth)
+        .map(|(i, _)| i + 1)
+        .unwrap_or(1)
+}
