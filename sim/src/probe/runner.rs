@@ -1,0 +1,369 @@
+//! Running the traces: every trace `--repeat` times against a fresh process group and
+//! temporary `HOME`, each run recorded, inferred and judged.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::driver::{Driver, Launch};
+use super::report::summary_md;
+use super::report::table_text;
+use super::{infer, traces, ProbeArgs, PROPERTIES};
+use crate::campaign::write_atomic;
+use crate::checkers::{self, Status, Verdict};
+use crate::exit;
+use crate::history::History;
+use crate::models::Retention;
+use crate::probe::report::retry_line;
+use crate::probe::report::write_run;
+use crate::probe::report::Failure;
+use crate::probe::report::RunOutcome;
+use crate::probe::report::INCOMPLETE;
+use crate::probe::ProbeSummary;
+use crate::probe::Target;
+
+pub(super) static HOMES: AtomicU64 = AtomicU64::new(0);
+
+/// The bound of every wait, ms.
+/// Clear an earlier probe report in `out` (its `summary.*` and run folders); refuse a folder
+/// holding anything else.
+pub(super) fn prepare_out(out: &Path) -> anyhow::Result<()> {
+    crate::campaign::prepare_folder(out, "a probe report artefact", |name, path| {
+        let run_dir = path.join("history.jsonl").exists() && name.contains("-run");
+        let file = matches!(name.trim_end_matches(".tmp"), "summary.json" | "summary.md");
+        file || run_dir
+    })
+}
+
+pub(super) fn fill(s: &str, home: &Path, cwd: &Path) -> String {
+    s.replace("{home}", &home.display().to_string())
+        .replace("{cwd}", &cwd.display().to_string())
+}
+
+/// A fresh temporary home (with its workspace folder `work/`) for one run.
+pub(super) fn fresh_home(target: &Target) -> anyhow::Result<(PathBuf, PathBuf)> {
+    let n = HOMES.fetch_add(1, Ordering::Relaxed);
+    let home = std::env::temp_dir().join(format!("acp-chaos-probe-{}-{n}", std::process::id()));
+    if home.exists() {
+        std::fs::remove_dir_all(&home)?;
+    }
+    let cwd = home.join("work");
+    std::fs::create_dir_all(&cwd)?;
+    for (rel, text) in &target.files {
+        let p = home.join(rel);
+        if let Some(d) = p.parent() {
+            std::fs::create_dir_all(d)?;
+        }
+        std::fs::write(&p, fill(text, &home, &cwd))?;
+    }
+    Ok((home, cwd))
+}
+
+pub(super) fn run_seed(seed: u64, trace: &str, run: u32) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ seed;
+    for b in trace.bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    h ^ u64::from(run).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
+/// One run of one trace: launch, drive, judge. `Err` only for the probe's own I/O.
+pub(super) fn run_once(
+    a: &ProbeArgs,
+    target: &Target,
+    t: &traces::Trace,
+    run: u32,
+) -> anyhow::Result<(RunOutcome, History, String, bool)> {
+    let delay = if t.sweep.is_empty() {
+        None
+    } else {
+        Some(a.delay_ms.unwrap_or(t.sweep[run as usize % t.sweep.len()]))
+    };
+    let (home, cwd) = fresh_home(target)?;
+    let timeout = Duration::from_millis(a.wait_ms());
+    let mut mock = None;
+    let launch = match target.real {
+        // A real agent: its own mock model server, the profile's launch in this home.
+        Some(p) => {
+            let m =
+                crate::probe::mock_model::MockModel::start(crate::probe::mock_model::MockConfig {
+                    delay_ms: a.mock_delay_ms,
+                    ..Default::default()
+                })?;
+            let spec = crate::probe::profile::launch(p, &home, m.port())?;
+            spec.write_files()?;
+            mock = Some(m);
+            let mut env = spec.full_env();
+            env.extend(
+                target
+                    .env
+                    .iter()
+                    .map(|(k, v)| (k.clone(), fill(v, &home, &cwd))),
+            );
+            Launch {
+                argv: spec.argv(),
+                env,
+                clear_env: true,
+                home: home.clone(),
+                cwd: spec.cwd.clone(),
+                timeout,
+            }
+        }
+        None => Launch {
+            argv: target
+                .command
+                .iter()
+                .map(|s| fill(s, &home, &cwd))
+                .collect(),
+            env: target
+                .env
+                .iter()
+                .map(|(k, v)| (k.clone(), fill(v, &home, &cwd)))
+                .collect(),
+            clear_env: false,
+            home: home.clone(),
+            cwd,
+            timeout,
+        },
+    };
+    let mut d = Driver::new(launch, run_seed(a.seed, t.name, run));
+    let result = (t.run)(&mut d, delay);
+    if let Err(why) = &result {
+        d.end_aborted(why);
+    }
+    d.stop();
+    let wall_ms = d.ms();
+    let model = mock.map(|m| {
+        let seen = d.model_saw(&m);
+        let n = m.request_count();
+        m.shutdown();
+        json!({"requests": n, "markers": seen})
+    });
+    let _ = std::fs::remove_dir_all(&home);
+    let header = json!({
+        "format": crate::history::FORMAT,
+        "scenario": format!("probe:{}", t.name),
+        "seed": run,
+        "mutant": null,
+        "plan": {
+            "retention": match target.retention { Retention::Durable => "durable", Retention::Process => "process" },
+            "probe": {
+                "agent": target.name,
+                "command": target.command,
+                "profile": target.real.map(|p| p.specs()),
+                "mock_model": model,
+                "trace": t.name,
+                "run": run,
+                "delay_ms": delay,
+                "timeout_ms": a.wait_ms(),
+                "clock": "wall ms since the run started (a real process: not deterministic)",
+                "inferred": "agent ops marked inferred are reconstructed from what the agent sent",
+            },
+        },
+    });
+    let h = infer::build(header, &d.ops);
+    let verdicts = judge(&h, result.as_ref().err().map(String::as_str));
+    let fatal = result.is_err() && !d.initialized;
+    let outcome = RunOutcome {
+        trace: t.name.to_string(),
+        run,
+        delay_ms: delay,
+        wall_ms,
+        verdicts,
+        aborted: result.err(),
+        notes: d.notes.clone(),
+        windows: d.windows.clone(),
+        folder: None,
+        ops: h.ops.len(),
+    };
+    Ok((outcome, h, d.stderr.clone(), fatal))
+}
+
+/// The reported verdicts of one history; an aborted run's valid verdicts become unknown.
+pub fn judge(h: &History, aborted: Option<&str>) -> Vec<Verdict> {
+    let mut all = checkers::check_all(h);
+    all.push(crate::checkers::x4_resume_order(h));
+    let mut out: Vec<Verdict> = PROPERTIES
+        .iter()
+        .filter_map(|p| all.iter().find(|v| v.property == *p).cloned())
+        .collect();
+    if let Some(why) = aborted {
+        for v in out.iter_mut().filter(|v| v.status == Status::Valid) {
+            v.status = Status::Unknown;
+            v.message = format!("{INCOMPLETE}{why}");
+        }
+    }
+    out
+}
+
+/// Folders kept per (trace, property): the first failing runs.
+pub(super) const KEEP: usize = 5;
+
+pub(super) fn run(
+    a: &ProbeArgs,
+    target: &Target,
+    selected: &[&traces::Trace],
+    out: &Path,
+) -> anyhow::Result<i32> {
+    println!(
+        "probe {}: {} ({} traces x {} runs, every wait bounded by {} ms, retention {})",
+        target.name,
+        target.shown(),
+        selected.len(),
+        a.repeat,
+        a.wait_ms(),
+        match target.retention {
+            Retention::Durable => "durable",
+            Retention::Process => "process",
+        }
+    );
+    println!(
+        "note: a real process is not deterministic. Each trace runs {} times and the report gives outcome rates; a failing run's retry command runs its trace again at the same kill delay, it does not replay the same interleaving.",
+        a.repeat
+    );
+    let mut summary = ProbeSummary {
+        format: 1,
+        deterministic: false,
+        agent: target.name.clone(),
+        target: target.clone(),
+        repeat: a.repeat,
+        timeout_ms: a.wait_ms(),
+        traces: selected.iter().map(|t| t.name.to_string()).collect(),
+        table: BTreeMap::new(),
+        windows: BTreeMap::new(),
+        notes: BTreeMap::new(),
+        not_run: BTreeMap::new(),
+        failures: Vec::new(),
+        runs: Vec::new(),
+        exit_code: exit::VALID,
+    };
+    let mut kept: BTreeMap<(String, String), usize> = BTreeMap::new();
+    let mut fatal: Option<String> = None;
+    for t in selected {
+        if let Some(why) = &fatal {
+            summary.not_run.insert(t.name.to_string(), why.clone());
+            continue;
+        }
+        let t0 = crate::wall_clock::now();
+        for run in 0..a.repeat {
+            let (mut o, h, stderr, is_fatal) = run_once(a, target, t, run)?;
+            let failing: Vec<&Verdict> = o
+                .verdicts
+                .iter()
+                .filter(|v| matches!(v.status, Status::Invalid | Status::Unknown))
+                .collect();
+            let keep = a.keep_runs
+                || failing.iter().any(|v| {
+                    kept.get(&(t.name.to_string(), v.property.clone()))
+                        .is_none_or(|n| *n < KEEP)
+                });
+            if keep {
+                for v in &failing {
+                    *kept
+                        .entry((t.name.to_string(), v.property.clone()))
+                        .or_default() += 1;
+                }
+                let dir = format!("{}-run{run}", t.name);
+                write_run(&out.join(&dir), a, target, &o, &h, &stderr)?;
+                o.folder = Some(dir);
+            }
+            for v in &o.verdicts {
+                let c = summary
+                    .table
+                    .entry(t.name.to_string())
+                    .or_default()
+                    .entry(v.property.clone())
+                    .or_default();
+                c.runs += 1;
+                match v.status {
+                    Status::Valid => c.valid += 1,
+                    Status::Finding => {
+                        c.valid += 1;
+                        c.finding += 1
+                    }
+                    Status::Invalid => c.invalid += 1,
+                    Status::Unknown => c.unknown += 1,
+                }
+                if matches!(v.status, Status::Invalid | Status::Unknown) {
+                    let at_ms = v
+                        .witnesses
+                        .first()
+                        .and_then(|i| h.ops.get(*i))
+                        .map(|o| o.time_ms);
+                    summary.failures.push(Failure {
+                        trace: t.name.to_string(),
+                        run,
+                        delay_ms: o.delay_ms,
+                        verdict: v.clone(),
+                        at_ms,
+                        wall_ms: o.wall_ms,
+                        folder: o.folder.clone(),
+                        retry: retry_line(a, target, t.name, o.delay_ms),
+                    });
+                }
+            }
+            for (w, hit) in &o.windows {
+                let e = summary
+                    .windows
+                    .entry(t.name.to_string())
+                    .or_default()
+                    .entry(w.clone())
+                    .or_default();
+                e.0 += u32::from(*hit);
+                e.1 += 1;
+            }
+            for n in o.notes.iter().chain(o.aborted.iter()) {
+                *summary
+                    .notes
+                    .entry(t.name.to_string())
+                    .or_default()
+                    .entry(n.clone())
+                    .or_default() += 1;
+            }
+            summary.runs.push(o);
+            if is_fatal {
+                fatal = summary.runs.last().and_then(|o| o.aborted.clone());
+                break;
+            }
+        }
+        println!(
+            "  {:<22} {} runs in {:.1} s",
+            t.name,
+            summary.runs.iter().filter(|r| r.trace == t.name).count(),
+            t0.elapsed().as_secs_f64()
+        );
+    }
+    let invalid = summary
+        .table
+        .values()
+        .flat_map(|r| r.values())
+        .any(|c| c.invalid > 0);
+    let unknown = summary
+        .table
+        .values()
+        .flat_map(|r| r.values())
+        .any(|c| c.unknown > 0)
+        || !summary.not_run.is_empty();
+    summary.exit_code = if invalid {
+        exit::INVALID
+    } else if unknown {
+        exit::LIVENESS
+    } else {
+        exit::VALID
+    };
+    print!("{}", table_text(&summary));
+    write_atomic(
+        &out.join("summary.json"),
+        &serde_json::to_vec_pretty(&summary)?,
+    )?;
+    write_atomic(&out.join("summary.md"), summary_md(&summary).as_bytes())?;
+    println!(
+        "report: {}  exit {}",
+        out.join("summary.md").display(),
+        summary.exit_code
+    );
+    Ok(summary.exit_code)
+}
