@@ -48,6 +48,7 @@ pub fn builder(plan: &Plan) -> turmoil::Builder {
     b
 }
 
+/// Something the step loop does at a simulated time.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Timed {
     Restart(&'static str),
@@ -58,138 +59,197 @@ enum Timed {
     Fire(usize),
 }
 
+/// A suspend-barrier for one protocol point: how many times the Agent passed it, the faults
+/// waiting for an `nth` pass (nth → fault index), and the barrier itself.
+type PointBarrier = (Rc<Cell<u32>>, BTreeMap<u32, usize>, Barrier<PointHit>);
+
+/// A process-level fault due now: (fault index, action, already logged as fired).
+type Due = (usize, NemesisAction, bool);
+
+/// One run's step loop: the simulation, the ledger, and what the nemesis has in force.
+struct StepLoop<'a> {
+    plan: &'a Plan,
+    ledger: Rc<RefCell<Ledger>>,
+    sim: turmoil::Sim<'a>,
+    /// The Client's next hops: partitions cut the Client from each (every node of a cluster).
+    hops: &'static [&'static str],
+    barriers: Vec<PointBarrier>,
+    timed: Vec<(u64, Timed)>,
+    /// Hosts crashed and not yet restarted.
+    down: Vec<&'static str>,
+    partitioned: bool,
+    store_cut: Option<&'static str>,
+    /// One-way cut in force (true: frames from the Client are lost).
+    oneway: Option<bool>,
+    held: bool,
+    liveness: bool,
+    end_ms: u64,
+}
+
 pub(super) fn run_plan(plan: &Plan, agent: Option<AgentFactory>) -> History {
-    let ledger = Rc::new(RefCell::new(Ledger::new(plan)));
-    let mut sim = builder(plan).build();
-    let ctx = Rc::new(Ctx {
-        ledger: ledger.clone(),
-        plan: plan.clone(),
-        agent,
-    });
-    if plan.cluster() {
-        for &name in plan.agent_hosts() {
-            let c = ctx.clone();
-            sim.host(name, move || hosts::node(c.clone(), name));
+    let mut w = StepLoop::build(plan, agent);
+    let waker = Waker::noop();
+    let mut cx = Context::from_waker(waker);
+    let outcome = loop {
+        let now = w.sim.elapsed().as_millis() as u64;
+        w.ledger.borrow_mut().now_ms = now;
+        if let Err(e) = w.sim.step() {
+            w.ledger.borrow_mut().record(
+                "world",
+                OpType::Info,
+                "error",
+                json!({"error": e.to_string()}),
+            );
+            break "error";
         }
-        let c = ctx.clone();
-        sim.host("store", move || hosts::store(c.clone()));
-    } else {
-        let c = ctx.clone();
-        sim.host("agent", move || hosts::agent(c.clone()));
-    }
-    let c = ctx.clone();
-    sim.host("client", move || hosts::client(c.clone()));
-    if plan.proxy {
-        let c = ctx.clone();
-        sim.host("proxy", move || hosts::proxy(c.clone()));
-    }
-    if plan.watcher {
-        let c = ctx.clone();
-        sim.host("watcher", move || hosts::watcher(c.clone()));
-    }
-    // Partitions cut the Client from its next hop (every node of a cluster).
-    let hops: &[&str] = if plan.proxy {
-        &["proxy"]
-    } else {
-        plan.agent_hosts()
-    };
-    let cut = |sim: &mut turmoil::Sim, on: bool| {
-        for h in hops {
-            if on {
-                sim.partition("client", *h);
-            } else {
-                sim.repair("client", *h);
-            }
+        let now = w.sim.elapsed().as_millis() as u64;
+        w.ledger.borrow_mut().now_ms = now;
+        let mut due = w.points_reached(&mut cx);
+        w.stdio_respawn(now);
+        let queued: Vec<_> = w.ledger.borrow_mut().queue.drain(..).collect();
+        due.extend(queued.into_iter().map(|(i, a)| (i, a, false)));
+        w.timed_events(now, &mut due);
+        for d in due {
+            w.apply(d, now);
+        }
+        if let Some(outcome) = w.phase(now) {
+            break outcome;
         }
     };
+    w.finish(outcome)
+}
 
-    // Crashes at protocol points: one suspend-barrier per point, counting every time the
-    // Agent passes it (a trigger wakes at most one barrier, so one counter per point); the
-    // step loop polls them and crashes the Agent for the fault whose `nth` came up.
-    type PointBarrier = (Rc<Cell<u32>>, BTreeMap<u32, usize>, Barrier<PointHit>);
-    let mut barriers: Vec<PointBarrier> = Vec::new();
-    let mut timed: Vec<(u64, Timed)> = Vec::new();
-    let mut by_point: BTreeMap<&'static str, (Point, BTreeMap<u32, usize>)> = BTreeMap::new();
-    for (i, f) in plan.faults.iter().enumerate() {
-        if let Some(p) = f.on.point {
-            by_point
-                .entry(p.as_str())
-                .or_insert((p, BTreeMap::new()))
-                .1
-                .entry(f.on.nth)
-                .or_insert(i);
-        } else if let Some(at) = f.on.at_ms {
-            timed.push((at, Timed::Fire(i)));
-        }
-    }
-    for (_, (p, nths)) in by_point {
-        let seen = Rc::new(Cell::new(0u32));
-        let (c, wanted) = (seen.clone(), nths.keys().copied().collect::<Vec<_>>());
-        let b = Barrier::build(Reaction::Suspend, move |h: &PointHit| {
-            if h.0 != p {
-                return false;
-            }
-            c.set(c.get() + 1);
-            wanted.contains(&c.get())
+impl<'a> StepLoop<'a> {
+    /// Build the world: one turmoil host per process of the plan, and the nemesis's
+    /// protocol-point barriers and timed faults.
+    fn build(plan: &'a Plan, agent: Option<AgentFactory>) -> StepLoop<'a> {
+        let ledger = Rc::new(RefCell::new(Ledger::new(plan)));
+        let mut sim = builder(plan).build();
+        let ctx = Rc::new(Ctx {
+            ledger: ledger.clone(),
+            plan: plan.clone(),
+            agent,
         });
-        barriers.push((seen, nths, b));
+        if plan.cluster() {
+            for &name in plan.agent_hosts() {
+                let c = ctx.clone();
+                sim.host(name, move || hosts::node(c.clone(), name));
+            }
+            let c = ctx.clone();
+            sim.host("store", move || hosts::store(c.clone()));
+        } else {
+            let c = ctx.clone();
+            sim.host("agent", move || hosts::agent(c.clone()));
+        }
+        let c = ctx.clone();
+        sim.host("client", move || hosts::client(c.clone()));
+        if plan.proxy {
+            let c = ctx.clone();
+            sim.host("proxy", move || hosts::proxy(c.clone()));
+        }
+        if plan.watcher {
+            let c = ctx.clone();
+            sim.host("watcher", move || hosts::watcher(c.clone()));
+        }
+        // Partitions cut the Client from its next hop (every node of a cluster).
+        let hops: &'static [&'static str] = if plan.proxy {
+            &["proxy"]
+        } else {
+            plan.agent_hosts()
+        };
+
+        // Crashes at protocol points: one suspend-barrier per point, counting every time the
+        // Agent passes it (a trigger wakes at most one barrier, so one counter per point); the
+        // step loop polls them and crashes the Agent for the fault whose `nth` came up.
+        let mut barriers: Vec<PointBarrier> = Vec::new();
+        let mut timed: Vec<(u64, Timed)> = Vec::new();
+        let mut by_point: BTreeMap<&'static str, (Point, BTreeMap<u32, usize>)> = BTreeMap::new();
+        for (i, f) in plan.faults.iter().enumerate() {
+            if let Some(p) = f.on.point {
+                by_point
+                    .entry(p.as_str())
+                    .or_insert((p, BTreeMap::new()))
+                    .1
+                    .entry(f.on.nth)
+                    .or_insert(i);
+            } else if let Some(at) = f.on.at_ms {
+                timed.push((at, Timed::Fire(i)));
+            }
+        }
+        for (_, (p, nths)) in by_point {
+            let seen = Rc::new(Cell::new(0u32));
+            let (c, wanted) = (seen.clone(), nths.keys().copied().collect::<Vec<_>>());
+            let b = Barrier::build(Reaction::Suspend, move |h: &PointHit| {
+                if h.0 != p {
+                    return false;
+                }
+                c.set(c.get() + 1);
+                wanted.contains(&c.get())
+            });
+            barriers.push((seen, nths, b));
+        }
+        StepLoop {
+            plan,
+            ledger,
+            sim,
+            hops,
+            barriers,
+            timed,
+            down: Vec::new(),
+            partitioned: false,
+            store_cut: None,
+            oneway: None,
+            held: false,
+            liveness: false,
+            end_ms: plan.safety_ms + plan.liveness_ms,
+        }
     }
 
-    let mut down: Vec<&'static str> = Vec::new();
-    let mut partitioned = false;
-    let mut store_cut: Option<&'static str> = None;
-    // One-way cut in force (true: frames from the Client are lost), and held links.
-    let mut oneway: Option<bool> = None;
-    let mut held = false;
-    let cut_oneway = |sim: &mut turmoil::Sim, from_client: bool, on: bool| {
-        for h in hops {
+    /// Cut (or repair) the Client from its next hops, both ways.
+    fn cut(&mut self, on: bool) {
+        for h in self.hops {
+            if on {
+                self.sim.partition("client", *h);
+            } else {
+                self.sim.repair("client", *h);
+            }
+        }
+    }
+
+    /// Cut (or repair) one direction between the Client and its next hops.
+    fn cut_oneway(&mut self, from_client: bool, on: bool) {
+        for h in self.hops {
             let (a, b) = if from_client {
                 ("client", *h)
             } else {
                 (*h, "client")
             };
             if on {
-                sim.partition_oneway(a, b);
+                self.sim.partition_oneway(a, b);
             } else {
-                sim.repair_oneway(a, b);
+                self.sim.repair_oneway(a, b);
             }
         }
-    };
-    let hold = |sim: &mut turmoil::Sim, on: bool| {
-        for h in hops {
-            if on {
-                sim.hold("client", *h);
-            } else {
-                sim.release("client", *h);
-            }
-        }
-    };
-    let mut liveness = false;
-    let mut end_ms = plan.safety_ms + plan.liveness_ms;
-    let waker = Waker::noop();
-    let mut cx = Context::from_waker(waker);
-    let mut outcome = "bound";
-    loop {
-        let now = sim.elapsed().as_millis() as u64;
-        ledger.borrow_mut().now_ms = now;
-        if let Err(e) = sim.step() {
-            ledger.borrow_mut().record(
-                "world",
-                OpType::Info,
-                "error",
-                json!({"error": e.to_string()}),
-            );
-            outcome = "error";
-            break;
-        }
-        let now = sim.elapsed().as_millis() as u64;
-        ledger.borrow_mut().now_ms = now;
+    }
 
-        // (fault index, action, already logged as fired)
-        let mut actions: Vec<(usize, NemesisAction, bool)> = Vec::new();
-        barriers.retain_mut(|(seen, nths, b)| {
+    /// Hold (or release) every frame between the Client and its next hops.
+    fn hold(&mut self, on: bool) {
+        for h in self.hops {
+            if on {
+                self.sim.hold("client", *h);
+            } else {
+                self.sim.release("client", *h);
+            }
+        }
+    }
+
+    /// The crashes due because a host reached a protocol point an armed fault waits for.
+    fn points_reached(&mut self, cx: &mut Context<'_>) -> Vec<Due> {
+        let (plan, ledger) = (self.plan, &self.ledger);
+        let mut due: Vec<Due> = Vec::new();
+        self.barriers.retain_mut(|(seen, nths, b)| {
             let mut fut = std::pin::pin!(b.wait());
-            if let Poll::Ready(Some(hit)) = fut.as_mut().poll(&mut cx) {
+            if let Poll::Ready(Some(hit)) = fut.as_mut().poll(cx) {
                 if let Some(i) = nths.remove(&seen.get()) {
                     ledger
                         .borrow_mut()
@@ -208,39 +268,46 @@ pub(super) fn run_plan(plan: &Plan, agent: Option<AgentFactory>) -> History {
                         }
                         other => other,
                     };
-                    actions.push((i, a, true));
+                    due.push((i, a, true));
                 }
                 // The suspended task dies with the crash below; the handle is dropped here.
             }
             !nths.is_empty()
         });
-        if std::mem::take(&mut ledger.borrow_mut().stdio_exit) && !down.contains(&"agent") {
-            // Stdio: the Agent process exited with its pipe; the Client starts a new one (a
-            // transport fact, not a fault: also after heal).
-            sim.crash("agent");
-            ledger.borrow_mut().on_crash("agent");
-            if let Some(i) = ledger.borrow_mut().idle.get_mut("agent") {
+        due
+    }
+
+    /// Stdio: the Agent process exited with its pipe; the Client starts a new one (a
+    /// transport fact, not a fault: also after heal).
+    fn stdio_respawn(&mut self, now: u64) {
+        if std::mem::take(&mut self.ledger.borrow_mut().stdio_exit) && !self.down.contains(&"agent")
+        {
+            self.sim.crash("agent");
+            self.ledger.borrow_mut().on_crash("agent");
+            if let Some(i) = self.ledger.borrow_mut().idle.get_mut("agent") {
                 *i = true;
             }
-            ledger.borrow_mut().record(
+            self.ledger.borrow_mut().record(
                 "client",
                 OpType::Info,
                 "respawn-agent",
                 json!({"after_ms": 5}),
             );
-            down.push("agent");
-            timed.push((now + 5, Timed::Restart("agent")));
+            self.down.push("agent");
+            self.timed.push((now + 5, Timed::Restart("agent")));
         }
-        let queued: Vec<_> = ledger.borrow_mut().queue.drain(..).collect();
-        actions.extend(queued.into_iter().map(|(i, a)| (i, a, false)));
-        timed.sort_by_key(|t| t.0);
-        while timed.first().is_some_and(|t| t.0 <= now) {
-            let (_, t) = timed.remove(0);
+    }
+
+    /// Carry out what is due by `now` (restarts, heals, releases); timed faults join `due`.
+    fn timed_events(&mut self, now: u64, due: &mut Vec<Due>) {
+        self.timed.sort_by_key(|t| t.0);
+        while self.timed.first().is_some_and(|t| t.0 <= now) {
+            let (_, t) = self.timed.remove(0);
             match t {
                 Timed::Restart(h) => {
-                    sim.bounce(h);
-                    down.retain(|d| *d != h);
-                    ledger.borrow_mut().record(
+                    self.sim.bounce(h);
+                    self.down.retain(|d| *d != h);
+                    self.ledger.borrow_mut().record(
                         "nemesis",
                         OpType::Info,
                         "restart",
@@ -248,10 +315,10 @@ pub(super) fn run_plan(plan: &Plan, agent: Option<AgentFactory>) -> History {
                     );
                 }
                 Timed::HealOneway => {
-                    if let Some(from_client) = oneway.take() {
-                        cut_oneway(&mut sim, from_client, false);
+                    if let Some(from_client) = self.oneway.take() {
+                        self.cut_oneway(from_client, false);
                     }
-                    ledger.borrow_mut().record(
+                    self.ledger.borrow_mut().record(
                         "nemesis",
                         OpType::Info,
                         "heal-partition",
@@ -259,16 +326,16 @@ pub(super) fn run_plan(plan: &Plan, agent: Option<AgentFactory>) -> History {
                     );
                 }
                 Timed::Release => {
-                    hold(&mut sim, false);
-                    held = false;
-                    ledger
+                    self.hold(false);
+                    self.held = false;
+                    self.ledger
                         .borrow_mut()
                         .record("nemesis", OpType::Info, "release", json!({}));
                 }
                 Timed::HealStore(node) => {
-                    sim.repair("store", node);
-                    store_cut = None;
-                    ledger.borrow_mut().record(
+                    self.sim.repair("store", node);
+                    self.store_cut = None;
+                    self.ledger.borrow_mut().record(
                         "nemesis",
                         OpType::Info,
                         "heal-partition",
@@ -276,9 +343,9 @@ pub(super) fn run_plan(plan: &Plan, agent: Option<AgentFactory>) -> History {
                     );
                 }
                 Timed::Heal => {
-                    cut(&mut sim, false);
-                    partitioned = false;
-                    ledger.borrow_mut().record(
+                    self.cut(false);
+                    self.partitioned = false;
+                    self.ledger.borrow_mut().record(
                         "nemesis",
                         OpType::Info,
                         "heal-partition",
@@ -286,202 +353,224 @@ pub(super) fn run_plan(plan: &Plan, agent: Option<AgentFactory>) -> History {
                     );
                 }
                 Timed::Fire(i) => {
-                    if let Some(a) = NemesisAction::of(&plan.faults[i]) {
-                        actions.push((i, a, false));
+                    if let Some(a) = NemesisAction::of(&self.plan.faults[i]) {
+                        due.push((i, a, false));
                     }
                 }
             }
         }
-        for (i, a, logged) in actions {
-            if liveness {
-                continue;
-            }
-            if !logged {
-                if !ledger.borrow().may_fire(i) {
-                    continue;
-                }
-                ledger.borrow_mut().fire(i, json!({}));
-            }
-            // "The Agent" of a cluster is the node serving the Client.
-            let a = match a {
-                NemesisAction::Crash {
-                    host: "agent",
-                    restart_after_ms,
-                } if plan.cluster() => NemesisAction::Crash {
-                    host: ledger.borrow().serving,
-                    restart_after_ms,
-                },
-                other => other,
-            };
-            match a {
-                NemesisAction::Crash {
-                    host,
-                    restart_after_ms,
-                } if !down.contains(&host)
-                    && (host != "proxy" || plan.proxy)
-                    && (host != "store" || plan.cluster()) =>
-                {
-                    sim.crash(host);
-                    down.push(host);
-                    ledger.borrow_mut().on_crash(host);
-                    if let Some(i) = ledger.borrow_mut().idle.get_mut(host) {
-                        // A crashed Agent does no work; its restart recovers an idle model.
-                        *i = true;
-                    }
-                    ledger.borrow_mut().record(
-                        "nemesis",
-                        OpType::Info,
-                        "crash",
-                        json!({"host": host}),
-                    );
-                    timed.push((now + restart_after_ms, Timed::Restart(host)));
-                }
-                NemesisAction::Partition { heal_after_ms }
-                    if !partitioned && oneway.is_none() && !held =>
-                {
-                    cut(&mut sim, true);
-                    partitioned = true;
-                    ledger.borrow_mut().record(
-                        "nemesis",
-                        OpType::Info,
-                        "partition",
-                        json!({"between": ["client", hops]}),
-                    );
-                    timed.push((now + heal_after_ms, Timed::Heal));
-                }
-                // turmoil 0.7.2 cannot hold a link that is cut one way, nor the reverse.
-                NemesisAction::PartitionOneway {
-                    from_client,
-                    heal_after_ms,
-                } if oneway.is_none() && !held && !partitioned => {
-                    cut_oneway(&mut sim, from_client, true);
-                    oneway = Some(from_client);
-                    ledger.borrow_mut().record(
-                        "nemesis",
-                        OpType::Info,
-                        "partition",
-                        json!({"oneway": if from_client { "client-to-agent" } else { "agent-to-client" }, "hops": hops}),
-                    );
-                    timed.push((now + heal_after_ms, Timed::HealOneway));
-                }
-                NemesisAction::Hold { release_after_ms }
-                    if oneway.is_none() && !held && !partitioned =>
-                {
-                    hold(&mut sim, true);
-                    held = true;
-                    ledger.borrow_mut().record(
-                        "nemesis",
-                        OpType::Info,
-                        "hold",
-                        json!({"between": ["client", hops]}),
-                    );
-                    timed.push((now + release_after_ms, Timed::Release));
-                }
-                NemesisAction::PartitionStore { heal_after_ms }
-                    if plan.cluster() && store_cut.is_none() =>
-                {
-                    let node = ledger.borrow().serving;
-                    sim.partition("store", node);
-                    store_cut = Some(node);
-                    ledger.borrow_mut().record(
-                        "nemesis",
-                        OpType::Info,
-                        "partition",
-                        json!({"between": ["store", node]}),
-                    );
-                    timed.push((now + heal_after_ms, Timed::HealStore(node)));
-                }
-                _ => {}
-            }
-        }
+    }
 
+    /// Apply one due fault (safety phase only): crash a host, partition, cut one way, hold,
+    /// or cut the store from the serving node, and schedule its restart or heal.
+    fn apply(&mut self, (i, a, logged): Due, now: u64) {
+        let plan = self.plan;
+        if self.liveness {
+            return;
+        }
+        if !logged {
+            if !self.ledger.borrow().may_fire(i) {
+                return;
+            }
+            self.ledger.borrow_mut().fire(i, json!({}));
+        }
+        // "The Agent" of a cluster is the node serving the Client.
+        let a = match a {
+            NemesisAction::Crash {
+                host: "agent",
+                restart_after_ms,
+            } if plan.cluster() => NemesisAction::Crash {
+                host: self.ledger.borrow().serving,
+                restart_after_ms,
+            },
+            other => other,
+        };
+        let (partitioned, oneway, held) = (self.partitioned, self.oneway, self.held);
+        match a {
+            NemesisAction::Crash {
+                host,
+                restart_after_ms,
+            } if !self.down.contains(&host)
+                && (host != "proxy" || plan.proxy)
+                && (host != "store" || plan.cluster()) =>
+            {
+                self.sim.crash(host);
+                self.down.push(host);
+                self.ledger.borrow_mut().on_crash(host);
+                if let Some(i) = self.ledger.borrow_mut().idle.get_mut(host) {
+                    // A crashed Agent does no work; its restart recovers an idle model.
+                    *i = true;
+                }
+                self.ledger.borrow_mut().record(
+                    "nemesis",
+                    OpType::Info,
+                    "crash",
+                    json!({"host": host}),
+                );
+                self.timed
+                    .push((now + restart_after_ms, Timed::Restart(host)));
+            }
+            NemesisAction::Partition { heal_after_ms }
+                if !partitioned && oneway.is_none() && !held =>
+            {
+                self.cut(true);
+                self.partitioned = true;
+                self.ledger.borrow_mut().record(
+                    "nemesis",
+                    OpType::Info,
+                    "partition",
+                    json!({"between": ["client", self.hops]}),
+                );
+                self.timed.push((now + heal_after_ms, Timed::Heal));
+            }
+            // turmoil 0.7.2 cannot hold a link that is cut one way, nor the reverse.
+            NemesisAction::PartitionOneway {
+                from_client,
+                heal_after_ms,
+            } if oneway.is_none() && !held && !partitioned => {
+                self.cut_oneway(from_client, true);
+                self.oneway = Some(from_client);
+                self.ledger.borrow_mut().record(
+                    "nemesis",
+                    OpType::Info,
+                    "partition",
+                    json!({"oneway": if from_client { "client-to-agent" } else { "agent-to-client" }, "hops": self.hops}),
+                );
+                self.timed.push((now + heal_after_ms, Timed::HealOneway));
+            }
+            NemesisAction::Hold { release_after_ms }
+                if oneway.is_none() && !held && !partitioned =>
+            {
+                self.hold(true);
+                self.held = true;
+                self.ledger.borrow_mut().record(
+                    "nemesis",
+                    OpType::Info,
+                    "hold",
+                    json!({"between": ["client", self.hops]}),
+                );
+                self.timed.push((now + release_after_ms, Timed::Release));
+            }
+            NemesisAction::PartitionStore { heal_after_ms }
+                if plan.cluster() && self.store_cut.is_none() =>
+            {
+                let node = self.ledger.borrow().serving;
+                self.sim.partition("store", node);
+                self.store_cut = Some(node);
+                self.ledger.borrow_mut().record(
+                    "nemesis",
+                    OpType::Info,
+                    "partition",
+                    json!({"between": ["store", node]}),
+                );
+                self.timed
+                    .push((now + heal_after_ms, Timed::HealStore(node)));
+            }
+            _ => {}
+        }
+    }
+
+    /// After the step's faults: in the safety phase, heal once its time is up or everything is
+    /// quiet with nothing left to come; in the liveness phase, end the run when it is quiet
+    /// (`quiescent`) or at its bound (`bound`).
+    fn phase(&mut self, now: u64) -> Option<&'static str> {
         let quiet = {
-            let l = ledger.borrow();
-            down.is_empty()
+            let l = self.ledger.borrow();
+            self.down.is_empty()
                 && l.delivered == l.workload.len()
                 && l.client_pending.is_empty()
                 && l.agents_idle()
                 && l.outstanding.is_empty()
                 && l.queued.is_empty()
         };
-        if !liveness {
-            let nothing_left = timed.is_empty()
-                && !partitioned
-                && store_cut.is_none()
-                && oneway.is_none()
-                && !held
-                && down.is_empty();
-            if now >= plan.safety_ms || (quiet && nothing_left) {
-                // Heal: stop the nemesis, repair the network, restart what is down.
-                liveness = true;
-                barriers.clear();
-                ledger.borrow_mut().disarm();
-                if partitioned {
-                    cut(&mut sim, false);
-                    partitioned = false;
-                }
-                if let Some(node) = store_cut.take() {
-                    sim.repair("store", node);
-                }
-                if let Some(from_client) = oneway.take() {
-                    cut_oneway(&mut sim, from_client, false);
-                }
-                if std::mem::take(&mut held) {
-                    hold(&mut sim, false);
-                }
-                for h in std::mem::take(&mut down) {
-                    sim.bounce(h);
-                    ledger.borrow_mut().record(
-                        "nemesis",
-                        OpType::Info,
-                        "restart",
-                        json!({"host": h}),
-                    );
-                }
-                timed.clear();
-                let applied = ledger.borrow().applied();
-                ledger
-                    .borrow_mut()
-                    .record("nemesis", OpType::Info, "heal", applied);
-                ledger.borrow_mut().record(
-                    "world",
-                    OpType::Info,
-                    "phase",
-                    json!({"phase": "liveness"}),
-                );
-                end_ms = now + plan.liveness_ms;
+        if !self.liveness {
+            let nothing_left = self.timed.is_empty()
+                && !self.partitioned
+                && self.store_cut.is_none()
+                && self.oneway.is_none()
+                && !self.held
+                && self.down.is_empty();
+            if now >= self.plan.safety_ms || (quiet && nothing_left) {
+                self.heal(now);
             }
+            None
         } else if quiet {
-            outcome = "quiescent";
-            break;
-        } else if now >= end_ms {
-            break;
+            Some("quiescent")
+        } else if now >= self.end_ms {
+            Some("bound")
+        } else {
+            None
         }
     }
-    let mut l = ledger.borrow_mut();
-    let pending = l.client_pending.clone();
-    l.record(
-        "client",
-        OpType::Info,
-        "pending-at-end",
-        json!({"submissions": pending}),
-    );
-    let undelivered = l.workload.len() - l.delivered;
-    l.record(
-        "world",
-        OpType::Info,
-        "end",
-        json!({"outcome": outcome, "undelivered": undelivered}),
-    );
-    let header = json!({
-        "format": FORMAT,
-        "scenario": plan.scenario,
-        "seed": plan.seed,
-        "mutant": plan.mutant,
-        "plan": plan,
-    });
-    History {
-        header,
-        ops: std::mem::take(&mut l.ops),
+
+    /// Heal: stop the nemesis, repair the network, restart what is down, and start the
+    /// liveness phase.
+    fn heal(&mut self, now: u64) {
+        self.liveness = true;
+        self.barriers.clear();
+        self.ledger.borrow_mut().disarm();
+        if self.partitioned {
+            self.cut(false);
+            self.partitioned = false;
+        }
+        if let Some(node) = self.store_cut.take() {
+            self.sim.repair("store", node);
+        }
+        if let Some(from_client) = self.oneway.take() {
+            self.cut_oneway(from_client, false);
+        }
+        if std::mem::take(&mut self.held) {
+            self.hold(false);
+        }
+        for h in std::mem::take(&mut self.down) {
+            self.sim.bounce(h);
+            self.ledger
+                .borrow_mut()
+                .record("nemesis", OpType::Info, "restart", json!({"host": h}));
+        }
+        self.timed.clear();
+        let applied = self.ledger.borrow().applied();
+        self.ledger
+            .borrow_mut()
+            .record("nemesis", OpType::Info, "heal", applied);
+        self.ledger.borrow_mut().record(
+            "world",
+            OpType::Info,
+            "phase",
+            json!({"phase": "liveness"}),
+        );
+        self.end_ms = now + self.plan.liveness_ms;
+    }
+
+    /// The run is over: log what the Client still held and how it ended, and hand back the
+    /// history with its header.
+    fn finish(self, outcome: &str) -> History {
+        let plan = self.plan;
+        let mut l = self.ledger.borrow_mut();
+        let pending = l.client_pending.clone();
+        l.record(
+            "client",
+            OpType::Info,
+            "pending-at-end",
+            json!({"submissions": pending}),
+        );
+        let undelivered = l.workload.len() - l.delivered;
+        l.record(
+            "world",
+            OpType::Info,
+            "end",
+            json!({"outcome": outcome, "undelivered": undelivered}),
+        );
+        let header = json!({
+            "format": FORMAT,
+            "scenario": plan.scenario,
+            "seed": plan.seed,
+            "mutant": plan.mutant,
+            "plan": plan,
+        });
+        History {
+            header,
+            ops: std::mem::take(&mut l.ops),
+        }
     }
 }
