@@ -134,205 +134,31 @@ pub struct Facts<'a> {
 }
 
 impl<'a> Facts<'a> {
-    /// Extract the facts.
+    /// Extract the facts: one pass over the ops ([`Scan`]), then when each insertion was lost.
     pub fn of(h: &'a History) -> Facts<'a> {
-        let mut attempts: BTreeMap<(u64, String), u64> = BTreeMap::new();
-        let mut inserts: Vec<Insert> = Vec::new();
-        let mut by_mid: BTreeMap<String, usize> = BTreeMap::new();
-        let mut submissions = BTreeMap::new();
-        let mut acks = BTreeMap::new();
-        let mut surfaced = BTreeMap::new();
-        let mut pending_at_end = BTreeSet::new();
-        let mut recoveries = Vec::new();
-        let mut unreported: BTreeSet<usize> = BTreeSet::new();
-        let mut attempt_keys: BTreeMap<u64, BTreeSet<String>> = BTreeMap::new();
-        let mut sent_keys: BTreeMap<(u64, String), Option<String>> = BTreeMap::new();
-        let mut withdrawn = BTreeMap::new();
-        let mut turns: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
-        let mut tool_effects: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
-        // Which connections each session is active on, for A11's forgetting of live-only keys.
-        let mut active: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
-        let mut live_pending: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-        fn forget_if_inactive(
-            sid: &str,
-            at: usize,
-            active: &BTreeMap<String, BTreeSet<u64>>,
-            inserts: &mut [Insert],
-            live_pending: &mut BTreeMap<String, Vec<usize>>,
-        ) {
-            if active.get(sid).is_none_or(|s| s.is_empty()) {
-                for i in live_pending.remove(sid).unwrap_or_default() {
-                    inserts[i].forgotten_at.get_or_insert(at);
-                }
-            }
-        }
+        let mut scan = Scan::default();
         for op in &h.ops {
-            let v = &op.value;
-            match (op.process.as_str(), op.f.as_str()) {
-                ("user", "submit") => {
-                    if let Some(n) = v["submission"].as_u64() {
-                        submissions.insert(n, op.index);
-                    }
-                }
-                ("client", "attempt") => {
-                    if let (Some(c), Some(s)) = (v["conn"].as_u64(), v["submission"].as_u64()) {
-                        attempts.insert((c, v["id"].to_string()), s);
-                        sent_keys.insert(
-                            (c, v["id"].to_string()),
-                            v["key"].as_str().map(str::to_string),
-                        );
-                        if let Some(k) = v["key"].as_str() {
-                            attempt_keys.entry(s).or_default().insert(k.to_string());
-                        }
-                    }
-                }
-                ("proxy", "forward") if v["method"] == "session/prompt" => {
-                    // The proxy rewrote the id: the Agent's (conn, id) is the same attempt.
-                    let up = (v["up_conn"].as_u64().unwrap_or(0), v["up_id"].to_string());
-                    let down = (
-                        v["down_conn"].as_u64().unwrap_or(0),
-                        v["down_id"].to_string(),
-                    );
-                    if let Some(&s) = attempts.get(&up) {
-                        attempts.insert(down.clone(), s);
-                    }
-                    if let Some(k) = sent_keys.get(&up).cloned() {
-                        sent_keys.insert(down, k);
-                    }
-                }
-                ("client", "withdrawn") => {
-                    if let Some(n) = v["submission"].as_u64() {
-                        withdrawn.insert(n, op.index);
-                    }
-                }
-                ("client", "ack") => {
-                    if let Some(n) = v["submission"].as_u64() {
-                        acks.insert(
-                            n,
-                            (
-                                op.index,
-                                v["messageId"].as_str().unwrap_or_default().to_string(),
-                            ),
-                        );
-                    }
-                }
-                ("client", "surface") => {
-                    if let Some(n) = v["submission"].as_u64() {
-                        surfaced.insert(n, op.index);
-                    }
-                }
-                ("client", "pending-at-end") => {
-                    pending_at_end = v["submissions"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .filter_map(Value::as_u64)
-                        .collect();
-                }
-                ("agent", "activate") => {
-                    if let (Some(sid), Some(c)) = (v["session"].as_str(), v["conn"].as_u64()) {
-                        active.entry(sid.to_string()).or_default().insert(c);
-                    }
-                }
-                ("agent", "deactivate") => {
-                    if let (Some(sid), Some(c)) = (v["session"].as_str(), v["conn"].as_u64()) {
-                        active.entry(sid.to_string()).or_default().remove(&c);
-                        forget_if_inactive(sid, op.index, &active, &mut inserts, &mut live_pending);
-                    }
-                }
-                ("agent", "conn-end") => {
-                    if let Some(c) = v["conn"].as_u64() {
-                        let sids: Vec<String> = active
-                            .iter()
-                            .filter(|(_, cs)| cs.contains(&c))
-                            .map(|(s, _)| s.clone())
-                            .collect();
-                        for sid in sids {
-                            active.entry(sid.clone()).or_default().remove(&c);
-                            forget_if_inactive(
-                                &sid,
-                                op.index,
-                                &active,
-                                &mut inserts,
-                                &mut live_pending,
-                            );
-                        }
-                    }
-                }
-                ("agent", "tool-effect") => {
-                    if let Some(&i) = v["messageId"].as_str().and_then(|m| by_mid.get(m)) {
-                        tool_effects.entry(i).or_default().push(op.index);
-                    }
-                }
-                ("agent", "insert") => {
-                    let mid = v["messageId"].as_str().unwrap_or_default().to_string();
-                    let live_only = v["live_only"] == true;
-                    if live_only {
-                        let sid = v["session"].as_str().unwrap_or_default().to_string();
-                        live_pending.entry(sid).or_default().push(inserts.len());
-                    }
-                    let submission = v["conn"]
-                        .as_u64()
-                        .and_then(|c| attempts.get(&(c, v["id"].to_string())).copied());
-                    by_mid.insert(mid.clone(), inserts.len());
-                    let sent_key = v["conn"]
-                        .as_u64()
-                        .and_then(|c| sent_keys.get(&(c, v["id"].to_string())).cloned());
-                    inserts.push(Insert {
-                        sent_key,
-                        op: op.index,
-                        session: v["session"].as_str().unwrap_or_default().to_string(),
-                        message_id: mid,
-                        key: v["key"].as_str().map(str::to_string),
-                        submission,
-                        took_effect: None,
-                        live_only,
-                        lost_at: None,
-                        forgotten_at: None,
-                    });
-                }
-                ("agent", "durable") | ("agent", "visible") => {
-                    if let Some(&i) = v["messageId"].as_str().and_then(|m| by_mid.get(m)) {
-                        inserts[i].took_effect.get_or_insert(op.index);
-                    }
-                }
-                ("agent", "turn-start") => {
-                    if let Some(&i) = v["messageId"].as_str().and_then(|m| by_mid.get(m)) {
-                        turns.entry(i).or_default().push(op.index);
-                    }
-                }
-                ("agent", "recover") => {
-                    // A restart: the session is active nowhere any more.
-                    for cs in active.values_mut() {
-                        cs.clear();
-                    }
-                    for (_, idx) in std::mem::take(&mut live_pending) {
-                        for i in idx {
-                            inserts[i].forgotten_at.get_or_insert(op.index);
-                        }
-                    }
-                    let mut m = BTreeMap::new();
-                    if let Some(o) = v["retained"].as_object() {
-                        for (sid, ids) in o {
-                            let set = ids
-                                .as_array()
-                                .into_iter()
-                                .flatten()
-                                .filter_map(|x| x.as_str().map(str::to_string))
-                                .collect();
-                            m.insert(sid.clone(), set);
-                        }
-                    }
-                    if !v["retained"].is_object() {
-                        // A user Agent that does not report what it kept (`AgentModel::retained`
-                        // left at its default): assume it kept everything.
-                        unreported.insert(op.index);
-                    }
-                    recoveries.push((op.index, m));
-                }
-                _ => {}
+            if op.process == "agent" {
+                scan.agent_op(op);
+            } else {
+                scan.other_op(op);
             }
         }
+        let Scan {
+            attempts,
+            mut inserts,
+            submissions,
+            acks,
+            surfaced,
+            pending_at_end,
+            recoveries,
+            unreported,
+            attempt_keys,
+            withdrawn,
+            turns,
+            tool_effects,
+            ..
+        } = scan;
         // When did each insertion get lost? The first restart after it took effect whose
         // recovery does not have it.
         for i in inserts.iter_mut() {
@@ -434,6 +260,220 @@ impl<'a> Facts<'a> {
             Class::Unacknowledged
         } else {
             Class::Lost
+        }
+    }
+}
+
+/// The working state of [`Facts::of`]'s pass over the ops.
+#[derive(Default)]
+struct Scan {
+    attempts: BTreeMap<(u64, String), u64>,
+    inserts: Vec<Insert>,
+    by_mid: BTreeMap<String, usize>,
+    submissions: BTreeMap<u64, usize>,
+    acks: BTreeMap<u64, (usize, String)>,
+    surfaced: BTreeMap<u64, usize>,
+    pending_at_end: BTreeSet<u64>,
+    recoveries: Vec<(usize, BTreeMap<String, BTreeSet<String>>)>,
+    unreported: BTreeSet<usize>,
+    attempt_keys: BTreeMap<u64, BTreeSet<String>>,
+    sent_keys: BTreeMap<(u64, String), Option<String>>,
+    withdrawn: BTreeMap<u64, usize>,
+    turns: BTreeMap<usize, Vec<usize>>,
+    tool_effects: BTreeMap<usize, Vec<usize>>,
+    /// Which connections each session is active on, for A11's forgetting of live-only keys.
+    active: BTreeMap<String, BTreeSet<u64>>,
+    live_pending: BTreeMap<String, Vec<usize>>,
+}
+
+impl Scan {
+    /// A user, Client or proxy op: submissions, attempts (also through a proxy's rewrite), acks,
+    /// surfaced and withdrawn inputs, what was pending at the end.
+    fn other_op(&mut self, op: &Op) {
+        let v = &op.value;
+        match (op.process.as_str(), op.f.as_str()) {
+            ("user", "submit") => {
+                if let Some(n) = v["submission"].as_u64() {
+                    self.submissions.insert(n, op.index);
+                }
+            }
+            ("client", "attempt") => {
+                if let (Some(c), Some(s)) = (v["conn"].as_u64(), v["submission"].as_u64()) {
+                    self.attempts.insert((c, v["id"].to_string()), s);
+                    self.sent_keys.insert(
+                        (c, v["id"].to_string()),
+                        v["key"].as_str().map(str::to_string),
+                    );
+                    if let Some(k) = v["key"].as_str() {
+                        self.attempt_keys
+                            .entry(s)
+                            .or_default()
+                            .insert(k.to_string());
+                    }
+                }
+            }
+            ("proxy", "forward") if v["method"] == "session/prompt" => {
+                // The proxy rewrote the id: the Agent's (conn, id) is the same attempt.
+                let up = (v["up_conn"].as_u64().unwrap_or(0), v["up_id"].to_string());
+                let down = (
+                    v["down_conn"].as_u64().unwrap_or(0),
+                    v["down_id"].to_string(),
+                );
+                if let Some(&s) = self.attempts.get(&up) {
+                    self.attempts.insert(down.clone(), s);
+                }
+                if let Some(k) = self.sent_keys.get(&up).cloned() {
+                    self.sent_keys.insert(down, k);
+                }
+            }
+            ("client", "withdrawn") => {
+                if let Some(n) = v["submission"].as_u64() {
+                    self.withdrawn.insert(n, op.index);
+                }
+            }
+            ("client", "ack") => {
+                if let Some(n) = v["submission"].as_u64() {
+                    self.acks.insert(
+                        n,
+                        (
+                            op.index,
+                            v["messageId"].as_str().unwrap_or_default().to_string(),
+                        ),
+                    );
+                }
+            }
+            ("client", "surface") => {
+                if let Some(n) = v["submission"].as_u64() {
+                    self.surfaced.insert(n, op.index);
+                }
+            }
+            ("client", "pending-at-end") => {
+                self.pending_at_end = v["submissions"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_u64)
+                    .collect();
+            }
+            _ => {}
+        }
+    }
+
+    /// An Agent op: activations, insertions and when they took effect, turns and tool effects,
+    /// recoveries.
+    fn agent_op(&mut self, op: &Op) {
+        let v = &op.value;
+        match (op.process.as_str(), op.f.as_str()) {
+            ("agent", "activate") => {
+                if let (Some(sid), Some(c)) = (v["session"].as_str(), v["conn"].as_u64()) {
+                    self.active.entry(sid.to_string()).or_default().insert(c);
+                }
+            }
+            ("agent", "deactivate") => {
+                if let (Some(sid), Some(c)) = (v["session"].as_str(), v["conn"].as_u64()) {
+                    self.active.entry(sid.to_string()).or_default().remove(&c);
+                    self.forget_if_inactive(sid, op.index);
+                }
+            }
+            ("agent", "conn-end") => {
+                if let Some(c) = v["conn"].as_u64() {
+                    let sids: Vec<String> = self
+                        .active
+                        .iter()
+                        .filter(|(_, cs)| cs.contains(&c))
+                        .map(|(s, _)| s.clone())
+                        .collect();
+                    for sid in sids {
+                        self.active.entry(sid.clone()).or_default().remove(&c);
+                        self.forget_if_inactive(&sid, op.index);
+                    }
+                }
+            }
+            ("agent", "tool-effect") => {
+                if let Some(&i) = v["messageId"].as_str().and_then(|m| self.by_mid.get(m)) {
+                    self.tool_effects.entry(i).or_default().push(op.index);
+                }
+            }
+            ("agent", "insert") => {
+                let mid = v["messageId"].as_str().unwrap_or_default().to_string();
+                let live_only = v["live_only"] == true;
+                if live_only {
+                    let sid = v["session"].as_str().unwrap_or_default().to_string();
+                    self.live_pending
+                        .entry(sid)
+                        .or_default()
+                        .push(self.inserts.len());
+                }
+                let submission = v["conn"]
+                    .as_u64()
+                    .and_then(|c| self.attempts.get(&(c, v["id"].to_string())).copied());
+                self.by_mid.insert(mid.clone(), self.inserts.len());
+                let sent_key = v["conn"]
+                    .as_u64()
+                    .and_then(|c| self.sent_keys.get(&(c, v["id"].to_string())).cloned());
+                self.inserts.push(Insert {
+                    sent_key,
+                    op: op.index,
+                    session: v["session"].as_str().unwrap_or_default().to_string(),
+                    message_id: mid,
+                    key: v["key"].as_str().map(str::to_string),
+                    submission,
+                    took_effect: None,
+                    live_only,
+                    lost_at: None,
+                    forgotten_at: None,
+                });
+            }
+            ("agent", "durable") | ("agent", "visible") => {
+                if let Some(&i) = v["messageId"].as_str().and_then(|m| self.by_mid.get(m)) {
+                    self.inserts[i].took_effect.get_or_insert(op.index);
+                }
+            }
+            ("agent", "turn-start") => {
+                if let Some(&i) = v["messageId"].as_str().and_then(|m| self.by_mid.get(m)) {
+                    self.turns.entry(i).or_default().push(op.index);
+                }
+            }
+            ("agent", "recover") => {
+                // A restart: the session is self.active nowhere any more.
+                for cs in self.active.values_mut() {
+                    cs.clear();
+                }
+                for (_, idx) in std::mem::take(&mut self.live_pending) {
+                    for i in idx {
+                        self.inserts[i].forgotten_at.get_or_insert(op.index);
+                    }
+                }
+                let mut m = BTreeMap::new();
+                if let Some(o) = v["retained"].as_object() {
+                    for (sid, ids) in o {
+                        let set = ids
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .filter_map(|x| x.as_str().map(str::to_string))
+                            .collect();
+                        m.insert(sid.clone(), set);
+                    }
+                }
+                if !v["retained"].is_object() {
+                    // A user Agent that does not report what it kept (`AgentModel::retained`
+                    // left at its default): assume it kept everything.
+                    self.unreported.insert(op.index);
+                }
+                self.recoveries.push((op.index, m));
+            }
+
+            _ => {}
+        }
+    }
+
+    /// A session became active on no connection: its live-only keys may be forgotten (A11).
+    fn forget_if_inactive(&mut self, sid: &str, at: usize) {
+        if self.active.get(sid).is_none_or(|s| s.is_empty()) {
+            for i in self.live_pending.remove(sid).unwrap_or_default() {
+                self.inserts[i].forgotten_at.get_or_insert(at);
+            }
         }
     }
 }
