@@ -27,6 +27,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::action::{effect, Action, ConnId};
+use crate::methods::{self, RetryClass};
 use crate::rpc::{self, code, Frame};
 
 /// What the driver feeds a Client.
@@ -764,7 +765,7 @@ impl SpecClient {
                 // Mutant: resent as is, without a key (C9).
                 out.push(effect(
                     "sdk-resend",
-                    json!({"submission": s, "method": "session/prompt", "class": "keyed", "key": null}),
+                    json!({"submission": s, "method": "session/prompt", "class": methods::class_of("session/prompt").as_str(), "key": null}),
                 ));
                 self.attempt(s, out);
             } else if p.key.is_none() && p.attempts > 0 {
@@ -772,7 +773,7 @@ impl SpecClient {
                 // twice, so the user decides.
                 out.push(effect(
                     "not-resent",
-                    json!({"submission": s, "method": "session/prompt", "class": "keyed", "why": "no key"}),
+                    json!({"submission": s, "method": "session/prompt", "class": methods::class_of("session/prompt").as_str(), "why": "no key"}),
                 ));
                 self.surface(
                     s,
@@ -791,14 +792,19 @@ impl SpecClient {
     /// goes to the application.
     fn sdk_retry_decisions(&mut self, c: &Conn, out: &mut Vec<Action>) {
         for r in c.reqs.values() {
-            let (method, class, resent) = match r {
-                Req::Initialize => ("initialize", "idempotent", true),
-                Req::Resume { .. } => ("session/resume", "idempotent", true),
-                Req::NewSession { .. } => ("session/new", "duplicating", false),
-                Req::Fork { .. } => ("session/fork", "duplicating", false),
-                Req::Close { .. } => ("session/close", "idempotent", true),
-                Req::List => ("session/list", "idempotent", true),
-                Req::Prompt { submission } => {
+            let method = match r {
+                Req::Initialize => "initialize",
+                Req::Resume { .. } => "session/resume",
+                Req::NewSession { .. } => "session/new",
+                Req::Fork { .. } => "session/fork",
+                Req::Close { .. } => "session/close",
+                Req::List => "session/list",
+                Req::Prompt { .. } => "session/prompt",
+            };
+            let class = methods::class_of(method);
+            let resent = match (class, r) {
+                (RetryClass::Idempotent, _) => true,
+                (RetryClass::Keyed, Req::Prompt { submission }) => {
                     let keyed = self
                         .pending
                         .get(submission)
@@ -807,11 +813,15 @@ impl SpecClient {
                         // Logged by `ready` when it resends.
                         continue;
                     }
-                    ("session/prompt", "keyed", keyed)
+                    keyed
                 }
+                _ => false,
             };
             let f = if resent { "sdk-resend" } else { "not-resent" };
-            out.push(effect(f, json!({"method": method, "class": class})));
+            out.push(effect(
+                f,
+                json!({"method": method, "class": class.as_str()}),
+            ));
             if let Req::NewSession { slot } = r {
                 // The application decides to create the session again (a new request, not a
                 // resend: the lost one may have created a session nobody uses).
@@ -1076,7 +1086,7 @@ impl ClientModel for SpecClient {
                             // resend could insert it twice, so the user decides (C8).
                             out.push(effect(
                                 "not-resent",
-                                json!({"submission": submission, "method": "session/prompt", "class": "keyed", "why": "no key"}),
+                                json!({"submission": submission, "method": "session/prompt", "class": methods::class_of("session/prompt").as_str(), "why": "no key"}),
                             ));
                             self.surface(
                                 submission,

@@ -16,6 +16,7 @@ pub mod action;
 pub mod agent;
 pub mod client;
 pub mod cluster;
+pub mod methods;
 pub mod mutant;
 pub mod proxy;
 pub mod rpc;
@@ -30,4 +31,5 @@ pub use agent::{
 pub use client::{
     ClientConfig, ClientInput, ClientKind, ClientModel, ClientMutant, KeyScheme, SpecClient,
 };
+pub use methods::RetryClass;
 pub use mutant::{Mutant, Party, MUTANTS};

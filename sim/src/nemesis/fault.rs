@@ -5,7 +5,9 @@
 use acp_chaos_models::Point;
 use serde::{Deserialize, Serialize};
 
-use super::trigger::{Side, Trigger, METHODS};
+use acp_chaos_models::methods;
+
+use super::trigger::{Side, Trigger};
 
 /// The kinds of fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -186,10 +188,12 @@ impl FaultSpec {
             );
         }
         if let Some(m) = &t.method {
-            if !METHODS.contains(&m.as_str()) {
+            // A frame trigger names a request the Client sends (methods::requests()).
+            if !methods::get(m).is_some_and(|x| !x.notification) {
+                let known: Vec<&str> = methods::requests().map(|x| x.name).collect();
                 return Some(format!(
                     "on.method`: unknown method `{m}` (known: {})",
-                    METHODS.join(", ")
+                    known.join(", ")
                 ));
             }
         }

@@ -38,20 +38,6 @@ pub struct Trigger {
     pub nth: u32,
 }
 
-/// Methods a frame trigger may name (the Client's requests and their responses).
-pub const METHODS: &[&str] = &[
-    "initialize",
-    "session/new",
-    "session/resume",
-    "session/prompt",
-    "session/fork",
-    "session/list",
-    "session/close",
-    "session/delete",
-    "session/status",
-    "session/set_config_option",
-];
-
 fn one() -> u32 {
     1
 }

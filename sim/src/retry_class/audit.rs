@@ -5,24 +5,11 @@
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use crate::models::methods::{self, RetryClass};
 use crate::models::rpc;
 use crate::models::{
     Action, AgentConfig, AgentInput, AgentModel, Design, DuringTurn, HeldOnDisconnect, ModelAgent,
 };
-
-/// A retry class (RULES.md; the proposal's names were lost, these are the working names).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Class {
-    /// Send again as is; the answer is current state.
-    Idempotent,
-    /// Send again only with the same key.
-    Keyed,
-    /// A repeat creates another (cheap, unused) resource.
-    Duplicating,
-    /// Never sent again automatically.
-    NotResent,
-}
 
 /// One row of the audit.
 #[derive(Debug, Clone, Serialize)]
@@ -30,7 +17,7 @@ pub struct Row {
     /// Method name.
     pub method: &'static str,
     /// Its class.
-    pub class: Class,
+    pub class: RetryClass,
     /// True when RULES.md infers the class (the proposal's table was lost); false when the
     /// proposal states it.
     pub inferred: bool,
@@ -123,73 +110,30 @@ pub fn audit() -> Vec<Row> {
         p
     };
     type Params = fn(&str) -> Value;
-    let methods: Vec<(&'static str, Class, bool, bool, Params)> = vec![
-        (
-            "session/new",
-            Class::Duplicating,
-            false,
-            false,
-            |_| json!({"cwd": "/w"}),
-        ),
-        (
-            "session/fork",
-            Class::Duplicating,
-            false,
-            false,
-            |s| json!({"sessionId": s, "cwd": "/w"}),
-        ),
-        (
-            "session/list",
-            Class::Idempotent,
-            true,
-            false,
-            |_| json!({}),
-        ),
-        (
-            "session/resume",
-            Class::Idempotent,
-            false,
-            false,
-            |s| json!({"sessionId": s, "cwd": "/w"}),
-        ),
-        (
-            "session/status",
-            Class::Idempotent,
-            true,
-            false,
-            |s| json!({"sessionId": s}),
-        ),
+    let methods: Vec<(&'static str, Params)> = vec![
+        ("session/new", |_| json!({"cwd": "/w"})),
+        ("session/fork", |s| json!({"sessionId": s, "cwd": "/w"})),
+        ("session/list", |_| json!({})),
+        ("session/resume", |s| json!({"sessionId": s, "cwd": "/w"})),
+        ("session/status", |s| json!({"sessionId": s})),
         (
             "session/set_config_option",
-            Class::Idempotent,
-            true,
-            false,
             |s| json!({"sessionId": s, "configId": "autosave", "type": "boolean", "value": true}),
         ),
-        (
-            "session/close",
-            Class::Idempotent,
-            false,
-            false,
-            |s| json!({"sessionId": s}),
-        ),
-        (
-            "session/delete",
-            Class::Idempotent,
-            false,
-            false,
-            |s| json!({"sessionId": s}),
-        ),
+        ("session/close", |s| json!({"sessionId": s})),
+        ("session/delete", |s| json!({"sessionId": s})),
     ];
     let mut rows = Vec::new();
-    for (method, class, inferred, notification, params) in methods {
+    for (method, params) in methods {
+        let m = methods::info(method);
+        let (class, inferred) = (m.class, m.inferred);
         let (mut a, sid) = agent();
         let p = params(&sid);
-        let first = send(&mut a, 10, method, &p, notification);
-        let second = send(&mut a, 11, method, &p, notification);
+        let first = send(&mut a, 10, method, &p, m.notification);
+        let second = send(&mut a, 11, method, &p, m.notification);
         let same = first.answer == second.answer;
         let (repeat, consistent) = match class {
-            Class::Idempotent => {
+            RetryClass::Idempotent => {
                 let changed = !second.state_changes.is_empty();
                 let text = match (same, changed) {
                     (true, false) => "same answer, nothing changed".to_string(),
@@ -202,7 +146,7 @@ pub fn audit() -> Vec<Row> {
                 };
                 (text, same && !changed)
             }
-            Class::Duplicating => {
+            RetryClass::Duplicating => {
                 let new = !same && second.state_changes.iter().any(|c| c.starts_with("stored"));
                 (
                     format!(
@@ -212,7 +156,7 @@ pub fn audit() -> Vec<Row> {
                     new,
                 )
             }
-            Class::NotResent | Class::Keyed => unreachable!("those rows are built below"),
+            RetryClass::NotResent | RetryClass::Keyed => unreachable!("those rows are built below"),
         };
         rows.push(Row {
             method,
@@ -236,10 +180,11 @@ pub fn audit() -> Vec<Row> {
         let first = send(&mut a, 10, "initialize", &p, false);
         let second = send(&mut a, 11, "initialize", &p, false);
         let ok = first.answer == second.answer && second.state_changes.is_empty();
+        let m = methods::info("initialize");
         rows.push(Row {
-            method: "initialize",
-            class: Class::Idempotent,
-            inferred: true,
+            method: m.name,
+            class: m.class,
+            inferred: m.inferred,
             repeat: "before any other request on a new connection: same answer, nothing changed"
                 .into(),
             consistent: ok,
@@ -279,10 +224,11 @@ pub fn audit() -> Vec<Row> {
         );
         let harmed = fresh.state_changes.iter().any(|c| c == "turn-start")
             && late.state_changes.iter().any(|c| c == "turn-end");
+        let m = methods::info("session/cancel");
         rows.push(Row {
-            method: "session/cancel",
-            class: Class::NotResent,
-            inferred: true,
+            method: m.name,
+            class: m.class,
+            inferred: m.inferred,
             repeat: if harmed {
                 "a late repeat cancelled the work of the next prompt, which the user did not mean to stop".into()
             } else {
@@ -325,10 +271,11 @@ pub fn audit() -> Vec<Row> {
         );
         let ok =
             first.state_changes.iter().any(|c| c == "withdraw") && second.state_changes.is_empty();
+        let m = methods::info("$/cancel_request");
         rows.push(Row {
-            method: "$/cancel_request",
-            class: Class::NotResent,
-            inferred: true,
+            method: m.name,
+            class: m.class,
+            inferred: m.inferred,
             repeat: if ok {
                 "the first withdrew the held prompt; the repeat names an answered id and is ignored"
                     .into()
@@ -355,10 +302,11 @@ pub fn audit() -> Vec<Row> {
         false,
     );
     let keyed_ok = k1.answer == k2.answer && !k2.state_changes.iter().any(|c| c == "insert");
+    let m = methods::info("session/prompt");
     rows.push(Row {
-        method: "session/prompt",
-        class: Class::Keyed,
-        inferred: false,
+        method: m.name,
+        class: m.class,
+        inferred: m.inferred,
         repeat: format!(
             "with the same key: {} (same messageId, no insertion: {keyed_ok})",
             if keyed_ok {
@@ -380,7 +328,8 @@ pub fn audit() -> Vec<Row> {
             .any(|x| matches!(x, Action::Effect(e) if e.f == "insert"));
     rows.push(Row {
         method: "session/prompt (no key)",
-        class: Class::NotResent,
+        // Not a method of the table: what an unkeyed prompt's class amounts to (K1, C9).
+        class: RetryClass::NotResent,
         inferred: false,
         repeat: "a second user message and a second round of work".into(),
         consistent: second_inserted,
@@ -426,10 +375,13 @@ mod tests {
         }
         let dup: Vec<_> = rows
             .iter()
-            .filter(|r| r.class == Class::Duplicating)
+            .filter(|r| r.class == RetryClass::Duplicating)
             .map(|r| r.method)
             .collect();
         assert_eq!(dup, vec!["session/new", "session/fork"]);
-        assert_eq!(rows.iter().filter(|r| r.class == Class::Keyed).count(), 1);
+        assert_eq!(
+            rows.iter().filter(|r| r.class == RetryClass::Keyed).count(),
+            1
+        );
     }
 }

@@ -42,7 +42,7 @@ pub use table::table_text;
 pub use verdict::{ClassSummary, Example, Verdict};
 
 use crate::models::AgentMutant;
-use crate::retry_class::audit::Class;
+use crate::models::RetryClass;
 use verdict::verdict;
 use world::World;
 
@@ -145,7 +145,7 @@ pub struct Cell {
     /// The method.
     pub method: Method,
     /// Its class.
-    pub class: Class,
+    pub class: RetryClass,
     /// Whether RULES.md infers the class.
     pub inferred: bool,
     /// The fault.
@@ -284,10 +284,10 @@ pub fn run(spec: &Spec) -> Matrix {
         .map(|m| verdict(m, &cells, spec))
         .collect();
     let classes = [
-        Class::Idempotent,
-        Class::Keyed,
-        Class::Duplicating,
-        Class::NotResent,
+        RetryClass::Idempotent,
+        RetryClass::Keyed,
+        RetryClass::Duplicating,
+        RetryClass::NotResent,
     ]
     .into_iter()
     .filter(|c| verdicts.iter().any(|v| v.class == *c))

@@ -1,8 +1,8 @@
 //! The matrix's axes: every method with its retry class, the faults, the Client policies,
 //! the outcomes, and what each seed varies.
 
+use crate::models::methods::{self, RetryClass};
 use crate::models::{Design, DuringTurn, HeldOnDisconnect, WorkOnDisconnect};
-use crate::retry_class::audit::Class;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
@@ -51,7 +51,7 @@ pub enum Method {
 
 impl Method {
     /// The wire name.
-    pub fn as_str(self) -> &'static str {
+    pub const fn as_str(self) -> &'static str {
         match self {
             Method::Initialize => "initialize",
             Method::New => "session/new",
@@ -89,43 +89,35 @@ pub struct MethodClass {
     /// The method.
     pub method: Method,
     /// Its retry class (RULES.md "Retry classes").
-    pub class: Class,
+    pub class: RetryClass,
     /// True when RULES.md infers the class; false when the proposal states it. Same as the
     /// audit's table (a test keeps them in step).
     pub inferred: bool,
 }
 
-/// The methods of the matrix, in table order, with their classes as in [`crate::retry_class::audit`].
+/// The methods of the matrix, in table order, with their classes from the one methods table
+/// ([`crate::models::methods`]).
 pub const METHODS: [MethodClass; 12] = [
-    mc(Method::Initialize, Class::Idempotent, true),
-    mc(Method::New, Class::Duplicating, false),
-    mc(Method::Fork, Class::Duplicating, false),
-    mc(Method::Prompt, Class::Keyed, false),
-    mc(Method::Resume, Class::Idempotent, false),
-    mc(Method::Close, Class::Idempotent, false),
-    mc(Method::Delete, Class::Idempotent, false),
-    mc(Method::List, Class::Idempotent, true),
-    mc(Method::SetConfigOption, Class::Idempotent, true),
-    mc(Method::Status, Class::Idempotent, true),
-    mc(Method::Cancel, Class::NotResent, true),
-    mc(Method::CancelRequest, Class::NotResent, true),
+    mc(Method::Initialize),
+    mc(Method::New),
+    mc(Method::Fork),
+    mc(Method::Prompt),
+    mc(Method::Resume),
+    mc(Method::Close),
+    mc(Method::Delete),
+    mc(Method::List),
+    mc(Method::SetConfigOption),
+    mc(Method::Status),
+    mc(Method::Cancel),
+    mc(Method::CancelRequest),
 ];
 
-const fn mc(method: Method, class: Class, inferred: bool) -> MethodClass {
+pub(super) const fn mc(method: Method) -> MethodClass {
+    let m = methods::info(method.as_str());
     MethodClass {
         method,
-        class,
-        inferred,
-    }
-}
-
-/// The class's kebab-case name.
-pub fn class_name(c: Class) -> &'static str {
-    match c {
-        Class::Idempotent => "idempotent",
-        Class::Keyed => "keyed",
-        Class::Duplicating => "duplicating",
-        Class::NotResent => "not-resent",
+        class: m.class,
+        inferred: m.inferred,
     }
 }
 

@@ -45,7 +45,7 @@ pub fn table_text(mx: &Matrix) -> String {
         s.push_str(&format!(
             "  {:<26} {:<12} {:<8} {:<9} {}: {}\n",
             v.method.as_str(),
-            class_name(v.class),
+            v.class.as_str(),
             if v.inferred { "inferred" } else { "stated" },
             if v.confirmed { "confirmed" } else { "REFUTED" },
             v.claim,
@@ -70,7 +70,7 @@ pub fn table_text(mx: &Matrix) -> String {
         let names = |ms: &[Method]| ms.iter().map(|m| m.as_str()).collect::<Vec<_>>().join(" ");
         s.push_str(&format!(
             "class {:<12} {}: stated [{}] inferred [{}]{}{}\n",
-            class_name(c.class),
+            c.class.as_str(),
             if c.confirmed { "confirmed" } else { "REFUTED" },
             names(&c.stated),
             names(&c.inferred),

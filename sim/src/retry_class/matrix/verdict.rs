@@ -2,7 +2,7 @@
 
 use super::space::*;
 use super::*;
-use crate::retry_class::audit::Class;
+use crate::models::RetryClass;
 use serde::Serialize;
 
 /// A seed that shows a verdict, and the command that shows it.
@@ -26,7 +26,7 @@ pub struct Verdict {
     /// The method.
     pub method: Method,
     /// Its class.
-    pub class: Class,
+    pub class: RetryClass,
     /// Whether RULES.md infers the class.
     pub inferred: bool,
     /// What the class claims, as the matrix tests it.
@@ -46,7 +46,7 @@ pub struct Verdict {
 #[derive(Debug, Clone, Serialize)]
 pub struct ClassSummary {
     /// The class.
-    pub class: Class,
+    pub class: RetryClass,
     /// Every method of the class confirmed.
     pub confirmed: bool,
     /// Methods whose class the proposal states.
@@ -91,7 +91,7 @@ pub(super) fn verdict(m: &MethodClass, cells: &[Cell], spec: &Spec) -> Verdict {
         .filter(|f| *f != Fault::DuplicatedLate)
         .collect();
     let (claim, confirmed, evidence, ex) = match m.class {
-        Class::Idempotent => {
+        RetryClass::Idempotent => {
             let cs = run_cells(Policy::ResendAsIs, &not_late);
             let dup = sum(&cs, Outcome::DuplicateEffect);
             let late = of(Fault::DuplicatedLate, Policy::ResendAsIs);
@@ -122,7 +122,7 @@ pub(super) fn verdict(m: &MethodClass, cells: &[Cell], spec: &Spec) -> Verdict {
                 ex,
             )
         }
-        Class::Keyed => {
+        RetryClass::Keyed => {
             let keyed = run_cells(Policy::ResendWithKey, &Fault::ALL);
             let bare = run_cells(Policy::ResendAsIs, &Fault::ALL);
             let kdup = sum(&keyed, Outcome::DuplicateEffect);
@@ -161,7 +161,7 @@ pub(super) fn verdict(m: &MethodClass, cells: &[Cell], spec: &Spec) -> Verdict {
                 ex,
             )
         }
-        Class::Duplicating => {
+        RetryClass::Duplicating => {
             let rl = of(Fault::ResponseLost, Policy::ResendAsIs);
             let quiet: Vec<Fault> = Fault::ALL
                 .into_iter()
@@ -183,7 +183,7 @@ pub(super) fn verdict(m: &MethodClass, cells: &[Cell], spec: &Spec) -> Verdict {
                     .or_else(|| example(rl, Outcome::Ok, spec)),
             )
         }
-        Class::NotResent if m.method == Method::Cancel => {
+        RetryClass::NotResent if m.method == Method::Cancel => {
             let late: Vec<&Cell> = Policy::ALL
                 .into_iter()
                 .map(|p| of(Fault::DuplicatedLate, p))
@@ -218,7 +218,7 @@ pub(super) fn verdict(m: &MethodClass, cells: &[Cell], spec: &Spec) -> Verdict {
                 ex,
             )
         }
-        Class::NotResent => {
+        RetryClass::NotResent => {
             let all: Vec<&Cell> = Policy::ALL
                 .into_iter()
                 .flat_map(|p| run_cells(p, &Fault::ALL))
@@ -247,7 +247,7 @@ pub(super) fn verdict(m: &MethodClass, cells: &[Cell], spec: &Spec) -> Verdict {
     };
     // Keyed: rerun the example seed with the key, to show the key is what makes the difference.
     let contrast = match (m.class, &ex) {
-        (Class::Keyed, Some(e)) if e.policy == Policy::ResendAsIs => {
+        (RetryClass::Keyed, Some(e)) if e.policy == Policy::ResendAsIs => {
             let r = run_one(
                 m.method,
                 e.fault,

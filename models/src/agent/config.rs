@@ -1,0 +1,218 @@
+//! What distinguishes one model Agent from another: its [`Design`] (and the [`Retention`] it
+//! declares), the policies the proposal leaves open (O1 [`HeldOnDisconnect`], O2
+//! [`WorkOnDisconnect`], O4 [`DuringTurn`]), its [`AgentMutant`] if any, and the timing of its
+//! turns ([`AgentConfig`]).
+
+use serde::{Deserialize, Serialize};
+
+/// What the design promises to keep (RULES.md "Retention").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Retention {
+    /// Keeps every message whose insertion took effect, across restarts.
+    Durable,
+    /// Keeps messages while its process lives.
+    Process,
+}
+
+/// An Agent design.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Design {
+    /// Keys and sessions in memory: a stdio agent whose restart loses everything.
+    InMemory,
+    /// Stored sessions: key and message in one fsynced record.
+    Stored,
+    /// An adapter over a runtime store it does not control (derived ids, lazy runtime sync).
+    Adapter,
+    /// A node of a remote Agent: N nodes share one store host (insert-if-absent, A13).
+    Cluster,
+}
+
+impl Design {
+    /// Every design, for `acp-chaos list`.
+    pub const ALL: [Design; 4] = [
+        Design::InMemory,
+        Design::Stored,
+        Design::Adapter,
+        Design::Cluster,
+    ];
+
+    /// The retention the design declares.
+    pub fn retention(self) -> Retention {
+        match self {
+            Design::Stored | Design::Cluster => Retention::Durable,
+            Design::InMemory | Design::Adapter => Retention::Process,
+        }
+    }
+
+    /// Name used in scenario files and `--agent`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Design::InMemory => "in-memory",
+            Design::Stored => "stored",
+            Design::Adapter => "adapter",
+            Design::Cluster => "cluster",
+        }
+    }
+
+    /// One line for `acp-chaos list`.
+    pub fn summary(self) -> &'static str {
+        match self {
+            Design::InMemory => "process retention: sessions and keys in memory; a restart loses them (resume gets -32002)",
+            Design::Stored => "durable retention: key + message in one fsynced record before the echo, response or work (A10 A13 D1)",
+            Design::Adapter => "process retention: runtime keeps messages under UUIDv5(sessionId, key), synced at turn end; id set filled from history after restart",
+            Design::Cluster => "durable retention: N nodes, one store host; insert-if-absent at the store; requests and retries routed to any node (A13 A2)",
+        }
+    }
+}
+
+/// O1: held prompts when their connection ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HeldOnDisconnect {
+    /// Keep the held prompt; it is inserted in turn and a retry gets its outcome.
+    Keep,
+    /// Drop it; a waiting retry becomes the submission (A7), otherwise a retry is new.
+    Drop,
+}
+
+/// O2: foreground work when its connection ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorkOnDisconnect {
+    /// The turn runs to its end.
+    Continue,
+    /// The turn is cancelled (`stopReason: cancelled`).
+    Cancel,
+}
+
+/// O4: prompts that arrive during a running turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DuringTurn {
+    /// Hold until the running turn ends.
+    Hold,
+    /// Insert into the running turn (steering); no new turn starts.
+    Steer,
+}
+
+/// Agent mutants: each a small named difference from the correct model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AgentMutant {
+    /// Ignores `idempotencyKey`: every attempt inserts. Breaks A1/A4 (P1, Agent at fault).
+    NoDedup,
+    /// Writes message and key without `sync_all`: a crash loses an acknowledged message and the
+    /// retry inserts it again. Breaks D1/A10 (P11 and P1, Agent at fault).
+    RecordUnsynced,
+    /// A failure after insertion is answered with an error (`-32603`) instead of the
+    /// `messageId`. Breaks A3/A2 (P4, Agent at fault).
+    ErrorAfterInsert,
+    /// `$/cancel_request` withdraws the prompt but answers only the attempt it named, leaving
+    /// the key's other pending attempts unanswered. Breaks A5 (P6, Agent at fault).
+    CancelAnswersOne,
+    /// Echoes the key in the `user_message` update's `_meta`. Breaks A8 (P8, Agent at fault).
+    KeyInUpdates,
+    /// Adapter trusts only its in-memory id set after a restart (never reads the history).
+    /// Breaks A10 (P1, Agent at fault).
+    AdapterNoHistoryFill,
+    /// Cluster node keeps key records in its own memory: a retry routed to another node (or
+    /// after a restart) inserts again. Breaks A13/A10 (P1, Agent at fault).
+    ClusterNodeLocalKeys,
+    /// Cluster node reads "key absent" from the store, then inserts in a second step: two nodes
+    /// handling attempts of one key at once both insert. Breaks A4/A13 (P1, Agent at fault).
+    ClusterCheckThenInsert,
+    /// Cluster node whose store write timed out answers the prompt with an error although the
+    /// store may have applied it. Breaks A2 (P4, Agent at fault).
+    ClusterErrorOnStoreTimeout,
+    /// `session/close` drops the held prompts without answering them (A15 says `-32800`).
+    /// Breaks A15 (P7, Agent at fault).
+    CloseForgetsHeld,
+    /// A malformed `idempotencyKey` (`""`, 256+ characters, a number, ...) is dropped and the
+    /// prompt handled as unkeyed. Breaks K3 (P5, Agent at fault).
+    InvalidKeyAsOmitted,
+    /// Key records are looked up in every session, not only the prompt's own: the same key
+    /// string in another session (or a fork) is answered with that session's messageId.
+    /// Breaks A9 (P9, Agent at fault).
+    KeysAcrossSessions,
+    /// `session/cancel` also withdraws the next prompt that arrives for the session. Breaks A6
+    /// (P6, Agent at fault).
+    StopCancelsLater,
+    /// `stored`: the key is recorded (synced) when the prompt arrives, before it is inserted;
+    /// after a crash in between, a retry finds the record and is answered with a messageId no
+    /// message has. Breaks A12 (P2, Agent at fault).
+    KeyRecordedOnArrival,
+    /// A locally handled command's key is forgotten as soon as it is answered, while its
+    /// session is still active: a retry of the command runs it again. Breaks A11 (P1, Agent).
+    ForgetsLiveWhileActive,
+    /// A retry that arrives while the original is held is answered at once with `-32603`
+    /// ("in progress") instead of waiting for the original's outcome. Breaks A7 (P3, Agent).
+    HeldRetryErrors,
+    /// Key records are kept per connection: a retry on another connection (after a reconnect
+    /// or a restart) does not find its key and inserts again. Breaks A10 (P1, Agent).
+    KeysPerConnection,
+    /// `stored`: the message and its key are written in two steps (message, then key); a crash
+    /// between them keeps the message without its key, and the retry inserts it again.
+    /// Breaks A13 (P1, Agent at fault).
+    TwoStepWrite,
+    /// `session/cancel` stops the running turn but leaves earlier held prompts queued: they are
+    /// inserted after the cancel. Breaks A6 (P6, Agent at fault).
+    CancelSkipsHeld,
+    /// `$/cancel_request` withdraws the held prompt and answers none of its attempts. Breaks
+    /// A5 (P7, Agent at fault).
+    CancelAnswersNone,
+    /// Duplicates are detected by (session, JSON-RPC id) instead of (session, key): a new
+    /// prompt that happens to reuse an id on another connection gets the old messageId.
+    /// Breaks A1/A4 (P3, Agent at fault).
+    DedupById,
+    /// `session/resume` of a session still active on another connection is refused
+    /// (`-32603`, "attached elsewhere") instead of synchronizing it again. Breaks the
+    /// idempotent class of `session/resume` (P10, Agent at fault).
+    ResumeActiveErrors,
+}
+
+/// Settings of a model Agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentConfig {
+    /// The design.
+    pub design: Design,
+    /// O1 policy.
+    pub o1: HeldOnDisconnect,
+    /// O2 policy.
+    pub o2: WorkOnDisconnect,
+    /// O4 policy.
+    pub o4: DuringTurn,
+    /// Shortest simulated turn, in ms.
+    pub turn_ms_min: u64,
+    /// Longest simulated turn, in ms.
+    pub turn_ms_max: u64,
+    /// Chance that a turn makes a tool call with a side effect (counted in the ledger).
+    pub tool_rate: f64,
+    /// Chance that a tool call first asks the Client with `session/request_permission`.
+    pub permission_rate: f64,
+    /// The mutant, if any.
+    pub mutant: Option<AgentMutant>,
+}
+
+impl AgentConfig {
+    /// A config with the given design and policies and no tools, for tests.
+    pub fn simple(
+        design: Design,
+        o1: HeldOnDisconnect,
+        o4: DuringTurn,
+        mutant: Option<AgentMutant>,
+    ) -> AgentConfig {
+        AgentConfig {
+            design,
+            o1,
+            o2: WorkOnDisconnect::Continue,
+            o4,
+            turn_ms_min: 10,
+            turn_ms_max: 10,
+            tool_rate: 0.0,
+            permission_rate: 0.0,
+            mutant,
+        }
+    }
+}

@@ -1,0 +1,784 @@
+//! The model Agents and their mutants.
+//!
+//! A sans-IO state machine: [`AgentModel::handle`] takes one [`AgentInput`] and appends
+//! [`Action`]s. One protocol core serves every design; a [`Design`] differs from another only
+//! where the proposal says designs differ: where sessions and keys live and when they are
+//! durable.
+//!
+//! - `stored` (`durable`): key and message in one framed record, synced before the insertion
+//!   becomes visible (A10, A13, D1).
+//! - `in-memory` (`process`): nothing on disk; a restart loses every session.
+//! - `adapter` (`process`): the proposal's "Adapter validation" design over a runtime store it
+//!   does not control: the runtime keeps user messages under an id the adapter picks
+//!   (`UUIDv5(sessionId, key)`), never keys, and persists lazily (synced at turn end); the
+//!   adapter finds retries in its pending prompts and in an in-memory id set that it fills from
+//!   the runtime's history once, on the first keyed prompt after a restart.
+//! - `cluster` (`durable`): one node of a remote Agent. Sessions, key records and which logical
+//!   connection has which session active live in the store host ([`crate::cluster`]), never in
+//!   the node (A13). Before each request the node loads the store's view; an insertion is one
+//!   insert-if-absent at the store. A node that cannot learn whether its store write applied
+//!   sends it again until it knows, never answering with an error (A2).
+
+mod config;
+mod prompt;
+mod session;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use agent_client_protocol_schema::v2::{
+    self, AgentCapabilities, ClientNotification, ClientRequest, Implementation, InitializeResponse,
+    NewSessionResponse, SessionCapabilities, SessionUpdate, UpdateSessionNotification,
+};
+use agent_client_protocol_schema::ProtocolVersion;
+use indexmap::IndexMap;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::action::{effect, Action, ConnId, Point};
+use crate::rpc::{self, code, Frame};
+
+pub use config::{
+    AgentConfig, AgentMutant, Design, DuringTurn, HeldOnDisconnect, Retention, WorkOnDisconnect,
+};
+
+/// What the driver feeds an Agent.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AgentInput {
+    /// A Client connected.
+    Connected(ConnId),
+    /// One line arrived on a connection.
+    Frame(ConnId, String),
+    /// The connection ended (EOF, reset or heartbeat timeout).
+    Disconnected(ConnId),
+    /// A timer set with [`Action::Timer`] fired.
+    Timer(u64),
+    /// Nemesis: reject the next `session/prompt` with a transient `-32603`, inserting nothing.
+    InjectTransientError,
+    /// Cluster node: the connection belongs to this logical connection (remote transport).
+    Logical(ConnId, String),
+    /// Cluster node: the store's view (the `load` reply), given before each request.
+    StoreSnapshot(Value),
+    /// Cluster node: the reply to [`Action::Store`] `req`, `None` if none came in time.
+    StoreReply {
+        /// The op's number.
+        req: u64,
+        /// The store's reply.
+        reply: Option<Value>,
+    },
+}
+
+/// A sans-IO Agent. Implement this to plug your own Agent design into the simulator
+/// (`acp_chaos::world::run_with` runs one; the `acp-chaos` crate docs show a whole example).
+///
+/// The driver feeds [`AgentInput`]s and runs the [`Action`]s pushed to `out`, in order:
+/// [`Action::Send`] writes a JSON-RPC line, [`Action::Persist`] appends a record to the
+/// simulated disk (only `sync: true` survives a crash; the records come back at the next start),
+/// [`Action::Point`] lets the nemesis crash the process there, and [`Action::Effect`] reports
+/// ground truth to the history. The checkers read these effects of an Agent (each a JSON
+/// object; `conn` and `id` are the attempt's connection and JSON-RPC id, as received):
+///
+/// - `insert` `{session, messageId, key, conn, id, mode: "direct", live_only: false}`: a user
+///   message was inserted (P1 counts these per submission);
+/// - `durable` or `visible` `{session, messageId}`: the insertion took effect (synced, or
+///   shown); an insertion that never took effect (a crash came first) is not a duplicate;
+/// - `dedup-hit` `{session, key, messageId, conn, id}`: a retry was answered with the messageId
+///   recorded for its key;
+/// - `reject` `{conn, id, code}` (with `transient: true` for an injected
+///   [`AgentInput::InjectTransientError`]): a prompt was refused before insertion.
+pub trait AgentModel {
+    /// Handle one input; push the actions to run, in order.
+    fn handle(&mut self, input: AgentInput, out: &mut Vec<Action>);
+    /// No foreground work and no held prompts (used to decide quiescence).
+    fn is_idle(&self) -> bool;
+    /// The user messages this process holds, as `{sessionId: [messageId, ...]}`, logged in the
+    /// `recover` op at each start (called once, right after the Agent is built from its
+    /// records). The checkers compare it with earlier insertions to tell a message a restart
+    /// lost (P11; a retry inserting it again is then not a duplicate under process retention)
+    /// from one still held (a second insertion is a P1 violation).
+    ///
+    /// Default: `Value::Null`, "not reported": the checkers then assume every message that
+    /// took effect was kept across the restart.
+    fn retained(&self) -> Value {
+        Value::Null
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Msg {
+    message_id: String,
+    key: Option<String>,
+    text: String,
+}
+
+#[derive(Debug, Clone)]
+struct Held {
+    conn: ConnId,
+    id: Value,
+    key: Option<String>,
+    text: String,
+    /// Retries with the same key waiting for this prompt's outcome (A7).
+    waiters: Vec<(ConnId, Value)>,
+}
+
+#[derive(Debug, Clone)]
+enum TurnPhase {
+    /// Waiting for the Client's answer to a permission request (agent request id).
+    AwaitPermission { conn: ConnId, req: u64 },
+    /// Working; ends when the timer fires.
+    Working { timer: u64 },
+}
+
+#[derive(Debug, Clone)]
+struct Turn {
+    message_id: String,
+    /// The connection whose prompt started it (asked for permission).
+    owner: ConnId,
+    phase: TurnPhase,
+    ms: u64,
+    tool: bool,
+}
+
+#[derive(Debug, Default)]
+struct Session {
+    /// Retained user messages, in order.
+    messages: Vec<Msg>,
+    /// Live-only messages (locally handled commands), kept while the session is active (A11).
+    live: Vec<Msg>,
+    held: VecDeque<Held>,
+    turn: Option<Turn>,
+    next_msg: u64,
+    config: BTreeMap<String, Value>,
+    /// Adapter: ids of user messages known to the adapter (the cache over the runtime history).
+    ids: BTreeSet<String>,
+    /// Adapter: whether `ids` covers the runtime history (false after a restart until filled).
+    filled: bool,
+    /// Adapter: prompts waiting for the history fill (conn, id, request).
+    fill_queue: Vec<(ConnId, Value, v2::PromptRequest)>,
+    filling: bool,
+    /// Cluster: an insertion is out at the store (the session is busy until it answers).
+    storing: bool,
+}
+
+/// Cluster: an insertion waiting for the store's answer.
+#[derive(Debug, Clone)]
+struct Storing {
+    sid: String,
+    held: Held,
+    mode: &'static str,
+    message_id: String,
+    /// Start a turn for it once inserted (on behalf of this connection).
+    turn: Option<ConnId>,
+    op: Value,
+}
+
+/// Why a prompt's wait ended without insertion.
+const CANCELLED: &str = "Request cancelled";
+
+/// The model Agent for every [`Design`].
+pub struct ModelAgent {
+    cfg: AgentConfig,
+    boot: u32,
+    rng: ChaCha8Rng,
+    sessions: IndexMap<String, Session>,
+    /// Sessions active on each open connection (X2).
+    conns: IndexMap<ConnId, BTreeSet<String>>,
+    next_session: u64,
+    next_timer: u64,
+    next_req: u64,
+    /// timer id → (session, what).
+    timers: IndexMap<u64, (String, TimerKind)>,
+    /// Agent-side request id → session (permission requests awaiting an answer).
+    asks: IndexMap<u64, String>,
+    transient_errors: u32,
+    tool_effects: u64,
+    /// Mutant `error-after-insert`: answer the next insertion with an error.
+    fail_next_insert: bool,
+    /// Messages inserted by this process (message ids).
+    next_message: u64,
+    /// Prefix of this process's session and message ids (the boot; node and boot for a
+    /// cluster node, so ids stay unique across nodes).
+    prefix: String,
+    /// Cluster: the logical connection of each connection.
+    logical: IndexMap<ConnId, String>,
+    /// Cluster: insertions out at the store, by op number.
+    storing: IndexMap<u64, Storing>,
+    next_store: u64,
+    /// Mutant `cluster-node-local-keys`: (session, key) → messageId, in this node's memory.
+    local_keys: BTreeMap<(String, String), String>,
+    /// Mutant `stop-cancels-later`: sessions whose next prompt a past stop withdraws.
+    cancel_later: BTreeSet<String>,
+    /// Mutant `key-recorded-on-arrival`: (session, key) → (the messageId recorded on arrival,
+    /// the boot that recorded it).
+    arrivals: BTreeMap<(String, String), (String, u32)>,
+    /// Mutant `keys-per-connection`: the (session, key) pairs inserted on each connection.
+    conn_keys: BTreeMap<ConnId, BTreeSet<(String, String)>>,
+    /// Mutant `dedup-by-id`: (session, JSON-RPC id) → messageId.
+    id_records: BTreeMap<(String, String), String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum TimerKind {
+    TurnEnd,
+    HistoryFill,
+}
+
+/// The stored-session Agent: the `stored` design of [`ModelAgent`].
+pub type StoredAgent = ModelAgent;
+
+impl ModelAgent {
+    /// Rebuild from the records recovered from disk (none for `in-memory`). `boot` numbers the
+    /// process start (ids stay unique across restarts); `seed` seeds turn durations and tools.
+    pub fn recover(cfg: AgentConfig, boot: u32, seed: u64, records: &[Value]) -> Self {
+        let mut sessions: IndexMap<String, Session> = IndexMap::new();
+        let mut arrivals: BTreeMap<(String, String), (String, u32)> = BTreeMap::new();
+        if !matches!(cfg.design, Design::InMemory | Design::Cluster) {
+            for r in records {
+                let sid = r["id"]
+                    .as_str()
+                    .or(r["session"].as_str())
+                    .unwrap_or_default()
+                    .to_string();
+                match r["t"].as_str() {
+                    Some("session") => {
+                        sessions.entry(sid).or_default();
+                    }
+                    Some("fork") => {
+                        let from = r["from"].as_str().unwrap_or_default();
+                        let msgs: Vec<Msg> = sessions
+                            .get(from)
+                            .map(|s| {
+                                s.messages
+                                    .iter()
+                                    .map(|m| Msg {
+                                        key: None,
+                                        ..m.clone()
+                                    })
+                                    .collect()
+                            })
+                            .unwrap_or_default();
+                        sessions.entry(sid).or_default().messages = msgs;
+                    }
+                    Some("delete") => {
+                        sessions.shift_remove(&sid);
+                    }
+                    Some("arrival") => {
+                        if let (Some(k), Some(mid)) = (r["key"].as_str(), r["messageId"].as_str()) {
+                            let b = r["boot"].as_u64().unwrap_or(0) as u32;
+                            arrivals.insert((sid.clone(), k.to_string()), (mid.to_string(), b));
+                        }
+                    }
+                    // Mutant `two-step-write`: the key written after its message.
+                    Some("msg-key") => {
+                        let (Some(mid), Some(k)) = (r["messageId"].as_str(), r["key"].as_str())
+                        else {
+                            continue;
+                        };
+                        if let Some(m) = sessions
+                            .entry(sid)
+                            .or_default()
+                            .messages
+                            .iter_mut()
+                            .find(|m| m.message_id == mid)
+                        {
+                            m.key = Some(k.to_string());
+                        }
+                    }
+                    Some("msg") => {
+                        let Some(mid) = r["messageId"].as_str() else {
+                            continue;
+                        };
+                        sessions.entry(sid).or_default().messages.push(Msg {
+                            message_id: mid.to_string(),
+                            key: r["key"].as_str().map(str::to_string),
+                            text: r["text"].as_str().unwrap_or_default().to_string(),
+                        });
+                    }
+                    _ => {}
+                }
+            }
+        }
+        ModelAgent {
+            cfg,
+            boot,
+            rng: ChaCha8Rng::seed_from_u64(seed ^ u64::from(boot).wrapping_mul(0x9E37_79B9)),
+            sessions,
+            conns: IndexMap::new(),
+            next_session: 0,
+            next_timer: 0,
+            next_req: 0,
+            timers: IndexMap::new(),
+            asks: IndexMap::new(),
+            transient_errors: 0,
+            tool_effects: 0,
+            fail_next_insert: false,
+            next_message: 0,
+            prefix: boot.to_string(),
+            logical: IndexMap::new(),
+            storing: IndexMap::new(),
+            next_store: 0,
+            local_keys: BTreeMap::new(),
+            cancel_later: BTreeSet::new(),
+            arrivals,
+            conn_keys: BTreeMap::new(),
+            id_records: BTreeMap::new(),
+        }
+    }
+
+    /// Name this process as cluster node `node` (ids become `s<node>b<boot>.n`, unique across
+    /// nodes).
+    pub fn node(mut self, node: &str) -> Self {
+        self.prefix = format!("{node}b{}", self.boot);
+        self
+    }
+
+    /// Retained messages per session, as `{sessionId: [messageId...]}` (for the `recover` op).
+    pub fn retained(&self) -> Value {
+        let mut m = serde_json::Map::new();
+        for (sid, s) in &self.sessions {
+            m.insert(
+                sid.clone(),
+                s.messages
+                    .iter()
+                    .map(|x| Value::from(x.message_id.clone()))
+                    .collect(),
+            );
+        }
+        Value::Object(m)
+    }
+
+    /// The design's declared retention.
+    pub fn retention(&self) -> Retention {
+        self.cfg.design.retention()
+    }
+
+    fn persists(&self) -> bool {
+        self.cfg.design != Design::InMemory
+    }
+
+    fn send(&self, conn: ConnId, line: String, out: &mut Vec<Action>) {
+        if self.conns.contains_key(&conn) {
+            out.push(Action::Send { conn, line });
+        }
+    }
+
+    /// Answer request `id` on `conn` with a JSON-RPC error.
+    fn fail(
+        &self,
+        conn: ConnId,
+        id: &Value,
+        code: i64,
+        message: &str,
+        data: Option<Value>,
+        out: &mut Vec<Action>,
+    ) {
+        self.send(conn, rpc::err(id, code, message, data), out);
+    }
+
+    fn note(sid: &str, update: SessionUpdate) -> String {
+        rpc::notification(
+            "session/update",
+            to_value(UpdateSessionNotification::new(sid.to_string(), update)),
+        )
+    }
+
+    fn update_all(&self, sid: &str, update: SessionUpdate, out: &mut Vec<Action>) {
+        let line = Self::note(sid, update);
+        for (conn, active) in &self.conns {
+            if active.contains(sid) {
+                out.push(Action::Send {
+                    conn: *conn,
+                    line: line.clone(),
+                });
+            }
+        }
+    }
+
+    fn timer(&mut self, sid: &str, kind: TimerKind, after_ms: u64, out: &mut Vec<Action>) -> u64 {
+        let t = self.next_timer;
+        self.next_timer += 1;
+        self.timers.insert(t, (sid.to_string(), kind));
+        out.push(Action::Timer { id: t, after_ms });
+        t
+    }
+
+    fn frame(&mut self, conn: ConnId, line: &str, out: &mut Vec<Action>) {
+        if line.trim().is_empty() {
+            return;
+        }
+        let frame = match rpc::parse(line) {
+            Ok(f) => f,
+            Err(e) => {
+                return self.fail(
+                    conn,
+                    &Value::Null,
+                    code::PARSE_ERROR,
+                    "Parse error",
+                    Some(json!(e.0)),
+                    out,
+                );
+            }
+        };
+        match frame {
+            Frame::Request { id, method, params } => self.request(conn, id, &method, params, out),
+            Frame::Notification { method, params } => {
+                self.notification(conn, &method, &params, out)
+            }
+            Frame::Response { id, result } => self.client_response(conn, &id, result, out),
+            Frame::Invalid { id } => self.send(
+                conn,
+                rpc::err(&id, code::INVALID_REQUEST, "Invalid Request", None),
+                out,
+            ),
+        }
+    }
+
+    fn request(
+        &mut self,
+        conn: ConnId,
+        id: Value,
+        method: &str,
+        params: Value,
+        out: &mut Vec<Action>,
+    ) {
+        if method == "session/prompt" {
+            out.push(Action::Point(Point::AfterReceive));
+        }
+        let mut params = params;
+        if self.cfg.mutant == Some(AgentMutant::InvalidKeyAsOmitted) && method == "session/prompt" {
+            let malformed = match params.get("idempotencyKey") {
+                None | Some(Value::Null) => false,
+                Some(Value::String(s)) => !(1..=255).contains(&s.chars().count()),
+                Some(_) => true,
+            };
+            if malformed {
+                if let Some(o) = params.as_object_mut() {
+                    o.remove("idempotencyKey");
+                }
+            }
+        }
+        let req = match ClientRequest::from_method_and_params(method, &params) {
+            Ok(r) => r,
+            Err(agent_client_protocol_schema::MethodDispatchError::UnknownMethod { .. }) => {
+                return self.fail(
+                    conn,
+                    &id,
+                    code::METHOD_NOT_FOUND,
+                    "Method not found",
+                    Some(json!(method)),
+                    out,
+                );
+            }
+            Err(e) => {
+                // K3: a malformed key is never treated as omitted; nothing is inserted.
+                let l = rpc::err(
+                    &id,
+                    code::INVALID_PARAMS,
+                    "Invalid params",
+                    Some(json!(e.to_string())),
+                );
+                if method == "session/prompt" {
+                    out.push(effect(
+                        "reject",
+                        json!({"conn": conn, "id": id, "code": code::INVALID_PARAMS}),
+                    ));
+                }
+                return self.send(conn, l, out);
+            }
+        };
+        let not_found = |sid: &str| Some(json!({"sessionId": sid}));
+        match req {
+            ClientRequest::InitializeRequest(_) => {
+                let resp = InitializeResponse::new(
+                    ProtocolVersion::V2,
+                    Implementation::new(
+                        format!("acp-chaos-{}-agent", self.cfg.design.as_str()),
+                        env!("CARGO_PKG_VERSION"),
+                    ),
+                )
+                .capabilities(AgentCapabilities::new().session(SessionCapabilities::new()));
+                self.send(conn, rpc::ok(&id, to_value(resp)), out);
+            }
+            ClientRequest::NewSessionRequest(_) => {
+                let sid = self.new_session_id();
+                self.sessions.insert(
+                    sid.clone(),
+                    Session {
+                        filled: true,
+                        ..Session::default()
+                    },
+                );
+                if self.persists() {
+                    out.push(Action::Persist {
+                        record: json!({"t": "session", "id": sid}),
+                        sync: true,
+                    });
+                }
+                self.activate(conn, &sid, out);
+                self.send(
+                    conn,
+                    rpc::ok(&id, to_value(NewSessionResponse::new(sid))),
+                    out,
+                );
+            }
+            ClientRequest::ForkSessionRequest(r) => {
+                let from = r.session_id.0.to_string();
+                let Some(src) = self.sessions.get(&from) else {
+                    return self.fail(
+                        conn,
+                        &id,
+                        code::RESOURCE_NOT_FOUND,
+                        "Session not found",
+                        not_found(&from),
+                        out,
+                    );
+                };
+                // A9: the fork copies the history, never the keys.
+                let messages: Vec<Msg> = src
+                    .messages
+                    .iter()
+                    .map(|m| Msg {
+                        key: None,
+                        ..m.clone()
+                    })
+                    .collect();
+                let ids = messages.iter().map(|m| m.message_id.clone()).collect();
+                let sid = self.new_session_id();
+                self.sessions.insert(
+                    sid.clone(),
+                    Session {
+                        messages,
+                        ids,
+                        filled: true,
+                        ..Session::default()
+                    },
+                );
+                if self.persists() {
+                    out.push(Action::Persist {
+                        record: json!({"t": "fork", "id": sid, "from": from}),
+                        sync: true,
+                    });
+                }
+                self.activate(conn, &sid, out);
+                self.send(
+                    conn,
+                    rpc::ok(&id, to_value(v2::ForkSessionResponse::new(sid))),
+                    out,
+                );
+            }
+            ClientRequest::ListSessionsRequest(_) => {
+                // A8: no keys in list results.
+                let infos: Vec<v2::SessionInfo> = self
+                    .sessions
+                    .keys()
+                    .map(|s| v2::SessionInfo::new(s.clone(), "/work"))
+                    .collect();
+                self.send(
+                    conn,
+                    rpc::ok(&id, to_value(v2::ListSessionsResponse::new(infos))),
+                    out,
+                );
+            }
+            ClientRequest::ResumeSessionRequest(r) => self.resume(conn, id, &r, out),
+            ClientRequest::SessionStatusRequest(r) => {
+                let sid = r.session_id.0.to_string();
+                let Some(s) = self.sessions.get(&sid) else {
+                    return self.fail(
+                        conn,
+                        &id,
+                        code::RESOURCE_NOT_FOUND,
+                        "Session not found",
+                        not_found(&sid),
+                        out,
+                    );
+                };
+                let resp = v2::SessionStatusResponse::new(v2::SessionStatus::Open)
+                    .state(Self::snapshot(s));
+                self.send(conn, rpc::ok(&id, to_value(resp)), out);
+            }
+            ClientRequest::SetSessionConfigOptionRequest(r) => {
+                let sid = r.session_id.0.to_string();
+                if !self.is_active(conn, &sid) {
+                    return self.fail(
+                        conn,
+                        &id,
+                        code::RESOURCE_NOT_FOUND,
+                        "Session not active on this connection",
+                        not_found(&sid),
+                        out,
+                    );
+                }
+                let value = serde_json::to_value(&r.value).unwrap_or(Value::Null);
+                let s = self.sessions.get_mut(&sid).expect("active sessions exist");
+                s.config.insert(r.config_id.0.to_string(), value);
+                let on = s
+                    .config
+                    .get("autosave")
+                    .and_then(|v| v["value"].as_bool())
+                    .unwrap_or(false);
+                let resp = v2::SetSessionConfigOptionResponse::new(vec![
+                    v2::SessionConfigOption::boolean("autosave", "Autosave", on),
+                ]);
+                self.send(conn, rpc::ok(&id, to_value(resp)), out);
+            }
+            ClientRequest::CloseSessionRequest(r) => {
+                let sid = r.session_id.0.to_string();
+                // A15: closing a missing or inactive session succeeds and changes nothing.
+                if self.is_active(conn, &sid) {
+                    self.cancel_work(&sid, true, "close", out);
+                    if let Some(a) = self.conns.get_mut(&conn) {
+                        a.remove(&sid);
+                    }
+                    out.push(effect("deactivate", json!({"session": sid, "conn": conn})));
+                    self.persist_activity(conn, &sid, "deactivate", out);
+                    self.forget_live_if_inactive(&sid);
+                }
+                self.send(
+                    conn,
+                    rpc::ok(&id, to_value(v2::CloseSessionResponse::new())),
+                    out,
+                );
+            }
+            ClientRequest::DeleteSessionRequest(r) => {
+                let sid = r.session_id.0.to_string();
+                if self.sessions.contains_key(&sid) {
+                    self.cancel_work(&sid, true, "delete", out);
+                    self.sessions.shift_remove(&sid);
+                    for a in self.conns.values_mut() {
+                        a.remove(&sid);
+                    }
+                    if self.persists() {
+                        out.push(Action::Persist {
+                            record: json!({"t": "delete", "id": sid}),
+                            sync: true,
+                        });
+                    }
+                    out.push(effect("session-delete", json!({"session": sid})));
+                }
+                self.send(
+                    conn,
+                    rpc::ok(&id, to_value(v2::DeleteSessionResponse::new())),
+                    out,
+                );
+            }
+            ClientRequest::PromptRequest(r) => self.prompt(conn, id, *r, out),
+            _ => {
+                self.fail(
+                    conn,
+                    &id,
+                    code::METHOD_NOT_FOUND,
+                    "Method not found",
+                    Some(json!(method)),
+                    out,
+                );
+            }
+        }
+    }
+
+    fn notification(&mut self, conn: ConnId, method: &str, params: &Value, out: &mut Vec<Action>) {
+        if method == "$/cancel_request" {
+            // A5: about a request the sender issued; unknown or answered ids are ignored.
+            if let Some(rid) = params.get("requestId") {
+                self.cancel_request(conn, rid, out);
+            }
+            return;
+        }
+        if let Ok(ClientNotification::CancelSessionNotification(n)) =
+            ClientNotification::from_method_and_params(method, params)
+        {
+            let sid = n.session_id.0.to_string();
+            if self.is_active(conn, &sid) {
+                self.cancel_work(&sid, false, "session/cancel", out);
+                if self.cfg.mutant == Some(AgentMutant::StopCancelsLater) {
+                    self.cancel_later.insert(sid);
+                }
+            }
+        }
+    }
+
+    /// A Client's answer to one of our requests (permission).
+    fn client_response(
+        &mut self,
+        conn: ConnId,
+        id: &Value,
+        result: Result<Value, Value>,
+        out: &mut Vec<Action>,
+    ) {
+        let Some(req) = id.as_u64() else { return };
+        let Some(sid) = self.asks.shift_remove(&req) else {
+            return;
+        };
+        let approved = matches!(&result, Ok(v) if v["outcome"]["outcome"] == "selected" && v["outcome"]["optionId"] == "allow");
+        let Some(turn) = self.sessions.get(&sid).and_then(|s| s.turn.clone()) else {
+            return;
+        };
+        if let TurnPhase::AwaitPermission { conn: c, req: r } = turn.phase {
+            if c == conn && r == req {
+                out.push(effect(
+                    "permission",
+                    json!({"session": sid, "messageId": turn.message_id, "approved": approved}),
+                ));
+                self.work(&sid, approved, out);
+            }
+        }
+    }
+}
+
+/// Messages in the cluster store's `load` shape (`[{messageId, key, text}]`).
+fn msgs_of(v: &Value) -> Vec<Msg> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .map(|m| Msg {
+                    message_id: m["messageId"].as_str().unwrap_or_default().to_string(),
+                    key: m["key"].as_str().map(str::to_string),
+                    text: m["text"].as_str().unwrap_or_default().to_string(),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The adapter's message id for a key: `UUIDv5(sessionId, key)` (the RFD's derived id).
+pub fn derive_id(session: &str, key: &str) -> String {
+    let ns = uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, session.as_bytes());
+    uuid::Uuid::new_v5(&ns, key.as_bytes()).to_string()
+}
+
+impl AgentModel for ModelAgent {
+    fn handle(&mut self, input: AgentInput, out: &mut Vec<Action>) {
+        match input {
+            AgentInput::Connected(c) => {
+                self.conns.insert(c, BTreeSet::new());
+            }
+            AgentInput::Frame(c, line) => self.frame(c, &line, out),
+            AgentInput::Disconnected(c) => self.disconnected(c, out),
+            AgentInput::Timer(t) => self.timer_fired(t, out),
+            AgentInput::InjectTransientError => self.transient_errors += 1,
+            AgentInput::Logical(c, l) => {
+                self.logical.insert(c, l);
+            }
+            AgentInput::StoreSnapshot(v) => self.merge_snapshot(&v),
+            AgentInput::StoreReply { req, reply } => self.store_reply(req, reply, out),
+        }
+    }
+
+    fn retained(&self) -> Value {
+        ModelAgent::retained(self)
+    }
+
+    fn is_idle(&self) -> bool {
+        self.storing.is_empty()
+            && self
+                .sessions
+                .values()
+                .all(|s| s.turn.is_none() && s.held.is_empty() && s.fill_queue.is_empty())
+    }
+}
+
+fn to_value<T: Serialize>(v: T) -> Value {
+    serde_json::to_value(v).expect("schema types serialize")
+}

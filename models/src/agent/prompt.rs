@@ -1,0 +1,893 @@
+//! The `session/prompt` path of [`ModelAgent`]: key validation, deduplication by key (A1, A4),
+//! holding during a turn (O4), insertion (one synced record for a durable design, A13; one
+//! insert-if-absent at the store for a cluster node), the turn and its tool calls, cancels
+//! (A5, A6).
+
+use agent_client_protocol_schema::v2::{
+    self, ContentBlock, PromptResponse, SessionUpdate, StateUpdate, StopReason,
+    UpdateSessionNotification, UserMessage,
+};
+use rand::Rng;
+use serde_json::{json, Value};
+
+use super::*;
+use crate::action::{effect, Action, ConnId, Point};
+use crate::rpc::{self, code};
+
+impl ModelAgent {
+    pub(super) fn prompt(
+        &mut self,
+        conn: ConnId,
+        id: Value,
+        r: v2::PromptRequest,
+        out: &mut Vec<Action>,
+    ) {
+        let sid = r.session_id.0.to_string();
+        if !self.is_active(conn, &sid) {
+            // X2: the session must be active on this connection.
+            out.push(effect(
+                "reject",
+                json!({"conn": conn, "id": id, "code": code::RESOURCE_NOT_FOUND}),
+            ));
+            return self.fail(
+                conn,
+                &id,
+                code::RESOURCE_NOT_FOUND,
+                "Session not active on this connection",
+                Some(json!({"sessionId": sid})),
+                out,
+            );
+        }
+        if r.prompt.is_empty() {
+            // A17: may reject `prompt: []` without inserting.
+            out.push(effect(
+                "reject",
+                json!({"conn": conn, "id": id, "code": code::INVALID_PARAMS}),
+            ));
+            return self.send(
+                conn,
+                rpc::err(
+                    &id,
+                    code::INVALID_PARAMS,
+                    "Invalid params",
+                    Some(json!("empty prompt")),
+                ),
+                out,
+            );
+        }
+        if self.transient_errors > 0 && self.cfg.mutant == Some(AgentMutant::ErrorAfterInsert) {
+            // The mutant's failure comes after the insertion (see `insert`).
+            self.transient_errors -= 1;
+            self.fail_next_insert = true;
+        } else if self.transient_errors > 0 {
+            // A2: an error means this attempt inserted nothing and recorded nothing.
+            self.transient_errors -= 1;
+            return self.reject_internal(conn, &id, "transient", json!({"transient": true}), out);
+        }
+        let keyed = r.idempotency_key.is_some();
+        if self.cfg.design == Design::Adapter && keyed {
+            let s = self.sessions.get_mut(&sid).expect("active sessions exist");
+            if !s.filled && self.cfg.mutant != Some(AgentMutant::AdapterNoHistoryFill) {
+                // The first keyed prompt after a restart reads the runtime history once; prompts
+                // arriving meanwhile wait for the fill.
+                s.fill_queue.push((conn, id, r));
+                if !s.filling {
+                    s.filling = true;
+                    out.push(effect("history-read-start", json!({"session": sid})));
+                    self.timer(&sid, TimerKind::HistoryFill, 5, out);
+                    out.push(Action::Point(Point::DuringHistoryFill));
+                }
+                return;
+            }
+        }
+        self.admit(conn, id, r, out);
+    }
+
+    /// Answer a prompt attempt `-32603` before inserting it, logging the rejection with `why`
+    /// set (checkers read `transient` to excuse the nemesis's errors).
+    pub(super) fn reject_internal(
+        &mut self,
+        conn: ConnId,
+        id: &Value,
+        why: &str,
+        data: Value,
+        out: &mut Vec<Action>,
+    ) {
+        let mut log = json!({"conn": conn, "id": id, "code": code::INTERNAL_ERROR});
+        log[why] = true.into();
+        out.push(effect("reject", log));
+        self.send(
+            conn,
+            rpc::err(id, code::INTERNAL_ERROR, "Internal error", Some(data)),
+            out,
+        );
+    }
+
+    /// Dedup, then insert, hold or steer (the prompt passed validation and any history fill).
+    pub(super) fn admit(
+        &mut self,
+        conn: ConnId,
+        id: Value,
+        r: v2::PromptRequest,
+        out: &mut Vec<Action>,
+    ) {
+        let sid = r.session_id.0.to_string();
+        let key = r.idempotency_key.as_ref().map(|k| k.as_str().to_string());
+        let text = r
+            .prompt
+            .iter()
+            .find_map(|b| match b {
+                ContentBlock::Text(t) => Some(t.text.clone()),
+                _ => None,
+            })
+            .unwrap_or_default();
+        let dedup = self.cfg.mutant != Some(AgentMutant::NoDedup);
+        if let (Some(k), Some(AgentMutant::KeyRecordedOnArrival)) = (&key, self.cfg.mutant) {
+            if self.persists() {
+                // Mutant: a key recorded by an earlier process "counts as inserted", message
+                // or not (this process's own prompts are held or inserting: the usual paths).
+                if let Some((mid, boot)) = self.arrivals.get(&(sid.clone(), k.clone())).cloned() {
+                    let earlier = boot < self.boot;
+                    let inserted = self.sessions.get(&sid).is_some_and(|s| {
+                        s.messages
+                            .iter()
+                            .any(|m| m.key.as_deref() == Some(k.as_str()))
+                    });
+                    if earlier && !inserted {
+                        out.push(effect(
+                            "dedup-hit",
+                            json!({"session": sid, "key": k, "messageId": mid, "conn": conn, "id": id}),
+                        ));
+                        return self.send(
+                            conn,
+                            rpc::ok(&id, to_value(PromptResponse::new(mid))),
+                            out,
+                        );
+                    }
+                } else {
+                    let mid = format!("arrival-{}-{}", self.boot, self.arrivals.len());
+                    self.arrivals
+                        .insert((sid.clone(), k.clone()), (mid.clone(), self.boot));
+                    out.push(Action::Persist {
+                        record: json!({"t": "arrival", "session": sid, "key": k, "messageId": mid, "boot": self.boot}),
+                        sync: true,
+                    });
+                }
+            }
+        }
+        // Mutant: a key recorded in any other session counts too (breaks A9).
+        let elsewhere = match (&key, self.cfg.mutant) {
+            (Some(k), Some(AgentMutant::KeysAcrossSessions)) => self
+                .sessions
+                .iter()
+                .filter(|(other, _)| **other != sid)
+                .find_map(|(_, s)| {
+                    s.messages
+                        .iter()
+                        .find(|m| m.key.as_deref() == Some(k))
+                        .map(|m| m.message_id.clone())
+                }),
+            _ => None,
+        };
+        if self.cfg.mutant == Some(AgentMutant::DedupById) {
+            // Mutant: the JSON-RPC id, not the key, names the submission.
+            if let Some(mid) = self.id_records.get(&(sid.clone(), id.to_string())).cloned() {
+                out.push(effect(
+                    "dedup-hit",
+                    json!({"session": sid, "key": key, "messageId": mid, "conn": conn, "id": id}),
+                ));
+                return self.send(conn, rpc::ok(&id, to_value(PromptResponse::new(mid))), out);
+            }
+        }
+        if self.cfg.mutant == Some(AgentMutant::StopCancelsLater) && self.cancel_later.remove(&sid)
+        {
+            // Mutant: the stop pressed before this prompt arrived withdraws it too.
+            out.push(effect(
+                "withdraw",
+                json!({"session": sid, "conn": conn, "id": id, "key": key, "by": "session/cancel"}),
+            ));
+            return self.send(
+                conn,
+                rpc::err(&id, code::REQUEST_CANCELLED, CANCELLED, None),
+                out,
+            );
+        }
+        let design = self.cfg.design;
+        let local_keys = self.cfg.mutant == Some(AgentMutant::ClusterNodeLocalKeys);
+        // Mutant `keys-per-connection`: only keys inserted on this connection are known.
+        let conn_known = |k: &str| {
+            self.cfg.mutant != Some(AgentMutant::KeysPerConnection)
+                || self
+                    .conn_keys
+                    .get(&conn)
+                    .is_some_and(|ks| ks.contains(&(sid.clone(), k.to_string())))
+        };
+        let known_here = key.as_deref().is_some_and(conn_known);
+        let Some(s) = self.sessions.get_mut(&sid) else {
+            return;
+        };
+        if let (Some(k), true) = (&key, dedup) {
+            // A1/A4: a recorded key gets the original messageId and nothing else. Live-only
+            // keys are known while the session is active (A11); retained ones per design.
+            let live = s
+                .live
+                .iter()
+                .find(|m| m.key.as_deref() == Some(k))
+                .map(|m| m.message_id.clone());
+            let found = live.or_else(|| {
+                if design == Design::Adapter {
+                    let derived = derive_id(&sid, k);
+                    s.ids.contains(&derived).then_some(derived)
+                } else if local_keys {
+                    // Mutant: the record lives in this node's memory only.
+                    self.local_keys.get(&(sid.clone(), k.clone())).cloned()
+                } else {
+                    s.messages
+                        .iter()
+                        .find(|m| m.key.as_deref() == Some(k))
+                        .map(|m| m.message_id.clone())
+                }
+            });
+            let found = found.filter(|_| known_here).or(elsewhere);
+            if let Some(mid) = found {
+                out.push(effect(
+                    "dedup-hit",
+                    json!({"session": sid, "key": k, "messageId": mid, "conn": conn, "id": id}),
+                ));
+                return self.send(conn, rpc::ok(&id, to_value(PromptResponse::new(mid))), out);
+            }
+            // A7: a retry of a held prompt waits for the original's outcome.
+            let storing = self
+                .storing
+                .values_mut()
+                .find(|x| x.sid == sid && x.held.key.as_deref() == Some(k))
+                .map(|x| &mut x.held);
+            if let Some(h) = s
+                .held
+                .iter_mut()
+                .find(|h| h.key.as_deref() == Some(k))
+                .or(storing)
+            {
+                if self.cfg.mutant == Some(AgentMutant::HeldRetryErrors) {
+                    // Mutant: "still in progress" instead of the original's outcome.
+                    let data =
+                        json!({"reason": "a request with this idempotencyKey is in progress"});
+                    return self.reject_internal(conn, &id, "in_progress", data, out);
+                }
+                h.waiters.push((conn, id.clone()));
+                out.push(effect(
+                    "wait-held",
+                    json!({"session": sid, "key": k, "conn": conn, "id": id}),
+                ));
+                return;
+            }
+        }
+        let held = Held {
+            conn,
+            id,
+            key,
+            text,
+            waiters: Vec::new(),
+        };
+        if held.text.starts_with('/') {
+            // A locally handled command: answered and echoed, not retained, no turn (A11).
+            return self.insert_turn(&sid, held, "live", None, out);
+        }
+        if s.turn.is_none() && !s.storing {
+            self.insert_turn(&sid, held, "direct", Some(conn), out);
+        } else if self.cfg.o4 == DuringTurn::Steer && !s.storing {
+            self.insert_turn(&sid, held, "steer", None, out);
+        } else {
+            out.push(effect(
+                "hold",
+                json!({"session": sid, "conn": held.conn, "id": held.id}),
+            ));
+            s.held.push_back(held);
+            out.push(Action::Point(Point::WhileHeld));
+        }
+    }
+
+    /// Insert one prompt and, with `turn`, start a turn for it on behalf of that connection.
+    /// A cluster node first inserts at the store (the rest follows its answer).
+    pub(super) fn insert_turn(
+        &mut self,
+        sid: &str,
+        p: Held,
+        mode: &'static str,
+        turn: Option<ConnId>,
+        out: &mut Vec<Action>,
+    ) {
+        let mid = self.new_message_id(sid, &p);
+        if self.cfg.design == Design::Cluster {
+            // Live-only keys too: A11 holds while the session is active on any logical
+            // connection, through any node (A13).
+            return self.store_insert(sid, p, mode, mid, turn, out);
+        }
+        self.insert(sid, p, mode, mid, out);
+        if let Some(owner) = turn {
+            self.start_turn(sid, owner, out);
+        }
+    }
+
+    pub(super) fn new_message_id(&mut self, sid: &str, p: &Held) -> String {
+        match (&p.key, self.cfg.design) {
+            (Some(k), Design::Adapter) => derive_id(sid, k),
+            (None, Design::Adapter) => uuid::Builder::from_random_bytes(self.rng.gen())
+                .into_uuid()
+                .to_string(),
+            _ => {
+                // Unique per Agent process (boot) across sessions, and across restarts.
+                self.next_message += 1;
+                format!("m{}.{}", self.prefix, self.next_message)
+            }
+        }
+    }
+
+    /// Cluster: one insert-if-absent at the store (A13); the session is busy until it answers.
+    pub(super) fn store_insert(
+        &mut self,
+        sid: &str,
+        p: Held,
+        mode: &'static str,
+        mid: String,
+        turn: Option<ConnId>,
+        out: &mut Vec<Action>,
+    ) {
+        if let Some(s) = self.sessions.get_mut(sid) {
+            s.storing = true;
+        }
+        let m = self.cfg.mutant;
+        let op = json!({
+            "op": "insert", "session": sid, "messageId": mid, "key": p.key, "text": p.text,
+            "conn": p.conn, "id": p.id, "mode": mode, "node": self.prefix, "live": mode == "live",
+            // The mutants: a plain insert after the node's own check, and no key at the store.
+            "if_absent": !matches!(m, Some(AgentMutant::ClusterCheckThenInsert | AgentMutant::ClusterNodeLocalKeys | AgentMutant::NoDedup)),
+            "store_key": m != Some(AgentMutant::ClusterNodeLocalKeys),
+        });
+        out.push(Action::Point(Point::AfterInsertBeforeSync));
+        self.store_op(
+            Storing {
+                sid: sid.to_string(),
+                held: p,
+                mode,
+                message_id: mid,
+                turn,
+                op,
+            },
+            out,
+        );
+    }
+
+    pub(super) fn store_op(&mut self, st: Storing, out: &mut Vec<Action>) {
+        self.next_store += 1;
+        let req = self.next_store;
+        out.push(Action::Store {
+            req,
+            op: st.op.clone(),
+        });
+        self.storing.insert(req, st);
+    }
+
+    /// Cluster: the store answered an insertion (or did not, in time).
+    pub(super) fn store_reply(&mut self, req: u64, reply: Option<Value>, out: &mut Vec<Action>) {
+        let Some(st) = self.storing.shift_remove(&req) else {
+            return;
+        };
+        let sid = st.sid.clone();
+        let attempts: Vec<(ConnId, Value)> = std::iter::once((st.held.conn, st.held.id.clone()))
+            .chain(st.held.waiters.iter().cloned())
+            .collect();
+        let Some(r) = reply else {
+            if self.cfg.mutant == Some(AgentMutant::ClusterErrorOnStoreTimeout) {
+                // Mutant: an error although the store may have inserted it (breaks A2).
+                out.push(effect(
+                    "store-timeout",
+                    json!({"session": sid, "conn": st.held.conn, "id": st.held.id, "answer": "error"}),
+                ));
+                for (c, id) in &attempts {
+                    self.fail(
+                        *c,
+                        id,
+                        code::INTERNAL_ERROR,
+                        "Internal error",
+                        Some(json!({"store": "timeout"})),
+                        out,
+                    );
+                }
+                return self.store_done(&sid, out);
+            }
+            // A2: it may have applied, so no error; insert-if-absent is safe to send again.
+            out.push(effect(
+                "store-retry",
+                json!({"session": sid, "messageId": st.message_id}),
+            ));
+            return self.store_op(st, out);
+        };
+        if r["withdrawn"] == true {
+            // A5: the key was withdrawn through another node; this attempt is withdrawn too.
+            out.push(effect(
+                "withdraw",
+                json!({"session": sid, "conn": st.held.conn, "id": st.held.id, "key": st.held.key, "by": "store"}),
+            ));
+            for (c, id) in &attempts {
+                self.send(
+                    *c,
+                    rpc::err(id, code::REQUEST_CANCELLED, CANCELLED, None),
+                    out,
+                );
+            }
+            return self.store_done(&sid, out);
+        }
+        if r["missing"] == true {
+            for (c, id) in &attempts {
+                out.push(effect(
+                    "reject",
+                    json!({"conn": c, "id": id, "code": code::RESOURCE_NOT_FOUND}),
+                ));
+                self.fail(
+                    *c,
+                    id,
+                    code::RESOURCE_NOT_FOUND,
+                    "Session not found",
+                    Some(json!({"sessionId": sid})),
+                    out,
+                );
+            }
+            return self.store_done(&sid, out);
+        }
+        let got = r["inserted"]
+            .as_str()
+            .or(r["exists"].as_str())
+            .unwrap_or_default()
+            .to_string();
+        if got == st.message_id {
+            // Ours (also an earlier send of ours that applied while its answer was lost).
+            if let Some(s) = self.sessions.get_mut(&sid) {
+                s.storing = false;
+            }
+            self.insert(&sid, st.held, st.mode, got, out);
+            match st.turn {
+                Some(owner) => self.start_turn(&sid, owner, out),
+                None => self.store_done(&sid, out),
+            }
+        } else {
+            // Another attempt of this key was inserted first, through another node: A1.
+            let key = st.held.key.clone();
+            for (c, id) in &attempts {
+                out.push(effect(
+                    "dedup-hit",
+                    json!({"session": sid, "key": key, "messageId": got, "conn": c, "id": id}),
+                ));
+                self.send(
+                    *c,
+                    rpc::ok(id, to_value(PromptResponse::new(got.clone()))),
+                    out,
+                );
+            }
+            self.store_done(&sid, out);
+        }
+    }
+
+    /// Cluster: the session's store insertion is settled; held prompts may go on.
+    pub(super) fn store_done(&mut self, sid: &str, out: &mut Vec<Action>) {
+        let Some(s) = self.sessions.get_mut(sid) else {
+            return;
+        };
+        s.storing = false;
+        if s.turn.is_none() {
+            self.next_held(sid, out);
+        }
+    }
+
+    /// Insert one prompt as `mid`: record (key + message in one write), sync, then make it
+    /// visible. A cluster node calls it once the store has inserted it.
+    pub(super) fn insert(
+        &mut self,
+        sid: &str,
+        p: Held,
+        mode: &str,
+        mid: String,
+        out: &mut Vec<Action>,
+    ) {
+        let live = mode == "live";
+        let design = self.cfg.design;
+        if let (Some(AgentMutant::ClusterNodeLocalKeys), Some(k)) = (self.cfg.mutant, &p.key) {
+            self.local_keys
+                .insert((sid.to_string(), k.clone()), mid.clone());
+        }
+        if let (Some(AgentMutant::KeysPerConnection), Some(k)) = (self.cfg.mutant, &p.key) {
+            for c in std::iter::once(p.conn).chain(p.waiters.iter().map(|(c, _)| *c)) {
+                self.conn_keys
+                    .entry(c)
+                    .or_default()
+                    .insert((sid.to_string(), k.clone()));
+            }
+        }
+        if self.cfg.mutant == Some(AgentMutant::DedupById) {
+            self.id_records
+                .insert((sid.to_string(), p.id.to_string()), mid.clone());
+        }
+        let two_step = self.cfg.mutant == Some(AgentMutant::TwoStepWrite)
+            && design == Design::Stored
+            && !live
+            && p.key.is_some();
+        let s = self
+            .sessions
+            .entry(sid.to_string())
+            .or_insert_with(|| Session {
+                filled: true,
+                ..Session::default()
+            });
+        s.next_msg += 1;
+        let msg = Msg {
+            message_id: mid.clone(),
+            key: p.key.clone(),
+            text: p.text.clone(),
+        };
+        if live {
+            if self.cfg.mutant != Some(AgentMutant::ForgetsLiveWhileActive) {
+                s.live.push(msg);
+            }
+        } else {
+            s.messages.push(msg);
+            s.ids.insert(mid.clone());
+        }
+        let stored = design == Design::Cluster;
+        if !stored {
+            // A cluster's store reports its own insertions.
+            out.push(effect(
+                "insert",
+                json!({"session": sid, "messageId": mid, "key": p.key, "conn": p.conn, "id": p.id, "mode": mode, "live_only": live}),
+            ));
+            out.push(Action::Point(Point::AfterInsertBeforeSync));
+        }
+        if !live {
+            match design {
+                Design::Stored if two_step => {
+                    // Mutant: the message first, its key in a second write (breaks A13).
+                    out.push(Action::Persist {
+                        record: json!({"t": "msg", "session": sid, "messageId": mid, "key": null, "text": p.text}),
+                        sync: true,
+                    });
+                    out.push(effect("durable", json!({"session": sid, "messageId": mid})));
+                    out.push(Action::Point(Point::AfterSyncBeforeResponse));
+                    out.push(Action::Persist {
+                        record: json!({"t": "msg-key", "session": sid, "messageId": mid, "key": p.key}),
+                        sync: true,
+                    });
+                }
+                Design::Stored => {
+                    let sync = self.cfg.mutant != Some(AgentMutant::RecordUnsynced);
+                    out.push(Action::Persist {
+                        record: json!({"t": "msg", "session": sid, "messageId": mid, "key": p.key, "text": p.text}),
+                        sync,
+                    });
+                    if sync {
+                        out.push(effect("durable", json!({"session": sid, "messageId": mid})));
+                    }
+                }
+                // The runtime stores the message under the adapter's id, never the key, and
+                // syncs lazily (at the end of the turn).
+                Design::Adapter => out.push(Action::Persist {
+                    record: json!({"t": "msg", "session": sid, "messageId": mid, "text": p.text}),
+                    sync: false,
+                }),
+                Design::InMemory | Design::Cluster => {}
+            }
+        }
+        if !two_step {
+            out.push(Action::Point(Point::AfterSyncBeforeResponse));
+        }
+        out.push(effect("visible", json!({"session": sid, "messageId": mid})));
+        let ok = to_value(PromptResponse::new(mid.clone()));
+        if std::mem::take(&mut self.fail_next_insert) {
+            // Mutant: a failure after insertion answered as an error (breaks A3).
+            let e = rpc::err(
+                &p.id,
+                code::INTERNAL_ERROR,
+                "Internal error",
+                Some(json!({"transient": true})),
+            );
+            self.send(p.conn, e, out);
+        } else {
+            self.send(p.conn, rpc::ok(&p.id, ok.clone()), out);
+        }
+        for (c, id) in &p.waiters {
+            self.send(*c, rpc::ok(id, ok.clone()), out);
+        }
+        // A14 lets the echo come before or after the response: after, so a crash can land
+        // between them.
+        out.push(Action::Point(Point::AfterResponseBeforeUpdate));
+        // A14: the echo carries the messageId and never precedes insertion. A8: no key.
+        let um = UserMessage::new(mid.clone()).content(vec![ContentBlock::from(p.text.clone())]);
+        if let (Some(AgentMutant::KeyInUpdates), Some(k)) = (self.cfg.mutant, &p.key) {
+            // Mutant: the echo carries the key in `_meta` (breaks A8).
+            let mut n = to_value(UpdateSessionNotification::new(
+                sid.to_string(),
+                SessionUpdate::UserMessage(um),
+            ));
+            n["update"]["_meta"] = json!({"idempotencyKey": k});
+            let line = rpc::notification("session/update", n);
+            for (conn, active) in &self.conns {
+                if active.contains(sid) {
+                    out.push(Action::Send {
+                        conn: *conn,
+                        line: line.clone(),
+                    });
+                }
+            }
+        } else {
+            self.update_all(sid, SessionUpdate::UserMessage(um), out);
+        }
+    }
+
+    pub(super) fn start_turn(&mut self, sid: &str, owner: ConnId, out: &mut Vec<Action>) {
+        let ms = self
+            .rng
+            .gen_range(self.cfg.turn_ms_min..=self.cfg.turn_ms_max.max(self.cfg.turn_ms_min));
+        let tool = self.rng.gen_bool(self.cfg.tool_rate.clamp(0.0, 1.0));
+        let ask = tool && self.rng.gen_bool(self.cfg.permission_rate.clamp(0.0, 1.0));
+        let Some(mid) = self.sessions[sid]
+            .messages
+            .last()
+            .map(|m| m.message_id.clone())
+        else {
+            return;
+        };
+        out.push(effect(
+            "turn-start",
+            json!({"session": sid, "messageId": mid, "ms": ms, "tool": tool}),
+        ));
+        self.update_all(
+            sid,
+            SessionUpdate::StateUpdate(StateUpdate::Running(v2::RunningStateUpdate::new())),
+            out,
+        );
+        let placeholder = TurnPhase::Working { timer: u64::MAX };
+        self.sessions[sid].turn = Some(Turn {
+            message_id: mid,
+            owner,
+            phase: placeholder,
+            ms,
+            tool,
+        });
+        // Ask on the prompt's connection, or another one where the session is active; with
+        // none, nobody can approve (a connection that ended is never approval).
+        let asker = Some(owner)
+            .filter(|c| self.conns.contains_key(c))
+            .or_else(|| {
+                self.conns
+                    .iter()
+                    .find(|(_, a)| a.contains(sid))
+                    .map(|(c, _)| *c)
+            });
+        if !self.conns.contains_key(&owner) && self.cfg.o2 == WorkOnDisconnect::Cancel {
+            // O2 cancel: work whose connection already ended is cancelled at once.
+            out.push(effect(
+                "permission",
+                json!({"session": sid, "approved": false, "reason": "connection ended"}),
+            ));
+            self.end_turn(sid, StopReason::Cancelled, out);
+            return self.next_held(sid, out);
+        }
+        if let (true, None) = (ask, asker) {
+            out.push(effect(
+                "permission",
+                json!({"session": sid, "approved": false, "reason": "no connection to ask"}),
+            ));
+            return self.work(sid, false, out);
+        }
+        if let (true, Some(owner)) = (ask, asker) {
+            self.next_req += 1;
+            let req = self.next_req;
+            self.asks.insert(req, sid.to_string());
+            let opts = vec![
+                v2::PermissionOption::new("allow", "Allow", v2::PermissionOptionKind::AllowOnce),
+                v2::PermissionOption::new("reject", "Reject", v2::PermissionOptionKind::RejectOnce),
+            ];
+            let params = to_value(v2::RequestPermissionRequest::new(
+                sid.to_string(),
+                "write a file",
+                opts,
+            ));
+            self.sessions[sid].turn.as_mut().expect("set above").phase =
+                TurnPhase::AwaitPermission { conn: owner, req };
+            self.send(
+                owner,
+                rpc::request(req, "session/request_permission", params),
+                out,
+            );
+        } else {
+            self.work(sid, tool, out);
+        }
+    }
+
+    /// Run the turn's tool (if any and approved) and set the timer for the rest of the work.
+    pub(super) fn work(&mut self, sid: &str, run_tool: bool, out: &mut Vec<Action>) {
+        let Some(turn) = self.sessions.get(sid).and_then(|s| s.turn.clone()) else {
+            return;
+        };
+        if run_tool && turn.tool {
+            // The side effect the user cares about: counted in the ledger (A1: never twice).
+            self.tool_effects += 1;
+            let tc = format!("tool-{}", turn.message_id);
+            out.push(effect(
+                "tool-effect",
+                json!({"session": sid, "messageId": turn.message_id, "toolCallId": tc}),
+            ));
+            let upd = v2::ToolCallUpdate::new(tc)
+                .title("write a file")
+                .status(v2::ToolCallStatus::Completed);
+            self.update_all(sid, SessionUpdate::ToolCallUpdate(upd), out);
+        }
+        let timer = self.timer(sid, TimerKind::TurnEnd, turn.ms, out);
+        if let Some(t) = self.sessions[sid].turn.as_mut() {
+            t.phase = TurnPhase::Working { timer };
+        }
+    }
+
+    pub(super) fn end_turn(&mut self, sid: &str, stop: StopReason, out: &mut Vec<Action>) {
+        let Some(turn) = self.sessions.get_mut(sid).and_then(|s| s.turn.take()) else {
+            return;
+        };
+        // The idle update's own field, as a plain string.
+        let reason =
+            to_value(v2::IdleStateUpdate::new().stop_reason(stop.clone()))["stopReason"].clone();
+        out.push(effect(
+            "turn-end",
+            json!({"session": sid, "messageId": turn.message_id, "stopReason": reason}),
+        ));
+        let chunk =
+            v2::ContentChunk::new(ContentBlock::from("done"), format!("a-{}", turn.message_id));
+        self.update_all(sid, SessionUpdate::AgentMessageChunk(chunk), out);
+        let idle = v2::IdleStateUpdate::new().stop_reason(stop);
+        self.update_all(
+            sid,
+            SessionUpdate::StateUpdate(StateUpdate::Idle(idle)),
+            out,
+        );
+        if self.cfg.design == Design::Adapter {
+            // The runtime syncs at the end of a turn: everything written so far is durable.
+            out.push(Action::Persist {
+                record: json!({"t": "turn-end", "session": sid}),
+                sync: true,
+            });
+            let s = &self.sessions[sid];
+            for m in &s.messages {
+                out.push(effect(
+                    "durable",
+                    json!({"session": sid, "messageId": m.message_id}),
+                ));
+            }
+        }
+    }
+
+    pub(super) fn next_held(&mut self, sid: &str, out: &mut Vec<Action>) {
+        let next = self
+            .sessions
+            .get_mut(sid)
+            .filter(|s| !s.storing)
+            .and_then(|s| s.held.pop_front());
+        if let Some(h) = next {
+            let owner = h.conn;
+            if self.cfg.design == Design::Cluster {
+                // Its insertion completes at the store, later: the log shows it left the queue.
+                out.push(effect(
+                    "release",
+                    json!({"session": sid, "conn": h.conn, "id": h.id}),
+                ));
+            }
+            self.insert_turn(sid, h, "held", Some(owner), out);
+        }
+    }
+
+    /// `session/cancel` (A6) or close/delete (A15): cancel the foreground work and every
+    /// prompt not yet inserted (all were received earlier), answering each `-32800`.
+    pub(super) fn cancel_work(
+        &mut self,
+        sid: &str,
+        closing: bool,
+        why: &str,
+        out: &mut Vec<Action>,
+    ) {
+        let Some(s) = self.sessions.get_mut(sid) else {
+            return;
+        };
+        // Mutant `cancel-skips-held`: a stop leaves the held prompts queued (breaks A6).
+        let skip = !closing && self.cfg.mutant == Some(AgentMutant::CancelSkipsHeld);
+        let held: Vec<Held> = if skip {
+            Vec::new()
+        } else {
+            s.held.drain(..).collect()
+        };
+        let queued: Vec<(ConnId, Value, v2::PromptRequest)> = s.fill_queue.drain(..).collect();
+        let turn = s.turn.clone();
+        let forget = closing && self.cfg.mutant == Some(AgentMutant::CloseForgetsHeld);
+        for h in held {
+            if forget {
+                // Mutant: gone without an answer.
+                out.push(effect(
+                    "drop-held",
+                    json!({"session": sid, "conn": h.conn, "id": h.id, "by": why}),
+                ));
+                continue;
+            }
+            out.push(effect(
+                "withdraw",
+                json!({"session": sid, "conn": h.conn, "id": h.id, "key": h.key, "by": why}),
+            ));
+            self.persist_withdrawal(sid, h.key.as_deref(), out);
+            self.send(
+                h.conn,
+                rpc::err(&h.id, code::REQUEST_CANCELLED, CANCELLED, None),
+                out,
+            );
+            for (c, id) in h.waiters {
+                self.send(
+                    c,
+                    rpc::err(&id, code::REQUEST_CANCELLED, CANCELLED, None),
+                    out,
+                );
+            }
+        }
+        for (c, id, _) in queued {
+            out.push(effect(
+                "withdraw",
+                json!({"session": sid, "conn": c, "id": id, "by": why}),
+            ));
+            self.send(
+                c,
+                rpc::err(&id, code::REQUEST_CANCELLED, CANCELLED, None),
+                out,
+            );
+        }
+        if let Some(t) = turn {
+            if let TurnPhase::AwaitPermission { conn, req } = t.phase {
+                // Stop waiting: not approved, and withdraw the request itself.
+                self.asks.shift_remove(&req);
+                self.send(
+                    conn,
+                    rpc::notification("$/cancel_request", json!({"requestId": req})),
+                    out,
+                );
+            }
+            self.end_turn(sid, StopReason::Cancelled, out);
+        }
+        if skip {
+            // Mutant: the prompts left in the queue go on as if nothing was cancelled.
+            self.next_held(sid, out);
+        }
+    }
+
+    /// `$/cancel_request` for a prompt attempt: withdraw the un-inserted prompt and answer every
+    /// pending attempt for its key `-32800` (A5). Inserted or unknown: ignored.
+    pub(super) fn cancel_request(&mut self, conn: ConnId, rid: &Value, out: &mut Vec<Action>) {
+        for sid in self.sessions.keys().cloned().collect::<Vec<_>>() {
+            let s = self.sessions.get_mut(&sid).expect("listed");
+            let pos = s.held.iter().position(|h| {
+                (h.conn == conn && &h.id == rid)
+                    || h.waiters.iter().any(|(c, i)| *c == conn && i == rid)
+            });
+            if let Some(pos) = pos {
+                let h = s.held.remove(pos).expect("position is valid");
+                out.push(effect("withdraw", json!({"session": sid, "conn": h.conn, "id": h.id, "key": h.key, "by": "$/cancel_request"})));
+                self.persist_withdrawal(&sid, h.key.as_deref(), out);
+                let only_named = self.cfg.mutant == Some(AgentMutant::CancelAnswersOne);
+                let none = self.cfg.mutant == Some(AgentMutant::CancelAnswersNone);
+                let attempts = std::iter::once((h.conn, h.id)).chain(h.waiters);
+                for (c, id) in attempts.filter(|_| !none) {
+                    // A5: every pending attempt for the key gets -32800 (the mutant answers
+                    // only the one the cancel named).
+                    if !only_named || (c == conn && &id == rid) {
+                        self.send(
+                            c,
+                            rpc::err(&id, code::REQUEST_CANCELLED, CANCELLED, None),
+                            out,
+                        );
+                    }
+                }
+                return;
+            }
+        }
+    }
+}
