@@ -110,6 +110,21 @@ pub fn err(id: &Value, code: i64, message: &str, data: Option<Value>) -> String 
     json!({"jsonrpc": "2.0", "id": id, "error": e}).to_string()
 }
 
+/// `initialize` params of a Client called `name` at `version`, speaking ACP v2.
+pub fn initialize_params(name: &str, version: &str) -> Value {
+    json!({"protocolVersion": 2, "info": {"name": name, "version": version}})
+}
+
+/// `session/prompt` params: one text block, then `idempotencyKey` when `key` is given (any
+/// JSON value, so malformed keys and an explicit `null` can be sent too).
+pub fn prompt_params(session: &str, text: &str, key: Option<Value>) -> Value {
+    let mut p = json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]});
+    if let Some(k) = key {
+        p["idempotencyKey"] = k;
+    }
+    p
+}
+
 /// The numeric `code` of a JSON-RPC error object, if it has one.
 pub fn error_code(error: &Value) -> Option<i64> {
     error.get("code").and_then(Value::as_i64)

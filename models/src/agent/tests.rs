@@ -78,7 +78,7 @@ fn new_session(a: &mut ModelAgent, conn: ConnId) -> String {
 }
 
 fn prompt_params(sid: &str, text: &str, key: Value) -> Value {
-    json!({"sessionId": sid, "prompt": [{"type": "text", "text": text}], "idempotencyKey": key})
+    rpc::prompt_params(sid, text, Some(key))
 }
 
 fn prompt(a: &mut ModelAgent, conn: ConnId, id: u64, sid: &str, key: Value) -> Vec<Action> {

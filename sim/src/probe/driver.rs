@@ -19,7 +19,7 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
 
 use crate::history::OpType;
-use crate::models::rpc::code;
+use crate::models::rpc::{self, code};
 use crate::wall_clock::now;
 
 /// The process group of the Agent running now (0: none), for the Ctrl-C handler: the group
@@ -333,8 +333,8 @@ impl Driver {
             "conn-open",
             json!({"conn": conn, "seen_by": "agent", "transport": "stdio"}),
         );
-        let init = json!({"protocolVersion": 2, "info": {"name": "acp-chaos-probe",
-            "version": env!("CARGO_PKG_VERSION")}, "capabilities": {}});
+        let mut init = rpc::initialize_params("acp-chaos-probe", env!("CARGO_PKG_VERSION"));
+        init["capabilities"] = json!({});
         let id = self.request("initialize", init);
         let answer = self.wait_answer(id, self.timeout())?;
         let Some(frame) = answer else {
@@ -467,8 +467,8 @@ impl Driver {
             "attempt",
             json!({"submission": n, "conn": conn, "id": id, "key": sub.key}),
         );
-        let frame = json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt", "params": {
-            "sessionId": sid, "prompt": [{"type": "text", "text": sub.text}], "idempotencyKey": sub.key}});
+        let frame = json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
+            "params": rpc::prompt_params(&sid, &sub.text, Some(json!(sub.key)))});
         self.outstanding
             .insert((conn, id), "session/prompt".to_string());
         if let Some(s) = self.subs.get_mut(&n) {

@@ -102,13 +102,8 @@ fn send(a: &mut ModelAgent, id: u64, method: &str, params: &Value, notification:
 
 /// Build the audit table.
 pub fn audit() -> Vec<Row> {
-    let prompt = |sid: &str, key: Option<&str>| {
-        let mut p = json!({"sessionId": sid, "prompt": [{"type": "text", "text": "hello"}]});
-        if let Some(k) = key {
-            p["idempotencyKey"] = json!(k);
-        }
-        p
-    };
+    let prompt =
+        |sid: &str, key: Option<&str>| rpc::prompt_params(sid, "hello", key.map(|k| json!(k)));
     type Params = fn(&str) -> Value;
     let methods: Vec<(&'static str, Params)> = vec![
         ("session/new", |_| json!({"cwd": "/w"})),
@@ -176,7 +171,7 @@ pub fn audit() -> Vec<Row> {
         );
         let mut a = ModelAgent::recover(cfg, 0, 7, &[]);
         a.handle(AgentInput::Connected(1), &mut Vec::new());
-        let p = json!({"protocolVersion": 2, "info": {"name": "c", "version": "1"}});
+        let p = rpc::initialize_params("c", "1");
         let first = send(&mut a, 10, "initialize", &p, false);
         let second = send(&mut a, 11, "initialize", &p, false);
         let ok = first.answer == second.answer && second.state_changes.is_empty();

@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 
 use super::space::*;
 use super::*;
+use crate::models::rpc;
 use crate::models::{AgentConfig, AgentMutant, ConnId, Effect, ModelAgent};
 
 /// How a Client frame is sent.
@@ -138,15 +139,11 @@ pub(super) struct World {
 }
 
 pub(super) fn text_prompt(sid: &str, text: &str, key: Option<&str>) -> Value {
-    let mut p = json!({"sessionId": sid, "prompt": [{"type": "text", "text": text}]});
-    if let Some(k) = key {
-        p["idempotencyKey"] = json!(k);
-    }
-    p
+    rpc::prompt_params(sid, text, key.map(|k| json!(k)))
 }
 
 pub(super) fn init_params() -> Value {
-    json!({"protocolVersion": 2, "info": {"name": "matrix-client", "version": "1"}})
+    rpc::initialize_params("matrix-client", "1")
 }
 
 /// The op prompt's text (unique in the session: history, busy and next prompts differ).
