@@ -1,8 +1,44 @@
-//! Record framing for stored sessions and client stores: `[len: u32 LE][crc32: u32 LE][payload]`.
+//! What the models persist, and how it survives a crash.
 //!
-//! A torn tail (short header, short payload or checksum mismatch) ends recovery: everything
-//! before it is returned with the offset to truncate the file to, so a correct model survives
-//! torn writes (turmoil `block_size`).
+//! - Record framing for stored sessions and client stores: `[len: u32 LE][crc32: u32 LE]
+//!   [payload]` ([`encode`], [`decode`]). A torn tail (short header, short payload or checksum
+//!   mismatch) ends recovery: everything before it is returned with the offset to truncate the
+//!   file to, so a correct model survives torn writes (turmoil `block_size`).
+//! - [`Disk`]: the records on a simulated disk for drivers without turmoil's file system (the
+//!   retry-class matrix): what a crash keeps is the synced prefix, as on turmoil's disk.
+
+use serde_json::Value;
+
+/// Records written by one Agent process and its predecessors, on a simulated disk: an
+/// unsynced write survives only until the next crash, unless a later synced write makes it
+/// durable (writes reach the disk in order, so a sync covers every earlier write).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Disk {
+    records: Vec<Value>,
+    durable: usize,
+}
+
+impl Disk {
+    /// Write one record ([`crate::Action::Persist`]); `sync` makes it and everything before it
+    /// durable.
+    pub fn write(&mut self, record: Value, sync: bool) {
+        self.records.push(record);
+        if sync {
+            self.durable = self.records.len();
+        }
+    }
+
+    /// The process crashed: writes not yet synced are lost.
+    pub fn crash(&mut self) {
+        self.records.truncate(self.durable);
+    }
+
+    /// Every record written and not lost, in write order (what a restarted model recovers
+    /// from).
+    pub fn records(&self) -> &[Value] {
+        &self.records
+    }
+}
 
 /// Frame one payload.
 pub fn encode(payload: &[u8]) -> Vec<u8> {
@@ -36,6 +72,19 @@ pub fn decode(bytes: &[u8]) -> (Vec<Vec<u8>>, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_crash_keeps_the_synced_prefix() {
+        let mut d = Disk::default();
+        d.write(Value::from(1), false);
+        d.write(Value::from(2), true);
+        d.write(Value::from(3), false);
+        d.crash();
+        assert_eq!(d.records(), [Value::from(1), Value::from(2)]);
+        d.write(Value::from(4), false);
+        d.crash();
+        assert_eq!(d.records().len(), 2);
+    }
 
     #[test]
     fn torn_tail_is_cut() {

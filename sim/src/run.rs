@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use acp_chaos_models::Design;
 use serde::Serialize;
 
-use crate::checkers::{self, Class, Verdict};
+use crate::checkers::{self, SubmissionClass, Verdict};
 use crate::history::History;
 use crate::plan::Plan;
 use crate::scenario::Scenario;
@@ -26,8 +26,8 @@ pub struct RunResult {
     pub hash: String,
     /// One verdict per checker.
     pub verdicts: Vec<Verdict>,
-    /// Class counts of the submissions.
-    pub classes: BTreeMap<Class, u32>,
+    /// SubmissionClass counts of the submissions.
+    pub classes: BTreeMap<SubmissionClass, u32>,
     /// Events seen (for `sometimes`).
     pub events: BTreeSet<&'static str>,
     /// Number of ops.

@@ -7,13 +7,13 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::checkers::Class;
+use crate::checkers::SubmissionClass;
 use crate::exit;
 use serde_json::Value;
 
 /// One cell of the table.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Cell {
+pub struct Tally {
     /// Seeds run.
     pub seeds: u64,
     /// Invalid verdicts.
@@ -59,9 +59,9 @@ pub struct Summary {
     /// The regression corpus replayed first: one outcome per file (a failed one exits 1).
     pub regressions: Vec<crate::explore::regression::Outcome>,
     /// scenario → property → cell.
-    pub table: BTreeMap<String, BTreeMap<String, Cell>>,
+    pub table: BTreeMap<String, BTreeMap<String, Tally>>,
     /// scenario → class → count.
-    pub classes: BTreeMap<String, BTreeMap<Class, u64>>,
+    pub classes: BTreeMap<String, BTreeMap<SubmissionClass, u64>>,
     /// scenario → event → seeds in which it happened (coverage).
     pub events: BTreeMap<String, BTreeMap<String, u64>>,
     /// Every run's history hash, as `scenario/seed` → hash (determinism checks compare these).

@@ -37,7 +37,12 @@ pub struct BenchReport {
 }
 
 /// Run the benchmark.
-pub fn run(s: &Scenario, seeds: u64, jobs: usize, agent: Design) -> anyhow::Result<BenchReport> {
+pub fn measure(
+    s: &Scenario,
+    seeds: u64,
+    jobs: usize,
+    agent: Design,
+) -> anyhow::Result<BenchReport> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(jobs.max(1))
         .build()?;

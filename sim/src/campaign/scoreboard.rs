@@ -52,7 +52,7 @@ pub fn is_catch(m: &Mutant, v: &Verdict) -> bool {
 
 /// One row of the scoreboard.
 #[derive(Debug, Clone, Serialize)]
-pub struct Row {
+pub struct MutantRow {
     /// Mutant name.
     pub mutant: &'static str,
     /// The property its verdict must fail.
@@ -67,7 +67,7 @@ pub struct Row {
     pub uniform: Detection,
 }
 
-impl Row {
+impl MutantRow {
     /// uniform median / swarm median (above 1: the swarm finds it sooner).
     pub fn ratio(&self) -> Option<f64> {
         Some(self.uniform.median? / self.swarm.median?)
@@ -156,14 +156,14 @@ fn detect(s: &Scenario, m: &Mutant, designs: &[Design], seeds: u64, want: usize)
 
 /// The scoreboard for every mutant (or one) on a `[swarm]` scenario; `on_row` sees each row as
 /// it is done.
-pub fn run(
+pub fn score(
     s: &Scenario,
     only: Option<&str>,
     seeds: u64,
     want: usize,
     jobs: usize,
-    on_row: &mut dyn FnMut(&Row),
-) -> anyhow::Result<Vec<Row>> {
+    on_row: &mut dyn FnMut(&MutantRow),
+) -> anyhow::Result<Vec<MutantRow>> {
     anyhow::ensure!(
         s.swarm.is_some(),
         "{}: the scoreboard needs a [swarm] scenario (scripted faults are not the swarm)",
@@ -198,7 +198,7 @@ pub fn run(
                 detect(&uniform, m, &designs, seeds, want),
             )
         });
-        let row = Row {
+        let row = MutantRow {
             mutant: m.name,
             property: m.property,
             party: m.party,
@@ -272,7 +272,7 @@ pub fn baseline(
 
 /// The mutant × checker view: per mutant, the share of swarm seeds run on which each checker
 /// was invalid (a `*` marks the property the mutant names).
-pub fn checker_table(rows: &[Row]) -> String {
+pub fn checker_table(rows: &[MutantRow]) -> String {
     let mut props: Vec<String> = rows
         .iter()
         .flat_map(|r| r.swarm.by_checker.keys().cloned())
@@ -323,7 +323,7 @@ pub fn header() -> String {
 }
 
 /// The scoreboard's rows as table lines (after [`header`]).
-pub fn table(rows: &[Row]) -> String {
+pub fn table(rows: &[MutantRow]) -> String {
     let mut out = String::new();
     let cell = |d: &Detection| match d.median {
         Some(m) => format!("{m} ({}/{})", d.caught.len(), d.seeds),

@@ -9,10 +9,10 @@ use serde_json::json;
 use super::counterexample::{run_dir_name, shrink_into, write_counterexample, write_run, Names};
 use super::folders::write_summary;
 use super::{reference, CampaignSpec};
-use crate::checkers::{Class, Status};
+use crate::checkers::{Status, SubmissionClass};
 use crate::run::{repro, run_one, RunResult};
 use crate::scenario::Expect;
-use crate::summary::{Cell, Summary, SUMMARY_FORMAT};
+use crate::summary::{Summary, Tally, SUMMARY_FORMAT};
 
 pub(super) fn summarize(
     spec: &CampaignSpec,
@@ -21,8 +21,8 @@ pub(super) fn summarize(
     interrupted: bool,
 ) -> anyhow::Result<Summary> {
     let mutant = spec.mutant.as_deref();
-    let mut table: BTreeMap<String, BTreeMap<String, Cell>> = BTreeMap::new();
-    let mut classes: BTreeMap<String, BTreeMap<Class, u64>> = BTreeMap::new();
+    let mut table: BTreeMap<String, BTreeMap<String, Tally>> = BTreeMap::new();
+    let mut classes: BTreeMap<String, BTreeMap<SubmissionClass, u64>> = BTreeMap::new();
     let mut seen: BTreeMap<String, BTreeSet<&'static str>> = BTreeMap::new();
     let mut failures = Vec::new();
     let mut findings = Vec::new();

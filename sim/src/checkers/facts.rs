@@ -82,7 +82,7 @@ impl Insert {
 /// How one submission ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Class {
+pub enum SubmissionClass {
     /// Inserted, and the Client holds its messageId.
     Acknowledged,
     /// Shown to the user as failed.
@@ -214,8 +214,8 @@ impl<'a> Facts<'a> {
             .map(|o| o.index)
     }
 
-    /// Class of each submission (Jepsen set-full style).
-    pub fn classes(&self) -> BTreeMap<u64, Class> {
+    /// The class of each submission (Jepsen set-full style).
+    pub fn classes(&self) -> BTreeMap<u64, SubmissionClass> {
         let mut per_sub: BTreeMap<u64, Vec<&Insert>> = BTreeMap::new();
         for i in self.inserts.iter().filter(|i| i.took_effect.is_some()) {
             if let Some(s) = i.submission {
@@ -233,9 +233,9 @@ impl<'a> Facts<'a> {
                     .enumerate()
                     .any(|(j, l)| ins[..j].iter().any(|e| e.gone_before(l.op).is_none()));
                 let c = if dup {
-                    Class::Duplicated
+                    SubmissionClass::Duplicated
                 } else if ins.len() > 1 {
-                    Class::Reinserted
+                    SubmissionClass::Reinserted
                 } else {
                     self.settlement(*n, !ins.is_empty())
                 };
@@ -247,19 +247,19 @@ impl<'a> Facts<'a> {
     /// How the user's side of submission `n` ended, whatever happened to its insertions:
     /// acknowledged, surfaced, withdrawn, still pending, or neither (unacknowledged when it was
     /// inserted, lost when not).
-    pub fn settlement(&self, n: u64, inserted: bool) -> Class {
+    pub fn settlement(&self, n: u64, inserted: bool) -> SubmissionClass {
         if self.acks.contains_key(&n) {
-            Class::Acknowledged
+            SubmissionClass::Acknowledged
         } else if self.surfaced.contains_key(&n) {
-            Class::Surfaced
+            SubmissionClass::Surfaced
         } else if self.withdrawn.contains_key(&n) {
-            Class::Withdrawn
+            SubmissionClass::Withdrawn
         } else if self.pending_at_end.contains(&n) {
-            Class::Pending
+            SubmissionClass::Pending
         } else if inserted {
-            Class::Unacknowledged
+            SubmissionClass::Unacknowledged
         } else {
-            Class::Lost
+            SubmissionClass::Lost
         }
     }
 }

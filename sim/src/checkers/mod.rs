@@ -29,7 +29,7 @@ mod retention_tests;
 mod tests;
 
 pub use coverage::{events, fault_states, EVENTS, FAULT_STATES};
-pub use facts::{agent_view, Class, Facts, Insert};
+pub use facts::{agent_view, Facts, Insert, SubmissionClass};
 pub use p01_at_most_once::p1_at_most_once;
 pub use p02_no_silent_drop::p2_no_silent_drop;
 pub use p03_same_answer::p3_same_answer;

@@ -4,13 +4,13 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use acp_chaos_models::Party;
 
-use super::facts::{Class, Facts};
+use super::facts::{Facts, SubmissionClass};
 use super::verdict::{Status, Verdict};
 
 /// P2 no-silent-drop: after heal and quiescence every submission is acknowledged or surfaced.
 pub fn p2_no_silent_drop(f: &Facts) -> Verdict {
     let mut v = Verdict::valid("P2", &["C1", "C6", "C8", "A2"]);
-    let classes: BTreeMap<u64, Class> = f
+    let classes: BTreeMap<u64, SubmissionClass> = f
         .submissions
         .keys()
         .map(|n| {
@@ -24,7 +24,7 @@ pub fn p2_no_silent_drop(f: &Facts) -> Verdict {
     let mut pending = Vec::new();
     for (n, c) in &classes {
         match c {
-            Class::Lost | Class::Unacknowledged => {
+            SubmissionClass::Lost | SubmissionClass::Unacknowledged => {
                 let at = f.submissions[n];
                 let last_client_op = f
                     .history
@@ -41,11 +41,11 @@ pub fn p2_no_silent_drop(f: &Facts) -> Verdict {
                     .or_else(|| f.fault_before(f.history.ops.len()));
                 v.message = format!(
                     "submission {n} is {}: the Client no longer holds it, never got its messageId and never showed an error",
-                    if *c == Class::Lost { "lost (never inserted)" } else { "unacknowledged (inserted)" }
+                    if *c == SubmissionClass::Lost { "lost (never inserted)" } else { "unacknowledged (inserted)" }
                 );
                 return v;
             }
-            Class::Acknowledged => {
+            SubmissionClass::Acknowledged => {
                 let (op, mid) = &f.acks[n];
                 let real = f
                     .inserts
@@ -110,7 +110,7 @@ pub fn p2_no_silent_drop(f: &Facts) -> Verdict {
                     return v;
                 }
             }
-            Class::Pending => pending.push(*n),
+            SubmissionClass::Pending => pending.push(*n),
             _ => {}
         }
     }

@@ -94,7 +94,7 @@ pub(super) fn exec(a: &MatrixArgs) -> Outcome {
                 p.as_str()
             )));
         }
-        let r = matrix::run_one(m, f, p, seed, mutant, true);
+        let r = matrix::run_cell(m, f, p, seed, mutant, true);
         if a.json {
             println!("{}", serde_json::to_string_pretty(&r)?);
         } else {
@@ -109,7 +109,7 @@ pub(super) fn exec(a: &MatrixArgs) -> Outcome {
             "--seeds must be at least 1 and --seed-start + --seeds below 2^64"
         )));
     }
-    let mx = matrix::run(&matrix::Spec {
+    let mx = matrix::sweep(&matrix::Spec {
         seed_start: a.seed_start,
         seeds: a.seeds,
         mutant,

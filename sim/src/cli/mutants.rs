@@ -78,7 +78,7 @@ pub(super) fn exec(a: &MutantsArgs) -> Outcome {
         s.reference, a.seeds, a.catches, jobs
     );
     print!("{}", crate::campaign::scoreboard::header());
-    let rows = crate::campaign::scoreboard::run(
+    let rows = crate::campaign::scoreboard::score(
         &s,
         a.mutant.as_deref(),
         a.seeds,

@@ -38,7 +38,7 @@ use clap::Args;
 use crate::exit;
 use crate::models::Retention;
 
-use runner::{prepare_out, run};
+use runner::{prepare_out, probe_traces};
 
 /// The properties a probe reports: those a black-box history decides (see the README).
 pub const PROPERTIES: &[&str] = &["P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P11", "X4"];
@@ -192,7 +192,7 @@ pub fn main(a: &ProbeArgs) -> i32 {
     if let Err(e) = prepare_out(&out) {
         return usage(&format!("{e:#}"));
     }
-    match run(a, &target, &selected, &out) {
+    match probe_traces(a, &target, &selected, &out) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");

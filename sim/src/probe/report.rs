@@ -44,7 +44,7 @@ pub struct RunOutcome {
 
 /// Counts of one trace × property.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct Cell {
+pub struct TraceTally {
     /// Runs judged.
     pub runs: u32,
     /// Valid runs.
@@ -96,7 +96,7 @@ pub struct ProbeSummary {
     /// Traces run, in order.
     pub traces: Vec<String>,
     /// trace → property → counts.
-    pub table: BTreeMap<String, BTreeMap<String, Cell>>,
+    pub table: BTreeMap<String, BTreeMap<String, TraceTally>>,
     /// trace → window → (runs that hit it, runs).
     pub windows: BTreeMap<String, BTreeMap<String, (u32, u32)>>,
     /// trace → remark → runs it was made in.
@@ -221,7 +221,7 @@ pub(super) fn write_run(
     Ok(())
 }
 
-pub(super) fn cell_short(c: Option<&Cell>) -> String {
+pub(super) fn cell_short(c: Option<&TraceTally>) -> String {
     match c {
         None => "-".into(),
         Some(c) if c.invalid == 0 && c.unknown == 0 => "ok".into(),

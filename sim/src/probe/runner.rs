@@ -202,7 +202,7 @@ pub fn judge(h: &History, aborted: Option<&str>) -> Vec<Verdict> {
 /// Folders kept per (trace, property): the first failing runs.
 pub(super) const KEEP: usize = 5;
 
-pub(super) fn run(
+pub(super) fn probe_traces(
     a: &ProbeArgs,
     target: &Target,
     selected: &[&traces::Trace],

@@ -139,18 +139,18 @@ fn parse_range(s: &str) -> Option<(u64, u64)> {
 }
 
 /// The store folder: `sessions.log` (framed records) and `boots` (one line per start).
-struct Disk {
+struct StoreDir {
     dir: PathBuf,
     log: Option<std::fs::File>,
 }
 
-impl Disk {
+impl StoreDir {
     fn log_path(&self) -> PathBuf {
         self.dir.join("sessions.log")
     }
 
     /// Count this start and read the records, cutting a torn tail.
-    fn open(dir: &Path, persists: bool) -> anyhow::Result<(Disk, u32, Vec<serde_json::Value>)> {
+    fn open(dir: &Path, persists: bool) -> anyhow::Result<(StoreDir, u32, Vec<serde_json::Value>)> {
         std::fs::create_dir_all(dir)?;
         let boots = dir.join("boots");
         let before = std::fs::read_to_string(&boots)
@@ -164,7 +164,7 @@ impl Disk {
         writeln!(f, "{boot}")?;
         f.sync_all()?;
         sync_dir(dir)?;
-        let disk = Disk {
+        let disk = StoreDir {
             dir: dir.to_path_buf(),
             log: None,
         };
@@ -224,7 +224,7 @@ fn serve(cfg: AgentConfig, a: &AgentArgs) -> anyhow::Result<()> {
     let persists = cfg.design != Design::InMemory;
     let (mut disk, boot, records) = match &a.store {
         Some(dir) => {
-            let (d, b, r) = Disk::open(dir, persists)?;
+            let (d, b, r) = StoreDir::open(dir, persists)?;
             (Some(d), b, r)
         }
         None => (None, 1, Vec::new()),
@@ -263,7 +263,7 @@ fn serve(cfg: AgentConfig, a: &AgentArgs) -> anyhow::Result<()> {
     let mut until_error = a.transient_every;
     model.handle(AgentInput::Connected(CONN), &mut out);
     loop {
-        run(&mut out, &mut disk, &stdout, &mut timers, &mut order)?;
+        execute(&mut out, &mut disk, &stdout, &mut timers, &mut order)?;
         let next = timers.peek().map(|t| t.0 .0);
         // Lines already read go first: a turn's timer that fell due while the process was
         // descheduled does not overtake a prompt that arrived before it (as on a quiet machine).
@@ -302,7 +302,7 @@ fn serve(cfg: AgentConfig, a: &AgentArgs) -> anyhow::Result<()> {
             }
             Some(In::Eof) => {
                 model.handle(AgentInput::Disconnected(CONN), &mut out);
-                run(&mut out, &mut disk, &stdout, &mut timers, &mut order)?;
+                execute(&mut out, &mut disk, &stdout, &mut timers, &mut order)?;
                 return Ok(());
             }
         }
@@ -314,9 +314,9 @@ fn is_prompt(line: &str) -> bool {
         .is_ok_and(|v| v["method"] == "session/prompt" && v.get("id").is_some())
 }
 
-fn run(
+fn execute(
     out: &mut Vec<Action>,
-    disk: &mut Option<Disk>,
+    disk: &mut Option<StoreDir>,
     stdout: &std::io::Stdout,
     timers: &mut BinaryHeap<std::cmp::Reverse<(Instant, u64, u64)>>,
     order: &mut u64,

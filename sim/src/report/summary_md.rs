@@ -4,10 +4,10 @@
 use std::fmt::Write as _;
 
 use crate::checkers::CHECKERS;
-use crate::summary::{Cell, Summary};
+use crate::summary::{Summary, Tally};
 use std::collections::BTreeSet;
 
-fn cell_text(c: &Cell) -> String {
+fn cell_text(c: &Tally) -> String {
     let mut parts = Vec::new();
     if c.violations > 0 {
         parts.push(format!("✗{}", c.violations));

@@ -13,7 +13,7 @@ use crate::models::{
 
 /// One row of the audit.
 #[derive(Debug, Clone, Serialize)]
-pub struct Row {
+pub struct AuditRow {
     /// Method name.
     pub method: &'static str,
     /// Its class.
@@ -101,7 +101,7 @@ fn send(a: &mut ModelAgent, id: u64, method: &str, params: &Value, notification:
 }
 
 /// Build the audit table.
-pub fn audit() -> Vec<Row> {
+pub fn audit() -> Vec<AuditRow> {
     let prompt =
         |sid: &str, key: Option<&str>| rpc::prompt_params(sid, "hello", key.map(|k| json!(k)));
     type Params = fn(&str) -> Value;
@@ -153,7 +153,7 @@ pub fn audit() -> Vec<Row> {
             }
             RetryClass::NotResent | RetryClass::Keyed => unreachable!("those rows are built below"),
         };
-        rows.push(Row {
+        rows.push(AuditRow {
             method,
             class,
             inferred,
@@ -176,7 +176,7 @@ pub fn audit() -> Vec<Row> {
         let second = send(&mut a, 11, "initialize", &p, false);
         let ok = first.answer == second.answer && second.state_changes.is_empty();
         let m = methods::info("initialize");
-        rows.push(Row {
+        rows.push(AuditRow {
             method: m.name,
             class: m.class,
             inferred: m.inferred,
@@ -220,7 +220,7 @@ pub fn audit() -> Vec<Row> {
         let harmed = fresh.state_changes.iter().any(|c| c == "turn-start")
             && late.state_changes.iter().any(|c| c == "turn-end");
         let m = methods::info("session/cancel");
-        rows.push(Row {
+        rows.push(AuditRow {
             method: m.name,
             class: m.class,
             inferred: m.inferred,
@@ -267,7 +267,7 @@ pub fn audit() -> Vec<Row> {
         let ok =
             first.state_changes.iter().any(|c| c == "withdraw") && second.state_changes.is_empty();
         let m = methods::info("$/cancel_request");
-        rows.push(Row {
+        rows.push(AuditRow {
             method: m.name,
             class: m.class,
             inferred: m.inferred,
@@ -298,7 +298,7 @@ pub fn audit() -> Vec<Row> {
     );
     let keyed_ok = k1.answer == k2.answer && !k2.state_changes.iter().any(|c| c == "insert");
     let m = methods::info("session/prompt");
-    rows.push(Row {
+    rows.push(AuditRow {
         method: m.name,
         class: m.class,
         inferred: m.inferred,
@@ -321,7 +321,7 @@ pub fn audit() -> Vec<Row> {
         || out
             .iter()
             .any(|x| matches!(x, Action::Effect(e) if e.f == "insert"));
-    rows.push(Row {
+    rows.push(AuditRow {
         method: "session/prompt (no key)",
         // Not a method of the table: what an unkeyed prompt's class amounts to (K1, C9).
         class: RetryClass::NotResent,
@@ -333,7 +333,7 @@ pub fn audit() -> Vec<Row> {
 }
 
 /// The table as text.
-pub fn table_text(rows: &[Row]) -> String {
+pub fn table_text(rows: &[AuditRow]) -> String {
     let mut s = format!(
         "{:<26} {:<12} {:<9} {:<4} {}\n",
         "method", "class", "source", "ok", "sending it twice to the correct stored Agent"

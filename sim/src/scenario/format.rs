@@ -165,7 +165,7 @@ pub struct Timing {
 /// loses the rest.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Disk {
+pub struct DiskSpec {
     /// Torn writes: an unsynced write a crash interrupts survives as a prefix of whole blocks
     /// of this many bytes (records are framed with length and checksum; recovery cuts a torn
     /// tail). Unset: writes are atomic; under `[swarm]` an unset value is drawn per seed.

@@ -22,7 +22,7 @@ use acp_chaos_models::Design;
 use serde::{Deserialize, Serialize};
 
 pub use format::{
-    AgentSpec, ClientSpec, Disk, Expect, FieldCase, Mix, Pinned, RawProbe, Seeded, SwarmSpec,
+    AgentSpec, ClientSpec, DiskSpec, Expect, FieldCase, Mix, Pinned, RawProbe, Seeded, SwarmSpec,
     Timing, Topology, Transport, Workload,
 };
 
@@ -88,7 +88,7 @@ pub struct Scenario {
     pub timing: Timing,
     /// The simulated disk.
     #[serde(default)]
-    pub disk: Disk,
+    pub disk: DiskSpec,
     /// Hosts between Client and Agent.
     #[serde(default)]
     pub topology: Topology,

@@ -10,7 +10,7 @@ use super::*;
 use crate::models::rpc::{self, Frame};
 use crate::models::{Action, AgentInput, AgentModel, ConnId, ModelAgent};
 
-impl World {
+impl EventWorld {
     pub(super) fn agent_do(&mut self, input: AgentInput, op_frame: bool) {
         let mut out = Vec::new();
         self.agent.handle(input, &mut out);
@@ -100,14 +100,15 @@ impl World {
     pub(super) fn crash(&mut self) {
         self.crashed = true;
         self.boot += 1;
-        self.disk.truncate(self.durable);
+        self.disk.crash();
         note!(
             self,
             "AGENT CRASH; restart boot {} from {} durable records",
             self.boot,
-            self.disk.len()
+            self.disk.records().len()
         );
-        self.agent = ModelAgent::recover(self.cfg.clone(), self.boot, self.seed, &self.disk);
+        self.agent =
+            ModelAgent::recover(self.cfg.clone(), self.boot, self.seed, self.disk.records());
         for conn in std::mem::take(&mut self.agent_conns) {
             // Frames written before the crash arrive first (same time, earlier sequence).
             self.at(self.now + LATENCY_MS, Ev::Eof { conn });
@@ -145,10 +146,7 @@ impl World {
                     "agent persists {record}{}",
                     if sync { " (synced)" } else { " (not synced)" }
                 );
-                self.disk.push(record);
-                if sync {
-                    self.durable = self.disk.len();
-                }
+                self.disk.write(record, sync);
             }
             Action::Timer { id, after_ms } => {
                 let boot = self.boot;

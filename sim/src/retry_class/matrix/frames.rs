@@ -10,7 +10,7 @@ use super::*;
 use crate::models::rpc::{self, Frame};
 use crate::models::{AgentInput, ConnId};
 
-impl World {
+impl EventWorld {
     pub(super) fn open_conn(&mut self) {
         let conn = self.next_conn;
         self.next_conn += 1;

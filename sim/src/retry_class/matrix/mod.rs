@@ -39,12 +39,12 @@ use serde::Serialize;
 
 pub use space::{not_applicable, Fault, Method, MethodClass, Outcome, Policy, Variation, METHODS};
 pub use table::table_text;
-pub use verdict::{ClassSummary, Example, Verdict};
+pub use verdict::{ClassSummary, ClassVerdict, Example};
 
 use crate::models::AgentMutant;
 use crate::models::RetryClass;
 use verdict::verdict;
-use world::World;
+use world::EventWorld;
 
 /// How long the Client waits for an answer (or, for a notification, for its effect to show)
 /// before its policy acts, in simulated ms.
@@ -79,7 +79,7 @@ pub struct Run {
 }
 
 /// Run one (method, fault, policy, seed); with `verbose`, keep the log.
-pub fn run_one(
+pub fn run_cell(
     method: Method,
     fault: Fault,
     policy: Policy,
@@ -88,7 +88,7 @@ pub fn run_one(
     verbose: bool,
 ) -> Run {
     let var = Variation::derive(seed, method);
-    let mut w = World::new(method, fault, policy, seed, var.clone(), mutant, verbose);
+    let mut w = EventWorld::new(method, fault, policy, seed, var.clone(), mutant, verbose);
     w.script();
     let (outcome, why) = w.classify();
     if verbose {
@@ -141,7 +141,7 @@ impl Counts {
 
 /// One cell: a method under one fault and one Client policy, over the seeds.
 #[derive(Debug, Clone, Serialize)]
-pub struct Cell {
+pub struct MatrixCell {
     /// The method.
     pub method: Method,
     /// Its class.
@@ -163,9 +163,9 @@ pub struct Cell {
     pub first_seed: BTreeMap<Outcome, u64>,
 }
 
-impl Cell {
-    fn run(m: MethodClass, fault: Fault, policy: Policy, spec: &Spec) -> Cell {
-        let mut cell = Cell {
+impl MatrixCell {
+    fn run(m: MethodClass, fault: Fault, policy: Policy, spec: &Spec) -> MatrixCell {
+        let mut cell = MatrixCell {
             method: m.method,
             class: m.class,
             inferred: m.inferred,
@@ -180,7 +180,7 @@ impl Cell {
             return cell;
         }
         for seed in spec.seed_start..spec.seed_start + spec.seeds {
-            let r = run_one(m.method, fault, policy, seed, spec.mutant, false);
+            let r = run_cell(m.method, fault, policy, seed, spec.mutant, false);
             cell.counts.add(r.outcome);
             cell.fired += u64::from(r.fired);
             cell.first_seed.entry(r.outcome).or_insert(seed);
@@ -251,9 +251,9 @@ pub struct Matrix {
     pub timeout_ms: u64,
     /// Every cell, methods (all, or [`Spec::only`]) × faults × policies in table order (n/a
     /// cells included).
-    pub cells: Vec<Cell>,
+    pub cells: Vec<MatrixCell>,
     /// One verdict per method.
-    pub verdicts: Vec<Verdict>,
+    pub verdicts: Vec<ClassVerdict>,
     /// One summary per class.
     pub classes: Vec<ClassSummary>,
     /// 0 if every stated class is confirmed, 1 if one is refuted (inferred ones refuted are
@@ -262,7 +262,7 @@ pub struct Matrix {
 }
 
 /// Run every cell over the spec's seeds, then the verdicts.
-pub fn run(spec: &Spec) -> Matrix {
+pub fn sweep(spec: &Spec) -> Matrix {
     use rayon::prelude::*;
     let keys: Vec<(MethodClass, Fault, Policy)> = spec
         .methods()
@@ -274,11 +274,11 @@ pub fn run(spec: &Spec) -> Matrix {
         })
         .collect();
     // Cells are independent; collect keeps table order, so output does not depend on threads.
-    let cells: Vec<Cell> = keys
+    let cells: Vec<MatrixCell> = keys
         .par_iter()
-        .map(|(m, f, p)| Cell::run(*m, *f, *p, spec))
+        .map(|(m, f, p)| MatrixCell::run(*m, *f, *p, spec))
         .collect();
-    let verdicts: Vec<Verdict> = spec
+    let verdicts: Vec<ClassVerdict> = spec
         .methods()
         .iter()
         .map(|m| verdict(m, &cells, spec))
@@ -292,7 +292,7 @@ pub fn run(spec: &Spec) -> Matrix {
     .into_iter()
     .filter(|c| verdicts.iter().any(|v| v.class == *c))
     .map(|c| {
-        let of: Vec<&Verdict> = verdicts.iter().filter(|v| v.class == c).collect();
+        let of: Vec<&ClassVerdict> = verdicts.iter().filter(|v| v.class == c).collect();
         let refuted: Vec<Method> = of
             .iter()
             .filter(|v| !v.confirmed)
@@ -352,7 +352,7 @@ pub fn command(
     )
 }
 
-fn example(cell: &Cell, outcome: Outcome, spec: &Spec) -> Option<Example> {
+fn example(cell: &MatrixCell, outcome: Outcome, spec: &Spec) -> Option<Example> {
     cell.first_seed.get(&outcome).map(|&seed| Example {
         seed,
         fault: cell.fault,

@@ -9,7 +9,7 @@ use super::world::*;
 use crate::models::rpc;
 use crate::models::ConnId;
 
-impl World {
+impl EventWorld {
     pub(super) fn sessions(&self) -> BTreeSet<String> {
         self.agent
             .retained()

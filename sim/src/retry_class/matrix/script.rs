@@ -8,7 +8,7 @@ use super::world::*;
 use super::*;
 use crate::models::rpc;
 
-impl World {
+impl EventWorld {
     pub(super) fn script(&mut self) {
         note!(self, "seed {}: {}", self.seed, self.var);
         note!(

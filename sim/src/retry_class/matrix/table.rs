@@ -27,7 +27,7 @@ pub fn table_text(mx: &Matrix) -> String {
                 mx.cells
                     .iter()
                     .find(|c| c.method == m.method && c.fault == f && c.policy == p)
-                    .map(Cell::text)
+                    .map(MatrixCell::text)
                     .unwrap_or_default()
             };
             s.push_str(&format!(

@@ -33,10 +33,10 @@ fn classes_match_the_audit() {
 /// Same seeds, same JSON.
 #[test]
 fn deterministic() {
-    let a = serde_json::to_string(&run(&spec(10, None))).unwrap();
-    let b = serde_json::to_string(&run(&spec(10, None))).unwrap();
+    let a = serde_json::to_string(&sweep(&spec(10, None))).unwrap();
+    let b = serde_json::to_string(&sweep(&spec(10, None))).unwrap();
     assert_eq!(a, b);
-    let r1 = run_one(
+    let r1 = run_cell(
         Method::Prompt,
         Fault::CrashAfterEffect,
         Policy::ResendAsIs,
@@ -44,7 +44,7 @@ fn deterministic() {
         None,
         true,
     );
-    let r2 = run_one(
+    let r2 = run_cell(
         Method::Prompt,
         Fault::CrashAfterEffect,
         Policy::ResendAsIs,
@@ -62,7 +62,7 @@ fn deterministic() {
 /// outcome.
 #[test]
 fn stated_classes_confirmed_on_the_correct_models() {
-    let mx = run(&spec(50, None));
+    let mx = sweep(&spec(50, None));
     for v in &mx.verdicts {
         if !v.inferred {
             assert!(
@@ -74,7 +74,7 @@ fn stated_classes_confirmed_on_the_correct_models() {
             );
         }
         if let Some(e) = &v.example {
-            let r = run_one(v.method, e.fault, e.policy, e.seed, None, false);
+            let r = run_cell(v.method, e.fault, e.policy, e.seed, None, false);
             assert_eq!(r.outcome, e.outcome, "{}", e.command);
         }
     }
@@ -108,7 +108,7 @@ fn no_dedup_refutes_the_keyed_class() {
         only: Some(Method::Prompt),
         ..spec(20, Some("no-dedup"))
     };
-    let mx = run(&spec);
+    let mx = sweep(&spec);
     let v = mx
         .verdicts
         .iter()
@@ -119,7 +119,7 @@ fn no_dedup_refutes_the_keyed_class() {
     assert_eq!(e.policy, Policy::ResendWithKey);
     assert_eq!(e.outcome, Outcome::DuplicateEffect);
     assert!(e.command.ends_with("--mutant no-dedup"));
-    let r = run_one(v.method, e.fault, e.policy, e.seed, spec.mutant, false);
+    let r = run_cell(v.method, e.fault, e.policy, e.seed, spec.mutant, false);
     assert_eq!(r.outcome, Outcome::DuplicateEffect);
     assert_eq!(mx.exit, 1);
 }
@@ -132,7 +132,7 @@ fn key_recorded_on_arrival_refutes_the_keyed_class_by_a_silent_drop() {
         only: Some(Method::Prompt),
         ..spec(20, Some("key-recorded-on-arrival"))
     };
-    let mx = run(&spec);
+    let mx = sweep(&spec);
     let v = mx
         .verdicts
         .iter()

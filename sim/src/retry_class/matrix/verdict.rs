@@ -22,7 +22,7 @@ pub struct Example {
 
 /// Whether the matrix confirms one method's class.
 #[derive(Debug, Clone, Serialize)]
-pub struct Verdict {
+pub struct ClassVerdict {
     /// The method.
     pub method: Method,
     /// Its class.
@@ -60,23 +60,23 @@ pub struct ClassSummary {
 }
 
 /// The verdict for one method: the class's claim, tested on its cells.
-pub(super) fn verdict(m: &MethodClass, cells: &[Cell], spec: &Spec) -> Verdict {
+pub(super) fn verdict(m: &MethodClass, cells: &[MatrixCell], spec: &Spec) -> ClassVerdict {
     let of = |f: Fault, p: Policy| {
         cells
             .iter()
             .find(|c| c.method == m.method && c.fault == f && c.policy == p)
             .expect("every cell is built")
     };
-    let run_cells = |p: Policy, faults: &[Fault]| -> Vec<&Cell> {
+    let run_cells = |p: Policy, faults: &[Fault]| -> Vec<&MatrixCell> {
         faults
             .iter()
             .map(|f| of(*f, p))
             .filter(|c| c.not_applicable.is_none())
             .collect()
     };
-    let sum = |cs: &[&Cell], o: Outcome| cs.iter().map(|c| c.counts.get(o)).sum::<u64>();
-    let first = |cs: &[&Cell], o: Outcome| cs.iter().find_map(|c| example(c, o, spec));
-    let runs = |cs: &[&Cell]| {
+    let sum = |cs: &[&MatrixCell], o: Outcome| cs.iter().map(|c| c.counts.get(o)).sum::<u64>();
+    let first = |cs: &[&MatrixCell], o: Outcome| cs.iter().find_map(|c| example(c, o, spec));
+    let runs = |cs: &[&MatrixCell]| {
         cs.iter()
             .map(|c| {
                 c.counts.get(Outcome::Ok)
@@ -184,14 +184,14 @@ pub(super) fn verdict(m: &MethodClass, cells: &[Cell], spec: &Spec) -> Verdict {
             )
         }
         RetryClass::NotResent if m.method == Method::Cancel => {
-            let late: Vec<&Cell> = Policy::ALL
+            let late: Vec<&MatrixCell> = Policy::ALL
                 .into_iter()
                 .map(|p| of(Fault::DuplicatedLate, p))
                 .filter(|c| c.not_applicable.is_none())
                 .collect();
             let bare = run_cells(Policy::ResendAsIs, &not_late);
             // A6: one cancel never touches later work, so any harm is the repeat's.
-            let once: Vec<&Cell> = Policy::ALL
+            let once: Vec<&MatrixCell> = Policy::ALL
                 .into_iter()
                 .map(|p| of(Fault::None, p))
                 .filter(|c| c.not_applicable.is_none())
@@ -219,7 +219,7 @@ pub(super) fn verdict(m: &MethodClass, cells: &[Cell], spec: &Spec) -> Verdict {
             )
         }
         RetryClass::NotResent => {
-            let all: Vec<&Cell> = Policy::ALL
+            let all: Vec<&MatrixCell> = Policy::ALL
                 .into_iter()
                 .flat_map(|p| run_cells(p, &Fault::ALL))
                 .collect();
@@ -248,7 +248,7 @@ pub(super) fn verdict(m: &MethodClass, cells: &[Cell], spec: &Spec) -> Verdict {
     // Keyed: rerun the example seed with the key, to show the key is what makes the difference.
     let contrast = match (m.class, &ex) {
         (RetryClass::Keyed, Some(e)) if e.policy == Policy::ResendAsIs => {
-            let r = run_one(
+            let r = run_cell(
                 m.method,
                 e.fault,
                 Policy::ResendWithKey,
@@ -272,7 +272,7 @@ pub(super) fn verdict(m: &MethodClass, cells: &[Cell], spec: &Spec) -> Verdict {
         }
         _ => None,
     };
-    Verdict {
+    ClassVerdict {
         method: m.method,
         class: m.class,
         inferred: m.inferred,

@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 use super::space::*;
 use super::*;
 use crate::models::rpc;
+use crate::models::store::Disk;
 use crate::models::{AgentConfig, AgentMutant, ConnId, Effect, ModelAgent};
 
 /// How a Client frame is sent.
@@ -85,7 +86,7 @@ macro_rules! note {
 }
 pub(super) use note;
 
-pub(super) struct World {
+pub(super) struct EventWorld {
     pub(super) method: Method,
     pub(super) fault: Fault,
     pub(super) policy: Policy,
@@ -97,9 +98,8 @@ pub(super) struct World {
     pub(super) queue: BTreeMap<(u64, u64), Ev>,
     pub(super) agent: ModelAgent,
     pub(super) boot: u32,
-    /// Records written, and how many of them are durable (synced).
-    pub(super) disk: Vec<Value>,
-    pub(super) durable: usize,
+    /// The Agent's records on its simulated disk.
+    pub(super) disk: Disk,
     pub(super) crashed: bool,
     pub(super) agent_conns: BTreeSet<ConnId>,
     pub(super) client_conn: Option<ConnId>,
@@ -149,7 +149,7 @@ pub(super) fn init_params() -> Value {
 /// The op prompt's text (unique in the session: history, busy and next prompts differ).
 pub(super) const OP_TEXT: &str = "op";
 
-impl World {
+impl EventWorld {
     pub(super) fn new(
         method: Method,
         fault: Fault,
@@ -158,12 +158,12 @@ impl World {
         var: Variation,
         mutant: Option<AgentMutant>,
         verbose: bool,
-    ) -> World {
+    ) -> EventWorld {
         let mut cfg = AgentConfig::simple(var.design, var.o1, var.o4, mutant);
         cfg.o2 = var.o2;
         (cfg.turn_ms_min, cfg.turn_ms_max) = var.turn_ms();
         let agent = ModelAgent::recover(cfg.clone(), 0, seed, &[]);
-        World {
+        EventWorld {
             method,
             fault,
             policy,
@@ -175,8 +175,7 @@ impl World {
             queue: BTreeMap::new(),
             agent,
             boot: 0,
-            disk: Vec::new(),
-            durable: 0,
+            disk: Disk::default(),
             crashed: false,
             agent_conns: BTreeSet::new(),
             client_conn: None,
@@ -222,7 +221,7 @@ impl World {
     }
 
     /// Process events until `done` holds, nothing is queued, or the cap.
-    pub(super) fn run_until(&mut self, done: impl Fn(&World) -> bool) {
+    pub(super) fn run_until(&mut self, done: impl Fn(&EventWorld) -> bool) {
         while !done(self) {
             let Some((&(t, s), _)) = self.queue.first_key_value() else {
                 return;
