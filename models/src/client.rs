@@ -28,6 +28,7 @@ use serde_json::{json, Value};
 
 use crate::action::{effect, Action, ConnId};
 use crate::methods::{self, RetryClass};
+use crate::op;
 use crate::rpc::{self, code, Frame};
 
 /// What the driver feeds a Client.
@@ -437,7 +438,7 @@ impl SpecClient {
         let conn = self.conn.as_ref().map(|c| c.id).unwrap_or_default();
         if let Some(id) = self.send_req(Req::Prompt { submission }, "session/prompt", params, out) {
             out.push(effect(
-                "attempt",
+                op::ATTEMPT,
                 json!({"submission": submission, "conn": conn, "id": id, "key": key}),
             ));
             self.timer(
@@ -481,7 +482,7 @@ impl SpecClient {
             // Never sent: nothing can have been inserted.
             self.settle(submission, out);
             return out.push(effect(
-                "withdrawn",
+                op::WITHDRAWN,
                 json!({"submission": submission, "local": true}),
             ));
         }
@@ -514,7 +515,7 @@ impl SpecClient {
     fn surface(&mut self, submission: u64, error: Value, out: &mut Vec<Action>) {
         self.settle(submission, out);
         out.push(effect(
-            "surface",
+            op::SURFACE,
             json!({"submission": submission, "error": error}),
         ));
     }
@@ -546,7 +547,7 @@ impl SpecClient {
                 };
                 self.sessions[slot] = Some(sid.to_string());
                 out.push(effect(
-                    "session-known",
+                    op::SESSION_KNOWN,
                     json!({"slot": slot, "session": sid}),
                 ));
                 out.push(Action::Persist {
@@ -589,7 +590,7 @@ impl SpecClient {
             }
             (Req::List, Ok(v)) => {
                 let n = v["sessions"].as_array().map_or(0, Vec::len);
-                out.push(effect("listed", json!({"sessions": n})));
+                out.push(effect(op::LISTED, json!({"sessions": n})));
             }
             (Req::Close { .. } | Req::List, Err(_)) => {}
             (Req::Fork { slot }, Err(_)) => {
@@ -628,7 +629,7 @@ impl SpecClient {
                     let mid = v["messageId"].clone();
                     self.settle(submission, out);
                     out.push(effect(
-                        "ack",
+                        op::ACK,
                         json!({"submission": submission, "messageId": mid}),
                     ));
                 }
@@ -641,7 +642,7 @@ impl SpecClient {
                     Some(code::REQUEST_CANCELLED) if self.pending[&submission].cancel => {
                         // Withdrawn by its own user's cancel: nothing was inserted (A5).
                         self.settle(submission, out);
-                        out.push(effect("withdrawn", json!({"submission": submission})));
+                        out.push(effect(op::WITHDRAWN, json!({"submission": submission})));
                     }
                     // A transient error, or a -32800 the user did not ask for (C8): nothing
                     // was inserted, so resend with the same key.
@@ -728,7 +729,7 @@ impl SpecClient {
                 .replace("$ID", &id.to_string())
                 .replace("$SESSION", sid);
             out.push(effect(
-                "raw-sent",
+                op::RAW_SENT,
                 json!({"n": n, "conn": conn, "id": id, "line": line}),
             ));
             out.push(Action::Send { conn, line });
@@ -756,23 +757,21 @@ impl SpecClient {
                 self.surface(s, json!({"reason": "stale", "age_ms": age}), out);
             } else if p.attempts > 0 && self.cfg.mutant == Some(ClientMutant::ResumeOnly) {
                 // Mutant: whatever was sent is assumed to be in the replay; nobody is told.
-                out.push(effect("assumed-in-replay", json!({"submission": s})));
+                out.push(effect(op::ASSUMED_IN_REPLAY, json!({"submission": s})));
                 self.settle(s, out);
             } else if p.key.is_none()
                 && p.attempts > 0
                 && self.cfg.mutant == Some(ClientMutant::ResendsUnkeyed)
             {
                 // Mutant: resent as is, without a key (C9).
-                out.push(effect(
-                    "sdk-resend",
+                out.push(effect(op::SDK_RESEND,
                     json!({"submission": s, "method": "session/prompt", "class": methods::class_of("session/prompt").as_str(), "key": null}),
                 ));
                 self.attempt(s, out);
             } else if p.key.is_none() && p.attempts > 0 {
                 // C9: sent without a key and its outcome is unknown: a resend could insert it
                 // twice, so the user decides.
-                out.push(effect(
-                    "not-resent",
+                out.push(effect(op::NOT_RESENT,
                     json!({"submission": s, "method": "session/prompt", "class": methods::class_of("session/prompt").as_str(), "why": "no key"}),
                 ));
                 self.surface(
@@ -825,7 +824,7 @@ impl SpecClient {
             if let Req::NewSession { slot } = r {
                 // The application decides to create the session again (a new request, not a
                 // resend: the lost one may have created a session nobody uses).
-                out.push(effect("app-new-session", json!({"slot": slot})));
+                out.push(effect(op::APP_NEW_SESSION, json!({"slot": slot})));
             }
         }
     }
@@ -840,7 +839,7 @@ impl SpecClient {
             return;
         };
         out.push(effect(
-            "resend-not-accepted",
+            op::RESEND_NOT_ACCEPTED,
             json!({"conn": conn, "id": id}),
         ));
         match req {
@@ -986,7 +985,7 @@ impl SpecClient {
     /// Set-up failed or went unanswered: close this connection and start over on a new one.
     fn give_up_connection(&mut self, out: &mut Vec<Action>) {
         if let Some(c) = self.conn.take() {
-            out.push(effect("give-up-connection", json!({"conn": c.id})));
+            out.push(effect(op::GIVE_UP_CONNECTION, json!({"conn": c.id})));
             self.carry_over(&c);
             if self.cfg.kind == ClientKind::SdkAutoRetry {
                 self.sdk_retry_decisions(&c, out);
@@ -1084,8 +1083,7 @@ impl ClientModel for SpecClient {
                         if let Some((_, false)) = slot {
                             // C9: no key and no answer in time: the outcome is unknown and a
                             // resend could insert it twice, so the user decides (C8).
-                            out.push(effect(
-                                "not-resent",
+                            out.push(effect(op::NOT_RESENT,
                                 json!({"submission": submission, "method": "session/prompt", "class": methods::class_of("session/prompt").as_str(), "why": "no key"}),
                             ));
                             self.surface(
@@ -1275,7 +1273,7 @@ mod tests {
             .collect();
         assert_eq!(keys, vec![json!("k-new")]);
         assert!(out.iter().any(
-            |a| matches!(a, Action::Effect(e) if e.f == "surface" && e.value["submission"] == 1)
+            |a| matches!(a, Action::Effect(e) if e.f == op::SURFACE && e.value["submission"] == 1)
         ));
         assert_eq!(c.pending(), vec![2]);
     }

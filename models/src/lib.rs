@@ -18,6 +18,7 @@ pub mod client;
 pub mod cluster;
 pub mod methods;
 pub mod mutant;
+pub mod op;
 pub mod proxy;
 pub mod rpc;
 pub mod store;

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::action::{effect, Action, ConnId};
+use crate::op;
 use crate::rpc::{self, Frame};
 
 /// What the driver feeds the proxy.
@@ -186,8 +187,7 @@ impl Proxy {
                         o.remove("idempotencyKey");
                     }
                 }
-                out.push(effect(
-                    "forward",
+                out.push(effect(op::FORWARD,
                     json!({"method": method, "up_conn": up, "up_id": id, "down_conn": down, "down_id": nid}),
                 ));
                 let line = rpc::request(nid, &method, params);
@@ -211,8 +211,7 @@ impl Proxy {
                         (_, None) => return,
                     };
                     params["requestId"] = down_rid.clone();
-                    out.push(effect(
-                        "forward",
+                    out.push(effect(op::FORWARD,
                         json!({"method": method, "up_conn": up, "up_request_id": rid, "down_conn": down, "down_request_id": down_rid, "mapped": mapped}),
                     ));
                 }

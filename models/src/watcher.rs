@@ -10,6 +10,7 @@ use agent_client_protocol_schema::ProtocolVersion;
 use serde_json::json;
 
 use crate::action::{effect, Action, ConnId};
+use crate::op;
 use crate::rpc::{self, Frame};
 
 /// What the driver feeds the watcher.
@@ -67,7 +68,7 @@ impl Watcher {
                 serde_json::to_value(req).expect("serializes"),
                 out,
             );
-            out.push(effect("watch", json!({"conn": self.conn})));
+            out.push(effect(op::WATCH, json!({"conn": self.conn})));
         }
     }
 

@@ -16,6 +16,32 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+pub use acp_chaos_models::op;
+
+/// The process names of a history (every op's `process`): the hosts of the world, plus `user`
+/// (the workload), `net` (frames and connections), `nemesis` (faults) and `world` (phases).
+pub mod process {
+    /// The user's submissions and cancels.
+    pub const USER: &str = "user";
+    /// The user's Client.
+    pub const CLIENT: &str = "client";
+    /// The single-process Agent (a cluster's nodes are `node1`.., its store `store`; the
+    /// checkers see them all as `agent`).
+    pub const AGENT: &str = "agent";
+    /// Every frame sent and read, every connection opened.
+    pub const NET: &str = "net";
+    /// Every fault, crash, restart, partition and heal.
+    pub const NEMESIS: &str = "nemesis";
+    /// The run's phases and end.
+    pub const WORLD: &str = "world";
+    /// The id-rewriting proxy.
+    pub const PROXY: &str = "proxy";
+    /// A second Client watching the session.
+    pub const WATCHER: &str = "watcher";
+    /// The cluster's store host.
+    pub const STORE: &str = "store";
+}
+
 /// Cluster node host names (a scenario's `topology.nodes` takes the first N).
 pub const NODES: [&str; 5] = ["node1", "node2", "node3", "node4", "node5"];
 
@@ -133,7 +159,7 @@ pub fn describe(op: &Op) -> String {
         OpType::Fail => "fail",
         OpType::Info => "info",
     };
-    let v = if op.process == "net" && (op.f == "send" || op.f == "recv") {
+    let v = if op.process == process::NET && (op.f == op::SEND || op.f == op::RECV) {
         let fr = &op.value["frame"];
         let what = if let Some(m) = fr["method"].as_str() {
             format!(

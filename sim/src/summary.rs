@@ -6,10 +6,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::checkers::SubmissionClass;
 use crate::exit;
-use serde_json::Value;
 
 /// One cell of the table.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -41,6 +41,7 @@ use serde_json::{json, Value};
 use crate::action::{effect, Action, ConnId, Point};
 use crate::rpc::{self, code, Frame};
 
+use crate::op;
 pub use config::{
     AgentConfig, AgentMutant, Design, DuringTurn, HeldOnDisconnect, Retention, WorkOnDisconnect,
 };
@@ -482,7 +483,7 @@ impl ModelAgent {
                 );
                 if method == "session/prompt" {
                     out.push(effect(
-                        "reject",
+                        op::REJECT,
                         json!({"conn": conn, "id": id, "code": code::INVALID_PARAMS}),
                     ));
                 }
@@ -632,7 +633,10 @@ impl ModelAgent {
                     if let Some(a) = self.conns.get_mut(&conn) {
                         a.remove(&sid);
                     }
-                    out.push(effect("deactivate", json!({"session": sid, "conn": conn})));
+                    out.push(effect(
+                        op::DEACTIVATE,
+                        json!({"session": sid, "conn": conn}),
+                    ));
                     self.persist_activity(conn, &sid, "deactivate", out);
                     self.forget_live_if_inactive(&sid);
                 }
@@ -656,7 +660,7 @@ impl ModelAgent {
                             sync: true,
                         });
                     }
-                    out.push(effect("session-delete", json!({"session": sid})));
+                    out.push(effect(op::SESSION_DELETE, json!({"session": sid})));
                 }
                 self.send(
                     conn,
@@ -718,7 +722,7 @@ impl ModelAgent {
         if let TurnPhase::AwaitPermission { conn: c, req: r } = turn.phase {
             if c == conn && r == req {
                 out.push(effect(
-                    "permission",
+                    op::PERMISSION,
                     json!({"session": sid, "messageId": turn.message_id, "approved": approved}),
                 ));
                 self.work(&sid, approved, out);

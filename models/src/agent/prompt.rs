@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 
 use super::*;
 use crate::action::{effect, Action, ConnId, Point};
+use crate::op;
 use crate::rpc::{self, code};
 
 impl ModelAgent {
@@ -26,7 +27,7 @@ impl ModelAgent {
         if !self.is_active(conn, &sid) {
             // X2: the session must be active on this connection.
             out.push(effect(
-                "reject",
+                op::REJECT,
                 json!({"conn": conn, "id": id, "code": code::RESOURCE_NOT_FOUND}),
             ));
             return self.fail(
@@ -41,7 +42,7 @@ impl ModelAgent {
         if r.prompt.is_empty() {
             // A17: may reject `prompt: []` without inserting.
             out.push(effect(
-                "reject",
+                op::REJECT,
                 json!({"conn": conn, "id": id, "code": code::INVALID_PARAMS}),
             ));
             return self.send(
@@ -73,7 +74,7 @@ impl ModelAgent {
                 s.fill_queue.push((conn, id, r));
                 if !s.filling {
                     s.filling = true;
-                    out.push(effect("history-read-start", json!({"session": sid})));
+                    out.push(effect(op::HISTORY_READ_START, json!({"session": sid})));
                     self.timer(&sid, TimerKind::HistoryFill, 5, out);
                     out.push(Action::Point(Point::DuringHistoryFill));
                 }
@@ -95,7 +96,7 @@ impl ModelAgent {
     ) {
         let mut log = json!({"conn": conn, "id": id, "code": code::INTERNAL_ERROR});
         log[why] = true.into();
-        out.push(effect("reject", log));
+        out.push(effect(op::REJECT, log));
         self.send(
             conn,
             rpc::err(id, code::INTERNAL_ERROR, "Internal error", Some(data)),
@@ -134,8 +135,7 @@ impl ModelAgent {
                             .any(|m| m.key.as_deref() == Some(k.as_str()))
                     });
                     if earlier && !inserted {
-                        out.push(effect(
-                            "dedup-hit",
+                        out.push(effect(op::DEDUP_HIT,
                             json!({"session": sid, "key": k, "messageId": mid, "conn": conn, "id": id}),
                         ));
                         return self.send(
@@ -173,7 +173,7 @@ impl ModelAgent {
             // Mutant: the JSON-RPC id, not the key, names the submission.
             if let Some(mid) = self.id_records.get(&(sid.clone(), id.to_string())).cloned() {
                 out.push(effect(
-                    "dedup-hit",
+                    op::DEDUP_HIT,
                     json!({"session": sid, "key": key, "messageId": mid, "conn": conn, "id": id}),
                 ));
                 return self.send(conn, rpc::ok(&id, to_value(PromptResponse::new(mid))), out);
@@ -183,7 +183,7 @@ impl ModelAgent {
         {
             // Mutant: the stop pressed before this prompt arrived withdraws it too.
             out.push(effect(
-                "withdraw",
+                op::WITHDRAW,
                 json!({"session": sid, "conn": conn, "id": id, "key": key, "by": "session/cancel"}),
             ));
             return self.send(
@@ -231,7 +231,7 @@ impl ModelAgent {
             let found = found.filter(|_| known_here).or(elsewhere);
             if let Some(mid) = found {
                 out.push(effect(
-                    "dedup-hit",
+                    op::DEDUP_HIT,
                     json!({"session": sid, "key": k, "messageId": mid, "conn": conn, "id": id}),
                 ));
                 return self.send(conn, rpc::ok(&id, to_value(PromptResponse::new(mid))), out);
@@ -256,7 +256,7 @@ impl ModelAgent {
                 }
                 h.waiters.push((conn, id.clone()));
                 out.push(effect(
-                    "wait-held",
+                    op::WAIT_HELD,
                     json!({"session": sid, "key": k, "conn": conn, "id": id}),
                 ));
                 return;
@@ -279,7 +279,7 @@ impl ModelAgent {
             self.insert_turn(&sid, held, "steer", None, out);
         } else {
             out.push(effect(
-                "hold",
+                op::HOLD,
                 json!({"session": sid, "conn": held.conn, "id": held.id}),
             ));
             s.held.push_back(held);
@@ -380,8 +380,7 @@ impl ModelAgent {
         let Some(r) = reply else {
             if self.cfg.mutant == Some(AgentMutant::ClusterErrorOnStoreTimeout) {
                 // Mutant: an error although the store may have inserted it (breaks A2).
-                out.push(effect(
-                    "store-timeout",
+                out.push(effect(op::STORE_TIMEOUT,
                     json!({"session": sid, "conn": st.held.conn, "id": st.held.id, "answer": "error"}),
                 ));
                 for (c, id) in &attempts {
@@ -398,15 +397,14 @@ impl ModelAgent {
             }
             // A2: it may have applied, so no error; insert-if-absent is safe to send again.
             out.push(effect(
-                "store-retry",
+                op::STORE_RETRY,
                 json!({"session": sid, "messageId": st.message_id}),
             ));
             return self.store_op(st, out);
         };
         if r["withdrawn"] == true {
             // A5: the key was withdrawn through another node; this attempt is withdrawn too.
-            out.push(effect(
-                "withdraw",
+            out.push(effect(op::WITHDRAW,
                 json!({"session": sid, "conn": st.held.conn, "id": st.held.id, "key": st.held.key, "by": "store"}),
             ));
             for (c, id) in &attempts {
@@ -421,7 +419,7 @@ impl ModelAgent {
         if r["missing"] == true {
             for (c, id) in &attempts {
                 out.push(effect(
-                    "reject",
+                    op::REJECT,
                     json!({"conn": c, "id": id, "code": code::RESOURCE_NOT_FOUND}),
                 ));
                 self.fail(
@@ -455,7 +453,7 @@ impl ModelAgent {
             let key = st.held.key.clone();
             for (c, id) in &attempts {
                 out.push(effect(
-                    "dedup-hit",
+                    op::DEDUP_HIT,
                     json!({"session": sid, "key": key, "messageId": got, "conn": c, "id": id}),
                 ));
                 self.send(
@@ -535,8 +533,7 @@ impl ModelAgent {
         let stored = design == Design::Cluster;
         if !stored {
             // A cluster's store reports its own insertions.
-            out.push(effect(
-                "insert",
+            out.push(effect(op::INSERT,
                 json!({"session": sid, "messageId": mid, "key": p.key, "conn": p.conn, "id": p.id, "mode": mode, "live_only": live}),
             ));
             out.push(Action::Point(Point::AfterInsertBeforeSync));
@@ -549,7 +546,10 @@ impl ModelAgent {
                         record: json!({"t": "msg", "session": sid, "messageId": mid, "key": null, "text": p.text}),
                         sync: true,
                     });
-                    out.push(effect("durable", json!({"session": sid, "messageId": mid})));
+                    out.push(effect(
+                        op::DURABLE,
+                        json!({"session": sid, "messageId": mid}),
+                    ));
                     out.push(Action::Point(Point::AfterSyncBeforeResponse));
                     out.push(Action::Persist {
                         record: json!({"t": "msg-key", "session": sid, "messageId": mid, "key": p.key}),
@@ -563,7 +563,10 @@ impl ModelAgent {
                         sync,
                     });
                     if sync {
-                        out.push(effect("durable", json!({"session": sid, "messageId": mid})));
+                        out.push(effect(
+                            op::DURABLE,
+                            json!({"session": sid, "messageId": mid}),
+                        ));
                     }
                 }
                 // The runtime stores the message under the adapter's id, never the key, and
@@ -578,7 +581,10 @@ impl ModelAgent {
         if !two_step {
             out.push(Action::Point(Point::AfterSyncBeforeResponse));
         }
-        out.push(effect("visible", json!({"session": sid, "messageId": mid})));
+        out.push(effect(
+            op::VISIBLE,
+            json!({"session": sid, "messageId": mid}),
+        ));
         let ok = to_value(PromptResponse::new(mid.clone()));
         if std::mem::take(&mut self.fail_next_insert) {
             // Mutant: a failure after insertion answered as an error (breaks A3).
@@ -635,7 +641,7 @@ impl ModelAgent {
             return;
         };
         out.push(effect(
-            "turn-start",
+            op::TURN_START,
             json!({"session": sid, "messageId": mid, "ms": ms, "tool": tool}),
         ));
         self.update_all(
@@ -664,7 +670,7 @@ impl ModelAgent {
         if !self.conns.contains_key(&owner) && self.cfg.o2 == WorkOnDisconnect::Cancel {
             // O2 cancel: work whose connection already ended is cancelled at once.
             out.push(effect(
-                "permission",
+                op::PERMISSION,
                 json!({"session": sid, "approved": false, "reason": "connection ended"}),
             ));
             self.end_turn(sid, StopReason::Cancelled, out);
@@ -672,7 +678,7 @@ impl ModelAgent {
         }
         if let (true, None) = (ask, asker) {
             out.push(effect(
-                "permission",
+                op::PERMISSION,
                 json!({"session": sid, "approved": false, "reason": "no connection to ask"}),
             ));
             return self.work(sid, false, out);
@@ -712,7 +718,7 @@ impl ModelAgent {
             self.tool_effects += 1;
             let tc = format!("tool-{}", turn.message_id);
             out.push(effect(
-                "tool-effect",
+                op::TOOL_EFFECT,
                 json!({"session": sid, "messageId": turn.message_id, "toolCallId": tc}),
             ));
             let upd = v2::ToolCallUpdate::new(tc)
@@ -734,7 +740,7 @@ impl ModelAgent {
         let reason =
             to_value(v2::IdleStateUpdate::new().stop_reason(stop.clone()))["stopReason"].clone();
         out.push(effect(
-            "turn-end",
+            op::TURN_END,
             json!({"session": sid, "messageId": turn.message_id, "stopReason": reason}),
         ));
         let chunk =
@@ -755,7 +761,7 @@ impl ModelAgent {
             let s = &self.sessions[sid];
             for m in &s.messages {
                 out.push(effect(
-                    "durable",
+                    op::DURABLE,
                     json!({"session": sid, "messageId": m.message_id}),
                 ));
             }
@@ -773,7 +779,7 @@ impl ModelAgent {
             if self.cfg.design == Design::Cluster {
                 // Its insertion completes at the store, later: the log shows it left the queue.
                 out.push(effect(
-                    "release",
+                    op::RELEASE,
                     json!({"session": sid, "conn": h.conn, "id": h.id}),
                 ));
             }
@@ -807,13 +813,13 @@ impl ModelAgent {
             if forget {
                 // Mutant: gone without an answer.
                 out.push(effect(
-                    "drop-held",
+                    op::DROP_HELD,
                     json!({"session": sid, "conn": h.conn, "id": h.id, "by": why}),
                 ));
                 continue;
             }
             out.push(effect(
-                "withdraw",
+                op::WITHDRAW,
                 json!({"session": sid, "conn": h.conn, "id": h.id, "key": h.key, "by": why}),
             ));
             self.persist_withdrawal(sid, h.key.as_deref(), out);
@@ -832,7 +838,7 @@ impl ModelAgent {
         }
         for (c, id, _) in queued {
             out.push(effect(
-                "withdraw",
+                op::WITHDRAW,
                 json!({"session": sid, "conn": c, "id": id, "by": why}),
             ));
             self.send(
@@ -870,7 +876,7 @@ impl ModelAgent {
             });
             if let Some(pos) = pos {
                 let h = s.held.remove(pos).expect("position is valid");
-                out.push(effect("withdraw", json!({"session": sid, "conn": h.conn, "id": h.id, "key": h.key, "by": "$/cancel_request"})));
+                out.push(effect(op::WITHDRAW, json!({"session": sid, "conn": h.conn, "id": h.id, "key": h.key, "by": "$/cancel_request"})));
                 self.persist_withdrawal(&sid, h.key.as_deref(), out);
                 let only_named = self.cfg.mutant == Some(AgentMutant::CancelAnswersOne);
                 let none = self.cfg.mutant == Some(AgentMutant::CancelAnswersNone);

@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 
 use super::*;
 use crate::action::{effect, Action, ConnId};
+use crate::op;
 use crate::rpc::{self, code};
 
 impl ModelAgent {
@@ -27,7 +28,7 @@ impl ModelAgent {
 
     pub(super) fn activate(&mut self, conn: ConnId, sid: &str, out: &mut Vec<Action>) {
         self.conns.entry(conn).or_default().insert(sid.to_string());
-        out.push(effect("activate", json!({"session": sid, "conn": conn})));
+        out.push(effect(op::ACTIVATE, json!({"session": sid, "conn": conn})));
         self.persist_activity(conn, sid, "activate", out);
     }
 
@@ -205,7 +206,7 @@ impl ModelAgent {
                         kept.push_back(h);
                     } else {
                         out.push(effect(
-                            "drop-held",
+                            op::DROP_HELD,
                             json!({"session": sid, "conn": conn, "id": h.id}),
                         ));
                     }
@@ -222,7 +223,7 @@ impl ModelAgent {
                     self.asks.shift_remove(&req);
                 }
                 out.push(effect(
-                    "permission",
+                    op::PERMISSION,
                     json!({"session": sid, "approved": false, "reason": "connection ended"}),
                 ));
                 if o2 == WorkOnDisconnect::Cancel {
@@ -266,7 +267,7 @@ impl ModelAgent {
                 let n = s.ids.len();
                 let queued: Vec<_> = s.fill_queue.drain(..).collect();
                 out.push(effect(
-                    "history-read",
+                    op::HISTORY_READ,
                     json!({"session": sid, "messages": n}),
                 ));
                 for (c, id, r) in queued {

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use super::facts::agent_view;
-use crate::history::{History, Op};
+use crate::history::{op, process, History, Op};
 
 /// Protocol states a fault can land in, for the coverage map (most specific first).
 pub const FAULT_STATES: [&str; 6] = [
@@ -38,33 +38,37 @@ pub fn fault_states(h: &History) -> Vec<(&'static str, String)> {
         let v = &op.value;
         let id = |fr: &Value| (v["conn"].as_u64().unwrap_or(0), fr["id"].to_string());
         match (op.process.as_str(), op.f.as_str()) {
-            ("agent", "history-read-start") => filling += 1,
-            ("agent", "history-read") => filling = (filling - 1).max(0),
-            ("agent", "hold") => held += 1,
-            ("agent", "insert") => {
+            (process::AGENT, op::HISTORY_READ_START) => filling += 1,
+            (process::AGENT, op::HISTORY_READ) => filling = (filling - 1).max(0),
+            (process::AGENT, op::HOLD) => held += 1,
+            (process::AGENT, op::INSERT) => {
                 if v["mode"] == "held" {
                     held = (held - 1).max(0);
                 }
                 unanswered.insert((v["conn"].as_u64().unwrap_or(0), v["id"].to_string()));
             }
-            ("agent", "withdraw" | "drop-held") => held = (held - 1).max(0),
-            ("agent", "recover" | "boot") => {
+            (process::AGENT, op::WITHDRAW | op::DROP_HELD) => held = (held - 1).max(0),
+            (process::AGENT, op::RECOVER | op::BOOT) => {
                 held = 0;
                 filling = 0;
                 unanswered.clear();
             }
-            ("net", "send")
+            (process::NET, op::SEND)
                 if v["from"] == "client" && v["frame"]["method"] == "session/resume" =>
             {
                 resuming.insert(id(&v["frame"]));
             }
-            ("net", "recv") if v["from"] == "agent" && v["frame"].get("method").is_none() => {
+            (process::NET, op::RECV)
+                if v["from"] == "agent" && v["frame"].get("method").is_none() =>
+            {
                 resuming.remove(&id(&v["frame"]));
             }
-            ("net", "send") if v["from"] == "agent" && v["frame"].get("method").is_none() => {
+            (process::NET, op::SEND)
+                if v["from"] == "agent" && v["frame"].get("method").is_none() =>
+            {
                 answered |= unanswered.remove(&id(&v["frame"]));
             }
-            (_, "conn-end") => {
+            (_, op::CONN_END) => {
                 let c = v["conn"].as_u64().unwrap_or(0);
                 resuming.retain(|k| k.0 != c);
                 unanswered.retain(|k| k.0 != c);
@@ -118,12 +122,12 @@ pub fn events(h: &History) -> BTreeSet<&'static str> {
     let mut node_of: BTreeMap<u64, &str> = BTreeMap::new();
     let mut nodes: BTreeMap<u64, BTreeSet<&str>> = BTreeMap::new();
     for op in &h.ops {
-        if op.f == "logical" && op.process.starts_with("node") {
+        if op.f == op::LOGICAL && op.process.starts_with("node") {
             if let Some(c) = op.value["conn"].as_u64() {
                 node_of.insert(c, op.process.as_str());
             }
         }
-        if op.process == "client" && op.f == "attempt" {
+        if op.process == process::CLIENT && op.f == op::ATTEMPT {
             let at = op.value["conn"].as_u64().and_then(|c| node_of.get(&c));
             if let (Some(n), Some(node)) = (op.value["submission"].as_u64(), at) {
                 nodes.entry(n).or_default().insert(node);
@@ -145,19 +149,22 @@ pub fn events(h: &History) -> BTreeSet<&'static str> {
         {
             e.insert(ev);
         }
-        if op.process == "nemesis"
+        if op.process == process::NEMESIS
             && !matches!(op.f.as_str(), "heal" | "restart" | "heal-partition")
         {
             e.insert("fault");
         }
-        if op.process == "net" && op.f == "reorder-end" && !op.value["overtaken_by"].is_null() {
+        if op.process == process::NET
+            && op.f == op::REORDER_END
+            && !op.value["overtaken_by"].is_null()
+        {
             e.insert("reordered");
         }
         // The same JSON-RPC id awaiting the Agent's answer on two connections at once (legal:
         // ids are per connection, and dedup must go by key, never by id).
         let fr = &op.value["frame"];
         let conn = op.value["conn"].as_u64().unwrap_or(0);
-        if op.process == "net" && fr.get("id").is_some_and(|i| !i.is_null()) {
+        if op.process == process::NET && fr.get("id").is_some_and(|i| !i.is_null()) {
             let id = fr["id"].to_string();
             match (op.f.as_str(), op.value["from"].as_str(), fr.get("method")) {
                 ("recv", Some("client"), Some(_)) => {
@@ -175,7 +182,7 @@ pub fn events(h: &History) -> BTreeSet<&'static str> {
                 _ => {}
             }
         }
-        if op.f == "conn-end" {
+        if op.f == op::CONN_END {
             for c in open_ids.values_mut() {
                 c.remove(&conn);
             }
@@ -193,7 +200,7 @@ pub fn events(h: &History) -> BTreeSet<&'static str> {
         {
             e.insert("agent-restart");
         }
-        if op.f == "truncate-torn-tail" {
+        if op.f == op::TRUNCATE_TORN_TAIL {
             e.insert("torn-tail");
         }
         if has(op, "client", "boot") && op.value["boot"].as_u64() > Some(0) {

@@ -7,13 +7,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::history::{is_agent_host, History, Op};
+use crate::history::{is_agent_host, op, process, History, Op};
 
 /// The history as the checkers read it: a cluster's nodes and store are one Agent (the rules
 /// are about the Agent, whatever its design). Op indices are unchanged.
 pub fn agent_view(h: &History) -> std::borrow::Cow<'_, History> {
     let renamed = |op: &Op| {
-        (op.process != "agent" && is_agent_host(&op.process))
+        (op.process != process::AGENT && is_agent_host(&op.process))
             || op.value["from"]
                 .as_str()
                 .is_some_and(|f| f != "agent" && is_agent_host(f))
@@ -27,7 +27,7 @@ pub fn agent_view(h: &History) -> std::borrow::Cow<'_, History> {
     let mut h = h.clone();
     for op in h.ops.iter_mut().filter(|o| renamed(o)) {
         if is_agent_host(&op.process) {
-            if op.process != "agent" && op.value.is_object() {
+            if op.process != process::AGENT && op.value.is_object() {
                 // Checkers that must tell the store from a node read it here.
                 op.value["renamed_from"] = op.process.clone().into();
             }
@@ -138,7 +138,7 @@ impl<'a> Facts<'a> {
     pub fn of(h: &'a History) -> Facts<'a> {
         let mut scan = Scan::default();
         for op in &h.ops {
-            if op.process == "agent" {
+            if op.process == process::AGENT {
                 scan.agent_op(op);
             } else {
                 scan.other_op(op);
@@ -206,10 +206,10 @@ impl<'a> Facts<'a> {
             .iter()
             .rev()
             .find(|o| {
-                o.process == "nemesis"
-                    && o.f != "heal"
-                    && o.f != "restart"
-                    && o.f != "heal-partition"
+                o.process == process::NEMESIS
+                    && o.f != op::HEAL
+                    && o.f != op::RESTART
+                    && o.f != op::HEAL_PARTITION
             })
             .map(|o| o.index)
     }
@@ -292,12 +292,12 @@ impl Scan {
     fn other_op(&mut self, op: &Op) {
         let v = &op.value;
         match (op.process.as_str(), op.f.as_str()) {
-            ("user", "submit") => {
+            (process::USER, op::SUBMIT) => {
                 if let Some(n) = v["submission"].as_u64() {
                     self.submissions.insert(n, op.index);
                 }
             }
-            ("client", "attempt") => {
+            (process::CLIENT, op::ATTEMPT) => {
                 if let (Some(c), Some(s)) = (v["conn"].as_u64(), v["submission"].as_u64()) {
                     self.attempts.insert((c, v["id"].to_string()), s);
                     self.sent_keys.insert(
@@ -312,7 +312,7 @@ impl Scan {
                     }
                 }
             }
-            ("proxy", "forward") if v["method"] == "session/prompt" => {
+            (process::PROXY, op::FORWARD) if v["method"] == "session/prompt" => {
                 // The proxy rewrote the id: the Agent's (conn, id) is the same attempt.
                 let up = (v["up_conn"].as_u64().unwrap_or(0), v["up_id"].to_string());
                 let down = (
@@ -326,12 +326,12 @@ impl Scan {
                     self.sent_keys.insert(down, k);
                 }
             }
-            ("client", "withdrawn") => {
+            (process::CLIENT, op::WITHDRAWN) => {
                 if let Some(n) = v["submission"].as_u64() {
                     self.withdrawn.insert(n, op.index);
                 }
             }
-            ("client", "ack") => {
+            (process::CLIENT, op::ACK) => {
                 if let Some(n) = v["submission"].as_u64() {
                     self.acks.insert(
                         n,
@@ -342,12 +342,12 @@ impl Scan {
                     );
                 }
             }
-            ("client", "surface") => {
+            (process::CLIENT, op::SURFACE) => {
                 if let Some(n) = v["submission"].as_u64() {
                     self.surfaced.insert(n, op.index);
                 }
             }
-            ("client", "pending-at-end") => {
+            (process::CLIENT, op::PENDING_AT_END) => {
                 self.pending_at_end = v["submissions"]
                     .as_array()
                     .into_iter()
@@ -364,18 +364,18 @@ impl Scan {
     fn agent_op(&mut self, op: &Op) {
         let v = &op.value;
         match (op.process.as_str(), op.f.as_str()) {
-            ("agent", "activate") => {
+            (process::AGENT, op::ACTIVATE) => {
                 if let (Some(sid), Some(c)) = (v["session"].as_str(), v["conn"].as_u64()) {
                     self.active.entry(sid.to_string()).or_default().insert(c);
                 }
             }
-            ("agent", "deactivate") => {
+            (process::AGENT, op::DEACTIVATE) => {
                 if let (Some(sid), Some(c)) = (v["session"].as_str(), v["conn"].as_u64()) {
                     self.active.entry(sid.to_string()).or_default().remove(&c);
                     self.forget_if_inactive(sid, op.index);
                 }
             }
-            ("agent", "conn-end") => {
+            (process::AGENT, op::CONN_END) => {
                 if let Some(c) = v["conn"].as_u64() {
                     let sids: Vec<String> = self
                         .active
@@ -389,12 +389,12 @@ impl Scan {
                     }
                 }
             }
-            ("agent", "tool-effect") => {
+            (process::AGENT, op::TOOL_EFFECT) => {
                 if let Some(&i) = v["messageId"].as_str().and_then(|m| self.by_mid.get(m)) {
                     self.tool_effects.entry(i).or_default().push(op.index);
                 }
             }
-            ("agent", "insert") => {
+            (process::AGENT, op::INSERT) => {
                 let mid = v["messageId"].as_str().unwrap_or_default().to_string();
                 let live_only = v["live_only"] == true;
                 if live_only {
@@ -424,17 +424,17 @@ impl Scan {
                     forgotten_at: None,
                 });
             }
-            ("agent", "durable") | ("agent", "visible") => {
+            ("agent", "durable") | (process::AGENT, op::VISIBLE) => {
                 if let Some(&i) = v["messageId"].as_str().and_then(|m| self.by_mid.get(m)) {
                     self.inserts[i].took_effect.get_or_insert(op.index);
                 }
             }
-            ("agent", "turn-start") => {
+            (process::AGENT, op::TURN_START) => {
                 if let Some(&i) = v["messageId"].as_str().and_then(|m| self.by_mid.get(m)) {
                     self.turns.entry(i).or_default().push(op.index);
                 }
             }
-            ("agent", "recover") => {
+            (process::AGENT, op::RECOVER) => {
                 // A restart: the session is self.active nowhere any more.
                 for cs in self.active.values_mut() {
                     cs.clear();
@@ -486,7 +486,7 @@ pub(super) fn prompt_answers(f: &Facts) -> Vec<Answer> {
     let mut prompts: BTreeSet<(u64, String)> = BTreeSet::new();
     let mut out = Vec::new();
     for op in &f.history.ops {
-        if op.process != "net" || op.f != "send" {
+        if op.process != process::NET || op.f != op::SEND {
             continue;
         }
         let fr = &op.value["frame"];
@@ -513,7 +513,7 @@ pub(super) fn prompt_answers(f: &Facts) -> Vec<Answer> {
 /// `deactivate`, `conn-end`; an Agent restart, not the cluster store's, clears it). Returns
 /// whether `op` was one of those.
 pub(super) fn track_active(active: &mut BTreeMap<String, BTreeSet<u64>>, op: &Op) -> bool {
-    if op.process != "agent" {
+    if op.process != process::AGENT {
         return false;
     }
     let conn = op.value["conn"].as_u64().unwrap_or(0);

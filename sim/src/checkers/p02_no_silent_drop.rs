@@ -6,6 +6,7 @@ use acp_chaos_models::Party;
 
 use super::facts::{Facts, SubmissionClass};
 use super::verdict::{Status, Verdict};
+use crate::history::{op, process};
 
 /// P2 no-silent-drop: after heal and quiescence every submission is acknowledged or surfaced.
 pub fn p2_no_silent_drop(f: &Facts) -> Verdict {
@@ -31,7 +32,7 @@ pub fn p2_no_silent_drop(f: &Facts) -> Verdict {
                     .ops
                     .iter()
                     .rev()
-                    .find(|o| o.process == "nemesis" && o.value["host"] == "client");
+                    .find(|o| o.process == process::NEMESIS && o.value["host"] == "client");
                 v.status = Status::Invalid;
                 v.party = Some(Party::Client);
                 v.rules = vec!["C1".into(), "C8".into()];
@@ -63,8 +64,8 @@ pub fn p2_no_silent_drop(f: &Facts) -> Verdict {
                         .ops
                         .iter()
                         .filter(|o| {
-                            o.process == "client"
-                                && o.f == "attempt"
+                            o.process == process::CLIENT
+                                && o.f == op::ATTEMPT
                                 && o.value["submission"].as_u64() == Some(*n)
                         })
                         .map(|o| {
@@ -79,8 +80,8 @@ pub fn p2_no_silent_drop(f: &Facts) -> Verdict {
                         .ops
                         .iter()
                         .filter(|o| {
-                            o.process == "net"
-                                && o.f == "send"
+                            o.process == process::NET
+                                && o.f == op::SEND
                                 && o.value["from"] == "client"
                                 && attempts.contains(&(
                                     o.value["conn"].as_u64().unwrap_or(0),
@@ -119,7 +120,7 @@ pub fn p2_no_silent_drop(f: &Facts) -> Verdict {
         .ops
         .iter()
         .rev()
-        .find(|o| o.process == "world" && o.f == "end")
+        .find(|o| o.process == process::WORLD && o.f == op::END)
         .and_then(|o| o.value["undelivered"].as_u64())
         .unwrap_or(0);
     if pending.is_empty() && undelivered > 0 {

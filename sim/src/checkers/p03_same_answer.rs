@@ -7,6 +7,7 @@ use acp_chaos_models::Party;
 
 use super::facts::{is_store_op, prompt_answers, Answer, Facts, Insert};
 use super::verdict::{Status, Verdict};
+use crate::history::{op, process};
 
 /// One `session/prompt` request as the Agent read it.
 #[derive(Debug, Clone)]
@@ -27,8 +28,8 @@ fn prompt_reads(f: &Facts) -> BTreeMap<(u64, String), Read> {
     for op in &f.history.ops {
         let val = &op.value;
         match (op.process.as_str(), op.f.as_str()) {
-            ("agent", "recover") if !is_store_op(op) => boot = op.index,
-            ("net", "recv")
+            (process::AGENT, op::RECOVER) if !is_store_op(op) => boot = op.index,
+            (process::NET, op::RECV)
                 if matches!(val["from"].as_str(), Some("client" | "proxy"))
                     && val["frame"]["method"] == "session/prompt"
                     && val["frame"].get("id").is_some() =>
@@ -85,7 +86,7 @@ pub fn p3_same_answer(f: &Facts) -> Verdict {
         answered_at.entry(a.clone()).or_insert(*op);
     }
     for op in &f.history.ops {
-        if op.process == "agent"
+        if op.process == process::AGENT
             && matches!(
                 op.f.as_str(),
                 "reject" | "insert" | "dedup-hit" | "withdraw" | "drop-held"
@@ -141,7 +142,9 @@ pub fn p3_same_answer(f: &Facts) -> Verdict {
         .history
         .ops
         .iter()
-        .filter(|o| o.process == "agent" && o.f == "reject" && o.value["transient"] == true)
+        .filter(|o| {
+            o.process == process::AGENT && o.f == op::REJECT && o.value["transient"] == true
+        })
         .map(|o| {
             (
                 o.value["conn"].as_u64().unwrap_or(0),

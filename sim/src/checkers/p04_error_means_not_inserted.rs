@@ -6,6 +6,7 @@ use acp_chaos_models::Party;
 
 use super::facts::{prompt_answers, Facts};
 use super::verdict::{Status, Verdict};
+use crate::history::{op, process};
 
 /// P4 error-means-not-inserted: an Agent error to a `session/prompt` attempt means that
 /// attempt inserted nothing (A2, A3, A12). Errors from a proxy or Client timeouts are not
@@ -16,7 +17,7 @@ pub fn p4_error_means_not_inserted(f: &Facts) -> Verdict {
         .history
         .ops
         .iter()
-        .filter(|o| o.process == "agent" && o.f == "insert")
+        .filter(|o| o.process == process::AGENT && o.f == op::INSERT)
         .map(|o| {
             (
                 (

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::facts::Facts;
 use super::verdict::{Status, Verdict};
-use crate::history::Op;
+use crate::history::{op, process, Op};
 
 /// What K2/K3 make of a raw probe's line.
 #[derive(Debug, Clone, PartialEq)]
@@ -87,7 +87,7 @@ pub fn p5_key_validation(f: &Facts) -> Verdict {
     let ops = &f.history.ops;
     for sent in ops
         .iter()
-        .filter(|o| o.process == "client" && o.f == "raw-sent")
+        .filter(|o| o.process == process::CLIENT && o.f == op::RAW_SENT)
     {
         let conn = sent.value["conn"].as_u64().unwrap_or(0);
         let id = &sent.value["id"];
@@ -96,8 +96,8 @@ pub fn p5_key_validation(f: &Facts) -> Verdict {
         // Through a proxy the Agent sees the probe under the id the proxy wrote downstream.
         let (aconn, aid) = later()
             .find(|o| {
-                o.process == "proxy"
-                    && o.f == "forward"
+                o.process == process::PROXY
+                    && o.f == op::FORWARD
                     && o.value["up_conn"].as_u64() == Some(conn)
                     && o.value["up_id"] == *id
             })
@@ -112,16 +112,16 @@ pub fn p5_key_validation(f: &Facts) -> Verdict {
         let answer = if form == KeyForm::NotJson {
             // Garbage is answered by whoever reads it first: the Agent, or a proxy.
             later().filter(on_conn).find(|o| {
-                o.process == "net"
-                    && o.f == "send"
+                o.process == process::NET
+                    && o.f == op::SEND
                     && o.value["from"] != "client"
                     && o.value["frame"]["id"].is_null()
                     && o.value["frame"]["error"]["code"] == rpc_code::PARSE_ERROR
             })
         } else {
             later().filter(on_aconn).find(|o| {
-                o.process == "net"
-                    && o.f == "send"
+                o.process == process::NET
+                    && o.f == op::SEND
                     && o.value["from"] == "agent"
                     && o.value["frame"].get("method").is_none()
                     && o.value["frame"]["id"] == aid
@@ -129,7 +129,7 @@ pub fn p5_key_validation(f: &Facts) -> Verdict {
         };
         let insert = later()
             .filter(on_aconn)
-            .find(|o| o.process == "agent" && o.f == "insert" && o.value["id"] == aid);
+            .find(|o| o.process == process::AGENT && o.f == op::INSERT && o.value["id"] == aid);
         let code = answer.and_then(|a| a.value["frame"]["error"]["code"].as_i64());
         let bad = match (&form, answer, insert) {
             (KeyForm::Malformed(what), _, Some(i)) => Some((
@@ -151,7 +151,9 @@ pub fn p5_key_validation(f: &Facts) -> Verdict {
                 a.index,
                 "a valid key (1 to 255 characters) was rejected -32602 (K2)".to_string(),
             )),
-            (KeyForm::NotJson, None, _) if !later().filter(on_conn).any(|o| o.f == "conn-end") => {
+            (KeyForm::NotJson, None, _)
+                if !later().filter(on_conn).any(|o| o.f == op::CONN_END) =>
+            {
                 Some((
                     sent.index,
                     "a frame that is not JSON got no -32700".to_string(),

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::facts::{is_store_op, track_active, Facts};
 use super::verdict::{Status, Verdict};
-use crate::history::is_agent_host;
+use crate::history::{is_agent_host, op, process};
 
 /// P6 cancel: an attempt the Agent answered `-32800` inserted nothing (A5, A6), and a
 /// `$/cancel_request` reaches the Agent naming the request its sender meant: a proxy maps it to
@@ -20,7 +20,7 @@ pub fn p6_cancel(f: &Facts) -> Verdict {
     for op in &f.history.ops {
         let val = &op.value;
         match (op.process.as_str(), op.f.as_str()) {
-            ("net", "send")
+            (process::NET, op::SEND)
                 if val["from"] == "agent" && val["frame"]["error"]["code"] == rpc_cancelled() =>
             {
                 cancelled.insert(
@@ -31,13 +31,13 @@ pub fn p6_cancel(f: &Facts) -> Verdict {
                     op.index,
                 );
             }
-            ("agent", "insert") => {
+            (process::AGENT, op::INSERT) => {
                 inserted.insert(
                     (val["conn"].as_u64().unwrap_or(0), val["id"].to_string()),
                     op.index,
                 );
             }
-            ("proxy", "forward") if val["method"] == "$/cancel_request" => {
+            (process::PROXY, op::FORWARD) if val["method"] == "$/cancel_request" => {
                 let up = (
                     val["up_conn"].as_u64().unwrap_or(0),
                     val["up_request_id"].to_string(),
@@ -57,7 +57,7 @@ pub fn p6_cancel(f: &Facts) -> Verdict {
                     }
                 }
             }
-            ("proxy", "forward") => {
+            (process::PROXY, op::FORWARD) => {
                 let up = (
                     val["up_conn"].as_u64().unwrap_or(0),
                     val["up_id"].to_string(),
@@ -82,7 +82,7 @@ pub fn p6_cancel(f: &Facts) -> Verdict {
         let val = &op.value;
         match (op.process.as_str(), op.f.as_str()) {
             // What the Agent read (its peer is the Client or a proxy).
-            ("net", "recv") if val["from"] == "client" => {
+            (process::NET, op::RECV) if val["from"] == "client" => {
                 let fr = &val["frame"];
                 let conn = val["conn"].as_u64().unwrap_or(0);
                 if fr["method"] == "session/prompt" {
@@ -102,7 +102,9 @@ pub fn p6_cancel(f: &Facts) -> Verdict {
                     );
                 }
             }
-            ("net", "send") if val["from"] == "agent" && val["frame"].get("method").is_none() => {
+            (process::NET, op::SEND)
+                if val["from"] == "agent" && val["frame"].get("method").is_none() =>
+            {
                 let k = (
                     val["conn"].as_u64().unwrap_or(0),
                     val["frame"]["id"].to_string(),
@@ -129,15 +131,15 @@ pub fn p6_cancel(f: &Facts) -> Verdict {
             ("agent" | "client", "conn-end") => {
                 ended.insert(val["conn"].as_u64().unwrap_or(0), op.index);
             }
-            ("agent", "withdraw") => withdrawals.push(op),
+            (process::AGENT, op::WITHDRAW) => withdrawals.push(op),
             // The Agent's own decisions, logged before the writer sends the answer: a
             // request already rejected or inserted was not pending any more.
-            ("agent", "reject" | "insert" | "dedup-hit") => {
+            (process::AGENT, op::REJECT | op::INSERT | op::DEDUP_HIT) => {
                 let k = (val["conn"].as_u64().unwrap_or(0), val["id"].to_string());
                 decided.entry(k).or_insert(op.index);
             }
-            ("agent", "recover") => boots.push(op.index),
-            ("nemesis", "crash") if val["host"] == "agent" => crashes.push(op.index),
+            (process::AGENT, op::RECOVER) => boots.push(op.index),
+            (process::NEMESIS, op::CRASH) if val["host"] == "agent" => crashes.push(op.index),
             _ => {}
         }
     }
@@ -234,26 +236,26 @@ fn a6_earlier_held(f: &Facts) -> Option<Verdict> {
     for op in &f.history.ops {
         let val = &op.value;
         match (op.process.as_str(), op.f.as_str()) {
-            ("net", "conn-open") => {
+            (process::NET, op::CONN_OPEN) => {
                 if let (Some(c), Some(n)) = (val["conn"].as_u64(), val["seen_by"].as_str()) {
                     node_of.insert(c, n.to_string());
                 }
             }
             // (No arm below reads the ops `track_active` consumes.)
-            _ if track_active(&mut active, op) && op.f == "recover" && !is_store_op(op) => {
+            _ if track_active(&mut active, op) && op.f == op::RECOVER && !is_store_op(op) => {
                 held.clear();
                 covered.clear();
             }
-            ("agent", "hold") => {
+            (process::AGENT, op::HOLD) => {
                 held.insert(
                     attempt(val),
                     val["session"].as_str().unwrap_or_default().to_string(),
                 );
             }
-            ("agent", "withdraw" | "release" | "drop-held") => {
+            (process::AGENT, op::WITHDRAW | op::RELEASE | op::DROP_HELD) => {
                 held.remove(&attempt(val));
             }
-            ("net", "recv")
+            (process::NET, op::RECV)
                 if matches!(val["from"].as_str(), Some("client" | "proxy"))
                     && val["frame"]["method"] == "session/cancel" =>
             {
@@ -273,7 +275,7 @@ fn a6_earlier_held(f: &Facts) -> Option<Verdict> {
                     }
                 }
             }
-            ("agent", "insert") if val["mode"] == "held" => {
+            (process::AGENT, op::INSERT) if val["mode"] == "held" => {
                 let a = attempt(val);
                 held.remove(&a);
                 if let Some(&(c, true)) = covered.get(&a) {

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::facts::Facts;
 use super::verdict::{Status, Verdict};
-use crate::history::is_agent_host;
+use crate::history::{is_agent_host, op, process};
 
 /// P7 every-request-answered, from the Agent's own log: a request it read got at most one
 /// response, and exactly one when its connection was still open at quiescence (A5, A7, A15). A
@@ -27,7 +27,7 @@ pub fn p7_every_request_answered(f: &Facts) -> Verdict {
         let val = &op.value;
         let key = |fr: &Value| (val["conn"].as_u64().unwrap_or(0), fr["id"].to_string());
         match (op.process.as_str(), op.f.as_str()) {
-            ("net", "recv")
+            (process::NET, op::RECV)
                 if val["from"] == "client"
                     && val["frame"].get("method").is_some()
                     && val["frame"].get("id").is_some_and(|i| !i.is_null()) =>
@@ -38,7 +38,7 @@ pub fn p7_every_request_answered(f: &Facts) -> Verdict {
             }
             // C4, from the sender's side: an id written again on a connection while its
             // first request there awaits an answer.
-            ("net", "send")
+            (process::NET, op::SEND)
                 if !val["from"].as_str().is_some_and(is_agent_host)
                     && val["frame"].get("method").is_some()
                     && val["frame"].get("id").is_some_and(|i| !i.is_null()) =>
@@ -62,10 +62,14 @@ pub fn p7_every_request_answered(f: &Facts) -> Verdict {
                 }
                 awaiting.insert(k, op.index);
             }
-            ("net", "recv") if val["from"] == "agent" && val["frame"].get("method").is_none() => {
+            (process::NET, op::RECV)
+                if val["from"] == "agent" && val["frame"].get("method").is_none() =>
+            {
                 awaiting.remove(&key(&val["frame"]));
             }
-            ("net", "send") if val["from"] == "agent" && val["frame"].get("method").is_none() => {
+            (process::NET, op::SEND)
+                if val["from"] == "agent" && val["frame"].get("method").is_none() =>
+            {
                 answers
                     .entry(key(&val["frame"]))
                     .or_default()
@@ -81,13 +85,13 @@ pub fn p7_every_request_answered(f: &Facts) -> Verdict {
                 );
                 answers.entry(k).or_default().push(op.index);
             }
-            (_, "conn-end") => {
+            (_, op::CONN_END) => {
                 if let Some(c) = val["conn"].as_u64() {
                     ended.insert(c);
                     awaiting.retain(|k, _| k.0 != c);
                 }
             }
-            ("nemesis", "crash") => crashes.push(op.index),
+            (process::NEMESIS, op::CRASH) => crashes.push(op.index),
             // A lost frame breaks its connection there (a silent break logs no end until a
             // heartbeat gives up): nothing after it can be delivered.
             ("nemesis", "lose-frame") => {
@@ -95,7 +99,7 @@ pub fn p7_every_request_answered(f: &Facts) -> Verdict {
                     ended.insert(c);
                 }
             }
-            ("world", "end") => quiescent = val["outcome"] == "quiescent",
+            (process::WORLD, op::END) => quiescent = val["outcome"] == "quiescent",
             _ => {}
         }
     }

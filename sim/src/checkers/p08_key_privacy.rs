@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::facts::Facts;
 use super::verdict::{Status, Verdict};
+use crate::history::{op, process};
 
 /// P8 key-privacy: no JSON string equal to a key the Client sent appears in anything the Agent
 /// sends: notifications, list and resume results, replay, frames to another Client (A8).
@@ -30,7 +31,7 @@ pub fn p8_key_privacy(f: &Facts) -> Verdict {
         .history
         .ops
         .iter()
-        .filter(|o| o.process == "net" && o.f == "send" && o.value["from"] == "agent")
+        .filter(|o| o.process == process::NET && o.f == op::SEND && o.value["from"] == "agent")
     {
         if let Some(k) = find(&op.value["frame"], &keys) {
             v.status = Status::Invalid;

@@ -6,6 +6,7 @@ use acp_chaos_models::Party;
 
 use super::facts::Facts;
 use super::verdict::{Status, Verdict};
+use crate::history::process;
 
 /// P9 key-scope (A9): a key suppresses a prompt only in its own session. From the Agent's log:
 /// every `dedup-hit` answers with a messageId inserted in the same session (a fork copies the
@@ -15,7 +16,7 @@ pub fn p9_key_scope(f: &Facts) -> Verdict {
     // messageId → sessions it was inserted in (with the op).
     let mut inserted: BTreeMap<String, Vec<(String, usize)>> = BTreeMap::new();
     for op in &f.history.ops {
-        if op.process != "agent" {
+        if op.process != process::AGENT {
             continue;
         }
         let (Some(sid), Some(mid)) = (op.value["session"].as_str(), op.value["messageId"].as_str())

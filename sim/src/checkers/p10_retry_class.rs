@@ -7,7 +7,7 @@ use acp_chaos_models::Party;
 
 use super::facts::{track_active, Facts};
 use super::verdict::{Status, Verdict};
-use crate::history::is_agent_host;
+use crate::history::{is_agent_host, op, process};
 
 /// P10 retry-class: each method behaves on a repeat as its class says (RULES.md "Retry
 /// classes"), on both ends:
@@ -32,7 +32,7 @@ pub fn p10_retry_class(f: &Facts) -> Verdict {
     for op in &f.history.ops {
         let val = &op.value;
         match (op.process.as_str(), op.f.as_str()) {
-            ("net", "recv")
+            (process::NET, op::RECV)
                 if val["frame"]["error"].is_object() && val["frame"].get("method").is_none() =>
             {
                 failed.insert((
@@ -41,10 +41,10 @@ pub fn p10_retry_class(f: &Facts) -> Verdict {
                 ));
             }
             // X5: it failed before it was accepted, so it reached nobody.
-            ("client", "not-accepted") => {
+            (process::CLIENT, op::NOT_ACCEPTED) => {
                 failed.insert((val["conn"].as_u64().unwrap_or(0), val["id"].to_string()));
             }
-            ("client", "attempt") => {
+            (process::CLIENT, op::ATTEMPT) => {
                 let n = val["submission"].as_u64().unwrap_or(0);
                 let key = val["key"].as_str().map(str::to_string);
                 let earlier = sent.entry(n).or_default();
@@ -81,7 +81,7 @@ pub fn p10_retry_class(f: &Facts) -> Verdict {
                     Some(_) => {}
                 }
             }
-            ("client", "sdk-resend")
+            (process::CLIENT, op::SDK_RESEND)
                 if finding.is_none()
                     && matches!(val["method"].as_str(), Some("session/new" | "session/fork")) =>
             {
@@ -99,7 +99,7 @@ pub fn p10_retry_class(f: &Facts) -> Verdict {
                 });
             }
             _ if track_active(&mut active, op) => {}
-            ("net", "recv")
+            (process::NET, op::RECV)
                 if matches!(val["from"].as_str(), Some("client" | "proxy"))
                     && val["frame"]["method"] == "session/resume" =>
             {
@@ -116,7 +116,7 @@ pub fn p10_retry_class(f: &Facts) -> Verdict {
                     (op.index, sid, elsewhere),
                 );
             }
-            ("net", "send")
+            (process::NET, op::SEND)
                 if val["from"].as_str().is_some_and(is_agent_host)
                     && val["frame"]["error"]["code"].is_i64() =>
             {

@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::facts::Facts;
 use super::verdict::{Status, Verdict};
+use crate::history::{op, process};
 
 /// P13 forwarding-order *(ours; DESIGN.md: faults keep transport guarantees)*: an intermediary
 /// forwards the Client's requests on each downstream connection once each and in the order it
@@ -28,7 +29,7 @@ pub fn p13_forwarding_order(f: &Facts) -> Verdict {
     for op in &f.history.ops {
         let val = &op.value;
         match (op.process.as_str(), op.f.as_str()) {
-            ("proxy", "forward") if val.get("up_id").is_some() => {
+            (process::PROXY, op::FORWARD) if val.get("up_id").is_some() => {
                 let up = (
                     val["up_conn"].as_u64().unwrap_or(0),
                     val["up_id"].to_string(),
@@ -43,11 +44,11 @@ pub fn p13_forwarding_order(f: &Facts) -> Verdict {
                     );
                 }
             }
-            ("net", "recv") if is_request(&val["frame"]) && val["from"] == "peer" => {
+            (process::NET, op::RECV) if is_request(&val["frame"]) && val["from"] == "peer" => {
                 let c = val["conn"].as_u64().unwrap_or(0);
                 read_at.insert((c, val["frame"]["id"].to_string()), op.index);
             }
-            ("net", "send") if val["from"] == "proxy" && is_request(&val["frame"]) => {
+            (process::NET, op::SEND) if val["from"] == "proxy" && is_request(&val["frame"]) => {
                 let down = (
                     val["conn"].as_u64().unwrap_or(0),
                     val["frame"]["id"].to_string(),
@@ -87,7 +88,7 @@ pub fn p13_forwarding_order(f: &Facts) -> Verdict {
                 }
                 last.insert(down.0, (r, op.index));
             }
-            (_, "conn-end") => {
+            (_, op::CONN_END) => {
                 if let Some(c) = val["conn"].as_u64() {
                     last.remove(&c);
                 }

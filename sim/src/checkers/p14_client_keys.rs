@@ -6,6 +6,7 @@ use acp_chaos_models::Party;
 
 use super::facts::Facts;
 use super::verdict::{Status, Verdict};
+use crate::history::{op, process};
 
 /// P14 client-keys *(ours, from C2 C3 C5)*: read from the Client's own log, one key names one
 /// submission in its session. A key the Client sends for a second submission with another
@@ -20,7 +21,7 @@ pub fn p14_client_keys(f: &Facts) -> Verdict {
     let mut owner: BTreeMap<(u64, String), (u64, usize)> = BTreeMap::new();
     for op in &f.history.ops {
         match (op.process.as_str(), op.f.as_str()) {
-            ("user", "submit") => {
+            (process::USER, op::SUBMIT) => {
                 if let Some(n) = op.value["submission"].as_u64() {
                     sub.insert(
                         n,
@@ -32,7 +33,7 @@ pub fn p14_client_keys(f: &Facts) -> Verdict {
                     );
                 }
             }
-            ("client", "attempt") => {
+            (process::CLIENT, op::ATTEMPT) => {
                 let (Some(n), Some(key)) =
                     (op.value["submission"].as_u64(), op.value["key"].as_str())
                 else {

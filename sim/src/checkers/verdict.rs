@@ -1,7 +1,6 @@
 //! What a checker answers: a [`Verdict`] with its [`Status`].
 
 use acp_chaos_models::Party;
-
 use serde::{Deserialize, Serialize};
 
 /// Verdict status.

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use acp_chaos_models::Party;
 
 use super::verdict::{Status, Verdict};
-use crate::history::History;
+use crate::history::{op, process, History};
 
 /// X4 resume order, from the frames on each connection: a `session/resume` answered with
 /// success got, before its response and for its session, with `replayFrom`: the replayed
@@ -31,7 +31,7 @@ pub fn x4_resume_order(h: &History) -> Verdict {
         let val = &op.value;
         let conn = val["conn"].as_u64().unwrap_or(0);
         match (op.process.as_str(), op.f.as_str()) {
-            ("net", "send") if val["from"] == "client" => {
+            (process::NET, op::SEND) if val["from"] == "client" => {
                 let fr = &val["frame"];
                 if let (Some("session/resume"), Some(id)) =
                     (fr["method"].as_str(), fr["id"].as_u64())
@@ -41,7 +41,7 @@ pub fn x4_resume_order(h: &History) -> Verdict {
                     open.insert((conn, id), (op.index, sid, replay, Vec::new()));
                 }
             }
-            ("net", "send") if val["from"] == "agent" => {
+            (process::NET, op::SEND) if val["from"] == "agent" => {
                 let fr = &val["frame"];
                 if fr["method"] == "session/update" {
                     let sid = fr["params"]["sessionId"].as_str().unwrap_or("");
@@ -110,7 +110,7 @@ pub fn x4_resume_order(h: &History) -> Verdict {
                     return v;
                 }
             }
-            (_, "conn-end") => open.retain(|k, _| k.0 != conn),
+            (_, op::CONN_END) => open.retain(|k, _| k.0 != conn),
             _ => {}
         }
     }

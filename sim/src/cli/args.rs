@@ -1,11 +1,13 @@
 //! What several commands share: the scenarios folder, the shard and design parsers, the
 //! mutant check, the default number of worker threads.
 
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+
 use super::CliError;
 use crate::models::{mutant, Design};
 use crate::scenario::{self, Scenario};
-use clap::Args;
-use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug, Clone)]
 pub(super) struct DirArgs {

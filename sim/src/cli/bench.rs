@@ -1,11 +1,12 @@
 //! `acp-chaos bench`: seeds per second and the overhead over a bare turmoil run.
 
+use clap::Args;
+
 use super::args::{parse_design, scenarios_dir, DirArgs};
 use super::{CliError, Outcome};
 use crate::exit;
 use crate::models::Design;
-use crate::scenario::{self};
-use clap::Args;
+use crate::scenario;
 
 #[derive(Args, Debug, Clone)]
 pub(super) struct BenchArgs {

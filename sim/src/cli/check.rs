@@ -1,10 +1,11 @@
 //! `acp-chaos check`: every checker again on a stored history (Jepsen's analyze).
 
+use std::path::PathBuf;
+
 use super::output::print_verdicts;
 use super::Outcome;
-use crate::checkers::{self};
+use crate::checkers;
 use crate::history::History;
-use std::path::PathBuf;
 
 /// `acp-chaos check` arguments.
 #[derive(clap::Args, Debug, Clone)]

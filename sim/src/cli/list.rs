@@ -1,14 +1,15 @@
 //! `acp-chaos list`: scenarios, designs, clients, policies, transports, mutants, faults, the
 //! swarm's draws, properties and `sometimes` events.
 
+use clap::Args;
+
 use super::args::{scenarios_dir, DirArgs};
 use super::Outcome;
 use crate::checkers::CHECKERS;
 use crate::exit;
 use crate::models::{mutant, Design, Point};
 use crate::nemesis::FaultKind;
-use crate::scenario::{self};
-use clap::Args;
+use crate::scenario;
 
 /// What `acp-chaos list` prints.
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]

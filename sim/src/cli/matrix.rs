@@ -1,9 +1,10 @@
 //! `acp-chaos matrix`: the retry-class matrix, or one of its cells run verbosely.
 
+use clap::Args;
+
 use super::{CliError, Outcome};
 use crate::exit;
 use crate::models::mutant;
-use clap::Args;
 
 #[derive(Args, Debug, Clone)]
 pub(super) struct MatrixArgs {

@@ -1,10 +1,12 @@
 //! `acp-chaos merge DIR...`: join the report folders of a campaign's shards.
 
+use std::path::PathBuf;
+
+use clap::Args;
+
 use super::output::print_summary;
 use super::Outcome;
 use crate::campaign;
-use clap::Args;
-use std::path::PathBuf;
 
 #[derive(Args, Debug, Clone)]
 pub(super) struct MergeArgs {

@@ -1,15 +1,16 @@
 //! `acp-chaos mutants`: the mutant scoreboard and the correct-model baseline.
 
+use std::path::PathBuf;
+
+use clap::Args;
+
 use super::args::{num_cpus_or_one, scenarios_dir, DirArgs};
 use super::output::outcome_line;
 use super::{CliError, Outcome};
-use crate::campaign;
-use crate::exit;
 use crate::models::mutant;
 use crate::plan::Plan;
-use crate::scenario::{self};
-use clap::Args;
-use std::path::PathBuf;
+use crate::scenario;
+use crate::{campaign, exit};
 
 #[derive(Args, Debug, Clone)]
 pub(super) struct MutantsArgs {

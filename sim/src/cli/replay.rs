@@ -1,15 +1,17 @@
 //! `acp-chaos replay`: re-run one (scenario, seed), or a schedule file, and print its plan,
 //! history and verdicts.
 
+use std::path::PathBuf;
+
+use clap::Args;
+
 use super::args::{check_mutant, parse_design, scenarios_dir, DirArgs};
 use super::output::print_verdicts;
 use super::CliError;
-use crate::history::{self};
+use crate::history::{self, op, process};
 use crate::models::Design;
 use crate::plan::Plan;
-use crate::scenario::{self};
-use clap::Args;
-use std::path::PathBuf;
+use crate::scenario;
 
 #[derive(Args, Debug, Clone)]
 pub(super) struct ReplayArgs {
@@ -70,7 +72,7 @@ pub(super) fn exec(a: &ReplayArgs) -> Result<(i32, String), CliError> {
     let applied = h
         .ops
         .iter()
-        .find(|o| o.process == "nemesis" && o.f == "heal")
+        .find(|o| o.process == process::NEMESIS && o.f == op::HEAL)
         .map(|o| {
             let kinds: Vec<String> = o.value["applied"]
                 .as_object()

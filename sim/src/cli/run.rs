@@ -1,17 +1,18 @@
 //! `acp-chaos run` (and `acp-chaos` with no command): a campaign, scenarios × seeds.
 
+use std::path::PathBuf;
+
+use clap::Args;
+
 use super::args::{
     check_mutant, load, num_cpus_or_one, parse_design, parse_shard, scenarios_dir, DirArgs,
 };
 use super::output::print_summary;
 use super::{CliError, Outcome};
-use crate::campaign;
 use crate::campaign::CampaignSpec;
-use crate::exit;
 use crate::models::Design;
 use crate::plan::Plan;
-use clap::Args;
-use std::path::PathBuf;
+use crate::{campaign, exit};
 
 #[derive(Args, Debug, Clone)]
 pub(super) struct RunArgs {

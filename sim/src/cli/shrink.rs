@@ -1,16 +1,17 @@
 //! `acp-chaos shrink`: a failing run to a 1-minimal schedule file, with its report pages.
 
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+
 use super::args::{check_mutant, parse_design, scenarios_dir, DirArgs};
 use super::output::{party_str, status_str};
 use super::{CliError, Outcome};
-use crate::campaign;
-use crate::checkers::{self};
-use crate::exit;
+use crate::checkers;
 use crate::models::{mutant, Design};
 use crate::plan::Plan;
-use crate::scenario::{self};
-use clap::Args;
-use std::path::{Path, PathBuf};
+use crate::scenario;
+use crate::{campaign, exit};
 
 #[derive(Args, Debug, Clone)]
 pub(super) struct ShrinkArgs {

@@ -22,6 +22,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::checkers::{self, Status, Verdict};
+use crate::history::{op, process};
 use crate::models::Party;
 use crate::plan::Plan;
 use crate::world;
@@ -136,12 +137,12 @@ pub fn anchor(plan: &Plan) -> Plan {
     for op in &h.ops {
         let v = &op.value;
         match (op.process.as_str(), op.f.as_str()) {
-            ("client", "attempt") => {
+            (process::CLIENT, op::ATTEMPT) => {
                 if let (Some(c), Some(n)) = (v["conn"].as_u64(), v["submission"].as_u64()) {
                     links.insert((c, v["id"].to_string()), n as u32);
                 }
             }
-            ("net", "send")
+            (process::NET, op::SEND)
                 if v["from"] == "client" && v["frame"]["method"] == "session/prompt" =>
             {
                 let a = (

@@ -2,10 +2,8 @@
 //! ([`FaultSpec`], one `[[fault]]` entry of a scenario, or one fault the swarm drew), and how
 //! one reads as a line ([`fault_line`]).
 
-use acp_chaos_models::Point;
+use acp_chaos_models::{methods, Point};
 use serde::{Deserialize, Serialize};
-
-use acp_chaos_models::methods;
 
 use super::trigger::{Side, Trigger};
 

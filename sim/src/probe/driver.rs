@@ -18,7 +18,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
 
-use crate::history::OpType;
+use crate::history::{op, process, OpType};
 use crate::models::rpc::{self, code};
 use crate::wall_clock::now;
 
@@ -317,7 +317,12 @@ impl Driver {
         self.stdin_closed = false;
         self.sent.clear();
         if self.conn > 1 {
-            self.op("nemesis", OpType::Info, "restart", json!({"host": "agent"}));
+            self.op(
+                process::NEMESIS,
+                OpType::Info,
+                op::RESTART,
+                json!({"host": "agent"}),
+            );
         }
         let p = Proc::spawn(&self.launch).map_err(|e| {
             format!(
@@ -328,9 +333,9 @@ impl Driver {
         self.proc = Some(p);
         let conn = self.conn;
         self.op(
-            "net",
+            process::NET,
             OpType::Info,
-            "conn-open",
+            op::CONN_OPEN,
             json!({"conn": conn, "seen_by": "agent", "transport": "stdio"}),
         );
         let mut init = rpc::initialize_params("acp-chaos-probe", env!("CARGO_PKG_VERSION"));
@@ -431,9 +436,9 @@ impl Driver {
         let marker = format!("[probe-{}-s{n}]", self.tag);
         let text = format!("Reply with the word OK. {marker}");
         self.op(
-            "user",
+            process::USER,
             OpType::Invoke,
-            "submit",
+            op::SUBMIT,
             json!({"submission": n, "slot": 0, "text": text, "marker": marker}),
         );
         self.subs.insert(
@@ -462,9 +467,9 @@ impl Driver {
         let id = self.next_id;
         let conn = self.conn;
         self.op(
-            "client",
+            process::CLIENT,
             OpType::Invoke,
-            "attempt",
+            op::ATTEMPT,
             json!({"submission": n, "conn": conn, "id": id, "key": sub.key}),
         );
         let frame = json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
@@ -499,9 +504,9 @@ impl Driver {
             Value::from(text.clone()),
         );
         self.op(
-            "client",
+            process::CLIENT,
             OpType::Info,
-            "raw-sent",
+            op::RAW_SENT,
             json!({"n": n, "conn": conn, "id": id, "line": line, "marker": marker}),
         );
         let frame = serde_json::from_str::<Value>(&line).ok();
@@ -523,7 +528,7 @@ impl Driver {
     /// The user presses stop: `session/cancel` (withdraws the inputs `pending` too).
     pub fn session_cancel(&mut self, pending: &[u64]) -> Result<(), Abort> {
         let sid = self.session.clone().ok_or("no session")?;
-        self.op("user", OpType::Invoke, "stop", json!({"slot": 0}));
+        self.op(process::USER, OpType::Invoke, op::STOP, json!({"slot": 0}));
         for n in pending {
             if let Some(s) = self.subs.get_mut(n) {
                 s.cancelled = true;
@@ -533,7 +538,12 @@ impl Driver {
     }
 
     fn user_cancel(&mut self, n: u64) {
-        self.op("user", OpType::Invoke, "cancel", json!({"submission": n}));
+        self.op(
+            process::USER,
+            OpType::Invoke,
+            op::CANCEL,
+            json!({"submission": n}),
+        );
         if let Some(s) = self.subs.get_mut(&n) {
             s.cancelled = true;
         }
@@ -573,16 +583,16 @@ impl Driver {
         };
         self.sent.insert(line.to_string());
         self.op(
-            "net",
+            process::NET,
             OpType::Info,
-            "send",
+            op::SEND,
             json!({"conn": conn, "from": "client", "frame": frame}),
         );
         if ok {
             self.op(
-                "net",
+                process::NET,
                 OpType::Info,
-                "recv",
+                op::RECV,
                 json!({"conn": conn, "from": "client", "frame": frame}),
             );
         } else {
@@ -655,12 +665,17 @@ impl Driver {
             format!("{status}; stderr: {tail}")
         };
         self.op(
-            "agent",
+            process::AGENT,
             OpType::Info,
             "exit",
             json!({"conn": conn, "status": status, "unexpected": true}),
         );
-        self.op("client", OpType::Info, "conn-end", json!({"conn": conn}));
+        self.op(
+            process::CLIENT,
+            OpType::Info,
+            op::CONN_END,
+            json!({"conn": conn}),
+        );
         self.outstanding.retain(|k, _| k.0 != conn);
         self.exited = Some(why);
     }
@@ -935,9 +950,9 @@ impl Driver {
             "bound"
         };
         self.op(
-            "world",
+            process::WORLD,
             OpType::Info,
-            "end",
+            op::END,
             json!({"outcome": outcome, "undelivered": 0, "clock": "wall"}),
         );
         Ok(())
@@ -1038,9 +1053,9 @@ impl Driver {
             .map(|(n, _)| *n)
             .collect();
         self.op(
-            "client",
+            process::CLIENT,
             OpType::Info,
-            "pending-at-end",
+            op::PENDING_AT_END,
             json!({"submissions": pending}),
         );
     }
@@ -1049,9 +1064,9 @@ impl Driver {
     pub fn end_aborted(&mut self, why: &str) {
         self.log_pending_at_end();
         self.op(
-            "world",
+            process::WORLD,
             OpType::Info,
-            "end",
+            op::END,
             json!({"outcome": "aborted", "reason": why, "undelivered": 0, "clock": "wall"}),
         );
     }

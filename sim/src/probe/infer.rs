@@ -28,7 +28,7 @@ use indexmap::IndexMap;
 use serde_json::{json, Value};
 
 use super::driver::RawOp;
-use crate::history::{History, Op, OpType};
+use crate::history::{op, process, History, Op, OpType};
 use crate::models::rpc::code;
 
 /// Which input a marker names.
@@ -71,12 +71,12 @@ pub fn build(header: Value, raw: &[RawOp]) -> History {
     for (i, op) in raw.iter().enumerate() {
         let v = &op.value;
         match (op.process, op.f.as_str()) {
-            ("user", "submit") => {
+            (process::USER, op::SUBMIT) => {
                 if let (Some(m), Some(n)) = (v["marker"].as_str(), v["submission"].as_u64()) {
                     markers.push((m.to_string(), Owner::Sub(n)));
                 }
             }
-            ("client", "attempt") => {
+            (process::CLIENT, op::ATTEMPT) => {
                 if let (Some(c), Some(id), Some(n)) = (
                     v["conn"].as_u64(),
                     v["id"].as_u64(),
@@ -86,7 +86,7 @@ pub fn build(header: Value, raw: &[RawOp]) -> History {
                     by_owner.entry(n).or_default().push((c, id));
                 }
             }
-            ("client", "raw-sent") => {
+            (process::CLIENT, op::RAW_SENT) => {
                 if let (Some(c), Some(id), Some(n)) =
                     (v["conn"].as_u64(), v["id"].as_u64(), v["n"].as_u64())
                 {
@@ -99,12 +99,12 @@ pub fn build(header: Value, raw: &[RawOp]) -> History {
                     }
                 }
             }
-            ("net", "conn-open") => {
+            (process::NET, op::CONN_OPEN) => {
                 if let Some(c) = v["conn"].as_u64() {
                     opens.insert(c, i);
                 }
             }
-            ("net", "send") if v["from"] == "client" => {
+            (process::NET, op::SEND) if v["from"] == "client" => {
                 let fr = &v["frame"];
                 let conn = v["conn"].as_u64().unwrap_or(0);
                 if let Some(rid) = fr["params"]["requestId"].as_u64() {
@@ -124,7 +124,7 @@ pub fn build(header: Value, raw: &[RawOp]) -> History {
                     }
                 }
             }
-            ("net", "send") if v["from"] == "agent" => {
+            (process::NET, op::SEND) if v["from"] == "agent" => {
                 let fr = &v["frame"];
                 let conn = v["conn"].as_u64().unwrap_or(0);
                 if fr.get("method").is_none() {
@@ -480,7 +480,7 @@ mod tests {
             from_agent(json!({"jsonrpc": "2.0", "id": 4, "result": {"messageId": "m1"}})),
         ];
         let h = build(json!({"plan": {"retention": "durable"}}), &raw);
-        let insert = h.ops.iter().find(|o| o.f == "insert").unwrap();
+        let insert = h.ops.iter().find(|o| o.f == op::INSERT).unwrap();
         assert_eq!(insert.value["id"], 3, "{:?}", insert.value);
         assert_eq!(insert.value["inferred"], true);
         let p4 = crate::checkers::check_all(&h)

@@ -9,21 +9,15 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::driver::{Driver, Launch};
-use super::report::summary_md;
-use super::report::table_text;
+use super::report::{summary_md, table_text};
 use super::{infer, traces, ProbeArgs, PROPERTIES};
 use crate::campaign::write_atomic;
 use crate::checkers::{self, Status, Verdict};
 use crate::exit;
 use crate::history::History;
 use crate::models::Retention;
-use crate::probe::report::retry_line;
-use crate::probe::report::write_run;
-use crate::probe::report::Failure;
-use crate::probe::report::RunOutcome;
-use crate::probe::report::INCOMPLETE;
-use crate::probe::ProbeSummary;
-use crate::probe::Target;
+use crate::probe::report::{retry_line, write_run, Failure, RunOutcome, INCOMPLETE};
+use crate::probe::{ProbeSummary, Target};
 
 pub(super) static HOMES: AtomicU64 = AtomicU64::new(0);
 

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::text::clip;
 use crate::checkers::{verdict_line, Verdict};
-use crate::history::{is_agent_host, History, Op};
+use crate::history::{is_agent_host, op, process, History, Op};
 
 /// How an item is highlighted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -181,9 +181,9 @@ fn note_text(op: &Op) -> Option<String> {
     let s = |k: &str| v[k].as_str().unwrap_or("").to_string();
     let text = match (op.process.as_str(), op.f.as_str()) {
         ("nemesis", _) if v.get("spec").is_some() => format!("fault fires: {}", s("spec")),
-        ("nemesis", "crash") => format!("CRASH {}", s("host")),
-        ("nemesis", "restart") => format!("RESTART {}", s("host")),
-        ("nemesis", "heal") => "heal: the nemesis stops, every partition ends".into(),
+        (process::NEMESIS, op::CRASH) => format!("CRASH {}", s("host")),
+        (process::NEMESIS, op::RESTART) => format!("RESTART {}", s("host")),
+        (process::NEMESIS, op::HEAL) => "heal: the nemesis stops, every partition ends".into(),
         ("nemesis", f) => {
             let detail = [
                 ("host", "host"),
@@ -196,29 +196,31 @@ fn note_text(op: &Op) -> Option<String> {
             .join(" ");
             format!("{} {detail}", f.to_uppercase()).trim().to_string()
         }
-        ("world", "phase") => format!("{} phase", s("phase")),
-        ("client", "ack") => format!("ack: submission {} = {}", v["submission"], s("messageId")),
-        ("client", "surface") => format!(
+        (process::WORLD, op::PHASE) => format!("{} phase", s("phase")),
+        (process::CLIENT, op::ACK) => {
+            format!("ack: submission {} = {}", v["submission"], s("messageId"))
+        }
+        (process::CLIENT, op::SURFACE) => format!(
             "shown to the user: submission {} {}",
             v["submission"],
             compact_without(v, &["submission"])
         ),
-        ("client", "withdrawn") => format!("withdrawn: submission {}", v["submission"]),
-        ("client", "not-resent") => format!("not resent: {}", compact(v)),
-        ("client", "sdk-resend") => format!("SDK resends {}", compact(v)),
-        ("client", "boot") if v["boot"].as_u64().unwrap_or(0) > 0 => {
+        (process::CLIENT, op::WITHDRAWN) => format!("withdrawn: submission {}", v["submission"]),
+        (process::CLIENT, op::NOT_RESENT) => format!("not resent: {}", compact(v)),
+        (process::CLIENT, op::SDK_RESEND) => format!("SDK resends {}", compact(v)),
+        (process::CLIENT, op::BOOT) if v["boot"].as_u64().unwrap_or(0) > 0 => {
             format!("client restarted, pending {}", compact(&v["pending"]))
         }
-        ("client", "conn-end") => format!("conn {} ended ({})", v["conn"], s("reason")),
-        ("client", "give-up-connection" | "app-new-session") => {
+        (process::CLIENT, op::CONN_END) => format!("conn {} ended ({})", v["conn"], s("reason")),
+        (process::CLIENT, op::GIVE_UP_CONNECTION | op::APP_NEW_SESSION) => {
             format!("{} {}", op.f, compact(v))
         }
-        ("client", "pending-at-end")
+        (process::CLIENT, op::PENDING_AT_END)
             if v["submissions"].as_array().is_some_and(|a| !a.is_empty()) =>
         {
             format!("still pending at the end: {}", compact(&v["submissions"]))
         }
-        ("watcher", "watch") => format!("watcher: {}", compact(v)),
+        (process::WATCHER, op::WATCH) => format!("watcher: {}", compact(v)),
         (p, f) if is_agent_host(p) => match f {
             "insert" => format!(
                 "insert {} ({}) key {}",
@@ -286,17 +288,20 @@ impl Diagram {
         let mut hosts: BTreeSet<String> = BTreeSet::new();
         for op in &h.ops {
             let v = &op.value;
-            if op.process == "net" && op.f == "conn-open" {
+            if op.process == process::NET && op.f == op::CONN_OPEN {
                 if let (Some(c), Some(by)) = (v["conn"].as_u64(), v["seen_by"].as_str()) {
                     ends.entry(c).or_default().insert(by.to_string());
                 }
             }
-            if op.process == "net" && op.f == "send" {
+            if op.process == process::NET && op.f == op::SEND {
                 if let (Some(c), Some(by)) = (v["conn"].as_u64(), v["from"].as_str()) {
                     ends.entry(c).or_default().insert(by.to_string());
                 }
             }
-            if op.process == "user" || note_text(op).is_some() || op.process == "client" {
+            if op.process == process::USER
+                || note_text(op).is_some()
+                || op.process == process::CLIENT
+            {
                 hosts.insert(op.process.clone());
             }
             for k in ["host", "seen_by"] {
@@ -324,7 +329,7 @@ impl Diagram {
         let mut recv_of: BTreeMap<usize, usize> = BTreeMap::new(); // recv op → send op
         let mut delivered: BTreeSet<usize> = BTreeSet::new();
         for op in &h.ops {
-            if op.process != "net" {
+            if op.process != process::NET {
                 continue;
             }
             let Some(c) = op.value["conn"].as_u64() else {
@@ -353,7 +358,7 @@ impl Diagram {
         let mut items: Vec<Item> = Vec::new();
         for op in &h.ops {
             let v = &op.value;
-            if op.process == "client" && op.f == "attempt" {
+            if op.process == process::CLIENT && op.f == op::ATTEMPT {
                 if let (Some(c), Some(s)) = (v["conn"].as_u64(), v["submission"].as_u64()) {
                     submission_of.insert((c, v["id"].to_string()), s);
                 }
@@ -361,16 +366,16 @@ impl Diagram {
             // The frame an op draws: a receipt (its send), a send never received, or a frame
             // the nemesis lost before it was sent (`detail` holds it).
             let frame_op: Option<&Value> = match (op.process.as_str(), op.f.as_str()) {
-                ("net", "recv") => recv_of
+                (process::NET, op::RECV) => recv_of
                     .get(&op.index)
                     .and_then(|s| by_index.get(s))
                     .map(|o| &o.value),
-                ("net", "send") if !delivered.contains(&op.index) => Some(v),
+                (process::NET, op::SEND) if !delivered.contains(&op.index) => Some(v),
                 ("nemesis", _) if v["detail"]["frame"].is_object() => Some(&v["detail"]),
                 _ => None,
             };
             if let Some(sent) = frame_op {
-                let by_nemesis = op.process == "nemesis";
+                let by_nemesis = op.process == process::NEMESIS;
                 let c = sent["conn"].as_u64().unwrap_or(0);
                 let from = sent["from"].as_str().unwrap_or("?").to_string();
                 let Some(to) = other_end(c, &from) else {
@@ -393,7 +398,7 @@ impl Diagram {
                     .then(|| submission_of.get(&(c, id.clone())).copied())
                     .flatten();
                 let (mut label, reply) = frame_label(frame, asked, sub);
-                let lost = op.f == "send" || by_nemesis;
+                let lost = op.f == op::SEND || by_nemesis;
                 if by_nemesis {
                     let spec = v["spec"].as_str().unwrap_or(&op.f);
                     let how = spec.rsplit_once(" (").map(|(_, h)| h.trim_end_matches(')'));
@@ -452,10 +457,10 @@ impl Diagram {
                 });
                 continue;
             }
-            if op.process == "net" {
+            if op.process == process::NET {
                 continue;
             }
-            if op.process == "user" {
+            if op.process == process::USER {
                 let (Some(u), Some(c)) = (pos("user"), pos("client")) else {
                     continue;
                 };
@@ -488,29 +493,30 @@ impl Diagram {
                 },
                 None => continue,
             };
-            let nemesis = op.process == "nemesis" || op.process == "world";
-            let (first, last) =
-                if op.process == "world" || (op.process == "nemesis" && op.f == "heal") {
-                    (0, participants.len().saturating_sub(1))
-                } else if op.process == "nemesis" {
-                    // Over the host it hit, else over the whole network.
-                    let target = v["host"]
-                        .as_str()
-                        .map(str::to_string)
-                        .or_else(|| v["spec"].as_str().and_then(fault_target));
-                    match target.as_deref().and_then(pos) {
-                        Some(i) => (i, i),
-                        None => (
-                            pos("client").unwrap_or(0),
-                            participants.len().saturating_sub(1),
-                        ),
-                    }
-                } else {
-                    match pos(&op.process) {
-                        Some(i) => (i, i),
-                        None => continue,
-                    }
-                };
+            let nemesis = op.process == process::NEMESIS || op.process == process::WORLD;
+            let (first, last) = if op.process == process::WORLD
+                || (op.process == process::NEMESIS && op.f == op::HEAL)
+            {
+                (0, participants.len().saturating_sub(1))
+            } else if op.process == process::NEMESIS {
+                // Over the host it hit, else over the whole network.
+                let target = v["host"]
+                    .as_str()
+                    .map(str::to_string)
+                    .or_else(|| v["spec"].as_str().and_then(fault_target));
+                match target.as_deref().and_then(pos) {
+                    Some(i) => (i, i),
+                    None => (
+                        pos("client").unwrap_or(0),
+                        participants.len().saturating_sub(1),
+                    ),
+                }
+            } else {
+                match pos(&op.process) {
+                    Some(i) => (i, i),
+                    None => continue,
+                }
+            };
             items.push(Item::Note {
                 first,
                 last,

@@ -1,13 +1,14 @@
 //! A campaign's `junit.xml`: one `<testsuite>` per scenario@design, one `<testcase>` per
 //! property, for CI test views.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
+
+use serde_json::Value;
 
 use super::text::xml_escape;
 use crate::checkers::CHECKERS;
 use crate::summary::Summary;
-use serde_json::Value;
-use std::collections::BTreeMap;
 
 /// `junit.xml`: one testsuite per scenario@design, one testcase per property. A violation or
 /// unknown verdict is a `<failure>` carrying the first failing seed's message and repro line

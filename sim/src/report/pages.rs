@@ -6,8 +6,7 @@ use std::fmt::Write as _;
 use super::diagram::{Diagram, DIAGRAM_ROWS_MAX};
 use super::rules::rules_quoted;
 use super::text::xml_escape;
-use crate::checkers::Status;
-use crate::checkers::{verdict_line, Verdict};
+use crate::checkers::{verdict_line, Status, Verdict};
 use crate::history::History;
 
 /// What a counterexample page says about the run it draws.

@@ -1,7 +1,6 @@
 //! `spec/RULES.md`, compiled in, so a report can quote any rule.
 
-use crate::checkers::Verdict;
-use crate::checkers::CHECKERS;
+use crate::checkers::{Verdict, CHECKERS};
 
 /// `spec/RULES.md`, compiled in so a report can quote any rule.
 pub const RULES_MD: &str = include_str!("../../../spec/RULES.md");

@@ -1,11 +1,11 @@
 //! A campaign's `summary.md`: verdict, counterexample links, the scenario × property table,
 //! findings, how submissions ended, the coverage map (and the scoreboard, for `mutants`).
 
+use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use crate::checkers::CHECKERS;
 use crate::summary::{Summary, Tally};
-use std::collections::BTreeSet;
 
 fn cell_text(c: &Tally) -> String {
     let mut parts = Vec::new();

@@ -5,10 +5,11 @@
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use crate::history::op;
 use crate::models::methods::{self, RetryClass};
-use crate::models::rpc;
 use crate::models::{
-    Action, AgentConfig, AgentInput, AgentModel, Design, DuringTurn, HeldOnDisconnect, ModelAgent,
+    rpc, Action, AgentConfig, AgentInput, AgentModel, Design, DuringTurn, HeldOnDisconnect,
+    ModelAgent,
 };
 
 /// One row of the audit.
@@ -320,7 +321,7 @@ pub fn audit() -> Vec<AuditRow> {
     let second_inserted = u2.state_changes.iter().any(|c| c == "insert")
         || out
             .iter()
-            .any(|x| matches!(x, Action::Effect(e) if e.f == "insert"));
+            .any(|x| matches!(x, Action::Effect(e) if e.f == op::INSERT));
     rows.push(AuditRow {
         method: "session/prompt (no key)",
         // Not a method of the table: what an unkeyed prompt's class amounts to (K1, C9).

@@ -7,6 +7,7 @@ use acp_chaos_models::AgentModel;
 use serde_json::Value;
 
 use crate::plan::Plan;
+
 #[allow(unused_imports)] // for the docs
 use acp_chaos_models::Action;
 

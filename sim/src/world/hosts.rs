@@ -17,7 +17,7 @@ use turmoil::net::UdpSocket;
 
 use super::boot::AgentBoot;
 use super::io::{Ctx, Ev, Io, PointHit, StoreLink, STORE_PORT};
-use crate::history::{OpType, NODES};
+use crate::history::{op, process, OpType, NODES};
 use crate::plan::UserEvent;
 
 /// The Agent host: recover the stored sessions, listen, run the model ([`Ctx::agent`]'s, or
@@ -42,7 +42,7 @@ pub async fn agent(ctx: Rc<Ctx>) -> turmoil::Result {
     };
     io.record(
         OpType::Info,
-        "recover",
+        op::RECOVER,
         json!({"boot": boot, "retained": model.retained()}),
     );
     ctx.ledger
@@ -70,7 +70,7 @@ pub async fn agent(ctx: Rc<Ctx>) -> turmoil::Result {
                     model.handle(AgentInput::Disconnected(id), &mut out);
                     if ctx.plan.stdio {
                         // Its stdin/stdout are gone: the process exits (the step loop ends it).
-                        io.record(OpType::Info, "stdio-exit", json!({"conn": id}));
+                        io.record(OpType::Info, op::STDIO_EXIT, json!({"conn": id}));
                         ctx.ledger.borrow_mut().stdio_exit = true;
                     }
                 }
@@ -106,7 +106,7 @@ pub async fn node(ctx: Rc<Ctx>, name: &'static str) -> turmoil::Result {
         &[],
     )
     .node(&short);
-    io.record(OpType::Info, "boot", json!({"boot": boot}));
+    io.record(OpType::Info, op::BOOT, json!({"boot": boot}));
     ctx.ledger.borrow_mut().idle.insert(name, model.is_idle());
     io.listen().await?;
     let mut out = Vec::new();
@@ -122,7 +122,7 @@ pub async fn node(ctx: Rc<Ctx>, name: &'static str) -> turmoil::Result {
                     .ok()
                     .and_then(|v| v["logical"].as_str().map(str::to_string));
                 if let Some(l) = hello {
-                    io.record(OpType::Info, "logical", json!({"conn": id, "logical": l}));
+                    io.record(OpType::Info, op::LOGICAL, json!({"conn": id, "logical": l}));
                     model.handle(AgentInput::Logical(id, l), &mut out);
                 } else {
                     let frame = io.log_recv(id, &line);
@@ -159,7 +159,7 @@ pub async fn store(ctx: Rc<Ctx>) -> turmoil::Result {
     let mut st = ClusterStore::recover(&records);
     io.record(
         OpType::Info,
-        "recover",
+        op::RECOVER,
         json!({"boot": boot, "retained": st.retained()}),
     );
     let sock = UdpSocket::bind((IpAddr::V4(Ipv4Addr::UNSPECIFIED), STORE_PORT)).await?;
@@ -178,7 +178,7 @@ pub async fn store(ctx: Rc<Ctx>) -> turmoil::Result {
             if r["t"] == "msg" {
                 io.record(
                     OpType::Info,
-                    "durable",
+                    op::DURABLE,
                     json!({"session": r["session"], "messageId": r["messageId"]}),
                 );
             }
@@ -202,7 +202,7 @@ pub async fn client(ctx: Rc<Ctx>) -> turmoil::Result {
     let mut model = SpecClient::recover(ctx.plan.client.clone(), boot, ctx.plan.seed, &records);
     io.record(
         OpType::Info,
-        "boot",
+        op::BOOT,
         json!({"boot": boot, "pending": model.pending()}),
     );
     let mut out = Vec::new();
@@ -235,39 +235,39 @@ pub async fn client(ctx: Rc<Ctx>) -> turmoil::Result {
                                 l.delivered += 1;
                                 match &e {
                                     UserEvent::Submit { n, slot, text } => l.record(
-                                        "user",
+                                        process::USER,
                                         OpType::Invoke,
-                                        "submit",
+                                        op::SUBMIT,
                                         json!({"submission": n, "slot": slot, "text": text}),
                                     ),
                                     UserEvent::Cancel { n } => l.record(
-                                        "user",
+                                        process::USER,
                                         OpType::Invoke,
-                                        "cancel",
+                                        op::CANCEL,
                                         json!({"submission": n}),
                                     ),
                                     UserEvent::Stop { slot } => l.record(
-                                        "user",
+                                        process::USER,
                                         OpType::Invoke,
-                                        "stop",
+                                        op::STOP,
                                         json!({"slot": slot}),
                                     ),
                                     UserEvent::Close { slot } => l.record(
-                                        "user",
+                                        process::USER,
                                         OpType::Invoke,
-                                        "close",
+                                        op::CLOSE,
                                         json!({"slot": slot}),
                                     ),
                                     UserEvent::Fork { slot, into } => l.record(
-                                        "user",
+                                        process::USER,
                                         OpType::Invoke,
-                                        "fork",
+                                        op::FORK,
                                         json!({"slot": slot, "into": into}),
                                     ),
                                     UserEvent::Raw { n, line } => l.record(
-                                        "user",
+                                        process::USER,
                                         OpType::Invoke,
-                                        "raw",
+                                        op::RAW,
                                         json!({"n": n, "line": line}),
                                     ),
                                 };
@@ -325,7 +325,7 @@ pub async fn client(ctx: Rc<Ctx>) -> turmoil::Result {
                 model.handle(ClientInput::Connected(id), &mut out);
             }
             Some(Ev::ConnectFailed(_)) => {
-                io.record(OpType::Info, "connect-failed", json!({}));
+                io.record(OpType::Info, op::CONNECT_FAILED, json!({}));
                 model.handle(ClientInput::ConnectFailed, &mut out);
             }
             Some(Ev::Frame(id, line)) if io.conns.contains_key(&id) => {
@@ -341,7 +341,7 @@ pub async fn client(ctx: Rc<Ctx>) -> turmoil::Result {
             Some(Ev::NotAccepted(conn, id)) if io.conns.contains_key(&conn) => {
                 io.record(
                     OpType::Info,
-                    "not-accepted",
+                    op::NOT_ACCEPTED,
                     json!({"conn": conn, "id": id}),
                 );
                 model.handle(ClientInput::NotAccepted { conn, id }, &mut out);
@@ -357,7 +357,7 @@ pub async fn client(ctx: Rc<Ctx>) -> turmoil::Result {
 pub async fn proxy(ctx: Rc<Ctx>) -> turmoil::Result {
     let boot = ctx.ledger.borrow_mut().boot("proxy");
     let (mut io, mut rx) = Io::new("proxy", ctx.clone(), "/proxy/none");
-    io.record(OpType::Info, "boot", json!({"boot": boot}));
+    io.record(OpType::Info, op::BOOT, json!({"boot": boot}));
     let mut model = Proxy::new(ctx.plan.proxy_mutant);
     io.listen().await?;
     let mut out = Vec::new();
@@ -395,7 +395,7 @@ pub async fn proxy(ctx: Rc<Ctx>) -> turmoil::Result {
 pub async fn watcher(ctx: Rc<Ctx>) -> turmoil::Result {
     let boot = ctx.ledger.borrow_mut().boot("watcher");
     let (mut io, mut rx) = Io::new("watcher", ctx.clone(), "/watcher/none");
-    io.record(OpType::Info, "boot", json!({"boot": boot}));
+    io.record(OpType::Info, op::BOOT, json!({"boot": boot}));
     let mut model = Watcher::new();
     let mut out = Vec::new();
     let mut told = false;

@@ -21,7 +21,7 @@ use turmoil::net::{TcpListener, TcpStream, UdpSocket};
 
 use super::boot::AgentFactory;
 use super::ledger::Ledger;
-use crate::history::OpType;
+use crate::history::{op, process, OpType};
 use crate::nemesis::FrameDecision;
 use crate::plan::Plan;
 
@@ -141,7 +141,7 @@ impl Io {
             f.sync_all()?;
             self.record(
                 OpType::Info,
-                "truncate-torn-tail",
+                op::TRUNCATE_TORN_TAIL,
                 json!({"from": bytes.len(), "to": valid}),
             );
         }
@@ -265,9 +265,9 @@ impl Io {
                     FrameDecision::Stall(ms) => {
                         tokio::time::sleep(Duration::from_millis(ms)).await;
                         ledger.borrow_mut().record(
-                            "net",
+                            process::NET,
                             OpType::Info,
-                            "stall-end",
+                            op::STALL_END,
                             json!({"conn": id, "from": from}),
                         );
                         ledger.borrow_mut().frame_done(id, from);
@@ -285,9 +285,9 @@ impl Io {
                             waited += 1;
                         };
                         ledger.borrow_mut().record(
-                            "net",
+                            process::NET,
                             OpType::Info,
-                            "reorder-end",
+                            op::REORDER_END,
                             json!({"conn": id, "from": from, "waited_ms": waited,
                                    "overtaken_by": by.map(|b| json!({"conn": b.0, "op": b.1}))}),
                         );
@@ -343,7 +343,11 @@ impl Io {
     pub(super) fn close(&mut self, id: ConnId, why: &str) -> bool {
         if self.conns.shift_remove(&id).is_some() {
             self.ctx.ledger.borrow_mut().on_conn_end(id);
-            self.record(OpType::Info, "conn-end", json!({"conn": id, "reason": why}));
+            self.record(
+                OpType::Info,
+                op::CONN_END,
+                json!({"conn": id, "reason": why}),
+            );
             true
         } else {
             false
@@ -358,9 +362,9 @@ impl Io {
             .borrow_mut()
             .on_recv(id, self.process, &frame);
         self.ctx.ledger.borrow_mut().record(
-            "net",
+            process::NET,
             OpType::Info,
-            "recv",
+            op::RECV,
             json!({"conn": id, "from": peer(self.process), "frame": frame}),
         );
         frame
@@ -403,7 +407,7 @@ impl Io {
     pub(super) async fn store_append(&mut self, record: &Value) {
         let op = json!({"op": "append", "record": record});
         while self.store_call(&op).await.is_none() {
-            self.record(OpType::Info, "store-retry", json!({"record": record}));
+            self.record(OpType::Info, op::STORE_RETRY, json!({"record": record}));
         }
     }
 
@@ -414,7 +418,7 @@ impl Io {
             if let Some(v) = self.store_call(&op).await {
                 return v;
             }
-            self.record(OpType::Info, "store-retry", json!({"op": "load"}));
+            self.record(OpType::Info, op::STORE_RETRY, json!({"op": "load"}));
         }
     }
 
@@ -465,7 +469,7 @@ impl Io {
                         "surface" | "withdrawn" => OpType::Fail,
                         _ => OpType::Info,
                     };
-                    if e.f == "session-known" {
+                    if e.f == op::SESSION_KNOWN {
                         let mut l = self.ctx.ledger.borrow_mut();
                         if l.known_session.is_none() {
                             l.known_session = e.value["session"].as_str().map(str::to_string);
@@ -478,7 +482,7 @@ impl Io {
                     let limit = Duration::from_millis(self.ctx.plan.net.connect_timeout_ms);
                     // The next hop: the Client talks to the proxy if there is one; the Agent is
                     // one host or a cluster node chosen by the run's routing stream.
-                    let target = if self.process == "client" && self.ctx.plan.proxy {
+                    let target = if self.process == process::CLIENT && self.ctx.plan.proxy {
                         "proxy"
                     } else {
                         self.ctx.ledger.borrow_mut().route(self.process)

@@ -9,7 +9,7 @@ use acp_chaos_models::ConnId;
 use indexmap::IndexMap;
 use serde_json::{json, Value};
 
-use crate::history::{is_agent_host, Op, OpType};
+use crate::history::{is_agent_host, op, process, Op, OpType};
 use crate::nemesis::{fault_line, FaultKind, FaultSpec, FrameDecision, NemesisAction, Side};
 use crate::plan::{Plan, UserEvent};
 
@@ -132,9 +132,9 @@ impl Ledger {
             self.serving = to;
         }
         self.record(
-            "net",
+            process::NET,
             OpType::Info,
-            "route",
+            op::ROUTE,
             json!({"from": from, "to": to}),
         );
         to
@@ -178,9 +178,9 @@ impl Ledger {
         self.next_conn += 1;
         self.rendezvous.insert(client_addr.to_string(), id);
         self.record(
-            "net",
+            process::NET,
             OpType::Info,
-            "conn-open",
+            op::CONN_OPEN,
             json!({"conn": id, "client_addr": client_addr, "seen_by": opener}),
         );
         id
@@ -236,10 +236,9 @@ impl Ledger {
         {
             // On the dead update stream: an update or an Agent request, lost unseen (logged so
             // a reader sees what the dead stream swallowed).
-            self.record(
-                "net",
+            self.record(process::NET,
                 OpType::Info,
-                "dropped",
+                op::DROPPED,
                 json!({"conn": conn, "from": from, "method": frame["method"], "why": "update stream dead"}),
             );
             return FrameDecision::Drop {
@@ -364,9 +363,9 @@ impl Ledger {
             FrameDecision::Lose { .. } | FrameDecision::Drop { .. }
         ) {
             self.record(
-                "net",
+                process::NET,
                 OpType::Info,
-                "send",
+                op::SEND,
                 json!({"conn": conn, "from": from, "frame": frame}),
             );
             self.sends += 1;

@@ -16,7 +16,7 @@ use super::boot::AgentFactory;
 use super::hosts;
 use super::io::{Ctx, PointHit};
 use super::ledger::Ledger;
-use crate::history::{History, OpType, FORMAT};
+use crate::history::{op, process, History, OpType, FORMAT};
 use crate::models::Point;
 use crate::nemesis::NemesisAction;
 use crate::plan::Plan;
@@ -95,9 +95,9 @@ pub(super) fn run_plan(plan: &Plan, agent: Option<AgentFactory>) -> History {
         w.ledger.borrow_mut().now_ms = now;
         if let Err(e) = w.sim.step() {
             w.ledger.borrow_mut().record(
-                "world",
+                process::WORLD,
                 OpType::Info,
-                "error",
+                op::ERROR,
                 json!({"error": e.to_string()}),
             );
             break "error";
@@ -288,9 +288,9 @@ impl<'a> StepLoop<'a> {
                 *i = true;
             }
             self.ledger.borrow_mut().record(
-                "client",
+                process::CLIENT,
                 OpType::Info,
-                "respawn-agent",
+                op::RESPAWN_AGENT,
                 json!({"after_ms": 5}),
             );
             self.down.push("agent");
@@ -308,9 +308,9 @@ impl<'a> StepLoop<'a> {
                     self.sim.bounce(h);
                     self.down.retain(|d| *d != h);
                     self.ledger.borrow_mut().record(
-                        "nemesis",
+                        process::NEMESIS,
                         OpType::Info,
-                        "restart",
+                        op::RESTART,
                         json!({"host": h}),
                     );
                 }
@@ -319,26 +319,29 @@ impl<'a> StepLoop<'a> {
                         self.cut_oneway(from_client, false);
                     }
                     self.ledger.borrow_mut().record(
-                        "nemesis",
+                        process::NEMESIS,
                         OpType::Info,
-                        "heal-partition",
+                        op::HEAL_PARTITION,
                         json!({"oneway": true}),
                     );
                 }
                 Timed::Release => {
                     self.hold(false);
                     self.held = false;
-                    self.ledger
-                        .borrow_mut()
-                        .record("nemesis", OpType::Info, "release", json!({}));
+                    self.ledger.borrow_mut().record(
+                        process::NEMESIS,
+                        OpType::Info,
+                        op::RELEASE,
+                        json!({}),
+                    );
                 }
                 Timed::HealStore(node) => {
                     self.sim.repair("store", node);
                     self.store_cut = None;
                     self.ledger.borrow_mut().record(
-                        "nemesis",
+                        process::NEMESIS,
                         OpType::Info,
-                        "heal-partition",
+                        op::HEAL_PARTITION,
                         json!({"between": ["store", node]}),
                     );
                 }
@@ -346,9 +349,9 @@ impl<'a> StepLoop<'a> {
                     self.cut(false);
                     self.partitioned = false;
                     self.ledger.borrow_mut().record(
-                        "nemesis",
+                        process::NEMESIS,
                         OpType::Info,
-                        "heal-partition",
+                        op::HEAL_PARTITION,
                         json!({}),
                     );
                 }
@@ -402,9 +405,9 @@ impl<'a> StepLoop<'a> {
                     *i = true;
                 }
                 self.ledger.borrow_mut().record(
-                    "nemesis",
+                    process::NEMESIS,
                     OpType::Info,
-                    "crash",
+                    op::CRASH,
                     json!({"host": host}),
                 );
                 self.timed
@@ -416,9 +419,9 @@ impl<'a> StepLoop<'a> {
                 self.cut(true);
                 self.partitioned = true;
                 self.ledger.borrow_mut().record(
-                    "nemesis",
+                    process::NEMESIS,
                     OpType::Info,
-                    "partition",
+                    op::PARTITION,
                     json!({"between": ["client", self.hops]}),
                 );
                 self.timed.push((now + heal_after_ms, Timed::Heal));
@@ -430,10 +433,9 @@ impl<'a> StepLoop<'a> {
             } if oneway.is_none() && !held && !partitioned => {
                 self.cut_oneway(from_client, true);
                 self.oneway = Some(from_client);
-                self.ledger.borrow_mut().record(
-                    "nemesis",
+                self.ledger.borrow_mut().record(process::NEMESIS,
                     OpType::Info,
-                    "partition",
+                    op::PARTITION,
                     json!({"oneway": if from_client { "client-to-agent" } else { "agent-to-client" }, "hops": self.hops}),
                 );
                 self.timed.push((now + heal_after_ms, Timed::HealOneway));
@@ -444,9 +446,9 @@ impl<'a> StepLoop<'a> {
                 self.hold(true);
                 self.held = true;
                 self.ledger.borrow_mut().record(
-                    "nemesis",
+                    process::NEMESIS,
                     OpType::Info,
-                    "hold",
+                    op::HOLD,
                     json!({"between": ["client", self.hops]}),
                 );
                 self.timed.push((now + release_after_ms, Timed::Release));
@@ -458,9 +460,9 @@ impl<'a> StepLoop<'a> {
                 self.sim.partition("store", node);
                 self.store_cut = Some(node);
                 self.ledger.borrow_mut().record(
-                    "nemesis",
+                    process::NEMESIS,
                     OpType::Info,
-                    "partition",
+                    op::PARTITION,
                     json!({"between": ["store", node]}),
                 );
                 self.timed
@@ -524,19 +526,22 @@ impl<'a> StepLoop<'a> {
         }
         for h in std::mem::take(&mut self.down) {
             self.sim.bounce(h);
-            self.ledger
-                .borrow_mut()
-                .record("nemesis", OpType::Info, "restart", json!({"host": h}));
+            self.ledger.borrow_mut().record(
+                process::NEMESIS,
+                OpType::Info,
+                op::RESTART,
+                json!({"host": h}),
+            );
         }
         self.timed.clear();
         let applied = self.ledger.borrow().applied();
         self.ledger
             .borrow_mut()
-            .record("nemesis", OpType::Info, "heal", applied);
+            .record(process::NEMESIS, OpType::Info, op::HEAL, applied);
         self.ledger.borrow_mut().record(
-            "world",
+            process::WORLD,
             OpType::Info,
-            "phase",
+            op::PHASE,
             json!({"phase": "liveness"}),
         );
         self.end_ms = now + self.plan.liveness_ms;
@@ -549,16 +554,16 @@ impl<'a> StepLoop<'a> {
         let mut l = self.ledger.borrow_mut();
         let pending = l.client_pending.clone();
         l.record(
-            "client",
+            process::CLIENT,
             OpType::Info,
-            "pending-at-end",
+            op::PENDING_AT_END,
             json!({"submissions": pending}),
         );
         let undelivered = l.workload.len() - l.delivered;
         l.record(
-            "world",
+            process::WORLD,
             OpType::Info,
-            "end",
+            op::END,
             json!({"outcome": outcome, "undelivered": undelivered}),
         );
         let header = json!({

@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use super::space::*;
 use super::world::*;
+use crate::history::op;
 use crate::models::rpc;
 use crate::models::ConnId;
 
@@ -59,7 +60,7 @@ impl EventWorld {
     pub(super) fn mids_of(&self, attempts: &[(ConnId, u64)]) -> Vec<String> {
         self.effects
             .iter()
-            .filter(|(_, e)| e.f == "insert")
+            .filter(|(_, e)| e.f == op::INSERT)
             .filter(|(_, e)| {
                 attempts.iter().any(|(c, i)| {
                     e.value["conn"].as_u64() == Some(*c) && e.value["id"].as_u64() == Some(*i)
@@ -85,7 +86,7 @@ impl EventWorld {
     /// How a turn for `mid` ended: its first `turn-end` stop reason.
     pub(super) fn turn_end(&self, mid: &str) -> Option<String> {
         self.effects.iter().find_map(|(_, e)| {
-            (e.f == "turn-end" && e.value["messageId"] == mid)
+            (e.f == op::TURN_END && e.value["messageId"] == mid)
                 .then(|| e.value["stopReason"].as_str().unwrap_or("?").to_string())
         })
     }

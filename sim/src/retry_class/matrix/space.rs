@@ -1,12 +1,14 @@
 //! The matrix's axes: every method with its retry class, the faults, the Client policies,
 //! the outcomes, and what each seed varies.
 
-use crate::models::methods::{self, RetryClass};
-use crate::models::{Design, DuringTurn, HeldOnDisconnect, WorkOnDisconnect};
+use std::fmt;
+
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
-use std::fmt;
+
+use crate::models::methods::{self, RetryClass};
+use crate::models::{Design, DuringTurn, HeldOnDisconnect, WorkOnDisconnect};
 
 /// A method of the matrix (its wire name by [`Method::as_str`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
