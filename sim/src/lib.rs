@@ -2,18 +2,45 @@
 //!
 //! A deterministic fault-injection simulator for the Agent Client Protocol (ACP v2). It runs
 //! model Clients and Agents (from `acp-chaos-models`, re-exported as [`models`]) on a simulated
-//! network ([turmoil]), drops frames, stalls and partitions connections, crashes and restarts
-//! processes with their stored sessions on a simulated disk, and checks over many seeds that
-//! every `idempotencyKey` inserts at most one message (P1) and no input silently vanishes (P2).
+//! network ([turmoil](https://docs.rs/turmoil)), loses and stalls frames, partitions
+//! connections, crashes and restarts processes with their stored sessions on a simulated disk,
+//! and checks over many seeds that every `idempotencyKey` inserts at most one message (P1) and
+//! no input silently vanishes (P2), and every other rule of `spec/RULES.md`.
 //!
-//! The pieces, in the field's terms:
+//! ## The map
+//!
+//! A run flows down the pipeline; the side tools reuse its pieces.
+//!
+//! ```text
+//! scenario → plan → world (nemesis) → history → checkers → run → campaign → report
+//! ```
+//!
+//! Ground floor (formats and vocabulary everything else imports):
+//! - [`history`]: the run's ops (Jepsen invoke/ok/fail/info) in JSON Lines, the process and op
+//!   names ([`history::op`]), the hash;
+//! - [`summary`]: `summary.json`, a finished campaign; [`exit`]: the exit-code table;
+//!   [`wall_clock`]: the one wall clock (outside runs only).
+//!
+//! The pipeline:
 //! - [`scenario`]: a TOML run description (workload, Agent policies, timing, faults or swarm);
-//! - [`plan`]: every setting derived from (scenario, seed), each choice from its own RNG stream;
-//! - [`world`]: one run: the hosts, the step loop, the nemesis, safety → heal → liveness;
-//! - [`history`]: Jepsen-style ops in JSON Lines, hashed for determinism checks;
-//! - [`checkers`]: checkers, pure functions from history to [`checkers::Verdict`];
-//! - [`campaign`]: many seeds in parallel, the table, reports and exit codes;
-//! - [`explore::strategy`]: proptest strategies for fault schedules, workloads and plans.
+//! - [`nemesis`]: the fault vocabulary (kinds, triggers, process and frame faults);
+//! - [`plan`]: every setting of one run derived from (scenario, seed, mutant, design), one RNG
+//!   stream per choice; the swarm's draws;
+//! - [`world`]: one run on turmoil: the step loop (safety → heal → liveness), the hosts, the
+//!   frame layer, the ledger;
+//! - [`checkers`]: one pure function per property (P1..P14, X4) from a history to a verdict;
+//! - [`run`]: one (scenario, seed) to its history, verdicts and repro line;
+//! - [`campaign`]: many seeds in parallel, report folders, shards and merge, progress, the
+//!   mutant scoreboard, the benchmark;
+//! - [`report`]: sequence diagrams (Mermaid, SVG), counterexample pages, `summary.md`,
+//!   `junit.xml`, the terminal table.
+//!
+//! Beside it:
+//! - [`explore`]: shrinking a failure, proptest strategies over plans, the regression corpus;
+//! - [`retry_class`]: the retry-class audit and matrix (their own small discrete-event world);
+//! - [`probe`]: real Agent processes under black-box traces, our models as processes, the
+//!   mock model server, real-agent profiles;
+//! - [`cli`]: the command line, one file per command.
 //!
 //! ```no_run
 //! use acp_chaos::{run, scenario::Scenario};
@@ -23,29 +50,19 @@
 //! for v in result.verdicts { println!("{} {:?} {}", v.property, v.status, v.message); }
 //! ```
 //!
-//! ## Using acp-chaos as a library: test your own Agent
+//! ## Test your own Agent
 //!
-//! The world and the checkers take any Agent written against the sans-IO
-//! [`models::AgentModel`] trait, and [`explore::strategy`] draws fault schedules and workloads for
-//! [proptest](https://docs.rs/proptest), which shrinks a failing one:
-//!
-//! 1. Implement [`models::AgentModel`]: `handle` gets connections, JSON-RPC lines and timers
-//!    ([`models::AgentInput`]) and pushes [`models::Action`]s: lines to send, records to
-//!    persist on the simulated disk (only synced ones survive a crash), protocol points where
-//!    the nemesis may crash it, and effects the checkers read (`insert`, `durable`,
-//!    `dedup-hit`, `reject`: see the trait's docs); `retained` reports the messages it holds.
-//! 2. [`world::run_with`] runs one [`plan::Plan`] with it, building it at every start of the
-//!    Agent process from the records its earlier processes wrote ([`world::AgentBoot`]);
-//!    [`checkers::check_all`] judges the history (P1 at-most-once, P2 no-silent-drop, ...).
-//! 3. [`strategy::plan`] draws plans from a base ([`strategy::base`]: one Client, one session;
-//!    its design declares your Agent's retention, `Design::Stored` durable) and a
-//!    [`strategy::Space`] (fault kinds, counts, times, protocol points).
+//! Implement the sans-IO [`models::AgentModel`] (its effects, listed in [`history::op`], are
+//! what the checkers read), run a [`plan::Plan`] with it through [`world::run_with`], and judge
+//! the history with [`checkers::check_all`]; [`explore::strategy`] draws plans for proptest,
+//! which shrinks a failing one. `docs/library.md` walks through it, and
+//! `sim/tests/it/sdk_author.rs` is a whole example.
 //!
 //! ```no_run
 //! use acp_chaos::checkers::{self, Status};
+//! use acp_chaos::explore::strategy;
 //! use acp_chaos::models::{Action, AgentInput, AgentModel, Design};
 //! use acp_chaos::world::{self, AgentBoot};
-//! use acp_chaos::explore::strategy;
 //! use proptest::prelude::*;
 //!
 //! struct MyAgent { /* sessions, the idempotencyKey table, ... */ }
@@ -84,13 +101,6 @@
 //!     }
 //! });
 //! ```
-//!
-//! A failure panics with the shrunk plan; `toml::to_string(&plan)` makes it a schedule file
-//! that `toml::from_str` and [`world::run_with`] replay against your Agent (and
-//! `acp-chaos replay --schedule FILE` against the model Agent). `sim/tests/sdk_author.rs` is
-//! the whole example: a small Agent written from scratch holds every property over drawn
-//! plans, and the same Agent with one planted bug (its idempotency keys are not written to
-//! disk) is caught on P1 with the schedule shrunk to one crash and one input.
 
 #[cfg(not(tokio_unstable))]
 compile_error!(

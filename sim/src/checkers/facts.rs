@@ -134,7 +134,7 @@ pub struct Facts<'a> {
 }
 
 impl<'a> Facts<'a> {
-    /// Extract the facts: one pass over the ops ([`Scan`]), then when each insertion was lost.
+    /// Extract the facts: one pass over the ops, then when each insertion was lost.
     pub fn of(h: &'a History) -> Facts<'a> {
         let mut scan = Scan::default();
         for op in &h.ops {

@@ -20,7 +20,7 @@
 //! - `withdraw` at each `-32800` answer to a keyed prompt: the Agent withdrew that prompt, so
 //!   every other pending attempt of its key must get `-32800` too (A5, P6).
 //!
-//! [`crate::checkers::x4_resume_order`] is the probe's own checker of X4's order.
+//! [`crate::checkers::x4_resume_order()`] is the probe's own checker of X4's order.
 
 use std::collections::BTreeMap;
 

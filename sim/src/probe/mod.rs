@@ -7,7 +7,7 @@
 //! `idempotencyKey`, retries, SIGKILL to the whole group at a swept delay, restarts,
 //! `session/resume` with replay, malformed keys, cancels. Each run is recorded as a history in
 //! the simulator's format (`history.jsonl`), the Agent's side inferred from what it sent
-//! ([`infer`]), and judged by the same checkers ([`crate::check`]) plus the probe's own X4
+//! ([`infer`]), and judged by the same checkers ([`crate::checkers`]) plus the probe's own X4
 //! resume-order check.
 //!
 //! **A real process is not deterministic.** There is no seed that replays a run: each trace

@@ -1,6 +1,6 @@
 //! Counterexamples people can read: a run drawn as a sequence diagram, and the report pages.
 //!
-//! - [`Diagram::of`] turns a [`History`] and the [`Verdict`] it broke into a sequence diagram:
+//! - [`Diagram::of`] turns a [`crate::history::History`] and the [`crate::checkers::Verdict`] it broke into a sequence diagram:
 //!   one participant per host (user, client, watcher, proxy, agent or cluster nodes, store);
 //!   every frame an arrow from its sender to its receiver (a frame sent and never received is a
 //!   lost arrow, `-x`); crashes, restarts, partitions, heals and every fault that fired as

@@ -7,7 +7,7 @@
 //! - this file: [`Scenario`], [`Scenario::parse`] and [`Scenario::load`], [`load_dir`],
 //!   [`resolve`], [`ScenarioError`];
 //! - `format.rs`: the tables of a scenario file ([`Workload`], [`AgentSpec`], [`Timing`],
-//!   [`Disk`], [`ClientSpec`], [`Topology`], [`SwarmSpec`], [`RawProbe`], ...) and their
+//!   [`DiskSpec`], [`ClientSpec`], [`Topology`], [`SwarmSpec`], [`RawProbe`], ...) and their
 //!   defaults;
 //! - `validate.rs`: every check a parsed scenario must pass.
 

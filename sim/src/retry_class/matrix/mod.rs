@@ -7,7 +7,7 @@
 //! [`crate::retry_class::audit`]).
 //!
 //! Sans-IO like the audit: no turmoil. A small discrete-event loop (1 ms per hop, simulated
-//! milliseconds, no wall clock) drives [`ModelAgent`] directly and plays a scripted Client:
+//! milliseconds, no wall clock) drives [`crate::models::ModelAgent`] directly and plays a scripted Client:
 //! setup without faults, then the op under one fault, then the Client's next op, then quiescence.
 //! Every choice comes from the seed ([`Variation`]), so any cell's seed reruns verbosely with
 //! `acp-chaos matrix --seed N --method M --fault F --policy P`.

@@ -191,7 +191,7 @@ impl Fault {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Policy {
-    /// Send the same request again (new id), up to [`MAX_ATTEMPTS`] on timeouts and once after
+    /// Send the same request again (new id), up to [`super::MAX_ATTEMPTS`] on timeouts and once after
     /// each reconnect. A prompt carries no `idempotencyKey`. For a notification: send it again
     /// when its effect has not shown within the timeout (`session/cancel`: no idle
     /// `stopReason: cancelled`; `$/cancel_request`: the named prompt still unanswered).
@@ -312,7 +312,7 @@ pub struct Variation {
     pub busy: bool,
     /// Prior prompts (each run to its end) in the session before the op: 0 to 3.
     pub history: u8,
-    /// Turns of 150..=300 ms (longer than [`TIMEOUT_MS`]) instead of 10..=40 ms.
+    /// Turns of 150..=300 ms (longer than [`super::TIMEOUT_MS`]) instead of 10..=40 ms.
     pub long_turns: bool,
     /// `session/resume` only: the session was closed before the op (else it is active).
     pub resume_closed: bool,

@@ -1,7 +1,7 @@
 //! Reports: the counterexample pages draw the shrunk run, `junit.xml` is well-formed with one
 //! testcase per scenario@design × property, and shards merged give the unsharded summary.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -2,7 +2,7 @@
 //! loses it without its mutant (so each one tests a checker, not luck), and a campaign whose
 //! corpus regresses exits 1.
 
-mod common;
+use crate::common;
 
 use acp_chaos::campaign::{self, CampaignSpec};
 use acp_chaos::checkers::Status;

@@ -1,7 +1,7 @@
 //! Determinism is tested, not assumed: the same seeds give the same history hashes, whatever the
 //! number of worker threads, and a printed repro line replays the same run.
 
-mod common;
+use crate::common;
 
 use acp_chaos::campaign::{self, CampaignSpec};
 use acp_chaos::cli;

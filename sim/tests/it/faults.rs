@@ -2,7 +2,7 @@
 //! the disk: the history shows both the nemesis applying it and what it did (a frame that never
 //! arrived, a stall that ended later, a process that booted again, a torn tail cut, ...).
 
-mod common;
+use crate::common;
 
 use acp_chaos::history::{History, Op};
 use acp_chaos::models::Design;

@@ -1,6 +1,6 @@
 //! The binary's contract: exit codes, error messages, the repro line.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

@@ -1,7 +1,7 @@
 //! Every mutant is caught on the property it breaks, with the right party at fault, and the
 //! correct models have no violation on the same runs (no false positives; findings allowed).
 
-mod common;
+use crate::common;
 
 use acp_chaos::campaign::scoreboard::is_catch;
 use acp_chaos::checkers::Status;

@@ -1,0 +1,23 @@
+//! The integration tests: one binary (each extra test binary links the whole library and
+//! turmoil again), one module per area.
+//!
+//! - `cli`: the binary's contract: exit codes, error messages, the repro line;
+//! - `determinism`: the same seeds give the same histories across runs, `--jobs` and processes;
+//! - `faults`: every fault kind fires in a shipped scenario and has its effect;
+//! - `mutants`: every mutant is caught on its property and party; no false positives;
+//! - `regressions`: the corpus of shrunk schedules keeps its verdicts;
+//! - `reports`: report folders, pages, diagrams, sharding and merging;
+//! - `sdk_author`: an Agent written from scratch against the library, found and shrunk;
+//! - `probe` and `mock_model`: real processes and the mock model server.
+
+mod common;
+
+mod cli;
+mod determinism;
+mod faults;
+mod mock_model;
+mod mutants;
+mod probe;
+mod regressions;
+mod reports;
+mod sdk_author;
