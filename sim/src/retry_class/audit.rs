@@ -101,10 +101,20 @@ fn send(a: &mut ModelAgent, id: u64, method: &str, params: &Value, notification:
     }
 }
 
-/// Build the audit table.
+/// Build the audit table: the methods measured by a repeat, then `initialize`, the two
+/// cancels and `session/prompt`, each measured its own way.
 pub fn audit() -> Vec<AuditRow> {
-    let prompt =
-        |sid: &str, key: Option<&str>| rpc::prompt_params(sid, "hello", key.map(|k| json!(k)));
+    let mut rows = repeat_rows();
+    rows.push(initialize_row());
+    rows.push(cancel_row());
+    rows.push(cancel_request_row());
+    rows.extend(prompt_rows());
+    rows
+}
+
+/// The methods whose repeat is measured the same way: send it twice, compare the answers and
+/// what changed.
+fn repeat_rows() -> Vec<AuditRow> {
     type Params = fn(&str) -> Value;
     let methods: Vec<(&'static str, Params)> = vec![
         ("session/new", |_| json!({"cwd": "/w"})),
@@ -162,126 +172,131 @@ pub fn audit() -> Vec<AuditRow> {
             consistent,
         });
     }
-    // initialize: on a new connection, repeated before any other request.
-    {
-        let cfg = AgentConfig::simple(
-            Design::Stored,
-            HeldOnDisconnect::Keep,
-            DuringTurn::Hold,
-            None,
-        );
-        let mut a = ModelAgent::recover(cfg, 0, 7, &[]);
-        a.handle(AgentInput::Connected(1), &mut Vec::new());
-        let p = rpc::initialize_params("c", "1");
-        let first = send(&mut a, 10, "initialize", &p, false);
-        let second = send(&mut a, 11, "initialize", &p, false);
-        let ok = first.answer == second.answer && second.state_changes.is_empty();
-        let m = methods::info("initialize");
-        rows.push(AuditRow {
-            method: m.name,
-            class: m.class,
-            inferred: m.inferred,
-            repeat: "before any other request on a new connection: same answer, nothing changed"
-                .into(),
-            consistent: ok,
-        });
+    rows
+}
+
+/// initialize: on a new connection, repeated before any other request.
+fn initialize_row() -> AuditRow {
+    let cfg = AgentConfig::simple(
+        Design::Stored,
+        HeldOnDisconnect::Keep,
+        DuringTurn::Hold,
+        None,
+    );
+    let mut a = ModelAgent::recover(cfg, 0, 7, &[]);
+    a.handle(AgentInput::Connected(1), &mut Vec::new());
+    let p = rpc::initialize_params("c", "1");
+    let first = send(&mut a, 10, "initialize", &p, false);
+    let second = send(&mut a, 11, "initialize", &p, false);
+    let ok = first.answer == second.answer && second.state_changes.is_empty();
+    let m = methods::info("initialize");
+    AuditRow {
+        method: m.name,
+        class: m.class,
+        inferred: m.inferred,
+        repeat: "before any other request on a new connection: same answer, nothing changed".into(),
+        consistent: ok,
     }
-    // session/cancel: why it is never resent. A late repeat arrives after the user started new
-    // work, and cancels that work.
-    {
-        let (mut a, sid) = agent();
-        send(
-            &mut a,
-            10,
-            "session/prompt",
-            &prompt(&sid, Some("k-a")),
-            false,
-        );
-        send(
-            &mut a,
-            0,
-            "session/cancel",
-            &json!({"sessionId": sid}),
-            true,
-        );
-        let fresh = send(
-            &mut a,
-            11,
-            "session/prompt",
-            &prompt(&sid, Some("k-b")),
-            false,
-        );
-        let late = send(
-            &mut a,
-            0,
-            "session/cancel",
-            &json!({"sessionId": sid}),
-            true,
-        );
-        let harmed = fresh.state_changes.iter().any(|c| c == "turn-start")
-            && late.state_changes.iter().any(|c| c == "turn-end");
-        let m = methods::info("session/cancel");
-        rows.push(AuditRow {
-            method: m.name,
-            class: m.class,
-            inferred: m.inferred,
-            repeat: if harmed {
-                "a late repeat cancelled the work of the next prompt, which the user did not mean to stop".into()
-            } else {
-                "a late repeat changed nothing (expected it to cancel new work)".into()
-            },
-            consistent: harmed,
-        });
+}
+
+/// session/cancel: why it is never resent. A late repeat arrives after the user started new
+/// work, and cancels that work.
+fn cancel_row() -> AuditRow {
+    let (mut a, sid) = agent();
+    send(
+        &mut a,
+        10,
+        "session/prompt",
+        &prompt(&sid, Some("k-a")),
+        false,
+    );
+    send(
+        &mut a,
+        0,
+        "session/cancel",
+        &json!({"sessionId": sid}),
+        true,
+    );
+    let fresh = send(
+        &mut a,
+        11,
+        "session/prompt",
+        &prompt(&sid, Some("k-b")),
+        false,
+    );
+    let late = send(
+        &mut a,
+        0,
+        "session/cancel",
+        &json!({"sessionId": sid}),
+        true,
+    );
+    let harmed = fresh.state_changes.iter().any(|c| c == "turn-start")
+        && late.state_changes.iter().any(|c| c == "turn-end");
+    let m = methods::info("session/cancel");
+    AuditRow {
+        method: m.name,
+        class: m.class,
+        inferred: m.inferred,
+        repeat: if harmed {
+            "a late repeat cancelled the work of the next prompt, which the user did not mean to stop".into()
+        } else {
+            "a late repeat changed nothing (expected it to cancel new work)".into()
+        },
+        consistent: harmed,
     }
-    // $/cancel_request: harmless to repeat (the id is answered now), but it has no response to
-    // lose, so there is nothing to resend.
-    {
-        let (mut a, sid) = agent();
-        send(
-            &mut a,
-            10,
-            "session/prompt",
-            &prompt(&sid, Some("k-a")),
-            false,
-        );
-        send(
-            &mut a,
-            11,
-            "session/prompt",
-            &prompt(&sid, Some("k-b")),
-            false,
-        );
-        let first = send(
-            &mut a,
-            0,
-            "$/cancel_request",
-            &json!({"requestId": 11}),
-            true,
-        );
-        let second = send(
-            &mut a,
-            0,
-            "$/cancel_request",
-            &json!({"requestId": 11}),
-            true,
-        );
-        let ok =
-            first.state_changes.iter().any(|c| c == "withdraw") && second.state_changes.is_empty();
-        let m = methods::info("$/cancel_request");
-        rows.push(AuditRow {
-            method: m.name,
-            class: m.class,
-            inferred: m.inferred,
-            repeat: if ok {
-                "the first withdrew the held prompt; the repeat names an answered id and is ignored"
-                    .into()
-            } else {
-                "the repeat changed state".into()
-            },
-            consistent: ok,
-        });
+}
+
+/// $/cancel_request: harmless to repeat (the id is answered now), but it has no response to
+/// lose, so there is nothing to resend.
+fn cancel_request_row() -> AuditRow {
+    let (mut a, sid) = agent();
+    send(
+        &mut a,
+        10,
+        "session/prompt",
+        &prompt(&sid, Some("k-a")),
+        false,
+    );
+    send(
+        &mut a,
+        11,
+        "session/prompt",
+        &prompt(&sid, Some("k-b")),
+        false,
+    );
+    let first = send(
+        &mut a,
+        0,
+        "$/cancel_request",
+        &json!({"requestId": 11}),
+        true,
+    );
+    let second = send(
+        &mut a,
+        0,
+        "$/cancel_request",
+        &json!({"requestId": 11}),
+        true,
+    );
+    let ok = first.state_changes.iter().any(|c| c == "withdraw") && second.state_changes.is_empty();
+    let m = methods::info("$/cancel_request");
+    AuditRow {
+        method: m.name,
+        class: m.class,
+        inferred: m.inferred,
+        repeat: if ok {
+            "the first withdrew the held prompt; the repeat names an answered id and is ignored"
+                .into()
+        } else {
+            "the repeat changed state".into()
+        },
+        consistent: ok,
     }
-    // session/prompt: with the key a repeat inserts nothing; without it, a second message.
+}
+
+/// session/prompt: with the key a repeat inserts nothing; without it, a second message.
+fn prompt_rows() -> [AuditRow; 2] {
     let (mut a, sid) = agent();
     let k1 = send(
         &mut a,
@@ -299,7 +314,7 @@ pub fn audit() -> Vec<AuditRow> {
     );
     let keyed_ok = k1.answer == k2.answer && !k2.state_changes.iter().any(|c| c == "insert");
     let m = methods::info("session/prompt");
-    rows.push(AuditRow {
+    let keyed = AuditRow {
         method: m.name,
         class: m.class,
         inferred: m.inferred,
@@ -312,7 +327,7 @@ pub fn audit() -> Vec<AuditRow> {
             }
         ),
         consistent: keyed_ok,
-    });
+    };
     let (mut a, sid) = agent();
     send(&mut a, 10, "session/prompt", &prompt(&sid, None), false);
     let u2 = send(&mut a, 11, "session/prompt", &prompt(&sid, None), false);
@@ -322,15 +337,20 @@ pub fn audit() -> Vec<AuditRow> {
         || out
             .iter()
             .any(|x| matches!(x, Action::Effect(e) if e.f == op::INSERT));
-    rows.push(AuditRow {
+    let unkeyed = AuditRow {
         method: "session/prompt (no key)",
         // Not a method of the table: what an unkeyed prompt's class amounts to (K1, C9).
         class: RetryClass::NotResent,
         inferred: false,
         repeat: "a second user message and a second round of work".into(),
         consistent: second_inserted,
-    });
-    rows
+    };
+    [keyed, unkeyed]
+}
+
+/// `session/prompt` params with the audit's text, keyed or not.
+fn prompt(sid: &str, key: Option<&str>) -> Value {
+    rpc::prompt_params(sid, "hello", key.map(|k| json!(k)))
 }
 
 /// The table as text.
