@@ -14,6 +14,44 @@ use crate::history::{is_agent_host, op, process};
 /// the id it rewrote that request to (X1, A5).
 pub fn p6_cancel(f: &Facts) -> Verdict {
     let mut v = Verdict::valid("P6", &["A5", "A6", "A15", "X1"]);
+    let (cancelled, inserted) = match cancels_through_the_proxy(f) {
+        Ok(x) => x,
+        Err(bad) => return bad,
+    };
+    if let Some(bad) = withdrawals_answered(f) {
+        return bad;
+    }
+    if let Some(bad) = a6_earlier_held(f) {
+        return bad;
+    }
+    for (attempt, c_op) in &cancelled {
+        if let Some(i_op) = inserted.get(attempt) {
+            v.status = Status::Invalid;
+            v.party = Some(Party::Agent);
+            v.rules = vec!["A5".into(), "A6".into(), "A2".into()];
+            v.witnesses = vec![*i_op, *c_op];
+            v.fault = f.fault_before(*c_op);
+            v.message =
+                format!("attempt {attempt:?} was answered -32800 but had inserted a message");
+            return v;
+        }
+    }
+    v
+}
+
+/// The `-32800` answers and the insertions by attempt, and X1 for `$/cancel_request`: a proxy
+/// forwards it under the id it rewrote the named request to. `Err` is that violation.
+#[allow(clippy::type_complexity)]
+fn cancels_through_the_proxy(
+    f: &Facts,
+) -> Result<
+    (
+        BTreeMap<(u64, String), usize>,
+        BTreeMap<(u64, String), usize>,
+    ),
+    Verdict,
+> {
+    let mut v = Verdict::valid("P6", &["A5", "A6", "A15", "X1"]);
     let mut cancelled: BTreeMap<(u64, String), usize> = BTreeMap::new();
     let mut inserted: BTreeMap<(u64, String), usize> = BTreeMap::new();
     let mut rewritten: BTreeMap<(u64, String), (Value, usize)> = BTreeMap::new();
@@ -53,7 +91,7 @@ pub fn p6_cancel(f: &Facts) -> Verdict {
                             "the proxy forwarded $/cancel_request for request {} as {}, but had rewritten that request to {down_id}",
                             val["up_request_id"], val["down_request_id"]
                         );
-                        return v;
+                        return Err(v);
                     }
                 }
             }
@@ -67,9 +105,14 @@ pub fn p6_cancel(f: &Facts) -> Verdict {
             _ => {}
         }
     }
-    // A5 and A6 from the Agent's own log: after it withdraws a keyed prompt, every attempt of
-    // that key it had received and not answered gets -32800 (unless its connection ended);
-    // and `session/cancel` withdraws only prompts received before it.
+    Ok((cancelled, inserted))
+}
+
+/// A5 and A6 from the Agent's own log: after it withdraws a keyed prompt, every attempt of
+/// that key it had received and not answered gets -32800 (unless its connection ended);
+/// and `session/cancel` withdraws only prompts received before it.
+fn withdrawals_answered(f: &Facts) -> Option<Verdict> {
+    let mut v = Verdict::valid("P6", &["A5", "A6", "A15", "X1"]);
     let mut recv: BTreeMap<(u64, String), (usize, Option<String>, String)> = BTreeMap::new();
     let mut answered: BTreeMap<(u64, String), (usize, Option<i64>)> = BTreeMap::new();
     let mut ended: BTreeMap<u64, usize> = BTreeMap::new();
@@ -156,7 +199,7 @@ pub fn p6_cancel(f: &Facts) -> Verdict {
                 v.witnesses = vec![cancel_at, w.index];
                 v.message =
                     format!("session/cancel withdrew prompt {named:?}, received after the cancel");
-                return v;
+                return Some(v);
             }
         }
         let Some(key) = val["key"].as_str() else {
@@ -198,26 +241,11 @@ pub fn p6_cancel(f: &Facts) -> Verdict {
                     "the prompt with key {key:?} was withdrawn (op {}), but its pending attempt {attempt:?} did not get -32800",
                     w.index
                 );
-                return v;
+                return Some(v);
             }
         }
     }
-    if let Some(bad) = a6_earlier_held(f) {
-        return bad;
-    }
-    for (attempt, c_op) in &cancelled {
-        if let Some(i_op) = inserted.get(attempt) {
-            v.status = Status::Invalid;
-            v.party = Some(Party::Agent);
-            v.rules = vec!["A5".into(), "A6".into(), "A2".into()];
-            v.witnesses = vec![*i_op, *c_op];
-            v.fault = f.fault_before(*c_op);
-            v.message =
-                format!("attempt {attempt:?} was answered -32800 but had inserted a message");
-            return v;
-        }
-    }
-    v
+    None
 }
 
 /// A6 from the Agent's own log: a `session/cancel` the Agent honoured (its session active on
