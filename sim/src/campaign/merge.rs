@@ -40,6 +40,27 @@ pub fn merge(dirs: &[PathBuf], shards: &[Summary], out: &Path) -> anyhow::Result
             d.display()
         );
     }
+    check_shards(&dirs, shards, n)?;
+    prepare_out(out)?;
+    let mut m = first.clone();
+    m.shard = None;
+    m.seed_start = shards.iter().map(|s| s.seed_start).min().unwrap_or(0);
+    m.seeds = shards.iter().map(|s| s.seeds).sum();
+    m.interrupted = shards.iter().any(|s| s.interrupted);
+    for s in &shards[1..] {
+        add_shard(&mut m, s);
+    }
+    keep_failures(&mut m, &dirs, shards, out)?;
+    drop_unkept_pages(&m, out)?;
+    m.decide();
+    write_summary(out, &m)?;
+    Ok(m)
+}
+
+/// Every folder is a shard of the same campaign (name, rows, mutant, kept folders), each of
+/// the `n` shards exactly once.
+fn check_shards(dirs: &[PathBuf], shards: &[Summary], n: u64) -> anyhow::Result<()> {
+    let first = &shards[0];
     let mut ks = BTreeSet::new();
     for (d, s) in dirs.iter().zip(shards) {
         let what = |w: &str| anyhow::anyhow!("{}: {w}", d.display());
@@ -76,77 +97,85 @@ pub fn merge(dirs: &[PathBuf], shards: &[Summary], out: &Path) -> anyhow::Result
     if !missing.is_empty() {
         anyhow::bail!("shards {} of {n} are missing", missing.join(", "));
     }
-    prepare_out(out)?;
-    let mut m = first.clone();
-    m.shard = None;
-    m.seed_start = shards.iter().map(|s| s.seed_start).min().unwrap_or(0);
-    m.seeds = shards.iter().map(|s| s.seeds).sum();
-    m.interrupted = shards.iter().any(|s| s.interrupted);
-    for s in &shards[1..] {
-        for row in &s.order {
-            if !m.order.contains(row) {
-                m.order.push(row.clone());
-            }
-        }
-        for (row, cells) in &s.table {
-            let mine = m.table.entry(row.clone()).or_default();
-            for (p, c) in cells {
-                let t = mine.entry(p.clone()).or_default();
-                // The unsharded rule: the first invalid seed, else the first unknown seed.
-                t.first_failing_seed = match (t.violations > 0, c.violations > 0) {
-                    (true, false) => t.first_failing_seed,
-                    (false, true) => c.first_failing_seed,
-                    _ => match (t.first_failing_seed, c.first_failing_seed) {
-                        (Some(a), Some(b)) => Some(a.min(b)),
-                        (a, b) => a.or(b),
-                    },
-                };
-                t.seeds += c.seeds;
-                t.violations += c.violations;
-                t.findings += c.findings;
-                t.unknown += c.unknown;
-                t.parties.extend(c.parties.iter().cloned());
-            }
-        }
-        for (row, counts) in &s.classes {
-            for (c, k) in counts {
-                *m.classes
-                    .entry(row.clone())
-                    .or_default()
-                    .entry(*c)
-                    .or_default() += k;
-            }
-        }
-        for (row, ev) in &s.events {
-            for (e, k) in ev {
-                *m.events
-                    .entry(row.clone())
-                    .or_default()
-                    .entry(e.clone())
-                    .or_default() += k;
-            }
-        }
-        for (kind, cells) in &s.coverage_map {
-            for (st, k) in cells {
-                *m.coverage_map
-                    .entry(kind.clone())
-                    .or_default()
-                    .entry(st.clone())
-                    .or_default() += k;
-            }
-        }
-        m.hashes
-            .extend(s.hashes.iter().map(|(k, v)| (k.clone(), v.clone())));
-        m.findings.extend(s.findings.iter().cloned());
-        m.failures.extend(s.failures.iter().cloned());
-        m.nondeterministic
-            .extend(s.nondeterministic.iter().cloned());
-        for r in &s.expected_invalid {
-            if !m.expected_invalid.contains(r) {
-                m.expected_invalid.push(r.clone());
-            }
+    Ok(())
+}
+
+/// Add one shard's counts to the merged summary `m` (the first shard's, to begin with).
+fn add_shard(m: &mut Summary, s: &Summary) {
+    for row in &s.order {
+        if !m.order.contains(row) {
+            m.order.push(row.clone());
         }
     }
+    for (row, cells) in &s.table {
+        let mine = m.table.entry(row.clone()).or_default();
+        for (p, c) in cells {
+            let t = mine.entry(p.clone()).or_default();
+            // The unsharded rule: the first invalid seed, else the first unknown seed.
+            t.first_failing_seed = match (t.violations > 0, c.violations > 0) {
+                (true, false) => t.first_failing_seed,
+                (false, true) => c.first_failing_seed,
+                _ => match (t.first_failing_seed, c.first_failing_seed) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                },
+            };
+            t.seeds += c.seeds;
+            t.violations += c.violations;
+            t.findings += c.findings;
+            t.unknown += c.unknown;
+            t.parties.extend(c.parties.iter().cloned());
+        }
+    }
+    for (row, counts) in &s.classes {
+        for (c, k) in counts {
+            *m.classes
+                .entry(row.clone())
+                .or_default()
+                .entry(*c)
+                .or_default() += k;
+        }
+    }
+    for (row, ev) in &s.events {
+        for (e, k) in ev {
+            *m.events
+                .entry(row.clone())
+                .or_default()
+                .entry(e.clone())
+                .or_default() += k;
+        }
+    }
+    for (kind, cells) in &s.coverage_map {
+        for (st, k) in cells {
+            *m.coverage_map
+                .entry(kind.clone())
+                .or_default()
+                .entry(st.clone())
+                .or_default() += k;
+        }
+    }
+    m.hashes
+        .extend(s.hashes.iter().map(|(k, v)| (k.clone(), v.clone())));
+    m.findings.extend(s.findings.iter().cloned());
+    m.failures.extend(s.failures.iter().cloned());
+    m.nondeterministic
+        .extend(s.nondeterministic.iter().cloned());
+    for r in &s.expected_invalid {
+        if !m.expected_invalid.contains(r) {
+            m.expected_invalid.push(r.clone());
+        }
+    }
+}
+
+/// Order the failures as the unsharded run lists them, keep the first `kept_per_property` run
+/// folders of each row × property (copied from their shard), and keep a shrink only where the
+/// unsharded run has it (the row × property's first failure).
+fn keep_failures(
+    m: &mut Summary,
+    dirs: &[PathBuf],
+    shards: &[Summary],
+    out: &Path,
+) -> anyhow::Result<()> {
     // Unsharded order: rows as they ran, then seeds, then checkers.
     let row_of = |f: &Value| {
         format!(
@@ -228,8 +257,12 @@ pub fn merge(dirs: &[PathBuf], shards: &[Summary], out: &Path) -> anyhow::Result
         }
         *k += 1;
     }
-    // A shard keeps pages for failures the whole campaign does not keep (its own first five):
-    // drop every property's files the merged failures do not point at.
+    Ok(())
+}
+
+/// A shard keeps pages for failures the whole campaign does not keep (its own first five):
+/// drop every property's files the merged failures do not point at.
+fn drop_unkept_pages(m: &Summary, out: &Path) -> anyhow::Result<()> {
     let mut pages: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for f in &m.failures {
         if let (Some(dir), Some(page)) = (f["folder"].as_str(), f["report"].as_str()) {
@@ -257,9 +290,7 @@ pub fn merge(dirs: &[PathBuf], shards: &[Summary], out: &Path) -> anyhow::Result
             }
         }
     }
-    m.decide();
-    write_summary(out, &m)?;
-    Ok(m)
+    Ok(())
 }
 
 /// In a merged run folder, drop a property's shrink (`{prefix}schedule.toml`,
