@@ -283,73 +283,13 @@ impl Diagram {
                 Mark::None
             }
         };
-        // Who is on each connection: the host that accepted it and the host that sends on it.
-        let mut ends: BTreeMap<u64, BTreeSet<String>> = BTreeMap::new();
-        let mut hosts: BTreeSet<String> = BTreeSet::new();
-        for op in &h.ops {
-            let v = &op.value;
-            if op.process == process::NET && op.f == op::CONN_OPEN {
-                if let (Some(c), Some(by)) = (v["conn"].as_u64(), v["seen_by"].as_str()) {
-                    ends.entry(c).or_default().insert(by.to_string());
-                }
-            }
-            if op.process == process::NET && op.f == op::SEND {
-                if let (Some(c), Some(by)) = (v["conn"].as_u64(), v["from"].as_str()) {
-                    ends.entry(c).or_default().insert(by.to_string());
-                }
-            }
-            if op.process == process::USER
-                || note_text(op).is_some()
-                || op.process == process::CLIENT
-            {
-                hosts.insert(op.process.clone());
-            }
-            for k in ["host", "seen_by"] {
-                if let Some(x) = v[k].as_str() {
-                    hosts.insert(x.to_string());
-                }
-            }
-        }
-        for e in ends.values() {
-            hosts.extend(e.iter().cloned());
-        }
-        let participants: Vec<String> = ORDER
-            .iter()
-            .filter(|p| hosts.contains(**p))
-            .map(|p| p.to_string())
-            .collect();
+        let (ends, participants) = connections(h);
         let pos = |name: &str| participants.iter().position(|p| p == name);
         let other_end = |conn: u64, from: &str| {
             ends.get(&conn)
                 .and_then(|e| e.iter().find(|x| x.as_str() != from).cloned())
         };
-        // Match every receipt to the earliest unmatched send of the same frame on its
-        // connection; sends left over were lost.
-        let mut sent: BTreeMap<(u64, String), Vec<usize>> = BTreeMap::new();
-        let mut recv_of: BTreeMap<usize, usize> = BTreeMap::new(); // recv op → send op
-        let mut delivered: BTreeSet<usize> = BTreeSet::new();
-        for op in &h.ops {
-            if op.process != process::NET {
-                continue;
-            }
-            let Some(c) = op.value["conn"].as_u64() else {
-                continue;
-            };
-            let body = op.value["frame"].to_string();
-            match op.f.as_str() {
-                "send" => sent.entry((c, body)).or_default().push(op.index),
-                "recv" => {
-                    if let Some(q) = sent.get_mut(&(c, body)) {
-                        if !q.is_empty() {
-                            let s = q.remove(0);
-                            recv_of.insert(op.index, s);
-                            delivered.insert(s);
-                        }
-                    }
-                }
-                _ => {}
-            }
-        }
+        let (recv_of, delivered) = match_frames(h);
         // Requests by (conn, sender, id) → method, to name what a response answers; client
         // attempts by (conn, id) → submission.
         let mut method_of: BTreeMap<(u64, String, String), String> = BTreeMap::new();
@@ -494,28 +434,8 @@ impl Diagram {
                 None => continue,
             };
             let nemesis = op.process == process::NEMESIS || op.process == process::WORLD;
-            let (first, last) = if op.process == process::WORLD
-                || (op.process == process::NEMESIS && op.f == op::HEAL)
-            {
-                (0, participants.len().saturating_sub(1))
-            } else if op.process == process::NEMESIS {
-                // Over the host it hit, else over the whole network.
-                let target = v["host"]
-                    .as_str()
-                    .map(str::to_string)
-                    .or_else(|| v["spec"].as_str().and_then(fault_target));
-                match target.as_deref().and_then(pos) {
-                    Some(i) => (i, i),
-                    None => (
-                        pos("client").unwrap_or(0),
-                        participants.len().saturating_sub(1),
-                    ),
-                }
-            } else {
-                match pos(&op.process) {
-                    Some(i) => (i, i),
-                    None => continue,
-                }
+            let Some((first, last)) = note_span(op, &participants) else {
+                continue;
             };
             items.push(Item::Note {
                 first,
@@ -534,6 +454,106 @@ impl Diagram {
             verdict,
         }
     }
+}
+
+/// The participants a note spans (`first..=last`): the whole diagram for the world and a heal,
+/// the host a fault hit (else the network from the Client on), the op's own host otherwise;
+/// `None` for a host not drawn.
+fn note_span(op: &Op, participants: &[String]) -> Option<(usize, usize)> {
+    let v = &op.value;
+    let pos = |name: &str| participants.iter().position(|p| p == name);
+    let span =
+        if op.process == process::WORLD || (op.process == process::NEMESIS && op.f == op::HEAL) {
+            (0, participants.len().saturating_sub(1))
+        } else if op.process == process::NEMESIS {
+            // Over the host it hit, else over the whole network.
+            let target = v["host"]
+                .as_str()
+                .map(str::to_string)
+                .or_else(|| v["spec"].as_str().and_then(fault_target));
+            match target.as_deref().and_then(pos) {
+                Some(i) => (i, i),
+                None => (
+                    pos("client").unwrap_or(0),
+                    participants.len().saturating_sub(1),
+                ),
+            }
+        } else {
+            match pos(&op.process) {
+                Some(i) => (i, i),
+                None => return None,
+            }
+        };
+    Some(span)
+}
+
+/// Who is on each connection (the host that accepted it and the host that sends on it), and
+/// the participants to draw, in drawing order: the hosts the history mentions.
+fn connections(h: &History) -> (BTreeMap<u64, BTreeSet<String>>, Vec<String>) {
+    let mut ends: BTreeMap<u64, BTreeSet<String>> = BTreeMap::new();
+    let mut hosts: BTreeSet<String> = BTreeSet::new();
+    for op in &h.ops {
+        let v = &op.value;
+        if op.process == process::NET && op.f == op::CONN_OPEN {
+            if let (Some(c), Some(by)) = (v["conn"].as_u64(), v["seen_by"].as_str()) {
+                ends.entry(c).or_default().insert(by.to_string());
+            }
+        }
+        if op.process == process::NET && op.f == op::SEND {
+            if let (Some(c), Some(by)) = (v["conn"].as_u64(), v["from"].as_str()) {
+                ends.entry(c).or_default().insert(by.to_string());
+            }
+        }
+        if op.process == process::USER || note_text(op).is_some() || op.process == process::CLIENT {
+            hosts.insert(op.process.clone());
+        }
+        for k in ["host", "seen_by"] {
+            if let Some(x) = v[k].as_str() {
+                hosts.insert(x.to_string());
+            }
+        }
+    }
+    for e in ends.values() {
+        hosts.extend(e.iter().cloned());
+    }
+    let participants: Vec<String> = ORDER
+        .iter()
+        .filter(|p| hosts.contains(**p))
+        .map(|p| p.to_string())
+        .collect();
+    (ends, participants)
+}
+
+/// Match every receipt to the earliest unmatched send of the same frame on its
+/// connection; sends left over were lost.
+/// Returns each receipt's send (recv op → send op) and the sends that were received.
+fn match_frames(h: &History) -> (BTreeMap<usize, usize>, BTreeSet<usize>) {
+    let mut sent: BTreeMap<(u64, String), Vec<usize>> = BTreeMap::new();
+    let mut recv_of: BTreeMap<usize, usize> = BTreeMap::new(); // recv op → send op
+    let mut delivered: BTreeSet<usize> = BTreeSet::new();
+    for op in &h.ops {
+        if op.process != process::NET {
+            continue;
+        }
+        let Some(c) = op.value["conn"].as_u64() else {
+            continue;
+        };
+        let body = op.value["frame"].to_string();
+        match op.f.as_str() {
+            "send" => sent.entry((c, body)).or_default().push(op.index),
+            "recv" => {
+                if let Some(q) = sent.get_mut(&(c, body)) {
+                    if !q.is_empty() {
+                        let s = q.remove(0);
+                        recv_of.insert(op.index, s);
+                        delivered.insert(s);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    (recv_of, delivered)
 }
 
 /// The host a fault's spec line names (`crash-agent ...` → `agent`), if any.
