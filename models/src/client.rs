@@ -80,6 +80,8 @@ pub const RAW_ID_BASE: u64 = 9000;
 /// A sans-IO Client.
 pub trait ClientModel {
     /// Handle one input; push the actions to run, in order.
+    ///
+    /// Long on purpose: the Client's event dispatch, one arm per input.
     fn handle(&mut self, input: ClientInput, out: &mut Vec<Action>);
     /// Submissions the Client still holds pending (neither acknowledged nor shown to the user).
     fn pending(&self) -> Vec<u64>;
@@ -520,6 +522,7 @@ impl SpecClient {
         ));
     }
 
+    /// Long on purpose: one arm per kind of request answered.
     fn response(
         &mut self,
         conn: ConnId,

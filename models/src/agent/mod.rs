@@ -437,6 +437,8 @@ impl ModelAgent {
         }
     }
 
+    /// Long on purpose: one arm per ACP method the Agent serves, each a few lines; the dispatch is
+    /// the table of contents of the protocol core.
     fn request(
         &mut self,
         conn: ConnId,

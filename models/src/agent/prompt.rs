@@ -105,6 +105,10 @@ impl ModelAgent {
     }
 
     /// Dedup, then insert, hold or steer (the prompt passed validation and any history fill).
+    ///
+    /// Long on purpose: the decisions on an arriving prompt in the order the rules give them (K1-K3
+    /// key validation, A9 scope, A1/A4 deduplication, A7 a held attempt, O4 hold or insert); split,
+    /// the order that is the point would be scattered.
     pub(super) fn admit(
         &mut self,
         conn: ConnId,

@@ -14,6 +14,8 @@ use crate::run::{repro, run_one, RunResult};
 use crate::scenario::Expect;
 use crate::summary::{Summary, Tally, SUMMARY_FORMAT};
 
+/// Long on purpose: one pass over the results adding each to every table of the summary, and
+/// keeping its failures as folders as it goes.
 pub(super) fn summarize(
     spec: &CampaignSpec,
     results: Vec<RunResult>,

@@ -44,6 +44,8 @@ pub(super) struct MutantsArgs {
     dir: DirArgs,
 }
 
+/// Long on purpose: the command's steps in the order of its output (scoreboard, checker table,
+/// shrinks, baseline, report).
 pub(super) fn exec(a: &MutantsArgs) -> Outcome {
     if a.seeds == 0 || a.catches == 0 || a.jobs == Some(0) {
         return Err(CliError::usage(format!(

@@ -61,6 +61,8 @@ pub(super) struct RunArgs {
     dir: DirArgs,
 }
 
+/// Long on purpose: the command's steps in the order of its output (checks, the settings of every
+/// scenario, the campaign, the summary).
 pub(super) fn exec(a: &RunArgs) -> Outcome {
     check_mutant(&a.mutant)?;
     if a.seeds == 0 {

@@ -43,6 +43,8 @@ pub(super) struct ShrinkArgs {
     dir: DirArgs,
 }
 
+/// Long on purpose: the command's steps in the order of its output (plan, shrink, schedule file,
+/// report pages).
 pub(super) fn exec(a: &ShrinkArgs) -> Outcome {
     check_mutant(&a.mutant)?;
     let s = scenario::resolve(&scenarios_dir(&a.dir), &a.scenario)?;

@@ -157,6 +157,8 @@ pub enum Direction {
 
 impl FaultSpec {
     /// What is wrong with this fault entry, as "field`: reason", or `None`.
+    ///
+    /// Long on purpose: one check per field, in the order errors are reported.
     pub fn check(&self) -> Option<String> {
         let t = &self.on;
         let frame = t.frame.is_some() && t.method.is_some();

@@ -202,6 +202,8 @@ pub(super) fn draw_settings(s: &Scenario, seed: u64, design: Design) -> (Scenari
     (d, drawn)
 }
 
+/// Long on purpose: one arm per fault kind, each drawing that kind's trigger and settings from its
+/// own stream.
 pub(super) fn draw_swarm(
     s: &Scenario,
     seed: u64,

@@ -47,6 +47,9 @@ struct Msg {
 }
 
 /// The history of one run: the recorded ops with the inferred Agent ops placed among them.
+///
+/// Long on purpose: one pass over what the probe saw, keeping a dozen indexes (markers, attempts,
+/// boots, replays) in step; split, each part would take them all as arguments.
 pub fn build(header: Value, raw: &[RawOp]) -> History {
     let mut extra: BTreeMap<usize, Vec<(&'static str, Value)>> = BTreeMap::new();
     let mut add = |at: usize, f: &'static str, mut v: Value| {

@@ -196,6 +196,8 @@ pub fn judge(h: &History, aborted: Option<&str>) -> Vec<Verdict> {
 /// Folders kept per (trace, property): the first failing runs.
 pub(super) const KEEP: usize = 5;
 
+/// Long on purpose: the probe's loop over traces × repeats, printing and recording as it goes, in
+/// the order of its output.
 pub(super) fn probe_traces(
     a: &ProbeArgs,
     target: &Target,

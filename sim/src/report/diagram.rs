@@ -269,6 +269,9 @@ impl Diagram {
     /// Draw history `h`, highlighting `verdict`'s witnesses (red) and its enabling fault
     /// (amber). Frames become arrows (sent → received, matched by connection and content);
     /// `session/update` notifications in a row between the same two hosts merge into one.
+    ///
+    /// Long on purpose: one pass over the ops, each becoming an arrow (a frame, a run of updates
+    /// merged) or a note, in history order.
     pub fn of(h: &History, verdict: Option<&Verdict>) -> Diagram {
         let witnesses: BTreeSet<usize> = verdict
             .map(|v| v.witnesses.iter().copied().collect())

@@ -15,6 +15,9 @@ use crate::summary::Summary;
 /// (and the shrunk schedule's replay line); a row that expects a violation (`expect =
 /// "invalid"`) passes when it has one and fails when it has none. Findings go to
 /// `<system-out>`.
+///
+/// Long on purpose: a renderer writes its file top to bottom; the order of the code is the order of
+/// the XML.
 pub fn junit_xml(s: &Summary) -> String {
     // The failure a testcase quotes: its first invalid one, else its first unknown one (the
     // cell's `first_failing_seed` follows the same rule).

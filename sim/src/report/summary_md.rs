@@ -28,6 +28,9 @@ fn cell_text(c: &Tally) -> String {
 /// `summary.md`: a campaign as a page: its verdict, the scenario × property table, how the
 /// submissions ended, the coverage map, the mutant scoreboard if one was run, and links to
 /// every counterexample folder.
+///
+/// Long on purpose: a renderer writes its page top to bottom; the order of the code is the order of
+/// the page.
 pub fn summary_md(s: &Summary) -> String {
     let mut o = String::new();
     let verdict = match s.exit_code {

@@ -7,6 +7,9 @@ use super::text::xml_escape;
 
 impl Diagram {
     /// The diagram as a standalone SVG document (inline styles, no fonts or scripts fetched).
+    ///
+    /// Long on purpose: a renderer writes its drawing top to bottom; the order of the code is the
+    /// order of the SVG.
     pub fn svg(&self) -> String {
         const COL: f64 = 290.0;
         const LEFT: f64 = 150.0;

@@ -195,6 +195,9 @@ pub async fn store(ctx: Rc<Ctx>) -> turmoil::Result {
 }
 
 /// The Client host: recover its store, connect, take the user's submissions when they are due.
+///
+/// Long on purpose: the Client host's event loop: the user's due actions and each event of its
+/// frame layer, one arm each.
 pub async fn client(ctx: Rc<Ctx>) -> turmoil::Result {
     let boot = ctx.ledger.borrow_mut().boot("client");
     let (mut io, mut rx) = Io::new("client", ctx.clone(), "/client/store.log");

@@ -227,6 +227,10 @@ impl Ledger {
 
     /// A writer is about to send `frame` on `conn`; `from` is `client` or `agent`.
     /// Logs the send and decides the frame's fate.
+    ///
+    /// Long on purpose: the per-frame decision in the order it is made: a silently broken
+    /// connection, a dead update stream, which exchange the frame belongs to, each armed fault,
+    /// what is in flight, the log.
     pub fn on_send(&mut self, conn: ConnId, from: &str, frame: &Value) -> FrameDecision {
         if self.blackholed.contains(&conn) {
             return FrameDecision::Lose { silent: true };

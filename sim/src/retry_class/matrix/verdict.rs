@@ -60,6 +60,9 @@ pub struct ClassSummary {
 }
 
 /// The verdict for one method: the class's claim, tested on its cells.
+///
+/// Long on purpose: one arm per retry class, each a claim, its counts and an example, sharing the
+/// counting closures above them.
 pub(super) fn verdict(m: &MethodClass, cells: &[MatrixCell], spec: &Spec) -> ClassVerdict {
     let of = |f: Fault, p: Policy| {
         cells
