@@ -1,0 +1,104 @@
+//! What distinguishes one model Client from another: its kind (the spec Client or an SDK's
+//! auto-retry), its key scheme, its timing, and its mutant if any.
+
+use serde::{Deserialize, Serialize};
+
+/// Client mutants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ClientMutant {
+    /// A fresh key for every attempt. Breaks C1 (P1, Client at fault).
+    NewKeyPerAttempt,
+    /// Pending inputs kept in memory only: a client restart loses them. Breaks C1/C8 (P2, Client).
+    VolatilePending,
+    /// A resend on the same connection reuses the pending attempt's JSON-RPC id. Breaks C4
+    /// (P7, Client at fault).
+    ReusesIdWhilePending,
+    /// The key is derived from the prompt text, so a text the user sends again on purpose
+    /// gets the old key. Breaks C5 and C2 (P14, Client at fault).
+    KeyFromText,
+    /// A new submission reuses the previous submission's key in its session, with a different
+    /// prompt. Breaks C3 (P14, Client at fault).
+    SameKeyNewPrompt,
+    /// After two attempts the Client forgets the input without telling the user. Breaks C8
+    /// (P2, Client at fault).
+    GivesUpSilently,
+    /// After a reconnect the Client only resumes: it drops every input it had already sent,
+    /// trusting the replay to show what was accepted, and never resends. Breaks C6/C8 (P2,
+    /// Client at fault).
+    ResumeOnly,
+    /// The SDK also resends a prompt sent without a key whose outcome is unknown, as is.
+    /// Breaks C9 and the keyed class (P10 finding, Client at fault).
+    ResendsUnkeyed,
+}
+
+/// Which Client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ClientKind {
+    /// The spec Client (C1–C8): keys every prompt; resume, then resend pending prompts.
+    #[default]
+    Spec,
+    /// An SDK that resends by itself, only what the retry class allows (C9).
+    SdkAutoRetry,
+}
+
+impl ClientKind {
+    /// Every kind, for `acp-chaos list`.
+    pub const ALL: [ClientKind; 2] = [ClientKind::Spec, ClientKind::SdkAutoRetry];
+
+    /// Name in scenario files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClientKind::Spec => "spec",
+            ClientKind::SdkAutoRetry => "sdk-auto-retry",
+        }
+    }
+
+    /// One line for `acp-chaos list`.
+    pub fn summary(self) -> &'static str {
+        match self {
+            ClientKind::Spec => "one key per submission in a durable pending store; late prompts resent with their key; after a reconnect initialize, resume, resend (C1-C8)",
+            ClientKind::SdkAutoRetry => "resends on transport failure by retry class: keyed prompts with their key, resume as is; never session/new, notifications or unkeyed prompts of unknown outcome (C9)",
+        }
+    }
+}
+
+/// How the Client makes keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KeyScheme {
+    /// A UUID per submission from the seeded RNG (C5).
+    Uuid,
+    /// `k1`, `k2`, ... counted per session slot and kept in the store: unique per session, so
+    /// legal, but the same strings recur in every session (exercises A9).
+    SessionCounter,
+}
+
+/// Settings of the model Client. Times are simulated milliseconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClientConfig {
+    /// Resend a prompt on the same connection when its response is this late.
+    pub prompt_timeout_ms: u64,
+    /// First reconnect delay.
+    pub backoff_ms_min: u64,
+    /// Reconnect delay cap.
+    pub backoff_ms_max: u64,
+    /// After this many attempts for one submission the input is shown to the user as failed.
+    pub attempts_max: u32,
+    /// How many sessions the Client opens and prompts (submissions name a slot).
+    pub sessions: usize,
+    /// How keys are made.
+    pub keys: KeyScheme,
+    /// A pending input older than this (ms) is shown to the user instead of being resent after
+    /// a reconnect (C7); 0 turns it off.
+    pub stale_ms: u64,
+    /// The mutant, if any.
+    pub mutant: Option<ClientMutant>,
+    /// Which Client.
+    #[serde(default)]
+    pub kind: ClientKind,
+    /// `sdk-auto-retry`: the share of prompts the application sends without a key.
+    #[serde(default)]
+    pub unkeyed_rate: f64,
+}
