@@ -20,6 +20,7 @@ use serde_json::{json, Value};
 
 use crate::history::{op, process, OpType};
 use crate::models::rpc::{self, code};
+use crate::report::clip;
 use crate::wall_clock::now;
 
 /// The process group of the Agent running now (0: none), for the Ctrl-C handler: the group
@@ -1090,13 +1091,4 @@ pub fn last_line(s: &str) -> String {
         s.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or(""),
         200,
     )
-}
-
-/// At most `n` characters.
-pub fn clip(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        s.to_string()
-    } else {
-        format!("{}…", s.chars().take(n).collect::<String>())
-    }
 }

@@ -209,7 +209,7 @@ fn key_validation(d: &mut Driver, _: Option<u64>) -> Result<(), Abort> {
         if !got {
             d.notes.push(format!(
                 "no answer to the probe with idempotencyKey {} within {} ms",
-                super::driver::clip(&key, 20),
+                crate::report::clip(&key, 20),
                 t.as_millis()
             ));
         }

@@ -34,4 +34,4 @@ pub use pages::{counterexample_html, counterexample_md, Counterexample};
 pub use rules::{rule_text, rules_quoted};
 pub use summary_md::summary_md;
 pub use table::{coverage_text, table_text};
-pub use text::xml_escape;
+pub use text::{clip, xml_escape};

@@ -1,6 +1,7 @@
 //! Text helpers every page shares: clipping a label, escaping XML and HTML.
 
-pub(crate) fn clip(s: &str, n: usize) -> String {
+/// At most `n` characters: a longer text keeps its first `n - 1` and ends with `…`.
+pub fn clip(s: &str, n: usize) -> String {
     if s.chars().count() > n {
         format!(
             "{}…",
