@@ -308,7 +308,7 @@ fn a6_earlier_held(f: &Facts) -> Option<Verdict> {
                 held.remove(&a);
                 if let Some(&(c, true)) = covered.get(&a) {
                     // Our cluster model's stop reaches only the node that reads it: a known
-                    // gap of the model (README), reported, not failed.
+                    // gap of the model (docs/properties.md), reported, not failed.
                     finding.get_or_insert(Verdict {
                         property: "P6".into(),
                         status: Status::Finding,

@@ -40,7 +40,7 @@ use crate::models::Retention;
 
 use runner::{prepare_out, probe_traces};
 
-/// The properties a probe reports: those a black-box history decides (see the README).
+/// The properties a probe reports: those a black-box history decides (see `docs/probe.md`).
 pub const PROPERTIES: &[&str] = &["P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P11", "X4"];
 
 /// `acp-chaos probe` arguments.

@@ -370,7 +370,7 @@ fn codex_acp_is_probed_against_the_mock_model() {
             "1",
         ],
     );
-    // codex-acp 2.6.0 inserts a retry with the same key again (README, Findings: real agents).
+    // codex-acp 2.6.0 inserts a retry with the same key again (docs/findings/real-agents.md).
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert_eq!(s["table"]["retry-after-answer"]["P1"]["invalid"], 1, "{s}");
     let run = &s["runs"][0];
