@@ -81,6 +81,17 @@ pub const METHODS: &[MethodInfo] = &[
     n("$/cancel_request", RetryClass::NotResent, true),
 ];
 
+/// Every method the Agent sends to the Client: its notifications and requests.
+pub const AGENT_METHODS: &[MethodInfo] = &[
+    n("session/update", RetryClass::NotResent, true),
+    m("session/request_permission", RetryClass::Idempotent, true),
+];
+
+/// The Agent's method with this wire name.
+pub fn agent_method(name: &str) -> Option<&'static MethodInfo> {
+    AGENT_METHODS.iter().find(|m| m.name == name)
+}
+
 /// The method with this wire name (a `const fn`, so other tables can be built from this one).
 pub const fn get(name: &str) -> Option<&'static MethodInfo> {
     let mut i = 0;

@@ -5,7 +5,7 @@
 use acp_chaos_models::{methods, Point};
 use serde::{Deserialize, Serialize};
 
-use super::trigger::{Side, Trigger};
+use super::trigger::{Sender, Side, Trigger};
 
 /// The kinds of fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -188,14 +188,26 @@ impl FaultSpec {
             );
         }
         if let Some(m) = &t.method {
-            // A frame trigger names a request the Client sends (methods::requests()).
-            if !methods::get(m).is_some_and(|x| !x.notification) {
-                let known: Vec<&str> = methods::requests().map(|x| x.name).collect();
+            // A frame trigger names a method its sender sends: the Client's (methods::METHODS)
+            // or, with `by = "agent"`, the Agent's (methods::AGENT_METHODS).
+            let (info, table) = match t.by {
+                Some(Sender::Agent) => (methods::agent_method(m), methods::AGENT_METHODS),
+                _ => (methods::get(m), methods::METHODS),
+            };
+            let Some(info) = info else {
+                let known: Vec<&str> = table.iter().map(|x| x.name).collect();
                 return Some(format!(
                     "on.method`: unknown method `{m}` (known: {})",
                     known.join(", ")
                 ));
+            };
+            if info.notification && t.frame == Some(Side::Response) {
+                return Some(format!(
+                    "on.frame`: `{m}` is a notification: it has no response"
+                ));
             }
+        } else if t.by.is_some() {
+            return Some("on.by`: goes with `frame` and `method`".into());
         }
         let given = [("silent", self.silent, FaultKind::LoseFrame)];
         for (field, set, owner) in given {
@@ -325,6 +337,12 @@ pub fn fault_line(f: &FaultSpec) -> String {
     let t = &f.on;
     let on = if let (Some(side), Some(m), Some(s)) = (t.frame, &t.method, t.attempt_of) {
         format!("{side:?} of {m} of submission {s} attempt #{}", t.nth).to_lowercase()
+    } else if let (Some(side), Some(m), Some(Sender::Agent)) = (t.frame, &t.method, t.by) {
+        let what = match side {
+            Side::Request => format!("{m} #{} from the agent", t.nth),
+            Side::Response => format!("response to the agent's {m} #{}", t.nth),
+        };
+        what.to_lowercase()
     } else if let (Some(side), Some(m)) = (t.frame, &t.method) {
         format!("{side:?} of {m} #{}", t.nth).to_lowercase()
     } else if let Some(p) = t.point {

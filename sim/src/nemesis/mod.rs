@@ -19,4 +19,4 @@ pub mod trigger;
 pub use action::NemesisAction;
 pub use fault::{fault_line, Direction, FaultKind, FaultSpec};
 pub use frame::FrameDecision;
-pub use trigger::{Side, Trigger};
+pub use trigger::{Sender, Side, Trigger};

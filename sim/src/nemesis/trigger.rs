@@ -14,6 +14,18 @@ pub enum Side {
     Response,
 }
 
+/// Who writes the frames a frame trigger counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Sender {
+    /// The user's Client: its requests and notifications, and the responses to its requests
+    /// (what a frame trigger without `by` counts).
+    Client,
+    /// The Agent (any node of a cluster): its notifications (`session/update`) and requests
+    /// (`session/request_permission`), and the Client's responses to its requests.
+    Agent,
+}
+
 /// When a fault fires: a protocol event, never a step number.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -36,6 +48,11 @@ pub struct Trigger {
     /// Which occurrence, 1-based.
     #[serde(default = "one")]
     pub nth: u32,
+    /// With `frame`: whose frames are counted (default: the Client's). `agent` counts the
+    /// frames an Agent writes with `method` (`frame = "request"`: its `nth` notification or
+    /// request of that method) and, for `frame = "response"`, the Client's answer to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<Sender>,
 }
 
 fn one() -> u32 {

@@ -142,6 +142,14 @@ pub async fn node(ctx: Rc<Ctx>, name: &'static str) -> turmoil::Result {
                 }
             }
             Ev::Timer(t) => model.handle(AgentInput::Timer(t), &mut out),
+            Ev::NotAccepted(conn, id) if io.conns.contains_key(&conn) => {
+                io.record(
+                    OpType::Info,
+                    op::NOT_ACCEPTED,
+                    json!({"conn": conn, "id": id}),
+                );
+                model.handle(AgentInput::NotAccepted { conn, id }, &mut out);
+            }
             Ev::Frame(..) | Ev::Connected(..) | Ev::ConnectFailed(_) | Ev::NotAccepted(..) => {}
         }
         io.run_agent(&mut model, &mut out).await?;
@@ -183,6 +191,9 @@ pub async fn store(ctx: Rc<Ctx>) -> turmoil::Result {
                 );
             }
             if matches!(r["t"].as_str(), Some("msg" | "live")) {
+                ctx.ledger
+                    .borrow_mut()
+                    .on_point(Point::AfterStoreWrite, "store");
                 turmoil::barriers::trigger(PointHit(Point::AfterStoreWrite, "store")).await;
             }
         }

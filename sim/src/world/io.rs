@@ -459,7 +459,10 @@ impl Io {
                         let _ = tx.send(Ev::Timer(id));
                     });
                 }
-                Action::Point(p) => turmoil::barriers::trigger(PointHit(p, self.process)).await,
+                Action::Point(p) => {
+                    self.ctx.ledger.borrow_mut().on_point(p, self.process);
+                    turmoil::barriers::trigger(PointHit(p, self.process)).await
+                }
                 Action::Effect(e) => {
                     // Jepsen types for the Client's view: an attempt is invoked, an ack is ok,
                     // an input shown to the user as failed is fail.

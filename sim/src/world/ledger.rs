@@ -9,8 +9,12 @@ use acp_chaos_models::ConnId;
 use indexmap::IndexMap;
 use serde_json::{json, Value};
 
+use super::trace::{Accepted, PointPass, Trace};
 use crate::history::{is_agent_host, op, process, Op, OpType};
-use crate::nemesis::{fault_line, FaultKind, FaultSpec, FrameDecision, NemesisAction, Side};
+use crate::models::Point;
+use crate::nemesis::{
+    fault_line, FaultKind, FaultSpec, FrameDecision, NemesisAction, Sender, Side,
+};
 use crate::plan::{Plan, UserEvent};
 
 /// A prompt attempt's submission and its attempt number (1-based).
@@ -31,7 +35,12 @@ pub struct Ledger {
     /// (conn, request id) → (method, nth request of that method in the run, and for a
     /// prompt attempt its submission and attempt number).
     requests: IndexMap<(ConnId, String), (String, u32, Option<AttemptOf>)>,
+    /// Frames with a method the Client wrote, per method (requests and notifications).
     method_counts: IndexMap<String, u32>,
+    /// Frames with a method an Agent host wrote, per method (its notifications and requests).
+    agent_counts: IndexMap<String, u32>,
+    /// (conn, request id) of each Agent request → (method, nth of that method).
+    agent_requests: IndexMap<(ConnId, String), (String, u32)>,
     /// The Client's attempts: (conn, request id) → submission (from its `attempt` ops).
     attempt_links: IndexMap<(ConnId, String), u32>,
     /// Submission → prompt requests written for it so far.
@@ -70,6 +79,8 @@ pub struct Ledger {
     boots: IndexMap<&'static str, u32>,
     /// Frames logged as sent so far (a sequence number for `reorder-frame`).
     sends: u64,
+    /// What the run did that the history does not hold (points passed, submissions accepted).
+    pub trace: Trace,
     /// Per connection: (sequence number, op index) of its newest send.
     last_send: IndexMap<ConnId, (u64, usize)>,
 }
@@ -88,6 +99,8 @@ impl Ledger {
             blackholed: BTreeSet::new(),
             requests: IndexMap::new(),
             method_counts: IndexMap::new(),
+            agent_counts: IndexMap::new(),
+            agent_requests: IndexMap::new(),
             attempt_links: IndexMap::new(),
             attempt_counts: IndexMap::new(),
             transient: 0,
@@ -112,6 +125,7 @@ impl Ledger {
             boots: IndexMap::new(),
             sends: 0,
             last_send: IndexMap::new(),
+            trace: Trace::default(),
         }
     }
 
@@ -249,8 +263,8 @@ impl Ledger {
                 not_accepted: false,
             };
         }
-        // Which exchange is this frame part of?
-        let exchange: Option<(Side, String, u32, Option<AttemptOf>)> =
+        // Which exchange is this frame part of, and whose frames does it count among?
+        let exchange: Option<(Side, String, u32, Option<AttemptOf>, Sender)> =
             match (frame.get("method").and_then(Value::as_str), &id_key) {
                 (Some(m), Some(id)) if from == "client" => {
                     let n = self.method_counts.entry(m.to_string()).or_insert(0);
@@ -268,16 +282,37 @@ impl Ledger {
                         });
                     self.requests
                         .insert((conn, id.clone()), (m.to_string(), nth, of));
-                    Some((Side::Request, m.to_string(), nth, of))
+                    Some((Side::Request, m.to_string(), nth, of, Sender::Client))
+                }
+                // A Client notification (`session/cancel`, `$/cancel_request`).
+                (Some(m), None) if from == "client" => {
+                    let n = self.method_counts.entry(m.to_string()).or_insert(0);
+                    *n += 1;
+                    Some((Side::Request, m.to_string(), *n, None, Sender::Client))
                 }
                 (None, Some(id)) if from != "client" => self
                     .requests
                     .get(&(conn, id.clone()))
-                    .map(|(m, n, of)| (Side::Response, m.clone(), *n, *of)),
+                    .map(|(m, n, of)| (Side::Response, m.clone(), *n, *of, Sender::Client)),
+                // The Agent's own notifications and requests, and the Client's answers to them.
+                (Some(m), _) if is_agent_host(from) => {
+                    let n = self.agent_counts.entry(m.to_string()).or_insert(0);
+                    *n += 1;
+                    let nth = *n;
+                    if let Some(id) = &id_key {
+                        self.agent_requests
+                            .insert((conn, id.clone()), (m.to_string(), nth));
+                    }
+                    Some((Side::Request, m.to_string(), nth, None, Sender::Agent))
+                }
+                (None, Some(id)) if from == "client" => self
+                    .agent_requests
+                    .get(&(conn, id.clone()))
+                    .map(|(m, n)| (Side::Response, m.clone(), *n, None, Sender::Agent)),
                 _ => None,
             };
         let mut decision = FrameDecision::Deliver;
-        if let (true, Some((side, method, nth, of))) = (self.armed, exchange) {
+        if let (true, Some((side, method, nth, of, sender))) = (self.armed, exchange) {
             for i in 0..self.faults.len() {
                 let f = &self.faults[i];
                 let t = &f.on;
@@ -286,6 +321,7 @@ impl Ledger {
                     None => t.nth == nth,
                 };
                 if self.fired[i]
+                    || t.by.unwrap_or(Sender::Client) != sender
                     || t.frame != Some(side)
                     || t.method.as_deref() != Some(method.as_str())
                     || !counted
@@ -459,6 +495,11 @@ impl Ledger {
 
     /// The Client accepted submission `n`: queue faults triggered by it.
     pub fn on_submission(&mut self, n: u64) {
+        self.trace.accepted.push(Accepted {
+            submission: n,
+            ops_before: self.ops.len(),
+            time_ms: self.now_ms,
+        });
         if !self.armed {
             return;
         }
@@ -469,6 +510,16 @@ impl Ledger {
                 }
             }
         }
+    }
+
+    /// Host `host` passed protocol point `point` (the trace, not the history, keeps it).
+    pub fn on_point(&mut self, point: Point, host: &'static str) {
+        self.trace.points.push(PointPass {
+            point,
+            host,
+            ops_before: self.ops.len(),
+            time_ms: self.now_ms,
+        });
     }
 
     /// Whether fault `i` may still fire (used by the step loop for time and point triggers).

@@ -12,7 +12,9 @@
 //! - [`io`]: the frame layer every host shares (connections, heartbeats, frame faults at the
 //!   writer, the simulated disk, the cluster store link);
 //! - [`ledger`]: the out-of-band ledger: the history, connection numbers, armed faults;
-//! - [`boot`]: [`AgentBoot`] and [`AgentFactory`], how a user's Agent plugs in.
+//! - [`boot`]: [`AgentBoot`] and [`AgentFactory`], how a user's Agent plugs in;
+//! - [`trace`]: what a run did that its history does not hold (points passed, submissions
+//!   accepted), for exploration.
 
 use std::rc::Rc;
 
@@ -21,9 +23,11 @@ pub mod hosts;
 pub mod io;
 pub mod ledger;
 pub mod step;
+pub mod trace;
 
 pub use boot::{AgentBoot, AgentFactory};
 pub use step::{builder, epoch, TICK_MS};
+pub use trace::Trace;
 
 use crate::history::History;
 use crate::models::AgentModel;
@@ -32,6 +36,13 @@ use step::run_plan;
 
 /// Run one plan to its end and return the history.
 pub fn run(plan: &Plan) -> History {
+    run_plan(plan, None).0
+}
+
+/// Run one plan to its end and return the history and the run's [`Trace`] (the protocol points
+/// passed and the submissions accepted, placed among the ops): what exploration needs to place
+/// faults. The history is the one [`run`] returns.
+pub fn run_traced(plan: &Plan) -> (History, Trace) {
     run_plan(plan, None)
 }
 
@@ -70,5 +81,5 @@ where
         !plan.cluster(),
         "world::run_with: a cluster plan runs model Agent nodes; give a single-process plan (nodes = 0)"
     );
-    run_plan(plan, Some(Rc::new(agent)))
+    run_plan(plan, Some(Rc::new(agent))).0
 }

@@ -16,6 +16,7 @@ use super::boot::AgentFactory;
 use super::hosts;
 use super::io::{Ctx, PointHit};
 use super::ledger::Ledger;
+use super::trace::Trace;
 use crate::history::{op, process, History, OpType, FORMAT};
 use crate::models::Point;
 use crate::nemesis::NemesisAction;
@@ -86,7 +87,7 @@ struct StepLoop<'a> {
     end_ms: u64,
 }
 
-pub(super) fn run_plan(plan: &Plan, agent: Option<AgentFactory>) -> History {
+pub(super) fn run_plan(plan: &Plan, agent: Option<AgentFactory>) -> (History, Trace) {
     let mut w = StepLoop::build(plan, agent);
     let waker = Waker::noop();
     let mut cx = Context::from_waker(waker);
@@ -548,8 +549,8 @@ impl<'a> StepLoop<'a> {
     }
 
     /// The run is over: log what the Client still held and how it ended, and hand back the
-    /// history with its header.
-    fn finish(self, outcome: &str) -> History {
+    /// history with its header, and the trace.
+    fn finish(self, outcome: &str) -> (History, Trace) {
         let plan = self.plan;
         let mut l = self.ledger.borrow_mut();
         let pending = l.client_pending.clone();
@@ -573,9 +574,10 @@ impl<'a> StepLoop<'a> {
             "mutant": plan.mutant,
             "plan": plan,
         });
-        History {
+        let history = History {
             header,
             ops: std::mem::take(&mut l.ops),
-        }
+        };
+        (history, std::mem::take(&mut l.trace))
     }
 }
