@@ -63,6 +63,14 @@ pub enum AgentInput {
     Logical(ConnId, String),
     /// Cluster node: the store's view (the `load` reply), given before each request.
     StoreSnapshot(Value),
+    /// Remote transport: a request this Agent wrote was not accepted (X5); it reached nobody,
+    /// so it may be sent again on the same connection.
+    NotAccepted {
+        /// The connection.
+        conn: ConnId,
+        /// The request's JSON-RPC id.
+        id: Value,
+    },
     /// Cluster node: the reply to [`Action::Store`] `req`, `None` if none came in time.
     StoreReply {
         /// The op's number.
@@ -225,7 +233,14 @@ pub struct ModelAgent {
 enum TimerKind {
     TurnEnd,
     HistoryFill,
+    /// Remote transport: no answer to permission request `req` yet; ask again.
+    AskAgain(u64),
 }
+
+/// Remote transport: how long a cluster node waits for the answer to its
+/// `session/request_permission` before it asks again (its answer may be lost while the
+/// logical connection lives), in simulated ms.
+pub const ASK_AGAIN_MS: u64 = 200;
 
 /// The stored-session Agent: the `stored` design of [`ModelAgent`].
 pub type StoredAgent = ModelAgent;
@@ -706,6 +721,21 @@ impl ModelAgent {
     }
 
     /// A Client's answer to one of our requests (permission).
+    /// X5: the remote transport did not accept a request of ours: send the permission request
+    /// it was again, if the turn still waits for it on that connection.
+    fn not_accepted(&mut self, conn: ConnId, id: &Value, out: &mut Vec<Action>) {
+        let Some(req) = id.as_u64() else { return };
+        let Some(sid) = self.asks.get(&req).cloned() else {
+            return;
+        };
+        let waits = self.sessions.get(&sid).and_then(|s| s.turn.as_ref()).is_some_and(
+            |t| matches!(t.phase, TurnPhase::AwaitPermission { conn: c, req: r } if c == conn && r == req),
+        );
+        if waits {
+            self.send(conn, prompt::permission_request(req, &sid), out);
+        }
+    }
+
     fn client_response(
         &mut self,
         conn: ConnId,
@@ -769,6 +799,7 @@ impl AgentModel for ModelAgent {
             }
             AgentInput::StoreSnapshot(v) => self.merge_snapshot(&v),
             AgentInput::StoreReply { req, reply } => self.store_reply(req, reply, out),
+            AgentInput::NotAccepted { conn, id } => self.not_accepted(conn, &id, out),
         }
     }
 

@@ -691,22 +691,12 @@ impl ModelAgent {
             self.next_req += 1;
             let req = self.next_req;
             self.asks.insert(req, sid.to_string());
-            let opts = vec![
-                v2::PermissionOption::new("allow", "Allow", v2::PermissionOptionKind::AllowOnce),
-                v2::PermissionOption::new("reject", "Reject", v2::PermissionOptionKind::RejectOnce),
-            ];
-            let params = to_value(v2::RequestPermissionRequest::new(
-                sid.to_string(),
-                "write a file",
-                opts,
-            ));
             self.sessions[sid].turn.as_mut().expect("set above").phase =
                 TurnPhase::AwaitPermission { conn: owner, req };
-            self.send(
-                owner,
-                rpc::request(req, "session/request_permission", params),
-                out,
-            );
+            self.send(owner, permission_request(req, sid), out);
+            if self.cfg.design == Design::Cluster {
+                self.timer(sid, TimerKind::AskAgain(req), ASK_AGAIN_MS, out);
+            }
         } else {
             self.work(sid, tool, out);
         }
@@ -900,4 +890,18 @@ impl ModelAgent {
             }
         }
     }
+}
+
+/// The turn's `session/request_permission` request line, id `req`.
+pub(super) fn permission_request(req: u64, sid: &str) -> String {
+    let opts = vec![
+        v2::PermissionOption::new("allow", "Allow", v2::PermissionOptionKind::AllowOnce),
+        v2::PermissionOption::new("reject", "Reject", v2::PermissionOptionKind::RejectOnce),
+    ];
+    let params = to_value(v2::RequestPermissionRequest::new(
+        sid.to_string(),
+        "write a file",
+        opts,
+    ));
+    rpc::request(req, "session/request_permission", params)
 }

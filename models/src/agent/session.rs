@@ -256,6 +256,20 @@ impl ModelAgent {
                     self.next_held(&sid, out);
                 }
             }
+            TimerKind::AskAgain(req) => {
+                let waits = self
+                    .sessions
+                    .get(&sid)
+                    .and_then(|s| s.turn.as_ref())
+                    .and_then(|t| match t.phase {
+                        TurnPhase::AwaitPermission { conn, req: r } if r == req => Some(conn),
+                        _ => None,
+                    });
+                if let Some(conn) = waits.filter(|c| self.conns.contains_key(c)) {
+                    self.send(conn, prompt::permission_request(req, &sid), out);
+                    self.timer(&sid, TimerKind::AskAgain(req), ASK_AGAIN_MS, out);
+                }
+            }
             TimerKind::HistoryFill => {
                 let Some(s) = self.sessions.get_mut(&sid) else {
                     return;
