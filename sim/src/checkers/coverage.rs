@@ -19,79 +19,123 @@ pub const FAULT_STATES: [&str; 6] = [
     "idle",
 ];
 
-/// For every fault the nemesis fired: (protocol state at that moment, fault kind). The state is
-/// read from the history: an adapter history fill under way; a `session/resume` sent and not
-/// answered; a prompt inserted and not answered; a prompt held; some prompt answered; else idle.
+/// The protocol state a fault lands in ([`FAULT_STATES`]), read from the ops before it: an
+/// adapter history fill under way; a `session/resume` sent and not answered; a prompt
+/// inserted and not answered; a prompt held; some prompt answered; else idle. Feed it the ops
+/// of a history as the checkers see it ([`agent_view`]), in order.
+#[derive(Debug, Default)]
+pub struct ProtocolState {
+    filling: i64,
+    resuming: BTreeSet<(u64, String)>,
+    unanswered: BTreeSet<(u64, String)>,
+    held: i64,
+    answered: bool,
+}
+
+impl ProtocolState {
+    /// Take one op into the state.
+    pub fn feed(&mut self, op: &Op) {
+        let v = &op.value;
+        let id = |fr: &Value| (v["conn"].as_u64().unwrap_or(0), fr["id"].to_string());
+        match (op.process.as_str(), op.f.as_str()) {
+            (process::AGENT, op::HISTORY_READ_START) => self.filling += 1,
+            (process::AGENT, op::HISTORY_READ) => self.filling = (self.filling - 1).max(0),
+            (process::AGENT, op::HOLD) => self.held += 1,
+            (process::AGENT, op::INSERT) => {
+                if v["mode"] == "held" {
+                    self.held = (self.held - 1).max(0);
+                }
+                self.unanswered
+                    .insert((v["conn"].as_u64().unwrap_or(0), v["id"].to_string()));
+            }
+            (process::AGENT, op::WITHDRAW | op::DROP_HELD) => self.held = (self.held - 1).max(0),
+            (process::AGENT, op::RECOVER | op::BOOT) => {
+                self.held = 0;
+                self.filling = 0;
+                self.unanswered.clear();
+            }
+            (process::NET, op::SEND)
+                if v["from"] == "client" && v["frame"]["method"] == "session/resume" =>
+            {
+                self.resuming.insert(id(&v["frame"]));
+            }
+            (process::NET, op::RECV)
+                if v["from"] == "agent" && v["frame"].get("method").is_none() =>
+            {
+                self.resuming.remove(&id(&v["frame"]));
+            }
+            (process::NET, op::SEND)
+                if v["from"] == "agent" && v["frame"].get("method").is_none() =>
+            {
+                self.answered |= self.unanswered.remove(&id(&v["frame"]));
+            }
+            (_, op::CONN_END) => {
+                let c = v["conn"].as_u64().unwrap_or(0);
+                self.resuming.retain(|k| k.0 != c);
+                self.unanswered.retain(|k| k.0 != c);
+            }
+            _ => {}
+        }
+    }
+
+    /// The state now, one of [`FAULT_STATES`] (the most specific that holds).
+    pub fn state(&self) -> &'static str {
+        if self.filling > 0 {
+            "filling-history"
+        } else if !self.resuming.is_empty() {
+            "resuming"
+        } else if !self.unanswered.is_empty() {
+            "inserted-unanswered"
+        } else if self.held > 0 {
+            "held"
+        } else if self.answered {
+            "answered"
+        } else {
+            "idle"
+        }
+    }
+}
+
+/// For every fault the nemesis fired: (protocol state at that moment, fault kind); see
+/// [`ProtocolState`].
 pub fn fault_states(h: &History) -> Vec<(&'static str, String)> {
     let h = agent_view(h);
     let kinds: BTreeSet<&str> = crate::nemesis::FaultKind::ALL
         .iter()
         .map(|k| k.as_str())
         .collect();
-    let mut filling = 0i64;
-    let mut resuming: BTreeSet<(u64, String)> = BTreeSet::new();
-    let mut unanswered: BTreeSet<(u64, String)> = BTreeSet::new();
-    let mut held = 0i64;
-    let mut answered = false;
+    let mut st = ProtocolState::default();
     let mut out = Vec::new();
     for op in &h.ops {
-        let v = &op.value;
-        let id = |fr: &Value| (v["conn"].as_u64().unwrap_or(0), fr["id"].to_string());
-        match (op.process.as_str(), op.f.as_str()) {
-            (process::AGENT, op::HISTORY_READ_START) => filling += 1,
-            (process::AGENT, op::HISTORY_READ) => filling = (filling - 1).max(0),
-            (process::AGENT, op::HOLD) => held += 1,
-            (process::AGENT, op::INSERT) => {
-                if v["mode"] == "held" {
-                    held = (held - 1).max(0);
-                }
-                unanswered.insert((v["conn"].as_u64().unwrap_or(0), v["id"].to_string()));
-            }
-            (process::AGENT, op::WITHDRAW | op::DROP_HELD) => held = (held - 1).max(0),
-            (process::AGENT, op::RECOVER | op::BOOT) => {
-                held = 0;
-                filling = 0;
-                unanswered.clear();
-            }
-            (process::NET, op::SEND)
-                if v["from"] == "client" && v["frame"]["method"] == "session/resume" =>
-            {
-                resuming.insert(id(&v["frame"]));
-            }
-            (process::NET, op::RECV)
-                if v["from"] == "agent" && v["frame"].get("method").is_none() =>
-            {
-                resuming.remove(&id(&v["frame"]));
-            }
-            (process::NET, op::SEND)
-                if v["from"] == "agent" && v["frame"].get("method").is_none() =>
-            {
-                answered |= unanswered.remove(&id(&v["frame"]));
-            }
-            (_, op::CONN_END) => {
-                let c = v["conn"].as_u64().unwrap_or(0);
-                resuming.retain(|k| k.0 != c);
-                unanswered.retain(|k| k.0 != c);
-            }
-            // The op the ledger logs when a fault fires (it names its fault index).
-            ("nemesis", f) if kinds.contains(f) && v.get("fault").is_some() => {
-                let state = if filling > 0 {
-                    "filling-history"
-                } else if !resuming.is_empty() {
-                    "resuming"
-                } else if !unanswered.is_empty() {
-                    "inserted-unanswered"
-                } else if held > 0 {
-                    "held"
-                } else if answered {
-                    "answered"
-                } else {
-                    "idle"
-                };
-                out.push((state, f.to_string()));
-            }
-            _ => {}
+        // The op the ledger logs when a fault fires (it names its fault index).
+        if op.process == process::NEMESIS
+            && kinds.contains(op.f.as_str())
+            && op.value.get("fault").is_some()
+        {
+            out.push((st.state(), op.f.clone()));
+        } else {
+            st.feed(op);
         }
+    }
+    out
+}
+
+/// The protocol state ([`ProtocolState`]) before each op index of `at` (each at most
+/// `h.ops.len()`).
+pub fn protocol_states_at(h: &History, at: &BTreeSet<usize>) -> BTreeMap<usize, &'static str> {
+    let h = agent_view(h);
+    let mut st = ProtocolState::default();
+    let mut out = BTreeMap::new();
+    let mut want = at.iter().peekable();
+    for (i, op) in h.ops.iter().enumerate() {
+        while want.peek().is_some_and(|w| **w == i) {
+            out.insert(i, st.state());
+            want.next();
+        }
+        st.feed(op);
+    }
+    for w in want {
+        out.insert(*w, st.state());
     }
     out
 }

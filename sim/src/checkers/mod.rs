@@ -28,7 +28,7 @@ mod retention_tests;
 #[cfg(test)]
 mod tests;
 
-pub use coverage::{events, fault_states, EVENTS, FAULT_STATES};
+pub use coverage::{events, fault_states, protocol_states_at, ProtocolState, EVENTS, FAULT_STATES};
 pub use facts::{agent_view, Facts, Insert, SubmissionClass};
 pub use p01_at_most_once::p1_at_most_once;
 pub use p02_no_silent_drop::p2_no_silent_drop;

@@ -156,9 +156,11 @@ fn withdrawals_answered(f: &Facts) -> Option<Verdict> {
                     .entry(k)
                     .or_insert((op.index, val["frame"]["error"]["code"].as_i64()));
             }
-            // An answer the remote transport dropped after the Agent wrote it.
+            // An answer the remote transport dropped after the Agent wrote it (not a request
+            // of the Agent's own it dropped).
             ("nemesis", "lose-exchange")
-                if val["detail"]["from"].as_str().is_some_and(is_agent_host) =>
+                if val["detail"]["from"].as_str().is_some_and(is_agent_host)
+                    && val["detail"]["frame"].get("method").is_none() =>
             {
                 let d = &val["detail"];
                 let k = (

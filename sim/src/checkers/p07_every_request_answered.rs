@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use acp_chaos_models::Party;
+use acp_chaos_models::{methods, Party};
 use serde_json::Value;
 
 use super::facts::Facts;
@@ -37,10 +37,14 @@ pub fn p7_every_request_answered(f: &Facts) -> Verdict {
                 answers.remove(&k);
             }
             // C4, from the sender's side: an id written again on a connection while its
-            // first request there awaits an answer.
+            // first request there awaits an answer. Only requests toward the Agent: a proxy
+            // also writes the Agent's own requests (`session/request_permission`) to the
+            // Client, in the other direction's id space.
             (process::NET, op::SEND)
                 if !val["from"].as_str().is_some_and(is_agent_host)
-                    && val["frame"].get("method").is_some()
+                    && val["frame"]["method"]
+                        .as_str()
+                        .is_some_and(|m| methods::get(m).is_some())
                     && val["frame"].get("id").is_some_and(|i| !i.is_null()) =>
             {
                 let k = key(&val["frame"]);
@@ -75,8 +79,10 @@ pub fn p7_every_request_answered(f: &Facts) -> Verdict {
                     .or_default()
                     .push(op.index);
             }
+            // A response the remote transport lost (not an Agent request it lost).
             ("nemesis", "lose-exchange")
-                if val["detail"]["from"].as_str().is_some_and(is_agent_host) =>
+                if val["detail"]["from"].as_str().is_some_and(is_agent_host)
+                    && val["detail"]["frame"].get("method").is_none() =>
             {
                 let d = &val["detail"];
                 let k = (
