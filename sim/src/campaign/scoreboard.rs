@@ -65,6 +65,148 @@ pub struct MutantRow {
     pub swarm: Detection,
     /// Under `mix = "uniform"`.
     pub uniform: Detection,
+    /// Runs to the first catch exploring exhaustively (every schedule of at most 2 faults
+    /// over the trace, in order), lineage-driven, and with the guided swarm.
+    pub explore: Option<FirstCatch>,
+    /// See `explore`.
+    pub lineage: Option<FirstCatch>,
+    /// See `explore`.
+    pub guided: Option<FirstCatch>,
+}
+
+/// Runs to the first catch of a mutant under one way of choosing schedules: for each base
+/// seed (the scenario's plan at that seed, its trace for exhaustive and lineage, the guided
+/// swarm's first draw), the fewest runs over the designs, and their median.
+#[derive(Debug, Clone, Serialize)]
+pub struct FirstCatch {
+    /// Runs to the first catch per base seed (`None`: not within the budget).
+    pub per_seed: Vec<Option<usize>>,
+    /// Their median (`None`: most seeds did not catch it within the budget).
+    pub median: Option<f64>,
+    /// Most runs per seed and design.
+    pub budget: usize,
+}
+
+/// The median of per-seed counts, a miss counting as more than any count.
+fn median_of(v: &[Option<usize>]) -> Option<f64> {
+    let mut d: Vec<usize> = v.iter().map(|x| x.unwrap_or(usize::MAX)).collect();
+    d.sort_unstable();
+    let n = d.len();
+    if n == 0 {
+        return None;
+    }
+    let (a, b) = if n % 2 == 1 {
+        (d[n / 2], d[n / 2])
+    } else {
+        (d[n / 2 - 1], d[n / 2])
+    };
+    (b != usize::MAX).then(|| (a + b) as f64 / 2.0)
+}
+
+/// The exploring columns: base seeds (0 leaves them out) and runs per seed and design.
+#[derive(Debug, Clone, Copy)]
+pub struct ExploreColumns {
+    /// Base seeds per mutant.
+    pub seeds: u64,
+    /// Most runs per seed and design.
+    pub budget: usize,
+}
+
+/// How exploration chooses schedules, for [`first_catch`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Mode {
+    /// Every schedule of at most 2 faults over the trace, in order.
+    Exhaustive,
+    /// Lineage-driven fault injection.
+    Lineage,
+    /// The guided swarm.
+    Guided,
+}
+
+/// Runs to the first catch of `m` on scenario `s` under `mode`, for base seeds `0..seeds`.
+pub fn first_catch(
+    s: &Scenario,
+    m: &Mutant,
+    designs: &[Design],
+    mode: Mode,
+    seeds: u64,
+    budget: usize,
+    pool: &rayon::ThreadPool,
+) -> FirstCatch {
+    use crate::explore::{exhaustive, guided, lineage, shrink::Target};
+    let target = Target::of_mutant(m);
+    let work: Vec<(u64, Design)> = (0..seeds)
+        .flat_map(|seed| designs.iter().map(move |d| (seed, *d)))
+        .collect();
+    let found: Vec<(u64, Option<usize>)> = pool.install(|| {
+        work.par_iter()
+            .map(|&(seed, d)| {
+                let plan = crate::plan::Plan::derive(s, seed, Some(m.name), d);
+                let runs = match mode {
+                    Mode::Exhaustive => {
+                        let kinds = exhaustive::default_kinds(&plan);
+                        exhaustive::explore(
+                            &plan,
+                            &exhaustive::Options {
+                                faults: 2,
+                                kinds,
+                                shard: None,
+                                audit: 0,
+                                stop_at_first: true,
+                                target: Some(target.clone()),
+                                budget: Some(budget),
+                            },
+                            pool,
+                        )
+                        .first_catch
+                    }
+                    Mode::Lineage => {
+                        lineage::lineage(
+                            &plan,
+                            &lineage::Options {
+                                faults: 2,
+                                budget,
+                                stop_at_first: true,
+                                target: Some(target.clone()),
+                            },
+                        )
+                        .first_catch
+                    }
+                    Mode::Guided => {
+                        guided::guided(
+                            s,
+                            d,
+                            Some(m.name),
+                            &guided::Options {
+                                runs: budget,
+                                seed_start: seed * 100_000,
+                                stop_at_first: true,
+                                stop_at_full_coverage: false,
+                                target: Some(target.clone()),
+                            },
+                            pool,
+                        )
+                        .first_catch
+                    }
+                };
+                (seed, runs.filter(|r| *r <= budget))
+            })
+            .collect()
+    });
+    let per_seed: Vec<Option<usize>> = (0..seeds)
+        .map(|seed| {
+            found
+                .iter()
+                .filter(|(s, _)| *s == seed)
+                .filter_map(|(_, r)| *r)
+                .min()
+        })
+        .collect();
+    FirstCatch {
+        median: median_of(&per_seed),
+        per_seed,
+        budget,
+    }
 }
 
 impl MutantRow {
@@ -162,6 +304,7 @@ pub fn score(
     seeds: u64,
     want: usize,
     jobs: usize,
+    explore: ExploreColumns,
     on_row: &mut dyn FnMut(&MutantRow),
 ) -> anyhow::Result<Vec<MutantRow>> {
     anyhow::ensure!(
@@ -198,10 +341,26 @@ pub fn score(
                 detect(&uniform, m, &designs, seeds, want),
             )
         });
+        let explored = |mode| {
+            (explore.seeds > 0).then(|| {
+                first_catch(
+                    &swarm,
+                    m,
+                    &designs,
+                    mode,
+                    explore.seeds,
+                    explore.budget,
+                    &pool,
+                )
+            })
+        };
         let row = MutantRow {
             mutant: m.name,
             property: m.property,
             party: m.party,
+            explore: explored(Mode::Exhaustive),
+            lineage: explored(Mode::Lineage),
+            guided: explored(Mode::Guided),
             designs,
             swarm: sw,
             uniform: un,
@@ -317,8 +476,16 @@ pub fn checker_table(rows: &[MutantRow]) -> String {
 /// The table's header line.
 pub fn header() -> String {
     format!(
-        "{:<32} {:<5} {:<13} {:>14} {:>14} {:>8}\n",
-        "mutant", "prop", "party", "swarm median", "uniform median", "ratio"
+        "{:<32} {:<5} {:<13} {:>14} {:>14} {:>8} {:>8} {:>8} {:>8}\n",
+        "mutant",
+        "prop",
+        "party",
+        "swarm median",
+        "uniform median",
+        "ratio",
+        "explore",
+        "lineage",
+        "guided"
     )
 }
 
@@ -329,15 +496,25 @@ pub fn table(rows: &[MutantRow]) -> String {
         Some(m) => format!("{m} ({}/{})", d.caught.len(), d.seeds),
         None => format!("- (0/{})", d.seeds),
     };
+    let runs = |f: &Option<FirstCatch>| match f {
+        Some(FirstCatch {
+            median: Some(m), ..
+        }) => format!("{m}"),
+        Some(_) => "-".to_string(),
+        None => "".to_string(),
+    };
     for r in rows {
         out.push_str(&format!(
-            "{:<32} {:<5} {:<13} {:>14} {:>14} {:>8}\n",
+            "{:<32} {:<5} {:<13} {:>14} {:>14} {:>8} {:>8} {:>8} {:>8}\n",
             r.mutant,
             r.property,
             format!("{:?}", r.party).to_lowercase(),
             cell(&r.swarm),
             cell(&r.uniform),
             r.ratio().map_or("-".to_string(), |x| format!("{x:.2}")),
+            runs(&r.explore),
+            runs(&r.lineage),
+            runs(&r.guided),
         ));
     }
     out

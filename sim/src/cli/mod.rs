@@ -19,6 +19,7 @@ mod audit;
 mod bench;
 mod check;
 mod error;
+mod explore;
 mod list;
 mod matrix;
 mod merge;
@@ -64,6 +65,11 @@ enum Cmd {
     /// Shrink a failing run to a 1-minimal schedule (ddmin over its faults, submissions and raw
     /// probes, at fixed latency) and write it as a schedule file for `replay --schedule`.
     Shrink(shrink::ShrinkArgs),
+    /// Explore a scenario's fault-free trace exhaustively: every schedule of at most
+    /// `--faults` faults over every place a fault can land (frames of every method in both
+    /// directions, protocol points, submissions), equivalent placements run once; ends with a
+    /// certificate or the violating schedules.
+    Explore(explore::ExploreArgs),
     /// Merge the report folders of a campaign's shards (`run --shard K/N`) into one report,
     /// the same as one unsharded run of the same seeds would write.
     Merge(merge::MergeArgs),
@@ -121,6 +127,7 @@ pub fn dispatch(cli: Cli) -> Outcome {
         Some(Cmd::Shrink(a)) => shrink::exec(&a),
         Some(Cmd::Matrix(a)) => matrix::exec(&a),
         Some(Cmd::Merge(a)) => merge::exec(&a),
+        Some(Cmd::Explore(a)) => explore::exec(&a),
         Some(Cmd::Audit(a)) => audit::exec(&a),
         Some(Cmd::Agent(a)) => Ok(crate::probe::stdio_agent::main(&a)),
         Some(Cmd::Probe(a)) => Ok(crate::probe::main(&a)),

@@ -36,6 +36,13 @@ pub(super) struct MutantsArgs {
     /// Seeds for the correct-model baseline (default: `--seeds`; 0 skips it).
     #[arg(long)]
     baseline_seeds: Option<u64>,
+    /// Base seeds for the exploring columns (explore, lineage, guided: runs to the first
+    /// catch); 0 leaves them out.
+    #[arg(long, default_value_t = 3)]
+    explore_seeds: u64,
+    /// Most runs per base seed and design in the exploring columns.
+    #[arg(long, default_value_t = 300)]
+    explore_budget: usize,
     /// Also shrink each mutant's first catching swarm seed (`acp-chaos shrink`) and print
     /// how small its schedule gets.
     #[arg(long)]
@@ -87,6 +94,10 @@ pub(super) fn exec(a: &MutantsArgs) -> Outcome {
         a.seeds,
         a.catches,
         jobs,
+        crate::campaign::scoreboard::ExploreColumns {
+            seeds: a.explore_seeds,
+            budget: a.explore_budget,
+        },
         &mut |r| {
             print!(
                 "{}",
@@ -94,6 +105,9 @@ pub(super) fn exec(a: &MutantsArgs) -> Outcome {
             );
         },
     )?;
+    if a.explore_seeds > 0 {
+        println!("explore / lineage / guided = runs to the first catch (the fault-free trace's run counts as one), the fewest over the designs, median over base seeds 0..{} (- : not within {} runs per seed and design); explore places every fault of at most 2 over the trace in order, lineage cuts what each good outcome depended on, guided steers the swarm by coverage", a.explore_seeds, a.explore_budget);
+    }
     println!("median = seeds run from a start seed up to and including the first catch (wrapping around the seeds run), over every start seed; (catches/seeds run)");
     let skipped: Vec<&str> = mutant::MUTANTS
         .iter()

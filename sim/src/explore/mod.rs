@@ -1,7 +1,19 @@
-//! Exploring the space of runs beyond one seed: [`shrink`] a failing run to a minimal schedule,
-//! draw plans with proptest [`strategy`] (for a user's own Agent), and replay the
-//! [`regression`] corpus of shrunk schedules that must keep their verdicts.
+//! Exploring the space of runs beyond one seed.
+//!
+//! - [`shrink`]: a failing run to a minimal schedule;
+//! - [`strategy`]: proptest strategies over plans (for a user's own Agent);
+//! - [`regression`]: the corpus of shrunk schedules that must keep their verdicts;
+//! - [`exhaustive`]: every schedule of at most k faults over a trace's [`places`], pruned by
+//!   abstract [`state`], with a [`certificate`];
+//! - [`lineage`]: faults chosen from what each good outcome of a passing run depended on;
+//! - [`guided`]: a swarm that steers itself by what its runs covered.
 
+pub mod certificate;
+pub mod exhaustive;
+pub mod guided;
+pub mod lineage;
+pub mod places;
 pub mod regression;
 pub mod shrink;
+pub mod state;
 pub mod strategy;

@@ -1,0 +1,298 @@
+//! `acp-chaos explore`: every schedule of at most k faults over a scenario's fault-free trace
+//! (see [`crate::explore::exhaustive`]), ending with a certificate or the violating schedules.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::args::{
+    check_mutant, num_cpus_or_one, parse_design, parse_shard, scenarios_dir, DirArgs,
+};
+use super::{CliError, Outcome};
+use crate::explore::certificate;
+use crate::explore::exhaustive::{self, Options};
+use crate::explore::{guided, lineage};
+use crate::models::Design;
+use crate::nemesis::FaultKind;
+use crate::plan::Plan;
+use crate::scenario;
+
+#[derive(Args, Debug, Clone)]
+pub(super) struct ExploreArgs {
+    /// Scenario name or .toml path (its scripted or drawn faults are removed: the trace is
+    /// its fault-free run).
+    scenario: String,
+    /// Agent design (default: the scenario's first design).
+    #[arg(long, value_parser = parse_design)]
+    agent: Option<Design>,
+    /// Most faults per schedule.
+    #[arg(long, default_value_t = 2)]
+    faults: usize,
+    /// Fault kinds to place, comma-separated (default: lose-frame, stall-frame, crash-agent,
+    /// restart-client, partition, transient-error, and the proxy's and cluster's kinds the
+    /// topology has).
+    #[arg(long, value_delimiter = ',')]
+    kinds: Vec<String>,
+    /// Explore against a mutant (see `acp-chaos list mutants`).
+    #[arg(long, env = "ACP_CHAOS_MUTANT")]
+    mutant: Option<String>,
+    /// The seed the scenario's plan is derived with (its swarm draws, if any).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Worker threads (default: the number of cores).
+    #[arg(long, env = "ACP_CHAOS_JOBS")]
+    jobs: Option<usize>,
+    /// Run only the K-th of N slices of the last level (`--shard 2/4`); every shard runs the
+    /// levels below it. `acp-chaos merge` joins the shards' folders.
+    #[arg(long, value_parser = parse_shard)]
+    shard: Option<(u64, u64)>,
+    /// Also run this many pruned schedules (a seeded sample) and fail if a verdict differs
+    /// from its representative's.
+    #[arg(long, default_value_t = 0)]
+    audit_pruning: usize,
+    /// How to choose the schedules: `exhaustive` (every schedule, pruned), `lineage` (faults
+    /// that cut what each good outcome depended on, weakest window first), `guided` (a swarm
+    /// steered by what its runs covered; a `[swarm]` scenario), `swarm` (the plain swarm, seeds
+    /// in order, to compare with `guided`). `lineage`, `guided` and `swarm` stop at `--budget`.
+    #[arg(long, default_value = "exhaustive", value_parser = ["exhaustive", "lineage", "guided", "swarm"])]
+    mode: String,
+    /// Most schedules run in `--mode lineage`, `guided` or `swarm`.
+    #[arg(long, default_value_t = 500)]
+    budget: usize,
+    /// Stop at the first violating schedule (prints how many runs it took).
+    #[arg(long)]
+    stop_at_first: bool,
+    /// Report folder (default `reports/explore-<scenario>-<design>-k<faults>[-<mutant>]`).
+    #[arg(long, env = "ACP_CHAOS_OUT")]
+    out: Option<PathBuf>,
+    #[command(flatten)]
+    dir: DirArgs,
+}
+
+pub(super) fn exec(a: &ExploreArgs) -> Outcome {
+    check_mutant(&a.mutant)?;
+    if !(1..=3).contains(&a.faults) {
+        return Err(CliError::usage("--faults: 1, 2 or 3"));
+    }
+    if a.jobs == Some(0) {
+        return Err(CliError::usage("--jobs must be at least 1"));
+    }
+    let s = scenario::resolve(&scenarios_dir(&a.dir), &a.scenario)?;
+    let design = a
+        .agent
+        .or(s.agent.designs.first().copied())
+        .unwrap_or(Design::Stored);
+    if !s.agent.designs.contains(&design) {
+        return Err(CliError::usage(format!(
+            "--agent {}: {} runs under {}",
+            design.as_str(),
+            s.reference,
+            s.agent
+                .designs
+                .iter()
+                .map(|d| d.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    let plan = Plan::derive(&s, a.seed, a.mutant.as_deref(), design);
+    let kinds = if a.kinds.is_empty() {
+        exhaustive::default_kinds(&plan)
+    } else {
+        let mut v = Vec::new();
+        for k in &a.kinds {
+            match FaultKind::ALL.iter().find(|x| x.as_str() == k.trim()) {
+                Some(x) => v.push(*x),
+                None => {
+                    let names: Vec<&str> = FaultKind::ALL.iter().map(|x| x.as_str()).collect();
+                    return Err(CliError::usage(format!(
+                        "--kinds: unknown fault kind `{k}` (known: {})",
+                        names.join(", ")
+                    )));
+                }
+            }
+        }
+        v
+    };
+    let jobs = a.jobs.unwrap_or_else(num_cpus_or_one);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs)
+        .build()
+        .map_err(|e| CliError::usage(format!("--jobs: {e}")))?;
+    let name = format!(
+        "explore-{}-{}-k{}{}",
+        s.name,
+        design.as_str(),
+        a.faults,
+        a.mutant
+            .as_deref()
+            .map(|m| format!("-{m}"))
+            .unwrap_or_default()
+    );
+    let out = match (&a.out, a.shard) {
+        (Some(o), _) => o.clone(),
+        (None, Some((k, n))) => PathBuf::from("reports").join(format!("{name}-shard{k}of{n}")),
+        (None, None) => PathBuf::from("reports").join(&name),
+    };
+    println!(
+        "acp-chaos explore {}: design {}, <= {} faults of {}, mutant={}, jobs={jobs}{}",
+        s.reference,
+        design.as_str(),
+        a.faults,
+        kinds
+            .iter()
+            .map(|k| k.as_str())
+            .collect::<Vec<_>>()
+            .join(","),
+        a.mutant.as_deref().unwrap_or("none"),
+        a.shard
+            .map(|(k, n)| format!(", shard {k}/{n}"))
+            .unwrap_or_default()
+    );
+    let started = crate::wall_clock::now();
+    if a.mode == "guided" || a.mode == "swarm" {
+        if s.swarm.is_none() {
+            return Err(CliError::usage(format!(
+                "--mode {}: {} has no [swarm] section to draw from",
+                a.mode, s.reference
+            )));
+        }
+        let opts = guided::Options {
+            runs: a.budget,
+            seed_start: a.seed,
+            stop_at_first: a.stop_at_first,
+            stop_at_full_coverage: false,
+            target: None,
+        };
+        let g = if a.mode == "guided" {
+            guided::guided(&s, design, a.mutant.as_deref(), &opts, &pool)
+        } else {
+            guided::plain(&s, design, a.mutant.as_deref(), &opts, &pool)
+        };
+        let allowed = guided::allowed_cells(&s, &[design]);
+        println!(
+            "{}: {} runs, first failure at run {}, coverage cells {} of {} allowed{}, corpus {} parents  ({:.1} s)",
+            a.mode,
+            g.runs,
+            g.first_catch.map_or("-".to_string(), |r| r.to_string()),
+            allowed.iter().filter(|c| g.cells.contains_key(*c)).count(),
+            allowed.len(),
+            g.full_coverage_at
+                .map(|r| format!(", every allowed cell by run {r}"))
+                .unwrap_or_default(),
+            g.corpus,
+            started.elapsed().as_secs_f64()
+        );
+        let mut last: Vec<(&usize, &String)> = g
+            .cells
+            .iter()
+            .filter(|(c, _)| allowed.contains(*c))
+            .map(|(c, r)| (r, c))
+            .collect();
+        last.sort();
+        if std::env::var("ACP_CHAOS_DEBUG_CELLS").is_ok() {
+            println!("  last cells: {:?}", &last[last.len().saturating_sub(6)..]);
+        }
+        for e in g.violations.iter().take(3) {
+            println!(
+                "VIOLATION {}",
+                e.plan
+                    .faults
+                    .iter()
+                    .map(crate::nemesis::fault_line)
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            );
+            for v in e.verdicts.iter().filter(|v| {
+                matches!(
+                    v.status,
+                    crate::checkers::Status::Invalid | crate::checkers::Status::Unknown
+                )
+            }) {
+                println!("  {}", crate::checkers::verdict_line(v));
+            }
+        }
+        return Ok(if g.violations.is_empty() {
+            crate::exit::VALID
+        } else {
+            crate::exit::INVALID
+        });
+    }
+    let x = if a.mode == "lineage" {
+        lineage::lineage(
+            &plan,
+            &lineage::Options {
+                faults: a.faults,
+                budget: a.budget,
+                stop_at_first: a.stop_at_first,
+                target: None,
+            },
+        )
+    } else {
+        exhaustive::explore(
+            &plan,
+            &Options {
+                faults: a.faults,
+                kinds,
+                shard: a.shard,
+                audit: a.audit_pruning,
+                stop_at_first: a.stop_at_first,
+                target: None,
+                budget: None,
+            },
+            &pool,
+        )
+    };
+    let secs = started.elapsed().as_secs_f64();
+    for l in &x.levels {
+        println!(
+            "  {} faults: {} places, {} schedules run, {} pruned as equivalent{}{}",
+            l.faults,
+            l.places,
+            l.explored,
+            l.pruned,
+            if l.not_fired > 0 {
+                format!(", {} whose fault never fired", l.not_fired)
+            } else {
+                String::new()
+            },
+            if l.sharded {
+                " (this shard's slice)"
+            } else {
+                ""
+            }
+        );
+    }
+    let c = certificate::write(&out, &x, a.shard)?;
+    for v in &c.violations {
+        println!("VIOLATION {}", v.faults.join("; "));
+        for l in &v.verdicts {
+            println!("  {l}");
+        }
+        if let Some(r) = &v.replay {
+            println!("  replay: {r}");
+        }
+    }
+    if x.audited > 0 {
+        println!(
+            "pruning audited on {} pruned schedules: {} differ from their representative",
+            x.audited,
+            x.mismatches.len()
+        );
+        for m in &x.mismatches {
+            println!(
+                "AUDIT pruned [{}] vs representative [{}]: {:?}",
+                m.pruned.join("; "),
+                m.representative.join("; "),
+                m.differs
+            );
+        }
+    }
+    println!("{}  ({} runs, {secs:.1} s)", c.line, x.runs);
+    println!(
+        "report: {}/summary.md (certificate.json)  exit {}",
+        out.display(),
+        c.exit_code
+    );
+    Ok(c.exit_code)
+}

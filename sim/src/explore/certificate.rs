@@ -1,0 +1,300 @@
+//! An exploration's report folder: `certificate.json` (the counts per level, the kinds placed,
+//! the order hash, every violation with its schedule file), `summary.md`, and per violating
+//! schedule a folder with `schedule.toml` (replay it with `acp-chaos replay --schedule`),
+//! `history.jsonl`, `verdicts.json`, `report.md` and `report.html`.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::exhaustive::{Exploration, Explored, Level};
+use crate::campaign::{prepare_folder, write_atomic};
+use crate::checkers::{verdict_line, Status};
+use crate::nemesis::fault_line;
+use crate::report::{counterexample_html, counterexample_md, Counterexample};
+use crate::world;
+
+/// `certificate.json`'s format version.
+pub const CERTIFICATE_FORMAT: u32 = 1;
+
+/// One violating schedule, as `certificate.json` lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Violation {
+    /// Its faults, one line each, in firing order.
+    pub faults: Vec<String>,
+    /// The verdicts that failed, one line each.
+    pub verdicts: Vec<String>,
+    /// The properties that failed.
+    pub properties: Vec<String>,
+    /// The run's history hash.
+    pub hash: String,
+    /// Its folder, when kept (the first per property).
+    pub folder: Option<String>,
+    /// The command that replays it.
+    pub replay: Option<String>,
+}
+
+/// `certificate.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Certificate {
+    /// Format version ([`CERTIFICATE_FORMAT`]).
+    pub format: u32,
+    /// Scenario.
+    pub scenario: String,
+    /// Agent design.
+    pub design: String,
+    /// Mutant, if any.
+    pub mutant: Option<String>,
+    /// Most faults per schedule.
+    pub faults: usize,
+    /// The fault kinds placed.
+    pub kinds: Vec<String>,
+    /// `[K, N]` for shard K of N (the last level is split).
+    pub shard: Option<(u64, u64)>,
+    /// Counts per level (level 0 is the fault-free trace).
+    pub levels: Vec<LevelCounts>,
+    /// Schedules run over every level.
+    pub explored: usize,
+    /// Schedules pruned as equivalent.
+    pub pruned: usize,
+    /// Pruned schedules run anyway by `--audit-pruning`, and how many disagreed.
+    pub audited: usize,
+    /// Audit disagreements (pruning merged schedules whose verdicts differ).
+    pub audit_mismatches: usize,
+    /// SHA-256 over the schedules run, in order.
+    pub order_hash: String,
+    /// The certificate line.
+    pub line: String,
+    /// Every violating schedule.
+    pub violations: Vec<Violation>,
+    /// Exit code.
+    pub exit_code: i32,
+}
+
+/// Counts of one level.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LevelCounts {
+    /// Faults per schedule.
+    pub faults: usize,
+    /// Places read off the runs below.
+    pub places: usize,
+    /// Schedules run.
+    pub explored: usize,
+    /// Schedules pruned.
+    pub pruned: usize,
+    /// Schedules whose last fault never fired.
+    pub not_fired: usize,
+    /// Split by `--shard`.
+    pub sharded: bool,
+}
+
+impl From<&Level> for LevelCounts {
+    fn from(l: &Level) -> LevelCounts {
+        LevelCounts {
+            faults: l.faults,
+            places: l.places,
+            explored: l.explored,
+            pruned: l.pruned,
+            not_fired: l.not_fired,
+            sharded: l.sharded,
+        }
+    }
+}
+
+/// The exit code of an exploration: 1 for an invalid verdict or an audit disagreement, 4 for
+/// an unknown one, else 0.
+pub fn exit_code(x: &Exploration) -> i32 {
+    let statuses = || x.violations.iter().flat_map(|v| v.verdicts.iter());
+    if !x.mismatches.is_empty() || statuses().any(|v| v.status == Status::Invalid) {
+        crate::exit::INVALID
+    } else if statuses().any(|v| v.status == Status::Unknown) {
+        crate::exit::LIVENESS
+    } else {
+        crate::exit::VALID
+    }
+}
+
+fn failed_lines(e: &Explored) -> Vec<String> {
+    e.verdicts
+        .iter()
+        .filter(|v| matches!(v.status, Status::Invalid | Status::Unknown))
+        .map(verdict_line)
+        .collect()
+}
+
+/// Write the report folder `out` and return the certificate (the first violating schedule of
+/// each property gets its own folder).
+pub fn write(
+    out: &Path,
+    x: &Exploration,
+    shard: Option<(u64, u64)>,
+) -> anyhow::Result<Certificate> {
+    prepare_folder(out, "an acp-chaos explore artefact", |name, path| {
+        matches!(
+            name.trim_end_matches(".tmp"),
+            "certificate.json" | "summary.md"
+        ) || (path.join("schedule.toml").exists() && name.starts_with('v'))
+    })?;
+    // The first violating schedule of each (property, status, party) gets a folder.
+    let mut kept: Vec<String> = Vec::new();
+    let mut violations = Vec::new();
+    for (i, e) in x.violations.iter().enumerate() {
+        let failed: Vec<&crate::checkers::Verdict> = e
+            .verdicts
+            .iter()
+            .filter(|v| matches!(v.status, Status::Invalid | Status::Unknown))
+            .collect();
+        let props: Vec<String> = failed.iter().map(|v| v.property.clone()).collect();
+        let kinds: Vec<String> = failed
+            .iter()
+            .map(|v| format!("{} {:?} {:?}", v.property, v.status, v.party))
+            .collect();
+        let new = kinds.iter().any(|k| !kept.contains(k));
+        let (folder, replay) = if new {
+            kept.extend(kinds);
+            let name = format!("v{}-{}", i + 1, props.join("-"));
+            let replay = write_violation(&out.join(&name), e)?;
+            (Some(name), Some(replay))
+        } else {
+            (None, None)
+        };
+        violations.push(Violation {
+            faults: e.plan.faults.iter().map(fault_line).collect(),
+            verdicts: failed_lines(e),
+            properties: props,
+            hash: e.hash.clone(),
+            folder,
+            replay,
+        });
+    }
+    let c = Certificate {
+        format: CERTIFICATE_FORMAT,
+        scenario: x.base.scenario.clone(),
+        design: x.base.agent.design.as_str().to_string(),
+        mutant: x.base.mutant.clone(),
+        faults: x.levels.len().saturating_sub(1),
+        kinds: x.kinds.iter().map(|k| k.as_str().to_string()).collect(),
+        shard,
+        levels: x.levels.iter().map(LevelCounts::from).collect(),
+        explored: x.explored(),
+        pruned: x.pruned(),
+        audited: x.audited,
+        audit_mismatches: x.mismatches.len(),
+        order_hash: x.order_hash.clone(),
+        line: x.certificate(),
+        violations,
+        exit_code: exit_code(x),
+    };
+    write_atomic(
+        &out.join("certificate.json"),
+        &serde_json::to_vec_pretty(&c)?,
+    )?;
+    write_atomic(&out.join("summary.md"), summary_md(&c).as_bytes())?;
+    Ok(c)
+}
+
+/// One violating schedule's folder; returns its replay line.
+fn write_violation(dir: &Path, e: &Explored) -> anyhow::Result<String> {
+    std::fs::create_dir_all(dir)?;
+    let file: PathBuf = dir.join("schedule.toml");
+    let replay = format!("acp-chaos replay --schedule {}", file.display());
+    let header: String = e
+        .plan
+        .faults
+        .iter()
+        .map(|f| format!("# fault: {}\n", fault_line(f)))
+        .collect();
+    write_atomic(
+        &file,
+        format!(
+            "# found by acp-chaos explore {} (design {})\n{header}# replay: {replay}\n{}",
+            e.plan.scenario,
+            e.plan.agent.design.as_str(),
+            toml::to_string(&e.plan)?
+        )
+        .as_bytes(),
+    )?;
+    let h = world::run(&e.plan);
+    let mut buf = Vec::new();
+    h.write_jsonl(&mut buf)?;
+    write_atomic(&dir.join("history.jsonl"), &buf)?;
+    write_atomic(
+        &dir.join("verdicts.json"),
+        &serde_json::to_vec_pretty(&e.verdicts)?,
+    )?;
+    let schedule = std::fs::read_to_string(&file)?;
+    if let Some(v) = e
+        .verdicts
+        .iter()
+        .find(|v| matches!(v.status, Status::Invalid | Status::Unknown))
+    {
+        let c = Counterexample {
+            scenario: &e.plan.scenario,
+            verdict: v,
+            repro: &replay,
+            shrunk: None,
+            schedule: Some(&schedule),
+            history: &h,
+        };
+        write_atomic(&dir.join("report.md"), counterexample_md(&c).as_bytes())?;
+        write_atomic(&dir.join("report.html"), counterexample_html(&c).as_bytes())?;
+    }
+    Ok(replay)
+}
+
+/// `summary.md`: the certificate or the violations, and the counts per level.
+pub fn summary_md(c: &Certificate) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "# explore {} ({}{})\n",
+        c.scenario,
+        c.design,
+        c.mutant
+            .as_deref()
+            .map(|m| format!(", mutant {m}"))
+            .unwrap_or_default()
+    );
+    let _ = writeln!(s, "**{}**\n", c.line);
+    let _ = writeln!(
+        s,
+        "Kinds placed: {}. Order hash `{}`.{}\n",
+        c.kinds.join(", "),
+        c.order_hash,
+        c.shard
+            .map(|(k, n)| format!(" Shard {k} of {n} (the last level is split)."))
+            .unwrap_or_default()
+    );
+    let _ = writeln!(
+        s,
+        "| faults | places | explored | pruned | not fired |\n|---|---|---|---|---|"
+    );
+    for l in &c.levels {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} |",
+            l.faults, l.places, l.explored, l.pruned, l.not_fired
+        );
+    }
+    if c.audited > 0 {
+        let _ = writeln!(
+            s,
+            "\nPruning audited on {} pruned schedules: {} verdicts differed from their representative's.",
+            c.audited, c.audit_mismatches
+        );
+    }
+    if !c.violations.is_empty() {
+        let _ = writeln!(s, "\n## Violations\n");
+        for v in &c.violations {
+            let _ = writeln!(s, "- {}", v.faults.join("; "));
+            for l in &v.verdicts {
+                let _ = writeln!(s, "  - {l}");
+            }
+            if let (Some(f), Some(r)) = (&v.folder, &v.replay) {
+                let _ = writeln!(s, "  - [report]({f}/report.md), `{r}`");
+            }
+        }
+    }
+    s
+}

@@ -1,0 +1,529 @@
+//! Bounded exhaustive exploration: every schedule of at most `k` faults over the places of a
+//! trace, each equivalence class run once.
+//!
+//! The trace is the scenario's run with its faults removed, at a fixed latency (so one fault
+//! placed does not move the frames of the others). Level 1 places every fault shape
+//! ([`shapes`]) at every [`Place`] of that run. Level 2 places a second fault at every place of
+//! each level-1 run after its first fault fired (a reconnect adds frames, so the second fault is
+//! placed over the first fault's run, not the fault-free one), and so on to `k`. Every schedule
+//! is a [`Plan`] whose faults are triggered by protocol events, so it replays exactly.
+//!
+//! A placement is pruned when (its abstract state, its fault) was already explored
+//! ([`super::state`]): the run it would start is taken to be the same as its
+//! representative's. The pruned ones are counted, and `--audit-pruning` runs a seeded sample
+//! of them and compares verdicts. The result is a certificate ("explored N schedules of <=k
+//! faults, M pruned as equivalent, 0 violations") or the violating schedules.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use rand::seq::SliceRandom;
+use rayon::prelude::*;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use super::places::{places, Place, Spot};
+use super::shrink::Target;
+use super::state::states_at;
+use crate::checkers::{self, Status, Verdict};
+use crate::history::{process, History};
+use crate::models::Point;
+use crate::nemesis::{fault_line, Direction, FaultKind, FaultSpec, Sender, Side};
+use crate::plan::{stream, Plan};
+use crate::world::{self, Trace};
+
+/// What to explore.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Most faults per schedule (`--faults`).
+    pub faults: usize,
+    /// The fault kinds placed (`--kinds`); see [`default_kinds`].
+    pub kinds: Vec<FaultKind>,
+    /// Run only the `K`-th of `N` slices of the last level (every shard runs the levels below).
+    pub shard: Option<(u64, u64)>,
+    /// Pruned schedules to run anyway and compare with their representatives (0: none).
+    pub audit: usize,
+    /// Stop at the first catch (runs to first catch, for the scoreboard).
+    pub stop_at_first: bool,
+    /// What counts as a catch: this failure (a mutant's property, status and party); `None`:
+    /// any invalid or unknown verdict.
+    pub target: Option<Target>,
+    /// With `stop_at_first`: most schedules run (the trace's run included).
+    pub budget: Option<usize>,
+}
+
+/// The fault kinds placed by default for a plan's topology: losing and stalling frames,
+/// crashing the Agent, restarting the Client, partitions, transient errors; the proxy's crash
+/// with a proxy; the store's faults and the remote transport's lost exchange on a cluster.
+/// Not `drop-updates` (as the swarm does not draw it): an Agent request on a dead update
+/// stream, such as `session/request_permission`, waits forever, a gap the proposal leaves open
+/// rather than a model's bug; `--kinds drop-updates` places it.
+pub fn default_kinds(plan: &Plan) -> Vec<FaultKind> {
+    let mut k = vec![
+        FaultKind::LoseFrame,
+        FaultKind::StallFrame,
+        FaultKind::CrashAgent,
+        FaultKind::RestartClient,
+        FaultKind::Partition,
+        FaultKind::TransientError,
+    ];
+    if plan.proxy {
+        k.push(FaultKind::CrashProxy);
+    }
+    if plan.cluster() {
+        k.push(FaultKind::CrashStore);
+        k.push(FaultKind::PartitionStore);
+        if !plan.proxy {
+            k.push(FaultKind::LoseExchange);
+        }
+    }
+    k
+}
+
+/// One schedule's run.
+#[derive(Debug, Clone)]
+pub struct Explored {
+    /// The schedule: the trace's plan with these faults, in firing order.
+    pub plan: Plan,
+    /// Every checker's verdict on its run.
+    pub verdicts: Vec<Verdict>,
+    /// The run's history hash.
+    pub hash: String,
+}
+
+impl Explored {
+    /// Whether a checker found the run invalid or could not decide it.
+    pub fn failed(&self) -> bool {
+        self.verdicts
+            .iter()
+            .any(|v| matches!(v.status, Status::Invalid | Status::Unknown))
+    }
+
+    /// Whether the run catches `target` (any failure when `None`).
+    pub fn catches(&self, target: Option<&Target>) -> bool {
+        match target {
+            Some(t) => self.verdicts.iter().any(|v| t.matches(v)),
+            None => self.failed(),
+        }
+    }
+}
+
+/// Counts per level.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Level {
+    /// Faults per schedule at this level.
+    pub faults: usize,
+    /// Places read off the runs of the level below (after their last fault).
+    pub places: usize,
+    /// Schedules run.
+    pub explored: usize,
+    /// Schedules pruned as equivalent to one run.
+    pub pruned: usize,
+    /// Schedules whose new fault never fired (the run was its parent's).
+    pub not_fired: usize,
+    /// Whether this level was sharded (`--shard`): its counts are the shard's slice.
+    pub sharded: bool,
+}
+
+/// A pruned schedule run anyway, with its representative's and its own verdicts.
+#[derive(Debug, Clone, Serialize)]
+pub struct AuditMismatch {
+    /// The pruned schedule's faults.
+    pub pruned: Vec<String>,
+    /// Its representative's faults.
+    pub representative: Vec<String>,
+    /// Property: (representative's status, pruned one's status).
+    pub differs: Vec<(String, Status, Status)>,
+}
+
+/// The result of exploring a trace.
+#[derive(Debug, Clone)]
+pub struct Exploration {
+    /// The fault-free trace's plan (fixed latency, no faults).
+    pub base: Plan,
+    /// The kinds placed.
+    pub kinds: Vec<FaultKind>,
+    /// Counts per level (level 0: the trace itself).
+    pub levels: Vec<Level>,
+    /// Every schedule whose run failed, in exploration order.
+    pub violations: Vec<Explored>,
+    /// SHA-256 (hex, 16 chars) over the schedules run, in order: the same exploration gives the
+    /// same list, whatever `--jobs`.
+    pub order_hash: String,
+    /// Runs made (the trace, the schedules, the audit).
+    pub runs: usize,
+    /// Pruned schedules audited, and the mismatches found.
+    pub audited: usize,
+    /// Audit mismatches: pruning merged schedules whose verdicts differ.
+    pub mismatches: Vec<AuditMismatch>,
+    /// The 1-based run (the trace's run is the first) of the first catch, if any.
+    pub first_catch: Option<usize>,
+}
+
+impl Exploration {
+    /// Schedules run, over every level.
+    pub fn explored(&self) -> usize {
+        self.levels.iter().map(|l| l.explored).sum()
+    }
+
+    /// Schedules pruned, over every level.
+    pub fn pruned(&self) -> usize {
+        self.levels.iter().map(|l| l.pruned).sum()
+    }
+
+    /// The certificate line: `explored: N schedules of <=k faults, M pruned as equivalent,
+    /// V violations`.
+    pub fn certificate(&self) -> String {
+        format!(
+            "explored: {} schedules of <={} faults, {} pruned as equivalent, {} violations",
+            self.explored(),
+            self.levels.len().saturating_sub(1),
+            self.pruned(),
+            self.violations.len()
+        )
+    }
+}
+
+/// The trace a scenario's plan explores: no faults, latency fixed at its minimum.
+pub fn trace_plan(plan: &Plan) -> Plan {
+    let mut p = plan.clone();
+    p.faults.clear();
+    p.latency_ms_max = p.latency_ms_min;
+    p
+}
+
+/// The fault shapes placed at a place: each a kind with the settings it takes (`lose-frame`
+/// both visible and silent; one-way partitions both ways), those of `kinds` that can land
+/// there on this topology.
+pub fn shapes(place: &Place, plan: &Plan, kinds: &[FaultKind]) -> Vec<FaultSpec> {
+    let spec = |kind: FaultKind| FaultSpec {
+        kind,
+        on: place.on.clone(),
+        silent: false,
+        stall_ms: None,
+        heal_after_ms: None,
+        restart_after_ms: None,
+        direction: None,
+    };
+    let mut out = Vec::new();
+    for &k in kinds {
+        let mut f = spec(k);
+        match (k, &place.spot) {
+            (FaultKind::LoseFrame, Spot::Frame { .. }) => {
+                out.push(f.clone());
+                f.silent = true;
+                out.push(f);
+            }
+            (FaultKind::StallFrame, Spot::Frame { .. }) => {
+                f.stall_ms = Some(100);
+                out.push(f);
+            }
+            (FaultKind::ReorderFrame, Spot::Frame { .. }) => {
+                f.stall_ms = Some(40);
+                out.push(f);
+            }
+            (
+                FaultKind::TransientError,
+                Spot::Frame {
+                    by: Sender::Client,
+                    side: Side::Request,
+                    method,
+                    ..
+                },
+            ) if method == "session/prompt" => out.push(f),
+            (FaultKind::LoseExchange | FaultKind::DropUpdates, Spot::Frame { .. })
+                if plan.cluster() && !plan.proxy =>
+            {
+                out.push(f)
+            }
+            (FaultKind::CrashAgent, Spot::Point { point, .. })
+                if *point != Point::AfterStoreWrite =>
+            {
+                f.restart_after_ms = Some(50);
+                out.push(f);
+            }
+            (FaultKind::CrashAgent, Spot::Submission(_)) => {
+                f.restart_after_ms = Some(50);
+                out.push(f);
+            }
+            (FaultKind::RestartClient, Spot::Frame { .. } | Spot::Submission(_)) => {
+                f.restart_after_ms = Some(50);
+                out.push(f);
+            }
+            (FaultKind::CrashProxy, Spot::Frame { .. } | Spot::Point { .. }) if plan.proxy => {
+                if matches!(place.spot, Spot::Point { point, .. } if point == Point::AfterStoreWrite)
+                {
+                    continue;
+                }
+                f.restart_after_ms = Some(50);
+                out.push(f);
+            }
+            (FaultKind::CrashStore, Spot::Point { point, .. })
+                if plan.cluster() && *point == Point::AfterStoreWrite =>
+            {
+                f.restart_after_ms = Some(50);
+                out.push(f);
+            }
+            (FaultKind::PartitionStore, Spot::Point { point, .. })
+                if plan.cluster() && *point == Point::AfterStoreWrite =>
+            {
+                f.heal_after_ms = Some(100);
+                out.push(f);
+            }
+            (FaultKind::Partition | FaultKind::Hold, Spot::Frame { .. } | Spot::Submission(_)) => {
+                f.heal_after_ms = Some(100);
+                out.push(f);
+            }
+            (FaultKind::PartitionOneway, Spot::Frame { .. } | Spot::Submission(_)) => {
+                f.heal_after_ms = Some(100);
+                for d in [Direction::ClientToAgent, Direction::AgentToClient] {
+                    let mut g = f.clone();
+                    g.direction = Some(d);
+                    out.push(g);
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// A fault and where it lands, without the occurrence numbers: with the abstract state, the
+/// key of an equivalence class.
+fn shape_key(f: &FaultSpec, spot: &Spot) -> String {
+    let mut line = fault_line(&FaultSpec {
+        on: Default::default(),
+        ..f.clone()
+    });
+    line.push_str(&match spot {
+        Spot::Frame {
+            by,
+            side,
+            method,
+            submission,
+        } => format!(" @{by:?}:{side:?}:{method}:{submission:?}"),
+        Spot::Point { point, host } => format!(" @{}:{host}", point.as_str()),
+        Spot::Submission(n) => format!(" @submission {n}"),
+    });
+    line
+}
+
+/// A run at one level, to place further faults over.
+struct Node {
+    plan: Plan,
+    history: History,
+    trace: Trace,
+    /// Faults may be placed from this op on (after the last fault fired).
+    from: usize,
+}
+
+/// The op index where fault `i` of the plan fired in `h`, if it did.
+fn fired_at(h: &History, i: usize) -> Option<usize> {
+    h.ops
+        .iter()
+        .find(|o| o.process == process::NEMESIS && o.value["fault"].as_u64() == Some(i as u64))
+        .map(|o| o.index)
+}
+
+fn run(plan: &Plan) -> (Explored, History, Trace) {
+    let (h, t) = world::run_traced(plan);
+    let verdicts = checkers::check_all(&h);
+    let e = Explored {
+        plan: plan.clone(),
+        verdicts,
+        hash: h.hash(),
+    };
+    (e, h, t)
+}
+
+/// Explore `plan`'s trace (see the module doc). `pool` runs the schedules of a level in
+/// parallel; results keep the schedules' order, so the exploration is the same for any
+/// number of threads.
+pub fn explore(plan: &Plan, opts: &Options, pool: &rayon::ThreadPool) -> Exploration {
+    let base = trace_plan(plan);
+    let (e0, h0, t0) = run(&base);
+    let mut order = Sha256::new();
+    let mut levels = vec![Level {
+        explored: 1,
+        ..Level::default()
+    }];
+    let mut violations = Vec::new();
+    let mut runs = 1usize;
+    let mut first_catch = e0.catches(opts.target.as_ref()).then_some(1);
+    if e0.failed() {
+        violations.push(e0);
+    }
+    let mut nodes = vec![Node {
+        plan: base.clone(),
+        history: h0,
+        trace: t0,
+        from: 0,
+    }];
+    // Equivalence class → the representative's position in `ran` (for the audit).
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    let mut ran: Vec<Explored> = Vec::new();
+    let mut pruned_list: Vec<(Plan, usize)> = Vec::new();
+    for k in 1..=opts.faults {
+        if opts.stop_at_first && (first_catch.is_some() || opts.budget.is_some_and(|b| runs >= b)) {
+            break;
+        }
+        let mut level = Level {
+            faults: k,
+            ..Level::default()
+        };
+        let mut cands: Vec<Plan> = Vec::new();
+        for node in &nodes {
+            let ps: Vec<Place> = places(&node.history, &node.trace)
+                .into_iter()
+                .filter(|p| p.at >= node.from)
+                .collect();
+            level.places += ps.len();
+            let at: BTreeSet<usize> = ps.iter().map(|p| p.at).collect();
+            let states = states_at(&node.history, &at);
+            for p in &ps {
+                for f in shapes(p, &node.plan, &opts.kinds) {
+                    let key = format!("{}#{}", states[&p.at], shape_key(&f, &p.spot));
+                    let mut child = node.plan.clone();
+                    child.faults.push(f);
+                    match seen.get(&key) {
+                        Some(&rep) => {
+                            level.pruned += 1;
+                            pruned_list.push((child, rep));
+                        }
+                        None => {
+                            seen.insert(key, ran.len() + cands.len());
+                            cands.push(child);
+                        }
+                    }
+                }
+            }
+        }
+        // The last level is what a shard splits.
+        let last = k == opts.faults;
+        let (lo, hi) = match (opts.shard, last) {
+            (Some((s, n)), true) => {
+                level.sharded = true;
+                let cut = |i: u64| (cands.len() as u64 * i / n.max(1)) as usize;
+                (cut(s - 1), cut(s))
+            }
+            _ => (0, cands.len()),
+        };
+        let slice = &cands[lo..hi];
+        for c in slice {
+            for f in &c.faults {
+                order.update(fault_line(f).as_bytes());
+                order.update(b";");
+            }
+            order.update(b"\n");
+        }
+        let results: Vec<(Explored, History, Trace)> = if opts.stop_at_first {
+            // In order, one at a time: runs to the first catch.
+            let mut out = Vec::new();
+            for c in slice {
+                if opts.budget.is_some_and(|b| runs + out.len() >= b) {
+                    break;
+                }
+                let r = run(c);
+                let failed = r.0.catches(opts.target.as_ref())
+                    && fired_at(&r.1, c.faults.len() - 1).is_some();
+                out.push(r);
+                if failed {
+                    break;
+                }
+            }
+            out
+        } else {
+            pool.install(|| slice.par_iter().map(run).collect())
+        };
+        runs += results.len();
+        let results_len = results.len();
+        // Representatives of other shards' slices never run here: keep positions aligned.
+        for c in &cands[..lo] {
+            ran.push(Explored {
+                plan: c.clone(),
+                verdicts: Vec::new(),
+                hash: String::new(),
+            });
+        }
+        let mut next = Vec::new();
+        for (e, h, t) in results {
+            level.explored += 1;
+            let i = e.plan.faults.len() - 1;
+            match fired_at(&h, i) {
+                None => level.not_fired += 1,
+                Some(at) => {
+                    if e.catches(opts.target.as_ref()) && first_catch.is_none() {
+                        first_catch = Some(runs - results_len + level.explored);
+                    }
+                    if e.failed() {
+                        violations.push(e.clone());
+                    }
+                    next.push(Node {
+                        plan: e.plan.clone(),
+                        history: h,
+                        trace: t,
+                        from: at + 1,
+                    });
+                }
+            }
+            ran.push(e);
+        }
+        levels.push(level);
+        nodes = if last { Vec::new() } else { next };
+    }
+    let (audited, mismatches) = audit(&pruned_list, &ran, opts.audit, pool);
+    runs += audited;
+    let digest = order.finalize();
+    Exploration {
+        base,
+        kinds: opts.kinds.clone(),
+        levels,
+        violations,
+        order_hash: digest.iter().take(8).map(|b| format!("{b:02x}")).collect(),
+        runs,
+        audited,
+        mismatches,
+        first_catch,
+    }
+}
+
+/// Run a seeded sample of `n` pruned schedules (whose representatives ran here) and compare
+/// each one's verdicts, by property and status, with its representative's.
+fn audit(
+    pruned: &[(Plan, usize)],
+    ran: &[Explored],
+    n: usize,
+    pool: &rayon::ThreadPool,
+) -> (usize, Vec<AuditMismatch>) {
+    if n == 0 {
+        return (0, Vec::new());
+    }
+    let mut eligible: Vec<&(Plan, usize)> = pruned
+        .iter()
+        .filter(|(_, rep)| ran.get(*rep).is_some_and(|r| !r.verdicts.is_empty()))
+        .collect();
+    eligible.shuffle(&mut stream(0, "explore.audit"));
+    eligible.truncate(n);
+    let lines = |p: &Plan| p.faults.iter().map(fault_line).collect::<Vec<_>>();
+    let results: Vec<Option<AuditMismatch>> = pool.install(|| {
+        eligible
+            .par_iter()
+            .map(|(plan, rep)| {
+                let (e, _, _) = run(plan);
+                let r = &ran[*rep];
+                let differs: Vec<(String, Status, Status)> = r
+                    .verdicts
+                    .iter()
+                    .zip(&e.verdicts)
+                    .filter(|(a, b)| a.status != b.status || a.party != b.party)
+                    .map(|(a, b)| (a.property.clone(), a.status, b.status))
+                    .collect();
+                (!differs.is_empty()).then(|| AuditMismatch {
+                    pruned: lines(plan),
+                    representative: lines(&r.plan),
+                    differs,
+                })
+            })
+            .collect()
+    });
+    (eligible.len(), results.into_iter().flatten().collect())
+}

@@ -1,0 +1,561 @@
+//! A swarm that steers itself (after coverage-guided fuzzers and Mallory: Meng et al.,
+//! "Mallory: Greybox Fuzzing of Distributed Systems", CCS 2023).
+//!
+//! Runs come in fixed batches (the same runs whatever `--jobs`). Each run is either a fresh
+//! swarm draw (the scenario at the next seed) or a mutation of a parent from the corpus: a
+//! fault moved to another place of the parent's run, one added, one given another kind, one
+//! removed. Places are read off the parent's run ([`super::places`]), so frame faults reach
+//! every method in both directions. The feedback is what a run covered: the coverage cells
+//! (fault kind × the protocol state it landed in, [`crate::checkers::fault_states`]) and the
+//! happens-before shape of the run (every pair of consecutive Client, Agent and nemesis ops, by
+//! name). A run that covers something new joins the corpus as a parent.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use rand::seq::SliceRandom;
+use rand::Rng;
+use rayon::prelude::*;
+
+use super::exhaustive::{shapes, Explored};
+use super::places::{places, Place};
+use crate::checkers::{self, FAULT_STATES};
+use crate::history::{is_agent_host, process, History};
+use crate::models::Design;
+use crate::nemesis::FaultKind;
+use crate::plan::{stream, Plan};
+use crate::scenario::Scenario;
+use crate::world;
+
+/// Runs per batch: the corpus grows between batches, so the same batch size gives the same
+/// runs for any number of threads.
+pub const BATCH: usize = 8;
+
+/// Share of a batch mutated from the corpus (the rest are fresh swarm draws).
+const MUTATE: f64 = 0.75;
+
+/// Share of a batch steered to a coverage cell not hit yet (before the mutation coin).
+const STEER: f64 = 0.5;
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Most runs.
+    pub runs: usize,
+    /// The first fresh draw's seed.
+    pub seed_start: u64,
+    /// Stop at the first catch.
+    pub stop_at_first: bool,
+    /// What counts as a catch (`None`: any invalid or unknown verdict).
+    pub target: Option<super::shrink::Target>,
+    /// Stop once every allowed coverage cell was hit.
+    pub stop_at_full_coverage: bool,
+}
+
+/// What a guided swarm did.
+#[derive(Debug, Clone, Default)]
+pub struct Guided {
+    /// Runs made.
+    pub runs: usize,
+    /// The 1-based run of the first catch.
+    pub first_catch: Option<usize>,
+    /// The failing runs.
+    pub violations: Vec<Explored>,
+    /// Coverage cells hit, `kind@state`, with the 1-based run that first hit each.
+    pub cells: BTreeMap<String, usize>,
+    /// The 1-based run after which every allowed cell was hit.
+    pub full_coverage_at: Option<usize>,
+    /// Parents in the corpus at the end.
+    pub corpus: usize,
+}
+
+/// The coverage cells a scenario's swarm can hit under `designs`: every fault kind it draws ×
+/// every protocol state, but the cluster's own faults only on the cluster and the history fill
+/// only on the adapter (so never a cluster-only fault in a history fill).
+pub fn allowed_cells(s: &Scenario, designs: &[Design]) -> BTreeSet<String> {
+    let kinds: Vec<FaultKind> = s
+        .swarm
+        .as_ref()
+        .map(|w| w.faults.clone())
+        .unwrap_or_default();
+    let cluster = designs.contains(&Design::Cluster);
+    let adapter = designs.contains(&Design::Adapter);
+    let mut out = BTreeSet::new();
+    for k in kinds {
+        let cluster_only = matches!(
+            k,
+            FaultKind::CrashStore
+                | FaultKind::PartitionStore
+                | FaultKind::LoseExchange
+                | FaultKind::DropUpdates
+        );
+        if cluster_only && !cluster {
+            continue;
+        }
+        if k == FaultKind::CrashProxy && s.topology.transport == crate::scenario::Transport::Stdio {
+            continue;
+        }
+        for st in FAULT_STATES {
+            if st == "filling-history" && (cluster_only || !adapter) {
+                continue;
+            }
+            out.insert(format!("{}@{st}", k.as_str()));
+        }
+    }
+    out
+}
+
+/// The happens-before shape of a run: every pair of consecutive Client, Agent and nemesis
+/// ops, by name.
+fn shape(h: &History) -> BTreeSet<(String, String)> {
+    let mut out = BTreeSet::new();
+    let mut prev: Option<&str> = None;
+    for o in &h.ops {
+        let keep = o.process == process::CLIENT
+            || o.process == process::NEMESIS
+            || is_agent_host(&o.process);
+        if !keep {
+            continue;
+        }
+        if let Some(p) = prev {
+            out.insert((p.to_string(), o.f.clone()));
+        }
+        prev = Some(o.f.as_str());
+    }
+    out
+}
+
+/// What kind of place a spot is, without its occurrence: a frame's sender, side and method, a
+/// point's name, or a submission.
+fn spot_kind(s: &super::places::Spot) -> String {
+    use super::places::Spot;
+    match s {
+        Spot::Frame {
+            by, side, method, ..
+        } => format!("{by:?}:{side:?}:{method}"),
+        Spot::Point { point, .. } => point.as_str().to_string(),
+        Spot::Submission(_) => "submission".to_string(),
+    }
+}
+
+/// A parent to mutate: half the time one that has the rarest kind of place (in the protocol
+/// state it is in) among the corpus, else any.
+fn rare_parent(
+    spots: &BTreeMap<String, Vec<usize>>,
+    n: usize,
+    r: &mut rand_chacha::ChaCha8Rng,
+) -> usize {
+    if r.gen_bool(0.5) {
+        if let Some(min) = spots.values().map(Vec::len).min() {
+            let rare: Vec<&Vec<usize>> = spots.values().filter(|v| v.len() == min).collect();
+            if let Some(ps) = rare.choose(r) {
+                if let Some(&i) = ps.choose(r) {
+                    return i;
+                }
+            }
+        }
+    }
+    r.gen_range(0..n)
+}
+
+/// A parent: a plan, the places of its run, and the protocol state each place is in.
+struct Parent {
+    plan: Plan,
+    places: Vec<Place>,
+    states: Vec<&'static str>,
+    /// Each protocol state the run passed through, with the simulated times it held (a
+    /// process-level fault triggered at one of them lands in that state).
+    times: BTreeMap<&'static str, Vec<u64>>,
+}
+
+impl Parent {
+    fn of(plan: Plan, h: &History, places: Vec<Place>) -> Parent {
+        let at: BTreeSet<usize> = (0..=h.ops.len()).collect();
+        let st = checkers::protocol_states_at(h, &at);
+        let states = places.iter().map(|p| st[&p.at]).collect();
+        let mut times: BTreeMap<&'static str, Vec<u64>> = BTreeMap::new();
+        for o in &h.ops {
+            let t = times.entry(st[&o.index]).or_default();
+            if t.last() != Some(&o.time_ms) {
+                t.push(o.time_ms);
+            }
+        }
+        Parent {
+            plan,
+            places,
+            states,
+            times,
+        }
+    }
+}
+
+/// Fault kinds the step loop carries out (crashes, restarts, partitions, holds): a time
+/// trigger lands them in whatever state the run is in then.
+fn process_level(k: FaultKind) -> bool {
+    matches!(
+        k,
+        FaultKind::CrashAgent
+            | FaultKind::RestartClient
+            | FaultKind::CrashProxy
+            | FaultKind::CrashStore
+            | FaultKind::Partition
+            | FaultKind::PartitionOneway
+            | FaultKind::Hold
+            | FaultKind::PartitionStore
+    )
+}
+
+/// A process-level fault of `kind` with the settings the swarm gives it (trigger to be set).
+fn at_time(kind: FaultKind, plan: &Plan) -> Option<crate::nemesis::FaultSpec> {
+    let mut f = crate::nemesis::FaultSpec {
+        kind,
+        on: Default::default(),
+        silent: false,
+        stall_ms: None,
+        heal_after_ms: None,
+        restart_after_ms: None,
+        direction: None,
+    };
+    match kind {
+        FaultKind::CrashAgent | FaultKind::RestartClient => f.restart_after_ms = Some(50),
+        FaultKind::CrashProxy if plan.proxy => f.restart_after_ms = Some(50),
+        FaultKind::CrashStore if plan.cluster() => f.restart_after_ms = Some(50),
+        FaultKind::Partition | FaultKind::Hold => f.heal_after_ms = Some(100),
+        FaultKind::PartitionStore if plan.cluster() => f.heal_after_ms = Some(100),
+        FaultKind::PartitionOneway => {
+            f.heal_after_ms = Some(100);
+            f.direction = Some(crate::nemesis::Direction::ClientToAgent);
+        }
+        _ => return None,
+    }
+    Some(f)
+}
+
+/// Steer to an uncovered cell: a parent with a place in the cell's protocol state where the
+/// cell's fault kind can land, and that fault added there.
+fn toward(
+    corpus: &[Parent],
+    uncovered: &[(FaultKind, &str)],
+    r: &mut rand_chacha::ChaCha8Rng,
+) -> Option<Plan> {
+    let &(kind, state) = uncovered.choose(r)?;
+    let mut order: Vec<usize> = (0..corpus.len()).collect();
+    order.shuffle(r);
+    for i in order {
+        let p = &corpus[i];
+        // A process-level fault: at a time the run was in that state.
+        if process_level(kind) {
+            let t = p.times.get(state).and_then(|ts| ts.choose(r));
+            if let (Some(t), Some(mut f)) = (t, at_time(kind, &p.plan)) {
+                f.on = crate::nemesis::Trigger {
+                    at_ms: Some(*t),
+                    ..Default::default()
+                };
+                let mut plan = p.plan.clone();
+                plan.faults.push(f);
+                if plan.check().is_none() {
+                    return Some(plan);
+                }
+            }
+        }
+        let mut spots: Vec<usize> = (0..p.places.len())
+            .filter(|&j| p.states[j] == state)
+            .collect();
+        spots.shuffle(r);
+        for j in spots {
+            let fs = shapes(&p.places[j], &p.plan, &[kind]);
+            if let Some(f) = fs.choose(r) {
+                let mut plan = p.plan.clone();
+                plan.faults.push(f.clone());
+                return Some(plan);
+            }
+        }
+    }
+    // No parent has a place for that fault in that state: widen the state where it is short
+    // in some parent, by stalling the answer that ends it (a resume's, or an inserted
+    // prompt's), so the next runs have places inside it.
+    let ends = match state {
+        "resuming" => "session/resume",
+        "inserted-unanswered" => "session/prompt",
+        _ => return None,
+    };
+    let mut order: Vec<usize> = (0..corpus.len()).collect();
+    order.shuffle(r);
+    for i in order {
+        let p = &corpus[i];
+        let mut spots: Vec<&Place> = p
+            .places
+            .iter()
+            .filter(|pl| {
+                matches!(&pl.spot, super::places::Spot::Frame {
+                    by: crate::nemesis::Sender::Client,
+                    side: crate::nemesis::Side::Response,
+                    method,
+                    ..
+                } if method == ends)
+            })
+            .collect();
+        spots.shuffle(r);
+        if let Some(pl) = spots.first() {
+            if let Some(f) = shapes(pl, &p.plan, &[FaultKind::StallFrame])
+                .into_iter()
+                .next()
+            {
+                let mut plan = p.plan.clone();
+                plan.faults.push(f);
+                return Some(plan);
+            }
+        }
+    }
+    // No parent even enters that state: a Client restart while input is pending makes it
+    // reconnect and resume (a remote transport's Client only resumes on a new process).
+    let p = corpus.choose(r)?;
+    let t = ["inserted-unanswered", "held", "answered"]
+        .iter()
+        .filter_map(|s| p.times.get(s))
+        .flatten()
+        .copied()
+        .collect::<Vec<u64>>();
+    let t = *t.choose(r)?;
+    let mut f = at_time(FaultKind::RestartClient, &p.plan)?;
+    f.on = crate::nemesis::Trigger {
+        at_ms: Some(t),
+        ..Default::default()
+    };
+    let mut plan = p.plan.clone();
+    plan.faults.push(f);
+    plan.check().is_none().then_some(plan)
+}
+
+/// One mutation of a parent, from the guided stream: move, add, re-kind or remove a fault.
+fn mutate(p: &Parent, kinds: &[FaultKind], r: &mut rand_chacha::ChaCha8Rng) -> Plan {
+    let mut plan = p.plan.clone();
+    if p.places.is_empty() {
+        return plan;
+    }
+    // A fault of one of the kinds at a random place (a few tries: not every kind lands
+    // everywhere).
+    let fault_at = |r: &mut rand_chacha::ChaCha8Rng, kind: Option<FaultKind>| {
+        for _ in 0..16 {
+            let place = p.places.choose(r).expect("non-empty");
+            let ks: Vec<FaultKind> = match kind {
+                Some(k) => vec![k],
+                None => kinds.to_vec(),
+            };
+            let fs = shapes(place, &p.plan, &ks);
+            if let Some(f) = fs.choose(r) {
+                return Some(f.clone());
+            }
+        }
+        None
+    };
+    let op = r.gen_range(0..4u32);
+    let n = plan.faults.len();
+    match op {
+        // Move a fault to another place (same kind).
+        0 if n > 0 => {
+            let i = r.gen_range(0..n);
+            if let Some(f) = fault_at(r, Some(plan.faults[i].kind)) {
+                plan.faults[i] = f;
+            }
+        }
+        // Another kind at a random place, in place of one.
+        1 if n > 0 => {
+            let i = r.gen_range(0..n);
+            if let Some(f) = fault_at(r, None) {
+                plan.faults[i] = f;
+            }
+        }
+        // Drop one.
+        2 if n > 1 => {
+            let i = r.gen_range(0..n);
+            plan.faults.remove(i);
+        }
+        // Add one.
+        _ => {
+            if let Some(f) = fault_at(r, None) {
+                plan.faults.push(f);
+            }
+        }
+    }
+    plan
+}
+
+/// Run the guided swarm on scenario `s` under `design` (with `mutant`, if any).
+pub fn guided(
+    s: &Scenario,
+    design: Design,
+    mutant: Option<&str>,
+    opts: &Options,
+    pool: &rayon::ThreadPool,
+) -> Guided {
+    let kinds: Vec<FaultKind> = s
+        .swarm
+        .as_ref()
+        .map(|w| w.faults.clone())
+        .unwrap_or_default();
+    let allowed = allowed_cells(s, &[design]);
+    let mut rng = stream(opts.seed_start, "explore.guided");
+    let mut corpus: Vec<Parent> = Vec::new();
+    let mut shapes_seen: BTreeSet<(String, String)> = BTreeSet::new();
+    // (protocol state, kind of place) → parents that have such a place: a rare one marks a
+    // parent worth mutating (its runs reach where few others do).
+    let mut spots_seen: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    let mut out = Guided::default();
+    let mut next_seed = opts.seed_start;
+    while out.runs < opts.runs {
+        let n = BATCH.min(opts.runs - out.runs);
+        let mut batch = Vec::with_capacity(n);
+        let uncovered: Vec<(FaultKind, &str)> = allowed
+            .iter()
+            .filter(|c| !out.cells.contains_key(*c))
+            .filter_map(|c| {
+                let (k, st) = c.split_once('@')?;
+                let kind = FaultKind::ALL.into_iter().find(|x| x.as_str() == k)?;
+                let st = FAULT_STATES.into_iter().find(|x| *x == st)?;
+                Some((kind, st))
+            })
+            .collect();
+        for _ in 0..n {
+            let steer = !uncovered.is_empty() && !corpus.is_empty() && rng.gen_bool(STEER);
+            let steered = if steer {
+                toward(&corpus, &uncovered, &mut rng)
+            } else {
+                None
+            };
+            let plan = if let Some(p) = steered {
+                p
+            } else if !corpus.is_empty() && rng.gen_bool(MUTATE) {
+                let p = &corpus[rare_parent(&spots_seen, corpus.len(), &mut rng)];
+                mutate(p, &kinds, &mut rng)
+            } else {
+                let p = Plan::derive(s, next_seed, mutant, design);
+                next_seed += 1;
+                p
+            };
+            batch.push(plan);
+        }
+        let results: Vec<(Plan, History, Vec<Place>, Vec<checkers::Verdict>)> =
+            pool.install(|| {
+                batch
+                    .into_par_iter()
+                    .map(|plan| {
+                        let (h, t) = world::run_traced(&plan);
+                        let verdicts = checkers::check_all(&h);
+                        let ps = places(&h, &t);
+                        (plan, h, ps, verdicts)
+                    })
+                    .collect()
+            });
+        for (plan, h, ps, verdicts) in results {
+            out.runs += 1;
+            let e = Explored {
+                hash: h.hash(),
+                plan: plan.clone(),
+                verdicts,
+            };
+            let mut new = false;
+            for (state, kind) in checkers::fault_states(&h) {
+                let cell = format!("{kind}@{state}");
+                if !out.cells.contains_key(&cell) {
+                    out.cells.insert(cell, out.runs);
+                    new = true;
+                }
+            }
+            for pair in shape(&h) {
+                new |= shapes_seen.insert(pair);
+            }
+            if out.full_coverage_at.is_none() && allowed.iter().all(|c| out.cells.contains_key(c)) {
+                out.full_coverage_at = Some(out.runs);
+            }
+            if e.catches(opts.target.as_ref()) {
+                out.first_catch.get_or_insert(out.runs);
+            }
+            if e.failed() {
+                out.violations.push(e);
+            } else {
+                // A place in a protocol state no parent had it in is new too: where the next
+                // fault can land that none could before.
+                let parent = Parent::of(plan, &h, ps);
+                let sigs: BTreeSet<String> = parent
+                    .places
+                    .iter()
+                    .zip(&parent.states)
+                    .map(|(p, st)| format!("{st}:{}", spot_kind(&p.spot)))
+                    .collect();
+                new |= sigs.iter().any(|s| !spots_seen.contains_key(s));
+                if new {
+                    for s in sigs {
+                        spots_seen.entry(s).or_default().push(corpus.len());
+                    }
+                    corpus.push(parent);
+                }
+            }
+        }
+        let done_failing = opts.stop_at_first && out.first_catch.is_some();
+        let done_covering = opts.stop_at_full_coverage && out.full_coverage_at.is_some();
+        if done_failing || done_covering {
+            break;
+        }
+    }
+    out.corpus = corpus.len();
+    out
+}
+
+/// The plain swarm on the same scenario and design: seeds in order from `seed_start`, each a
+/// fresh draw; the 1-based run after which every allowed coverage cell was hit (`None`: not
+/// within `runs`), and the first failing run.
+pub fn plain(
+    s: &Scenario,
+    design: Design,
+    mutant: Option<&str>,
+    opts: &Options,
+    pool: &rayon::ThreadPool,
+) -> Guided {
+    let allowed = allowed_cells(s, &[design]);
+    let mut out = Guided::default();
+    let mut seed = opts.seed_start;
+    while out.runs < opts.runs {
+        let n = BATCH.min(opts.runs - out.runs);
+        let seeds: Vec<u64> = (seed..seed + n as u64).collect();
+        seed += n as u64;
+        let results: Vec<(Plan, History, Vec<checkers::Verdict>)> = pool.install(|| {
+            seeds
+                .into_par_iter()
+                .map(|sd| {
+                    let plan = Plan::derive(s, sd, mutant, design);
+                    let h = world::run(&plan);
+                    let v = checkers::check_all(&h);
+                    (plan, h, v)
+                })
+                .collect()
+        });
+        for (plan, h, verdicts) in results {
+            out.runs += 1;
+            for (state, kind) in checkers::fault_states(&h) {
+                out.cells
+                    .entry(format!("{kind}@{state}"))
+                    .or_insert(out.runs);
+            }
+            if out.full_coverage_at.is_none() && allowed.iter().all(|c| out.cells.contains_key(c)) {
+                out.full_coverage_at = Some(out.runs);
+            }
+            let e = Explored {
+                hash: h.hash(),
+                plan,
+                verdicts,
+            };
+            if e.catches(opts.target.as_ref()) {
+                out.first_catch.get_or_insert(out.runs);
+            }
+            if e.failed() {
+                out.violations.push(e);
+            }
+        }
+        let done_failing = opts.stop_at_first && out.first_catch.is_some();
+        let done_covering = opts.stop_at_full_coverage && out.full_coverage_at.is_some();
+        if done_failing || done_covering {
+            break;
+        }
+    }
+    out
+}
