@@ -36,47 +36,6 @@ pub fn key_form(line: &str) -> KeyForm {
     }
 }
 
-#[cfg(test)]
-mod key_form_tests {
-    use super::{key_form, KeyForm};
-
-    fn probe(key: &str) -> String {
-        format!(
-            r#"{{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{{"sessionId":"s","prompt":[],"idempotencyKey":{key}}}}}"#
-        )
-    }
-
-    #[test]
-    fn keys_are_classified_by_k1_to_k3_counting_unicode_scalar_values() {
-        assert_eq!(key_form(r#"{"params":{}}"#), KeyForm::Omitted);
-        assert_eq!(key_form(&probe("null")), KeyForm::Omitted);
-        assert_eq!(key_form(&probe(r#""a""#)), KeyForm::Valid);
-        assert_eq!(
-            key_form(&probe(&format!("\"{}\"", "é".repeat(255)))),
-            KeyForm::Valid
-        );
-        assert_eq!(
-            key_form(&probe(&format!("\"{}😀\"", "d".repeat(254)))),
-            KeyForm::Valid
-        );
-        for bad in [
-            r#""""#.to_string(),
-            format!("\"{}\"", "é".repeat(256)),
-            "1".into(),
-            "true".into(),
-            "{}".into(),
-            "[]".into(),
-        ] {
-            assert!(
-                matches!(key_form(&probe(&bad)), KeyForm::Malformed(_)),
-                "{bad}"
-            );
-        }
-        assert_eq!(key_form(&probe(r#""\ud800""#)), KeyForm::NotJson);
-        assert_eq!(key_form("{\"jsonrpc\":"), KeyForm::NotJson);
-    }
-}
-
 /// P5 key-validation (K2 K3): every raw probe the Client sent (`[[raw]]`) is classified by
 /// [`key_form`] independently of the Agent, then: a malformed key gets an error, `-32602`
 /// (nothing else is wrong in a probe), and inserts nothing (never treated as omitted); a
@@ -171,4 +130,45 @@ pub fn p5_key_validation(f: &Facts) -> Verdict {
         }
     }
     v
+}
+
+#[cfg(test)]
+mod key_form_tests {
+    use super::{key_form, KeyForm};
+
+    fn probe(key: &str) -> String {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{{"sessionId":"s","prompt":[],"idempotencyKey":{key}}}}}"#
+        )
+    }
+
+    #[test]
+    fn keys_are_classified_by_k1_to_k3_counting_unicode_scalar_values() {
+        assert_eq!(key_form(r#"{"params":{}}"#), KeyForm::Omitted);
+        assert_eq!(key_form(&probe("null")), KeyForm::Omitted);
+        assert_eq!(key_form(&probe(r#""a""#)), KeyForm::Valid);
+        assert_eq!(
+            key_form(&probe(&format!("\"{}\"", "é".repeat(255)))),
+            KeyForm::Valid
+        );
+        assert_eq!(
+            key_form(&probe(&format!("\"{}😀\"", "d".repeat(254)))),
+            KeyForm::Valid
+        );
+        for bad in [
+            r#""""#.to_string(),
+            format!("\"{}\"", "é".repeat(256)),
+            "1".into(),
+            "true".into(),
+            "{}".into(),
+            "[]".into(),
+        ] {
+            assert!(
+                matches!(key_form(&probe(&bad)), KeyForm::Malformed(_)),
+                "{bad}"
+            );
+        }
+        assert_eq!(key_form(&probe(r#""\ud800""#)), KeyForm::NotJson);
+        assert_eq!(key_form("{\"jsonrpc\":"), KeyForm::NotJson);
+    }
 }

@@ -28,9 +28,9 @@ pub(super) struct BenchArgs {
 
 pub(super) fn exec(b: &BenchArgs) -> Outcome {
     if b.seeds == 0 || b.jobs == 0 {
-        return Err(CliError::usage(format!(
-            "--seeds and --jobs must be at least 1"
-        )));
+        return Err(CliError::usage(
+            "--seeds and --jobs must be at least 1".to_string(),
+        ));
     }
     let s = scenario::resolve(&scenarios_dir(&b.dir), &b.scenario)?;
     let r = crate::campaign::bench::measure(&s, b.seeds, b.jobs, b.agent)?;

@@ -62,6 +62,11 @@ pub(super) struct ExploreArgs {
     /// Stop at the first violating schedule (prints how many runs it took).
     #[arg(long)]
     stop_at_first: bool,
+    /// Explore against every mutant that applies to the design, one after the other, each up
+    /// to its first catch (its property, status and party): which mutants the trace can show,
+    /// in how many runs, with the replay line of the catching schedule.
+    #[arg(long, conflicts_with_all = ["mutant", "shard", "audit_pruning"])]
+    mutants: bool,
     /// Report folder (default `reports/explore-<scenario>-<design>-k<faults>[-<mutant>]`).
     #[arg(long, env = "ACP_CHAOS_OUT")]
     out: Option<PathBuf>,
@@ -94,6 +99,9 @@ pub(super) fn exec(a: &ExploreArgs) -> Outcome {
                 .collect::<Vec<_>>()
                 .join(", ")
         )));
+    }
+    if a.mutants {
+        return every_mutant(a, &s, design);
     }
     let plan = Plan::derive(&s, a.seed, a.mutant.as_deref(), design);
     let kinds = if a.kinds.is_empty() {
@@ -295,4 +303,103 @@ pub(super) fn exec(a: &ExploreArgs) -> Outcome {
         c.exit_code
     );
     Ok(c.exit_code)
+}
+
+/// `--mutants`: each mutant that applies to `design`, explored up to its first catch.
+fn every_mutant(a: &ExploreArgs, s: &scenario::Scenario, design: Design) -> Outcome {
+    use crate::explore::shrink::Target;
+    use crate::models::mutant::MUTANTS;
+    let jobs = a.jobs.unwrap_or_else(num_cpus_or_one);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs)
+        .build()
+        .map_err(|e| CliError::usage(format!("--jobs: {e}")))?;
+    let out = a.out.clone().unwrap_or_else(|| {
+        PathBuf::from("reports").join(format!(
+            "explore-{}-{}-k{}-mutants",
+            s.name,
+            design.as_str(),
+            a.faults
+        ))
+    });
+    let applies: Vec<_> = MUTANTS
+        .iter()
+        .filter(|m| m.designs.is_empty() || m.designs.contains(&design))
+        .collect();
+    println!(
+        "acp-chaos explore {} --mutants: design {}, <= {} faults, {} mutants apply",
+        s.reference,
+        design.as_str(),
+        a.faults,
+        applies.len()
+    );
+    let results: Vec<(&str, exhaustive::Exploration)> = pool.install(|| {
+        use rayon::prelude::*;
+        applies
+            .par_iter()
+            .map(|m| {
+                let plan = Plan::derive(s, a.seed, Some(m.name), design);
+                let kinds = exhaustive::default_kinds(&plan);
+                let x = exhaustive::explore(
+                    &plan,
+                    &Options {
+                        faults: a.faults,
+                        kinds,
+                        shard: None,
+                        audit: 0,
+                        stop_at_first: true,
+                        target: Some(Target::of_mutant(m)),
+                        budget: None,
+                    },
+                    &pool,
+                );
+                (m.name, x)
+            })
+            .collect()
+    });
+    let mut caught = 0;
+    for (name, x) in &results {
+        match x.first_catch {
+            Some(r) => {
+                caught += 1;
+                let target = MUTANTS
+                    .iter()
+                    .find(|m| m.name == *name)
+                    .map(Target::of_mutant);
+                let e = x
+                    .violations
+                    .iter()
+                    .find(|e| e.catches(target.as_ref()))
+                    .expect("a catch is a violation");
+                let c = certificate::write(&out.join(name), x, None)?;
+                let replay = c
+                    .violations
+                    .iter()
+                    .find(|v| v.id == e.id)
+                    .and_then(|v| v.replay.clone())
+                    .unwrap_or_default();
+                println!(
+                    "  {name:<32} caught at run {r:>5}: {}\n  {:<32} {replay}",
+                    e.plan
+                        .faults
+                        .iter()
+                        .map(crate::nemesis::fault_line)
+                        .collect::<Vec<_>>()
+                        .join("; "),
+                    ""
+                );
+            }
+            None => println!(
+                "  {name:<32} not shown: {} schedules of <= {} faults, none caught it",
+                x.explored(),
+                a.faults
+            ),
+        }
+    }
+    println!(
+        "{caught} of {} mutants caught on this trace; report: {}",
+        results.len(),
+        out.display()
+    );
+    Ok(crate::exit::VALID)
 }

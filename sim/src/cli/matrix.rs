@@ -106,9 +106,9 @@ pub(super) fn exec(a: &MatrixArgs) -> Outcome {
         return Ok(exit::VALID);
     }
     if a.seeds == 0 || a.seed_start.checked_add(a.seeds).is_none() {
-        return Err(CliError::usage(format!(
-            "--seeds must be at least 1 and --seed-start + --seeds below 2^64"
-        )));
+        return Err(CliError::usage(
+            "--seeds must be at least 1 and --seed-start + --seeds below 2^64".to_string(),
+        ));
     }
     let mx = matrix::sweep(&matrix::Spec {
         seed_start: a.seed_start,

@@ -21,6 +21,35 @@ pub(super) struct MergeArgs {
 
 /// `acp-chaos merge DIR...`: join shard reports.
 pub(super) fn exec(a: &MergeArgs) -> Outcome {
+    // An exploration's shards (`explore --shard K/N`) hold a certificate, a campaign's a summary.
+    if a.dirs
+        .first()
+        .is_some_and(|d| d.join("certificate.json").exists())
+    {
+        let out = match &a.out {
+            Some(o) => o.clone(),
+            None => {
+                let d = a.dirs[0].display().to_string();
+                let base = d.trim_end_matches('/');
+                let base = base.rsplit_once("-shard").map_or(base, |(b, _)| b);
+                std::path::PathBuf::from(format!("{base}-merged"))
+            }
+        };
+        let c = crate::explore::certificate::merge(&a.dirs, &out)?;
+        println!(
+            "merged {} shards of explore {} ({}): {}",
+            a.dirs.len(),
+            c.scenario,
+            c.design,
+            c.line
+        );
+        println!(
+            "report: {}/summary.md (certificate.json)  exit {}",
+            out.display(),
+            c.exit_code
+        );
+        return Ok(c.exit_code);
+    }
     let summaries = a
         .dirs
         .iter()

@@ -55,9 +55,9 @@ pub(super) struct MutantsArgs {
 /// shrinks, baseline, report).
 pub(super) fn exec(a: &MutantsArgs) -> Outcome {
     if a.seeds == 0 || a.catches == 0 || a.jobs == Some(0) {
-        return Err(CliError::usage(format!(
-            "--seeds, --catches and --jobs must be at least 1"
-        )));
+        return Err(CliError::usage(
+            "--seeds, --catches and --jobs must be at least 1".to_string(),
+        ));
     }
     if let Some(m) = &a.mutant {
         if mutant::find(m).is_none() {
@@ -123,7 +123,7 @@ pub(super) fn exec(a: &MutantsArgs) -> Outcome {
         );
     }
     if rows.is_empty() {
-        return Err(CliError::usage(format!("nothing to run")));
+        return Err(CliError::usage("nothing to run".to_string()));
     }
     let mut ratios: Vec<f64> = rows.iter().filter_map(|r| r.ratio()).collect();
     if !ratios.is_empty() {

@@ -66,15 +66,15 @@ pub(super) struct RunArgs {
 pub(super) fn exec(a: &RunArgs) -> Outcome {
     check_mutant(&a.mutant)?;
     if a.seeds == 0 {
-        return Err(CliError::usage(format!("--seeds must be at least 1")));
+        return Err(CliError::usage("--seeds must be at least 1".to_string()));
     }
     if a.jobs == Some(0) {
-        return Err(CliError::usage(format!("--jobs must be at least 1")));
+        return Err(CliError::usage("--jobs must be at least 1".to_string()));
     }
     if a.seed_start.checked_add(a.seeds).is_none() {
-        return Err(CliError::usage(format!(
-            "--seed-start + --seeds must stay below 2^64"
-        )));
+        return Err(CliError::usage(
+            "--seed-start + --seeds must stay below 2^64".to_string(),
+        ));
     }
     // The same scenario named twice runs once.
     let mut names = a.scenario.clone();

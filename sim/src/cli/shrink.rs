@@ -53,9 +53,10 @@ pub(super) fn exec(a: &ShrinkArgs) -> Outcome {
         .or(s.agent.designs.first().copied())
         .unwrap_or(Design::Stored);
     if i64::try_from(a.seed).is_err() {
-        return Err(CliError::usage(format!(
+        return Err(CliError::usage(
             "--seed: a schedule file keeps the seed as a TOML integer, at most 2^63 - 1"
-        )));
+                .to_string(),
+        ));
     }
     let plan = Plan::derive(&s, a.seed, a.mutant.as_deref(), design);
     for l in plan.describe() {

@@ -21,12 +21,16 @@ pub const CERTIFICATE_FORMAT: u32 = 1;
 /// One violating schedule, as `certificate.json` lists it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Violation {
+    /// Its place in the exploration (`L.I`: the `I`-th schedule of level `L`).
+    pub id: String,
     /// Its faults, one line each, in firing order.
     pub faults: Vec<String>,
     /// The verdicts that failed, one line each.
     pub verdicts: Vec<String>,
     /// The properties that failed.
     pub properties: Vec<String>,
+    /// Each failure as `property status party` (the first schedule of each gets a folder).
+    pub kinds: Vec<String>,
     /// The run's history hash.
     pub hash: String,
     /// Its folder, when kept (the first per property).
@@ -139,7 +143,7 @@ pub fn write(
     // The first violating schedule of each (property, status, party) gets a folder.
     let mut kept: Vec<String> = Vec::new();
     let mut violations = Vec::new();
-    for (i, e) in x.violations.iter().enumerate() {
+    for e in &x.violations {
         let failed: Vec<&crate::checkers::Verdict> = e
             .verdicts
             .iter()
@@ -152,17 +156,19 @@ pub fn write(
             .collect();
         let new = kinds.iter().any(|k| !kept.contains(k));
         let (folder, replay) = if new {
-            kept.extend(kinds);
-            let name = format!("v{}-{}", i + 1, props.join("-"));
+            kept.extend(kinds.iter().cloned());
+            let name = format!("v{}-{}", e.id, props.join("-"));
             let replay = write_violation(&out.join(&name), e)?;
             (Some(name), Some(replay))
         } else {
             (None, None)
         };
         violations.push(Violation {
+            id: e.id.clone(),
             faults: e.plan.faults.iter().map(fault_line).collect(),
             verdicts: failed_lines(e),
             properties: props,
+            kinds,
             hash: e.hash.clone(),
             folder,
             replay,
@@ -297,4 +303,148 @@ pub fn summary_md(c: &Certificate) -> String {
         }
     }
     s
+}
+
+/// Merge the report folders of an exploration's shards (`explore --shard K/N`, every shard
+/// read from its `certificate.json`) into `out`: the levels below the last as any shard has
+/// them, the last level's runs added up, the violations in shard order, and the first
+/// violating schedule of each property, status and party kept as a folder. The result is what
+/// the unsharded exploration writes.
+///
+/// Errors: folders of different explorations, a shard missing or given twice.
+pub fn merge(dirs: &[PathBuf], out: &Path) -> anyhow::Result<Certificate> {
+    let read = |d: &PathBuf| -> anyhow::Result<Certificate> {
+        let p = d.join("certificate.json");
+        let text =
+            std::fs::read_to_string(&p).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))?;
+        serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))
+    };
+    let certs: Vec<Certificate> = dirs.iter().map(read).collect::<anyhow::Result<_>>()?;
+    let Some(first) = certs.first() else {
+        anyhow::bail!("nothing to merge");
+    };
+    let Some((_, n)) = first.shard else {
+        anyhow::bail!("{}: not a shard (explore --shard K/N)", dirs[0].display());
+    };
+    let mut order: Vec<(u64, usize)> = Vec::new();
+    for (i, c) in certs.iter().enumerate() {
+        let same = c.scenario == first.scenario
+            && c.design == first.design
+            && c.mutant == first.mutant
+            && c.faults == first.faults
+            && c.kinds == first.kinds
+            && c.order_hash == first.order_hash;
+        anyhow::ensure!(
+            same,
+            "{}: another exploration than {}",
+            dirs[i].display(),
+            dirs[0].display()
+        );
+        match c.shard {
+            Some((k, m)) if m == n && !order.iter().any(|(x, _)| *x == k) => order.push((k, i)),
+            _ => anyhow::bail!("{}: not a new shard of {n}", dirs[i].display()),
+        }
+    }
+    anyhow::ensure!(
+        order.len() as u64 == n,
+        "{} of the {n} shards given",
+        order.len()
+    );
+    order.sort();
+    prepare_folder(out, "an acp-chaos explore artefact", |name, path| {
+        matches!(
+            name.trim_end_matches(".tmp"),
+            "certificate.json" | "summary.md"
+        ) || (path.join("schedule.toml").exists() && name.starts_with('v'))
+    })?;
+    let mut m = first.clone();
+    m.shard = None;
+    let last = m.levels.len() - 1;
+    m.levels[last].explored = 0;
+    m.levels[last].not_fired = 0;
+    m.levels[last].sharded = false;
+    m.violations.clear();
+    m.audited = 0;
+    m.audit_mismatches = 0;
+    let mut kept: Vec<String> = Vec::new();
+    for &(_, i) in &order {
+        let c = &certs[i];
+        m.levels[last].explored += c.levels[last].explored;
+        m.levels[last].not_fired += c.levels[last].not_fired;
+        m.audited += c.audited;
+        m.audit_mismatches += c.audit_mismatches;
+        for v in &c.violations {
+            // Below the last level every shard ran the same schedules: take them once.
+            let level: usize =
+                v.id.split('.')
+                    .next()
+                    .and_then(|x| x.parse().ok())
+                    .unwrap_or(0);
+            if level < last && i != order[0].1 {
+                continue;
+            }
+            let mut v = v.clone();
+            let kinds = v.kinds.clone();
+            let new = kinds.iter().any(|k| !kept.contains(k));
+            match (&v.folder, new) {
+                (Some(f), true) => {
+                    kept.extend(kinds);
+                    copy_dir(&dirs[i].join(f), &out.join(f), &dirs[i], out)?;
+                    v.replay = Some(format!(
+                        "acp-chaos replay --schedule {}",
+                        out.join(f).join("schedule.toml").display()
+                    ));
+                }
+                (None, true) => kept.extend(kinds),
+                _ => {
+                    v.folder = None;
+                    v.replay = None;
+                }
+            }
+            m.violations.push(v);
+        }
+    }
+    m.explored = m.levels.iter().map(|l| l.explored).sum();
+    m.line = format!(
+        "explored: {} schedules of <={} faults, {} pruned as equivalent, {} violations",
+        m.explored,
+        m.faults,
+        m.pruned,
+        m.violations.len()
+    );
+    let invalid = m
+        .violations
+        .iter()
+        .flat_map(|v| &v.verdicts)
+        .any(|l| l.contains(" invalid "));
+    m.exit_code = if m.audit_mismatches > 0 || invalid {
+        crate::exit::INVALID
+    } else if !m.violations.is_empty() {
+        crate::exit::LIVENESS
+    } else {
+        crate::exit::VALID
+    };
+    write_atomic(
+        &out.join("certificate.json"),
+        &serde_json::to_vec_pretty(&m)?,
+    )?;
+    write_atomic(&out.join("summary.md"), summary_md(&m).as_bytes())?;
+    Ok(m)
+}
+
+/// Copy a violation's folder, its schedule file's paths rewritten to the new folder.
+fn copy_dir(from: &Path, to: &Path, src: &Path, out: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for e in std::fs::read_dir(from)? {
+        let e = e?;
+        let bytes = std::fs::read(e.path())?;
+        let bytes = match String::from_utf8(bytes) {
+            Ok(text) => text
+                .replace(&src.display().to_string(), &out.display().to_string())
+                .into_bytes(),
+            Err(e) => e.into_bytes(),
+        };
+        write_atomic(&to.join(e.file_name()), &bytes)?;
+    }
+    Ok(())
 }

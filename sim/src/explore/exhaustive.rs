@@ -84,6 +84,9 @@ pub fn default_kinds(plan: &Plan) -> Vec<FaultKind> {
 pub struct Explored {
     /// The schedule: the trace's plan with these faults, in firing order.
     pub plan: Plan,
+    /// Its place in the exploration: `L.I` for the `I`-th schedule (from 0) of level `L` (its
+    /// number of faults), the same in every shard.
+    pub id: String,
     /// Every checker's verdict on its run.
     pub verdicts: Vec<Verdict>,
     /// The run's history hash.
@@ -324,11 +327,12 @@ fn fired_at(h: &History, i: usize) -> Option<usize> {
         .map(|o| o.index)
 }
 
-fn run(plan: &Plan) -> (Explored, History, Trace) {
+fn run(plan: &Plan, id: String) -> (Explored, History, Trace) {
     let (h, t) = world::run_traced(plan);
     let verdicts = checkers::check_all(&h);
     let e = Explored {
         plan: plan.clone(),
+        id,
         verdicts,
         hash: h.hash(),
     };
@@ -340,7 +344,7 @@ fn run(plan: &Plan) -> (Explored, History, Trace) {
 /// number of threads.
 pub fn explore(plan: &Plan, opts: &Options, pool: &rayon::ThreadPool) -> Exploration {
     let base = trace_plan(plan);
-    let (e0, h0, t0) = run(&base);
+    let (e0, h0, t0) = run(&base, "0.0".into());
     let mut order = Sha256::new();
     let mut levels = vec![Level {
         explored: 1,
@@ -408,7 +412,8 @@ pub fn explore(plan: &Plan, opts: &Options, pool: &rayon::ThreadPool) -> Explora
             _ => (0, cands.len()),
         };
         let slice = &cands[lo..hi];
-        for c in slice {
+        // Every candidate of the level, also in a shard (whose slice is part of the same list).
+        for c in &cands {
             for f in &c.faults {
                 order.update(fault_line(f).as_bytes());
                 order.update(b";");
@@ -418,11 +423,11 @@ pub fn explore(plan: &Plan, opts: &Options, pool: &rayon::ThreadPool) -> Explora
         let results: Vec<(Explored, History, Trace)> = if opts.stop_at_first {
             // In order, one at a time: runs to the first catch.
             let mut out = Vec::new();
-            for c in slice {
+            for (i, c) in slice.iter().enumerate() {
                 if opts.budget.is_some_and(|b| runs + out.len() >= b) {
                     break;
                 }
-                let r = run(c);
+                let r = run(c, format!("{k}.{}", lo + i));
                 let failed = r.0.catches(opts.target.as_ref())
                     && fired_at(&r.1, c.faults.len() - 1).is_some();
                 out.push(r);
@@ -432,14 +437,21 @@ pub fn explore(plan: &Plan, opts: &Options, pool: &rayon::ThreadPool) -> Explora
             }
             out
         } else {
-            pool.install(|| slice.par_iter().map(run).collect())
+            pool.install(|| {
+                slice
+                    .par_iter()
+                    .enumerate()
+                    .map(|(i, c)| run(c, format!("{k}.{}", lo + i)))
+                    .collect()
+            })
         };
         runs += results.len();
         let results_len = results.len();
         // Representatives of other shards' slices never run here: keep positions aligned.
-        for c in &cands[..lo] {
+        for (i, c) in cands[..lo].iter().enumerate() {
             ran.push(Explored {
                 plan: c.clone(),
+                id: format!("{k}.{i}"),
                 verdicts: Vec::new(),
                 hash: String::new(),
             });
@@ -508,7 +520,7 @@ fn audit(
         eligible
             .par_iter()
             .map(|(plan, rep)| {
-                let (e, _, _) = run(plan);
+                let (e, _, _) = run(plan, String::new());
                 let r = &ran[*rep];
                 let differs: Vec<(String, Status, Status)> = r
                     .verdicts

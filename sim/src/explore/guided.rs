@@ -450,6 +450,7 @@ pub fn guided(
             out.runs += 1;
             let e = Explored {
                 hash: h.hash(),
+                id: format!("run {}", out.runs),
                 plan: plan.clone(),
                 verdicts,
             };
@@ -541,6 +542,7 @@ pub fn plain(
             }
             let e = Explored {
                 hash: h.hash(),
+                id: format!("run {}", out.runs),
                 plan,
                 verdicts,
             };

@@ -278,6 +278,7 @@ pub fn lineage(plan: &Plan, opts: &Options) -> Exploration {
     }];
     let first = Explored {
         plan: base.clone(),
+        id: "0.0".into(),
         verdicts: v0,
         hash: h0.hash(),
     };
@@ -338,6 +339,7 @@ pub fn lineage(plan: &Plan, opts: &Options) -> Exploration {
                 let verdicts = checkers::check_all(&h2);
                 let e = Explored {
                     plan: child.clone(),
+                    id: format!("{k}.{}", level.explored - 1),
                     verdicts,
                     hash: h2.hash(),
                 };
