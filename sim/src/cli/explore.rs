@@ -11,11 +11,12 @@ use super::args::{
 use super::{CliError, Outcome};
 use crate::explore::certificate;
 use crate::explore::exhaustive::{self, Options};
-use crate::explore::{guided, lineage};
+use crate::explore::{guided, lineage, needs};
 use crate::models::Design;
 use crate::nemesis::FaultKind;
 use crate::plan::Plan;
 use crate::scenario;
+use crate::world;
 
 #[derive(Args, Debug, Clone)]
 pub(super) struct ExploreArgs {
@@ -53,9 +54,15 @@ pub(super) struct ExploreArgs {
     /// How to choose the schedules: `exhaustive` (every schedule, pruned), `lineage` (faults
     /// that cut what each good outcome depended on, weakest window first), `guided` (a swarm
     /// steered by what its runs covered; a `[swarm]` scenario), `swarm` (the plain swarm, seeds
-    /// in order, to compare with `guided`). `lineage`, `guided` and `swarm` stop at `--budget`.
-    #[arg(long, default_value = "exhaustive", value_parser = ["exhaustive", "lineage", "guided", "swarm"])]
+    /// in order, to compare with `guided`), `coverage` (guided against the plain swarm: runs
+    /// until every coverage cell the design allows was hit, from `--repeat` base seeds, with
+    /// the medians and their ratio). `lineage`, `guided`, `swarm` and `coverage` stop at
+    /// `--budget`.
+    #[arg(long, default_value = "exhaustive", value_parser = ["exhaustive", "lineage", "guided", "swarm", "coverage"])]
     mode: String,
+    /// Base seeds `--mode coverage` races from (`--seed` onwards).
+    #[arg(long, default_value_t = 5)]
+    repeat: u64,
     /// Most schedules run in `--mode lineage`, `guided` or `swarm`.
     #[arg(long, default_value_t = 500)]
     budget: usize,
@@ -158,6 +165,9 @@ pub(super) fn exec(a: &ExploreArgs) -> Outcome {
             .unwrap_or_default()
     );
     let started = crate::wall_clock::now();
+    if a.mode == "coverage" {
+        return coverage_race(a, &s, design, &pool);
+    }
     if a.mode == "guided" || a.mode == "swarm" {
         if s.swarm.is_none() {
             return Err(CliError::usage(format!(
@@ -198,8 +208,18 @@ pub(super) fn exec(a: &ExploreArgs) -> Outcome {
             .map(|(c, r)| (r, c))
             .collect();
         last.sort();
-        if std::env::var("ACP_CHAOS_DEBUG_CELLS").is_ok() {
-            println!("  last cells: {:?}", &last[last.len().saturating_sub(6)..]);
+        let tail: Vec<String> = last[last.len().saturating_sub(4)..]
+            .iter()
+            .map(|(r, c)| format!("{c} (run {r})"))
+            .collect();
+        println!("  cells hit last: {}", tail.join(", "));
+        let never: Vec<&str> = allowed
+            .iter()
+            .filter(|c| !g.cells.contains_key(*c))
+            .map(String::as_str)
+            .collect();
+        if !never.is_empty() {
+            println!("  cells never hit: {}", never.join(", "));
         }
         for e in g.violations.iter().take(3) {
             println!(
@@ -305,6 +325,62 @@ pub(super) fn exec(a: &ExploreArgs) -> Outcome {
     Ok(c.exit_code)
 }
 
+/// `--mode coverage`: the guided swarm against the plain swarm, runs to every allowed coverage
+/// cell from each of `--repeat` bases (base b draws seeds from b·2^20), their medians and the ratio (plain / guided).
+fn coverage_race(
+    a: &ExploreArgs,
+    s: &scenario::Scenario,
+    design: Design,
+    pool: &rayon::ThreadPool,
+) -> Outcome {
+    if s.swarm.is_none() {
+        return Err(CliError::usage(format!(
+            "--mode coverage: {} has no [swarm] section to draw from",
+            s.reference
+        )));
+    }
+    if a.repeat == 0 {
+        return Err(CliError::usage("--repeat must be at least 1"));
+    }
+    let allowed = guided::allowed_cells(s, &[design]);
+    println!(
+        "runs until all {} allowed coverage cells were hit ({}, budget {} runs; - = not within it)",
+        allowed.len(),
+        design.as_str(),
+        a.budget
+    );
+    println!("{:>6}  {:>8}  {:>8}", "base", "guided", "swarm");
+    let mut g_runs = Vec::new();
+    let mut p_runs = Vec::new();
+    let show = |r: Option<usize>| r.map_or("-".to_string(), |r| r.to_string());
+    for seed in a.seed..a.seed.saturating_add(a.repeat) {
+        // Base seeds far apart: the plain swarm from consecutive bases would share draws.
+        let opts = guided::Options {
+            runs: a.budget,
+            seed_start: seed.saturating_mul(1 << 20),
+            stop_at_first: false,
+            stop_at_full_coverage: true,
+            target: None,
+        };
+        let g = guided::guided(s, design, a.mutant.as_deref(), &opts, pool).full_coverage_at;
+        let p = guided::plain(s, design, a.mutant.as_deref(), &opts, pool).full_coverage_at;
+        println!("{seed:>6}  {:>8}  {:>8}", show(g), show(p));
+        // Not within the budget counts as one past it: a lower bound.
+        g_runs.push(g.unwrap_or(a.budget + 1));
+        p_runs.push(p.unwrap_or(a.budget + 1));
+    }
+    let median = |v: &mut Vec<usize>| {
+        v.sort_unstable();
+        v[v.len() / 2]
+    };
+    let (gm, pm) = (median(&mut g_runs), median(&mut p_runs));
+    println!(
+        "median  {gm:>8}  {pm:>8}   swarm/guided = {:.2}",
+        pm as f64 / gm as f64
+    );
+    Ok(crate::exit::VALID)
+}
+
 /// `--mutants`: each mutant that applies to `design`, explored up to its first catch.
 fn every_mutant(a: &ExploreArgs, s: &scenario::Scenario, design: Design) -> Outcome {
     use crate::explore::shrink::Target;
@@ -357,8 +433,12 @@ fn every_mutant(a: &ExploreArgs, s: &scenario::Scenario, design: Design) -> Outc
             })
             .collect()
     });
+    let trace_plan = exhaustive::trace_plan(&Plan::derive(s, a.seed, None, design));
+    let trace = world::run(&trace_plan);
     let mut caught = 0;
+    let mut could_not = Vec::new();
     for (name, x) in &results {
+        let lacks = needs::missing(name, &trace_plan, &trace);
         match x.first_catch {
             Some(r) => {
                 caught += 1;
@@ -378,27 +458,51 @@ fn every_mutant(a: &ExploreArgs, s: &scenario::Scenario, design: Design) -> Outc
                     .find(|v| v.id == e.id)
                     .and_then(|v| v.replay.clone())
                     .unwrap_or_default();
-                println!(
-                    "  {name:<32} caught at run {r:>5}: {}\n  {:<32} {replay}",
+                let faults = if e.plan.faults.is_empty() {
+                    "the fault-free trace itself".to_string()
+                } else {
                     e.plan
                         .faults
                         .iter()
                         .map(crate::nemesis::fault_line)
                         .collect::<Vec<_>>()
-                        .join("; "),
+                        .join("; ")
+                };
+                println!(
+                    "  {name:<32} caught at run {r:>5}: {faults}\n  {:<32} {replay}",
                     ""
                 );
             }
-            None => println!(
-                "  {name:<32} not shown: {} schedules of <= {} faults, none caught it",
-                x.explored(),
-                a.faults
+            None if !lacks.is_empty() => println!(
+                "  {name:<32} cannot show: the trace has no {} ({} schedules, none caught it)",
+                lacks
+                    .iter()
+                    .map(|n| n.what())
+                    .collect::<Vec<_>>()
+                    .join(", no "),
+                x.explored()
             ),
+            None => {
+                could_not.push(*name);
+                println!(
+                    "  {name:<32} not shown: {} schedules of <= {} faults, none caught it",
+                    x.explored(),
+                    a.faults
+                )
+            }
         }
     }
     println!(
-        "{caught} of {} mutants caught on this trace; report: {}",
+        "{caught} of {} mutants caught on this trace, {} cannot show on it (it lacks what they need), {} not caught by any schedule of <= {} faults{}; report: {}",
         results.len(),
+        results.len() - caught - could_not.len(),
+        could_not.len(),
+        a.faults,
+        if could_not.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", could_not.join(", "))
+        },
         out.display()
     );
     Ok(crate::exit::VALID)

@@ -31,10 +31,13 @@ use crate::world;
 pub const BATCH: usize = 8;
 
 /// Share of a batch mutated from the corpus (the rest are fresh swarm draws).
-const MUTATE: f64 = 0.75;
+const MUTATE: f64 = 0.45;
 
 /// Share of a batch steered to a coverage cell not hit yet (before the mutation coin).
 const STEER: f64 = 0.5;
+
+/// Aims at a cell after which steering's share halves (then thirds, ...).
+const STEER_PATIENCE: f64 = 8.0;
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -162,6 +165,8 @@ struct Parent {
     plan: Plan,
     places: Vec<Place>,
     states: Vec<&'static str>,
+    /// The simulated time of each place, ms.
+    place_ms: Vec<u64>,
     /// Each protocol state the run passed through, with the simulated times it held (a
     /// process-level fault triggered at one of them lands in that state).
     times: BTreeMap<&'static str, Vec<u64>>,
@@ -172,6 +177,11 @@ impl Parent {
         let at: BTreeSet<usize> = (0..=h.ops.len()).collect();
         let st = checkers::protocol_states_at(h, &at);
         let states = places.iter().map(|p| st[&p.at]).collect();
+        let end_ms = h.ops.last().map_or(0, |o| o.time_ms);
+        let place_ms = places
+            .iter()
+            .map(|p| h.ops.get(p.at).map_or(end_ms, |o| o.time_ms))
+            .collect();
         let mut times: BTreeMap<&'static str, Vec<u64>> = BTreeMap::new();
         for o in &h.ops {
             let t = times.entry(st[&o.index]).or_default();
@@ -183,6 +193,7 @@ impl Parent {
             plan,
             places,
             states,
+            place_ms,
             times,
         }
     }
@@ -234,16 +245,16 @@ fn at_time(kind: FaultKind, plan: &Plan) -> Option<crate::nemesis::FaultSpec> {
 /// cell's fault kind can land, and that fault added there.
 fn toward(
     corpus: &[Parent],
-    uncovered: &[(FaultKind, &str)],
+    (kind, state): (FaultKind, &str),
     r: &mut rand_chacha::ChaCha8Rng,
 ) -> Option<Plan> {
-    let &(kind, state) = uncovered.choose(r)?;
     let mut order: Vec<usize> = (0..corpus.len()).collect();
     order.shuffle(r);
     for i in order {
         let p = &corpus[i];
-        // A process-level fault: at a time the run was in that state.
-        if process_level(kind) {
+        // A process-level fault: at a time the run was in that state (half the time; else
+        // it is stretched below, where a short state is widened first).
+        if process_level(kind) && r.gen_bool(0.5) {
             let t = p.times.get(state).and_then(|ts| ts.choose(r));
             if let (Some(t), Some(mut f)) = (t, at_time(kind, &p.plan)) {
                 f.on = crate::nemesis::Trigger {
@@ -270,9 +281,41 @@ fn toward(
             }
         }
     }
-    // No parent has a place for that fault in that state: widen the state where it is short
-    // in some parent, by stalling the answer that ends it (a resume's, or an inserted
-    // prompt's), so the next runs have places inside it.
+    // No parent has a place for that fault in that state: stretch the state over the next
+    // place where the fault lands, and put the fault there. A resume or an inserted prompt
+    // lasts until its answer: stall the last such answer before the place until just after
+    // it. Any other state: hold every frame from the start of the parent's last stretch in
+    // that state before the place until just after it (frames written meanwhile are still
+    // places).
+    if let Some(plan) = stretch(corpus, kind, state, r) {
+        return Some(plan);
+    }
+    // Else widen the state where some parent passes through it, so the next runs have places
+    // inside it. Half the time by holding every frame from a time in that state, else by
+    // stalling the answer that ends it (a resume's, or an inserted prompt's).
+    if r.gen_bool(0.5) {
+        let mut order: Vec<usize> = (0..corpus.len()).collect();
+        order.shuffle(r);
+        for i in order {
+            let p = &corpus[i];
+            let Some(t) = p.times.get(state).and_then(|ts| ts.choose(r)) else {
+                continue;
+            };
+            let Some(mut f) = at_time(FaultKind::Hold, &p.plan) else {
+                continue;
+            };
+            f.on = crate::nemesis::Trigger {
+                at_ms: Some(*t),
+                ..Default::default()
+            };
+            f.heal_after_ms = Some(r.gen_range(100..=400));
+            let mut plan = p.plan.clone();
+            plan.faults.push(f);
+            if plan.check().is_none() {
+                return Some(plan);
+            }
+        }
+    }
     let ends = match state {
         "resuming" => "session/resume",
         "inserted-unanswered" => "session/prompt",
@@ -324,6 +367,106 @@ fn toward(
     let mut plan = p.plan.clone();
     plan.faults.push(f);
     plan.check().is_none().then_some(plan)
+}
+
+/// The method whose answer ends a protocol state, if one does.
+fn ended_by(state: &str) -> Option<&'static str> {
+    match state {
+        "resuming" => Some("session/resume"),
+        "inserted-unanswered" => Some("session/prompt"),
+        _ => None,
+    }
+}
+
+/// A parent's plan with `state` stretched over a later place where `kind` lands, and `kind`
+/// put there (see [`toward`]).
+fn stretch(
+    corpus: &[Parent],
+    kind: FaultKind,
+    state: &str,
+    r: &mut rand_chacha::ChaCha8Rng,
+) -> Option<Plan> {
+    use super::places::Spot;
+    use crate::nemesis::{Sender, Side, Trigger};
+    let mut order: Vec<usize> = (0..corpus.len()).collect();
+    order.shuffle(r);
+    let i = order
+        .into_iter()
+        .find(|&i| corpus[i].times.contains_key(state))?;
+    let p = &corpus[i];
+    let in_state = &p.times[state];
+    let mut spots: Vec<usize> = (0..p.places.len()).collect();
+    spots.shuffle(r);
+    for j in spots {
+        let at_ms = p.place_ms[j];
+        let f = if process_level(kind) && ended_by(state).is_some() {
+            // At the place's time, inside the widened state.
+            at_time(kind, &p.plan).map(|mut f| {
+                f.on = Trigger {
+                    at_ms: Some(at_ms),
+                    ..Default::default()
+                };
+                f
+            })
+        } else {
+            shapes(&p.places[j], &p.plan, &[kind]).choose(r).cloned()
+        };
+        let Some(f) = f else {
+            continue;
+        };
+        let widen = if let Some(method) = ended_by(state) {
+            // The last answer that ended the state at or before the place.
+            let Some(e) = (0..p.places.len())
+                .filter(|&e| p.states[e] == state && p.place_ms[e] <= at_ms)
+                .filter(|&e| {
+                    matches!(&p.places[e].spot, Spot::Frame {
+                        by: Sender::Client, side: Side::Response, method: m, ..
+                    } if m == method)
+                })
+                .max_by_key(|&e| (p.place_ms[e], e))
+            else {
+                continue;
+            };
+            let Some(mut stall) = shapes(&p.places[e], &p.plan, &[FaultKind::StallFrame])
+                .into_iter()
+                .next()
+            else {
+                continue;
+            };
+            stall.stall_ms = Some(at_ms - p.place_ms[e] + 20);
+            stall
+        } else {
+            // From the start of the last stretch in the state before the place (a gap of a
+            // few ms ends a stretch), so the hold catches the frame that ends it.
+            let mut before = in_state.iter().rev().filter(|&&t| t < at_ms);
+            let Some(&last_ms) = before.next() else {
+                continue;
+            };
+            let mut from_ms = last_ms;
+            for &t in before {
+                if t + 5 < from_ms {
+                    break;
+                }
+                from_ms = t;
+            }
+            let Some(mut hold) = at_time(FaultKind::Hold, &p.plan) else {
+                continue;
+            };
+            hold.on = Trigger {
+                at_ms: Some(from_ms),
+                ..Default::default()
+            };
+            hold.heal_after_ms = Some(at_ms - from_ms + 20);
+            hold
+        };
+        let mut plan = p.plan.clone();
+        plan.faults.push(widen);
+        plan.faults.push(f);
+        if plan.check().is_none() {
+            return Some(plan);
+        }
+    }
+    None
 }
 
 /// One mutation of a parent, from the guided stream: move, add, re-kind or remove a fault.
@@ -402,6 +545,8 @@ pub fn guided(
     let mut spots_seen: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     let mut out = Guided::default();
     let mut next_seed = opts.seed_start;
+    // How often each uncovered cell was aimed at.
+    let mut aimed: BTreeMap<(FaultKind, &str), u32> = BTreeMap::new();
     while out.runs < opts.runs {
         let n = BATCH.min(opts.runs - out.runs);
         let mut batch = Vec::with_capacity(n);
@@ -415,10 +560,28 @@ pub fn guided(
                 Some((kind, st))
             })
             .collect();
+        // Steering gives way to fresh draws and mutations as it keeps failing: a cell it has
+        // aimed at `STEER_PATIENCE` times without a hit halves its share, and so on.
+        let least_tried = uncovered
+            .iter()
+            .map(|c| aimed.get(c).copied().unwrap_or(0))
+            .min()
+            .unwrap_or(0);
+        let steer_p = STEER / (1.0 + f64::from(least_tried) / STEER_PATIENCE);
         for _ in 0..n {
-            let steer = !uncovered.is_empty() && !corpus.is_empty() && rng.gen_bool(STEER);
+            let steer = !uncovered.is_empty() && !corpus.is_empty() && rng.gen_bool(steer_p);
             let steered = if steer {
-                toward(&corpus, &uncovered, &mut rng)
+                // The cells aimed at least, so a hard one does not starve the rest.
+                let count = |c: &(FaultKind, &str)| aimed.get(c).copied().unwrap_or(0);
+                let least = uncovered.iter().map(count).min().unwrap_or(0);
+                let fewest: Vec<(FaultKind, &str)> = uncovered
+                    .iter()
+                    .filter(|c| count(c) == least)
+                    .copied()
+                    .collect();
+                let cell = *fewest.choose(&mut rng).expect("uncovered is not empty");
+                *aimed.entry(cell).or_insert(0) += 1;
+                toward(&corpus, cell, &mut rng)
             } else {
                 None
             };

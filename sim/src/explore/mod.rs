@@ -6,12 +6,14 @@
 //! - [`exhaustive`]: every schedule of at most k faults over a trace's [`places`], pruned by
 //!   abstract [`state`], with a [`certificate`];
 //! - [`lineage`]: faults chosen from what each good outcome of a passing run depended on;
-//! - [`guided`]: a swarm that steers itself by what its runs covered.
+//! - [`guided`]: a swarm that steers itself by what its runs covered;
+//! - [`needs`]: what a trace must hold before a fault can show a mutant (a cancel, a close).
 
 pub mod certificate;
 pub mod exhaustive;
 pub mod guided;
 pub mod lineage;
+pub mod needs;
 pub mod places;
 pub mod regression;
 pub mod shrink;
