@@ -226,3 +226,64 @@ fn shrink_save_adds_a_regression_that_a_campaign_replays_first() {
     assert!(text.contains("regression corpus: 1 schedules"), "{text}");
     assert!(text.contains("regressions: 1 of 1 hold"), "{text}");
 }
+
+#[test]
+fn explore_prints_a_replay_line_that_reproduces_and_refuses_bad_arguments() {
+    let out_dir = std::env::temp_dir().join("acp-chaos-cli-explore");
+    let _ = std::fs::remove_dir_all(&out_dir);
+    let out = bin()
+        .args([
+            "explore",
+            "rfd-02-retry-after-resume-new-connection",
+            "--agent",
+            "stored",
+            "--faults",
+            "1",
+            "--mutant",
+            "record-unsynced",
+            "--stop-at-first",
+            "--jobs",
+            "2",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("P11"), "{text}");
+    let cert: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(out_dir.join("certificate.json")).expect("certificate.json written"),
+    )
+    .unwrap();
+    assert_eq!(cert["exit_code"], 1);
+    let replay = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("replay: acp-chaos "))
+        .expect("a replay line");
+    let args: Vec<&str> = replay.split_whitespace().collect();
+    let again = bin().args(&args).output().unwrap();
+    let again_text = String::from_utf8_lossy(&again.stdout);
+    assert_eq!(again.status.code(), Some(1), "{replay}: {again_text}");
+    assert!(again_text.contains("P11"), "{again_text}");
+
+    for bad in [
+        vec!["--faults", "4"],
+        vec!["--kinds", "lose-frame,bogus"],
+        vec!["--jobs", "0"],
+        vec!["--mode", "guided"],
+    ] {
+        let out = bin()
+            .args(["explore", "rfd-02-retry-after-resume-new-connection"])
+            .args(&bad)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {err}");
+        assert!(
+            !err.is_empty() && !err.contains("panicked"),
+            "{bad:?}: {err}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&out_dir);
+}

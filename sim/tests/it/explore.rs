@@ -1,0 +1,266 @@
+//! `acp-chaos explore`: exhaustive schedules with a certificate that is the same for any
+//! `--jobs` and any sharding, pruning that an audit cannot fault, lineage's first cut in the
+//! durable-write-to-ack window, the guided swarm, and what a trace lacks for a mutant to show.
+
+use acp_chaos::checkers::Status;
+use acp_chaos::explore::exhaustive::{self, Exploration, Options};
+use acp_chaos::explore::shrink::Target;
+use acp_chaos::explore::{certificate, guided, lineage, needs};
+use acp_chaos::models::mutant::MUTANTS;
+use acp_chaos::models::Design;
+use acp_chaos::plan::Plan;
+
+use crate::common::scenario;
+
+const RFD02: &str = "rfd-02-retry-after-resume-new-connection";
+
+fn pool(jobs: usize) -> rayon::ThreadPool {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs)
+        .build()
+        .unwrap()
+}
+
+fn plan(name: &str, design: Design, mutant: Option<&str>) -> Plan {
+    Plan::derive(&scenario(name), 0, mutant, design)
+}
+
+fn options(plan: &Plan, faults: usize) -> Options {
+    Options {
+        faults,
+        kinds: exhaustive::default_kinds(plan),
+        shard: None,
+        audit: 0,
+        stop_at_first: false,
+        target: None,
+        budget: None,
+    }
+}
+
+fn target(mutant: &str) -> Target {
+    Target::of_mutant(MUTANTS.iter().find(|m| m.name == mutant).unwrap())
+}
+
+fn counts(x: &Exploration) -> (usize, usize, String, Vec<String>) {
+    (
+        x.explored(),
+        x.pruned(),
+        x.order_hash.clone(),
+        x.violations.iter().map(|e| e.id.clone()).collect(),
+    )
+}
+
+#[test]
+fn two_fault_certificate_is_the_same_for_any_jobs_and_for_merged_shards() {
+    // A mutant, so the certificate has violations to keep in order.
+    let p = plan(RFD02, Design::Stored, Some("record-unsynced"));
+    let opts = options(&p, 2);
+    let one = exhaustive::explore(&p, &opts, &pool(1));
+    let two = exhaustive::explore(&p, &opts, &pool(2));
+    assert_eq!(counts(&one), counts(&two), "jobs=1 and jobs=2 differ");
+    assert!(one.pruned() > 0, "nothing pruned at two faults");
+    assert!(!one.violations.is_empty(), "record-unsynced not caught");
+    assert_eq!(
+        exhaustive::explore(&p, &opts, &pool(2)).order_hash,
+        one.order_hash
+    );
+
+    let tmp = std::env::temp_dir().join("acp-chaos-it-explore-shards");
+    let _ = std::fs::remove_dir_all(&tmp);
+    let whole = certificate::write(&tmp.join("whole"), &one, None).unwrap();
+    let mut dirs = Vec::new();
+    for k in 1..=3u64 {
+        let shard = Some((k, 3));
+        let x = exhaustive::explore(
+            &p,
+            &Options {
+                shard,
+                ..opts.clone()
+            },
+            &pool(1),
+        );
+        let d = tmp.join(format!("shard{k}"));
+        certificate::write(&d, &x, shard).unwrap();
+        dirs.push(d);
+    }
+    let merged = certificate::merge(&dirs, &tmp.join("merged")).unwrap();
+    assert_eq!(merged.explored, whole.explored);
+    assert_eq!(merged.pruned, whole.pruned);
+    assert_eq!(merged.order_hash, whole.order_hash);
+    assert_eq!(merged.line, whole.line);
+    assert_eq!(merged.exit_code, whole.exit_code);
+    let ids = |c: &certificate::Certificate| -> Vec<String> {
+        c.violations.iter().map(|v| v.id.clone()).collect()
+    };
+    assert_eq!(ids(&merged), ids(&whole), "violations in another order");
+    // A shard given twice is refused.
+    let twice = vec![dirs[0].clone(), dirs[0].clone(), dirs[1].clone()];
+    assert!(certificate::merge(&twice, &tmp.join("bad")).is_err());
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
+#[test]
+fn the_correct_model_certifies_rfd02_and_pruned_schedules_agree_with_their_representatives() {
+    for design in [Design::Stored, Design::InMemory] {
+        let p = plan(RFD02, design, None);
+        let x = exhaustive::explore(
+            &p,
+            &Options {
+                audit: 40,
+                ..options(&p, 2)
+            },
+            &pool(2),
+        );
+        assert!(x.violations.is_empty(), "{design:?}: {}", x.certificate());
+        assert_eq!(x.audited, 40, "{design:?}: audit sample not run");
+        assert!(
+            x.mismatches.is_empty(),
+            "{design:?}: pruning merged schedules that differ: {:?}",
+            x.mismatches
+        );
+        assert!(x.certificate().contains("0 violations"));
+    }
+}
+
+#[test]
+fn one_fault_is_enough_for_the_design_mutants_on_their_trace() {
+    for (design, mutant) in [
+        (Design::Stored, "record-unsynced"),
+        (Design::Stored, "no-dedup"),
+        (Design::Stored, "two-step-write"),
+    ] {
+        let p = plan(RFD02, design, Some(mutant));
+        let x = exhaustive::explore(
+            &p,
+            &Options {
+                stop_at_first: true,
+                target: Some(target(mutant)),
+                ..options(&p, 1)
+            },
+            &pool(2),
+        );
+        let at = x
+            .first_catch
+            .unwrap_or_else(|| panic!("{mutant} not caught"));
+        let e = x.violations.last().unwrap();
+        assert!(e.catches(Some(&target(mutant))), "{mutant}: {:?}", e.id);
+        assert!(e.plan.faults.len() <= 1 && at <= x.runs, "{mutant}");
+    }
+}
+
+#[test]
+fn the_adapter_without_history_fill_survives_every_single_fault_but_not_two() {
+    let m = "adapter-no-history-fill";
+    let p = plan(RFD02, Design::Adapter, Some(m));
+    let run = |faults| {
+        exhaustive::explore(
+            &p,
+            &Options {
+                stop_at_first: true,
+                target: Some(target(m)),
+                ..options(&p, faults)
+            },
+            &pool(2),
+        )
+    };
+    let one = run(1);
+    assert_eq!(one.first_catch, None, "{}", one.certificate());
+    let two = run(2);
+    let e = two.violations.last().expect("caught with two faults");
+    assert_eq!(e.plan.faults.len(), 2);
+    assert!(e.catches(Some(&target(m))));
+}
+
+#[test]
+fn lineage_cuts_the_durable_write_to_ack_window_first() {
+    // The correct stored Agent's rfd-02 trace: the first cut crashes it between its sync and
+    // its answer, the window where a retry meets a recorded key.
+    let cut = lineage::first_cut(&plan(RFD02, Design::Stored, None)).expect("a cut");
+    assert!(cut.contains("crash-agent"), "{cut}");
+    assert!(cut.contains("after-sync-before-response"), "{cut}");
+    // And that cut, with record-unsynced, is a catch within a handful of runs.
+    let p = plan(RFD02, Design::Stored, Some("record-unsynced"));
+    let x = lineage::lineage(
+        &p,
+        &lineage::Options {
+            faults: 2,
+            budget: 50,
+            stop_at_first: true,
+            target: Some(target("record-unsynced")),
+        },
+    );
+    assert!(x.first_catch.is_some_and(|r| r <= 5), "{:?}", x.first_catch);
+    // The correct model: the same budget, no violation.
+    let ok = lineage::lineage(
+        &plan(RFD02, Design::Stored, None),
+        &lineage::Options {
+            faults: 2,
+            budget: 50,
+            stop_at_first: false,
+            target: None,
+        },
+    );
+    assert!(ok.violations.is_empty(), "{}", ok.certificate());
+}
+
+#[test]
+fn guided_swarm_catches_no_dedup_and_is_deterministic_across_jobs() {
+    let s = scenario("swarm-basic");
+    let opts = guided::Options {
+        runs: 120,
+        seed_start: 0,
+        stop_at_first: true,
+        target: Some(target("no-dedup")),
+        stop_at_full_coverage: false,
+    };
+    let a = guided::guided(&s, Design::Stored, Some("no-dedup"), &opts, &pool(1));
+    let b = guided::guided(&s, Design::Stored, Some("no-dedup"), &opts, &pool(2));
+    assert!(a.first_catch.is_some(), "no-dedup not caught in 120 runs");
+    assert_eq!(a.first_catch, b.first_catch);
+    assert_eq!(a.cells, b.cells, "coverage differs across jobs");
+    // The correct model on the same runs: cells covered, nothing invalid.
+    let ok = guided::guided(
+        &s,
+        Design::Stored,
+        None,
+        &guided::Options {
+            runs: 64,
+            stop_at_first: false,
+            target: None,
+            ..opts
+        },
+        &pool(2),
+    );
+    assert!(
+        ok.violations.is_empty(),
+        "correct model failed under guided"
+    );
+    let allowed = guided::allowed_cells(&s, &[Design::Stored]);
+    let hit = allowed.iter().filter(|c| ok.cells.contains_key(*c)).count();
+    assert!(hit * 2 > allowed.len(), "{hit} of {} cells", allowed.len());
+}
+
+#[test]
+fn a_trace_without_a_cancel_says_so_for_cancel_mutants() {
+    let p = exhaustive::trace_plan(&plan(RFD02, Design::Stored, None));
+    let h = acp_chaos::world::run(&p);
+    let lacks = needs::missing("cancel-answers-one", &p, &h);
+    assert!(lacks.contains(&needs::Need::CancelRequest), "{lacks:?}");
+    assert!(needs::missing("no-dedup", &p, &h).is_empty());
+    // And exploring cancel-answers-one there finds nothing, as the need says.
+    let m = plan(RFD02, Design::Stored, Some("cancel-answers-one"));
+    let x = exhaustive::explore(
+        &m,
+        &Options {
+            stop_at_first: true,
+            target: Some(target("cancel-answers-one")),
+            ..options(&m, 1)
+        },
+        &pool(2),
+    );
+    assert_eq!(x.first_catch, None);
+    assert!(x
+        .violations
+        .iter()
+        .all(|e| e.verdicts.iter().all(|v| v.status != Status::Invalid)));
+}
