@@ -194,8 +194,17 @@ pub fn trace_plan(plan: &Plan) -> Plan {
     p
 }
 
+/// The methods whose frames also get a stall past the Client's prompt timeout (see [`shapes`]).
+pub const LONG_STALL_METHODS: &[&str] = &[
+    "session/prompt",
+    "session/request_permission",
+    "$/cancel_request",
+    "session/cancel",
+];
+
 /// The fault shapes placed at a place: each a kind with the settings it takes (`lose-frame`
-/// both visible and silent; one-way partitions both ways), those of `kinds` that can land
+/// both visible and silent; `stall-frame` for 100 ms and, on the frames of
+/// [`LONG_STALL_METHODS`], also past the Client's prompt timeout; one-way partitions both ways), those of `kinds` that can land
 /// there on this topology.
 pub fn shapes(place: &Place, plan: &Plan, kinds: &[FaultKind]) -> Vec<FaultSpec> {
     let spec = |kind: FaultKind| FaultSpec {
@@ -216,9 +225,17 @@ pub fn shapes(place: &Place, plan: &Plan, kinds: &[FaultKind]) -> Vec<FaultSpec>
                 f.silent = true;
                 out.push(f);
             }
-            (FaultKind::StallFrame, Spot::Frame { .. }) => {
+            (FaultKind::StallFrame, Spot::Frame { method, .. }) => {
                 f.stall_ms = Some(100);
-                out.push(f);
+                out.push(f.clone());
+                // Past the Client's prompt timeout: the Client resends while the frame is still
+                // on its way, so a second attempt of the key meets the first (A5, A7). Only on
+                // the frames of a prompt's life, where the timeout runs.
+                let long = plan.client.prompt_timeout_ms + 20;
+                if long > 100 && LONG_STALL_METHODS.contains(&method.as_str()) {
+                    f.stall_ms = Some(long);
+                    out.push(f);
+                }
             }
             (FaultKind::ReorderFrame, Spot::Frame { .. }) => {
                 f.stall_ms = Some(40);

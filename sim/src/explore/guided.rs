@@ -19,7 +19,7 @@ use rayon::prelude::*;
 use super::exhaustive::{shapes, Explored};
 use super::places::{places, Place};
 use crate::checkers::{self, FAULT_STATES};
-use crate::history::{is_agent_host, process, History};
+use crate::history::{is_agent_host, op, process, History};
 use crate::models::Design;
 use crate::nemesis::FaultKind;
 use crate::plan::{stream, Plan};
@@ -38,6 +38,20 @@ const STEER: f64 = 0.5;
 
 /// Aims at a cell after which steering's share halves (then thirds, ...).
 const STEER_PATIENCE: f64 = 8.0;
+
+/// Share of runs that move a user's cancel, stop or close into a protocol state where few
+/// parents had one (a held prompt above all: where A5 and A15 are decided).
+const USER_MOVE: f64 = 0.3;
+
+/// Parents per kind of held state whose user ops are placed there at once (see `guided`).
+const STAGED: usize = 4;
+
+/// The user-op state finer than `held`: a retry of the held prompt waits on it (A7), so the
+/// op meets two attempts of one key (A5: every one is answered).
+const HELD_RETRIED: &str = "held-retried";
+
+/// The user ops the guided swarm steers by the protocol state they land in.
+const USER_OPS: [&str; 3] = [op::CANCEL, op::STOP, op::CLOSE];
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -127,6 +141,115 @@ fn shape(h: &History) -> BTreeSet<(String, String)> {
     out
 }
 
+/// The user-op cells a run hit: each cancel, stop and close of its user as `user:OP@STATE`,
+/// STATE the protocol state it came in (kept apart from the fault cells of [`allowed_cells`]).
+fn user_cells(h: &History) -> BTreeSet<String> {
+    let at: BTreeSet<usize> = h
+        .ops
+        .iter()
+        .filter(|o| o.process == process::USER && USER_OPS.contains(&o.f.as_str()))
+        .map(|o| o.index)
+        .collect();
+    if at.is_empty() {
+        return BTreeSet::new();
+    }
+    let st = checkers::protocol_states_at(h, &at);
+    let waits = wait_windows(h);
+    at.iter()
+        .map(|i| {
+            let o = &h.ops[*i];
+            let retried = waits
+                .iter()
+                .any(|(_, from, to)| *from <= o.time_ms && o.time_ms < *to);
+            let state = if retried { HELD_RETRIED } else { st[i] };
+            format!("user:{}@{state}", o.f)
+        })
+        .collect()
+}
+
+/// Move a user's cancel, stop or close into protocol state `state` of a parent's run: at a
+/// time the run was in it (its last moment half the time, where a held prompt has waited
+/// longest), on the latest submission made before then.
+fn user_move(
+    corpus: &[Parent],
+    user_op: &str,
+    state: &str,
+    r: &mut rand_chacha::ChaCha8Rng,
+) -> Option<Plan> {
+    let mut order: Vec<usize> = (0..corpus.len()).collect();
+    order.shuffle(r);
+    for i in order {
+        let p = &corpus[i];
+        if state == HELD_RETRIED {
+            // Inside a window, on the waiting prompt's own submission.
+            let Some(&(n, from, to)) = p.waits.choose(r) else {
+                // No retry waited on a held prompt in this run: make one, by stalling the
+                // permission exchange of the turn in front past the Client's prompt timeout
+                // (the turn waits for it; the held prompt's attempt times out and is resent).
+                let mut spots: Vec<usize> = (0..p.places.len())
+                    .filter(|&j| {
+                        p.states[j] == "held"
+                            && matches!(&p.places[j].spot,
+                                super::places::Spot::Frame { method, .. }
+                                    if method == "session/request_permission")
+                    })
+                    .collect();
+                spots.shuffle(r);
+                if let Some(f) = spots.first().and_then(|&j| {
+                    shapes(&p.places[j], &p.plan, &[FaultKind::StallFrame])
+                        .into_iter()
+                        .max_by_key(|f| f.stall_ms)
+                }) {
+                    let mut plan = p.plan.clone();
+                    plan.faults.push(f);
+                    return Some(plan);
+                }
+                continue;
+            };
+            if to <= from + 1 {
+                continue;
+            }
+            // Early in the window: the op still has to reach the Agent before the hold ends.
+            let t = r.gen_range(from + 1..from + 1 + (to - from).div_ceil(2));
+            let mut plan = p.plan.clone();
+            let Some(w) = plan.workload.iter_mut().find(|w| w.submission == n) else {
+                continue;
+            };
+            match user_op {
+                op::CANCEL => w.cancel_at_ms = Some(t),
+                op::STOP => w.stop_at_ms = Some(t),
+                _ => w.close_at_ms = Some(t),
+            }
+            if plan.check().is_none() {
+                return Some(plan);
+            }
+            continue;
+        }
+        let Some(ts) = p.times.get(state) else {
+            continue;
+        };
+        let t = if r.gen_bool(0.5) {
+            ts.last().copied()
+        } else {
+            ts.choose(r).copied()
+        };
+        let Some(t) = t else { continue };
+        let mut plan = p.plan.clone();
+        let Some(w) = plan.workload.iter_mut().filter(|w| w.at_ms < t).last() else {
+            continue;
+        };
+        match user_op {
+            op::CANCEL => w.cancel_at_ms = Some(t),
+            op::STOP => w.stop_at_ms = Some(t),
+            _ => w.close_at_ms = Some(t),
+        }
+        if plan.check().is_none() {
+            return Some(plan);
+        }
+    }
+    None
+}
+
 /// What kind of place a spot is, without its occurrence: a frame's sender, side and method, a
 /// point's name, or a submission.
 fn spot_kind(s: &super::places::Spot) -> String {
@@ -160,6 +283,44 @@ fn rare_parent(
     r.gen_range(0..n)
 }
 
+/// The windows of a run in which a retry waited on a held prompt (A7): the submission, from
+/// the retry's arrival to the end of the hold (its insertion, withdrawal or drop), ms.
+fn wait_windows(h: &History) -> Vec<(u64, u64, u64)> {
+    let mut sub_of_key: BTreeMap<String, u64> = BTreeMap::new();
+    let mut open: Vec<(String, u64, u64)> = Vec::new();
+    let mut out = Vec::new();
+    let end_ms = h.ops.last().map_or(0, |o| o.time_ms);
+    for o in &h.ops {
+        let v = &o.value;
+        let key = v["key"].as_str().map(str::to_string);
+        if o.process == process::CLIENT && o.f == op::ATTEMPT {
+            if let (Some(k), Some(n)) = (key.clone(), v["submission"].as_u64()) {
+                sub_of_key.insert(k, n);
+            }
+        } else if is_agent_host(&o.process) {
+            match o.f.as_str() {
+                op::WAIT_HELD => {
+                    if let Some(n) = key.as_ref().and_then(|k| sub_of_key.get(k)) {
+                        open.push((key.clone().unwrap_or_default(), *n, o.time_ms));
+                    }
+                }
+                op::INSERT | op::WITHDRAW | op::DROP_HELD => {
+                    open.retain(|(k, n, t)| {
+                        let ends = key.as_deref() == Some(k.as_str()) || o.f == op::DROP_HELD;
+                        if ends {
+                            out.push((*n, *t, o.time_ms));
+                        }
+                        !ends
+                    });
+                }
+                _ => {}
+            }
+        }
+    }
+    out.extend(open.into_iter().map(|(_, n, t)| (n, t, end_ms)));
+    out
+}
+
 /// A parent: a plan, the places of its run, and the protocol state each place is in.
 struct Parent {
     plan: Plan,
@@ -170,6 +331,8 @@ struct Parent {
     /// Each protocol state the run passed through, with the simulated times it held (a
     /// process-level fault triggered at one of them lands in that state).
     times: BTreeMap<&'static str, Vec<u64>>,
+    /// See [`wait_windows`].
+    waits: Vec<(u64, u64, u64)>,
 }
 
 impl Parent {
@@ -195,6 +358,7 @@ impl Parent {
             states,
             place_ms,
             times,
+            waits: wait_windows(h),
         }
     }
 }
@@ -547,6 +711,11 @@ pub fn guided(
     let mut next_seed = opts.seed_start;
     // How often each uncovered cell was aimed at.
     let mut aimed: BTreeMap<(FaultKind, &str), u32> = BTreeMap::new();
+    // How many runs hit each user cell (see [`user_cells`]).
+    let mut user_hits: BTreeMap<String, usize> = BTreeMap::new();
+    // Plans staged for the next batches (see `STAGED`), and how many parents were staged.
+    let mut queued: std::collections::VecDeque<Plan> = Default::default();
+    let (mut staged_retried, mut staged_held) = (0usize, 0usize);
     while out.runs < opts.runs {
         let n = BATCH.min(opts.runs - out.runs);
         let mut batch = Vec::with_capacity(n);
@@ -569,6 +738,10 @@ pub fn guided(
             .unwrap_or(0);
         let steer_p = STEER / (1.0 + f64::from(least_tried) / STEER_PATIENCE);
         for _ in 0..n {
+            if let Some(p) = queued.pop_front() {
+                batch.push(p);
+                continue;
+            }
             let steer = !uncovered.is_empty() && !corpus.is_empty() && rng.gen_bool(steer_p);
             let steered = if steer {
                 // The cells aimed at least, so a hard one does not starve the rest.
@@ -585,7 +758,32 @@ pub fn guided(
             } else {
                 None
             };
-            let plan = if let Some(p) = steered {
+            let moved = if steered.is_none() && !corpus.is_empty() && rng.gen_bool(USER_MOVE) {
+                // A held prompt a retry waits on (A5, A7) three times in four, else any held
+                // prompt; the op hit least there.
+                let st = if rng.gen_bool(0.75) {
+                    HELD_RETRIED
+                } else {
+                    "held"
+                };
+                let count = |u: &&str| {
+                    user_hits
+                        .get(&format!("user:{u}@{st}"))
+                        .copied()
+                        .unwrap_or(0)
+                };
+                let least = USER_OPS.iter().map(count).min().unwrap_or(0);
+                let fewest: Vec<&str> = USER_OPS
+                    .iter()
+                    .filter(|u| count(u) == least)
+                    .copied()
+                    .collect();
+                let u = *fewest.choose(&mut rng).expect("USER_OPS is not empty");
+                user_move(&corpus, u, st, &mut rng)
+            } else {
+                None
+            };
+            let plan = if let Some(p) = steered.or(moved) {
                 p
             } else if !corpus.is_empty() && rng.gen_bool(MUTATE) {
                 let p = &corpus[rare_parent(&spots_seen, corpus.len(), &mut rng)];
@@ -628,6 +826,11 @@ pub fn guided(
             for pair in shape(&h) {
                 new |= shapes_seen.insert(pair);
             }
+            for c in user_cells(&h) {
+                let n = user_hits.entry(c).or_insert(0);
+                new |= *n == 0;
+                *n += 1;
+            }
             if out.full_coverage_at.is_none() && allowed.iter().all(|c| out.cells.contains_key(c)) {
                 out.full_coverage_at = Some(out.runs);
             }
@@ -651,7 +854,26 @@ pub fn guided(
                     for s in sigs {
                         spots_seen.entry(s).or_default().push(corpus.len());
                     }
+                    // A parent that reached a held prompt (one a retry waits on, above all)
+                    // gets its user's ops placed there at once, as a fuzzer's deterministic
+                    // stage does for a new input: the first few such parents only.
+                    let state = if !parent.waits.is_empty() {
+                        Some((HELD_RETRIED, &mut staged_retried))
+                    } else if parent.times.contains_key("held") {
+                        Some(("held", &mut staged_held))
+                    } else {
+                        None
+                    };
                     corpus.push(parent);
+                    if let Some((st, staged)) = state.filter(|(_, n)| **n < STAGED) {
+                        *staged += 1;
+                        let last = corpus.len() - 1;
+                        for u in USER_OPS {
+                            if let Some(plan) = user_move(&corpus[last..], u, st, &mut rng) {
+                                queued.push_back(plan);
+                            }
+                        }
+                    }
                 }
             }
         }

@@ -93,6 +93,10 @@ fn rank(f: &FaultSpec, spot: &Spot) -> Option<u32> {
                 ..
             },
         ) => 5,
+        // Past the Client's timeout: the Client resends while the frame is on its way, so two
+        // attempts of one key meet (a late request after its retry, a cancel naming one of
+        // two attempts: A5, A7, A11).
+        (K::StallFrame, Spot::Frame { .. }) if f.stall_ms.unwrap_or(0) > 100 => 3,
         (K::StallFrame, Spot::Frame { .. }) => 7,
         (K::TransientError, Spot::Frame { .. }) => 8,
         (
@@ -119,8 +123,9 @@ fn rank(f: &FaultSpec, spot: &Spot) -> Option<u32> {
 
 /// The good outcomes of a run and the places each depended on, in the order they came: every
 /// acknowledged or withdrawn submission (its attempt's request and answer, and the points the
-/// Agent passed between them), then every other Client request that was answered.
-fn supports(h: &History, trace: &Trace, from: usize) -> Vec<Vec<Place>> {
+/// Agent passed between them), then every other Client request that was answered. Each with
+/// its kind of derivation ([`OutcomeClass`]).
+fn supports(h: &History, trace: &Trace, from: usize) -> Vec<(OutcomeClass, Vec<Place>)> {
     let all: Vec<Place> = places(h, trace)
         .into_iter()
         .filter(|p| p.at >= from)
@@ -132,12 +137,25 @@ fn supports(h: &History, trace: &Trace, from: usize) -> Vec<Vec<Place>> {
     let mut good: Vec<u64> = Vec::new();
     let mut answered_by: BTreeMap<u64, (u64, String)> = BTreeMap::new();
     let mut other: Vec<usize> = Vec::new();
+    let mut commands: BTreeSet<u64> = BTreeSet::new();
+    let mut unkeyed: BTreeSet<u64> = BTreeSet::new();
+    let mut withdrawn: BTreeSet<u64> = BTreeSet::new();
     for o in &h.ops {
         let v = &o.value;
         match (o.process.as_str(), o.f.as_str()) {
+            (process::USER, op::SUBMIT) => {
+                if let (Some(n), Some(t)) = (v["submission"].as_u64(), v["text"].as_str()) {
+                    if t.starts_with('/') {
+                        commands.insert(n);
+                    }
+                }
+            }
             (process::CLIENT, op::ATTEMPT) => {
                 if let (Some(c), Some(n)) = (v["conn"].as_u64(), v["submission"].as_u64()) {
                     attempt_sub.insert((c, v["id"].to_string()), n);
+                    if v["key"].is_null() {
+                        unkeyed.insert(n);
+                    }
                 }
             }
             // Through a proxy the Agent reads the attempt under a rewritten id: the same one.
@@ -153,6 +171,9 @@ fn supports(h: &History, trace: &Trace, from: usize) -> Vec<Vec<Place>> {
             }
             (process::CLIENT, op::ACK | op::WITHDRAWN) => {
                 if let Some(n) = v["submission"].as_u64() {
+                    if o.f == op::WITHDRAWN {
+                        withdrawn.insert(n);
+                    }
                     if !good.contains(&n) {
                         good.push(n);
                     }
@@ -219,7 +240,16 @@ fn supports(h: &History, trace: &Trace, from: usize) -> Vec<Vec<Place>> {
                 support.push(p.clone());
             }
         }
-        out.push(support);
+        let class = if withdrawn.contains(&n) {
+            OutcomeClass::Withdrawn
+        } else if commands.contains(&n) {
+            OutcomeClass::Command
+        } else if unkeyed.contains(&n) {
+            OutcomeClass::Unkeyed
+        } else {
+            OutcomeClass::Keyed
+        };
+        out.push((class, support));
     }
     // Every other answered request: its answer.
     for idx in other {
@@ -238,32 +268,54 @@ fn supports(h: &History, trace: &Trace, from: usize) -> Vec<Vec<Place>> {
             .cloned()
             .collect();
         if !support.is_empty() {
-            out.push(support);
+            out.push((OutcomeClass::Other, support));
         }
     }
     out
 }
 
-/// The cuts of a run's outcomes, best first: by rank, then outcome, then time.
+/// The kind of derivation a good outcome had: a keyed prompt acknowledged, an unkeyed one, a
+/// command the Agent answered itself, a submission its user withdrew, another request. Cuts go
+/// round the kinds (every cut of the first outcome of each kind, then of the second, ...): the
+/// outcomes of one kind mostly share a derivation, so a trace with one command and nine
+/// prompts has its command cut early, not after nine prompts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum OutcomeClass {
+    Keyed,
+    Command,
+    Unkeyed,
+    Withdrawn,
+    Other,
+}
+
+/// The cuts of a run's outcomes, best first: round-robin over the kinds of outcome
+/// ([`OutcomeClass`]: the first outcome of each kind before the second of any), then by rank,
+/// then outcome, then time.
 fn cuts(h: &History, trace: &Trace, plan: &Plan, from: usize) -> Vec<Cut> {
     let kinds = super::exhaustive::default_kinds(plan);
     let mut out = Vec::new();
-    for (i, support) in supports(h, trace, from).into_iter().enumerate() {
+    let mut seen: BTreeMap<OutcomeClass, usize> = BTreeMap::new();
+    for (i, (class, support)) in supports(h, trace, from).into_iter().enumerate() {
+        let nth = seen.entry(class).or_default();
+        *nth += 1;
         for p in support {
             for f in shapes(&p, plan, &kinds) {
                 if let Some(rank) = rank(&f, &p.spot) {
-                    out.push(Cut {
-                        rank,
-                        outcome: i,
-                        fault: f,
-                        place: p.clone(),
-                    });
+                    out.push((
+                        *nth,
+                        Cut {
+                            rank,
+                            outcome: i,
+                            fault: f,
+                            place: p.clone(),
+                        },
+                    ));
                 }
             }
         }
     }
-    out.sort_by_key(|c| (c.rank, c.outcome, c.place.at));
-    out
+    out.sort_by_key(|(nth, c)| (*nth, c.rank, c.outcome, c.place.at));
+    out.into_iter().map(|(_, c)| c).collect()
 }
 
 /// Try `plan`'s trace's cuts (see the module doc) until `opts.budget` schedules ran, every
