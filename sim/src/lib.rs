@@ -36,7 +36,9 @@
 //!   `junit.xml`, the terminal table.
 //!
 //! Beside it:
-//! - [`explore`]: shrinking a failure, proptest strategies over plans, the regression corpus;
+//! - [`explore`]: every schedule of at most k faults over a trace with a certificate, lineage-driven
+//!   and guided exploration, shrinking a failure, proptest strategies over plans, the regression
+//!   corpus;
 //! - [`retry_class`]: the retry-class audit and matrix (their own small discrete-event world);
 //! - [`probe`]: real Agent processes under black-box traces, our models as processes, the
 //!   mock model server, real-agent profiles;

@@ -8,7 +8,16 @@
 //! every method in both directions. The feedback is what a run covered: the coverage cells
 //! (fault kind × the protocol state it landed in, [`crate::checkers::fault_states`]) and the
 //! happens-before shape of the run (every pair of consecutive Client, Agent and nemesis ops, by
-//! name). A run that covers something new joins the corpus as a parent.
+//! name), and the protocol state each of the user's cancels, stops and closes came in (with
+//! `held-retried`, a held prompt a retry waits on, finer than `held`). A run that covers
+//! something new joins the corpus as a parent.
+//!
+//! Steering: an uncovered fault cell is aimed at (a parent with a place in that state where
+//! the kind lands, else the state stretched over the next such place), least-aimed first, with
+//! a share that decays as a cell resists; a user's op is moved into a held prompt (a retry's
+//! wait window first, made by stalling the turn's permission exchange past the Client's
+//! timeout when no parent has one); and the first parents that reach a held prompt get their
+//! user's ops placed there at once, as a fuzzer's deterministic stage treats a new input.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -167,6 +176,15 @@ fn user_cells(h: &History) -> BTreeSet<String> {
         .collect()
 }
 
+/// Have the user cancel submission `w`, or stop or close its session, at `t` ms.
+fn set_user_op(w: &mut crate::plan::Submission, user_op: &str, t: u64) {
+    match user_op {
+        op::CANCEL => w.cancel_at_ms = Some(t),
+        op::STOP => w.stop_at_ms = Some(t),
+        _ => w.close_at_ms = Some(t),
+    }
+}
+
 /// Move a user's cancel, stop or close into protocol state `state` of a parent's run: at a
 /// time the run was in it (its last moment half the time, where a held prompt has waited
 /// longest), on the latest submission made before then.
@@ -215,11 +233,7 @@ fn user_move(
             let Some(w) = plan.workload.iter_mut().find(|w| w.submission == n) else {
                 continue;
             };
-            match user_op {
-                op::CANCEL => w.cancel_at_ms = Some(t),
-                op::STOP => w.stop_at_ms = Some(t),
-                _ => w.close_at_ms = Some(t),
-            }
+            set_user_op(w, user_op, t);
             if plan.check().is_none() {
                 return Some(plan);
             }
@@ -238,11 +252,7 @@ fn user_move(
         let Some(w) = plan.workload.iter_mut().filter(|w| w.at_ms < t).last() else {
             continue;
         };
-        match user_op {
-            op::CANCEL => w.cancel_at_ms = Some(t),
-            op::STOP => w.stop_at_ms = Some(t),
-            _ => w.close_at_ms = Some(t),
-        }
+        set_user_op(w, user_op, t);
         if plan.check().is_none() {
             return Some(plan);
         }
