@@ -76,7 +76,9 @@ pub struct MutantRow {
 
 /// Runs to the first catch of a mutant under one way of choosing schedules: for each base
 /// seed (the scenario's plan at that seed, its trace for exhaustive and lineage, the guided
-/// swarm's first draw), the fewest runs over the designs, and their median.
+/// swarm's first draw), the fewest runs over the designs, and their median. Exhaustive and
+/// lineage pass over a trace that lacks what the mutant needs (`explore::needs`) for the next
+/// draw (seed + seeds, + 2·seeds, ...), each trace passed over counting one run.
 #[derive(Debug, Clone, Serialize)]
 pub struct FirstCatch {
     /// Runs to the first catch per base seed (`None`: not within the budget).
@@ -133,7 +135,7 @@ pub fn first_catch(
     budget: usize,
     pool: &rayon::ThreadPool,
 ) -> FirstCatch {
-    use crate::explore::{exhaustive, guided, lineage, shrink::Target};
+    use crate::explore::{exhaustive, guided, lineage, needs, shrink::Target};
     let target = Target::of_mutant(m);
     let work: Vec<(u64, Design)> = (0..seeds)
         .flat_map(|seed| designs.iter().map(move |d| (seed, *d)))
@@ -141,7 +143,25 @@ pub fn first_catch(
     let found: Vec<(u64, Option<usize>)> = pool.install(|| {
         work.par_iter()
             .map(|&(seed, d)| {
-                let plan = crate::plan::Plan::derive(s, seed, Some(m.name), d);
+                // Exhaustive and lineage explore one trace: a trace that lacks what the
+                // mutant needs to show (`explore::needs`: a cancel, a close, a prompt without
+                // a key) is passed over for the scenario's next draw (seed + seeds), as
+                // `explore --mutants` tells a user to, each costing its one run.
+                let mut plan = crate::plan::Plan::derive(s, seed, Some(m.name), d);
+                let mut passed = 0usize;
+                if mode != Mode::Guided {
+                    while passed + 1 < budget {
+                        let trace = exhaustive::trace_plan(&plan);
+                        let h = crate::world::run(&trace);
+                        if needs::missing(m.name, &trace, &h).is_empty() {
+                            break;
+                        }
+                        passed += 1;
+                        let next = seed + seeds * passed as u64;
+                        plan = crate::plan::Plan::derive(s, next, Some(m.name), d);
+                    }
+                }
+                let budget = budget - passed;
                 let runs = match mode {
                     Mode::Exhaustive => {
                         let kinds = exhaustive::default_kinds(&plan);
@@ -189,7 +209,7 @@ pub fn first_catch(
                         .first_catch
                     }
                 };
-                (seed, runs.filter(|r| *r <= budget))
+                (seed, runs.filter(|r| *r <= budget).map(|r| r + passed))
             })
             .collect()
     });
