@@ -409,10 +409,11 @@ fn every_mutant(a: &ExploreArgs, s: &scenario::Scenario, design: Design) -> Outc
         a.faults,
         applies.len()
     );
+    // One mutant after the other, each exploration parallel inside: explorations side by side
+    // would each hold their level's runs at once (gigabytes on a two-session trace).
     let results: Vec<(&str, exhaustive::Exploration)> = pool.install(|| {
-        use rayon::prelude::*;
         applies
-            .par_iter()
+            .iter()
             .map(|m| {
                 let plan = Plan::derive(s, a.seed, Some(m.name), design);
                 let kinds = exhaustive::default_kinds(&plan);
