@@ -14,10 +14,9 @@
 //!
 //! Steering: an uncovered fault cell is aimed at (a parent with a place in that state where
 //! the kind lands, else the state stretched over the next such place), least-aimed first, with
-//! a share that decays as a cell resists; a user's op is moved into a held prompt (a retry's
-//! wait window first, made by stalling the turn's permission exchange past the Client's
-//! timeout when no parent has one); and the first parents that reach a held prompt get their
-//! user's ops placed there at once, as a fuzzer's deterministic stage treats a new input.
+//! a share that decays as a cell resists; and the first parents that reach a held prompt, and
+//! a held prompt a retry waits on, get their user's cancel, stop and close placed there at
+//! once, as a fuzzer's deterministic stage treats a new input.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -48,11 +47,8 @@ const STEER: f64 = 0.5;
 /// Aims at a cell after which steering's share halves (then thirds, ...).
 const STEER_PATIENCE: f64 = 8.0;
 
-/// Share of runs that move a user's cancel, stop or close into a protocol state where few
-/// parents had one (a held prompt above all: where A5 and A15 are decided).
-const USER_MOVE: f64 = 0.3;
-
-/// Parents per kind of held state whose user ops are placed there at once (see `guided`).
+/// Parents per kind of held state whose user's cancel, stop and close are placed there at once
+/// (see `guided`): where A5 and A15 are decided.
 const STAGED: usize = 4;
 
 /// The user-op state finer than `held`: a retry of the held prompt waits on it (A7), so the
@@ -185,79 +181,36 @@ fn set_user_op(w: &mut crate::plan::Submission, user_op: &str, t: u64) {
     }
 }
 
-/// Move a user's cancel, stop or close into protocol state `state` of a parent's run: at a
-/// time the run was in it (its last moment half the time, where a held prompt has waited
-/// longest), on the latest submission made before then.
+/// Place a user's cancel, stop or close into protocol state `state` of a parent's run. In
+/// `held-retried`: early in a window where a retry waits on a held prompt (the op still has to
+/// reach the Agent before the hold ends), on that prompt's own submission. Else at a time the
+/// run was in `state` (its last moment half the time, where a held prompt has waited longest),
+/// on the latest submission made before then.
 fn user_move(
-    corpus: &[Parent],
+    p: &Parent,
     user_op: &str,
     state: &str,
     r: &mut rand_chacha::ChaCha8Rng,
 ) -> Option<Plan> {
-    let mut order: Vec<usize> = (0..corpus.len()).collect();
-    order.shuffle(r);
-    for i in order {
-        let p = &corpus[i];
-        if state == HELD_RETRIED {
-            // Inside a window, on the waiting prompt's own submission.
-            let Some(&(n, from, to)) = p.waits.choose(r) else {
-                // No retry waited on a held prompt in this run: make one, by stalling the
-                // permission exchange of the turn in front past the Client's prompt timeout
-                // (the turn waits for it; the held prompt's attempt times out and is resent).
-                let mut spots: Vec<usize> = (0..p.places.len())
-                    .filter(|&j| {
-                        p.states[j] == "held"
-                            && matches!(&p.places[j].spot,
-                                super::places::Spot::Frame { method, .. }
-                                    if method == "session/request_permission")
-                    })
-                    .collect();
-                spots.shuffle(r);
-                if let Some(f) = spots.first().and_then(|&j| {
-                    shapes(&p.places[j], &p.plan, &[FaultKind::StallFrame])
-                        .into_iter()
-                        .max_by_key(|f| f.stall_ms)
-                }) {
-                    let mut plan = p.plan.clone();
-                    plan.faults.push(f);
-                    return Some(plan);
-                }
-                continue;
-            };
-            if to <= from + 1 {
-                continue;
-            }
-            // Early in the window: the op still has to reach the Agent before the hold ends.
-            let t = r.gen_range(from + 1..from + 1 + (to - from).div_ceil(2));
-            let mut plan = p.plan.clone();
-            let Some(w) = plan.workload.iter_mut().find(|w| w.submission == n) else {
-                continue;
-            };
-            set_user_op(w, user_op, t);
-            if plan.check().is_none() {
-                return Some(plan);
-            }
-            continue;
+    let mut plan = p.plan.clone();
+    let (w, t) = if state == HELD_RETRIED {
+        let &(n, from, to) = p.waits.choose(r)?;
+        if to <= from + 1 {
+            return None;
         }
-        let Some(ts) = p.times.get(state) else {
-            continue;
-        };
+        let t = r.gen_range(from + 1..from + 1 + (to - from).div_ceil(2));
+        (plan.workload.iter_mut().find(|w| w.submission == n)?, t)
+    } else {
+        let ts = p.times.get(state)?;
         let t = if r.gen_bool(0.5) {
             ts.last().copied()
         } else {
             ts.choose(r).copied()
-        };
-        let Some(t) = t else { continue };
-        let mut plan = p.plan.clone();
-        let Some(w) = plan.workload.iter_mut().filter(|w| w.at_ms < t).last() else {
-            continue;
-        };
-        set_user_op(w, user_op, t);
-        if plan.check().is_none() {
-            return Some(plan);
-        }
-    }
-    None
+        }?;
+        (plan.workload.iter_mut().filter(|w| w.at_ms < t).last()?, t)
+    };
+    set_user_op(w, user_op, t);
+    plan.check().is_none().then_some(plan)
 }
 
 /// What kind of place a spot is, without its occurrence: a frame's sender, side and method, a
@@ -721,8 +674,8 @@ pub fn guided(
     let mut next_seed = opts.seed_start;
     // How often each uncovered cell was aimed at.
     let mut aimed: BTreeMap<(FaultKind, &str), u32> = BTreeMap::new();
-    // How many runs hit each user cell (see [`user_cells`]).
-    let mut user_hits: BTreeMap<String, usize> = BTreeMap::new();
+    // The user cells hit so far (see [`user_cells`]).
+    let mut user_seen: BTreeSet<String> = BTreeSet::new();
     // Plans staged for the next batches (see `STAGED`), and how many parents were staged.
     let mut queued: std::collections::VecDeque<Plan> = Default::default();
     let (mut staged_retried, mut staged_held) = (0usize, 0usize);
@@ -768,32 +721,7 @@ pub fn guided(
             } else {
                 None
             };
-            let moved = if steered.is_none() && !corpus.is_empty() && rng.gen_bool(USER_MOVE) {
-                // A held prompt a retry waits on (A5, A7) three times in four, else any held
-                // prompt; the op hit least there.
-                let st = if rng.gen_bool(0.75) {
-                    HELD_RETRIED
-                } else {
-                    "held"
-                };
-                let count = |u: &&str| {
-                    user_hits
-                        .get(&format!("user:{u}@{st}"))
-                        .copied()
-                        .unwrap_or(0)
-                };
-                let least = USER_OPS.iter().map(count).min().unwrap_or(0);
-                let fewest: Vec<&str> = USER_OPS
-                    .iter()
-                    .filter(|u| count(u) == least)
-                    .copied()
-                    .collect();
-                let u = *fewest.choose(&mut rng).expect("USER_OPS is not empty");
-                user_move(&corpus, u, st, &mut rng)
-            } else {
-                None
-            };
-            let plan = if let Some(p) = steered.or(moved) {
+            let plan = if let Some(p) = steered {
                 p
             } else if !corpus.is_empty() && rng.gen_bool(MUTATE) {
                 let p = &corpus[rare_parent(&spots_seen, corpus.len(), &mut rng)];
@@ -837,9 +765,7 @@ pub fn guided(
                 new |= shapes_seen.insert(pair);
             }
             for c in user_cells(&h) {
-                let n = user_hits.entry(c).or_insert(0);
-                new |= *n == 0;
-                *n += 1;
+                new |= user_seen.insert(c);
             }
             if out.full_coverage_at.is_none() && allowed.iter().all(|c| out.cells.contains_key(c)) {
                 out.full_coverage_at = Some(out.runs);
@@ -879,7 +805,7 @@ pub fn guided(
                         *staged += 1;
                         let last = corpus.len() - 1;
                         for u in USER_OPS {
-                            if let Some(plan) = user_move(&corpus[last..], u, st, &mut rng) {
+                            if let Some(plan) = user_move(&corpus[last], u, st, &mut rng) {
                                 queued.push_back(plan);
                             }
                         }
