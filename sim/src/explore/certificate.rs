@@ -127,6 +127,18 @@ fn failed_lines(e: &Explored) -> Vec<String> {
         .collect()
 }
 
+/// Make `out` ready for an explore report: created, or holding only an earlier one
+/// (`certificate.json`, `summary.md`, violation folders); anything else is refused.
+fn prepare_explore_folder(out: &Path) -> anyhow::Result<()> {
+    prepare_folder(out, "an acp-chaos explore artefact", |name, path| {
+        matches!(
+            name.trim_end_matches(".tmp"),
+            "certificate.json" | "summary.md"
+        ) || (path.join("schedule.toml").exists() && name.starts_with('v'))
+    })?;
+    Ok(())
+}
+
 /// Write the report folder `out` and return the certificate (the first violating schedule of
 /// each property gets its own folder).
 pub fn write(
@@ -134,12 +146,7 @@ pub fn write(
     x: &Exploration,
     shard: Option<(u64, u64)>,
 ) -> anyhow::Result<Certificate> {
-    prepare_folder(out, "an acp-chaos explore artefact", |name, path| {
-        matches!(
-            name.trim_end_matches(".tmp"),
-            "certificate.json" | "summary.md"
-        ) || (path.join("schedule.toml").exists() && name.starts_with('v'))
-    })?;
+    prepare_explore_folder(out)?;
     // The first violating schedule of each (property, status, party) gets a folder.
     let mut kept: Vec<String> = Vec::new();
     let mut violations = Vec::new();
@@ -351,12 +358,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> anyhow::Result<Certificate> {
         order.len()
     );
     order.sort();
-    prepare_folder(out, "an acp-chaos explore artefact", |name, path| {
-        matches!(
-            name.trim_end_matches(".tmp"),
-            "certificate.json" | "summary.md"
-        ) || (path.join("schedule.toml").exists() && name.starts_with('v'))
-    })?;
+    prepare_explore_folder(out)?;
     let mut m = first.clone();
     m.shard = None;
     let last = m.levels.len() - 1;
