@@ -89,6 +89,9 @@ pub(super) fn exec(a: &ExploreArgs) -> Outcome {
     if a.jobs == Some(0) {
         return Err(CliError::usage("--jobs must be at least 1"));
     }
+    if a.budget == 0 {
+        return Err(CliError::usage("--budget must be at least 1"));
+    }
     let s = scenario::resolve(&scenarios_dir(&a.dir), &a.scenario)?;
     let design = a
         .agent
@@ -134,10 +137,12 @@ pub(super) fn exec(a: &ExploreArgs) -> Outcome {
         .num_threads(jobs)
         .build()
         .map_err(|e| CliError::usage(format!("--jobs: {e}")))?;
+    // Lineage's report is not a certificate: it gets its own folder.
     let name = format!(
-        "explore-{}-{}-k{}{}",
+        "explore-{}-{}{}-k{}{}",
         s.name,
         design.as_str(),
+        if a.mode == "lineage" { "-lineage" } else { "" },
         a.faults,
         a.mutant
             .as_deref()
@@ -150,15 +155,29 @@ pub(super) fn exec(a: &ExploreArgs) -> Outcome {
         (None, None) => PathBuf::from("reports").join(&name),
     };
     println!(
-        "acp-chaos explore {}: design {}, <= {} faults of {}, mutant={}, jobs={jobs}{}",
+        "acp-chaos explore {}: design {}, {}, mutant={}, jobs={jobs}{}",
         s.reference,
         design.as_str(),
-        a.faults,
-        kinds
-            .iter()
-            .map(|k| k.as_str())
-            .collect::<Vec<_>>()
-            .join(","),
+        match (a.mode.as_str(), &s.swarm) {
+            // The swarm modes draw the scenario's own fault kinds, as many as it draws.
+            ("guided" | "swarm" | "coverage", Some(w)) => format!(
+                "the swarm's faults ({})",
+                w.faults
+                    .iter()
+                    .map(|k| k.as_str())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+            _ => format!(
+                "<= {} faults of {}",
+                a.faults,
+                kinds
+                    .iter()
+                    .map(|k| k.as_str())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+        },
         a.mutant.as_deref().unwrap_or("none"),
         a.shard
             .map(|(k, n)| format!(", shard {k}/{n}"))
@@ -317,6 +336,12 @@ pub(super) fn exec(a: &ExploreArgs) -> Outcome {
         }
     }
     println!("{}  ({} runs, {secs:.1} s)", c.line, x.runs);
+    if a.mode == "lineage" {
+        println!(
+            "  (lineage runs the schedules its cuts propose, at most --budget {}: evidence, not a certificate)",
+            a.budget
+        );
+    }
     println!(
         "report: {}/summary.md (certificate.json)  exit {}",
         out.display(),

@@ -271,6 +271,7 @@ fn explore_prints_a_replay_line_that_reproduces_and_refuses_bad_arguments() {
         vec!["--faults", "4"],
         vec!["--kinds", "lose-frame,bogus"],
         vec!["--jobs", "0"],
+        vec!["--budget", "0"],
         vec!["--mode", "guided"],
     ] {
         let out = bin()
