@@ -265,6 +265,8 @@ pub(super) fn exec(a: &ExploreArgs) -> Outcome {
             crate::exit::INVALID
         });
     }
+    // Refuse a foreign --out folder before the exploration, not after it.
+    certificate::prepare_explore_folder(&out)?;
     let x = if a.mode == "lineage" {
         lineage::lineage(
             &plan,

@@ -128,8 +128,9 @@ fn failed_lines(e: &Explored) -> Vec<String> {
 }
 
 /// Make `out` ready for an explore report: created, or holding only an earlier one
-/// (`certificate.json`, `summary.md`, violation folders); anything else is refused.
-fn prepare_explore_folder(out: &Path) -> anyhow::Result<()> {
+/// (`certificate.json`, `summary.md`, violation folders); anything else is refused (an
+/// error naming the file), before any schedule runs.
+pub fn prepare_explore_folder(out: &Path) -> anyhow::Result<()> {
     prepare_folder(out, "an acp-chaos explore artefact", |name, path| {
         matches!(
             name.trim_end_matches(".tmp"),

@@ -267,7 +267,13 @@ fn explore_prints_a_replay_line_that_reproduces_and_refuses_bad_arguments() {
     assert_eq!(again.status.code(), Some(1), "{replay}: {again_text}");
     assert!(again_text.contains("P11"), "{again_text}");
 
+    // A foreign --out folder is refused before anything runs, and kept.
+    let foreign = std::env::temp_dir().join("acp-chaos-cli-explore-foreign");
+    std::fs::create_dir_all(&foreign).unwrap();
+    std::fs::write(foreign.join("keep.txt"), "mine").unwrap();
+    let foreign_arg = foreign.to_str().unwrap().to_string();
     for bad in [
+        vec!["--out", foreign_arg.as_str()],
         vec!["--faults", "4"],
         vec!["--kinds", "lose-frame,bogus"],
         vec!["--jobs", "0"],
@@ -286,5 +292,10 @@ fn explore_prints_a_replay_line_that_reproduces_and_refuses_bad_arguments() {
             "{bad:?}: {err}"
         );
     }
+    assert!(
+        foreign.join("keep.txt").exists(),
+        "the foreign file was touched"
+    );
+    let _ = std::fs::remove_dir_all(&foreign);
     let _ = std::fs::remove_dir_all(&out_dir);
 }
