@@ -241,15 +241,7 @@ pub(super) fn exec(a: &ExploreArgs) -> Outcome {
             println!("  cells never hit: {}", never.join(", "));
         }
         for e in g.violations.iter().take(3) {
-            println!(
-                "VIOLATION {}",
-                e.plan
-                    .faults
-                    .iter()
-                    .map(crate::nemesis::fault_line)
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            );
+            println!("VIOLATION {}", fault_lines(&e.plan));
             for v in e.verdicts.iter().filter(|v| {
                 matches!(
                     v.status,
@@ -350,6 +342,15 @@ pub(super) fn exec(a: &ExploreArgs) -> Outcome {
         c.exit_code
     );
     Ok(c.exit_code)
+}
+
+/// A plan's faults, one line each, joined by `; `.
+fn fault_lines(plan: &Plan) -> String {
+    plan.faults
+        .iter()
+        .map(crate::nemesis::fault_line)
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// `--mode coverage`: the guided swarm against the plain swarm, runs to every allowed coverage
@@ -489,12 +490,7 @@ fn every_mutant(a: &ExploreArgs, s: &scenario::Scenario, design: Design) -> Outc
                 let faults = if e.plan.faults.is_empty() {
                     "the fault-free trace itself".to_string()
                 } else {
-                    e.plan
-                        .faults
-                        .iter()
-                        .map(crate::nemesis::fault_line)
-                        .collect::<Vec<_>>()
-                        .join("; ")
+                    fault_lines(&e.plan)
                 };
                 println!(
                     "  {name:<32} caught at run {r:>5}: {faults}\n  {:<32} {replay}",

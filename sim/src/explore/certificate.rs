@@ -57,7 +57,7 @@ pub struct Certificate {
     /// `[K, N]` for shard K of N (the last level is split).
     pub shard: Option<(u64, u64)>,
     /// Counts per level (level 0 is the fault-free trace).
-    pub levels: Vec<LevelCounts>,
+    pub levels: Vec<Level>,
     /// Schedules run over every level.
     pub explored: usize,
     /// Schedules pruned as equivalent.
@@ -74,36 +74,6 @@ pub struct Certificate {
     pub violations: Vec<Violation>,
     /// Exit code.
     pub exit_code: i32,
-}
-
-/// Counts of one level.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LevelCounts {
-    /// Faults per schedule.
-    pub faults: usize,
-    /// Places read off the runs below.
-    pub places: usize,
-    /// Schedules run.
-    pub explored: usize,
-    /// Schedules pruned.
-    pub pruned: usize,
-    /// Schedules whose last fault never fired.
-    pub not_fired: usize,
-    /// Split by `--shard`.
-    pub sharded: bool,
-}
-
-impl From<&Level> for LevelCounts {
-    fn from(l: &Level) -> LevelCounts {
-        LevelCounts {
-            faults: l.faults,
-            places: l.places,
-            explored: l.explored,
-            pruned: l.pruned,
-            not_fired: l.not_fired,
-            sharded: l.sharded,
-        }
-    }
 }
 
 /// The exit code of an exploration: 1 for an invalid verdict or an audit disagreement, 4 for
@@ -190,7 +160,7 @@ pub fn write(
         faults: x.levels.len().saturating_sub(1),
         kinds: x.kinds.iter().map(|k| k.as_str().to_string()).collect(),
         shard,
-        levels: x.levels.iter().map(LevelCounts::from).collect(),
+        levels: x.levels.clone(),
         explored: x.explored(),
         pruned: x.pruned(),
         audited: x.audited,

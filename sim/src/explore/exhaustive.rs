@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use rand::seq::SliceRandom;
 use rayon::prelude::*;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::places::{places, Place, Spot};
@@ -111,7 +111,7 @@ impl Explored {
 }
 
 /// Counts per level.
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Level {
     /// Faults per schedule at this level.
     pub faults: usize,
