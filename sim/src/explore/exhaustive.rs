@@ -208,13 +208,8 @@ pub const LONG_STALL_METHODS: &[&str] = &[
 /// there on this topology.
 pub fn shapes(place: &Place, plan: &Plan, kinds: &[FaultKind]) -> Vec<FaultSpec> {
     let spec = |kind: FaultKind| FaultSpec {
-        kind,
         on: place.on.clone(),
-        silent: false,
-        stall_ms: None,
-        heal_after_ms: None,
-        restart_after_ms: None,
-        direction: None,
+        ..FaultSpec::new(kind)
     };
     let mut out = Vec::new();
     for &k in kinds {

@@ -344,15 +344,7 @@ fn process_level(k: FaultKind) -> bool {
 
 /// A process-level fault of `kind` with the settings the swarm gives it (trigger to be set).
 fn at_time(kind: FaultKind, plan: &Plan) -> Option<crate::nemesis::FaultSpec> {
-    let mut f = crate::nemesis::FaultSpec {
-        kind,
-        on: Default::default(),
-        silent: false,
-        stall_ms: None,
-        heal_after_ms: None,
-        restart_after_ms: None,
-        direction: None,
-    };
+    let mut f = crate::nemesis::FaultSpec::new(kind);
     match kind {
         FaultKind::CrashAgent | FaultKind::RestartClient => f.restart_after_ms = Some(50),
         FaultKind::CrashProxy if plan.proxy => f.restart_after_ms = Some(50),

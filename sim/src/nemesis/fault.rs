@@ -156,6 +156,20 @@ pub enum Direction {
 }
 
 impl FaultSpec {
+    /// A fault of `kind` with no trigger and no settings yet (the caller sets what its kind
+    /// takes).
+    pub fn new(kind: FaultKind) -> FaultSpec {
+        FaultSpec {
+            kind,
+            on: Default::default(),
+            silent: false,
+            stall_ms: None,
+            heal_after_ms: None,
+            restart_after_ms: None,
+            direction: None,
+        }
+    }
+
     /// What is wrong with this fault entry, as "field`: reason", or `None`.
     ///
     /// Long on purpose: one check per field, in the order errors are reported.
