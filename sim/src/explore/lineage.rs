@@ -5,10 +5,14 @@
 //! From a passing run, each good outcome (a submission the Client holds the `messageId` of, one
 //! withdrawn by its user's cancel, a request the Client got its answer to) depends on a set of
 //! places: the frames of the exchange that produced it, the protocol points the Agent passed
-//! while producing it, the Client and the Agent staying up. A fault at one of them cuts that
-//! support. Cuts are proposed in the order that most often breaks a retry protocol: first the
-//! window between the Agent's durable write and the answer that acknowledges it (a crash
-//! there), then the answer itself lost, then the work in front of it, then the request. A cut
+//! while producing it, its connection staying up while an attempt of it was alive (sent and not
+//! yet answered), the Client and the Agent staying up. A fault at one of them cuts that
+//! support. Cuts are proposed outcome by outcome in the order that most often breaks a retry
+//! protocol: first the window between the Agent's durable write and the answer that
+//! acknowledges it (a crash there, or a cluster's store down while another prompt arrives),
+//! then the answer itself lost, then the work in front of it and a break of the connection
+//! while an attempt is alive (the Client resends while the first attempt lives on: A7, A12,
+//! A13), then the request. A cut
 //! whose run still ends well showed another derivation of the outcome (a resend on a new
 //! connection, an answer from a key record): its support is cut in turn, placed after the
 //! first fault in that run, up to `faults` faults. Placements that land in an abstract state
@@ -46,16 +50,29 @@ pub struct Options {
 #[derive(Debug, Clone)]
 struct Cut {
     rank: u32,
+    /// A frame on the connection of an attempt the Agent was working on.
+    live: bool,
     /// Which outcome it cuts (its order among the run's outcomes).
     outcome: usize,
     fault: FaultSpec,
     place: Place,
 }
 
+/// Whether a fault breaks the connection at its frame (a visible loss).
+fn breaks(f: &FaultSpec) -> bool {
+    f.kind == FaultKind::LoseFrame && !f.silent
+}
+
 /// The rank of a fault at a place of a support: where a retry protocol is weakest first.
-fn rank(f: &FaultSpec, spot: &Spot) -> Option<u32> {
+/// `live`: the place is a frame on the connection of an attempt the Agent has read and not
+/// yet answered (held, waiting on its store, working).
+fn rank(f: &FaultSpec, spot: &Spot, live: bool) -> Option<u32> {
     use FaultKind as K;
     let r = match (f.kind, spot) {
+        // The connection breaks while the Agent still works on an attempt: the Client resends
+        // on a new connection (another node of a cluster) while the first attempt is alive,
+        // so two attempts of one key meet inside the Agent (A7, A12, A13).
+        (K::LoseFrame, Spot::Frame { .. }) if live && !f.silent => 4,
         (K::CrashAgent, Spot::Point { point, .. }) => match point {
             Point::AfterSyncBeforeResponse => 0,
             Point::AfterInsertBeforeSync => 1,
@@ -65,7 +82,10 @@ fn rank(f: &FaultSpec, spot: &Spot) -> Option<u32> {
             Point::AfterReceive => 8,
             Point::AfterStoreWrite => return None,
         },
-        (K::CrashStore | K::PartitionStore, Spot::Point { .. }) => 0,
+        // A store down while another attempt comes in (`live`): two outcomes' supports cut
+        // at once, the second attempt waiting on the store while its Client can resend.
+        (K::CrashStore | K::PartitionStore, Spot::Point { .. }) if live => 0,
+        (K::CrashStore | K::PartitionStore, Spot::Point { .. }) => 6,
         (
             K::LoseFrame,
             Spot::Frame {
@@ -125,7 +145,16 @@ fn rank(f: &FaultSpec, spot: &Spot) -> Option<u32> {
 /// acknowledged or withdrawn submission (its attempt's request and answer, and the points the
 /// Agent passed between them), then every other Client request that was answered. Each with
 /// its kind of derivation ([`OutcomeClass`]).
-fn supports(h: &History, trace: &Trace, from: usize) -> Vec<(OutcomeClass, Vec<Place>)> {
+/// One place of a support: whether the outcome's own exchange or points hold it (`own`), and
+/// whether it is a frame on the connection of one of its attempts while that was alive
+/// (`live`).
+struct Supporting {
+    place: Place,
+    own: bool,
+    live: bool,
+}
+
+fn supports(h: &History, trace: &Trace, from: usize) -> Vec<(OutcomeClass, Vec<Supporting>)> {
     let all: Vec<Place> = places(h, trace)
         .into_iter()
         .filter(|p| p.at >= from)
@@ -140,8 +169,25 @@ fn supports(h: &History, trace: &Trace, from: usize) -> Vec<(OutcomeClass, Vec<P
     let mut commands: BTreeSet<u64> = BTreeSet::new();
     let mut unkeyed: BTreeSet<u64> = BTreeSet::new();
     let mut withdrawn: BTreeSet<u64> = BTreeSet::new();
+    // (conn, id) of an attempt → the op its first answer was written at.
+    let mut answer_at: BTreeMap<(u64, String), usize> = BTreeMap::new();
+    // (conn, id) of a prompt attempt → the op the Client wrote it at.
+    let mut client_sent: BTreeMap<(u64, String), usize> = BTreeMap::new();
     for o in &h.ops {
         let v = &o.value;
+        // An answer written to the Client (by the Agent or a proxy): it ends its request's
+        // window.
+        if o.process == process::NET
+            && o.f == op::SEND
+            && v["from"] != "client"
+            && v["frame"].get("method").is_none()
+        {
+            let k = (
+                v["conn"].as_u64().unwrap_or(0),
+                v["frame"]["id"].to_string(),
+            );
+            answer_at.entry(k).or_insert(o.index);
+        }
         match (o.process.as_str(), o.f.as_str()) {
             (process::USER, op::SUBMIT) => {
                 if let (Some(n), Some(t)) = (v["submission"].as_u64(), v["text"].as_str()) {
@@ -191,6 +237,15 @@ fn supports(h: &History, trace: &Trace, from: usize) -> Vec<(OutcomeClass, Vec<P
                 ));
             }
             (process::NET, op::SEND)
+                if v["from"] == "client" && v["frame"]["method"] == "session/prompt" =>
+            {
+                let k = (
+                    v["conn"].as_u64().unwrap_or(0),
+                    v["frame"]["id"].to_string(),
+                );
+                client_sent.entry(k).or_insert(o.index);
+            }
+            (process::NET, op::SEND)
                 if v["from"].as_str().is_some_and(is_agent_host)
                     && v["frame"].get("method").is_none() =>
             {
@@ -215,12 +270,43 @@ fn supports(h: &History, trace: &Trace, from: usize) -> Vec<(OutcomeClass, Vec<P
             .find(|(r, _)| *r <= at)
             .map(|(_, k)| k)
     };
+    // The connection a frame place was written on.
+    let conn_of = |p: &Place| -> Option<u64> {
+        let o = h.ops.get(p.at)?;
+        let d = if o.process == process::NET {
+            &o.value
+        } else {
+            &o.value["detail"]
+        };
+        d["conn"].as_u64()
+    };
     let mut out = Vec::new();
     for n in good {
         let attempt = answered_by.get(&n);
-        let mut support: Vec<Place> = Vec::new();
+        // While an attempt of the submission is alive (sent, not yet answered: on its way,
+        // held, waiting on a store, working), its answer depends on its connection staying
+        // up: every frame on that connection in that window is support, and a break there
+        // makes the Client resend while the attempt lives on.
+        let windows: Vec<(u64, usize, usize)> = attempt_sub
+            .iter()
+            .filter(|(_, &s)| s == n)
+            .filter_map(|(k, _)| {
+                let start = client_sent
+                    .get(k)
+                    .copied()
+                    .or_else(|| prompt_reads.iter().find(|(_, r)| r == k).map(|r| r.0))?;
+                Some((k.0, start, answer_at.get(k).copied().unwrap_or(usize::MAX)))
+            })
+            .collect();
+        let live = |p: &Place| {
+            matches!(p.spot, Spot::Frame { .. })
+                && windows
+                    .iter()
+                    .any(|&(c, r, a)| r < p.at && p.at < a && conn_of(p) == Some(c))
+        };
+        let mut support: Vec<Supporting> = Vec::new();
         for p in &all {
-            let keep = match &p.spot {
+            let own = match &p.spot {
                 Spot::Frame {
                     by: Sender::Client,
                     submission: Some(s),
@@ -236,8 +322,13 @@ fn supports(h: &History, trace: &Trace, from: usize) -> Vec<(OutcomeClass, Vec<P
                 } => method == "$/cancel_request" || method == "session/cancel",
                 _ => false,
             };
-            if keep {
-                support.push(p.clone());
+            let live = live(p);
+            if own || live {
+                support.push(Supporting {
+                    place: p.clone(),
+                    own,
+                    live,
+                });
             }
         }
         let class = if withdrawn.contains(&n) {
@@ -253,7 +344,7 @@ fn supports(h: &History, trace: &Trace, from: usize) -> Vec<(OutcomeClass, Vec<P
     }
     // Every other answered request: its answer.
     for idx in other {
-        let support: Vec<Place> = all
+        let support: Vec<Supporting> = all
             .iter()
             .filter(|p| {
                 p.at == idx
@@ -265,7 +356,11 @@ fn supports(h: &History, trace: &Trace, from: usize) -> Vec<(OutcomeClass, Vec<P
                         }
                     )
             })
-            .cloned()
+            .map(|p| Supporting {
+                place: p.clone(),
+                own: true,
+                live: false,
+            })
             .collect();
         if !support.is_empty() {
             out.push((OutcomeClass::Other, support));
@@ -293,18 +388,50 @@ enum OutcomeClass {
 /// then outcome, then time.
 fn cuts(h: &History, trace: &Trace, plan: &Plan, from: usize) -> Vec<Cut> {
     let kinds = super::exhaustive::default_kinds(plan);
+    // When the Agent read each prompt attempt (simulated ms).
+    let prompt_read_ms: Vec<u64> = h
+        .ops
+        .iter()
+        .filter(|o| {
+            o.process == process::NET
+                && o.f == op::RECV
+                && o.value["from"] == "client"
+                && o.value["frame"]["method"] == "session/prompt"
+        })
+        .map(|o| o.time_ms)
+        .collect();
     let mut out = Vec::new();
     let mut seen: BTreeMap<OutcomeClass, usize> = BTreeMap::new();
     for (i, (class, support)) in supports(h, trace, from).into_iter().enumerate() {
         let nth = seen.entry(class).or_default();
         *nth += 1;
-        for p in support {
+        for Supporting {
+            place: p,
+            own,
+            live,
+        } in support
+        {
             for f in shapes(&p, plan, &kinds) {
-                if let Some(rank) = rank(&f, &p.spot) {
+                // A frame held only for its connection: only breaking that connection cuts it.
+                if !own && !breaks(&f) {
+                    continue;
+                }
+                // A store fault is live when a prompt reaches the Agent while the store is
+                // down (before it heals or restarts).
+                let live = match f.kind {
+                    FaultKind::CrashStore | FaultKind::PartitionStore => {
+                        let t = h.ops.get(p.at).map_or(0, |o| o.time_ms);
+                        let down = f.heal_after_ms.or(f.restart_after_ms).unwrap_or(0);
+                        prompt_read_ms.iter().any(|&r| t < r && r <= t + down)
+                    }
+                    _ => live,
+                };
+                if let Some(rank) = rank(&f, &p.spot, live) {
                     out.push((
                         *nth,
                         Cut {
                             rank,
+                            live,
                             outcome: i,
                             fault: f,
                             place: p.clone(),
@@ -318,103 +445,199 @@ fn cuts(h: &History, trace: &Trace, plan: &Plan, from: usize) -> Vec<Cut> {
     out.into_iter().map(|(_, c)| c).collect()
 }
 
+/// A run proposed by a cut, and what came of it.
+enum Tried {
+    /// Its abstract state and fault were tried already.
+    Pruned,
+    /// The budget is spent.
+    Spent,
+    /// Its fault never fired, or the run failed (and the search goes on).
+    Done,
+    /// A catch, with `stop_at_first`.
+    Stop,
+    /// The run passed: its plan, run, and the op after its fault fired.
+    Passed(Box<(Plan, History, Trace, usize)>),
+}
+
+/// The state of one lineage search.
+struct Search<'a> {
+    opts: &'a Options,
+    /// Level 0 is the trace; level k has k faults.
+    levels: Vec<Level>,
+    seen: BTreeSet<String>,
+    runs: usize,
+    order: Vec<Vec<String>>,
+    violations: Vec<Explored>,
+    first_catch: Option<usize>,
+}
+
+impl Search<'_> {
+    /// Run `parent` plus the cut's fault as a level-`k` schedule, unless its abstract state
+    /// (`state`) and fault were tried already.
+    fn try_cut(&mut self, k: usize, parent: &Plan, c: &Cut, state: &str) -> Tried {
+        let key = format!(
+            "{state}#{}#{:?}",
+            fault_line(&FaultSpec {
+                on: Default::default(),
+                ..c.fault.clone()
+            }),
+            c.place.spot
+        );
+        if self.levels.len() <= k {
+            self.levels.resize_with(k + 1, Level::default);
+            self.levels[k].faults = k;
+        }
+        if self.seen.contains(&key) {
+            self.levels[k].pruned += 1;
+            return Tried::Pruned;
+        }
+        if self.runs >= self.opts.budget {
+            return Tried::Spent;
+        }
+        self.seen.insert(key);
+        let mut child = parent.clone();
+        child.faults.push(c.fault.clone());
+        let (h2, t2) = world::run_traced(&child);
+        self.runs += 1;
+        let level = &mut self.levels[k];
+        level.explored += 1;
+        let id = format!("{k}.{}", level.explored - 1);
+        self.order
+            .push(child.faults.iter().map(fault_line).collect::<Vec<_>>());
+        let i = child.faults.len() - 1;
+        let Some(fired) = h2
+            .ops
+            .iter()
+            .find(|o| o.process == process::NEMESIS && o.value["fault"].as_u64() == Some(i as u64))
+        else {
+            level.not_fired += 1;
+            return Tried::Done;
+        };
+        let fired = fired.index;
+        let e = Explored {
+            plan: child.clone(),
+            id,
+            verdicts: checkers::check_all(&h2),
+            hash: h2.hash(),
+        };
+        let caught = e.catches(self.opts.target.as_ref());
+        if caught && self.first_catch.is_none() {
+            self.first_catch = Some(self.runs);
+        }
+        if e.failed() {
+            self.violations.push(e);
+            return if caught && self.opts.stop_at_first {
+                Tried::Stop
+            } else {
+                Tried::Done
+            };
+        }
+        Tried::Passed(Box::new((child, h2, t2, fired + 1)))
+    }
+}
+
+/// Most connection breaks tried at once inside a window a cut opened (see [`lineage`]).
+const FOLLOW_UPS: usize = 2;
+
 /// Try `plan`'s trace's cuts (see the module doc) until `opts.budget` schedules ran, every
 /// support was cut up to `opts.faults` faults, or (with `stop_at_first`) a run failed.
+///
+/// Levels go breadth first, with one exception: when, on a cluster of two nodes or more, a
+/// cut's run passes with an attempt the Agent worked on for longer than before (held, or
+/// waiting on a partitioned store) and a
+/// frame on its connection inside that window, breaking the connection there is tried at
+/// once, one level deeper (at most [`FOLLOW_UPS`] per run): the cut opened a window in
+/// which a retry on a new connection meets the first attempt, and that window is rare in a
+/// fault-free trace.
 pub fn lineage(plan: &Plan, opts: &Options) -> Exploration {
     let base = trace_plan(plan);
     let (h0, t0) = world::run_traced(&base);
     let v0 = checkers::check_all(&h0);
-    let mut levels = vec![Level {
-        explored: 1,
-        ..Level::default()
-    }];
     let first = Explored {
         plan: base.clone(),
         id: "0.0".into(),
         verdicts: v0,
         hash: h0.hash(),
     };
-    let mut violations = Vec::new();
-    let mut first_catch = first.catches(opts.target.as_ref()).then_some(1);
-    if first.failed() {
-        violations.push(first);
-    }
-    // (plan, its run, the op from which its next fault may land), by level.
-    let mut queue: VecDeque<(Plan, History, Trace, usize)> = VecDeque::new();
-    queue.push_back((base.clone(), h0, t0, 0));
-    let mut seen: BTreeSet<String> = BTreeSet::new();
-    let mut runs = 1usize;
-    let mut order = Vec::new();
-    'levels: for k in 1..=opts.faults {
-        let mut level = Level {
-            faults: k,
+    let mut search = Search {
+        opts,
+        levels: vec![Level {
+            explored: 1,
             ..Level::default()
-        };
-        let mut next = VecDeque::new();
-        while let Some((parent, h, t, from)) = queue.pop_front() {
+        }],
+        seen: BTreeSet::new(),
+        runs: 1,
+        order: Vec::new(),
+        violations: Vec::new(),
+        first_catch: first.catches(opts.target.as_ref()).then_some(1),
+    };
+    if first.failed() {
+        search.violations.push(first);
+    }
+    // (plan, its run, the op from which its next fault may land), by level: queues[k] holds
+    // the passing runs of k faults.
+    type Queued = (Plan, History, Trace, usize);
+    let mut queues: Vec<VecDeque<Queued>> = vec![VecDeque::new(); opts.faults + 1];
+    queues[0].push_back((base.clone(), h0, t0, 0));
+    // How often the Agent held a prompt or retried its store from op `from` on.
+    let waits = |h: &History, from: usize| {
+        h.ops[from.min(h.ops.len())..]
+            .iter()
+            .filter(|o| is_agent_host(&o.process) && (o.f == op::HOLD || o.f == op::STORE_RETRY))
+            .count()
+    };
+    // Only when the cut opened such a window: the child waited more after its fault than the
+    // parent did after the same place.
+    // On a cluster of two nodes or more, where the resend can reach another node.
+    let follow_windows = |h: &History, t: &Trace, p: &Plan, from: usize, before: usize| {
+        if p.nodes < 2 || waits(h, from) <= before {
+            return Vec::new();
+        }
+        cuts(h, t, p, from)
+            .into_iter()
+            .filter(|c| c.live && breaks(&c.fault))
+            .take(FOLLOW_UPS)
+            .collect()
+    };
+    'levels: for k in 1..=opts.faults {
+        while let Some((parent, h, t, from)) = queues[k - 1].pop_front() {
             let cs = cuts(&h, &t, &parent, from);
-            level.places += cs.len();
+            if search.levels.len() <= k {
+                search.levels.resize_with(k + 1, Level::default);
+                search.levels[k].faults = k;
+            }
+            search.levels[k].places += cs.len();
             let at: BTreeSet<usize> = cs.iter().map(|c| c.place.at).collect();
             let states = states_at(&h, &at);
             for c in cs {
-                let key = format!(
-                    "{}#{}#{:?}",
-                    states[&c.place.at],
-                    fault_line(&FaultSpec {
-                        on: Default::default(),
-                        ..c.fault.clone()
-                    }),
-                    c.place.spot
-                );
-                if !seen.insert(key) {
-                    level.pruned += 1;
-                    continue;
-                }
-                if runs >= opts.budget {
-                    levels.push(level);
-                    break 'levels;
-                }
-                let mut child = parent.clone();
-                child.faults.push(c.fault.clone());
-                let (h2, t2) = world::run_traced(&child);
-                runs += 1;
-                level.explored += 1;
-                order.push(child.faults.iter().map(fault_line).collect::<Vec<_>>());
-                let i = child.faults.len() - 1;
-                let Some(fired) = h2.ops.iter().find(|o| {
-                    o.process == process::NEMESIS && o.value["fault"].as_u64() == Some(i as u64)
-                }) else {
-                    level.not_fired += 1;
-                    continue;
-                };
-                let fired = fired.index;
-                let verdicts = checkers::check_all(&h2);
-                let e = Explored {
-                    plan: child.clone(),
-                    id: format!("{k}.{}", level.explored - 1),
-                    verdicts,
-                    hash: h2.hash(),
-                };
-                let caught = e.catches(opts.target.as_ref());
-                if caught && first_catch.is_none() {
-                    first_catch = Some(runs);
-                }
-                if e.failed() {
-                    violations.push(e);
-                    if caught && opts.stop_at_first {
-                        levels.push(level);
-                        break 'levels;
+                match search.try_cut(k, &parent, &c, &states[&c.place.at]) {
+                    Tried::Spent | Tried::Stop => break 'levels,
+                    Tried::Pruned | Tried::Done => {}
+                    Tried::Passed(run) => {
+                        let (child, h2, t2, fired) = *run;
+                        if k < opts.faults {
+                            let before = waits(&h, c.place.at);
+                            let follow = follow_windows(&h2, &t2, &child, fired, before);
+                            let at: BTreeSet<usize> = follow.iter().map(|c| c.place.at).collect();
+                            let states2 = states_at(&h2, &at);
+                            for f in follow {
+                                match search.try_cut(k + 1, &child, &f, &states2[&f.place.at]) {
+                                    Tried::Spent | Tried::Stop => break 'levels,
+                                    Tried::Passed(run) if k + 1 < opts.faults => {
+                                        queues[k + 1].push_back(*run)
+                                    }
+                                    _ => {}
+                                }
+                            }
+                        }
+                        queues[k].push_back((child, h2, t2, fired));
                     }
-                    continue;
                 }
-                next.push_back((child, h2, t2, fired + 1));
             }
         }
-        levels.push(level);
-        queue = next;
     }
     let mut order_hash = Sha256::new();
-    for o in &order {
+    for o in &search.order {
         order_hash.update(o.join(";").as_bytes());
         order_hash.update(b"\n");
     }
@@ -422,13 +645,13 @@ pub fn lineage(plan: &Plan, opts: &Options) -> Exploration {
     Exploration {
         base,
         kinds: super::exhaustive::default_kinds(plan),
-        levels,
-        violations,
+        levels: search.levels,
+        violations: search.violations,
         order_hash: digest.iter().take(8).map(|b| format!("{b:02x}")).collect(),
-        runs,
+        runs: search.runs,
         audited: 0,
         mismatches: Vec::new(),
-        first_catch,
+        first_catch: search.first_catch,
     }
 }
 

@@ -34,6 +34,9 @@ pub enum Need {
     /// An Agent that holds a prompt arriving during a turn (O4 `hold`, not `steer`), and two
     /// submissions to hold one behind the other.
     Holding,
+    /// A cluster of two nodes or more: a retry can reach a node other than the one working on
+    /// the first attempt (one node serialises a session's inserts itself).
+    TwoNodes,
 }
 
 impl Need {
@@ -50,6 +53,7 @@ impl Need {
             Need::Command => "locally answered command (/status)",
             Need::TwoSubmissions => "second submission",
             Need::Holding => "prompt the Agent can hold (O4 hold and two submissions)",
+            Need::TwoNodes => "second cluster node",
         }
     }
 }
@@ -70,6 +74,7 @@ pub fn of_mutant(name: &str) -> &'static [Need] {
         "forgets-live-while-active" => &[Need::Command],
         "same-key-new-prompt" | "dedup-by-id" => &[Need::TwoSubmissions],
         "held-retry-errors" => &[Need::Holding],
+        "cluster-check-then-insert" => &[Need::TwoNodes],
         _ => &[],
     }
 }
@@ -114,6 +119,9 @@ pub fn met(plan: &Plan, h: &History) -> BTreeSet<Need> {
             }
             _ => {}
         }
+    }
+    if plan.nodes > 1 {
+        out.insert(Need::TwoNodes);
     }
     if sessions.len() > 1 {
         out.insert(Need::TwoSessions);
@@ -163,6 +171,7 @@ mod tests {
             "same-key-new-prompt",
             "dedup-by-id",
             "held-retry-errors",
+            "cluster-check-then-insert",
         ] {
             assert!(names.contains(n), "{n} is not a shipped mutant");
             assert!(!of_mutant(n).is_empty());

@@ -218,6 +218,61 @@ fn lineage_cuts_the_durable_write_to_ack_window_first() {
 }
 
 #[test]
+fn lineage_breaks_the_connection_of_a_held_prompt_first() {
+    // rfd-04 on the cluster: a prompt is held on the node serving the Client. Its answer
+    // depends on that connection staying up while it is held, and a break there makes the
+    // Client resend through another node while the first attempt lives on: the window where
+    // `cluster-check-then-insert` inserts twice. Lineage tries it before the rest; in order,
+    // the first catch comes far later.
+    let m = "cluster-check-then-insert";
+    let p = plan("rfd-04-retry-while-held", Design::Cluster, Some(m));
+    let lineage_options = |target: Option<Target>, budget| lineage::Options {
+        faults: 2,
+        budget,
+        stop_at_first: target.is_some(),
+        target,
+    };
+    let x = lineage::lineage(&p, &lineage_options(Some(target(m)), 60));
+    let in_order = exhaustive::explore(
+        &p,
+        &Options {
+            stop_at_first: true,
+            target: Some(target(m)),
+            ..options(&p, 2)
+        },
+        &pool(2),
+    );
+    let (l, e) = (
+        x.first_catch.expect("lineage catches it"),
+        in_order.first_catch.expect("in order catches it"),
+    );
+    assert!(l <= 8 && l < e, "lineage at run {l}, in order at run {e}");
+    // The correct cluster on the same budget: the breaks it tries first are answered from
+    // the store's key record, no violation.
+    let ok = lineage::lineage(
+        &plan("rfd-04-retry-while-held", Design::Cluster, None),
+        &lineage_options(None, 60),
+    );
+    assert!(ok.violations.is_empty(), "{}", ok.certificate());
+    // One node serialises the session's inserts itself: the need says so, and no single
+    // fault shows it there (two did on three nodes, above).
+    let mut one = p.clone();
+    one.nodes = 1;
+    let h = acp_chaos::world::run(&exhaustive::trace_plan(&one));
+    assert_eq!(needs::missing(m, &one, &h), vec![needs::Need::TwoNodes]);
+    let x = exhaustive::explore(
+        &one,
+        &Options {
+            stop_at_first: true,
+            target: Some(target(m)),
+            ..options(&one, 1)
+        },
+        &pool(2),
+    );
+    assert_eq!(x.first_catch, None);
+}
+
+#[test]
 fn guided_swarm_catches_no_dedup_and_is_deterministic_across_jobs() {
     let s = scenario("swarm-basic");
     let opts = guided::Options {
