@@ -1,5 +1,5 @@
 //! Checkers: pure functions from a [`History`] to a [`Verdict`], one per property of
-//! `spec/RULES.md` (P1 to P12, and our P13 and P14; see [`CHECKERS`]).
+//! `spec/RULES.md` (P1 to P12, and our P13 and P14, each with its row there; see [`CHECKERS`]).
 //!
 //! Every non-valid verdict names the property, the rule ids, the witnessing op indices, the
 //! fault that enabled it (the last nemesis op before the witness) and who is at fault.

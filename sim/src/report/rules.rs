@@ -6,8 +6,8 @@ use crate::checkers::{Verdict, CHECKERS};
 pub const RULES_MD: &str = include_str!("../../../spec/RULES.md");
 
 /// The text of rule `id` (`A7`, `K3`, `P1`, ...) from RULES.md: a `- **ID** ...` item with its
-/// continuation lines, or a row of the properties table. `None` for ids it does not define
-/// (P13 and P14 are ours and live in the README).
+/// continuation lines, or a row of the properties table (P1 to P14; P13 and P14 are ours).
+/// `None` for ids it does not define.
 pub fn rule_text(id: &str) -> Option<String> {
     let item = format!("- **{id}**");
     let row = format!("| {id} ");
@@ -36,6 +36,8 @@ pub fn rule_text(id: &str) -> Option<String> {
     None
 }
 
+/// The property and rule ids of a verdict with their RULES.md text (a checker's title for an
+/// id RULES.md does not define).
 pub fn rules_quoted(v: &Verdict) -> Vec<(String, String)> {
     let mut ids: Vec<String> = vec![v.property.clone()];
     ids.extend(v.rules.iter().filter(|r| **r != v.property).cloned());

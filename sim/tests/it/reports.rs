@@ -309,6 +309,12 @@ fn merge_refuses_a_missing_or_repeated_shard() {
 #[test]
 fn every_rule_a_checker_names_is_quoted_from_rules_md() {
     for c in acp_chaos::checkers::CHECKERS {
+        // Every property has its row in RULES.md's properties table, ours (P13, P14) too.
+        assert!(
+            report::rule_text(c.property).is_some(),
+            "{}: no row in RULES.md's properties table",
+            c.property
+        );
         for r in c.rules {
             // "Retry classes" and the crate's docs are sections, not numbered rules.
             if r.chars().next().is_some_and(|x| x.is_ascii_uppercase())
