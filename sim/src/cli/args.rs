@@ -79,6 +79,42 @@ pub(super) fn load(
     }
 }
 
+/// Most seeds one command runs per scenario: a campaign still lists its runs before it starts
+/// them, so an absurd `--seeds` would ask for more memory than any machine has.
+pub(super) const SEEDS_MAX: u64 = 100_000_000;
+
+/// `--seeds N`, refused above [`SEEDS_MAX`] with what to do instead.
+pub(super) fn check_seeds(seeds: u64) -> Result<(), CliError> {
+    if seeds == 0 {
+        return Err(CliError::usage("--seeds must be at least 1".to_string()));
+    }
+    if seeds > SEEDS_MAX {
+        return Err(CliError::usage(format!(
+            "--seeds {seeds}: at most {SEEDS_MAX} per scenario in one command (run a larger range \
+             as several commands, each from its own --seed-start)"
+        )));
+    }
+    Ok(())
+}
+
+/// The worker threads for `--jobs` (`None`: the number of cores): capped at the machine's
+/// cores, with a note on stderr, since the simulator is CPU-bound and its results do not
+/// depend on the number of threads.
+pub(super) fn jobs(requested: Option<usize>) -> usize {
+    let cores = num_cpus_or_one();
+    match requested {
+        Some(n) if n > cores => {
+            eprintln!(
+                "acp-chaos: --jobs {n} is more than this machine's {cores} cores: using {cores} \
+                 (results do not depend on --jobs)"
+            );
+            cores
+        }
+        Some(n) => n,
+        None => cores,
+    }
+}
+
 /// Worker threads by default: the number of cores.
 pub(super) fn num_cpus_or_one() -> usize {
     std::thread::available_parallelism()

@@ -5,9 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::args::{
-    check_mutant, num_cpus_or_one, parse_design, parse_shard, scenarios_dir, DirArgs,
-};
+use super::args::{check_mutant, jobs, parse_design, parse_shard, scenarios_dir, DirArgs};
 use super::{CliError, Outcome};
 use crate::explore::certificate;
 use crate::explore::exhaustive::{self, Options};
@@ -132,7 +130,7 @@ pub(super) fn exec(a: &ExploreArgs) -> Outcome {
         }
         v
     };
-    let jobs = a.jobs.unwrap_or_else(num_cpus_or_one);
+    let jobs = jobs(a.jobs);
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(jobs)
         .build()
@@ -413,7 +411,7 @@ fn coverage_race(
 fn every_mutant(a: &ExploreArgs, s: &scenario::Scenario, design: Design) -> Outcome {
     use crate::explore::shrink::Target;
     use crate::models::mutant::MUTANTS;
-    let jobs = a.jobs.unwrap_or_else(num_cpus_or_one);
+    let jobs = jobs(a.jobs);
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(jobs)
         .build()

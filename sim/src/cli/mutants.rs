@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::args::{num_cpus_or_one, scenarios_dir, DirArgs};
+use super::args::{jobs, scenarios_dir, DirArgs};
 use super::output::outcome_line;
 use super::{CliError, Outcome};
 use crate::models::mutant;
@@ -59,6 +59,13 @@ pub(super) fn exec(a: &MutantsArgs) -> Outcome {
             "--seeds, --catches and --jobs must be at least 1".to_string(),
         ));
     }
+    super::args::check_seeds(a.seeds)?;
+    if let Some(b) = a.baseline_seeds.filter(|b| *b > super::args::SEEDS_MAX) {
+        return Err(CliError::usage(format!(
+            "--baseline-seeds {b}: at most {}",
+            super::args::SEEDS_MAX
+        )));
+    }
     if let Some(m) = &a.mutant {
         if mutant::find(m).is_none() {
             return Err(CliError::usage(format!(
@@ -76,7 +83,7 @@ pub(super) fn exec(a: &MutantsArgs) -> Outcome {
         }
         Err(e) => return Err(e.into()),
     };
-    let jobs = a.jobs.unwrap_or_else(num_cpus_or_one);
+    let jobs = jobs(a.jobs);
     if let Some(p) = &a.json {
         // Fail before the run, not after it.
         if let Err(e) = std::fs::write(p, "[]") {

@@ -4,9 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::args::{
-    check_mutant, load, num_cpus_or_one, parse_design, parse_shard, scenarios_dir, DirArgs,
-};
+use super::args::{check_mutant, jobs, load, parse_design, parse_shard, scenarios_dir, DirArgs};
 use super::output::print_summary;
 use super::{CliError, Outcome};
 use crate::campaign::CampaignSpec;
@@ -65,9 +63,7 @@ pub(super) struct RunArgs {
 /// scenario, the campaign, the summary).
 pub(super) fn exec(a: &RunArgs) -> Outcome {
     check_mutant(&a.mutant)?;
-    if a.seeds == 0 {
-        return Err(CliError::usage("--seeds must be at least 1".to_string()));
-    }
+    super::args::check_seeds(a.seeds)?;
     if a.jobs == Some(0) {
         return Err(CliError::usage("--jobs must be at least 1".to_string()));
     }
@@ -87,7 +83,7 @@ pub(super) fn exec(a: &RunArgs) -> Outcome {
             scenarios_dir(&a.dir).display()
         )));
     }
-    let jobs = a.jobs.unwrap_or_else(num_cpus_or_one);
+    let jobs = jobs(a.jobs);
     if let Some((_, n)) = a.shard {
         if n > a.seeds {
             return Err(CliError::usage(format!(

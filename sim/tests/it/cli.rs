@@ -299,3 +299,53 @@ fn explore_prints_a_replay_line_that_reproduces_and_refuses_bad_arguments() {
     let _ = std::fs::remove_dir_all(&foreign);
     let _ = std::fs::remove_dir_all(&out_dir);
 }
+
+#[test]
+fn absurd_seeds_are_refused_and_jobs_are_capped_at_the_machine() {
+    // Each used to panic or abort on an allocation ("capacity overflow", a 24 TB Vec).
+    for args in [
+        vec!["run", "swarm-basic", "--seeds", "18446744073709551615"],
+        vec!["run", "swarm-basic", "--seeds", "1000000000000"],
+        vec!["mutants", "--seeds", "1000000000000"],
+        vec![
+            "mutants",
+            "--seeds",
+            "10",
+            "--baseline-seeds",
+            "1000000000000",
+        ],
+    ] {
+        let out = bin().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("--") && err.contains("at most"),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    // More threads than cores: capped, said so, and the run is the same.
+    let out_dir = std::env::temp_dir().join("acp-chaos-cli-jobs-capped");
+    let _ = std::fs::remove_dir_all(&out_dir);
+    let out = bin()
+        .args([
+            "run",
+            "rfd-01-retry-same-connection",
+            "--seeds",
+            "2",
+            "--jobs",
+            "100000",
+        ])
+        .args([
+            "--no-progress",
+            "--no-regressions",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("--jobs 100000 is more than"), "{err}");
+    let _ = std::fs::remove_dir_all(&out_dir);
+}
