@@ -483,6 +483,9 @@ impl Search<'_> {
             }),
             c.place.spot
         );
+        if self.runs >= self.opts.budget && !self.seen.contains(&key) {
+            return Tried::Spent;
+        }
         if self.levels.len() <= k {
             self.levels.resize_with(k + 1, Level::default);
             self.levels[k].faults = k;
@@ -490,9 +493,6 @@ impl Search<'_> {
         if self.seen.contains(&key) {
             self.levels[k].pruned += 1;
             return Tried::Pruned;
-        }
-        if self.runs >= self.opts.budget {
-            return Tried::Spent;
         }
         self.seen.insert(key);
         let mut child = parent.clone();
