@@ -109,6 +109,12 @@ pub(super) fn exec(a: &ExploreArgs) -> Outcome {
         )));
     }
     if a.mutants {
+        if a.mode != "exhaustive" && a.mode != "lineage" {
+            return Err(CliError::usage(format!(
+                "--mutants explores a trace: --mode exhaustive or lineage, not {}",
+                a.mode
+            )));
+        }
         return every_mutant(a, &s, design);
     }
     let plan = Plan::derive(&s, a.seed, a.mutant.as_deref(), design);
@@ -418,10 +424,11 @@ fn every_mutant(a: &ExploreArgs, s: &scenario::Scenario, design: Design) -> Outc
         .map_err(|e| CliError::usage(format!("--jobs: {e}")))?;
     let out = a.out.clone().unwrap_or_else(|| {
         PathBuf::from("reports").join(format!(
-            "explore-{}-{}-k{}-mutants",
+            "explore-{}-{}-k{}-mutants{}",
             s.name,
             design.as_str(),
-            a.faults
+            a.faults,
+            if a.mode == "lineage" { "-lineage" } else { "" }
         ))
     });
     let applies: Vec<_> = MUTANTS
@@ -429,11 +436,16 @@ fn every_mutant(a: &ExploreArgs, s: &scenario::Scenario, design: Design) -> Outc
         .filter(|m| m.designs.is_empty() || m.designs.contains(&design))
         .collect();
     println!(
-        "acp-chaos explore {} --mutants: design {}, <= {} faults, {} mutants apply",
+        "acp-chaos explore {} --mutants: design {}, <= {} faults, {} mutants apply{}",
         s.reference,
         design.as_str(),
         a.faults,
-        applies.len()
+        applies.len(),
+        if a.mode == "lineage" {
+            format!(", lineage (at most {} runs each)", a.budget)
+        } else {
+            String::new()
+        }
     );
     // One mutant after the other, each exploration parallel inside: explorations side by side
     // would each hold their level's runs at once (gigabytes on a two-session trace).
@@ -442,20 +454,32 @@ fn every_mutant(a: &ExploreArgs, s: &scenario::Scenario, design: Design) -> Outc
             .iter()
             .map(|m| {
                 let plan = Plan::derive(s, a.seed, Some(m.name), design);
-                let kinds = exhaustive::default_kinds(&plan);
-                let x = exhaustive::explore(
-                    &plan,
-                    &Options {
-                        faults: a.faults,
-                        kinds,
-                        shard: None,
-                        audit: 0,
-                        stop_at_first: true,
-                        target: Some(Target::of_mutant(m)),
-                        budget: None,
-                    },
-                    &pool,
-                );
+                let target = Some(Target::of_mutant(m));
+                let x = if a.mode == "lineage" {
+                    lineage::lineage(
+                        &plan,
+                        &lineage::Options {
+                            faults: a.faults,
+                            budget: a.budget,
+                            stop_at_first: true,
+                            target,
+                        },
+                    )
+                } else {
+                    exhaustive::explore(
+                        &plan,
+                        &Options {
+                            faults: a.faults,
+                            kinds: exhaustive::default_kinds(&plan),
+                            shard: None,
+                            audit: 0,
+                            stop_at_first: true,
+                            target,
+                            budget: None,
+                        },
+                        &pool,
+                    )
+                };
                 (m.name, x)
             })
             .collect()
@@ -514,12 +538,16 @@ fn every_mutant(a: &ExploreArgs, s: &scenario::Scenario, design: Design) -> Outc
             }
         }
     }
+    let searched = if a.mode == "lineage" {
+        format!("within {} lineage runs of <= {} faults", a.budget, a.faults)
+    } else {
+        format!("by any schedule of <= {} faults", a.faults)
+    };
     println!(
-        "{caught} of {} mutants caught on this trace, {} cannot show on it (it lacks what they need), {} not caught by any schedule of <= {} faults{}; report: {}",
+        "{caught} of {} mutants caught on this trace, {} cannot show on it (it lacks what they need), {} not caught {searched}{}; report: {}",
         results.len(),
         results.len() - caught - could_not.len(),
         could_not.len(),
-        a.faults,
         if could_not.is_empty() {
             String::new()
         } else {

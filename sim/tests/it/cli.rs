@@ -279,6 +279,7 @@ fn explore_prints_a_replay_line_that_reproduces_and_refuses_bad_arguments() {
         vec!["--jobs", "0"],
         vec!["--budget", "0"],
         vec!["--mode", "guided"],
+        vec!["--mutants", "--mode", "swarm"],
     ] {
         let out = bin()
             .args(["explore", "rfd-02-retry-after-resume-new-connection"])
