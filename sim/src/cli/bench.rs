@@ -32,8 +32,10 @@ pub(super) fn exec(b: &BenchArgs) -> Outcome {
             "--seeds and --jobs must be at least 1".to_string(),
         ));
     }
+    super::args::check_seeds(b.seeds)?;
     let s = scenario::resolve(&scenarios_dir(&b.dir), &b.scenario)?;
-    let r = crate::campaign::bench::measure(&s, b.seeds, b.jobs, b.agent)?;
+    let jobs = super::args::jobs(Some(b.jobs));
+    let r = crate::campaign::bench::measure(&s, b.seeds, jobs, b.agent)?;
     println!(
         "bench {}@{}: {} seeds, jobs={}: {:.2} s wall, {:.0} seeds/s, mean {:.0} ms simulated per run; bare turmoil (same hosts, tick, simulated time): {:.2} s; overhead x{:.1}",
         r.scenario, r.agent.as_str(), r.seeds, r.jobs, r.wall_s, r.seeds_per_s, r.sim_ms_mean, r.bare_wall_s, r.overhead_ratio

@@ -110,6 +110,7 @@ pub(super) fn exec(a: &MatrixArgs) -> Outcome {
             "--seeds must be at least 1 and --seed-start + --seeds below 2^64".to_string(),
         ));
     }
+    super::args::check_seeds(a.seeds)?;
     let mx = matrix::sweep(&matrix::Spec {
         seed_start: a.seed_start,
         seeds: a.seeds,

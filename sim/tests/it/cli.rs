@@ -315,6 +315,8 @@ fn absurd_seeds_are_refused_and_jobs_are_capped_at_the_machine() {
             "--baseline-seeds",
             "1000000000000",
         ],
+        vec!["matrix", "--seeds", "1000000000000"],
+        vec!["bench", "--seeds", "1000000000000"],
     ] {
         let out = bin().args(&args).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
