@@ -472,6 +472,18 @@ struct Search<'a> {
 }
 
 impl Search<'_> {
+    /// The counts of level `k` (`k` faults), made when first needed.
+    fn level(&mut self, k: usize) -> &mut Level {
+        if self.levels.len() <= k {
+            let from = self.levels.len();
+            self.levels.resize_with(k + 1, Level::default);
+            for (i, l) in self.levels.iter_mut().enumerate().skip(from) {
+                l.faults = i;
+            }
+        }
+        &mut self.levels[k]
+    }
+
     /// Run `parent` plus the cut's fault as a level-`k` schedule, unless its abstract state
     /// (`state`) and fault were tried already.
     fn try_cut(&mut self, k: usize, parent: &Plan, c: &Cut, state: &str) -> Tried {
@@ -483,15 +495,12 @@ impl Search<'_> {
             }),
             c.place.spot
         );
-        if self.runs >= self.opts.budget && !self.seen.contains(&key) {
+        let pruned = self.seen.contains(&key);
+        if !pruned && self.runs >= self.opts.budget {
             return Tried::Spent;
         }
-        if self.levels.len() <= k {
-            self.levels.resize_with(k + 1, Level::default);
-            self.levels[k].faults = k;
-        }
-        if self.seen.contains(&key) {
-            self.levels[k].pruned += 1;
+        if pruned {
+            self.level(k).pruned += 1;
             return Tried::Pruned;
         }
         self.seen.insert(key);
@@ -499,7 +508,7 @@ impl Search<'_> {
         child.faults.push(c.fault.clone());
         let (h2, t2) = world::run_traced(&child);
         self.runs += 1;
-        let level = &mut self.levels[k];
+        let level = self.level(k);
         level.explored += 1;
         let id = format!("{k}.{}", level.explored - 1);
         self.order
@@ -510,7 +519,7 @@ impl Search<'_> {
             .iter()
             .find(|o| o.process == process::NEMESIS && o.value["fault"].as_u64() == Some(i as u64))
         else {
-            level.not_fired += 1;
+            self.level(k).not_fired += 1;
             return Tried::Done;
         };
         let fired = fired.index;
@@ -602,11 +611,7 @@ pub fn lineage(plan: &Plan, opts: &Options) -> Exploration {
     'levels: for k in 1..=opts.faults {
         while let Some((parent, h, t, from)) = queues[k - 1].pop_front() {
             let cs = cuts(&h, &t, &parent, from);
-            if search.levels.len() <= k {
-                search.levels.resize_with(k + 1, Level::default);
-                search.levels[k].faults = k;
-            }
-            search.levels[k].places += cs.len();
+            search.level(k).places += cs.len();
             let at: BTreeSet<usize> = cs.iter().map(|c| c.place.at).collect();
             let states = states_at(&h, &at);
             for c in cs {
