@@ -27,7 +27,7 @@ use super::places::{places, Place, Spot};
 use super::shrink::Target;
 use super::state::states_at;
 use crate::checkers;
-use crate::history::{is_agent_host, op, process, History};
+use crate::history::{is_agent_host, op, process, History, Op};
 use crate::models::Point;
 use crate::nemesis::{fault_line, FaultKind, FaultSpec, Sender, Side};
 use crate::plan::Plan;
@@ -58,6 +58,22 @@ struct Cut {
     place: Place,
 }
 
+/// Whether an op is an Agent host waiting: a prompt held, a store op sent again.
+fn is_wait(o: &Op) -> bool {
+    is_agent_host(&o.process) && (o.f == op::HOLD || o.f == op::STORE_RETRY)
+}
+
+/// The connection a frame place of `h` was written on.
+fn frame_conn(h: &History, at: usize) -> Option<u64> {
+    let o = h.ops.get(at)?;
+    let d = if o.process == process::NET {
+        &o.value
+    } else {
+        &o.value["detail"]
+    };
+    d["conn"].as_u64()
+}
+
 /// Whether a fault breaks the connection at its frame (a visible loss).
 fn breaks(f: &FaultSpec) -> bool {
     f.kind == FaultKind::LoseFrame && !f.silent
@@ -73,6 +89,15 @@ fn rank(f: &FaultSpec, spot: &Spot, live: bool) -> Option<u32> {
         // on a new connection (another node of a cluster) while the first attempt is alive,
         // so two attempts of one key meet inside the Agent (A7, A12, A13).
         (K::LoseFrame, Spot::Frame { .. }) if live && !f.silent => 4,
+        // A node decided to insert and its write is cut from the store: a resend through
+        // another node decides again meanwhile (A4, A13: insert-if-absent must be one step).
+        (
+            K::PartitionStore,
+            Spot::Point {
+                point: Point::AfterInsertBeforeSync,
+                ..
+            },
+        ) => 1,
         (K::CrashAgent, Spot::Point { point, .. }) => match point {
             Point::AfterSyncBeforeResponse => 0,
             Point::AfterInsertBeforeSync => 1,
@@ -411,7 +436,10 @@ fn cuts(h: &History, trace: &Trace, plan: &Plan, from: usize) -> Vec<Cut> {
             live,
         } in support
         {
-            for f in shapes(&p, plan, &kinds) {
+            for f in shapes(&p, plan, &kinds)
+                .into_iter()
+                .chain(store_cut_before_write(&p, plan, &kinds))
+            {
                 // A frame held only for its connection: only breaking that connection cuts it.
                 if !own && !breaks(&f) {
                     continue;
@@ -443,6 +471,32 @@ fn cuts(h: &History, trace: &Trace, plan: &Plan, from: usize) -> Vec<Cut> {
     }
     out.sort_by_key(|(nth, c)| (*nth, c.rank, c.outcome, c.place.at));
     out.into_iter().map(|(_, c)| c).collect()
+}
+
+/// On a cluster of two nodes or more, a partition of the store from the node that passed
+/// `after-insert-before-sync` (heals after 100 ms): the node has decided to insert and its
+/// write waits. Lineage's own shape: exhaustive exploration does not place it (yet), so its
+/// certificates are unchanged.
+fn store_cut_before_write(p: &Place, plan: &Plan, kinds: &[FaultKind]) -> Option<FaultSpec> {
+    let at_point = matches!(
+        p.spot,
+        Spot::Point {
+            point: Point::AfterInsertBeforeSync,
+            ..
+        }
+    );
+    if !(at_point
+        && plan.cluster()
+        && plan.nodes >= 2
+        && kinds.contains(&FaultKind::PartitionStore))
+    {
+        return None;
+    }
+    Some(FaultSpec {
+        on: p.on.clone(),
+        heal_after_ms: Some(100),
+        ..FaultSpec::new(FaultKind::PartitionStore)
+    })
 }
 
 /// A run proposed by a cut, and what came of it.
@@ -548,16 +602,107 @@ impl Search<'_> {
 /// Most connection breaks tried at once inside a window a cut opened (see [`lineage`]).
 const FOLLOW_UPS: usize = 2;
 
+/// Prompts the Client wrote up to op `end` that had no answer before op `from`, as
+/// (connection, op index): they wait at (or are on their way to) a node that waits.
+fn unanswered_prompts(h: &History, from: usize, end: usize) -> Vec<(u64, usize)> {
+    let frame_of = |o: &Op| {
+        Some((
+            o.value["conn"].as_u64()?,
+            o.value["frame"]["id"].to_string(),
+        ))
+    };
+    let net_send = |o: &&Op| o.process == process::NET && o.f == op::SEND;
+    let answered: BTreeSet<(u64, String)> = h.ops[..from.min(h.ops.len())]
+        .iter()
+        .filter(net_send)
+        .filter(|o| o.value["from"] != "client" && o.value["frame"].get("method").is_none())
+        .filter_map(frame_of)
+        .collect();
+    h.ops[..=end.min(h.ops.len().saturating_sub(1))]
+        .iter()
+        .filter(net_send)
+        .filter(|o| o.value["from"] == "client" && o.value["frame"]["method"] == "session/prompt")
+        .filter(|o| frame_of(o).is_some_and(|k| !answered.contains(&k)))
+        .filter_map(|o| Some((o.value["conn"].as_u64()?, o.index)))
+        .collect()
+}
+
+/// The connection breaks tried at once in a window a cut opened (a run whose Agent waits from
+/// op `from` on), at most [`FOLLOW_UPS`]: first the earliest frames, on its connection, after a
+/// prompt still unanswered when the wait began (the break makes the Client resend it elsewhere
+/// while the first copy lives on), then frames on the connection of an attempt alive in the
+/// window. Each carries `reroute`: the routing stream alone may send the resend back to the
+/// node that holds the key.
+fn follow_ups(h: &History, t: &Trace, p: &Plan, from: usize) -> Vec<Cut> {
+    let end = h.ops[from.min(h.ops.len())..]
+        .iter()
+        .rev()
+        .find(|o| is_wait(o))
+        .map_or(from, |o| o.index);
+    let sent = unanswered_prompts(h, from, end);
+    let all: Vec<Cut> = cuts(h, t, p, from)
+        .into_iter()
+        .filter(|c| breaks(&c.fault))
+        .collect();
+    let mut after: Vec<&Cut> = all
+        .iter()
+        .filter(|c| {
+            let conn = frame_conn(h, c.place.at);
+            sent.iter()
+                .any(|&(sc, si)| conn == Some(sc) && si < c.place.at)
+        })
+        .collect();
+    after.sort_by_key(|c| c.place.at);
+    let mut out: Vec<Cut> = Vec::new();
+    for c in after.into_iter().chain(all.iter().filter(|c| c.live)) {
+        if out.len() == FOLLOW_UPS {
+            break;
+        }
+        if out.iter().any(|o| o.place.at == c.place.at) {
+            continue;
+        }
+        let mut c = c.clone();
+        c.fault.reroute = true;
+        out.push(c);
+    }
+    out
+}
+
+/// How long past a follow-up break the window that opened it stays open, ms: long enough for
+/// the Client to reconnect, resume and resend on another node (a reconnect and two round
+/// trips at the highest latency the swarm draws, with room).
+const WIDEN_MS: u64 = 100;
+
+/// `plan` with its newest fault (the one that opened a wait, fired at op `fired` of `h`) held
+/// open until [`WIDEN_MS`] past op `at` (the follow-up break), if it would end sooner: a store
+/// that comes back before the resend arrives closes the window the break was aimed at.
+fn widen(plan: &Plan, h: &History, fired: usize, at: usize) -> Plan {
+    let mut out = plan.clone();
+    let (Some(f), Some(a), Some(b)) = (out.faults.last_mut(), h.ops.get(fired), h.ops.get(at))
+    else {
+        return out;
+    };
+    let need = b.time_ms.saturating_sub(a.time_ms) + WIDEN_MS;
+    let window = match f.kind {
+        FaultKind::PartitionStore => &mut f.heal_after_ms,
+        FaultKind::CrashStore => &mut f.restart_after_ms,
+        _ => return out,
+    };
+    if window.is_some_and(|ms| ms < need) {
+        *window = Some(need.min(600_000));
+    }
+    out
+}
+
 /// Try `plan`'s trace's cuts (see the module doc) until `opts.budget` schedules ran, every
 /// support was cut up to `opts.faults` faults, or (with `stop_at_first`) a run failed.
 ///
 /// Levels go breadth first, with one exception: when, on a cluster of two nodes or more, a
 /// cut's run passes with an attempt the Agent worked on for longer than before (held, or
-/// waiting on a partitioned store) and a
-/// frame on its connection inside that window, breaking the connection there is tried at
-/// once, one level deeper (at most [`FOLLOW_UPS`] per run): the cut opened a window in
-/// which a retry on a new connection meets the first attempt, and that window is rare in a
-/// fault-free trace.
+/// waiting on a partitioned store), breaking a connection in that window ([`follow_ups`]) is
+/// tried at once, one level deeper, as it is and with the store fault held open past the
+/// break ([`widen`]): the cut opened a window in which a retry on a new connection meets the
+/// first attempt, and that window is rare in a fault-free trace.
 pub fn lineage(plan: &Plan, opts: &Options) -> Exploration {
     let base = trace_plan(plan);
     let (h0, t0) = world::run_traced(&base);
@@ -592,7 +737,7 @@ pub fn lineage(plan: &Plan, opts: &Options) -> Exploration {
     let waits = |h: &History, from: usize| {
         h.ops[from.min(h.ops.len())..]
             .iter()
-            .filter(|o| is_agent_host(&o.process) && (o.f == op::HOLD || o.f == op::STORE_RETRY))
+            .filter(|o| is_wait(o))
             .count()
     };
     // Only when the cut opened such a window: the child waited more after its fault than the
@@ -602,11 +747,7 @@ pub fn lineage(plan: &Plan, opts: &Options) -> Exploration {
         if p.nodes < 2 || waits(h, from) <= before {
             return Vec::new();
         }
-        cuts(h, t, p, from)
-            .into_iter()
-            .filter(|c| c.live && breaks(&c.fault))
-            .take(FOLLOW_UPS)
-            .collect()
+        follow_ups(h, t, p, from)
     };
     'levels: for k in 1..=opts.faults {
         while let Some((parent, h, t, from)) = queues[k - 1].pop_front() {
@@ -626,12 +767,24 @@ pub fn lineage(plan: &Plan, opts: &Options) -> Exploration {
                             let at: BTreeSet<usize> = follow.iter().map(|c| c.place.at).collect();
                             let states2 = states_at(&h2, &at);
                             for f in follow {
-                                match search.try_cut(k + 1, &child, &f, &states2[&f.place.at]) {
-                                    Tried::Spent | Tried::Stop => break 'levels,
-                                    Tried::Passed(run) if k + 1 < opts.faults => {
-                                        queues[k + 1].push_back(*run)
+                                // As it is, then with the window held open past the break.
+                                let held = widen(&child, &h2, fired - 1, f.place.at);
+                                let parents = if held.faults == child.faults {
+                                    vec![&child]
+                                } else {
+                                    vec![&child, &held]
+                                };
+                                for (i, p) in parents.into_iter().enumerate() {
+                                    // The held variant is another schedule from the same state.
+                                    let tag = if i == 0 { "" } else { "#held" };
+                                    let state = format!("{}{tag}", states2[&f.place.at]);
+                                    match search.try_cut(k + 1, p, &f, &state) {
+                                        Tried::Spent | Tried::Stop => break 'levels,
+                                        Tried::Passed(run) if k + 1 < opts.faults => {
+                                            queues[k + 1].push_back(*run)
+                                        }
+                                        _ => {}
                                     }
-                                    _ => {}
                                 }
                             }
                         }

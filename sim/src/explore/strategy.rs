@@ -213,6 +213,7 @@ fn spec(kind: FaultKind, on: Trigger) -> FaultSpec {
         kind,
         on,
         silent: false,
+        reroute: false,
         stall_ms: None,
         heal_after_ms: None,
         restart_after_ms: None,

@@ -30,10 +30,13 @@ pub enum NemesisAction {
         /// Release delay, ms.
         release_after_ms: u64,
     },
-    /// Cluster: partition the store from the node serving the Client, heal later.
+    /// Cluster: partition the store from a node, heal later.
     PartitionStore {
         /// Heal delay, ms.
         heal_after_ms: u64,
+        /// The node that reached the fault's protocol point (`after-insert-before-sync`);
+        /// `None`: the node serving the Client.
+        node: Option<&'static str>,
     },
 }
 
@@ -65,6 +68,7 @@ impl NemesisAction {
             FaultKind::PartitionStore => {
                 return Some(NemesisAction::PartitionStore {
                     heal_after_ms: f.heal_after_ms.unwrap_or(100),
+                    node: None,
                 })
             }
             _ => return None,

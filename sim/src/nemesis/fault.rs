@@ -45,7 +45,8 @@ pub enum FaultKind {
     /// stream transports (a stream never loses one frame and goes on).
     LoseExchange,
     /// Cluster: partition the store from the node serving the Client, healed after
-    /// `heal_after_ms`.
+    /// `heal_after_ms`; at `after-insert-before-sync`, from the node that reached it (it has
+    /// decided to insert and its write has not reached the store).
     PartitionStore,
     /// Remote transport (cluster): the update stream of the connection whose frame triggers it
     /// dies silently: `session/update` notifications and Agent requests on it are lost from
@@ -117,7 +118,7 @@ impl FaultKind {
             FaultKind::LoseExchange => "remote transport: one request fails before acceptance (X5: resent without reconnecting) or one response is dropped; the connection lives",
             FaultKind::DropUpdates => "remote transport: the update stream dies silently (updates and Agent requests lost) while requests and responses flow",
             FaultKind::PartitionStore => {
-                "cluster: partition the store from the node serving the Client, healed after heal_after_ms"
+                "cluster: partition the store from the node serving the Client (at after-insert-before-sync: the node that reached it), healed after heal_after_ms"
             }
         }
     }
@@ -134,6 +135,13 @@ pub struct FaultSpec {
     /// `lose-frame`: nobody sees the close; both heartbeats must notice.
     #[serde(default)]
     pub silent: bool,
+    /// `lose-frame`, `restart-client` on a cluster of two nodes or more: the load balancer
+    /// moves the Client, so its next connection goes to another node than the one it was on
+    /// (without it the run's routing stream picks, and may pick the same node). No effect on
+    /// one node or without a cluster. Left out of a plan's text when false, so older plans
+    /// read the same.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reroute: bool,
     /// `stall-frame`: how long the connection stalls.
     pub stall_ms: Option<u64>,
     /// `partition`: when it heals.
@@ -163,6 +171,7 @@ impl FaultSpec {
             kind,
             on: Default::default(),
             silent: false,
+            reroute: false,
             stall_ms: None,
             heal_after_ms: None,
             restart_after_ms: None,
@@ -223,11 +232,11 @@ impl FaultSpec {
         } else if t.by.is_some() {
             return Some("on.by`: goes with `frame` and `method`".into());
         }
-        let given = [("silent", self.silent, FaultKind::LoseFrame)];
-        for (field, set, owner) in given {
-            if set && self.kind != owner {
-                return Some(format!("{field}`: only for {}", owner.as_str()));
-            }
+        if self.silent && self.kind != FaultKind::LoseFrame {
+            return Some("silent`: only for lose-frame".into());
+        }
+        if self.reroute && !matches!(self.kind, FaultKind::LoseFrame | FaultKind::RestartClient) {
+            return Some("reroute`: only for lose-frame, restart-client".into());
         }
         if self.stall_ms.is_some()
             && !matches!(self.kind, FaultKind::StallFrame | FaultKind::ReorderFrame)
@@ -307,13 +316,19 @@ impl FaultSpec {
                         .into(),
                 )
             }
-            FaultKind::CrashStore | FaultKind::PartitionStore
-                if t.point.is_some_and(|p| p != Point::AfterStoreWrite) =>
+            FaultKind::CrashStore if t.point.is_some_and(|p| p != Point::AfterStoreWrite) => {
+                Some("on.point`: crash-store fires only at `after-store-write`".into())
+            }
+            // Also where a node has decided to insert and has not yet written to the store.
+            FaultKind::PartitionStore
+                if t.point.is_some_and(|p| {
+                    p != Point::AfterStoreWrite && p != Point::AfterInsertBeforeSync
+                }) =>
             {
-                Some(format!(
-                    "on.point`: {} fires only at `after-store-write`",
-                    self.kind.as_str()
-                ))
+                Some(
+                    "on.point`: partition-store fires only at `after-store-write` or `after-insert-before-sync`"
+                        .into(),
+                )
             }
             FaultKind::CrashAgent | FaultKind::CrashProxy
                 if t.point == Some(Point::AfterStoreWrite) =>
@@ -323,10 +338,6 @@ impl FaultSpec {
                         .into(),
                 )
             }
-            FaultKind::CrashAgent if t.point == Some(Point::AfterStoreWrite) => Some(
-                "on.point`: `after-store-write` is the store's point (crash-store, partition-store)"
-                    .into(),
-            ),
             k if t.point.is_some()
                 && !matches!(
                     k,
@@ -373,6 +384,9 @@ pub fn fault_line(f: &FaultSpec) -> String {
         } else {
             " (visible close)".into()
         };
+    }
+    if f.reroute {
+        extra.push_str(" reroute");
     }
     if let Some(d) = f.direction {
         extra.push_str(match d {

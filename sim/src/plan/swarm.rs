@@ -276,6 +276,7 @@ pub(super) fn draw_swarm(
                 kind,
                 on: at,
                 silent: false,
+                reroute: false,
                 stall_ms: None,
                 heal_after_ms: None,
                 restart_after_ms: None,

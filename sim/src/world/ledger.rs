@@ -61,6 +61,9 @@ pub struct Ledger {
     /// partitions aimed at "the Agent" hit it).
     pub serving: &'static str,
     routing: rand_chacha::ChaCha8Rng,
+    /// Cluster: a `lose-frame` with `reroute` fired on this node's connection, so the Client's
+    /// next connection goes elsewhere.
+    avoid: Option<&'static str>,
     nodes: usize,
     /// The Client talks the remote transport straight to the nodes (lose-exchange applies).
     remote: bool,
@@ -111,6 +114,7 @@ impl Ledger {
             idle: IndexMap::new(),
             serving: crate::history::NODES[0],
             routing: crate::plan::stream(plan.seed, "routing"),
+            avoid: None,
             remote: plan.cluster() && !plan.proxy,
             outstanding: IndexMap::new(),
             updates_dead: BTreeSet::new(),
@@ -141,17 +145,18 @@ impl Ledger {
             return "agent";
         }
         use rand::Rng;
-        let to = crate::history::NODES[self.routing.gen_range(0..self.nodes)];
+        let mut i = self.routing.gen_range(0..self.nodes);
+        let mut value = json!({"from": from, "to": crate::history::NODES[i]});
         if from == "client" || from == "proxy" {
-            self.serving = to;
+            // The draw is made either way, so a reroute moves this connection only.
+            if self.avoid.take() == Some(crate::history::NODES[i]) && self.nodes > 1 {
+                i = (i + 1) % self.nodes;
+                value = json!({"from": from, "to": crate::history::NODES[i], "rerouted": true});
+            }
+            self.serving = crate::history::NODES[i];
         }
-        self.record(
-            process::NET,
-            OpType::Info,
-            op::ROUTE,
-            json!({"from": from, "to": to}),
-        );
-        to
+        self.record(process::NET, OpType::Info, op::ROUTE, value);
+        crate::history::NODES[i]
     }
 
     /// Append one op.
@@ -230,6 +235,9 @@ impl Ledger {
     /// Mark fault `i` as fired and log it.
     pub fn fire(&mut self, i: usize, detail: Value) {
         self.fired[i] = true;
+        if self.faults[i].reroute && self.nodes > 1 {
+            self.avoid = Some(self.serving);
+        }
         let line = fault_line(&self.faults[i]);
         self.record(
             "nemesis",

@@ -267,6 +267,13 @@ impl<'a> StepLoop<'a> {
                                 restart_after_ms,
                             }
                         }
+                        // partition-store at a node's point: that node loses the store.
+                        NemesisAction::PartitionStore { heal_after_ms, .. } if hit.1 != "store" => {
+                            NemesisAction::PartitionStore {
+                                heal_after_ms,
+                                node: Some(hit.1),
+                            }
+                        }
                         other => other,
                     };
                     due.push((i, a, true));
@@ -454,10 +461,11 @@ impl<'a> StepLoop<'a> {
                 );
                 self.timed.push((now + release_after_ms, Timed::Release));
             }
-            NemesisAction::PartitionStore { heal_after_ms }
-                if plan.cluster() && self.store_cut.is_none() =>
-            {
-                let node = self.ledger.borrow().serving;
+            NemesisAction::PartitionStore {
+                heal_after_ms,
+                node,
+            } if plan.cluster() && self.store_cut.is_none() => {
+                let node = node.unwrap_or(self.ledger.borrow().serving);
                 self.sim.partition("store", node);
                 self.store_cut = Some(node);
                 self.ledger.borrow_mut().record(

@@ -273,6 +273,49 @@ fn lineage_breaks_the_connection_of_a_held_prompt_first() {
 }
 
 #[test]
+fn lineage_cuts_the_store_between_a_nodes_check_and_its_write() {
+    // swarm-basic's cluster draws at seeds 0, 4 and 5 (3, 2 and 4 nodes; seed 4 behind a
+    // proxy): a node decided to insert and its write is cut from the store; the Client's
+    // connection breaks and the load balancer moves it (`reroute`), so the resend reaches
+    // another node, which decides again. `cluster-check-then-insert` inserts twice; the
+    // correct cluster (one insert-if-absent at the store) answers the second from the
+    // first's key record.
+    let s = scenario("swarm-basic");
+    let m = "cluster-check-then-insert";
+    for seed in [0, 4, 5] {
+        let opts = |target: Option<Target>| lineage::Options {
+            faults: 2,
+            budget: 20,
+            stop_at_first: target.is_some(),
+            target,
+        };
+        let bad = Plan::derive(&s, seed, Some(m), Design::Cluster);
+        assert!(bad.nodes >= 2, "seed {seed} draws {} nodes", bad.nodes);
+        let x = lineage::lineage(&bad, &opts(Some(target(m))));
+        let caught = x
+            .violations
+            .first()
+            .expect("lineage catches it within 20 runs");
+        let lines: Vec<String> = caught
+            .plan
+            .faults
+            .iter()
+            .map(acp_chaos::nemesis::fault_line)
+            .collect();
+        assert!(
+            lines.iter().any(|l| l.ends_with(" reroute")),
+            "seed {seed}: {lines:?}"
+        );
+        let ok = lineage::lineage(&Plan::derive(&s, seed, None, Design::Cluster), &opts(None));
+        assert!(
+            ok.violations.is_empty(),
+            "seed {seed}: {}",
+            ok.certificate()
+        );
+    }
+}
+
+#[test]
 fn guided_swarm_catches_no_dedup_and_is_deterministic_across_jobs() {
     let s = scenario("swarm-basic");
     let opts = guided::Options {

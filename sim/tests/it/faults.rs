@@ -398,3 +398,125 @@ fn every_fault_kind_has_a_case_and_the_nemesis_counts_what_it_applied() {
         s.faults.len() as u64
     );
 }
+
+/// The node each `route` op of the Client (or its proxy) sent a connection to, with its index.
+fn routes(h: &History) -> Vec<(usize, String)> {
+    h.ops
+        .iter()
+        .filter(|o| o.f == "route" && o.value["from"] != "watcher")
+        .map(|o| (o.index, o.value["to"].as_str().unwrap_or("").to_string()))
+        .collect()
+}
+
+#[test]
+fn reroute_moves_the_client_to_another_node_and_only_then() {
+    use acp_chaos::nemesis::{FaultSpec, Side, Trigger};
+    use acp_chaos::plan::Plan;
+    let s = common::scenario("swarm-basic");
+    let (mut moved, mut same_without) = (0, 0);
+    for seed in 0..12 {
+        let base = Plan::derive(&s, seed, None, Design::Cluster);
+        if base.nodes < 2 {
+            continue;
+        }
+        let run = |reroute: bool| {
+            let mut p = acp_chaos::explore::exhaustive::trace_plan(&base);
+            p.faults = vec![FaultSpec {
+                on: Trigger {
+                    frame: Some(Side::Request),
+                    method: Some("session/prompt".into()),
+                    nth: 2,
+                    ..Trigger::default()
+                },
+                reroute,
+                ..FaultSpec::new(FaultKind::LoseFrame)
+            }];
+            let h = acp_chaos::world::run(&p);
+            let f = fired(&h, "lose-frame").expect("the break fires").index;
+            let r = routes(&h);
+            let before = r
+                .iter()
+                .rev()
+                .find(|(i, _)| *i < f)
+                .expect("a route before")
+                .1
+                .clone();
+            let after = r
+                .iter()
+                .find(|(i, _)| *i > f)
+                .expect("a reconnect")
+                .1
+                .clone();
+            (before, after)
+        };
+        let (b, a) = run(true);
+        assert_ne!(b, a, "seed {seed}: reroute sent the Client back to {b}");
+        moved += 1;
+        let (b, a) = run(false);
+        same_without += usize::from(b == a);
+    }
+    assert!(moved >= 4, "only {moved} seeds drew two nodes or more");
+    // Without the flag the routing stream alone decides, and sometimes picks the same node:
+    // the flag is what moves the Client.
+    assert!(
+        same_without > 0,
+        "no seed routed back to the same node without reroute"
+    );
+    // It is a lose-frame or restart-client setting only.
+    let mut stall = FaultSpec::new(FaultKind::StallFrame);
+    stall.on.frame = Some(Side::Request);
+    stall.on.method = Some("session/prompt".into());
+    stall.on.nth = 1;
+    stall.stall_ms = Some(50);
+    assert_eq!(stall.check(), None);
+    stall.reroute = true;
+    assert_eq!(
+        stall.check().as_deref(),
+        Some("reroute`: only for lose-frame, restart-client")
+    );
+}
+
+#[test]
+fn partition_store_at_a_nodes_point_cuts_that_node_from_the_store() {
+    use acp_chaos::models::Point;
+    use acp_chaos::nemesis::{FaultSpec, Trigger};
+    use acp_chaos::plan::Plan;
+    let s = common::scenario("swarm-basic");
+    let base = Plan::derive(&s, 0, None, Design::Cluster);
+    let mut p = acp_chaos::explore::exhaustive::trace_plan(&base);
+    let fault = FaultSpec {
+        on: Trigger {
+            point: Some(Point::AfterInsertBeforeSync),
+            nth: 1,
+            ..Trigger::default()
+        },
+        heal_after_ms: Some(100),
+        ..FaultSpec::new(FaultKind::PartitionStore)
+    };
+    assert_eq!(fault.check(), None);
+    p.faults = vec![fault];
+    let h = acp_chaos::world::run(&p);
+    let f = fired(&h, "partition-store").expect("fires").index;
+    let cut = next(&h, f, "nemesis", "partition").expect("a partition");
+    // The node whose write waited: its first insert lands at the store after the heal.
+    let insert = h
+        .ops
+        .iter()
+        .find(|o| o.index > f && o.process == "store" && o.f == "insert")
+        .expect("the write lands after the heal");
+    let heal = next(&h, f, "nemesis", "heal-partition").expect("heals");
+    assert_eq!(cut.value["between"][1], insert.value["node"]);
+    assert!(
+        heal.index < insert.index,
+        "the write landed before the heal"
+    );
+    // crash-store stays at the store's own point.
+    let mut crash = FaultSpec::new(FaultKind::CrashStore);
+    crash.on.point = Some(Point::AfterInsertBeforeSync);
+    crash.on.nth = 1;
+    crash.restart_after_ms = Some(50);
+    assert_eq!(
+        crash.check().as_deref(),
+        Some("on.point`: crash-store fires only at `after-store-write`")
+    );
+}
