@@ -32,6 +32,9 @@ pub enum ListSection {
     Swarm,
     /// Properties and their rules.
     Properties,
+    /// Every rule of spec/RULES.md with its checkers, mutants and scenarios, and what it lacks
+    /// (a Markdown table: docs/rules.md).
+    Rules,
     /// `sometimes` events.
     Events,
 }
@@ -97,9 +100,10 @@ pub(super) fn exec(a: &ListArgs) -> Outcome {
             println!("  {:<16} {}", k.as_str(), k.summary());
         }
         println!(
-            "  protocol points for crash-agent: {}\n  protocol point of the cluster store (crash-store, partition-store): {}",
+            "  protocol points for crash-agent: {}\n  protocol point of the cluster store (crash-store, partition-store): {}\n  partition-store also at {} (cuts the node that reached it)",
             Point::AGENT.map(|p| p.as_str()).join(", "),
-            Point::AfterStoreWrite.as_str()
+            Point::AfterStoreWrite.as_str(),
+            Point::AfterInsertBeforeSync.as_str()
         );
     }
     if want(ListSection::Swarm) {
@@ -121,6 +125,12 @@ pub(super) fn exec(a: &ListArgs) -> Outcome {
                 c.rules.join(" ")
             );
         }
+    }
+    if want(ListSection::Rules) {
+        use crate::report::witnesses;
+        println!("rules (spec/RULES.md; docs/rules.md):\n");
+        let all = scenario::load_dir(&scenarios_dir(d))?;
+        print!("{}", witnesses::markdown(&witnesses::witnesses(&all)));
     }
     if want(ListSection::Events) {
         println!("sometimes events:");

@@ -16,7 +16,9 @@
 //! Files: `diagram.rs` (rows from a history), `mermaid.rs` and `svg.rs` (two drawings of it),
 //! `pages.rs` (a counterexample's `report.md` and `report.html`), `summary_md.rs` and
 //! `junit.rs` (a campaign's `summary.md` and `junit.xml`), `table.rs` (the terminal table and
-//! coverage map), `rules.rs` (RULES.md quoted), `text.rs` (clipping and XML escaping).
+//! coverage map), `rules.rs` (RULES.md quoted), `witnesses.rs` (each rule's checkers, mutants
+//! and scenarios: `acp-chaos list rules`, `docs/rules.md`), `text.rs` (clipping and XML
+//! escaping).
 
 mod diagram;
 mod junit;
@@ -27,6 +29,7 @@ mod summary_md;
 mod svg;
 mod table;
 mod text;
+pub mod witnesses;
 
 pub use diagram::{Diagram, Item, Mark, DIAGRAM_ROWS_MAX};
 pub use junit::junit_xml;

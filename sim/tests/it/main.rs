@@ -9,7 +9,8 @@
 //! - `regressions`: the corpus of shrunk schedules keeps its verdicts;
 //! - `reports`: report folders, pages, diagrams, sharding and merging;
 //! - `sdk_author`: an Agent written from scratch against the library, found and shrunk;
-//! - `probe` and `mock_model`: real processes and the mock model server.
+//! - `probe` and `mock_model`: real processes and the mock model server;
+//! - `witnesses`: every rule of RULES.md has its row, and the gaps are the known ones.
 
 mod common;
 
@@ -23,3 +24,4 @@ mod probe;
 mod regressions;
 mod reports;
 mod sdk_author;
+mod witnesses;

@@ -1,0 +1,162 @@
+//! Which rule of `spec/RULES.md` has a witness that can fail: for every rule id, the
+//! properties whose checker cites it, the mutants that break it (each caught by the default
+//! tests: `sim/tests/it/mutants.rs`) and the scenarios that name it. `acp-chaos list rules`
+//! prints it and `docs/rules.md` holds it (a test keeps the two equal).
+
+use super::rules::{rule_text, RULES_MD};
+use crate::checkers::CHECKERS;
+use crate::models::mutant::MUTANTS;
+use crate::scenario::Scenario;
+
+/// One rule's row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Witnesses {
+    /// The rule id (`K1`, `A7`, `X4`, `D1`).
+    pub rule: String,
+    /// Its RFC 2119 keywords in the order of strength (`MUST NOT`, `MUST`, `SHOULD NOT`,
+    /// `SHOULD`, `MAY`), or `ours` for a rule of our own with none.
+    pub strength: Vec<&'static str>,
+    /// Properties whose checker cites the rule (`P1`, ...; `X4` is its own checker).
+    pub properties: Vec<&'static str>,
+    /// Mutants that break it.
+    pub mutants: Vec<&'static str>,
+    /// Scenarios that name it.
+    pub scenarios: Vec<String>,
+}
+
+impl Witnesses {
+    /// What the rule lacks to have a failing witness: a checker, a mutant, or both (empty:
+    /// none).
+    pub fn gap(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        if self.properties.is_empty() {
+            out.push("checker");
+        }
+        if self.mutants.is_empty() {
+            out.push("mutant");
+        }
+        out
+    }
+}
+
+/// Whether `id` has the shape of a rule id: one of the letters of RULES.md's rule sections
+/// (K, C, A, D, X) and a number. The open points (O1..O4) are policies, not rules; the
+/// properties (P1..) check rules.
+pub fn is_rule_id(id: &str) -> bool {
+    id.len() >= 2
+        && matches!(&id[..1], "K" | "C" | "A" | "D" | "X")
+        && id[1..].chars().all(|c| c.is_ascii_digit())
+}
+
+/// Every rule id RULES.md defines as a `- **ID**` item, in file order.
+pub fn rule_ids() -> Vec<String> {
+    RULES_MD
+        .lines()
+        .filter_map(|l| l.strip_prefix("- **")?.split_once("**"))
+        .map(|(id, _)| id.to_string())
+        .filter(|id| is_rule_id(id))
+        .collect()
+}
+
+/// The keywords of a rule's text, strongest first.
+fn strength(text: &str) -> Vec<&'static str> {
+    let mut rest = text.to_string();
+    let mut out = Vec::new();
+    for k in ["MUST NOT", "MUST", "SHOULD NOT", "SHOULD", "MAY"] {
+        if rest.contains(k) {
+            out.push(k);
+            rest = rest.replace(k, "");
+        }
+    }
+    if out.is_empty() {
+        out.push("ours");
+    }
+    out
+}
+
+/// The table's rows, one per rule id, in RULES.md's order.
+pub fn witnesses(scenarios: &[Scenario]) -> Vec<Witnesses> {
+    rule_ids()
+        .into_iter()
+        .map(|id| {
+            let text = rule_text(&id).unwrap_or_default();
+            Witnesses {
+                strength: strength(&text),
+                properties: CHECKERS
+                    .iter()
+                    .filter(|c| c.rules.contains(&id.as_str()) || c.property == id)
+                    .map(|c| c.property)
+                    .collect(),
+                mutants: MUTANTS
+                    .iter()
+                    .filter(|m| m.rules.contains(&id.as_str()))
+                    .map(|m| m.name)
+                    .collect(),
+                scenarios: scenarios
+                    .iter()
+                    .filter(|s| s.rules.contains(&id))
+                    .map(|s| s.name.clone())
+                    .collect(),
+                rule: id,
+            }
+        })
+        .collect()
+}
+
+/// The rows as a Markdown table, then a line counting the gaps.
+pub fn markdown(rows: &[Witnesses]) -> String {
+    let mut out = String::from(
+        "| rule | strength | properties | mutants | scenarios | gap |\n|---|---|---|---|---|---|\n",
+    );
+    let list = |v: &[&str]| {
+        if v.is_empty() {
+            "-".to_string()
+        } else {
+            v.iter()
+                .map(|x| format!("`{x}`"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        }
+    };
+    for r in rows {
+        let scenarios = match r.scenarios.len() {
+            0 => "-".to_string(),
+            1..=3 => list(&r.scenarios.iter().map(String::as_str).collect::<Vec<_>>()),
+            n => format!(
+                "{} and {} more",
+                list(
+                    &r.scenarios[..2]
+                        .iter()
+                        .map(String::as_str)
+                        .collect::<Vec<_>>()
+                ),
+                n - 2
+            ),
+        };
+        let gap = r.gap();
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} |\n",
+            r.rule,
+            r.strength.join(", "),
+            if r.properties.is_empty() {
+                "-".to_string()
+            } else {
+                r.properties.join(" ")
+            },
+            list(&r.mutants),
+            scenarios,
+            if gap.is_empty() {
+                "-".to_string()
+            } else {
+                format!("no {}", gap.join(", no "))
+            }
+        ));
+    }
+    let gaps = rows.iter().filter(|r| !r.gap().is_empty()).count();
+    out.push_str(&format!(
+        "\n{} rules, {} with a checker and a mutant, {gaps} with a gap.\n",
+        rows.len(),
+        rows.len() - gaps
+    ));
+    out
+}
