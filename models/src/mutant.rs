@@ -186,6 +186,18 @@ pub const MUTANTS: &[Mutant] = &[
         designs: &[],
     },
     Mutant {
+        name: "null-key-rejected",
+        kind: MutantKind::Agent(AgentMutant::NullKeyRejected),
+        rules: &["K1"],
+        property: "P5",
+        party: Party::Agent,
+        summary: "idempotencyKey: null is rejected -32602 instead of handled as no key",
+        finding: false,
+        needs_fault: false,
+        swarm_finds: true,
+        designs: &[],
+    },
+    Mutant {
         name: "invalid-key-as-omitted",
         kind: MutantKind::Agent(AgentMutant::InvalidKeyAsOmitted),
         rules: &["K3"],

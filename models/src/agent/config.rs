@@ -132,6 +132,9 @@ pub enum AgentMutant {
     /// A malformed `idempotencyKey` (`""`, 256+ characters, a number, ...) is dropped and the
     /// prompt handled as unkeyed. Breaks K3 (P5, Agent at fault).
     InvalidKeyAsOmitted,
+    /// `idempotencyKey: null` is rejected `-32602` instead of being handled as no key. Breaks K1
+    /// (P5, Agent at fault).
+    NullKeyRejected,
     /// Key records are looked up in every session, not only the prompt's own: the same key
     /// string in another session (or a fork) is answered with that session's messageId.
     /// Breaks A9 (P9, Agent at fault).

@@ -465,6 +465,20 @@ impl ModelAgent {
         if method == "session/prompt" {
             out.push(Action::Point(Point::AfterReceive));
         }
+        let null_key = params.get("idempotencyKey") == Some(&Value::Null);
+        if self.cfg.mutant == Some(AgentMutant::NullKeyRejected)
+            && method == "session/prompt"
+            && null_key
+        {
+            return self.fail(
+                conn,
+                &id,
+                code::INVALID_PARAMS,
+                "Invalid params",
+                Some(json!("idempotencyKey: null")),
+                out,
+            );
+        }
         let mut params = params;
         if self.cfg.mutant == Some(AgentMutant::InvalidKeyAsOmitted) && method == "session/prompt" {
             let malformed = match params.get("idempotencyKey") {

@@ -35,7 +35,7 @@ pub use p02_no_silent_drop::p2_no_silent_drop;
 pub use p03_same_answer::p3_same_answer;
 pub use p04_error_means_not_inserted::p4_error_means_not_inserted;
 pub use p05_key_validation::p5_key_validation;
-pub use p05_key_validation::{key_form, KeyForm};
+pub use p05_key_validation::{key_form, null_key_alone, KeyForm};
 pub use p06_cancel::p6_cancel;
 pub use p07_every_request_answered::p7_every_request_answered;
 pub use p08_key_privacy::p8_key_privacy;
@@ -91,7 +91,7 @@ pub const CHECKERS: &[Checker] = &[
     Checker {
         property: "P5",
         title: "key-validation",
-        rules: &["K2", "K3"],
+        rules: &["K1", "K2", "K3"],
         check: p5_key_validation,
     },
     Checker {

@@ -1,4 +1,4 @@
-//! P5 key-validation (K2 K3): [`p5_key_validation`].
+//! P5 key-validation (K1 K2 K3): [`p5_key_validation`].
 
 use acp_chaos_models::rpc::code as rpc_code;
 use acp_chaos_models::Party;
@@ -36,13 +36,27 @@ pub fn key_form(line: &str) -> KeyForm {
     }
 }
 
-/// P5 key-validation (K2 K3): every raw probe the Client sent (`[[raw]]`) is classified by
+/// Whether a raw `session/prompt` line sends `idempotencyKey: null` and nothing else in it is
+/// wrong (a session id and a non-empty prompt): K1 makes it a prompt without a key, so an
+/// error `-32602` for it is about the key.
+pub fn null_key_alone(line: &str) -> bool {
+    let Ok(v) = serde_json::from_str::<Value>(line) else {
+        return false;
+    };
+    let p = &v["params"];
+    p.get("idempotencyKey") == Some(&Value::Null)
+        && p["sessionId"].is_string()
+        && p["prompt"].as_array().is_some_and(|a| !a.is_empty())
+}
+
+/// P5 key-validation (K1 K2 K3): every raw probe the Client sent (`[[raw]]`) is classified by
 /// [`key_form`] independently of the Agent, then: a malformed key gets an error, `-32602`
 /// (nothing else is wrong in a probe), and inserts nothing (never treated as omitted); a
-/// valid key is never answered `-32602`; a frame that is not JSON gets `-32700`. A probe whose
+/// valid key is never answered `-32602`, nor a `null` one ([`null_key_alone`]: K1, the same
+/// as no key); a frame that is not JSON gets `-32700`. A probe whose
 /// connection ended before any answer is not judged (P7 judges unanswered requests).
 pub fn p5_key_validation(f: &Facts) -> Verdict {
-    let mut v = Verdict::valid("P5", &["K2", "K3"]);
+    let mut v = Verdict::valid("P5", &["K1", "K2", "K3"]);
     let ops = &f.history.ops;
     for sent in ops
         .iter()
@@ -110,6 +124,15 @@ pub fn p5_key_validation(f: &Facts) -> Verdict {
                 a.index,
                 "a valid key (1 to 255 characters) was rejected -32602 (K2)".to_string(),
             )),
+            (KeyForm::Omitted, Some(a), _)
+                if code == Some(rpc_code::INVALID_PARAMS)
+                    && null_key_alone(sent.value["line"].as_str().unwrap_or_default()) =>
+            {
+                Some((
+                    a.index,
+                    "a null key was rejected -32602: it is the same as no key (K1)".to_string(),
+                ))
+            }
             (KeyForm::NotJson, None, _)
                 if !later().filter(on_conn).any(|o| o.f == op::CONN_END) =>
             {
@@ -169,6 +192,14 @@ mod key_form_tests {
             );
         }
         assert_eq!(key_form(&probe(r#""\ud800""#)), KeyForm::NotJson);
+        // K1: a null key alone is no key; with an empty prompt the -32602 may be about that.
+        let full = r#"{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"x"}],"idempotencyKey":null}}"#;
+        assert!(super::null_key_alone(full));
+        assert!(!super::null_key_alone(&probe("null")));
+        assert!(!super::null_key_alone(&full.replace("null", r#""a""#)));
+        assert!(!super::null_key_alone(
+            &full.replace(r#","idempotencyKey":null"#, "")
+        ));
         assert_eq!(key_form("{\"jsonrpc\":"), KeyForm::NotJson);
     }
 }

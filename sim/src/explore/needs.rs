@@ -21,6 +21,8 @@ pub enum Need {
     Close,
     /// Raw `session/prompt` probes with hand-written keys (`[[raw]]`).
     RawProbe,
+    /// A raw probe whose key is `null` (K1).
+    NullKeyProbe,
     /// A prompt sent without a key (`sdk-auto-retry` Client, `unkeyed_rate`).
     UnkeyedPrompt,
     /// The same text submitted twice.
@@ -47,6 +49,7 @@ impl Need {
             Need::Stop => "session/cancel (user stop)",
             Need::Close => "session/close",
             Need::RawProbe => "raw session/prompt probe",
+            Need::NullKeyProbe => "raw session/prompt probe with a null key",
             Need::UnkeyedPrompt => "prompt without a key",
             Need::RepeatedText => "text submitted twice",
             Need::TwoSessions => "second session",
@@ -68,6 +71,7 @@ pub fn of_mutant(name: &str) -> &'static [Need] {
         "stop-cancels-later" | "cancel-skips-held" => &[Need::Stop],
         "close-forgets-held" => &[Need::Close],
         "invalid-key-as-omitted" => &[Need::RawProbe],
+        "null-key-rejected" => &[Need::NullKeyProbe],
         "resends-unkeyed" => &[Need::UnkeyedPrompt],
         "key-from-text" => &[Need::RepeatedText],
         "keys-across-sessions" => &[Need::TwoSessions],
@@ -110,6 +114,10 @@ pub fn met(plan: &Plan, h: &History) -> BTreeSet<Need> {
             }
             (process::CLIENT, op::RAW_SENT) => {
                 out.insert(Need::RawProbe);
+                let line = v["line"].as_str().unwrap_or_default();
+                if crate::checkers::null_key_alone(line) {
+                    out.insert(Need::NullKeyProbe);
+                }
             }
             (process::CLIENT, op::ATTEMPT) if v["key"].is_null() => {
                 out.insert(Need::UnkeyedPrompt);
@@ -164,6 +172,7 @@ mod tests {
             "cancel-skips-held",
             "close-forgets-held",
             "invalid-key-as-omitted",
+            "null-key-rejected",
             "resends-unkeyed",
             "key-from-text",
             "keys-across-sessions",

@@ -157,6 +157,12 @@ const PINNED: &[(&str, &str, Design, u64)] = &[
         0,
     ),
     (
+        "null-key-rejected",
+        "field-f19-key-validation",
+        Design::Stored,
+        0,
+    ),
+    (
         "proxy-duplicates-prompt",
         "proxy-01-retry-through-rewritten-ids",
         Design::Stored,
