@@ -198,6 +198,18 @@ pub const MUTANTS: &[Mutant] = &[
         designs: &[],
     },
     Mutant {
+        name: "echo-before-insert",
+        kind: MutantKind::Agent(AgentMutant::EchoBeforeInsert),
+        rules: &["A14"],
+        property: "P15",
+        party: Party::Agent,
+        summary: "a prompt held behind a turn is echoed as it arrives, before any insertion",
+        finding: false,
+        needs_fault: false,
+        swarm_finds: true,
+        designs: &[],
+    },
+    Mutant {
         name: "invalid-key-as-omitted",
         kind: MutantKind::Agent(AgentMutant::InvalidKeyAsOmitted),
         rules: &["K3"],

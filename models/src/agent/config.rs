@@ -135,6 +135,10 @@ pub enum AgentMutant {
     /// `idempotencyKey: null` is rejected `-32602` instead of being handled as no key. Breaks K1
     /// (P5, Agent at fault).
     NullKeyRejected,
+    /// A prompt held behind a turn is echoed (`user_message`) as it arrives, before any
+    /// insertion: a stop or close that withdraws it leaves the user an echo of input the
+    /// Agent never took. Breaks A14 (P15, Agent at fault).
+    EchoBeforeInsert,
     /// Key records are looked up in every session, not only the prompt's own: the same key
     /// string in another session (or a fork) is answered with that session's messageId.
     /// Breaks A9 (P9, Agent at fault).

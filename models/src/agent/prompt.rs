@@ -286,7 +286,15 @@ impl ModelAgent {
                 op::HOLD,
                 json!({"session": sid, "conn": held.conn, "id": held.id}),
             ));
+            let echoed =
+                (self.cfg.mutant == Some(AgentMutant::EchoBeforeInsert)).then(|| held.clone());
             s.held.push_back(held);
+            if let Some(h) = echoed {
+                // Mutant: a held prompt is echoed as it arrives, before any insertion (A14).
+                let mid = self.new_message_id(&sid, &h);
+                let um = UserMessage::new(mid).content(vec![ContentBlock::from(h.text)]);
+                self.update_all(&sid, SessionUpdate::UserMessage(um), out);
+            }
             out.push(Action::Point(Point::WhileHeld));
         }
     }

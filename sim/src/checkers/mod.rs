@@ -1,5 +1,6 @@
 //! Checkers: pure functions from a [`History`] to a [`Verdict`], one per property of
-//! `spec/RULES.md` (P1 to P12, and our P13 and P14, each with its row there; see [`CHECKERS`]).
+//! `spec/RULES.md` (P1 to P12 and P15, and our P13 and P14, each with its row there; see
+//! [`CHECKERS`]).
 //!
 //! Every non-valid verdict names the property, the rule ids, the witnessing op indices, the
 //! fault that enabled it (the last nemesis op before the witness) and who is at fault.
@@ -20,6 +21,7 @@ pub mod p11_durability;
 pub mod p12_id_uniqueness;
 pub mod p13_forwarding_order;
 pub mod p14_client_keys;
+pub mod p15_echo;
 pub mod verdict;
 pub mod x4_resume_order;
 
@@ -45,6 +47,7 @@ pub use p11_durability::p11_durability;
 pub use p12_id_uniqueness::p12_id_uniqueness;
 pub use p13_forwarding_order::p13_forwarding_order;
 pub use p14_client_keys::p14_client_keys;
+pub use p15_echo::p15_echo;
 pub use verdict::{Status, Verdict};
 pub use x4_resume_order::x4_resume_order;
 
@@ -147,6 +150,12 @@ pub const CHECKERS: &[Checker] = &[
         title: "client-keys",
         rules: &["C2", "C3", "C5"],
         check: p14_client_keys,
+    },
+    Checker {
+        property: "P15",
+        title: "echo",
+        rules: &["A14"],
+        check: p15_echo,
     },
 ];
 

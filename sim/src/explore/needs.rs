@@ -77,7 +77,7 @@ pub fn of_mutant(name: &str) -> &'static [Need] {
         "keys-across-sessions" => &[Need::TwoSessions],
         "forgets-live-while-active" => &[Need::Command],
         "same-key-new-prompt" | "dedup-by-id" => &[Need::TwoSubmissions],
-        "held-retry-errors" => &[Need::Holding],
+        "held-retry-errors" | "echo-before-insert" => &[Need::Holding],
         "cluster-check-then-insert" => &[Need::TwoNodes],
         _ => &[],
     }
@@ -180,6 +180,7 @@ mod tests {
             "same-key-new-prompt",
             "dedup-by-id",
             "held-retry-errors",
+            "echo-before-insert",
             "cluster-check-then-insert",
         ] {
             assert!(names.contains(n), "{n} is not a shipped mutant");

@@ -163,6 +163,12 @@ const PINNED: &[(&str, &str, Design, u64)] = &[
         0,
     ),
     (
+        "echo-before-insert",
+        "rfd-04-retry-while-held",
+        Design::Stored,
+        0,
+    ),
+    (
         "proxy-duplicates-prompt",
         "proxy-01-retry-through-rewritten-ids",
         Design::Stored,
