@@ -497,6 +497,18 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: false,
         designs: &[],
     },
+    Mutant {
+        name: "resends-stale",
+        kind: MutantKind::Client(ClientMutant::ResendsStale),
+        rules: &["C7"],
+        property: "P10",
+        party: Party::Client,
+        summary: "after a reconnect the Client resends an input pending past its staleness limit instead of showing it (a finding: C7 is a SHOULD)",
+        finding: true,
+        needs_fault: true,
+        swarm_finds: true,
+        designs: &[],
+    },
 ];
 
 /// Look a mutant up by its CLI name.

@@ -30,6 +30,9 @@ pub enum ClientMutant {
     /// The SDK also resends a prompt sent without a key whose outcome is unknown, as is.
     /// Breaks C9 and the keyed class (P10 finding, Client at fault).
     ResendsUnkeyed,
+    /// After a reconnect a pending input older than `stale_ms` is resent like any other,
+    /// instead of shown to the user. Breaks C7 (P10 finding, Client at fault).
+    ResendsStale,
 }
 
 /// Which Client.

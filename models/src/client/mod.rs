@@ -661,7 +661,8 @@ impl SpecClient {
         for s in self.pending.keys().copied().collect::<Vec<_>>() {
             let age = self.now_ms.saturating_sub(self.pending[&s].at_ms);
             let p = &self.pending[&s];
-            if self.cfg.stale_ms > 0 && age > self.cfg.stale_ms {
+            let stale = self.cfg.stale_ms > 0 && age > self.cfg.stale_ms;
+            if stale && self.cfg.mutant != Some(ClientMutant::ResendsStale) {
                 self.surface(s, json!({"reason": "stale", "age_ms": age}), out);
             } else if p.attempts > 0 && self.cfg.mutant == Some(ClientMutant::ResumeOnly) {
                 // Mutant: whatever was sent is assumed to be in the replay; nobody is told.

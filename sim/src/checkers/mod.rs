@@ -124,7 +124,7 @@ pub const CHECKERS: &[Checker] = &[
     Checker {
         property: "P10",
         title: "retry-class",
-        rules: &["C1", "C9", "X4"],
+        rules: &["C1", "C7", "C9", "X4"],
         check: p10_retry_class,
     },
     Checker {

@@ -36,17 +36,23 @@ pub fn key_form(line: &str) -> KeyForm {
     }
 }
 
-/// Whether a raw `session/prompt` line sends `idempotencyKey: null` and nothing else in it is
-/// wrong (a session id and a non-empty prompt): K1 makes it a prompt without a key, so an
-/// error `-32602` for it is about the key.
+/// Whether a raw `session/prompt` line sends `idempotencyKey: null` and nothing else in it can
+/// be wrong (only a session id and a non-empty prompt of text blocks besides): K1 makes it a
+/// prompt without a key, so an error `-32602` for it is about the key. Any other line is not
+/// judged on K1 (its `-32602` may be about something else).
 pub fn null_key_alone(line: &str) -> bool {
     let Ok(v) = serde_json::from_str::<Value>(line) else {
         return false;
     };
     let p = &v["params"];
+    let text_block = |b: &Value| b["type"] == "text" && b["text"].is_string();
+    let known = |k: &String| matches!(k.as_str(), "sessionId" | "prompt" | "idempotencyKey");
     p.get("idempotencyKey") == Some(&Value::Null)
+        && p.as_object().is_some_and(|o| o.keys().all(known))
         && p["sessionId"].is_string()
-        && p["prompt"].as_array().is_some_and(|a| !a.is_empty())
+        && p["prompt"]
+            .as_array()
+            .is_some_and(|a| !a.is_empty() && a.iter().all(text_block))
 }
 
 /// P5 key-validation (K1 K2 K3): every raw probe the Client sent (`[[raw]]`) is classified by
@@ -58,11 +64,29 @@ pub fn null_key_alone(line: &str) -> bool {
 pub fn p5_key_validation(f: &Facts) -> Verdict {
     let mut v = Verdict::valid("P5", &["K1", "K2", "K3"]);
     let ops = &f.history.ops;
+    // Connections the nemesis broke silently, from that op on: what is written there after it
+    // reaches nobody, so a probe sent then is not judged.
+    let faults = &f.history.header["plan"]["faults"];
+    let mut silent_from: std::collections::BTreeMap<u64, usize> = Default::default();
+    for o in ops
+        .iter()
+        .filter(|o| o.process == process::NEMESIS && o.f == "lose-frame")
+    {
+        let i = o.value["fault"].as_u64().unwrap_or(u64::MAX) as usize;
+        if faults[i]["silent"] == true {
+            if let Some(c) = o.value["detail"]["conn"].as_u64() {
+                silent_from.entry(c).or_insert(o.index);
+            }
+        }
+    }
     for sent in ops
         .iter()
         .filter(|o| o.process == process::CLIENT && o.f == op::RAW_SENT)
     {
         let conn = sent.value["conn"].as_u64().unwrap_or(0);
+        if silent_from.get(&conn).is_some_and(|b| *b < sent.index) {
+            continue;
+        }
         let id = &sent.value["id"];
         let form = key_form(sent.value["line"].as_str().unwrap_or_default());
         let later = || ops[sent.index..].iter();
@@ -82,28 +106,46 @@ pub fn p5_key_validation(f: &Facts) -> Verdict {
             });
         let on_conn = |o: &&Op| o.value["conn"].as_u64() == Some(conn);
         let on_aconn = |o: &&Op| o.value["conn"].as_u64() == Some(aconn);
+        // What a writer wrote: a frame sent, or one the network lost at the break or the
+        // lost exchange it caused (written all the same).
+        let written = |o: &Op| -> Option<Value> {
+            if o.process == process::NET && o.f == op::SEND {
+                Some(o.value.clone())
+            } else if o.process == process::NEMESIS
+                && matches!(o.f.as_str(), "lose-frame" | "lose-exchange")
+            {
+                Some(o.value["detail"].clone())
+            } else {
+                None
+            }
+        };
         let answer = if form == KeyForm::NotJson {
             // Garbage is answered by whoever reads it first: the Agent, or a proxy.
-            later().filter(on_conn).find(|o| {
-                o.process == process::NET
-                    && o.f == op::SEND
-                    && o.value["from"] != "client"
-                    && o.value["frame"]["id"].is_null()
-                    && o.value["frame"]["error"]["code"] == rpc_code::PARSE_ERROR
+            later().find_map(|o| {
+                let w = written(o)?;
+                (w["conn"].as_u64() == Some(conn)
+                    && w["from"] != "client"
+                    && w["frame"]["id"].is_null()
+                    && w["frame"]["error"]["code"] == rpc_code::PARSE_ERROR)
+                    .then_some((o, w))
             })
         } else {
-            later().filter(on_aconn).find(|o| {
-                o.process == process::NET
-                    && o.f == op::SEND
-                    && o.value["from"] == "agent"
-                    && o.value["frame"].get("method").is_none()
-                    && o.value["frame"]["id"] == aid
+            later().find_map(|o| {
+                let w = written(o)?;
+                (w["conn"].as_u64() == Some(aconn)
+                    && w["from"] == "agent"
+                    && w["frame"].get("method").is_none()
+                    && w["frame"]["id"] == aid)
+                    .then_some((o, w))
             })
         };
         let insert = later()
             .filter(on_aconn)
             .find(|o| o.process == process::AGENT && o.f == op::INSERT && o.value["id"] == aid);
-        let code = answer.and_then(|a| a.value["frame"]["error"]["code"].as_i64());
+        let code = answer
+            .as_ref()
+            .and_then(|(_, w)| w["frame"]["error"]["code"].as_i64());
+        let answer = answer.map(|(a, _)| a);
         let bad = match (&form, answer, insert) {
             (KeyForm::Malformed(what), _, Some(i)) => Some((
                 i.index,
@@ -199,6 +241,12 @@ mod key_form_tests {
         assert!(!super::null_key_alone(&full.replace("null", r#""a""#)));
         assert!(!super::null_key_alone(
             &full.replace(r#","idempotencyKey":null"#, "")
+        ));
+        // Anything else that may be wrong: the -32602 may be about it.
+        let block = r#"{"type":"text","text":"x"}"#;
+        assert!(!super::null_key_alone(&full.replace(block, "42")));
+        assert!(!super::null_key_alone(
+            &full.replace("null}", r#"null,"messageId":5}"#)
         ));
         assert_eq!(key_form("{\"jsonrpc\":"), KeyForm::NotJson);
     }

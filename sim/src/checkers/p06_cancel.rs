@@ -156,9 +156,9 @@ fn withdrawals_answered(f: &Facts) -> Option<Verdict> {
                     .entry(k)
                     .or_insert((op.index, val["frame"]["error"]["code"].as_i64()));
             }
-            // An answer the remote transport dropped after the Agent wrote it (not a request
-            // of the Agent's own it dropped).
-            ("nemesis", "lose-exchange")
+            // An answer the network lost after the Agent wrote it (the remote transport's
+            // lost exchange, or the break at that very frame; not a request of the Agent's own).
+            ("nemesis", "lose-exchange" | "lose-frame")
                 if val["detail"]["from"].as_str().is_some_and(is_agent_host)
                     && val["detail"]["frame"].get("method").is_none() =>
             {

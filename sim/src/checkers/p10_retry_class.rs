@@ -1,4 +1,4 @@
-//! P10 retry-class (C1 C9 X4): [`p10_retry_class`].
+//! P10 retry-class (C1 C7 C9 X4): [`p10_retry_class`].
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -16,11 +16,14 @@ use crate::history::{is_agent_host, op, process};
 /// - Client, C9 (SHOULD NOT): a submission sent again without a key, or an SDK resending a
 ///   duplicating method (`session/new`, `session/fork`; never resent automatically is
 ///   inferred): a finding, Client at fault;
+/// - Client, C7 (SHOULD): a submission resent on a new connection when it had been pending
+///   longer than the Client's own staleness limit (`[client] stale_ms`, from the history's
+///   header; 0: none): a finding, Client at fault (it should have been shown to the user);
 /// - Agent, idempotent class (stated: "`session/resume` of an active session synchronizes it
 ///   again"): a `session/resume` answered with an error while the session is active on
 ///   another of the Agent's connections: invalid, Agent at fault.
 pub fn p10_retry_class(f: &Facts) -> Verdict {
-    let mut v = Verdict::valid("P10", &["C1", "C9", "X4"]);
+    let mut v = Verdict::valid("P10", &["C1", "C7", "C9", "X4"]);
     let mut keys: BTreeMap<u64, (usize, Option<String>)> = BTreeMap::new();
     // Attempts the Client saw fail: an error means nothing was inserted (A2), so the
     // outcome is known and sending again without a key is safe.
@@ -29,6 +32,9 @@ pub fn p10_retry_class(f: &Facts) -> Verdict {
     let mut active: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
     let mut resumes: BTreeMap<(u64, String), (usize, String, bool)> = BTreeMap::new();
     let mut finding: Option<Verdict> = None;
+    let stale_ms = f.history.header["plan"]["client"]["stale_ms"]
+        .as_u64()
+        .unwrap_or(0);
     for op in &f.history.ops {
         let val = &op.value;
         match (op.process.as_str(), op.f.as_str()) {
@@ -49,6 +55,30 @@ pub fn p10_retry_class(f: &Facts) -> Verdict {
                 let key = val["key"].as_str().map(str::to_string);
                 let earlier = sent.entry(n).or_default();
                 let unknown = earlier.iter().any(|a| !failed.contains(a));
+                let conn = val["conn"].as_u64().unwrap_or(0);
+                let new_conn = !earlier.is_empty() && earlier.iter().all(|a| a.0 != conn);
+                let age = f
+                    .submissions
+                    .get(&n)
+                    .map(|&i| op.time_ms.saturating_sub(f.history.ops[i].time_ms));
+                if finding.is_none()
+                    && new_conn
+                    && stale_ms > 0
+                    && age.is_some_and(|a| a > stale_ms)
+                {
+                    finding = Some(Verdict {
+                        property: "P10".into(),
+                        status: Status::Finding,
+                        rules: vec!["C7".into()],
+                        witnesses: vec![f.submissions[&n], op.index],
+                        fault: f.fault_before(op.index),
+                        party: Some(Party::Client),
+                        message: format!(
+                            "submission {n} was resent after a reconnect {} ms after it was submitted, past the Client's staleness limit of {stale_ms} ms: it should have been shown to the user instead (C7)",
+                            age.unwrap_or(0)
+                        ),
+                    });
+                }
                 earlier.push((val["conn"].as_u64().unwrap_or(0), val["id"].to_string()));
                 match keys.get(&n) {
                     None => {

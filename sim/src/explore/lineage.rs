@@ -605,6 +605,9 @@ const FOLLOW_UPS: usize = 2;
 /// Prompts the Client wrote up to op `end` that had no answer before op `from`, as
 /// (connection, op index): they wait at (or are on their way to) a node that waits.
 fn unanswered_prompts(h: &History, from: usize, end: usize) -> Vec<(u64, usize)> {
+    if h.ops.is_empty() {
+        return Vec::new();
+    }
     let frame_of = |o: &Op| {
         Some((
             o.value["conn"].as_u64()?,
@@ -618,7 +621,7 @@ fn unanswered_prompts(h: &History, from: usize, end: usize) -> Vec<(u64, usize)>
         .filter(|o| o.value["from"] != "client" && o.value["frame"].get("method").is_none())
         .filter_map(frame_of)
         .collect();
-    h.ops[..=end.min(h.ops.len().saturating_sub(1))]
+    h.ops[..=end.min(h.ops.len() - 1)]
         .iter()
         .filter(net_send)
         .filter(|o| o.value["from"] == "client" && o.value["frame"]["method"] == "session/prompt")

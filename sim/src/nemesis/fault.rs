@@ -136,10 +136,10 @@ pub struct FaultSpec {
     #[serde(default)]
     pub silent: bool,
     /// `lose-frame`, `restart-client` on a cluster of two nodes or more: the load balancer
-    /// moves the Client, so its next connection goes to another node than the one it was on
-    /// (without it the run's routing stream picks, and may pick the same node). No effect on
-    /// one node or without a cluster. Left out of a plan's text when false, so older plans
-    /// read the same.
+    /// moves the Client, so its next connection goes to another node than the one serving it
+    /// when the fault fired (without it the run's routing stream picks, and may pick the same
+    /// node). No effect on one node or without a cluster. Left out of a plan's text when
+    /// false, so older plans read the same.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub reroute: bool,
     /// `stall-frame`: how long the connection stalls.

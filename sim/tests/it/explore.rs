@@ -316,6 +316,29 @@ fn lineage_cuts_the_store_between_a_nodes_check_and_its_write() {
 }
 
 #[test]
+fn an_answer_the_network_lost_is_not_blamed_on_the_agent() {
+    // Lineage breaks connections at the Agent's answers: a -32800 or a -32700 the Agent wrote
+    // and the break swallowed, or a probe sent on a connection already broken silently, is
+    // not the Agent's fault (P6 and P5 counted them as missing answers before).
+    for (name, design) in [
+        ("cancel-01-withdraw-every-attempt", Design::Stored),
+        ("field-f19-key-validation", Design::InMemory),
+    ] {
+        let x = lineage::lineage(
+            &plan(name, design, None),
+            &lineage::Options {
+                faults: 2,
+                budget: 200,
+                stop_at_first: false,
+                target: None,
+            },
+        );
+        assert!(x.violations.is_empty(), "{name}: {}", x.certificate());
+        assert!(x.runs >= 100, "{name}: only {} runs", x.runs);
+    }
+}
+
+#[test]
 fn guided_swarm_catches_no_dedup_and_is_deterministic_across_jobs() {
     let s = scenario("swarm-basic");
     let opts = guided::Options {

@@ -169,6 +169,12 @@ const PINNED: &[(&str, &str, Design, u64)] = &[
         0,
     ),
     (
+        "resends-stale",
+        "client-01-stale-pending",
+        Design::Stored,
+        0,
+    ),
+    (
         "proxy-duplicates-prompt",
         "proxy-01-retry-through-rewritten-ids",
         Design::Stored,
