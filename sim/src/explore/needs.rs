@@ -39,6 +39,9 @@ pub enum Need {
     /// A cluster of two nodes or more: a retry can reach a node other than the one working on
     /// the first attempt (one node serialises a session's inserts itself).
     TwoNodes,
+    /// A Client with a staleness limit (`[client] stale_ms` > 0): without one nothing is ever
+    /// too old to resend (C7).
+    StaleLimit,
 }
 
 impl Need {
@@ -57,6 +60,7 @@ impl Need {
             Need::TwoSubmissions => "second submission",
             Need::Holding => "prompt the Agent can hold (O4 hold and two submissions)",
             Need::TwoNodes => "second cluster node",
+            Need::StaleLimit => "Client staleness limit (stale_ms)",
         }
     }
 }
@@ -79,6 +83,7 @@ pub fn of_mutant(name: &str) -> &'static [Need] {
         "same-key-new-prompt" | "dedup-by-id" => &[Need::TwoSubmissions],
         "held-retry-errors" | "echo-before-insert" => &[Need::Holding],
         "cluster-check-then-insert" => &[Need::TwoNodes],
+        "resends-stale" => &[Need::StaleLimit],
         _ => &[],
     }
 }
@@ -131,6 +136,9 @@ pub fn met(plan: &Plan, h: &History) -> BTreeSet<Need> {
     if plan.nodes > 1 {
         out.insert(Need::TwoNodes);
     }
+    if plan.client.stale_ms > 0 {
+        out.insert(Need::StaleLimit);
+    }
     if sessions.len() > 1 {
         out.insert(Need::TwoSessions);
     }
@@ -182,6 +190,7 @@ mod tests {
             "held-retry-errors",
             "echo-before-insert",
             "cluster-check-then-insert",
+            "resends-stale",
         ] {
             assert!(names.contains(n), "{n} is not a shipped mutant");
             assert!(!of_mutant(n).is_empty());
