@@ -72,7 +72,8 @@ pub(super) struct ExploreArgs {
     /// in how many runs, with the replay line of the catching schedule.
     #[arg(long, conflicts_with_all = ["mutant", "shard", "audit_pruning"])]
     mutants: bool,
-    /// Report folder (default `reports/explore-<scenario>-<design>-k<faults>[-<mutant>]`).
+    /// Report folder (default `reports/explore-<scenario>-<design>[-seed<N>][-lineage]-k<faults>[-<mutant>]`;
+    /// seed 0 leaves `-seed0` out, so another seed never overwrites its report).
     #[arg(long, env = "ACP_CHAOS_OUT")]
     out: Option<PathBuf>,
     #[command(flatten)]
@@ -143,9 +144,10 @@ pub(super) fn exec(a: &ExploreArgs) -> Outcome {
         .map_err(|e| CliError::usage(format!("--jobs: {e}")))?;
     // Lineage's report is not a certificate: it gets its own folder.
     let name = format!(
-        "explore-{}-{}{}-k{}{}",
+        "explore-{}-{}{}{}-k{}{}",
         s.name,
         design.as_str(),
+        seed_part(a.seed),
         if a.mode == "lineage" { "-lineage" } else { "" },
         a.faults,
         a.mutant
@@ -424,9 +426,10 @@ fn every_mutant(a: &ExploreArgs, s: &scenario::Scenario, design: Design) -> Outc
         .map_err(|e| CliError::usage(format!("--jobs: {e}")))?;
     let out = a.out.clone().unwrap_or_else(|| {
         PathBuf::from("reports").join(format!(
-            "explore-{}-{}-k{}-mutants{}",
+            "explore-{}-{}{}-k{}-mutants{}",
             s.name,
             design.as_str(),
+            seed_part(a.seed),
             a.faults,
             if a.mode == "lineage" { "-lineage" } else { "" }
         ))
@@ -556,4 +559,14 @@ fn every_mutant(a: &ExploreArgs, s: &scenario::Scenario, design: Design) -> Outc
         out.display()
     );
     Ok(crate::exit::VALID)
+}
+
+/// The default report folder's seed part: none for seed 0, `-seed<N>` otherwise (each seed's
+/// trace is another trace: its report must not replace another seed's).
+fn seed_part(seed: u64) -> String {
+    if seed == 0 {
+        String::new()
+    } else {
+        format!("-seed{seed}")
+    }
 }
