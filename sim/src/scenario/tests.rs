@@ -28,6 +28,11 @@ mod parse {
             .unwrap_err()
             .to_string();
         assert!(e.contains(":3:") && e.contains("explode"), "{e}");
+        // A field given where it does not belong: its own line, in its own entry.
+        let text = "summary = \"s\"\n[[fault]]\nkind = \"restart-client\"\non = { at_ms = 5 }\nrestart_after_ms = 10\nreroute = true\n\n[[fault]]\nkind = \"stall-frame\"\non = { frame = \"request\", method = \"session/prompt\", nth = 1 }\nstall_ms = 10\nreroute = true\n";
+        let e = parse(text).unwrap_err().to_string();
+        assert!(e.starts_with("scenarios/x.toml:12:"), "{e}");
+        assert!(e.contains("fault[1].reroute"), "{e}");
     }
 
     #[test]

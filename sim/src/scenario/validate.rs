@@ -322,7 +322,13 @@ impl Scenario {
         }
         for (i, f) in self.faults.iter().enumerate() {
             if let Some(m) = f.check() {
-                return Err(err("[[fault]]", i, format!("field `fault[{i}].{m}")));
+                // The line of the field named, inside this fault's entry.
+                let field = m.split('`').next().unwrap_or_default();
+                return Err(ScenarioError::Parse {
+                    path: self.path.clone(),
+                    line: fault_field_line(at.text, i, field),
+                    message: format!("field `fault[{i}].{m}"),
+                });
             }
             let cluster_only = matches!(
                 f.kind,
@@ -376,4 +382,26 @@ pub(super) fn find_line(text: &str, needle: &str, nth: usize) -> usize {
         .nth(nth)
         .map(|(i, _)| i + 1)
         .unwrap_or(1)
+}
+
+/// The line of field `field` (`reroute`, `on.point`: its first part) in the `nth` `[[fault]]`
+/// entry of a scenario's text: `field = ...`, or its `[fault.field]` table; the entry's header
+/// line if neither is there (a default, an inline table written elsewhere).
+pub(super) fn fault_field_line(text: &str, nth: usize, field: &str) -> usize {
+    let header = find_line(text, "[[fault]]", nth);
+    let key = field.split('.').next().unwrap_or(field);
+    let lines: Vec<&str> = text.lines().collect();
+    for (i, l) in lines.iter().enumerate().skip(header) {
+        let t = l.trim_start();
+        if t.starts_with("[[") {
+            break;
+        }
+        let assigns = t
+            .strip_prefix(key)
+            .is_some_and(|rest| rest.trim_start().starts_with('='));
+        if assigns || t.starts_with(&format!("[fault.{key}]")) {
+            return i + 1;
+        }
+    }
+    header
 }
