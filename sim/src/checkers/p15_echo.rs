@@ -11,8 +11,21 @@ use crate::history::{is_agent_host, op, process};
 /// written (in any session: a fork copies messages under their ids). The echo may come before
 /// or after the prompt's response; a user shown an echo of a message that was never inserted
 /// would see input the Agent never took.
+///
+/// Under `probe` a real Agent's insertions are inferred from its echoes themselves, so only
+/// the `messageId` is judged there, not the order.
 pub fn p15_echo(f: &Facts) -> Verdict {
     let mut v = Verdict::valid("P15", &["A14"]);
+    let inferred = f
+        .history
+        .ops
+        .iter()
+        .any(|o| o.f == op::INSERT && o.value["inferred"] == true);
+    // Each message's first insertion (op index).
+    let mut inserted: std::collections::BTreeMap<&str, usize> = Default::default();
+    for i in &f.inserts {
+        inserted.entry(i.message_id.as_str()).or_insert(i.op);
+    }
     for o in &f.history.ops {
         let val = &o.value;
         if !(o.process == process::NET
@@ -25,12 +38,7 @@ pub fn p15_echo(f: &Facts) -> Verdict {
         }
         let message = match val["frame"]["params"]["update"]["messageId"].as_str() {
             None => "a user_message update carries no messageId".to_string(),
-            Some(mid)
-                if !f
-                    .inserts
-                    .iter()
-                    .any(|i| i.message_id == mid && i.op < o.index) =>
-            {
+            Some(mid) if !inferred && inserted.get(mid).is_none_or(|at| *at > o.index) => {
                 format!("the user_message echo of {mid} was written before {mid} was inserted")
             }
             Some(_) => continue,

@@ -61,8 +61,8 @@ pub struct Ledger {
     /// partitions aimed at "the Agent" hit it).
     pub serving: &'static str,
     routing: rand_chacha::ChaCha8Rng,
-    /// Cluster: a `lose-frame` with `reroute` fired on this node's connection, so the Client's
-    /// next connection goes elsewhere.
+    /// Cluster: a fault with `reroute` fired while the Client was on this node, so its next
+    /// connection goes elsewhere.
     avoid: Option<&'static str>,
     nodes: usize,
     /// The Client talks the remote transport straight to the nodes (lose-exchange applies).
