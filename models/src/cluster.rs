@@ -14,6 +14,9 @@
 //! - `insert` with `session`, `messageId`, `key`, `text`, `if_absent`, `store_key`, and the
 //!   attempt's `conn`/`id`/`mode` for the history → `{"inserted": messageId}`,
 //!   `{"exists": messageId}` or `{"missing": true}` (no such session)
+//! - `withdraw` with `session`, `key` → `{"withdrawn": true}` (recorded: never inserted
+//!   afterwards), `{"exists": messageId}` (already inserted: not withdrawn) or
+//!   `{"missing": true}`
 
 use std::collections::BTreeSet;
 
@@ -235,6 +238,30 @@ impl ClusterStore {
                     effects: vec![insert],
                 }
             }
+            // A5 across nodes, in one step: a key already inserted (through any node) is not
+            // withdrawn, and the node answers its attempts with that messageId instead.
+            Some("withdraw") => {
+                let sid = op["session"].as_str().unwrap_or_default().to_string();
+                let key = op["key"].as_str();
+                let Some(s) = self.sessions.get(&sid) else {
+                    return read(json!({"missing": true}));
+                };
+                if let Some(m) = key.and_then(|k| {
+                    s.messages
+                        .iter()
+                        .chain(&s.live)
+                        .find(|m| m.key.as_deref() == Some(k))
+                }) {
+                    return read(json!({"exists": m.message_id}));
+                }
+                let record = json!({"t": "withdraw", "session": sid, "key": key});
+                self.apply(&record);
+                Applied {
+                    reply: json!({"withdrawn": true}),
+                    record: Some(record),
+                    effects: Vec::new(),
+                }
+            }
             _ => read(json!({"error": "unknown op"})),
         }
     }
@@ -291,6 +318,30 @@ mod tests {
         // A9: the fork has the messages, never the keys.
         assert_eq!(load["sessions"]["f"]["messages"][0]["key"], Value::Null);
         assert_eq!(load["sessions"]["f"]["messages"][0]["messageId"], "m1");
+    }
+
+    #[test]
+    fn a_withdrawal_is_one_step_against_an_insertion_through_another_node() {
+        let mut st = with_session();
+        let withdraw = |k: &str| json!({"op": "withdraw", "session": "s", "key": k});
+        // Inserted first (another node): not withdrawn, its messageId is the answer.
+        st.handle(&insert("k1", "m1", true));
+        let a = st.handle(&withdraw("k1"));
+        assert_eq!(a.reply, json!({"exists": "m1"}));
+        assert!(a.record.is_none());
+        // Withdrawn first: recorded, and never inserted afterwards.
+        let w = st.handle(&withdraw("k2"));
+        assert_eq!(w.reply, json!({"withdrawn": true}));
+        assert!(w.record.is_some());
+        assert_eq!(
+            st.handle(&insert("k2", "m2", true)).reply,
+            json!({"withdrawn": true})
+        );
+        assert_eq!(
+            st.handle(&json!({"op": "withdraw", "session": "x", "key": "k"}))
+                .reply,
+            json!({"missing": true})
+        );
     }
 
     #[test]

@@ -385,6 +385,9 @@ impl ModelAgent {
         let Some(st) = self.storing.shift_remove(&req) else {
             return;
         };
+        if st.mode == "withdraw" {
+            return self.withdraw_reply(st, reply, out);
+        }
         let sid = st.sid.clone();
         let attempts: Vec<(ConnId, Value)> = std::iter::once((st.held.conn, st.held.id.clone()))
             .chain(st.held.waiters.iter().cloned())
@@ -878,25 +881,88 @@ impl ModelAgent {
             });
             if let Some(pos) = pos {
                 let h = s.held.remove(pos).expect("position is valid");
-                out.push(effect(op::WITHDRAW, json!({"session": sid, "conn": h.conn, "id": h.id, "key": h.key, "by": "$/cancel_request"})));
-                self.persist_withdrawal(&sid, h.key.as_deref(), out);
-                let only_named = self.cfg.mutant == Some(AgentMutant::CancelAnswersOne);
-                let none = self.cfg.mutant == Some(AgentMutant::CancelAnswersNone);
-                let attempts = std::iter::once((h.conn, h.id)).chain(h.waiters);
-                for (c, id) in attempts.filter(|_| !none) {
-                    // A5: every pending attempt for the key gets -32800 (the mutant answers
-                    // only the one the cancel named).
-                    if !only_named || (c == conn && &id == rid) {
-                        self.send(
-                            c,
-                            rpc::err(&id, code::REQUEST_CANCELLED, CANCELLED, None),
-                            out,
-                        );
-                    }
+                if let (Design::Cluster, Some(k)) = (self.cfg.design, h.key.clone()) {
+                    // Another node may have inserted the key meanwhile: the store decides in
+                    // one step (A5 across nodes, A13); `withdraw_reply` answers.
+                    let op = json!({"op": "withdraw", "session": sid, "key": k,
+                                    "named_conn": conn, "named_id": rid});
+                    let st = Storing {
+                        sid: sid.clone(),
+                        held: h,
+                        mode: "withdraw",
+                        message_id: String::new(),
+                        turn: None,
+                        op,
+                    };
+                    return self.store_op(st, out);
                 }
+                self.withdrawn(&sid, h, (conn, rid), true, out);
                 return;
             }
         }
+    }
+
+    /// Withdraw a held prompt the cancel (`conn`, `rid`) named: every pending attempt of its
+    /// key gets -32800 (A5; the mutants answer only the named one, or none). `record`: persist
+    /// the withdrawal (a cluster's store recorded it already when it answered).
+    fn withdrawn(
+        &mut self,
+        sid: &str,
+        h: Held,
+        (conn, rid): (ConnId, &Value),
+        record: bool,
+        out: &mut Vec<Action>,
+    ) {
+        out.push(effect(op::WITHDRAW, json!({"session": sid, "conn": h.conn, "id": h.id, "key": h.key, "by": "$/cancel_request"})));
+        if record {
+            self.persist_withdrawal(sid, h.key.as_deref(), out);
+        }
+        let only_named = self.cfg.mutant == Some(AgentMutant::CancelAnswersOne);
+        let none = self.cfg.mutant == Some(AgentMutant::CancelAnswersNone);
+        let attempts = std::iter::once((h.conn, h.id)).chain(h.waiters);
+        for (c, id) in attempts.filter(|_| !none) {
+            if !only_named || (c == conn && &id == rid) {
+                self.send(
+                    c,
+                    rpc::err(&id, code::REQUEST_CANCELLED, CANCELLED, None),
+                    out,
+                );
+            }
+        }
+    }
+
+    /// Cluster: the store answered a withdrawal. Already inserted through another node: every
+    /// attempt gets that messageId (the cancellation result of an inserted prompt, A5);
+    /// otherwise withdrawn as on one node. Never settles the session's own store insertion.
+    fn withdraw_reply(&mut self, st: Storing, reply: Option<Value>, out: &mut Vec<Action>) {
+        let Some(r) = reply else {
+            out.push(effect(
+                op::STORE_RETRY,
+                json!({"session": st.sid, "withdraw": st.held.key}),
+            ));
+            return self.store_op(st, out);
+        };
+        if let Some(mid) = r["exists"].as_str() {
+            let attempts = std::iter::once((st.held.conn, st.held.id.clone()))
+                .chain(st.held.waiters.iter().cloned());
+            for (c, id) in attempts {
+                out.push(effect(
+                    op::DEDUP_HIT,
+                    json!({"session": st.sid, "key": st.held.key, "messageId": mid, "conn": c, "id": id}),
+                ));
+                self.send(
+                    c,
+                    rpc::ok(&id, to_value(PromptResponse::new(mid.to_string()))),
+                    out,
+                );
+            }
+            return;
+        }
+        let named = (
+            st.op["named_conn"].as_u64().unwrap_or(0),
+            st.op["named_id"].clone(),
+        );
+        self.withdrawn(&st.sid, st.held, (named.0, &named.1), false, out);
     }
 }
 

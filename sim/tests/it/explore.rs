@@ -339,6 +339,24 @@ fn an_answer_the_network_lost_is_not_blamed_on_the_agent() {
 }
 
 #[test]
+fn a_cancel_on_one_node_never_withdraws_a_key_another_node_inserted() {
+    // cancel-01 on the cluster: the original attempt is held on one node, its retry on
+    // another; the user cancels the retry after the first node inserted the key. The store
+    // decides the withdrawal in one step, so the retry gets the messageId (P3 flagged the
+    // -32800 it got before, on the correct model).
+    let x = lineage::lineage(
+        &plan("cancel-01-withdraw-every-attempt", Design::Cluster, None),
+        &lineage::Options {
+            faults: 2,
+            budget: 300,
+            stop_at_first: false,
+            target: None,
+        },
+    );
+    assert!(x.violations.is_empty(), "{}", x.certificate());
+}
+
+#[test]
 fn guided_swarm_catches_no_dedup_and_is_deterministic_across_jobs() {
     let s = scenario("swarm-basic");
     let opts = guided::Options {
