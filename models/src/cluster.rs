@@ -43,6 +43,16 @@ struct StoreSession {
     withdrawn: BTreeSet<String>,
 }
 
+impl StoreSession {
+    /// The message (retained or live-only) whose key record is `k`.
+    fn with_key(&self, k: &str) -> Option<&StoredMsg> {
+        self.messages
+            .iter()
+            .chain(&self.live)
+            .find(|m| m.key.as_deref() == Some(k))
+    }
+}
+
 /// What one op does.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Applied {
@@ -213,12 +223,7 @@ impl ClusterStore {
                     return read(json!({"withdrawn": true}));
                 }
                 if op["if_absent"] == true {
-                    if let Some(m) = key.and_then(|k| {
-                        s.messages
-                            .iter()
-                            .chain(&s.live)
-                            .find(|m| m.key.as_deref() == Some(k))
-                    }) {
+                    if let Some(m) = key.and_then(|k| s.with_key(k)) {
                         return read(json!({"exists": m.message_id}));
                     }
                 }
@@ -246,12 +251,7 @@ impl ClusterStore {
                 let Some(s) = self.sessions.get(&sid) else {
                     return read(json!({"missing": true}));
                 };
-                if let Some(m) = key.and_then(|k| {
-                    s.messages
-                        .iter()
-                        .chain(&s.live)
-                        .find(|m| m.key.as_deref() == Some(k))
-                }) {
+                if let Some(m) = key.and_then(|k| s.with_key(k)) {
                     return read(json!({"exists": m.message_id}));
                 }
                 let record = json!({"t": "withdraw", "session": sid, "key": key});
