@@ -55,6 +55,20 @@ pub fn null_key_alone(line: &str) -> bool {
             .is_some_and(|a| !a.is_empty() && a.iter().all(text_block))
 }
 
+/// What a writer wrote at op `o`: a frame sent (the `send` op), or one the network lost at the
+/// break or the lost exchange it caused (the nemesis op's `detail`: written all the same).
+fn written(o: &Op) -> Option<&Value> {
+    if o.process == process::NET && o.f == op::SEND {
+        Some(&o.value)
+    } else if o.process == process::NEMESIS
+        && matches!(o.f.as_str(), "lose-frame" | "lose-exchange")
+    {
+        Some(&o.value["detail"])
+    } else {
+        None
+    }
+}
+
 /// P5 key-validation (K1 K2 K3): every raw probe the Client sent (`[[raw]]`) is classified by
 /// [`key_form`] independently of the Agent, then: a malformed key gets an error, `-32602`
 /// (nothing else is wrong in a probe), and inserts nothing (never treated as omitted); a
@@ -106,19 +120,6 @@ pub fn p5_key_validation(f: &Facts) -> Verdict {
             });
         let on_conn = |o: &&Op| o.value["conn"].as_u64() == Some(conn);
         let on_aconn = |o: &&Op| o.value["conn"].as_u64() == Some(aconn);
-        // What a writer wrote: a frame sent, or one the network lost at the break or the
-        // lost exchange it caused (written all the same).
-        let written = |o: &Op| -> Option<Value> {
-            if o.process == process::NET && o.f == op::SEND {
-                Some(o.value.clone())
-            } else if o.process == process::NEMESIS
-                && matches!(o.f.as_str(), "lose-frame" | "lose-exchange")
-            {
-                Some(o.value["detail"].clone())
-            } else {
-                None
-            }
-        };
         let answer = if form == KeyForm::NotJson {
             // Garbage is answered by whoever reads it first: the Agent, or a proxy.
             later().find_map(|o| {
@@ -142,9 +143,7 @@ pub fn p5_key_validation(f: &Facts) -> Verdict {
         let insert = later()
             .filter(on_aconn)
             .find(|o| o.process == process::AGENT && o.f == op::INSERT && o.value["id"] == aid);
-        let code = answer
-            .as_ref()
-            .and_then(|(_, w)| w["frame"]["error"]["code"].as_i64());
+        let code = answer.and_then(|(_, w)| w["frame"]["error"]["code"].as_i64());
         let answer = answer.map(|(a, _)| a);
         let bad = match (&form, answer, insert) {
             (KeyForm::Malformed(what), _, Some(i)) => Some((

@@ -63,6 +63,15 @@ fn is_wait(o: &Op) -> bool {
     is_agent_host(&o.process) && (o.f == op::HOLD || o.f == op::STORE_RETRY)
 }
 
+/// How often an Agent host of `h` waited (held a prompt, sent a store op again) from op
+/// `from` on.
+fn waits(h: &History, from: usize) -> usize {
+    h.ops[from.min(h.ops.len())..]
+        .iter()
+        .filter(|o| is_wait(o))
+        .count()
+}
+
 /// The connection a frame place of `h` was written on.
 fn frame_conn(h: &History, at: usize) -> Option<u64> {
     let o = h.ops.get(at)?;
@@ -538,6 +547,43 @@ impl Search<'_> {
         &mut self.levels[k]
     }
 
+    /// The follow-up breaks of a window `child`'s run `h` opened at op `fired` ([`follow_ups`]),
+    /// each as it is, then with the window held open past the break ([`widen`]), as level-`k`
+    /// schedules: the runs that passed, or `None` when the budget is spent or a catch stops the
+    /// search.
+    fn follow(
+        &mut self,
+        k: usize,
+        child: &Plan,
+        h: &History,
+        t: &Trace,
+        fired: usize,
+    ) -> Option<Vec<(Plan, History, Trace, usize)>> {
+        let follow = follow_ups(h, t, child, fired);
+        let at: BTreeSet<usize> = follow.iter().map(|c| c.place.at).collect();
+        let states = states_at(h, &at);
+        let mut passed = Vec::new();
+        for f in follow {
+            let held = widen(child, h, fired - 1, f.place.at);
+            let parents = if held.faults == child.faults {
+                vec![child]
+            } else {
+                vec![child, &held]
+            };
+            for (i, p) in parents.into_iter().enumerate() {
+                // The held variant is another schedule from the same state.
+                let tag = if i == 0 { "" } else { "#held" };
+                let state = format!("{}{tag}", states[&f.place.at]);
+                match self.try_cut(k, p, &f, &state) {
+                    Tried::Spent | Tried::Stop => return None,
+                    Tried::Passed(run) => passed.push(*run),
+                    _ => {}
+                }
+            }
+        }
+        Some(passed)
+    }
+
     /// Run `parent` plus the cut's fault as a level-`k` schedule, unless its abstract state
     /// (`state`) and fault were tried already.
     fn try_cut(&mut self, k: usize, parent: &Plan, c: &Cut, state: &str) -> Tried {
@@ -736,22 +782,6 @@ pub fn lineage(plan: &Plan, opts: &Options) -> Exploration {
     type Queued = (Plan, History, Trace, usize);
     let mut queues: Vec<VecDeque<Queued>> = vec![VecDeque::new(); opts.faults + 1];
     queues[0].push_back((base.clone(), h0, t0, 0));
-    // How often the Agent held a prompt or retried its store from op `from` on.
-    let waits = |h: &History, from: usize| {
-        h.ops[from.min(h.ops.len())..]
-            .iter()
-            .filter(|o| is_wait(o))
-            .count()
-    };
-    // Only when the cut opened such a window: the child waited more after its fault than the
-    // parent did after the same place.
-    // On a cluster of two nodes or more, where the resend can reach another node.
-    let follow_windows = |h: &History, t: &Trace, p: &Plan, from: usize, before: usize| {
-        if p.nodes < 2 || waits(h, from) <= before {
-            return Vec::new();
-        }
-        follow_ups(h, t, p, from)
-    };
     'levels: for k in 1..=opts.faults {
         while let Some((parent, h, t, from)) = queues[k - 1].pop_front() {
             let cs = cuts(&h, &t, &parent, from);
@@ -764,31 +794,17 @@ pub fn lineage(plan: &Plan, opts: &Options) -> Exploration {
                     Tried::Pruned | Tried::Done => {}
                     Tried::Passed(run) => {
                         let (child, h2, t2, fired) = *run;
-                        if k < opts.faults {
-                            let before = waits(&h, c.place.at);
-                            let follow = follow_windows(&h2, &t2, &child, fired, before);
-                            let at: BTreeSet<usize> = follow.iter().map(|c| c.place.at).collect();
-                            let states2 = states_at(&h2, &at);
-                            for f in follow {
-                                // As it is, then with the window held open past the break.
-                                let held = widen(&child, &h2, fired - 1, f.place.at);
-                                let parents = if held.faults == child.faults {
-                                    vec![&child]
-                                } else {
-                                    vec![&child, &held]
-                                };
-                                for (i, p) in parents.into_iter().enumerate() {
-                                    // The held variant is another schedule from the same state.
-                                    let tag = if i == 0 { "" } else { "#held" };
-                                    let state = format!("{}{tag}", states2[&f.place.at]);
-                                    match search.try_cut(k + 1, p, &f, &state) {
-                                        Tried::Spent | Tried::Stop => break 'levels,
-                                        Tried::Passed(run) if k + 1 < opts.faults => {
-                                            queues[k + 1].push_back(*run)
-                                        }
-                                        _ => {}
-                                    }
-                                }
+                        // On a cluster of two nodes or more (where a resend can reach
+                        // another node), when the cut opened a window: the child waited
+                        // more after its fault than the parent did after the same place.
+                        if k < opts.faults
+                            && child.nodes >= 2
+                            && waits(&h2, fired) > waits(&h, c.place.at)
+                        {
+                            match search.follow(k + 1, &child, &h2, &t2, fired) {
+                                Some(passed) if k + 1 < opts.faults => queues[k + 1].extend(passed),
+                                Some(_) => {}
+                                None => break 'levels,
                             }
                         }
                         queues[k].push_back((child, h2, t2, fired));
