@@ -465,18 +465,7 @@ impl ModelAgent {
             }
         } else {
             // Another attempt of this key was inserted first, through another node: A1.
-            let key = st.held.key.clone();
-            for (c, id) in &attempts {
-                out.push(effect(
-                    op::DEDUP_HIT,
-                    json!({"session": sid, "key": key, "messageId": got, "conn": c, "id": id}),
-                ));
-                self.send(
-                    *c,
-                    rpc::ok(id, to_value(PromptResponse::new(got.clone()))),
-                    out,
-                );
-            }
+            self.answer_inserted(&sid, &st.held, &got, out);
             self.store_done(&sid, out);
         }
     }
@@ -896,27 +885,24 @@ impl ModelAgent {
                     };
                     return self.store_op(st, out);
                 }
-                self.withdrawn(&sid, h, (conn, rid), true, out);
+                self.withdrawn(&sid, h, (conn, rid), out);
                 return;
             }
         }
     }
 
     /// Withdraw a held prompt the cancel (`conn`, `rid`) named: every pending attempt of its
-    /// key gets -32800 (A5; the mutants answer only the named one, or none). `record`: persist
-    /// the withdrawal (a cluster's store recorded it already when it answered).
+    /// key gets -32800 (A5; the mutants answer only the named one, or none). Nothing to
+    /// record: one process keeps no withdrawal, and a cluster's store recorded it when it
+    /// answered (`withdraw_reply`).
     fn withdrawn(
         &mut self,
         sid: &str,
         h: Held,
         (conn, rid): (ConnId, &Value),
-        record: bool,
         out: &mut Vec<Action>,
     ) {
         out.push(effect(op::WITHDRAW, json!({"session": sid, "conn": h.conn, "id": h.id, "key": h.key, "by": "$/cancel_request"})));
-        if record {
-            self.persist_withdrawal(sid, h.key.as_deref(), out);
-        }
         let only_named = self.cfg.mutant == Some(AgentMutant::CancelAnswersOne);
         let none = self.cfg.mutant == Some(AgentMutant::CancelAnswersNone);
         let attempts = std::iter::once((h.conn, h.id)).chain(h.waiters);
@@ -928,6 +914,23 @@ impl ModelAgent {
                     out,
                 );
             }
+        }
+    }
+
+    /// Cluster: the key of held prompt `h` was inserted through another node as `mid`: every
+    /// attempt of it gets that messageId (A1).
+    fn answer_inserted(&mut self, sid: &str, h: &Held, mid: &str, out: &mut Vec<Action>) {
+        let attempts = std::iter::once((h.conn, h.id.clone())).chain(h.waiters.iter().cloned());
+        for (c, id) in attempts {
+            out.push(effect(
+                op::DEDUP_HIT,
+                json!({"session": sid, "key": h.key, "messageId": mid, "conn": c, "id": id}),
+            ));
+            self.send(
+                c,
+                rpc::ok(&id, to_value(PromptResponse::new(mid.to_string()))),
+                out,
+            );
         }
     }
 
@@ -943,26 +946,13 @@ impl ModelAgent {
             return self.store_op(st, out);
         };
         if let Some(mid) = r["exists"].as_str() {
-            let attempts = std::iter::once((st.held.conn, st.held.id.clone()))
-                .chain(st.held.waiters.iter().cloned());
-            for (c, id) in attempts {
-                out.push(effect(
-                    op::DEDUP_HIT,
-                    json!({"session": st.sid, "key": st.held.key, "messageId": mid, "conn": c, "id": id}),
-                ));
-                self.send(
-                    c,
-                    rpc::ok(&id, to_value(PromptResponse::new(mid.to_string()))),
-                    out,
-                );
-            }
-            return;
+            return self.answer_inserted(&st.sid, &st.held, mid, out);
         }
         let named = (
             st.op["named_conn"].as_u64().unwrap_or(0),
             st.op["named_id"].clone(),
         );
-        self.withdrawn(&st.sid, st.held, (named.0, &named.1), false, out);
+        self.withdrawn(&st.sid, st.held, (named.0, &named.1), out);
     }
 }
 
