@@ -41,6 +41,8 @@ struct StoreSession {
     active: BTreeSet<String>,
     /// Keys whose prompt was withdrawn before insertion (A5): never inserted afterwards.
     withdrawn: BTreeSet<String>,
+    /// `session/cancel`s recorded (A6), by id; their count is what a held prompt is judged by.
+    stops: BTreeSet<String>,
 }
 
 impl StoreSession {
@@ -140,6 +142,11 @@ impl ClusterStore {
                     s.withdrawn.insert(k.to_string());
                 }
             }
+            Some("stop") => {
+                if let (Some(s), Some(id)) = (self.sessions.get_mut(&sid), r["stop"].as_str()) {
+                    s.stops.insert(id.to_string());
+                }
+            }
             Some("activate") | Some("deactivate") => {
                 let (Some(s), Some(l)) = (self.sessions.get_mut(&sid), r["logical"].as_str())
                 else {
@@ -189,7 +196,7 @@ impl ClusterStore {
                     };
                     m.insert(
                         sid.clone(),
-                        json!({"messages": list(&s.messages), "live": list(&s.live), "active": s.active.iter().collect::<Vec<_>>()}),
+                        json!({"messages": list(&s.messages), "live": list(&s.live), "active": s.active.iter().collect::<Vec<_>>(), "stops": s.stops.len()}),
                     );
                 }
                 read(json!({ "sessions": m }))
@@ -221,6 +228,22 @@ impl ClusterStore {
                 }
                 if op["if_absent"] == true && key.is_some_and(|k| s.withdrawn.contains(k)) {
                     return read(json!({"withdrawn": true}));
+                }
+                // A6 across nodes: a session/cancel reached the store after this prompt was
+                // held; it is withdrawn, and so is its key (as on the node that read the stop).
+                if op["stops_seen"]
+                    .as_u64()
+                    .is_some_and(|n| (s.stops.len() as u64) > n)
+                {
+                    let record = key.map(|k| json!({"t": "withdraw", "session": sid, "key": k}));
+                    if let Some(r) = &record {
+                        self.apply(r);
+                    }
+                    return Applied {
+                        reply: json!({"stopped": true}),
+                        record,
+                        effects: Vec::new(),
+                    };
                 }
                 if op["if_absent"] == true {
                     if let Some(m) = key.and_then(|k| s.with_key(k)) {
@@ -260,6 +283,27 @@ impl ClusterStore {
                     reply: json!({"withdrawn": true}),
                     record: Some(record),
                     effects: Vec::new(),
+                }
+            }
+            Some("stop") => {
+                let sid = op["session"].as_str().unwrap_or_default().to_string();
+                let id = op["stop"].as_str().unwrap_or_default().to_string();
+                let Some(s) = self.sessions.get(&sid) else {
+                    return read(json!({"missing": true}));
+                };
+                if s.stops.contains(&id) {
+                    return read(json!({"stops": s.stops.len()}));
+                }
+                let record = json!({"t": "stop", "session": sid, "stop": id});
+                self.apply(&record);
+                let n = self.sessions[&sid].stops.len();
+                Applied {
+                    reply: json!({ "stops": n }),
+                    effects: vec![Effect {
+                        f: "stop-recorded",
+                        value: json!({"session": sid, "stops": n, "stop": id}),
+                    }],
+                    record: Some(record),
                 }
             }
             _ => read(json!({"error": "unknown op"})),
@@ -369,6 +413,44 @@ mod tests {
             st.handle(&insert("k2", "m2", true)).reply,
             json!({"inserted": "m2"})
         );
+    }
+
+    #[test]
+    fn a_stop_withdraws_prompts_held_before_it_on_any_node_and_counts_once() {
+        let mut st = with_session();
+        let stop = json!({"op": "stop", "session": "s", "stop": "n1b0.1"});
+        let a = st.handle(&stop);
+        assert_eq!(a.reply, json!({"stops": 1}));
+        assert_eq!(a.effects.len(), 1);
+        // Sent again after a timeout: the same stop, counted once.
+        let again = st.handle(&stop);
+        assert_eq!(again.reply, json!({"stops": 1}));
+        assert!(again.record.is_none() && again.effects.is_empty());
+        assert_eq!(st.handle_load()["sessions"]["s"]["stops"], 1);
+        let held = |k: &str, mid: &str, seen: u64| {
+            let mut op = insert(k, mid, true);
+            op["stops_seen"] = json!(seen);
+            op
+        };
+        // Held before the stop (it saw 0 stops): withdrawn, its key with it.
+        let w = st.handle(&held("k1", "m1", 0));
+        assert_eq!(w.reply, json!({"stopped": true}));
+        assert!(w.effects.is_empty());
+        assert_eq!(
+            st.handle(&insert("k1", "m9", true)).reply,
+            json!({"withdrawn": true})
+        );
+        // Held after it (it saw the stop): inserted.
+        assert_eq!(
+            st.handle(&held("k2", "m2", 1)).reply,
+            json!({"inserted": "m2"})
+        );
+        // The count survives the store's restart.
+        let again = ClusterStore::recover(&[
+            json!({"t": "session", "id": "s"}),
+            a.record.expect("recorded"),
+        ]);
+        assert_eq!(again.handle_load()["sessions"]["s"]["stops"], 1);
     }
 
     #[test]

@@ -162,6 +162,18 @@ pub const MUTANTS: &[Mutant] = &[
         designs: &[Design::Cluster],
     },
     Mutant {
+        name: "cluster-stop-node-local",
+        kind: MutantKind::Agent(AgentMutant::ClusterStopNodeLocal),
+        rules: &["A6"],
+        property: "P6",
+        party: Party::Agent,
+        summary: "cluster node honours session/cancel on its own held prompts only (no stop in the store): a prompt held on another node is inserted after the stop",
+        finding: false,
+        needs_fault: true,
+        swarm_finds: false,
+        designs: &[Design::Cluster],
+    },
+    Mutant {
         name: "cluster-error-on-store-timeout",
         kind: MutantKind::Agent(AgentMutant::ClusterErrorOnStoreTimeout),
         rules: &["A2", "A3"],

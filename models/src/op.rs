@@ -42,6 +42,10 @@ pub const RELEASE: &str = "release";
 pub const WAIT_HELD: &str = "wait-held";
 /// A held prompt was withdrawn by a cancel (A5, A6): `{session, key, conn, id, by}`.
 pub const WITHDRAW: &str = "withdraw";
+/// Cluster store: a `session/cancel` read by a node was recorded for the session, so prompts
+/// held on any node before it are never inserted (A6): `{session, stops, stop}` (`stops`:
+/// the session's count of recorded stops; `stop`: the stop's id, `<node>b<boot>.<n>`).
+pub const STOP_RECORDED: &str = "stop-recorded";
 /// A held prompt was dropped when its connection ended (O1 `drop`): `{session, conn, id}`.
 pub const DROP_HELD: &str = "drop-held";
 /// A session became active on a connection: `{session, conn}`.

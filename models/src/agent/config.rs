@@ -126,6 +126,10 @@ pub enum AgentMutant {
     /// Cluster node whose store write timed out answers the prompt with an error although the
     /// store may have applied it. Breaks A2 (P4, Agent at fault).
     ClusterErrorOnStoreTimeout,
+    /// Cluster node honours `session/cancel` on its own held prompts only and writes no stop
+    /// to the store: a prompt held on another node before the stop is inserted after it.
+    /// Breaks A6 (P6, Agent at fault).
+    ClusterStopNodeLocal,
     /// `session/close` drops the held prompts without answering them (A15 says `-32800`).
     /// Breaks A15 (P7, Agent at fault).
     CloseForgetsHeld,

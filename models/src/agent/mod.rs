@@ -123,7 +123,7 @@ struct Msg {
     text: String,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 struct Held {
     conn: ConnId,
     id: Value,
@@ -131,6 +131,8 @@ struct Held {
     text: String,
     /// Retries with the same key waiting for this prompt's outcome (A7).
     waiters: Vec<(ConnId, Value)>,
+    /// Cluster: the session's stop count in the store when this prompt arrived (A6).
+    stops_seen: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -170,6 +172,9 @@ struct Session {
     filling: bool,
     /// Cluster: an insertion is out at the store (the session is busy until it answers).
     storing: bool,
+    /// Cluster: how many `session/cancel`s the store had recorded for the session at the last
+    /// read (A6: a held prompt is withdrawn by any later one).
+    stops_seen: u64,
 }
 
 /// Cluster: an insertion waiting for the store's answer.
@@ -216,6 +221,8 @@ pub struct ModelAgent {
     /// Cluster: insertions out at the store, by op number.
     storing: IndexMap<u64, Storing>,
     next_store: u64,
+    /// Cluster: stops this process sent to the store (the next stop's id).
+    next_stop: u64,
     /// Mutant `cluster-node-local-keys`: (session, key) → messageId, in this node's memory.
     local_keys: BTreeMap<(String, String), String>,
     /// Mutant `stop-cancels-later`: sessions whose next prompt a past stop withdraws.
@@ -336,6 +343,7 @@ impl ModelAgent {
             logical: IndexMap::new(),
             storing: IndexMap::new(),
             next_store: 0,
+            next_stop: 0,
             local_keys: BTreeMap::new(),
             cancel_later: BTreeSet::new(),
             arrivals,

@@ -272,6 +272,7 @@ impl ModelAgent {
             key,
             text,
             waiters: Vec::new(),
+            stops_seen: s.stops_seen,
         };
         if held.text.starts_with('/') {
             // A locally handled command: answered and echoed, not retained, no turn (A11).
@@ -356,6 +357,11 @@ impl ModelAgent {
             "if_absent": !matches!(m, Some(AgentMutant::ClusterCheckThenInsert | AgentMutant::ClusterNodeLocalKeys | AgentMutant::NoDedup)),
             "store_key": m != Some(AgentMutant::ClusterNodeLocalKeys),
         });
+        let mut op = op;
+        if mode == "held" {
+            // A6: the store withdraws it if a stop reached the store after it was held.
+            op["stops_seen"] = p.stops_seen.into();
+        }
         out.push(Action::Point(Point::AfterInsertBeforeSync));
         self.store_op(
             Storing {
@@ -388,6 +394,17 @@ impl ModelAgent {
         if st.mode == "withdraw" {
             return self.withdraw_reply(st, reply, out);
         }
+        if st.mode == "stop" {
+            if reply.is_none() {
+                // Recorded once per id at the store: safe to send again.
+                out.push(effect(
+                    op::STORE_RETRY,
+                    json!({"session": st.sid, "stop": st.op["stop"]}),
+                ));
+                self.store_op(st, out);
+            }
+            return;
+        }
         let sid = st.sid.clone();
         let attempts: Vec<(ConnId, Value)> = std::iter::once((st.held.conn, st.held.id.clone()))
             .chain(st.held.waiters.iter().cloned())
@@ -417,10 +434,16 @@ impl ModelAgent {
             ));
             return self.store_op(st, out);
         };
-        if r["withdrawn"] == true {
-            // A5: the key was withdrawn through another node; this attempt is withdrawn too.
+        if r["withdrawn"] == true || r["stopped"] == true {
+            // A5: the key was withdrawn through another node; A6: a session/cancel read by
+            // another node reached the store after this prompt was held. Withdrawn either way.
+            let by = if r["stopped"] == true {
+                "stop"
+            } else {
+                "store"
+            };
             out.push(effect(op::WITHDRAW,
-                json!({"session": sid, "conn": st.held.conn, "id": st.held.id, "key": st.held.key, "by": "store"}),
+                json!({"session": sid, "conn": st.held.conn, "id": st.held.id, "key": st.held.key, "by": by}),
             ));
             for (c, id) in &attempts {
                 self.send(
@@ -856,6 +879,26 @@ impl ModelAgent {
         if skip {
             // Mutant: the prompts left in the queue go on as if nothing was cancelled.
             self.next_held(sid, out);
+        }
+        if self.cfg.design == Design::Cluster
+            && self.cfg.mutant != Some(AgentMutant::ClusterStopNodeLocal)
+        {
+            // A6 across nodes: prompts held on other nodes are withdrawn by the store when they
+            // would be released (their `stops_seen` is below the count this stop raises).
+            self.next_stop += 1;
+            let stop = format!("{}.{}", self.prefix, self.next_stop);
+            let op = json!({"op": "stop", "session": sid, "stop": stop});
+            self.store_op(
+                Storing {
+                    sid: sid.to_string(),
+                    held: Held::default(),
+                    mode: "stop",
+                    message_id: String::new(),
+                    turn: None,
+                    op,
+                },
+                out,
+            );
         }
     }
 

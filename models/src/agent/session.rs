@@ -67,6 +67,7 @@ impl ModelAgent {
             s.messages = msgs_of(&sv["messages"]);
             s.ids = s.messages.iter().map(|m| m.message_id.clone()).collect();
             s.live = msgs_of(&sv["live"]);
+            s.stops_seen = sv["stops"].as_u64().unwrap_or(0);
         }
         // Deleted through another node.
         let gone: Vec<String> = self

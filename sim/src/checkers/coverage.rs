@@ -198,6 +198,9 @@ pub fn events(h: &History) -> BTreeSet<&'static str> {
         {
             e.insert("fault");
         }
+        if op.process == process::AGENT && op.f == op::WITHDRAW && op.value["by"] == "stop" {
+            e.insert("stop-elsewhere");
+        }
         if op.process == process::NET
             && op.f == op::REORDER_END
             && !op.value["overtaken_by"].is_null()
@@ -338,5 +341,9 @@ pub const EVENTS: &[(&str, &str)] = &[
     (
         "store-retry",
         "cluster: a node sent a store write again after its answer timed out",
+    ),
+    (
+        "stop-elsewhere",
+        "cluster: a stop one node read withdrew a prompt held on another (A6)",
     ),
 ];

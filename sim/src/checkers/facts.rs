@@ -33,6 +33,13 @@ pub fn agent_view(h: &History) -> std::borrow::Cow<'_, History> {
             }
             op.process = "agent".into();
         }
+        if op.value["host"]
+            .as_str()
+            .is_some_and(|h| h != "agent" && is_agent_host(h))
+        {
+            // Which node a fault hit (P6 reads it: a stop dies with the node that read it).
+            op.value["host_was"] = op.value["host"].clone();
+        }
         for field in ["from", "host"] {
             if op.value[field].as_str().is_some_and(is_agent_host) {
                 op.value[field] = "agent".into();

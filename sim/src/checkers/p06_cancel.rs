@@ -117,6 +117,8 @@ fn withdrawals_answered(f: &Facts) -> Option<Verdict> {
     let mut answered: BTreeMap<(u64, String), (usize, Option<i64>)> = BTreeMap::new();
     let mut ended: BTreeMap<u64, usize> = BTreeMap::new();
     let mut last_cancel: BTreeMap<String, usize> = BTreeMap::new();
+    // Cluster: the last stop the store recorded per session.
+    let mut last_stop: BTreeMap<String, usize> = BTreeMap::new();
     let mut withdrawals = Vec::new();
     let mut decided: BTreeMap<(u64, String), usize> = BTreeMap::new();
     let mut boots: Vec<usize> = Vec::new();
@@ -176,7 +178,19 @@ fn withdrawals_answered(f: &Facts) -> Option<Verdict> {
             ("agent" | "client", "conn-end") => {
                 ended.insert(val["conn"].as_u64().unwrap_or(0), op.index);
             }
-            (process::AGENT, op::WITHDRAW) => withdrawals.push(op),
+            (process::AGENT, op::WITHDRAW) => {
+                let stop_at = val["session"]
+                    .as_str()
+                    .and_then(|s| last_stop.get(s))
+                    .copied();
+                withdrawals.push((op, stop_at));
+            }
+            (process::AGENT, op::STOP_RECORDED) if is_store_op(op) => {
+                last_stop.insert(
+                    val["session"].as_str().unwrap_or_default().to_string(),
+                    op.index,
+                );
+            }
             // The Agent's own decisions, logged before the writer sends the answer: a
             // request already rejected or inserted was not pending any more.
             (process::AGENT, op::REJECT | op::INSERT | op::DEDUP_HIT) => {
@@ -188,10 +202,24 @@ fn withdrawals_answered(f: &Facts) -> Option<Verdict> {
             _ => {}
         }
     }
-    for w in withdrawals {
+    for (w, stop_at) in withdrawals {
         let val = &w.value;
         let session = val["session"].as_str().unwrap_or_default();
         let named = (val["conn"].as_u64().unwrap_or(0), val["id"].to_string());
+        if val["by"] == "stop" {
+            // Cluster: withdrawn by a stop another node read, once the store recorded it.
+            let stop_at = stop_at.unwrap_or(0);
+            if recv.get(&named).is_some_and(|(r, _, _)| *r > stop_at) {
+                v.status = Status::Invalid;
+                v.party = Some(Party::Agent);
+                v.rules = vec!["A6".into()];
+                v.witnesses = vec![stop_at, w.index];
+                v.message = format!(
+                    "a session/cancel recorded at the store (op {stop_at}) withdrew prompt {named:?}, received after it"
+                );
+                return Some(v);
+            }
+        }
         if val["by"] == "session/cancel" {
             let cancel_at = last_cancel.get(session).copied().unwrap_or(0);
             if recv.get(&named).is_some_and(|(r, _, _)| *r > cancel_at) {
@@ -253,16 +281,37 @@ fn withdrawals_answered(f: &Facts) -> Option<Verdict> {
 /// A6 from the Agent's own log: a `session/cancel` the Agent honoured (its session active on
 /// that connection) withdraws every prompt of the session it had held and not yet inserted;
 /// none of them is inserted later (from the queue, `mode: held`).
+///
+/// A cluster's stop is read by one node and reaches the prompts held on the others through the
+/// store: from the node's read until the store records a stop for the session
+/// (`stop-recorded`) the two are concurrent, and an insertion in between is allowed. One never
+/// recorded (no stop reached the store, and the reading node did not crash first) leaves every
+/// such insertion a violation.
 fn a6_earlier_held(f: &Facts) -> Option<Verdict> {
     let mut active: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
     let mut held: BTreeMap<(u64, String), String> = BTreeMap::new();
-    // Held prompt → (the stop's op, whether the stop reached another cluster node than the one
-    // holding it).
-    let mut covered: BTreeMap<(u64, String), (usize, bool)> = BTreeMap::new();
+    // Held prompt → the stop's op, and the reading node while the stop is on its way to the
+    // store (a prompt held on another cluster node).
+    #[allow(clippy::type_complexity)]
+    let mut covered: BTreeMap<(u64, String), (usize, Option<String>, String)> = BTreeMap::new();
+    // Inserted while their stop was on its way: (attempt, stop op, insert op).
+    let mut in_flight: Vec<((u64, String), usize, usize)> = Vec::new();
     // Cluster: which node each connection reached.
     let mut node_of: BTreeMap<u64, String> = BTreeMap::new();
-    let mut finding: Option<Verdict> = None;
     let attempt = |v: &Value| (v["conn"].as_u64().unwrap_or(0), v["id"].to_string());
+    let violation = |a: &(u64, String), c: usize, i: usize, how: &str| {
+        Verdict {
+        property: "P6".into(),
+        status: Status::Invalid,
+        rules: vec!["A6".into()],
+        witnesses: vec![c, i],
+        fault: f.fault_before(i),
+        party: Some(Party::Agent),
+        message: format!(
+            "prompt {a:?} was held when session/cancel arrived (op {c}) and was inserted afterwards{how} (A6: a stop withdraws earlier prompts not yet inserted)"
+        ),
+    }
+    };
     for op in &f.history.ops {
         let val = &op.value;
         match (op.process.as_str(), op.f.as_str()) {
@@ -294,52 +343,62 @@ fn a6_earlier_held(f: &Facts) -> Option<Verdict> {
                     .unwrap_or_default();
                 let conn = val["conn"].as_u64().unwrap_or(0);
                 if active.get(sid).is_some_and(|c| c.contains(&conn)) {
+                    let reader = node_of.get(&conn).filter(|n| n.starts_with("node"));
                     for (a, s) in &held {
                         if s == sid {
-                            let other_node = node_of
-                                .get(&a.0)
-                                .zip(node_of.get(&conn))
-                                .is_some_and(|(x, y)| x.starts_with("node") && x != y);
-                            covered.entry(a.clone()).or_insert((op.index, other_node));
+                            let other = reader.filter(|r| node_of.get(&a.0) != Some(*r));
+                            covered.entry(a.clone()).or_insert((
+                                op.index,
+                                other.cloned(),
+                                sid.to_string(),
+                            ));
                         }
                     }
+                }
+            }
+            // The stop reached the store: every stop on its way for this session arrived.
+            (process::AGENT, op::STOP_RECORDED) if is_store_op(op) => {
+                let sid = val["session"].as_str().unwrap_or_default();
+                for (_, on_way, s) in covered.values_mut() {
+                    if s == sid {
+                        *on_way = None;
+                    }
+                }
+                in_flight.retain(|(a, _, _)| covered.get(a).is_some_and(|c| c.1.is_some()));
+            }
+            // The reading node crashed before its stop reached the store: the stop died with it.
+            (process::NEMESIS, op::CRASH) => {
+                let host = val["host_was"].as_str().unwrap_or_default();
+                let dead: Vec<(u64, String)> = covered
+                    .iter()
+                    .filter(|(_, (_, r, _))| r.as_deref() == Some(host))
+                    .map(|(a, _)| a.clone())
+                    .collect();
+                for a in dead {
+                    covered.remove(&a);
+                    in_flight.retain(|(x, _, _)| *x != a);
                 }
             }
             (process::AGENT, op::INSERT) if val["mode"] == "held" => {
                 let a = attempt(val);
                 held.remove(&a);
-                if let Some(&(c, true)) = covered.get(&a) {
-                    // Our cluster model's stop reaches only the node that reads it: a known
-                    // gap of the model (docs/properties.md), reported, not failed.
-                    finding.get_or_insert(Verdict {
-                        property: "P6".into(),
-                        status: Status::Finding,
-                        rules: vec!["A6".into()],
-                        witnesses: vec![c, op.index],
-                        fault: f.fault_before(op.index),
-                        party: Some(Party::Agent),
-                        message: format!(
-                            "prompt {a:?} was held on another cluster node than the one that read session/cancel (op {c}) and was inserted afterwards (A6; the cluster model's stop does not reach other nodes)"
-                        ),
-                    });
-                } else if let Some(&(c, false)) = covered.get(&a) {
-                    return Some(Verdict {
-                        property: "P6".into(),
-                        status: Status::Invalid,
-                        rules: vec!["A6".into()],
-                        witnesses: vec![c, op.index],
-                        fault: f.fault_before(op.index),
-                        party: Some(Party::Agent),
-                        message: format!(
-                            "prompt {a:?} was held when session/cancel arrived (op {c}) and was inserted afterwards (A6: a stop withdraws earlier prompts not yet inserted)"
-                        ),
-                    });
+                match covered.get(&a) {
+                    Some((c, None, _)) => return Some(violation(&a, *c, op.index, "")),
+                    Some((c, Some(_), _)) => in_flight.push((a, *c, op.index)),
+                    None => {}
                 }
             }
             _ => {}
         }
     }
-    finding
+    in_flight.first().map(|(a, c, i)| {
+        violation(
+            a,
+            *c,
+            *i,
+            " on another cluster node, and no stop for the session ever reached the store",
+        )
+    })
 }
 
 fn rpc_cancelled() -> Value {

@@ -209,3 +209,62 @@ fn p11_message_missing_after_restart() {
     ));
     assert_eq!(status(&hist(&kept), "P11").0, Status::Valid);
 }
+
+/// A6 on a cluster: a stop read on node1 reaches a prompt held on node2 through the store. An
+/// insertion between the read and the store's `stop-recorded` is concurrent with the stop;
+/// one after it, or with no stop ever recorded while the reading node lived, is a violation.
+#[test]
+fn p6_a_stop_read_on_one_node_covers_prompts_held_on_the_others() {
+    let run = |tail: &[(&str, &str, Value)]| {
+        let mut ops = vec![
+            ("net", "conn-open", json!({"conn": 1, "seen_by": "node2"})),
+            ("net", "conn-open", json!({"conn": 2, "seen_by": "node1"})),
+            ("agent", "activate", json!({"session": "s", "conn": 2})),
+            ("agent", "hold", json!({"session": "s", "conn": 1, "id": 5})),
+            (
+                "net",
+                "recv",
+                json!({"conn": 2, "from": "client", "frame": {"method": "session/cancel", "params": {"sessionId": "s"}}}),
+            ),
+        ];
+        ops.extend_from_slice(tail);
+        let h = hist(&ops);
+        status(&h, "P6").0
+    };
+    let stop = (
+        "agent",
+        "stop-recorded",
+        json!({"session": "s", "stops": 1, "renamed_from": "store"}),
+    );
+    let release = (
+        "agent",
+        "release",
+        json!({"session": "s", "conn": 1, "id": 5}),
+    );
+    let inserted = (
+        "agent",
+        "insert",
+        json!({"session": "s", "messageId": "m2", "conn": 1, "id": 5, "mode": "held"}),
+    );
+    let crash = ("nemesis", "crash", json!({"host": "node1"}));
+    assert_eq!(
+        run(&[release.clone(), inserted.clone(), stop.clone()]),
+        Status::Valid,
+        "inserted before the stop reached the store: concurrent"
+    );
+    assert_eq!(
+        run(&[stop.clone(), release.clone(), inserted.clone()]),
+        Status::Invalid,
+        "inserted after the store recorded the stop"
+    );
+    assert_eq!(
+        run(&[release.clone(), inserted.clone()]),
+        Status::Invalid,
+        "no stop ever reached the store (a node that keeps its stop to itself)"
+    );
+    assert_eq!(
+        run(&[crash, release, inserted]),
+        Status::Valid,
+        "the reading node crashed before its stop reached the store"
+    );
+}

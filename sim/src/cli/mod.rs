@@ -5,7 +5,7 @@
 
 //!
 //! One file per command (`run.rs`, `replay.rs`, `list.rs`, `check.rs`, `bench.rs`,
-//! `mutants.rs`, `shrink.rs`, `merge.rs`, `audit.rs`, `matrix.rs`; `acp-chaos agent` and
+//! `mutants.rs`, `shrink.rs`, `merge.rs`, `audit.rs`, `matrix.rs`, `sweep.rs`; `acp-chaos agent` and
 //! `acp-chaos probe` take their arguments from [`crate::probe`]), each with its arguments and
 //! an `exec` returning the exit code or a [`CliError`] that carries one; `args.rs` holds what
 //! several commands share.
@@ -28,6 +28,7 @@ mod output;
 mod replay;
 mod run;
 mod shrink;
+mod sweep;
 
 pub use error::{CliError, Outcome};
 pub use list::ListSection;
@@ -73,6 +74,10 @@ enum Cmd {
     /// Merge the report folders of a campaign's shards (`run --shard K/N`) into one report,
     /// the same as one unsharded run of the same seeds would write.
     Merge(merge::MergeArgs),
+    /// The false-positive sweep: every scenario under every design it lists, on the correct
+    /// models, on seeds far from the ones the tests and the default campaign run (scripted
+    /// scenarios from 10,000, swarm scenarios from 100,000). Exits 1 on any violation.
+    Sweep(sweep::SweepArgs),
     /// Print every method's retry class and what sending it twice does to the stored Agent.
     Audit(audit::AuditArgs),
     /// The retry-class matrix: every method x fault x Client policy over N seeds on the model
@@ -129,6 +134,7 @@ pub fn dispatch(cli: Cli) -> Outcome {
         Some(Cmd::Merge(a)) => merge::exec(&a),
         Some(Cmd::Explore(a)) => explore::exec(&a),
         Some(Cmd::Audit(a)) => audit::exec(&a),
+        Some(Cmd::Sweep(a)) => sweep::exec(&a),
         Some(Cmd::Agent(a)) => Ok(crate::probe::stdio_agent::main(&a)),
         Some(Cmd::Probe(a)) => Ok(crate::probe::main(&a)),
     }

@@ -15,53 +15,58 @@ use crate::{campaign, exit};
 #[derive(Args, Debug, Clone)]
 pub(super) struct RunArgs {
     /// Scenario names or .toml paths (default: every file in the scenarios folder).
-    scenario: Vec<String>,
+    pub(super) scenario: Vec<String>,
     /// Seeds per scenario.
     #[arg(long, default_value_t = 200, env = "ACP_CHAOS_SEEDS")]
-    seeds: u64,
+    pub(super) seeds: u64,
     /// First seed.
     #[arg(long, default_value_t = 0, env = "ACP_CHAOS_SEED")]
-    seed_start: u64,
+    pub(super) seed_start: u64,
     /// Worker threads (default: the number of cores).
     #[arg(long, env = "ACP_CHAOS_JOBS")]
-    jobs: Option<usize>,
+    pub(super) jobs: Option<usize>,
     /// Run against a mutant (see `acp-chaos list`).
     #[arg(long, env = "ACP_CHAOS_MUTANT")]
-    mutant: Option<String>,
+    pub(super) mutant: Option<String>,
     /// Run every scenario under this Agent design only (default: each scenario's `designs`).
     #[arg(long, value_parser = parse_design, env = "ACP_CHAOS_AGENT")]
-    agent: Option<Design>,
+    pub(super) agent: Option<Design>,
     /// Run only the K-th of N disjoint slices of the seed range (`--shard 2/4`), for a CI
     /// matrix or an indexed job; `acp-chaos merge` joins the shards' report folders.
     #[arg(long, value_parser = parse_shard, env = "ACP_CHAOS_SHARD")]
-    shard: Option<(u64, u64)>,
+    pub(super) shard: Option<(u64, u64)>,
     /// No progress bar or progress lines on stderr (`ACP_CHAOS_NO_PROGRESS=1`; `0`, `false`,
     /// `no`, `off` or empty keep them).
     #[arg(long, env = "ACP_CHAOS_NO_PROGRESS", action = clap::ArgAction::SetTrue,
           value_parser = clap::builder::FalseyValueParser::new())]
-    no_progress: bool,
+    pub(super) no_progress: bool,
     /// Do not replay the regression corpus (`<scenarios>/regressions/*.toml`) first.
     #[arg(long)]
-    no_regressions: bool,
+    pub(super) no_regressions: bool,
     /// Run every seed twice and compare history hashes; a mismatch exits 3 and keeps both
     /// histories (`<scenario>-a-...`, `<scenario>-b-...` in the report folder).
     #[arg(long)]
-    check_determinism: bool,
+    pub(super) check_determinism: bool,
     /// Do not shrink the first failing seed of each (scenario@design, property) (by default
     /// its run folder gets a `schedule.toml`, see `acp-chaos shrink`).
     #[arg(long)]
-    no_shrink: bool,
+    pub(super) no_shrink: bool,
     /// Report folder (default `reports/<campaign name>`, with `reports/latest` pointing at
     /// it).
     #[arg(long, env = "ACP_CHAOS_OUT")]
-    out: Option<PathBuf>,
+    pub(super) out: Option<PathBuf>,
     #[command(flatten)]
-    dir: DirArgs,
+    pub(super) dir: DirArgs,
 }
 
 /// Long on purpose: the command's steps in the order of its output (checks, the settings of every
 /// scenario, the campaign, the summary).
 pub(super) fn exec(a: &RunArgs) -> Outcome {
+    Ok(campaign(a)?.exit_code)
+}
+
+/// Run the campaign `a` names and print its settings and summary; returns the summary.
+pub(super) fn campaign(a: &RunArgs) -> Result<crate::summary::Summary, CliError> {
     check_mutant(&a.mutant)?;
     super::args::check_seeds(a.seeds)?;
     if a.jobs == Some(0) {
@@ -217,5 +222,5 @@ pub(super) fn exec(a: &RunArgs) -> Outcome {
         campaign::point_latest(&out)?;
     }
     print_summary(&summary, &out);
-    Ok(summary.exit_code)
+    Ok(summary)
 }

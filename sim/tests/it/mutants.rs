@@ -96,6 +96,12 @@ const PINNED: &[(&str, &str, Design, u64)] = &[
         0,
     ),
     (
+        "cluster-stop-node-local",
+        "cluster-06-stop-reaches-every-node",
+        Design::Cluster,
+        0,
+    ),
+    (
         "close-forgets-held",
         "session-01-close-fork-list",
         Design::Stored,
@@ -328,6 +334,8 @@ const SWARM_PINNED: &[(&str, Design, u64)] = &[
     ("cancel-answers-one", Design::Adapter, 354),
     ("close-forgets-held", Design::Stored, 496),
     ("cluster-check-then-insert", Design::Cluster, 92),
+    // 2 catches in seeds 3000..23000 (`run swarm-basic --agent cluster --mutant M`).
+    ("cluster-stop-node-local", Design::Cluster, 11838),
     ("resends-unkeyed", Design::Stored, 53),
 ];
 
