@@ -521,6 +521,18 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: true,
         designs: &[],
     },
+    Mutant {
+        name: "resends-empty-prompt",
+        kind: MutantKind::Client(ClientMutant::ResendsEmptyPrompt),
+        rules: &["A17"],
+        property: "P14",
+        party: Party::Client,
+        summary: "a resend is rebuilt from the input box the first send cleared: prompt: [] under the pending key",
+        finding: false,
+        needs_fault: true,
+        swarm_finds: true,
+        designs: &[],
+    },
 ];
 
 /// Look a mutant up by its CLI name.

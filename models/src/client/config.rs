@@ -33,6 +33,9 @@ pub enum ClientMutant {
     /// After a reconnect a pending input older than `stale_ms` is resent like any other,
     /// instead of shown to the user. Breaks C7 (P10 finding, Client at fault).
     ResendsStale,
+    /// A resend is rebuilt from the input box the first send cleared: `prompt: []` under the
+    /// pending key. Breaks A17 (P14, Client at fault).
+    ResendsEmptyPrompt,
 }
 
 /// Which Client.

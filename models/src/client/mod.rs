@@ -335,9 +335,16 @@ impl SpecClient {
             // C8: give up visibly, never silently.
             return self.surface(submission, json!({"reason": "too many attempts"}), out);
         }
+        let empty = p.attempts > 0 && self.cfg.mutant == Some(ClientMutant::ResendsEmptyPrompt);
         p.attempts += 1;
         let key = fresh.or_else(|| p.key.clone());
-        let mut req = PromptRequest::new(sid, vec![ContentBlock::from(p.text.clone())]);
+        let content = if empty {
+            // Mutant: the resend is rebuilt from the cleared input box (breaks A17).
+            Vec::new()
+        } else {
+            vec![ContentBlock::from(p.text.clone())]
+        };
+        let mut req = PromptRequest::new(sid, content);
         if let Some(k) = &key {
             req = req.idempotency_key(IdempotencyKey::new(k.clone()).expect("uuid keys are valid"));
         }

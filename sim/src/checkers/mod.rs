@@ -148,7 +148,7 @@ pub const CHECKERS: &[Checker] = &[
     Checker {
         property: "P14",
         title: "client-keys",
-        rules: &["C2", "C3", "C5"],
+        rules: &["C2", "C3", "C5", "A17"],
         check: p14_client_keys,
     },
     Checker {

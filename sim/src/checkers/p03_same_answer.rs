@@ -18,6 +18,8 @@ struct Read {
     boot: usize,
     session: String,
     key: Option<String>,
+    /// `prompt: []`, which the Agent MAY reject with `-32602` (A17).
+    empty: bool,
 }
 
 /// Every `session/prompt` request the Agent read, by (connection, JSON-RPC id); for the same
@@ -44,6 +46,9 @@ fn prompt_reads(f: &Facts) -> BTreeMap<(u64, String), Read> {
                             .unwrap_or_default()
                             .to_string(),
                         key: fr["params"]["idempotencyKey"].as_str().map(str::to_string),
+                        empty: fr["params"]["prompt"]
+                            .as_array()
+                            .is_some_and(|p| p.is_empty()),
                     });
             }
             _ => {}
@@ -53,7 +58,8 @@ fn prompt_reads(f: &Facts) -> BTreeMap<(u64, String), Read> {
 }
 
 /// Error codes that say what was wrong with the request itself, not that the Agent failed
-/// it: A7 does not cover them (`-32602` only with a malformed key, see [`key_malformed`]).
+/// it: A7 does not cover them (`-32602` only with a malformed key, see [`key_malformed`], or
+/// with `prompt: []`, A17).
 const REQUEST_ERRORS: [i64; 4] = [
     rpc_code::PARSE_ERROR,
     rpc_code::INVALID_REQUEST,
@@ -168,7 +174,7 @@ pub fn p3_same_answer(f: &Facts) -> Verdict {
             continue;
         };
         let Some(key) = &r.key else { continue };
-        if *code == rpc_code::INVALID_PARAMS && key_malformed(key) {
+        if *code == rpc_code::INVALID_PARAMS && (key_malformed(key) || r.empty) {
             continue;
         }
         let next_boot = f

@@ -1,4 +1,4 @@
-//! P14 client-keys (C2 C3 C5): [`p14_client_keys`].
+//! P14 client-keys (C2 C3 C5 A17): [`p14_client_keys`].
 
 use std::collections::BTreeMap;
 
@@ -12,15 +12,35 @@ use crate::history::{op, process};
 /// submission in its session. A key the Client sends for a second submission with another
 /// prompt breaks C3; with the same prompt (the user sent the text again on purpose) it breaks
 /// C2, the mark of a key derived from content (C5). Keys are scoped per session (A9), so the
-/// same string in two sessions, or in a fork, is fine. The Client is at fault.
+/// same string in two sessions, or in a fork, is fine. And what a key stands for is never
+/// empty: the Client never sends `session/prompt` with `prompt: []` (A17). The Client is at
+/// fault.
 pub fn p14_client_keys(f: &Facts) -> Verdict {
-    let mut v = Verdict::valid("P14", &["C2", "C3", "C5"]);
+    let mut v = Verdict::valid("P14", &["C2", "C3", "C5", "A17"]);
     // submission → (slot, text), from the user's submits.
     let mut sub: BTreeMap<u64, (u64, String, usize)> = BTreeMap::new();
     // (slot, key) → (submission, attempt op).
     let mut owner: BTreeMap<(u64, String), (u64, usize)> = BTreeMap::new();
     for op in &f.history.ops {
         match (op.process.as_str(), op.f.as_str()) {
+            (process::NET, op::SEND)
+                if op.value["from"] == "client"
+                    && op.value["frame"]["method"] == "session/prompt"
+                    && op.value["frame"]["params"]["prompt"]
+                        .as_array()
+                        .is_some_and(|p| p.is_empty()) =>
+            {
+                v.status = Status::Invalid;
+                v.party = Some(Party::Client);
+                v.rules = vec!["A17".into()];
+                v.witnesses = vec![op.index];
+                v.fault = f.fault_before(op.index);
+                v.message = format!(
+                    "the Client sent session/prompt #{} with `prompt: []` (A17: Clients MUST NOT send an empty prompt)",
+                    op.value["frame"]["id"]
+                );
+                return v;
+            }
             (process::USER, op::SUBMIT) => {
                 if let Some(n) = op.value["submission"].as_u64() {
                     sub.insert(

@@ -181,6 +181,12 @@ const PINNED: &[(&str, &str, Design, u64)] = &[
         0,
     ),
     (
+        "resends-empty-prompt",
+        "rfd-02-retry-after-resume-new-connection",
+        Design::Stored,
+        0,
+    ),
+    (
         "proxy-duplicates-prompt",
         "proxy-01-retry-through-rewritten-ids",
         Design::Stored,
