@@ -174,6 +174,18 @@ pub const MUTANTS: &[Mutant] = &[
         designs: &[Design::Cluster],
     },
     Mutant {
+        name: "serves-inactive-session",
+        kind: MutantKind::Agent(AgentMutant::ServesInactiveSession),
+        rules: &["X2"],
+        property: "P16",
+        party: Party::Agent,
+        summary: "a session/prompt for a session not active on its connection (closed there, or never resumed there) is served instead of answered -32002",
+        finding: false,
+        needs_fault: false,
+        swarm_finds: true,
+        designs: &[],
+    },
+    Mutant {
         name: "cluster-error-on-store-timeout",
         kind: MutantKind::Agent(AgentMutant::ClusterErrorOnStoreTimeout),
         rules: &["A2", "A3"],

@@ -130,6 +130,10 @@ pub enum AgentMutant {
     /// to the store: a prompt held on another node before the stop is inserted after it.
     /// Breaks A6 (P6, Agent at fault).
     ClusterStopNodeLocal,
+    /// A `session/prompt` for a session that exists but is not active on its connection (never
+    /// resumed there, or closed there) is served instead of answered `-32002`. Breaks X2 (P16,
+    /// Agent at fault).
+    ServesInactiveSession,
     /// `session/close` drops the held prompts without answering them (A15 says `-32800`).
     /// Breaks A15 (P7, Agent at fault).
     CloseForgetsHeld,

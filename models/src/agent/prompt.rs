@@ -24,7 +24,10 @@ impl ModelAgent {
         out: &mut Vec<Action>,
     ) {
         let sid = r.session_id.0.to_string();
-        if !self.is_active(conn, &sid) {
+        // Mutant: any session this Agent has will do (breaks X2).
+        let served_anyway = self.cfg.mutant == Some(AgentMutant::ServesInactiveSession)
+            && self.sessions.contains_key(&sid);
+        if !self.is_active(conn, &sid) && !served_anyway {
             // X2: the session must be active on this connection.
             out.push(effect(
                 op::REJECT,

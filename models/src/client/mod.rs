@@ -74,8 +74,9 @@ pub enum ClientInput {
     },
     /// A raw `session/prompt` probe (the key-validation suite, K2/K3): the Client sends
     /// `line` once, on the first ready connection with slot 0's session active, with `$ID`
-    /// replaced by [`RAW_ID_BASE`]` + n` and `$SESSION` by the session id. Never resent, never
-    /// persisted: a probe is not user input.
+    /// replaced by [`RAW_ID_BASE`]` + n` and `$SESSION` by the session id; a line naming
+    /// `$INACTIVE_SESSION` instead goes once slot 0's session is closed on a ready connection
+    /// (X2). Never resent, never persisted: a probe is not user input.
     Raw { n: u64, line: String },
 }
 
@@ -502,6 +503,10 @@ impl SpecClient {
             (Req::Close { slot }, Ok(_)) => {
                 // A15: nothing more comes for it on this connection.
                 self.closed[slot] = true;
+                if slot == 0 {
+                    // A probe of a session not active here (X2) goes now.
+                    self.flush_raw(out);
+                }
             }
             (Req::List, Ok(v)) => {
                 let n = v["sessions"].as_array().map_or(0, Vec::len);
@@ -629,19 +634,27 @@ impl SpecClient {
         }
     }
 
-    /// Send the raw probes if a connection is ready with slot 0's session active on it.
+    /// Send the raw probes if a connection is ready with slot 0's session active on it; a probe
+    /// naming `$INACTIVE_SESSION` waits instead for slot 0's session to be closed on a ready
+    /// connection (the user's `session/close`; X2).
     fn flush_raw(&mut self, out: &mut Vec<Action>) {
         let (Some(c), Some(Some(sid))) = (self.conn.as_ref(), self.sessions.first()) else {
             return;
         };
-        if !matches!(c.phase, Phase::Ready) || self.raw.is_empty() || self.closed[0] {
+        if !matches!(c.phase, Phase::Ready) || self.raw.is_empty() {
             return;
         }
         let conn = c.id;
-        for (n, line) in std::mem::take(&mut self.raw) {
+        let closed = self.closed[0];
+        let (due, wait): (Vec<_>, Vec<_>) = std::mem::take(&mut self.raw)
+            .into_iter()
+            .partition(|(_, l)| l.contains("$INACTIVE_SESSION") == closed);
+        self.raw = wait;
+        for (n, line) in due {
             let id = RAW_ID_BASE + n;
             let line = line
                 .replace("$ID", &id.to_string())
+                .replace("$INACTIVE_SESSION", sid)
                 .replace("$SESSION", sid);
             out.push(effect(
                 op::RAW_SENT,

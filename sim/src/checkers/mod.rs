@@ -1,5 +1,5 @@
 //! Checkers: pure functions from a [`History`] to a [`Verdict`], one per property of
-//! `spec/RULES.md` (P1 to P12 and P15, and our P13 and P14, each with its row there; see
+//! `spec/RULES.md` (P1 to P12, P15 and P16, and our P13 and P14, each with its row there; see
 //! [`CHECKERS`]).
 //!
 //! Every non-valid verdict names the property, the rule ids, the witnessing op indices, the
@@ -22,6 +22,7 @@ pub mod p12_id_uniqueness;
 pub mod p13_forwarding_order;
 pub mod p14_client_keys;
 pub mod p15_echo;
+pub mod p16_active_session;
 pub mod verdict;
 pub mod x4_resume_order;
 
@@ -48,6 +49,7 @@ pub use p12_id_uniqueness::p12_id_uniqueness;
 pub use p13_forwarding_order::p13_forwarding_order;
 pub use p14_client_keys::p14_client_keys;
 pub use p15_echo::p15_echo;
+pub use p16_active_session::p16_active_session;
 pub use verdict::{Status, Verdict};
 pub use x4_resume_order::x4_resume_order;
 
@@ -156,6 +158,12 @@ pub const CHECKERS: &[Checker] = &[
         title: "echo",
         rules: &["A14"],
         check: p15_echo,
+    },
+    Checker {
+        property: "P16",
+        title: "active-session",
+        rules: &["X2"],
+        check: p16_active_session,
     },
 ];
 

@@ -268,3 +268,68 @@ fn p6_a_stop_read_on_one_node_covers_prompts_held_on_the_others() {
         "the reading node crashed before its stop reached the store"
     );
 }
+
+/// X2 from the wire: active from the read of a `session/resume` answered with a success (a
+/// prompt pipelined behind it is fine), inactive after `session/close`; a prompt there must get
+/// `-32002` naming the session.
+#[test]
+fn p16_a_prompt_on_a_session_not_active_on_its_connection_gets_32002() {
+    let recv = |id: u64, method: &str, params: Value| {
+        (
+            "net",
+            "recv",
+            json!({"conn": 1, "from": "client", "frame": {"jsonrpc": "2.0", "id": id, "method": method, "params": params}}),
+        )
+    };
+    let send = |id: u64, body: Value| {
+        let mut frame = json!({"jsonrpc": "2.0", "id": id});
+        for (k, v) in body.as_object().unwrap() {
+            frame[k] = v.clone();
+        }
+        (
+            "net",
+            "send",
+            json!({"conn": 1, "from": "agent", "frame": frame}),
+        )
+    };
+    let s = json!({"sessionId": "s"});
+    let prompt = json!({"sessionId": "s", "prompt": [{"type": "text", "text": "x"}]});
+    let not_found =
+        json!({"error": {"code": -32002, "message": "not active", "data": {"sessionId": "s"}}});
+    let served = json!({"result": {"messageId": "m1"}});
+    let p16 = |ops: Vec<(&str, &str, Value)>| status(&hist(&ops), "P16").0;
+    // Pipelined: the prompt is read before the resume is answered, after it was read.
+    assert_eq!(
+        p16(vec![
+            recv(1, "session/resume", s.clone()),
+            recv(2, "session/prompt", prompt.clone()),
+            send(1, json!({"result": {}})),
+            send(2, served.clone()),
+        ]),
+        Status::Valid
+    );
+    let after_close = |answer: Value| {
+        vec![
+            recv(1, "session/resume", s.clone()),
+            send(1, json!({"result": {}})),
+            recv(2, "session/close", s.clone()),
+            send(2, json!({"result": {}})),
+            recv(3, "session/prompt", prompt.clone()),
+            send(3, answer),
+        ]
+    };
+    assert_eq!(p16(after_close(not_found)), Status::Valid);
+    assert_eq!(p16(after_close(served.clone())), Status::Invalid);
+    assert_eq!(
+        p16(after_close(
+            json!({"error": {"code": -32002, "message": "not active"}})
+        )),
+        Status::Invalid,
+        "-32002 must name the session in data.sessionId"
+    );
+    // Never resumed on this connection at all.
+    assert_eq!(
+        p16(vec![recv(1, "session/prompt", prompt), send(1, served)]),
+        Status::Invalid
+    );
+}

@@ -42,7 +42,7 @@ pub const DRAWN: &[(&str, &str)] = &[
     ),
     (
         "raw",
-        "1 to 3 raw session/prompt probes with a malformed or boundary key: 1 in 4 (unless the file has [[raw]])",
+        "1 to 3 raw session/prompt probes with a malformed or boundary key: 1 in 4 (unless the file has [[raw]]); with session/close drawn too, in 1 of 2 such seeds one more probe to slot 0's session once closed on its connection (X2)",
     ),
     (
         "workload.cancel_after_ms",
@@ -199,8 +199,30 @@ pub(super) fn draw_settings(s: &Scenario, seed: u64, design: Design) -> (Scenari
             drawn.push(format!("{}={}", &name["workload.".len()..], *rate));
         }
     }
+    if s.raw.is_empty() && !d.raw.is_empty() && d.workload.close_rate > 0.0 {
+        // A prompt on a session closed on its connection (X2, P16): only where probes and
+        // closes were both drawn, from its own stream, so no other seed's plan changes.
+        let mut r = draw("raw.inactive");
+        let on = r.gen_bool(0.5) || uniform;
+        let end =
+            d.workload.start_ms + u64::from(d.workload.submissions) * d.workload.gap_ms_min.max(1);
+        let at_ms = r.gen_range(d.workload.start_ms..=end);
+        if on {
+            d.raw.push(crate::scenario::RawProbe {
+                at_ms,
+                key_json: None,
+                line: Some(INACTIVE_PROBE.into()),
+                note: "drawn by the swarm: a session closed on this connection".into(),
+            });
+            drawn.push("inactive_probe=true".into());
+        }
+    }
     (d, drawn)
 }
+
+/// The swarm's X2 probe: a keyed `session/prompt` for slot 0's session, sent once that
+/// session is closed on a ready connection.
+const INACTIVE_PROBE: &str = r#"{"jsonrpc":"2.0","id":$ID,"method":"session/prompt","params":{"sessionId":"$INACTIVE_SESSION","prompt":[{"type":"text","text":"probe after close"}],"idempotencyKey":"probe-after-close"}}"#;
 
 /// Long on purpose: one arm per fault kind, each drawing that kind's trigger and settings from its
 /// own stream.

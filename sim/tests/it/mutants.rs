@@ -181,6 +181,12 @@ const PINNED: &[(&str, &str, Design, u64)] = &[
         0,
     ),
     (
+        "serves-inactive-session",
+        "session-02-prompt-after-close",
+        Design::Stored,
+        0,
+    ),
+    (
         "resends-empty-prompt",
         "rfd-02-retry-after-resume-new-connection",
         Design::Stored,

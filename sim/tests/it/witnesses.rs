@@ -14,7 +14,6 @@ const KNOWN_GAPS: &[(&str, &[&str])] = &[
     ("K2", &["mutant"]),
     ("K4", &["checker", "mutant"]),
     ("A16", &["mutant"]),
-    ("X2", &["checker", "mutant"]),
     ("X3", &["checker"]),
     ("X5", &["checker", "mutant"]),
 ];

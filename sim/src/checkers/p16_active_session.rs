@@ -1,0 +1,149 @@
+//! P16 active-session (X2): [`p16_active_session`].
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use acp_chaos_models::{rpc::code, Party};
+use serde_json::Value;
+
+use super::facts::Facts;
+use super::verdict::{Status, Verdict};
+use crate::history::{is_agent_host, op, process};
+
+/// Methods that need their session active on the connection they arrive on (X2).
+const NEED_ACTIVE: [&str; 2] = ["session/prompt", "session/set_config_option"];
+
+/// P16 active-session (X2), from the wire alone: a session becomes active on a connection when
+/// the Agent answers `session/new`, `session/fork` (the new id) or `session/resume` on it with
+/// a success, counted from when it read the request (a request pipelined behind it sees it
+/// active); `session/close` and `session/delete` end it, and so does the connection's end
+/// (on a cluster the connection is the logical one the remote transport names, which outlives
+/// its TCP connections). A `session/prompt` or `session/set_config_option` for a session not
+/// active on its connection must be answered `-32002` with `data.sessionId` (a request error
+/// such as `-32602` for a malformed request is allowed too); a success, or any other answer,
+/// is a violation, the Agent at fault. Unanswered requests are P7's.
+pub fn p16_active_session(f: &Facts) -> Verdict {
+    let mut v = Verdict::valid("P16", &["X2"]);
+    let ops = &f.history.ops;
+    // The Agent's first answer to each (connection, id): (op index, the frame).
+    let mut answers: BTreeMap<(u64, String), (usize, &Value)> = BTreeMap::new();
+    for o in ops {
+        let val = &o.value;
+        let frame = match (o.process.as_str(), o.f.as_str()) {
+            (process::NET, op::SEND) if val["from"].as_str().is_some_and(is_agent_host) => {
+                &val["frame"]
+            }
+            // An answer the network lost after the Agent wrote it.
+            (process::NEMESIS, "lose-exchange" | "lose-frame")
+                if val["detail"]["from"].as_str().is_some_and(is_agent_host) =>
+            {
+                &val["detail"]["frame"]
+            }
+            _ => continue,
+        };
+        if frame.get("method").is_some() || frame.get("id").is_none() {
+            continue;
+        }
+        let conn = val["conn"]
+            .as_u64()
+            .or(val["detail"]["conn"].as_u64())
+            .unwrap_or(0);
+        answers
+            .entry((conn, frame["id"].to_string()))
+            .or_insert((o.index, frame));
+    }
+    // Cluster: the logical connection each TCP connection carries.
+    let mut logical: BTreeMap<u64, String> = BTreeMap::new();
+    // Connection (or logical connection) → sessions active on it.
+    let mut active: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let key = |logical: &BTreeMap<u64, String>, c: u64| {
+        logical.get(&c).cloned().unwrap_or_else(|| c.to_string())
+    };
+    for o in ops {
+        let val = &o.value;
+        match (o.process.as_str(), o.f.as_str()) {
+            (process::AGENT, op::LOGICAL) => {
+                if let (Some(c), Some(l)) = (val["conn"].as_u64(), val["logical"].as_str()) {
+                    logical.insert(c, format!("logical {l}"));
+                }
+            }
+            // The Agent's own end of it (the Client may end it first and frames still in flight
+            // reach the Agent, which still has the session active).
+            (process::AGENT, "conn-end") => {
+                let c = val["conn"].as_u64().unwrap_or(0);
+                if !logical.contains_key(&c) {
+                    active.remove(&c.to_string());
+                }
+            }
+            (process::NET, op::RECV) if !val["from"].as_str().is_some_and(is_agent_host) => {
+                let fr = &val["frame"];
+                let (Some(method), Some(id)) = (fr["method"].as_str(), fr.get("id")) else {
+                    continue;
+                };
+                let conn = val["conn"].as_u64().unwrap_or(0);
+                let Some((at, answer)) = answers.get(&(conn, id.to_string())).copied() else {
+                    continue;
+                };
+                let sid = fr["params"]["sessionId"].as_str().unwrap_or_default();
+                let k = key(&logical, conn);
+                let ok = answer.get("result").is_some();
+                match method {
+                    "session/new" | "session/fork" if ok => {
+                        if let Some(s) = answer["result"]["sessionId"].as_str() {
+                            active.entry(k).or_default().insert(s.to_string());
+                        }
+                    }
+                    "session/resume" if ok => {
+                        active.entry(k).or_default().insert(sid.to_string());
+                    }
+                    "session/close" => {
+                        if let Some(a) = active.get_mut(&k) {
+                            a.remove(sid);
+                        }
+                    }
+                    "session/delete" => {
+                        for a in active.values_mut() {
+                            a.remove(sid);
+                        }
+                    }
+                    m if NEED_ACTIVE.contains(&m)
+                        && !active.get(&k).is_some_and(|a| a.contains(sid)) =>
+                    {
+                        let code = answer["error"]["code"].as_i64();
+                        let named = answer["error"]["data"]["sessionId"] == sid;
+                        let request_error = code.is_some_and(|c| {
+                            [
+                                code::PARSE_ERROR,
+                                code::INVALID_REQUEST,
+                                code::METHOD_NOT_FOUND,
+                                code::INVALID_PARAMS,
+                            ]
+                            .contains(&c)
+                        });
+                        if (code == Some(code::RESOURCE_NOT_FOUND) && named) || request_error {
+                            continue;
+                        }
+                        v.status = Status::Invalid;
+                        v.party = Some(Party::Agent);
+                        v.witnesses = vec![o.index, at];
+                        v.fault = f.fault_before(o.index);
+                        v.message = match code {
+                            None => format!(
+                                "{m} #{id} on connection {conn} for session {sid}, not active on that connection, was served (X2: -32002 with data.sessionId)"
+                            ),
+                            Some(c) if c == code::RESOURCE_NOT_FOUND => format!(
+                                "{m} #{id} on connection {conn} for session {sid}, not active there, got -32002 without data.sessionId naming it (X2)"
+                            ),
+                            Some(c) => format!(
+                                "{m} #{id} on connection {conn} for session {sid}, not active on that connection, got {c} (X2: -32002 with data.sessionId)"
+                            ),
+                        };
+                        return v;
+                    }
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
+    v
+}
