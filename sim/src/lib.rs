@@ -117,6 +117,7 @@ pub mod checkers;
 pub mod cli;
 pub mod exit;
 pub mod explore;
+pub mod findings;
 pub mod history;
 pub mod nemesis;
 pub mod plan;

@@ -5,7 +5,7 @@
 
 //!
 //! One file per command (`run.rs`, `replay.rs`, `list.rs`, `check.rs`, `bench.rs`,
-//! `mutants.rs`, `shrink.rs`, `merge.rs`, `audit.rs`, `matrix.rs`, `sweep.rs`; `acp-chaos agent` and
+//! `mutants.rs`, `shrink.rs`, `merge.rs`, `audit.rs`, `matrix.rs`, `sweep.rs`, `findings.rs`; `acp-chaos agent` and
 //! `acp-chaos probe` take their arguments from [`crate::probe`]), each with its arguments and
 //! an `exec` returning the exit code or a [`CliError`] that carries one; `args.rs` holds what
 //! several commands share.
@@ -20,6 +20,7 @@ mod bench;
 mod check;
 mod error;
 mod explore;
+mod findings;
 mod list;
 mod matrix;
 mod merge;
@@ -74,6 +75,10 @@ enum Cmd {
     /// Merge the report folders of a campaign's shards (`run --shard K/N`) into one report,
     /// the same as one unsharded run of the same seeds would write.
     Merge(merge::MergeArgs),
+    /// Findings on the spec: what the correct models do where the rules leave a choice or
+    /// say nothing, measured over seeded runs, written as `docs/findings/spec.md` (figures,
+    /// the shortest witness of each, a suggested wording).
+    Findings(findings::FindingsArgs),
     /// The false-positive sweep: every scenario under every design it lists, on the correct
     /// models, on seeds far from the ones the tests and the default campaign run (scripted
     /// scenarios from 10,000, swarm scenarios from 100,000). Exits 1 on any violation.
@@ -135,6 +140,7 @@ pub fn dispatch(cli: Cli) -> Outcome {
         Some(Cmd::Explore(a)) => explore::exec(&a),
         Some(Cmd::Audit(a)) => audit::exec(&a),
         Some(Cmd::Sweep(a)) => sweep::exec(&a),
+        Some(Cmd::Findings(a)) => findings::exec(&a),
         Some(Cmd::Agent(a)) => Ok(crate::probe::stdio_agent::main(&a)),
         Some(Cmd::Probe(a)) => Ok(crate::probe::main(&a)),
     }

@@ -18,6 +18,7 @@ mod cli;
 mod determinism;
 mod explore;
 mod faults;
+mod findings;
 mod mock_model;
 mod mutants;
 mod probe;

@@ -1,0 +1,65 @@
+//! `acp-chaos findings`: measure the spec's open choices on the correct models and write the
+//! findings page (`docs/findings/spec.md` by default).
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::args::{scenarios_dir, DirArgs};
+use super::{CliError, Outcome};
+use crate::{exit, findings, scenario};
+
+#[derive(Args, Debug, Clone)]
+pub(super) struct FindingsArgs {
+    /// Scenario to measure on (a swarm scenario reaches every claim).
+    #[arg(default_value = "swarm-basic")]
+    scenario: String,
+    /// Seeds per design (`0..N`).
+    #[arg(long, default_value_t = 500)]
+    seeds: u64,
+    /// Worker threads (default: the number of cores; the page does not depend on it).
+    #[arg(long, env = "ACP_CHAOS_JOBS")]
+    jobs: Option<usize>,
+    /// Where to write the page.
+    #[arg(long, default_value = "docs/findings/spec.md")]
+    out: PathBuf,
+    #[command(flatten)]
+    dir: DirArgs,
+}
+
+pub(super) fn exec(a: &FindingsArgs) -> Outcome {
+    if a.seeds == 0 || a.jobs == Some(0) {
+        return Err(CliError::usage(
+            "--seeds and --jobs must be at least 1".to_string(),
+        ));
+    }
+    super::args::check_seeds(a.seeds)?;
+    let s = scenario::resolve(&scenarios_dir(&a.dir), &a.scenario)?;
+    let m = findings::measure(&s, a.seeds, super::args::jobs(a.jobs))?;
+    let command = format!("acp-chaos findings {} --seeds {}", a.scenario, a.seeds);
+    let page = findings::page::markdown(&m, &s, &command);
+    if let Some(dir) = a.out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| CliError::usage(format!("{}: {e}", dir.display())))?;
+    }
+    std::fs::write(&a.out, &page)
+        .map_err(|e| CliError::usage(format!("{}: {e}", a.out.display())))?;
+    for (id, _) in findings::CLAIMS {
+        let c = &m.claims[id];
+        let figures: Vec<String> = c
+            .ordered()
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        println!(
+            "{id}: {}",
+            if figures.is_empty() {
+                "not seen".to_string()
+            } else {
+                figures.join(", ")
+            }
+        );
+    }
+    println!("findings: {} ({} runs)", a.out.display(), m.runs);
+    Ok(exit::VALID)
+}

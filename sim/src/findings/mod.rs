@@ -1,0 +1,278 @@
+//! Findings on the spec: what the correct models do where the rules leave a choice (a MAY), say
+//! nothing, or have a consequence a spec editor should see, measured over seeded runs
+//! (`acp-chaos findings`; the page is `docs/findings/spec.md`).
+//!
+//! - [`measure`]: runs a scenario's seeds under every design and folds each history into
+//!   per-claim counters ([`Claim`]), keeping the shortest run that shows each claim (its
+//!   witness: the fewest ops, then the first design, then the lowest seed).
+//! - [`page`]: the Markdown page, each claim with its figures, the command that measures them,
+//!   the witness's replay line and sequence diagram, and a suggested wording.
+//!
+//! Everything is a pure function of the scenario, the seeds and the designs: the page is the
+//! same bytes on every machine and with any `--jobs`.
+
+pub mod page;
+
+use std::collections::BTreeMap;
+
+use rayon::prelude::*;
+
+use crate::checkers::{agent_view, Status};
+use crate::history::{op, process, History};
+use crate::models::Design;
+use crate::scenario::Scenario;
+
+/// The claims measured, in page order: (id, the rule ids it is about).
+pub const CLAIMS: [(&str, &[&str]); 4] = [
+    ("stop-withdraws-earlier", &["A6", "C8"]),
+    ("cancel-request-effect", &["A5"]),
+    ("stop-reaches-other-nodes", &["A6", "A13"]),
+    ("forgotten-keys", &["A11", "A16"]),
+];
+
+/// The shortest run that shows a claim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Witness {
+    /// Ops in the run (the first sort key).
+    pub ops: usize,
+    /// Index of the design in the measured order.
+    pub design_index: usize,
+    /// Seed.
+    pub seed: u64,
+    /// The two ops that show it (highlighted in the diagram).
+    pub at: (usize, usize),
+}
+
+/// One claim's counters (name → count, in name order) and its shortest witness.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Claim {
+    /// Counters.
+    pub counts: BTreeMap<&'static str, u64>,
+    /// The shortest run that shows it, if any did.
+    pub witness: Option<Witness>,
+}
+
+impl Claim {
+    fn add(&mut self, counter: &'static str, n: u64) {
+        *self.counts.entry(counter).or_default() += n;
+    }
+
+    /// The counters, totals first, then their breakdown (`of them, ...`, `ended ...`).
+    pub fn ordered(&self) -> Vec<(&'static str, u64)> {
+        let part = |k: &str| {
+            ["of them", "ended", "still"]
+                .iter()
+                .any(|p| k.starts_with(p))
+        };
+        let mut v: Vec<(&'static str, u64)> = self.counts.iter().map(|(k, n)| (*k, *n)).collect();
+        v.sort_by_key(|(k, _)| (part(k), *k));
+        v
+    }
+
+    /// A counter (0 when never counted).
+    pub fn get(&self, counter: &str) -> u64 {
+        self.counts.get(counter).copied().unwrap_or(0)
+    }
+
+    fn merge(&mut self, o: Claim) {
+        for (k, v) in o.counts {
+            self.add(k, v);
+        }
+        self.witness = match (self.witness, o.witness) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+    }
+}
+
+/// What [`measure`] found: the claims by id, over `runs` runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Measured {
+    /// Scenario name.
+    pub scenario: String,
+    /// Seeds `0..seeds` per design.
+    pub seeds: u64,
+    /// Designs, in the order they ran.
+    pub designs: Vec<Design>,
+    /// Runs (seeds × designs).
+    pub runs: u64,
+    /// Claim id → counters and witness.
+    pub claims: BTreeMap<&'static str, Claim>,
+}
+
+/// Run seeds `0..seeds` of `s` under each of its designs on the correct models, on `jobs`
+/// threads, and fold every history into the claims.
+///
+/// Errors: only the thread pool's (the runs themselves cannot fail).
+pub fn measure(s: &Scenario, seeds: u64, jobs: usize) -> anyhow::Result<Measured> {
+    let designs: Vec<Design> = s.agent.designs.clone();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs.max(1))
+        .build()?;
+    let cells: Vec<(usize, u64)> = (0..designs.len())
+        .flat_map(|d| (0..seeds).map(move |seed| (d, seed)))
+        .collect();
+    let per_run: Vec<BTreeMap<&'static str, Claim>> = pool.install(|| {
+        cells
+            .par_iter()
+            .map(|&(d, seed)| {
+                let (h, r) = crate::run::run_one(s, seed, None, designs[d]);
+                let forgotten = r
+                    .verdicts
+                    .iter()
+                    .filter(|v| {
+                        v.status == Status::Finding && ["P1", "P12"].contains(&v.property.as_str())
+                    })
+                    .map(|v| {
+                        (
+                            v.witnesses.first().copied().unwrap_or(0),
+                            v.witnesses.last().copied().unwrap_or(0),
+                        )
+                    })
+                    .collect::<Vec<_>>();
+                observe(&h, &forgotten, d, seed)
+            })
+            .collect()
+    });
+    let mut claims: BTreeMap<&'static str, Claim> = CLAIMS
+        .iter()
+        .map(|(id, _)| (*id, Claim::default()))
+        .collect();
+    for run in per_run {
+        for (id, c) in run {
+            claims.entry(id).or_default().merge(c);
+        }
+    }
+    Ok(Measured {
+        scenario: s.name.clone(),
+        seeds,
+        runs: seeds * designs.len() as u64,
+        designs,
+        claims,
+    })
+}
+
+/// One run's contribution to each claim. `forgotten`: the witnesses (first, last) of its P1
+/// and P12 findings.
+fn observe(
+    h: &History,
+    forgotten: &[(usize, usize)],
+    design_index: usize,
+    seed: u64,
+) -> BTreeMap<&'static str, Claim> {
+    let h = agent_view(h);
+    let ops = h.ops.len();
+    let witness = |at| Witness {
+        ops,
+        design_index,
+        seed,
+        at,
+    };
+    let mut out: BTreeMap<&'static str, Claim> = BTreeMap::new();
+    // The Client's attempts, (conn, id) → submission; each submission's last outcome.
+    let mut submission_of: BTreeMap<(u64, String), u64> = BTreeMap::new();
+    let mut outcome: BTreeMap<u64, (&'static str, usize)> = BTreeMap::new();
+    let mut last_stop: Option<usize> = None;
+    let mut cancels: Vec<(u64, usize)> = Vec::new();
+    let mut by_stop: Vec<((u64, String), usize, Option<usize>)> = Vec::new();
+    for o in &h.ops {
+        let v = &o.value;
+        let attempt = || (v["conn"].as_u64().unwrap_or(0), v["id"].to_string());
+        match (o.process.as_str(), o.f.as_str()) {
+            (process::CLIENT, op::ATTEMPT) => {
+                if let Some(n) = v["submission"].as_u64() {
+                    submission_of.insert(attempt(), n);
+                }
+            }
+            // A proxy rewrote the attempt's id on its own connection to the Agent.
+            (process::PROXY, op::FORWARD) if v["method"] == "session/prompt" => {
+                let up = (v["up_conn"].as_u64().unwrap_or(0), v["up_id"].to_string());
+                if let Some(&n) = submission_of.get(&up) {
+                    let down = (
+                        v["down_conn"].as_u64().unwrap_or(0),
+                        v["down_id"].to_string(),
+                    );
+                    submission_of.insert(down, n);
+                }
+            }
+            (process::CLIENT, f @ (op::ACK | op::SURFACE | op::WITHDRAWN)) => {
+                if let Some(n) = v["submission"].as_u64() {
+                    let what = match f {
+                        op::ACK => "acknowledged",
+                        op::SURFACE => "surfaced",
+                        _ if v["local"] == true => "withdrawn before it was sent",
+                        _ => "withdrawn",
+                    };
+                    outcome.insert(n, (what, o.index));
+                }
+            }
+            (process::USER, op::STOP) => {
+                out.entry("stop-withdraws-earlier")
+                    .or_default()
+                    .add("stops", 1);
+                last_stop = Some(o.index);
+            }
+            (process::USER, op::CANCEL) => {
+                if let Some(n) = v["submission"].as_u64() {
+                    cancels.push((n, o.index));
+                }
+            }
+            (process::AGENT, op::WITHDRAW) => {
+                match v["by"].as_str() {
+                    Some("session/cancel") => by_stop.push((attempt(), o.index, last_stop)),
+                    Some("stop") => {
+                        by_stop.push((attempt(), o.index, last_stop));
+                        let c = out.entry("stop-reaches-other-nodes").or_default();
+                        c.add("held prompts withdrawn on another node than the one that read the stop", 1);
+                        c.witness = Some(witness((last_stop.unwrap_or(o.index), o.index)));
+                    }
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
+    for (a, at, stop) in by_stop {
+        let c = out.entry("stop-withdraws-earlier").or_default();
+        c.add("queued prompts withdrawn by a stop", 1);
+        let what = submission_of
+            .get(&a)
+            .and_then(|n| outcome.get(n))
+            .map(|(w, _)| *w)
+            .unwrap_or("");
+        c.add(
+            match what {
+                "withdrawn" => "of them, shown to the user as withdrawn by its user",
+                "acknowledged" => "of them, acknowledged anyway (another attempt inserted)",
+                "surfaced" => "of them, shown to the user as failed",
+                _ => "of them, no outcome at the Client (a probe, or still pending)",
+            },
+            1,
+        );
+        c.witness.get_or_insert(witness((stop.unwrap_or(at), at)));
+    }
+    for (n, at) in cancels {
+        let c = out.entry("cancel-request-effect").or_default();
+        c.add("user cancels", 1);
+        let (what, end) = outcome.get(&n).copied().unwrap_or(("pending", at));
+        c.add(
+            match what {
+                "acknowledged" => "ended acknowledged: inserted, the cancel had no effect",
+                "withdrawn" => "ended withdrawn: the Agent answered -32800",
+                "withdrawn before it was sent" => "ended withdrawn before any attempt was sent",
+                "surfaced" => "ended shown to the user as failed",
+                _ => "still pending at the end",
+            },
+            1,
+        );
+        if what == "acknowledged" {
+            c.witness.get_or_insert(witness((at, end)));
+        }
+    }
+    if let Some(&(first, last)) = forgotten.first() {
+        let c = out.entry("forgotten-keys").or_default();
+        c.add("runs with a second insertion the rules allow", 1);
+        c.witness = Some(witness((first, last)));
+    }
+    out
+}

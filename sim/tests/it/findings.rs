@@ -1,0 +1,70 @@
+//! `acp-chaos findings`: the measurement is a pure function of scenario and seeds (any number
+//! of threads), its breakdowns add up to their totals, and its witnesses show what they claim.
+
+use acp_chaos::findings::{self, CLAIMS};
+use acp_chaos::history::{op, process};
+
+use super::common;
+
+#[test]
+fn findings_are_the_same_on_any_threads_and_their_parts_add_up() {
+    let s = common::scenario("swarm-basic");
+    let a = findings::measure(&s, 30, 1).unwrap();
+    let b = findings::measure(&s, 30, 2).unwrap();
+    assert_eq!(a, b, "the measurement depends on the thread count");
+    let page = findings::page::markdown(&a, &s, "acp-chaos findings swarm-basic --seeds 30");
+    assert_eq!(
+        page,
+        findings::page::markdown(&b, &s, "acp-chaos findings swarm-basic --seeds 30")
+    );
+    assert_eq!(
+        page.matches("\n## ").count(),
+        CLAIMS.len(),
+        "one section per claim"
+    );
+    let stop = &a.claims["stop-withdraws-earlier"];
+    let parts: u64 = stop
+        .ordered()
+        .iter()
+        .filter(|(k, _)| k.starts_with("of them"))
+        .map(|(_, n)| n)
+        .sum();
+    assert_eq!(parts, stop.get("queued prompts withdrawn by a stop"));
+    let cancel = &a.claims["cancel-request-effect"];
+    let ends: u64 = cancel
+        .ordered()
+        .iter()
+        .filter(|(k, _)| k.starts_with("ended") || k.starts_with("still"))
+        .map(|(_, n)| n)
+        .sum();
+    assert!(cancel.get("user cancels") > 0, "swarm-basic draws cancels");
+    assert_eq!(ends, cancel.get("user cancels"));
+    // The witness of "the cancel had no effect": the user's cancel, then that submission's ack.
+    let w = cancel
+        .witness
+        .expect("a cancel that had no effect in 30 seeds");
+    let (h, _) = acp_chaos::run::run_one(&s, w.seed, None, a.designs[w.design_index]);
+    assert_eq!(h.ops.len(), w.ops);
+    let (c, ack) = (&h.ops[w.at.0], &h.ops[w.at.1]);
+    assert_eq!(
+        (c.process.as_str(), c.f.as_str()),
+        (process::USER, op::CANCEL)
+    );
+    assert_eq!(
+        (ack.process.as_str(), ack.f.as_str()),
+        (process::CLIENT, op::ACK)
+    );
+    assert_eq!(c.value["submission"], ack.value["submission"]);
+}
+
+#[test]
+fn a_stop_read_on_one_node_is_seen_withdrawing_a_prompt_held_on_another() {
+    let s = common::scenario("cluster-06-stop-reaches-every-node");
+    let m = findings::measure(&s, 3, 2).unwrap();
+    let c = &m.claims["stop-reaches-other-nodes"];
+    assert_eq!(
+        c.get("held prompts withdrawn on another node than the one that read the stop"),
+        3,
+        "one per seed"
+    );
+}
