@@ -257,6 +257,7 @@ fn observe(
         let (what, end) = outcome.get(&n).copied().unwrap_or(("pending", at));
         c.add(
             match what {
+                _ if end < at => "ended before the cancel (nothing left to cancel)",
                 "acknowledged" => "ended acknowledged: inserted, the cancel had no effect",
                 "withdrawn" => "ended withdrawn: the Agent answered -32800",
                 "withdrawn before it was sent" => "ended withdrawn before any attempt was sent",
@@ -265,7 +266,7 @@ fn observe(
             },
             1,
         );
-        if what == "acknowledged" {
+        if what == "acknowledged" && end > at {
             c.witness.get_or_insert(witness((at, end)));
         }
     }

@@ -26,7 +26,8 @@ const TEXT: [(&str, &str, &str, &str); 4] = [
         "A5: `$/cancel_request` is a MAY, and often has no effect",
         "An Agent MAY honour `$/cancel_request`; for a prompt it either withdraws it (`-32800`, \
          nothing inserted) or answers its `messageId` (already inserted). Counted per user cancel \
-         of a submission: how it ended. A lost `$/cancel_request` cannot be resent (its id died \
+         of a submission: how it ended (a cancel pressed after the input had already ended does \
+         nothing anywhere). A lost `$/cancel_request` cannot be resent (its id died \
          with the connection), so the cancel that never reached the Agent ends the same way as one \
          it ignored.",
         "A5, add: \"A cancel that arrives after insertion is answered with the `messageId`; \

@@ -55,6 +55,7 @@ fn findings_are_the_same_on_any_threads_and_their_parts_add_up() {
         (process::CLIENT, op::ACK)
     );
     assert_eq!(c.value["submission"], ack.value["submission"]);
+    assert!(w.at.0 < w.at.1, "acknowledged after the cancel");
 }
 
 #[test]
