@@ -68,7 +68,8 @@ pub const MUTANTS: &[Mutant] = &[
     Mutant {
         name: "no-dedup",
         kind: MutantKind::Agent(AgentMutant::NoDedup),
-        rules: &["A1", "A4"],
+        // K4 too: it advertises `capabilities.session` and still ignores keys.
+        rules: &["A1", "A4", "K4"],
         property: "P1",
         party: Party::Agent,
         summary: "Agent ignores idempotencyKey: a retry inserts a second message",

@@ -101,7 +101,8 @@ pub enum DuringTurn {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum AgentMutant {
-    /// Ignores `idempotencyKey`: every attempt inserts. Breaks A1/A4 (P1, Agent at fault).
+    /// Ignores `idempotencyKey`: every attempt inserts. Breaks A1/A4, and K4 (it advertises
+    /// `capabilities.session`) (P1, Agent at fault).
     NoDedup,
     /// Writes message and key without `sync_all`: a crash loses an acknowledged message and the
     /// retry inserts it again. Breaks D1/A10 (P11 and P1, Agent at fault).

@@ -72,7 +72,7 @@ pub const CHECKERS: &[Checker] = &[
     Checker {
         property: "P1",
         title: "at-most-once",
-        rules: &["A1", "A4", "A10", "A12", "A13", "C1"],
+        rules: &["A1", "A4", "A10", "A12", "A13", "C1", "K4"],
         check: p1_at_most_once,
     },
     Checker {

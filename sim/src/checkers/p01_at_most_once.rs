@@ -12,7 +12,16 @@ use super::verdict::{Status, Verdict};
 /// A16: the earlier message was lost as the retention allows, or a live-only key forgotten) are
 /// findings.
 pub fn p1_at_most_once(f: &Facts) -> Verdict {
-    let mut v = Verdict::valid("P1", &["A1", "A4", "A10", "A11", "A13", "A16", "C1"]);
+    let mut v = Verdict::valid("P1", &["A1", "A4", "A10", "A11", "A13", "A16", "C1", "K4"]);
+    // K4: an Agent that advertises `capabilities.session` honours keys, with no other flag.
+    let advertised = f.history.ops.iter().any(|o| {
+        o.process == crate::history::process::NET
+            && o.f == crate::history::op::SEND
+            && o.value["from"]
+                .as_str()
+                .is_some_and(crate::history::is_agent_host)
+            && o.value["frame"]["result"]["capabilities"]["session"].is_object()
+    });
     // The request an insertion came from (one attempt inserted twice is the Agent's doing).
     let same_attempt = |a: &Insert, b: &Insert| {
         let at = |i: &Insert| {
@@ -59,10 +68,14 @@ pub fn p1_at_most_once(f: &Facts) -> Verdict {
             } else if gone.is_none() {
                 let rule = if e.live_only { "A11" } else { "A10" };
                 let key = e.key.as_deref().unwrap_or("");
+                let mut rules = vec!["A1", "A4", rule];
+                if advertised {
+                    rules.push("K4");
+                }
                 (
                     Status::Invalid,
                     Party::Agent,
-                    vec!["A1", "A4", rule],
+                    rules,
                     format!("under the same key {key:?} while the first was still retained"),
                 )
             } else if durable && !e.live_only {

@@ -61,8 +61,9 @@ enum Cmd {
     Bench(bench::BenchArgs),
     /// The mutant scoreboard: each mutant's median seeds-to-detection under the swarm alone
     /// (no scripted schedule) and under the uniform mix, and their ratio; the mutant × checker
-    /// view; and the correct models on the same seeds. Exits 1 when the swarm misses a mutant
-    /// within `--seeds` or a correct model has a violation.
+    /// view; and the correct models on the same seeds. Exits 1 when the swarm misses, within
+    /// `--seeds`, a mutant it reaches within 40 seeds (rare-window mutants, pinned by their own
+    /// scenarios, are listed instead) or a correct model has a violation.
     Mutants(mutants::MutantsArgs),
     /// Shrink a failing run to a 1-minimal schedule (ddmin over its faults, submissions and raw
     /// probes, at fixed latency) and write it as a schedule file for `replay --schedule`.

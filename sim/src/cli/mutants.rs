@@ -216,14 +216,25 @@ pub(super) fn exec(a: &MutantsArgs) -> Outcome {
         let doc = serde_json::json!({"rows": rows, "baseline": base});
         std::fs::write(p, serde_json::to_string_pretty(&doc)?)?;
     }
-    let missed: Vec<&str> = rows
+    // A mutant whose window the swarm reaches only now and then (`swarm_finds: false`) has its
+    // own scenario and a pinned swarm seed in the tests: missing it here is a figure, not a
+    // failure. One the swarm should reach within 40 seeds is a failure.
+    let rare = |m: &str| acp_chaos_models::mutant::find(m).is_some_and(|x| !x.swarm_finds);
+    let (missed_rare, missed): (Vec<&str>, Vec<&str>) = rows
         .iter()
         .filter(|r| r.swarm.caught.is_empty())
         .map(|r| r.mutant)
-        .collect();
+        .partition(|m| rare(m));
     let mut code = exit::VALID;
+    if !missed_rare.is_empty() {
+        println!(
+            "rare windows, not caught by the swarm within {} seeds (each has its own scenario, docs/mutants.md): {}",
+            a.seeds,
+            missed_rare.join(", ")
+        );
+    }
     if missed.is_empty() {
-        println!("every mutant caught by the swarm alone");
+        println!("every mutant the swarm reaches within 40 seeds caught by the swarm alone");
     } else {
         println!(
             "not caught by the swarm within {} seeds: {}",
