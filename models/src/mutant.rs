@@ -235,6 +235,18 @@ pub const MUTANTS: &[Mutant] = &[
         designs: &[],
     },
     Mutant {
+        name: "key-length-in-bytes",
+        kind: MutantKind::Agent(AgentMutant::KeyLengthInBytes),
+        rules: &["K2"],
+        property: "P5",
+        party: Party::Agent,
+        summary: "a key's length is counted in UTF-8 bytes, not characters: 128 to 255 two-byte characters are rejected -32602",
+        finding: false,
+        needs_fault: false,
+        swarm_finds: true,
+        designs: &[],
+    },
+    Mutant {
         name: "invalid-key-as-omitted",
         kind: MutantKind::Agent(AgentMutant::InvalidKeyAsOmitted),
         rules: &["K3"],

@@ -135,6 +135,10 @@ pub enum AgentMutant {
     /// resumed there, or closed there) is served instead of answered `-32002`. Breaks X2 (P16,
     /// Agent at fault).
     ServesInactiveSession,
+    /// A key's length is counted in UTF-8 bytes instead of characters: a key of 128 to 255
+    /// two-byte characters is rejected `-32602` though K2 allows it. Breaks K2 (P5, Agent at
+    /// fault).
+    KeyLengthInBytes,
     /// `session/close` drops the held prompts without answering them (A15 says `-32800`).
     /// Breaks A15 (P7, Agent at fault).
     CloseForgetsHeld,

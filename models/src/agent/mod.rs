@@ -473,6 +473,22 @@ impl ModelAgent {
         if method == "session/prompt" {
             out.push(Action::Point(Point::AfterReceive));
         }
+        if self.cfg.mutant == Some(AgentMutant::KeyLengthInBytes)
+            && method == "session/prompt"
+            && params["idempotencyKey"]
+                .as_str()
+                .is_some_and(|k| k.len() > 255)
+        {
+            // Mutant: bytes, not characters (breaks K2).
+            return self.fail(
+                conn,
+                &id,
+                code::INVALID_PARAMS,
+                "Invalid params",
+                Some(json!("idempotencyKey: longer than 255")),
+                out,
+            );
+        }
         let null_key = params.get("idempotencyKey") == Some(&Value::Null);
         if self.cfg.mutant == Some(AgentMutant::NullKeyRejected)
             && method == "session/prompt"

@@ -42,7 +42,7 @@ pub const DRAWN: &[(&str, &str)] = &[
     ),
     (
         "raw",
-        "1 to 3 raw session/prompt probes with a malformed or boundary key: 1 in 4 (unless the file has [[raw]]); with session/close drawn too, in 1 of 2 such seeds one more probe to slot 0's session once closed on its connection (X2)",
+        "1 to 3 raw session/prompt probes with a malformed or boundary key: 1 in 4 (unless the file has [[raw]]), and in 1 of 2 such seeds one more with 128 to 255 two-byte characters (valid: K2 counts characters); with session/close drawn too, in 1 of 2 such seeds one more probe to slot 0's session once closed on its connection (X2)",
     ),
     (
         "workload.cancel_after_ms",
@@ -175,6 +175,22 @@ pub(super) fn draw_settings(s: &Scenario, seed: u64, design: Design) -> (Scenari
                     note: "drawn by the swarm".into(),
                 });
             }
+        }
+        // A key valid by characters and too long by bytes (K2), from its own stream, so the
+        // probes drawn above are the same with or without it.
+        let mut u = draw("raw.utf8");
+        let utf8 = u.gen_bool(0.5) || uniform;
+        let (n, at_ms) = (
+            u.gen_range(128..=255usize),
+            u.gen_range(d.workload.start_ms..=end),
+        );
+        if on && utf8 {
+            d.raw.push(crate::scenario::RawProbe {
+                at_ms,
+                key_json: Some(format!("\"{}\"", "é".repeat(n))),
+                line: None,
+                note: "drawn by the swarm: two-byte characters (K2)".into(),
+            });
         }
         drawn.push(format!("raw_probes={}", d.raw.len()));
     }

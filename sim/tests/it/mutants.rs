@@ -163,6 +163,12 @@ const PINNED: &[(&str, &str, Design, u64)] = &[
         0,
     ),
     (
+        "key-length-in-bytes",
+        "field-f19-key-validation",
+        Design::Stored,
+        0,
+    ),
+    (
         "null-key-rejected",
         "field-f19-key-validation",
         Design::Stored,
