@@ -23,11 +23,13 @@ use crate::models::Design;
 use crate::scenario::Scenario;
 
 /// The claims measured, in page order: (id, the rule ids it is about).
-pub const CLAIMS: [(&str, &[&str]); 4] = [
+pub const CLAIMS: [(&str, &[&str]); 6] = [
     ("stop-withdraws-earlier", &["A6", "C8"]),
     ("cancel-request-effect", &["A5"]),
     ("stop-reaches-other-nodes", &["A6", "A13"]),
     ("forgotten-keys", &["A11", "A16"]),
+    ("connection-ends-mid-work", &["X3"]),
+    ("resend-before-acceptance", &["X5"]),
 ];
 
 /// The shortest run that shows a claim.
@@ -173,6 +175,14 @@ fn observe(
     let mut submission_of: BTreeMap<(u64, String), u64> = BTreeMap::new();
     let mut outcome: BTreeMap<u64, (&'static str, usize)> = BTreeMap::new();
     let mut last_stop: Option<usize> = None;
+    // X3: each insertion's connection, running turns by messageId, prompts held by attempt;
+    // at the Agent's end of a connection, what was running or held on it, to see how it ended.
+    let mut conn_of_message: BTreeMap<String, u64> = BTreeMap::new();
+    let mut running: BTreeMap<String, u64> = BTreeMap::new();
+    let mut held: BTreeMap<(u64, String), usize> = BTreeMap::new();
+    let mut cut_turns: BTreeMap<String, usize> = BTreeMap::new();
+    let mut cut_held: BTreeMap<(u64, String), usize> = BTreeMap::new();
+    let mut resent: Vec<((u64, String), usize)> = Vec::new();
     let mut cancels: Vec<(u64, usize)> = Vec::new();
     let mut by_stop: Vec<((u64, String), usize, Option<usize>)> = Vec::new();
     for o in &h.ops {
@@ -217,6 +227,66 @@ fn observe(
                     cancels.push((n, o.index));
                 }
             }
+            (process::AGENT, op::INSERT) => {
+                if let (Some(m), Some(c)) = (v["messageId"].as_str(), v["conn"].as_u64()) {
+                    conn_of_message.insert(m.to_string(), c);
+                }
+                if let Some(at) = cut_held.remove(&attempt()) {
+                    let c = out.entry("connection-ends-mid-work").or_default();
+                    c.add("of the held, kept and inserted after the end (O1 keep)", 1);
+                    c.witness.get_or_insert(witness((at, o.index)));
+                }
+                held.remove(&attempt());
+            }
+            (process::AGENT, op::TURN_START) => {
+                if let Some(m) = v["messageId"].as_str() {
+                    if let Some(&c) = conn_of_message.get(m) {
+                        running.insert(m.to_string(), c);
+                    }
+                }
+            }
+            (process::AGENT, op::TURN_END) => {
+                let m = v["messageId"].as_str().unwrap_or_default();
+                running.remove(m);
+                if cut_turns.remove(m).is_some() {
+                    let c = out.entry("connection-ends-mid-work").or_default();
+                    c.add(
+                        if v["stopReason"] == "cancelled" {
+                            "of the turns, cancelled (O2 cancel)"
+                        } else {
+                            "of the turns, ran to their end (O2 continue)"
+                        },
+                        1,
+                    );
+                }
+            }
+            (process::AGENT, op::HOLD) => {
+                held.insert(attempt(), o.index);
+            }
+            (process::AGENT, op::RELEASE) => {
+                held.remove(&attempt());
+            }
+            (process::AGENT, op::DROP_HELD) => {
+                held.remove(&attempt());
+                if cut_held.remove(&attempt()).is_some() {
+                    out.entry("connection-ends-mid-work")
+                        .or_default()
+                        .add("of the held, dropped unanswered (O1 drop)", 1);
+                }
+            }
+            (process::AGENT, "conn-end") => {
+                let conn = v["conn"].as_u64().unwrap_or(0);
+                let c = out.entry("connection-ends-mid-work").or_default();
+                for (m, _) in running.iter().filter(|(_, c)| **c == conn) {
+                    c.add("turns running when their connection ended", 1);
+                    cut_turns.insert(m.clone(), o.index);
+                }
+                for (a, _) in held.iter().filter(|(a, _)| a.0 == conn) {
+                    c.add("prompts held when their connection ended", 1);
+                    cut_held.insert(a.clone(), o.index);
+                }
+            }
+            (process::CLIENT, op::RESEND_NOT_ACCEPTED) => resent.push((attempt(), o.index)),
             (process::AGENT, op::WITHDRAW) => {
                 match v["by"].as_str() {
                     Some("session/cancel") => by_stop.push((attempt(), o.index, last_stop)),
@@ -267,6 +337,30 @@ fn observe(
             1,
         );
         if what == "acknowledged" && end > at {
+            c.witness.get_or_insert(witness((at, end)));
+        }
+    }
+    for (a, at) in resent {
+        let c = out.entry("resend-before-acceptance").or_default();
+        c.add(
+            "requests resent on the same connection after a not-accepted failure (X5)",
+            1,
+        );
+        let Some(&n) = submission_of.get(&a) else {
+            c.add("of them, not a prompt", 1);
+            continue;
+        };
+        let (what, end) = outcome.get(&n).copied().unwrap_or(("pending", at));
+        c.add(
+            match what {
+                "acknowledged" => "of them, prompts that ended acknowledged",
+                "surfaced" => "of them, prompts that ended shown to the user as failed",
+                "pending" => "of them, prompts still pending at the end",
+                _ => "of them, prompts that ended withdrawn",
+            },
+            1,
+        );
+        if what == "acknowledged" {
             c.witness.get_or_insert(witness((at, end)));
         }
     }

@@ -9,7 +9,7 @@ use crate::scenario::Scenario;
 
 /// What each claim is about, and the wording the evidence suggests: (id, title, what the rules
 /// say and what was measured, a suggested wording when the claim was seen).
-const TEXT: [(&str, &str, &str, &str); 4] = [
+const TEXT: [(&str, &str, &str, &str); 6] = [
     (
         "stop-withdraws-earlier",
         "A6: a stop also withdraws the input queued before it",
@@ -53,6 +53,27 @@ const TEXT: [(&str, &str, &str, &str); 4] = [
          broken. Counted as findings of P1 and P12 on the correct models.",
         "A11, consider: \"An Agent SHOULD keep a live-only key while any Client may still resend \
          it (its prompt timeout), not only while the session is active.\"",
+    ),
+    (
+        "connection-ends-mid-work",
+        "X3: a connection ends with work running or prompts held",
+        "When a connection ends its sessions stop being active there; the Agent MAY continue or \
+         cancel the foreground work (O2), and what happens to held prompts is unspecified (O1). \
+         The swarm draws O1 and O2 per seed; counted here is how often each case arises and how \
+         it ended, so the cost of leaving them open can be weighed. Every outcome is allowed: no \
+         checker fails on it.",
+        "X3, consider: \"Held prompts of a connection that ends are kept and answered like any \
+         other (a Client that resends finds the key), or dropped with `-32800` before the \
+         connection closes; never dropped silently.\"",
+    ),
+    (
+        "resend-before-acceptance",
+        "X5: a resend before acceptance, without reconnecting",
+        "On a remote transport a Client MAY resend a request that failed before it was accepted \
+         (`202 Accepted`) without reconnecting. Counted: how often the `cluster` design's \
+         transport refused a request and the Client resent it on the same connection, and how \
+         those prompts ended (a second insertion would be P1's violation).",
+        "X5 holds as written: every resent prompt ended once.",
     ),
 ];
 

@@ -1,7 +1,8 @@
 //! Which rule of `spec/RULES.md` has a witness that can fail: for every rule id, the
 //! properties whose checker cites it, the mutants that break it (each caught by the default
-//! tests: `sim/tests/it/mutants.rs`) and the scenarios that name it. `acp-chaos list rules`
-//! prints it and `docs/rules.md` holds it (a test keeps the two equal).
+//! tests: `sim/tests/it/mutants.rs`), the scenarios that name it, and the findings that measure
+//! it (`acp-chaos findings`: what a MAY leaves open is measured, not broken). `acp-chaos list
+//! rules` prints it and `docs/rules.md` holds it (a test keeps the two equal).
 
 use super::rules::{rule_text, RULES_MD};
 use crate::checkers::CHECKERS;
@@ -22,13 +23,19 @@ pub struct Witnesses {
     pub mutants: Vec<&'static str>,
     /// Scenarios that name it.
     pub scenarios: Vec<String>,
+    /// Claims of `acp-chaos findings` that measure it (`docs/findings/spec.md`).
+    pub findings: Vec<&'static str>,
 }
 
 impl Witnesses {
     /// What the rule lacks to have a failing witness: a checker, a mutant, or both (empty:
-    /// none).
+    /// none). A rule whose only keyword is MAY breaks nothing when an Agent or Client takes
+    /// either side: a finding that measures the choice is its witness.
     pub fn gap(&self) -> Vec<&'static str> {
         let mut out = Vec::new();
+        if self.strength == ["MAY"] && !self.findings.is_empty() {
+            return out;
+        }
         if self.properties.is_empty() {
             out.push("checker");
         }
@@ -97,6 +104,11 @@ pub fn witnesses(scenarios: &[Scenario]) -> Vec<Witnesses> {
                     .filter(|s| s.rules.contains(&id))
                     .map(|s| s.name.clone())
                     .collect(),
+                findings: crate::findings::CLAIMS
+                    .iter()
+                    .filter(|(_, rules)| rules.contains(&id.as_str()))
+                    .map(|(c, _)| *c)
+                    .collect(),
                 rule: id,
             }
         })
@@ -106,7 +118,7 @@ pub fn witnesses(scenarios: &[Scenario]) -> Vec<Witnesses> {
 /// The rows as a Markdown table, then a line counting the gaps.
 pub fn markdown(rows: &[Witnesses]) -> String {
     let mut out = String::from(
-        "| rule | strength | properties | mutants | scenarios | gap |\n|---|---|---|---|---|---|\n",
+        "| rule | strength | properties | mutants | scenarios | findings | gap |\n|---|---|---|---|---|---|---|\n",
     );
     let list = |v: &[&str]| {
         if v.is_empty() {
@@ -135,7 +147,7 @@ pub fn markdown(rows: &[Witnesses]) -> String {
         };
         let gap = r.gap();
         out.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} |\n",
             r.rule,
             r.strength.join(", "),
             if r.properties.is_empty() {
@@ -145,6 +157,7 @@ pub fn markdown(rows: &[Witnesses]) -> String {
             },
             list(&r.mutants),
             scenarios,
+            list(&r.findings),
             if gap.is_empty() {
                 "-".to_string()
             } else {
@@ -154,7 +167,7 @@ pub fn markdown(rows: &[Witnesses]) -> String {
     }
     let gaps = rows.iter().filter(|r| !r.gap().is_empty()).count();
     out.push_str(&format!(
-        "\n{} rules, {} with a checker and a mutant, {gaps} with a gap.\n",
+        "\n{} rules, {} with a checker and a mutant (or, for a MAY, a finding), {gaps} with a gap.\n",
         rows.len(),
         rows.len() - gaps
     ));
