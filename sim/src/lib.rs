@@ -28,7 +28,7 @@
 //!   stream per choice; the swarm's draws;
 //! - [`world`]: one run on turmoil: the step loop (safety → heal → liveness), the hosts, the
 //!   frame layer, the ledger;
-//! - [`checkers`]: one pure function per property (P1..P15, X4) from a history to a verdict;
+//! - [`checkers`]: one pure function per property (P1..P16, X4) from a history to a verdict;
 //! - [`run`]: one (scenario, seed) to its history, verdicts and repro line;
 //! - [`campaign`]: many seeds in parallel, report folders, shards and merge, progress, the
 //!   mutant scoreboard, the benchmark;
@@ -39,6 +39,8 @@
 //! - [`explore`]: every schedule of at most k faults over a trace with a certificate, lineage-driven
 //!   and guided exploration, shrinking a failure, proptest strategies over plans, the regression
 //!   corpus;
+//! - [`findings`]: what the correct models do where the rules leave a choice, measured over
+//!   seeds (`acp-chaos findings`, `docs/findings/spec.md`);
 //! - [`retry_class`]: the retry-class audit and matrix (their own small discrete-event world);
 //! - [`probe`]: real Agent processes under black-box traces, our models as processes, the
 //!   mock model server, real-agent profiles;
