@@ -33,7 +33,17 @@ pub(super) fn exec(a: &FindingsArgs) -> Outcome {
             "--seeds and --jobs must be at least 1".to_string(),
         ));
     }
-    super::args::check_seeds(a.seeds)?;
+    if a.seeds > 1_000_000 {
+        return Err(CliError::usage(format!(
+            "--seeds {}: at most 1,000,000 per design",
+            a.seeds
+        )));
+    }
+    if let Some(dir) = a.out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        // Before measuring: a path that cannot be written fails at once.
+        std::fs::create_dir_all(dir)
+            .map_err(|e| CliError::usage(format!("{}: {e}", dir.display())))?;
+    }
     let s = scenario::resolve(&scenarios_dir(&a.dir), &a.scenario)?;
     let m = findings::measure(&s, a.seeds, super::args::jobs(a.jobs))?;
     let command = format!("acp-chaos findings {} --seeds {}", a.scenario, a.seeds);

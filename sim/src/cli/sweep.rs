@@ -39,8 +39,35 @@ pub(super) struct SweepArgs {
 }
 
 /// Two campaigns (scripted scenarios, then swarm scenarios), no regression corpus; exits with
-/// the worse of their codes (1 before 4: a violation is the point of a sweep).
+/// the worse of their codes (130 if Ctrl-C stopped it, then 1 before 4: a violation is the
+/// point of a sweep).
 pub(super) fn exec(a: &SweepArgs) -> Outcome {
+    // Every flag checked under its own name before any run.
+    for (flag, start_flag, start, seeds) in [
+        ("--seeds", "--seed-start", a.seed_start, a.seeds),
+        (
+            "--swarm-seeds",
+            "--swarm-seed-start",
+            a.swarm_seed_start,
+            a.swarm_seeds,
+        ),
+    ] {
+        super::args::check_seeds(seeds).map_err(|e| {
+            CliError::usage(
+                e.to_string()
+                    .replace("--seeds", flag)
+                    .replace("--seed-start", start_flag),
+            )
+        })?;
+        if start.checked_add(seeds).is_none() {
+            return Err(CliError::usage(format!(
+                "{start_flag} + {flag} must stay below 2^64"
+            )));
+        }
+    }
+    if a.jobs == Some(0) {
+        return Err(CliError::usage("--jobs must be at least 1".to_string()));
+    }
     let all = load(&a.dir, &[])?;
     let (swarm, scripted): (Vec<_>, Vec<_>) = all.iter().partition(|s| s.swarm.is_some());
     let out = a
@@ -91,6 +118,10 @@ pub(super) fn exec(a: &SweepArgs) -> Outcome {
             findings,
             s.exit_code,
         ));
+        if s.interrupted {
+            // Ctrl-C stopped this campaign: the next one does not start.
+            break;
+        }
     }
     if parts.is_empty() {
         return Err(CliError::usage(format!(
@@ -106,7 +137,9 @@ pub(super) fn exec(a: &SweepArgs) -> Outcome {
         );
     }
     let codes: Vec<i32> = parts.iter().map(|p| p.7).collect();
-    Ok(if codes.contains(&exit::INVALID) {
+    Ok(if codes.contains(&exit::INTERRUPTED) {
+        exit::INTERRUPTED
+    } else if codes.contains(&exit::INVALID) {
         exit::INVALID
     } else {
         codes.into_iter().max().unwrap_or(exit::VALID)

@@ -32,6 +32,40 @@ pub const CLAIMS: [(&str, &[&str]); 6] = [
     ("resend-before-acceptance", &["X5"]),
 ];
 
+/// Every counter, in the order the page lists them: each total, then the rows that break it
+/// down (which add up to it).
+pub const ORDER: &[&str] = &[
+    "stops pressed",
+    "queued prompts withdrawn by a stop",
+    "of them, shown to the user as withdrawn by its user",
+    "of them, acknowledged anyway (another attempt inserted)",
+    "of them, shown to the user as failed",
+    "of them, no outcome at the Client (a probe, or still pending)",
+    "user cancels",
+    "ended acknowledged: inserted, the cancel had no effect",
+    "ended withdrawn: the Agent answered -32800",
+    "ended withdrawn before any attempt was sent",
+    "ended before the cancel (nothing left to cancel)",
+    "ended shown to the user as failed",
+    "still pending at the end",
+    "held prompts withdrawn on another node than the one that read the stop",
+    "runs with a second insertion the rules allow",
+    "turns running when their connection ended",
+    "of the turns, cancelled (O2 cancel)",
+    "of the turns, ran to their end (O2 continue)",
+    "of the turns, still running when the run ended, or lost in a crash",
+    "prompts held when their connection ended",
+    "of the held, kept and inserted after the end (O1 keep)",
+    "of the held, dropped unanswered (O1 drop)",
+    "of the held, withdrawn by a cancel or close, or still held when the run ended",
+    "requests resent on the same connection after a not-accepted failure (X5)",
+    "of them, prompts that ended acknowledged",
+    "of them, prompts that ended withdrawn",
+    "of them, prompts that ended shown to the user as failed",
+    "of them, prompts still pending at the end",
+    "of them, not a prompt",
+];
+
 /// The shortest run that shows a claim.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Witness {
@@ -59,15 +93,11 @@ impl Claim {
         *self.counts.entry(counter).or_default() += n;
     }
 
-    /// The counters, totals first, then their breakdown (`of them, ...`, `ended ...`).
+    /// The counters in the page's order ([`ORDER`]: each total, then its breakdown).
     pub fn ordered(&self) -> Vec<(&'static str, u64)> {
-        let part = |k: &str| {
-            ["of them", "ended", "still"]
-                .iter()
-                .any(|p| k.starts_with(p))
-        };
+        let rank = |k: &str| ORDER.iter().position(|o| *o == k).unwrap_or(ORDER.len());
         let mut v: Vec<(&'static str, u64)> = self.counts.iter().map(|(k, n)| (*k, *n)).collect();
-        v.sort_by_key(|(k, _)| (part(k), *k));
+        v.sort_by_key(|(k, _)| (rank(k), *k));
         v
     }
 
@@ -219,7 +249,7 @@ fn observe(
             (process::USER, op::STOP) => {
                 out.entry("stop-withdraws-earlier")
                     .or_default()
-                    .add("stops", 1);
+                    .add("stops pressed", 1);
                 last_stop = Some(o.index);
             }
             (process::USER, op::CANCEL) => {
@@ -237,6 +267,11 @@ fn observe(
                     c.witness.get_or_insert(witness((at, o.index)));
                 }
                 held.remove(&attempt());
+            }
+            // A restart ends what the process was running or holding.
+            (process::AGENT, op::RECOVER) if o.value["renamed_from"] != "store" => {
+                running.clear();
+                held.clear();
             }
             (process::AGENT, op::TURN_START) => {
                 if let Some(m) = v["messageId"].as_str() {
@@ -278,12 +313,14 @@ fn observe(
                 let conn = v["conn"].as_u64().unwrap_or(0);
                 let c = out.entry("connection-ends-mid-work").or_default();
                 for (m, _) in running.iter().filter(|(_, c)| **c == conn) {
-                    c.add("turns running when their connection ended", 1);
-                    cut_turns.insert(m.clone(), o.index);
+                    if cut_turns.insert(m.clone(), o.index).is_none() {
+                        c.add("turns running when their connection ended", 1);
+                    }
                 }
                 for (a, _) in held.iter().filter(|(a, _)| a.0 == conn) {
-                    c.add("prompts held when their connection ended", 1);
-                    cut_held.insert(a.clone(), o.index);
+                    if cut_held.insert(a.clone(), o.index).is_none() {
+                        c.add("prompts held when their connection ended", 1);
+                    }
                 }
             }
             (process::CLIENT, op::RESEND_NOT_ACCEPTED) => resent.push((attempt(), o.index)),
@@ -300,6 +337,21 @@ fn observe(
                 }
             }
             _ => {}
+        }
+    }
+    if !cut_turns.is_empty() || !cut_held.is_empty() {
+        let c = out.entry("connection-ends-mid-work").or_default();
+        if !cut_turns.is_empty() {
+            c.add(
+                "of the turns, still running when the run ended, or lost in a crash",
+                cut_turns.len() as u64,
+            );
+        }
+        if !cut_held.is_empty() {
+            c.add(
+                "of the held, withdrawn by a cancel or close, or still held when the run ended",
+                cut_held.len() as u64,
+            );
         }
     }
     for (a, at, stop) in by_stop {

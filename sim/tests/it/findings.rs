@@ -39,6 +39,19 @@ fn findings_are_the_same_on_any_threads_and_their_parts_add_up() {
         .sum();
     assert!(cancel.get("user cancels") > 0, "swarm-basic draws cancels");
     assert_eq!(ends, cancel.get("user cancels"));
+    let x3 = &a.claims["connection-ends-mid-work"];
+    for (total, prefix) in [
+        ("turns running when their connection ended", "of the turns"),
+        ("prompts held when their connection ended", "of the held"),
+    ] {
+        let parts: u64 = x3
+            .ordered()
+            .iter()
+            .filter(|(k, _)| k.starts_with(prefix))
+            .map(|(_, n)| n)
+            .sum();
+        assert_eq!(parts, x3.get(total), "{total}");
+    }
     // The witness of "the cancel had no effect": the user's cancel, then that submission's ack.
     let w = cancel
         .witness
