@@ -252,7 +252,21 @@ fn withdrawals_answered(f: &Facts) -> Option<Verdict> {
                 continue;
             }
             let ok = match answered.get(attempt) {
-                Some((_, Some(code))) => *code == acp_chaos_models::rpc::code::REQUEST_CANCELLED,
+                // -32800, or an error about the request itself (its session not active on that
+                // connection, X2; malformed): never pending as a prompt, so A5 does not cover it
+                // (a cluster node that rejects it cannot know another node just withdrew its key).
+                Some((_, Some(code))) => {
+                    use acp_chaos_models::rpc::code as c;
+                    [
+                        c::REQUEST_CANCELLED,
+                        c::RESOURCE_NOT_FOUND,
+                        c::INVALID_PARAMS,
+                        c::INVALID_REQUEST,
+                        c::PARSE_ERROR,
+                        c::METHOD_NOT_FOUND,
+                    ]
+                    .contains(code)
+                }
                 Some((_, None)) => false,
                 // Unanswered is fine only if the connection or the process ended meanwhile (a
                 // -32800 still queued behind a stall dies with it).
