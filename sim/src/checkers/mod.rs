@@ -72,13 +72,13 @@ pub const CHECKERS: &[Checker] = &[
     Checker {
         property: "P1",
         title: "at-most-once",
-        rules: &["A1", "A4", "A10", "A12", "A13", "C1", "K4"],
+        rules: &["A1", "A4", "A10", "A11", "A12", "A13", "A16", "C1", "K4"],
         check: p1_at_most_once,
     },
     Checker {
         property: "P2",
         title: "no-silent-drop",
-        rules: &["C1", "C6", "C8", "A2"],
+        rules: &["C1", "C6", "C7", "C8", "A2", "A15"],
         check: p2_no_silent_drop,
     },
     Checker {
