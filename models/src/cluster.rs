@@ -178,6 +178,16 @@ impl ClusterStore {
         }
     }
 
+    /// Apply `record` (made durable by the driver before `reply` goes out).
+    fn write(&mut self, record: Value, reply: Value, effects: Vec<Effect>) -> Applied {
+        self.apply(&record);
+        Applied {
+            reply,
+            record: Some(record),
+            effects,
+        }
+    }
+
     /// Handle one op from a node. Unknown ops get `{"error": ...}`.
     pub fn handle(&mut self, op: &Value) -> Applied {
         let read = |reply| Applied {
@@ -201,15 +211,7 @@ impl ClusterStore {
                 }
                 read(json!({ "sessions": m }))
             }
-            Some("append") => {
-                let record = op["record"].clone();
-                self.apply(&record);
-                Applied {
-                    reply: json!({"ok": true}),
-                    record: Some(record),
-                    effects: Vec::new(),
-                }
-            }
+            Some("append") => self.write(op["record"].clone(), json!({"ok": true}), Vec::new()),
             Some("insert") => {
                 let sid = op["session"].as_str().unwrap_or_default().to_string();
                 let key = op["key"].as_str();
@@ -235,14 +237,13 @@ impl ClusterStore {
                     .as_u64()
                     .is_some_and(|n| (s.stops.len() as u64) > n)
                 {
-                    let record = key.map(|k| json!({"t": "withdraw", "session": sid, "key": k}));
-                    if let Some(r) = &record {
-                        self.apply(r);
-                    }
-                    return Applied {
-                        reply: json!({"stopped": true}),
-                        record,
-                        effects: Vec::new(),
+                    let stopped = json!({"stopped": true});
+                    return match key {
+                        Some(k) => {
+                            let record = json!({"t": "withdraw", "session": sid, "key": k});
+                            self.write(record, stopped, Vec::new())
+                        }
+                        None => read(stopped),
                     };
                 }
                 if op["if_absent"] == true {
@@ -255,16 +256,11 @@ impl ClusterStore {
                 let live = op["live"] == true;
                 let t = if live { "live" } else { "msg" };
                 let record = json!({"t": t, "session": sid, "messageId": mid, "key": stored_key, "text": op["text"]});
-                self.apply(&record);
                 let insert = Effect {
                     f: "insert",
                     value: json!({"session": sid, "messageId": mid, "key": key, "conn": op["conn"], "id": op["id"], "mode": op["mode"], "live_only": live, "node": op["node"]}),
                 };
-                Applied {
-                    reply: json!({ "inserted": mid }),
-                    record: Some(record),
-                    effects: vec![insert],
-                }
+                self.write(record, json!({ "inserted": mid }), vec![insert])
             }
             // A5 across nodes, in one step: a key already inserted (through any node) is not
             // withdrawn, and the node answers its attempts with that messageId instead.
@@ -278,12 +274,7 @@ impl ClusterStore {
                     return read(json!({"exists": m.message_id}));
                 }
                 let record = json!({"t": "withdraw", "session": sid, "key": key});
-                self.apply(&record);
-                Applied {
-                    reply: json!({"withdrawn": true}),
-                    record: Some(record),
-                    effects: Vec::new(),
-                }
+                self.write(record, json!({"withdrawn": true}), Vec::new())
             }
             Some("stop") => {
                 let sid = op["session"].as_str().unwrap_or_default().to_string();
@@ -294,17 +285,14 @@ impl ClusterStore {
                 if s.stops.contains(&id) {
                     return read(json!({"stops": s.stops.len()}));
                 }
+                // The count this record makes (recorded once per id: not yet among them).
+                let n = s.stops.len() + 1;
+                let recorded = Effect {
+                    f: "stop-recorded",
+                    value: json!({"session": sid, "stops": n, "stop": id}),
+                };
                 let record = json!({"t": "stop", "session": sid, "stop": id});
-                self.apply(&record);
-                let n = self.sessions[&sid].stops.len();
-                Applied {
-                    reply: json!({ "stops": n }),
-                    effects: vec![Effect {
-                        f: "stop-recorded",
-                        value: json!({"session": sid, "stops": n, "stop": id}),
-                    }],
-                    record: Some(record),
-                }
+                self.write(record, json!({ "stops": n }), vec![recorded])
             }
             _ => read(json!({"error": "unknown op"})),
         }

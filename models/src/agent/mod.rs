@@ -473,33 +473,28 @@ impl ModelAgent {
         if method == "session/prompt" {
             out.push(Action::Point(Point::AfterReceive));
         }
-        if self.cfg.mutant == Some(AgentMutant::KeyLengthInBytes)
-            && method == "session/prompt"
-            && params["idempotencyKey"]
-                .as_str()
-                .is_some_and(|k| k.len() > 255)
-        {
-            // Mutant: bytes, not characters (breaks K2).
+        // The key-validation mutants: a key K1/K2 allow, refused -32602.
+        let key = params.get("idempotencyKey");
+        let refused = match self.cfg.mutant {
+            // `null` is the same as no key (K1).
+            Some(AgentMutant::NullKeyRejected) if key == Some(&Value::Null) => {
+                Some("idempotencyKey: null")
+            }
+            // Bytes, not characters (K2).
+            Some(AgentMutant::KeyLengthInBytes)
+                if key.and_then(Value::as_str).is_some_and(|k| k.len() > 255) =>
+            {
+                Some("idempotencyKey: longer than 255")
+            }
+            _ => None,
+        };
+        if let (Some(why), "session/prompt") = (refused, method) {
             return self.fail(
                 conn,
                 &id,
                 code::INVALID_PARAMS,
                 "Invalid params",
-                Some(json!("idempotencyKey: longer than 255")),
-                out,
-            );
-        }
-        let null_key = params.get("idempotencyKey") == Some(&Value::Null);
-        if self.cfg.mutant == Some(AgentMutant::NullKeyRejected)
-            && method == "session/prompt"
-            && null_key
-        {
-            return self.fail(
-                conn,
-                &id,
-                code::INVALID_PARAMS,
-                "Invalid params",
-                Some(json!("idempotencyKey: null")),
+                Some(json!(why)),
                 out,
             );
         }

@@ -353,14 +353,13 @@ impl ModelAgent {
             s.storing = true;
         }
         let m = self.cfg.mutant;
-        let op = json!({
+        let mut op = json!({
             "op": "insert", "session": sid, "messageId": mid, "key": p.key, "text": p.text,
             "conn": p.conn, "id": p.id, "mode": mode, "node": self.prefix, "live": mode == "live",
             // The mutants: a plain insert after the node's own check, and no key at the store.
             "if_absent": !matches!(m, Some(AgentMutant::ClusterCheckThenInsert | AgentMutant::ClusterNodeLocalKeys | AgentMutant::NoDedup)),
             "store_key": m != Some(AgentMutant::ClusterNodeLocalKeys),
         });
-        let mut op = op;
         if mode == "held" {
             // A6: the store withdraws it if a stop reached the store after it was held.
             op["stops_seen"] = p.stops_seen.into();

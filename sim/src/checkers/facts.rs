@@ -546,6 +546,14 @@ pub(super) fn track_active(active: &mut BTreeMap<String, BTreeSet<u64>>, op: &Op
     true
 }
 
+/// Whether a JSON-RPC error code says the request itself was malformed (`-32700` parse
+/// error, `-32600` invalid request, `-32601` method not found): an answer about the frame,
+/// never about the prompt it may have carried. Each checker adds the codes its rule allows.
+pub(super) fn malformed_request(code: i64) -> bool {
+    use acp_chaos_models::rpc::code as c;
+    [c::PARSE_ERROR, c::INVALID_REQUEST, c::METHOD_NOT_FOUND].contains(&code)
+}
+
 /// Whether an op renamed `agent` by [`agent_view`] was the cluster store's.
 pub(super) fn is_store_op(op: &Op) -> bool {
     op.value["renamed_from"] == "store"

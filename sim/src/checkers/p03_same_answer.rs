@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use acp_chaos_models::rpc::code as rpc_code;
 use acp_chaos_models::Party;
 
-use super::facts::{is_store_op, prompt_answers, Answer, Facts, Insert};
+use super::facts::{is_store_op, malformed_request, prompt_answers, Answer, Facts, Insert};
 use super::verdict::{Status, Verdict};
 use crate::history::{op, process};
 
@@ -60,12 +60,9 @@ fn prompt_reads(f: &Facts) -> BTreeMap<(u64, String), Read> {
 /// Error codes that say what was wrong with the request itself, not that the Agent failed
 /// it: A7 does not cover them (`-32602` only with a malformed key, see [`key_malformed`], or
 /// with `prompt: []`, A17).
-const REQUEST_ERRORS: [i64; 4] = [
-    rpc_code::PARSE_ERROR,
-    rpc_code::INVALID_REQUEST,
-    rpc_code::METHOD_NOT_FOUND,
-    rpc_code::RESOURCE_NOT_FOUND,
-];
+fn request_error(code: i64) -> bool {
+    malformed_request(code) || code == rpc_code::RESOURCE_NOT_FOUND
+}
 
 /// A string key outside K2's 1 to 255 characters (Unicode scalar values).
 fn key_malformed(k: &str) -> bool {
@@ -167,7 +164,7 @@ pub fn p3_same_answer(f: &Facts) -> Verdict {
     };
     for (attempt, op, ans) in &answers {
         let Err(code) = ans else { continue };
-        if REQUEST_ERRORS.contains(code) || excused.contains(attempt) {
+        if request_error(*code) || excused.contains(attempt) {
             continue;
         }
         let Some(r) = reads.get(attempt) else {

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use acp_chaos_models::Party;
 use serde_json::Value;
 
-use super::facts::{is_store_op, track_active, Facts};
+use super::facts::{is_store_op, malformed_request, track_active, Facts};
 use super::verdict::{Status, Verdict};
 use crate::history::{is_agent_host, op, process};
 
@@ -257,15 +257,13 @@ fn withdrawals_answered(f: &Facts) -> Option<Verdict> {
                 // (a cluster node that rejects it cannot know another node just withdrew its key).
                 Some((_, Some(code))) => {
                     use acp_chaos_models::rpc::code as c;
-                    [
-                        c::REQUEST_CANCELLED,
-                        c::RESOURCE_NOT_FOUND,
-                        c::INVALID_PARAMS,
-                        c::INVALID_REQUEST,
-                        c::PARSE_ERROR,
-                        c::METHOD_NOT_FOUND,
-                    ]
-                    .contains(code)
+                    malformed_request(*code)
+                        || [
+                            c::REQUEST_CANCELLED,
+                            c::RESOURCE_NOT_FOUND,
+                            c::INVALID_PARAMS,
+                        ]
+                        .contains(code)
                 }
                 Some((_, None)) => false,
                 // Unanswered is fine only if the connection or the process ended meanwhile (a

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use acp_chaos_models::{rpc::code, Party};
 use serde_json::Value;
 
-use super::facts::Facts;
+use super::facts::{malformed_request, Facts};
 use super::verdict::{Status, Verdict};
 use crate::history::{is_agent_host, op, process};
 
@@ -110,15 +110,8 @@ pub fn p16_active_session(f: &Facts) -> Verdict {
                     {
                         let code = answer["error"]["code"].as_i64();
                         let named = answer["error"]["data"]["sessionId"] == sid;
-                        let request_error = code.is_some_and(|c| {
-                            [
-                                code::PARSE_ERROR,
-                                code::INVALID_REQUEST,
-                                code::METHOD_NOT_FOUND,
-                                code::INVALID_PARAMS,
-                            ]
-                            .contains(&c)
-                        });
+                        let request_error =
+                            code.is_some_and(|c| malformed_request(c) || c == code::INVALID_PARAMS);
                         if (code == Some(code::RESOURCE_NOT_FOUND) && named) || request_error {
                             continue;
                         }
