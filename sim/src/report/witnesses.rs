@@ -167,7 +167,7 @@ pub fn markdown(rows: &[Witnesses]) -> String {
     }
     let gaps = rows.iter().filter(|r| !r.gap().is_empty()).count();
     out.push_str(&format!(
-        "\n{} rules, {} with a checker and a mutant (or, for a MAY, a finding), {gaps} with a gap.\n",
+        "\n{} rules, {} with a witness (a checker and a mutant; for a rule that is only a MAY, a finding that measures it), {gaps} with a gap.\n",
         rows.len(),
         rows.len() - gaps
     ));
