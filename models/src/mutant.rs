@@ -175,6 +175,18 @@ pub const MUTANTS: &[Mutant] = &[
         designs: &[Design::Cluster],
     },
     Mutant {
+        name: "inserts-other-prompt",
+        kind: MutantKind::Agent(AgentMutant::InsertsOtherPrompt),
+        rules: &["A4"],
+        property: "P1",
+        party: Party::Agent,
+        summary: "a recorded key that arrives with a different prompt is inserted as a second message instead of answered as a retry (or -32602)",
+        finding: false,
+        needs_fault: false,
+        swarm_finds: false,
+        designs: &[Design::InMemory, Design::Stored],
+    },
+    Mutant {
         name: "serves-inactive-session",
         kind: MutantKind::Agent(AgentMutant::ServesInactiveSession),
         rules: &["X2"],

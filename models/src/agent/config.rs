@@ -190,6 +190,10 @@ pub enum AgentMutant {
     /// (`-32603`, "attached elsewhere") instead of synchronizing it again. Breaks the
     /// idempotent class of `session/resume` (P10, Agent at fault).
     ResumeActiveErrors,
+    /// A recorded key that arrives with a different prompt is taken for a new submission: the
+    /// Agent compares prompts and inserts the new one as a second message under the key, instead
+    /// of answering it as a retry or rejecting it `-32602`. Breaks A4 (P1, Agent at fault).
+    InsertsOtherPrompt,
 }
 
 /// Settings of a model Agent.

@@ -210,6 +210,7 @@ impl ModelAgent {
                     .is_some_and(|ks| ks.contains(&(sid.clone(), k.to_string())))
         };
         let known_here = key.as_deref().is_some_and(conn_known);
+        let other_prompt_is_new = self.cfg.mutant == Some(AgentMutant::InsertsOtherPrompt);
         let Some(s) = self.sessions.get_mut(&sid) else {
             return;
         };
@@ -232,6 +233,8 @@ impl ModelAgent {
                     s.messages
                         .iter()
                         .find(|m| m.key.as_deref() == Some(k))
+                        // Mutant: a different prompt under the key counts as new (A4).
+                        .filter(|m| !other_prompt_is_new || m.text == text)
                         .map(|m| m.message_id.clone())
                 }
             });

@@ -4,11 +4,14 @@ use acp_chaos_models::Party;
 
 use super::facts::{Facts, Insert};
 use super::verdict::{Status, Verdict};
+use crate::history::{op, process};
 
 /// P1 at-most-once: no second insertion for a submission while an earlier one that took
 /// effect is retained, or should be by the design's declared retention, or is live-only with the
 /// session still active somewhere; and no second round of work (turn or tool call) for one
-/// message. Two keys for one submission: Client (C1). Second insertions the rules allow (A11,
+/// message; and (A4) no second message under a recorded key, whoever sent it: a new submission
+/// or a raw frame with another prompt under the key (the Client's C3 is P14's to blame). Two
+/// keys for one submission: Client (C1). Second insertions the rules allow (A11,
 /// A16: the earlier message was lost as the retention allows, or a live-only key forgotten) are
 /// findings.
 pub fn p1_at_most_once(f: &Facts) -> Verdict {
@@ -32,14 +35,35 @@ pub fn p1_at_most_once(f: &Facts) -> Verdict {
     };
     let durable = f.retention == acp_chaos_models::Retention::Durable;
     for (j, later) in f.inserts.iter().enumerate() {
-        let Some(sub) = later.submission else {
-            continue;
-        };
+        // Pairs of one submission, and (A4) pairs under one recorded key whoever sent them: a
+        // new submission or a raw frame reusing a key with another prompt.
+        let same_submission =
+            |e: &Insert| later.submission.is_some() && e.submission == later.submission;
+        let same_key = |e: &Insert| e.key.is_some() && e.key == later.key;
         for e in f.inserts[..j].iter().filter(|e| {
-            e.submission == Some(sub)
+            (same_submission(e) || same_key(e))
                 && e.session == later.session
                 && e.took_effect.is_some_and(|t| t < later.op)
         }) {
+            let cross = !same_submission(e);
+            let (what, whose) = if cross {
+                let of = |i: &Insert| {
+                    i.submission
+                        .map_or("a frame of no submission".to_string(), |n| {
+                            format!("submission {n}")
+                        })
+                };
+                let key = later.key.as_deref().unwrap_or("");
+                (
+                    format!("key {key:?}"),
+                    format!(", from {} then {}", of(e), of(later)),
+                )
+            } else {
+                (
+                    format!("submission {}", later.submission.unwrap_or_default()),
+                    String::new(),
+                )
+            };
             let gone = e.gone_before(later.op);
             let changed = |i: &Insert| i.sent_key.as_ref().is_some_and(|k| *k != i.key);
             let (status, party, rules, why) = if changed(e) || changed(later) {
@@ -68,16 +92,21 @@ pub fn p1_at_most_once(f: &Facts) -> Verdict {
             } else if gone.is_none() {
                 let rule = if e.live_only { "A11" } else { "A10" };
                 let key = e.key.as_deref().unwrap_or("");
-                let mut rules = vec!["A1", "A4", rule];
+                // A1 is about retries; a new prompt under a recorded key breaks A4 alone.
+                let mut rules = if cross {
+                    vec!["A4", rule]
+                } else {
+                    vec!["A1", "A4", rule]
+                };
                 if advertised {
                     rules.push("K4");
                 }
-                (
-                    Status::Invalid,
-                    Party::Agent,
-                    rules,
-                    format!("under the same key {key:?} while the first was still retained"),
-                )
+                let why = if cross {
+                    "while the first was still retained (A4: a recorded key is answered as a retry or rejected -32602, whatever the prompt)".to_string()
+                } else {
+                    format!("under the same key {key:?} while the first was still retained")
+                };
+                (Status::Invalid, Party::Agent, rules, why)
             } else if durable && !e.live_only {
                 (
                     Status::Invalid,
@@ -103,7 +132,7 @@ pub fn p1_at_most_once(f: &Facts) -> Verdict {
                 v.witnesses = vec![e.op, e.took_effect.unwrap_or(e.op), later.op];
                 v.fault = f.fault_before(later.op);
                 v.message = format!(
-                    "submission {sub} inserted twice ({} then {}) {why}",
+                    "{what} inserted twice ({} then {}{whose}) {why}",
                     e.message_id, later.message_id
                 );
                 if status == Status::Invalid {
@@ -112,12 +141,43 @@ pub fn p1_at_most_once(f: &Facts) -> Verdict {
             }
         }
     }
-    // A1: no second round of work for one message: one turn, one tool side effect.
-    for (what, map) in [
-        ("rounds of work", &f.turns),
-        ("tool side effects", &f.tool_effects),
+    // A1: no second round of work for one message: one turn, one tool side effect. A turn that
+    // a restart of its own host stopped before it ended may be continued (A1 leaves that to the
+    // Agent); a retry that starts a second round is caught either way.
+    let host = |i: usize| {
+        f.history.ops[i].value["renamed_from"]
+            .as_str()
+            .unwrap_or(process::AGENT)
+    };
+    let continues = |a: usize, b: usize| {
+        let mid = &f.history.ops[a].value["messageId"];
+        let between = &f.history.ops[a + 1..b];
+        let ended = between.iter().any(|o| {
+            o.process == process::AGENT && o.f == op::TURN_END && o.value["messageId"] == *mid
+        });
+        let restarted = between
+            .iter()
+            .any(|o| o.process == process::AGENT && o.f == op::RECOVER && host(o.index) == host(a));
+        !ended && restarted
+    };
+    let rounds = |ops: &Vec<usize>, turns: bool| -> Vec<usize> {
+        let mut out = vec![ops[0]];
+        for w in ops.windows(2) {
+            if !(turns && continues(w[0], w[1])) {
+                out.push(w[1]);
+            }
+        }
+        out
+    };
+    for (what, map, turns) in [
+        ("rounds of work", &f.turns, true),
+        ("tool side effects", &f.tool_effects, false),
     ] {
-        if let Some((&i, ops)) = map.iter().find(|(_, ops)| ops.len() > 1) {
+        let second = map
+            .iter()
+            .map(|(&i, ops)| (i, rounds(ops, turns)))
+            .find(|(_, r)| r.len() > 1);
+        if let Some((i, ops)) = second {
             let mid = &f.inserts[i].message_id;
             v.status = Status::Invalid;
             v.party = Some(Party::Agent);
@@ -125,7 +185,7 @@ pub fn p1_at_most_once(f: &Facts) -> Verdict {
             v.witnesses = ops.clone();
             v.fault = f.fault_before(ops[1]);
             v.message = format!(
-                "message {mid} got {} {what} (A1: a retry starts no second round)",
+                "message {mid} got {} {what} (A1: a retry starts no second round; only work a restart stopped may be continued)",
                 ops.len()
             );
             return v;

@@ -143,6 +143,79 @@ fn p1_two_rounds_of_work_for_one_message() {
 }
 
 #[test]
+fn p1_continuing_work_a_restart_stopped_is_not_a_second_round() {
+    // (ops between the two turn-starts, P1's status)
+    let turn_end = (
+        "agent",
+        "turn-end",
+        json!({"messageId": "m1", "stopReason": "end_turn"}),
+    );
+    let recover = (
+        "agent",
+        "recover",
+        json!({"boot": 1, "retained": {"s": ["m1"]}}),
+    );
+    let node2_recover = (
+        "agent",
+        "recover",
+        json!({"boot": 1, "retained": {}, "renamed_from": "node2"}),
+    );
+    let cases = [
+        // The restart stopped the turn before it ended: continuing it is the Agent's choice (A1).
+        (vec![recover.clone()], Status::Valid),
+        // The turn had ended: a second one after the restart is a second round.
+        (vec![turn_end, recover], Status::Invalid),
+        // No restart of the turn's host: the turn never stopped.
+        (vec![], Status::Invalid),
+        (vec![node2_recover], Status::Invalid),
+    ];
+    for (between, want) in cases {
+        let mut ops = submit_and_attempt(1, 1, 3, "k");
+        ops.extend(insert("m1", 1, 3, "k"));
+        ops.push((
+            "agent",
+            "turn-start",
+            json!({"messageId": "m1", "renamed_from": "node1"}),
+        ));
+        ops.extend(between.iter().cloned().map(|(p, f, mut v)| {
+            if v.get("renamed_from").is_none() && f == "recover" {
+                v["renamed_from"] = "node1".into();
+            }
+            (p, f, v)
+        }));
+        ops.push((
+            "agent",
+            "turn-start",
+            json!({"messageId": "m1", "renamed_from": "node1"}),
+        ));
+        ops.push(("client", "ack", json!({"submission": 1, "messageId": "m1"})));
+        let h = hist(&ops);
+        assert_eq!(status(&h, "P1").0, want, "{between:?}");
+    }
+}
+
+#[test]
+fn p1_a_recorded_key_with_another_submission_or_frame_inserts_nothing() {
+    // A4: a raw frame (no submission) reuses submission 1's recorded key and is inserted.
+    let mut ops = submit_and_attempt(1, 1, 3, "k");
+    ops.extend(insert("m1", 1, 3, "k"));
+    ops.push(("client", "ack", json!({"submission": 1, "messageId": "m1"})));
+    ops.extend(insert("m2", 1, 1_000_001, "k"));
+    let v = check_all(&hist(&ops))
+        .into_iter()
+        .find(|v| v.property == "P1")
+        .unwrap();
+    assert_eq!((v.status, v.party), (Status::Invalid, Some(Party::Agent)));
+    assert_eq!(v.rules, ["A4", "A10"]);
+    // Another key in the same session, or the same key in another session: nothing to say.
+    let mut ops = submit_and_attempt(1, 1, 3, "k");
+    ops.extend(insert("m1", 1, 3, "k"));
+    ops.push(("client", "ack", json!({"submission": 1, "messageId": "m1"})));
+    ops.extend(insert("m2", 1, 1_000_001, "other"));
+    assert_eq!(status(&hist(&ops), "P1").0, Status::Valid);
+}
+
+#[test]
 fn p2_lost_submission_blames_the_client_and_pending_is_unknown() {
     let ops = submit_and_attempt(1, 1, 3, "k");
     let mut lost = ops.clone();

@@ -192,6 +192,22 @@ pub(super) fn draw_settings(s: &Scenario, seed: u64, design: Design) -> (Scenari
                 note: "drawn by the swarm: two-byte characters (K2)".into(),
             });
         }
+        // A recorded key reused with another prompt (A4), from its own stream: a keyed prompt,
+        // then the same key with another text in the same session.
+        let mut k = draw("raw.rekey");
+        let rekey = k.gen_bool(0.5) || uniform;
+        let at_ms = k.gen_range(d.workload.start_ms..=end);
+        let later_ms = at_ms + k.gen_range(50..=400u64);
+        if on && rekey {
+            for (at_ms, text) in [(at_ms, "rekey first"), (later_ms, "rekey other")] {
+                d.raw.push(crate::scenario::RawProbe {
+                    at_ms,
+                    key_json: None,
+                    line: Some(REKEY_PROBE.replace("$TEXT", text)),
+                    note: "drawn by the swarm: a recorded key with another prompt (A4)".into(),
+                });
+            }
+        }
         drawn.push(format!("raw_probes={}", d.raw.len()));
     }
     if free("workload.cancel_after_ms") {
@@ -235,6 +251,9 @@ pub(super) fn draw_settings(s: &Scenario, seed: u64, design: Design) -> (Scenari
     }
     (d, drawn)
 }
+
+/// The swarm's A4 probe pair: one key, two prompts (`$TEXT` is filled in when drawn).
+const REKEY_PROBE: &str = r#"{"jsonrpc":"2.0","id":$ID,"method":"session/prompt","params":{"sessionId":"$SESSION","prompt":[{"type":"text","text":"$TEXT"}],"idempotencyKey":"swarm-rekey"}}"#;
 
 /// The swarm's X2 probe: a keyed `session/prompt` for slot 0's session, sent once that
 /// session is closed on a ready connection.

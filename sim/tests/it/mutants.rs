@@ -187,6 +187,12 @@ const PINNED: &[(&str, &str, Design, u64)] = &[
         0,
     ),
     (
+        "inserts-other-prompt",
+        "key-01-recorded-key-other-prompt",
+        Design::Stored,
+        0,
+    ),
+    (
         "serves-inactive-session",
         "session-02-prompt-after-close",
         Design::Stored,
@@ -354,6 +360,8 @@ const SWARM_PINNED: &[(&str, Design, u64)] = &[
     ("cluster-check-then-insert", Design::Cluster, 92),
     // 2 catches in seeds 3000..23000 (`run swarm-basic --agent cluster --mutant M`).
     ("cluster-stop-node-local", Design::Cluster, 11838),
+    // 7 catches in seeds 0..300 (the swarm's A4 probe pair, stream `draw.raw.rekey`).
+    ("inserts-other-prompt", Design::Stored, 21),
     ("resends-unkeyed", Design::Stored, 53),
 ];
 
