@@ -570,6 +570,18 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: true,
         designs: &[],
     },
+    Mutant {
+        name: "withdraws-recovered",
+        kind: MutantKind::Client(ClientMutant::WithdrawsRecovered),
+        rules: &["C8"],
+        property: "P2",
+        party: Party::Client,
+        summary: "the user's cancel of an input pending across a Client restart withdraws it as never sent, though it may have been inserted",
+        finding: false,
+        needs_fault: true,
+        swarm_finds: false,
+        designs: &[],
+    },
 ];
 
 /// Look a mutant up by its CLI name.

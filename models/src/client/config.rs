@@ -36,6 +36,10 @@ pub enum ClientMutant {
     /// A resend is rebuilt from the input box the first send cleared: `prompt: []` under the
     /// pending key. Breaks A17 (P14, Client at fault).
     ResendsEmptyPrompt,
+    /// The user's cancel of an input pending across a Client restart withdraws it at once, as
+    /// if it had never been sent, though an attempt may have been written before the restart
+    /// and inserted. Breaks C8 (P2, Client at fault).
+    WithdrawsRecovered,
 }
 
 /// Which Client.

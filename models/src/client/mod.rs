@@ -104,6 +104,9 @@ struct PendingInput {
     attempts: u32,
     /// The user asked to cancel it.
     cancel: bool,
+    /// It survived a Client restart: an attempt may have been written before it (C1 stores the
+    /// input first), so a cancel cannot withdraw it locally (C8).
+    recovered: bool,
     /// When the user submitted it (simulated ms).
     at_ms: u64,
 }
@@ -229,6 +232,7 @@ impl SpecClient {
                                 // its outcome is unknown, so it is never resent (C9).
                                 attempts: u32::from(r["key"].is_null()),
                                 cancel: false,
+                                recovered: true,
                                 at_ms: r["at_ms"].as_u64().unwrap_or(0),
                             },
                         );
@@ -393,7 +397,10 @@ impl SpecClient {
         let Some(p) = self.pending.get_mut(&submission) else {
             return;
         };
-        if p.attempts == 0 {
+        // Mutant `withdraws-recovered`: an input recovered from before a restart counts as
+        // never sent.
+        let recovered = p.recovered && self.cfg.mutant != Some(ClientMutant::WithdrawsRecovered);
+        if p.attempts == 0 && !recovered {
             // Never sent: nothing can have been inserted.
             self.settle(submission, out);
             return out.push(effect(
@@ -560,6 +567,17 @@ impl SpecClient {
                 }
                 match rpc::error_code(&e) {
                     Some(code::REQUEST_CANCELLED) if self.pending[&submission].cancel => {
+                        // A later attempt still out arrived after this withdrawal and may have
+                        // been inserted (A2 lets it): its answer decides, so wait for it (C8).
+                        let answered = id.as_u64().unwrap_or_default();
+                        let later_out = self.conn.as_ref().is_some_and(|c| {
+                            c.reqs
+                                .iter()
+                                .any(|(i, r)| *i > answered && *r == Req::Prompt { submission })
+                        });
+                        if later_out {
+                            return;
+                        }
                         // Withdrawn by its own user's cancel: nothing was inserted (A5).
                         self.settle(submission, out);
                         out.push(effect(op::WITHDRAWN, json!({"submission": submission})));
@@ -1102,6 +1120,7 @@ impl ClientModel for SpecClient {
                         text,
                         attempts: 0,
                         cancel: false,
+                        recovered: false,
                         at_ms: self.now_ms,
                     },
                 );

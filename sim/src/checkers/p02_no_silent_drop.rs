@@ -4,9 +4,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use acp_chaos_models::Party;
 
-use super::facts::{Facts, SubmissionClass};
+use super::facts::{Facts, Insert, SubmissionClass};
 use super::verdict::{Status, Verdict};
+use crate::history::is_agent_host;
 use crate::history::{op, process};
+use acp_chaos_models::rpc::code;
 
 /// P2 no-silent-drop: after heal and quiescence every submission is acknowledged or surfaced.
 pub fn p2_no_silent_drop(f: &Facts) -> Verdict {
@@ -108,6 +110,41 @@ pub fn p2_no_silent_drop(f: &Facts) -> Verdict {
                         v.rules = vec!["A1".into(), "A9".into()];
                         v.message = format!("submission {n} was acknowledged with {mid}, which is not one of its insertions");
                     }
+                    return v;
+                }
+            }
+            SubmissionClass::Withdrawn => {
+                // C8: "withdrawn" tells the user the input is not in the session. An insertion
+                // that took effect and was not lost makes that a lie, unless the Agent itself
+                // answered the inserted attempt -32800 (then P4 and P6 blame it).
+                let at = f.withdrawn[n];
+                let told_cancelled = |i: &Insert| {
+                    let iv = &f.history.ops[i.op].value;
+                    f.history.ops.iter().any(|o| {
+                        o.process == process::NET
+                            && o.f == op::SEND
+                            && o.value["from"].as_str().is_some_and(is_agent_host)
+                            && o.value["conn"] == iv["conn"]
+                            && o.value["frame"]["id"] == iv["id"]
+                            && o.value["frame"]["error"]["code"] == code::REQUEST_CANCELLED
+                    })
+                };
+                let inserted = f.inserts.iter().find(|i| {
+                    i.submission == Some(*n)
+                        && i.took_effect.is_some()
+                        && i.gone_before(at.max(i.op)).is_none()
+                        && !told_cancelled(i)
+                });
+                if let Some(i) = inserted {
+                    v.status = Status::Invalid;
+                    v.party = Some(Party::Client);
+                    v.rules = vec!["C8".into()];
+                    v.witnesses = vec![i.op, at];
+                    v.fault = f.fault_before(at);
+                    v.message = format!(
+                        "submission {n} was shown to the user as withdrawn (op {at}), but it was inserted as {} (op {}): the user was told the input is not in the session",
+                        i.message_id, i.op
+                    );
                     return v;
                 }
             }

@@ -233,6 +233,38 @@ fn p2_lost_submission_blames_the_client_and_pending_is_unknown() {
 }
 
 #[test]
+fn p2_an_input_shown_withdrawn_was_not_inserted() {
+    // C8: the Client shows submission 1 withdrawn, though its attempt was inserted.
+    let mut ops = submit_and_attempt(1, 1, 3, "k");
+    ops.extend(insert("m1", 1, 3, "k"));
+    ops.push(("user", "cancel", json!({"submission": 1})));
+    ops.push((
+        "client",
+        "withdrawn",
+        json!({"submission": 1, "local": true}),
+    ));
+    assert_eq!(
+        status(&hist(&ops), "P2"),
+        (Status::Invalid, Some(Party::Client))
+    );
+    // The Agent answered that very attempt -32800 and inserted it: P4/P6 blame the Agent, P2
+    // does not blame the Client for believing it.
+    let mut ops = submit_and_attempt(1, 1, 3, "k");
+    ops.extend(insert("m1", 1, 3, "k"));
+    ops.push((
+        "net",
+        "send",
+        json!({"conn": 1, "from": "agent", "frame": {"jsonrpc": "2.0", "id": 3, "error": {"code": -32800, "message": "cancelled"}}}),
+    ));
+    ops.push(("client", "withdrawn", json!({"submission": 1})));
+    assert_eq!(status(&hist(&ops), "P2").0, Status::Valid);
+    // Never inserted: withdrawn is the truth.
+    let mut ops = submit_and_attempt(1, 1, 3, "k");
+    ops.push(("client", "withdrawn", json!({"submission": 1})));
+    assert_eq!(status(&hist(&ops), "P2").0, Status::Valid);
+}
+
+#[test]
 fn p2_ack_with_a_message_of_another_submission() {
     let mut ops = submit_and_attempt(1, 1, 3, "a");
     ops.extend(insert("m1", 1, 3, "a"));

@@ -16,9 +16,8 @@ const TEXT: [(&str, &str, &str, &str); 6] = [
         "`session/cancel` cancels the running turn *and* every earlier prompt not yet inserted \
          (`-32800`). A user who meant \"stop what is running\" also loses what they queued behind \
          it; the spec Client shows each such input as withdrawn by its user (C8), but nothing in \
-         the rules says the Client must tell the user which inputs the stop took. (Our Clients \
-         can also show an input as withdrawn that another attempt of it inserted: a known Client \
-         bug that no checker counts yet.)",
+         the rules says the Client must tell the user which inputs the stop took. (An input shown \
+         withdrawn that an attempt of it inserted is a Client violation, P2's C8 clause.)",
         "A6, add: \"A Client SHOULD show the user each queued input a `session/cancel` withdrew \
          (they answered `-32800`), so input typed ahead of a stop is never lost unseen.\"",
     ),

@@ -193,6 +193,12 @@ const PINNED: &[(&str, &str, Design, u64)] = &[
         0,
     ),
     (
+        "withdraws-recovered",
+        "client-04-cancel-after-restart",
+        Design::Stored,
+        0,
+    ),
+    (
         "serves-inactive-session",
         "session-02-prompt-after-close",
         Design::Stored,
@@ -363,6 +369,8 @@ const SWARM_PINNED: &[(&str, Design, u64)] = &[
     // 7 catches in seeds 0..300 (the swarm's A4 probe pair, stream `draw.raw.rekey`).
     ("inserts-other-prompt", Design::Stored, 21),
     ("resends-unkeyed", Design::Stored, 53),
+    // 15 catches in seeds 0..1000; 410 is the seed a reviewer found the Client bug on.
+    ("withdraws-recovered", Design::Stored, 410),
 ];
 
 #[test]
