@@ -43,6 +43,8 @@ struct StoreSession {
     withdrawn: BTreeSet<String>,
     /// `session/cancel`s recorded (A6), by id; their count is what a held prompt is judged by.
     stops: BTreeSet<String>,
+    /// The working directory it was created with (`session/list`).
+    cwd: String,
 }
 
 impl StoreSession {
@@ -105,7 +107,8 @@ impl ClusterStore {
             .to_string();
         match r["t"].as_str() {
             Some("session") => {
-                self.sessions.entry(sid).or_default();
+                let cwd = r["cwd"].as_str().unwrap_or_default().to_string();
+                self.sessions.entry(sid).or_default().cwd = cwd;
             }
             Some("fork") => {
                 if self.sessions.contains_key(&sid) {
@@ -130,6 +133,7 @@ impl ClusterStore {
                     sid,
                     StoreSession {
                         messages,
+                        cwd: r["cwd"].as_str().unwrap_or_default().to_string(),
                         ..StoreSession::default()
                     },
                 );
@@ -206,7 +210,7 @@ impl ClusterStore {
                     };
                     m.insert(
                         sid.clone(),
-                        json!({"messages": list(&s.messages), "live": list(&s.live), "active": s.active.iter().collect::<Vec<_>>(), "stops": s.stops.len()}),
+                        json!({"messages": list(&s.messages), "live": list(&s.live), "active": s.active.iter().collect::<Vec<_>>(), "stops": s.stops.len(), "cwd": s.cwd}),
                     );
                 }
                 read(json!({ "sessions": m }))

@@ -175,6 +175,8 @@ struct Session {
     /// Cluster: how many `session/cancel`s the store had recorded for the session at the last
     /// read (A6: a held prompt is withdrawn by any later one).
     stops_seen: u64,
+    /// The working directory it was created with (`session/list` reports and filters by it).
+    cwd: String,
 }
 
 /// Cluster: an insertion waiting for the store's answer.
@@ -234,6 +236,10 @@ pub struct ModelAgent {
     conn_keys: BTreeMap<ConnId, BTreeSet<(String, String)>>,
     /// Mutant `dedup-by-id`: (session, JSON-RPC id) → messageId.
     id_records: BTreeMap<(String, String), String>,
+    /// Connections whose last `initialize` failed: nothing else is served there until one
+    /// succeeds *(ours: the TypeScript SDK's v2 client saw requests served after a failed
+    /// `initialize`)*.
+    init_failed: BTreeSet<ConnId>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -267,7 +273,8 @@ impl ModelAgent {
                     .to_string();
                 match r["t"].as_str() {
                     Some("session") => {
-                        sessions.entry(sid).or_default();
+                        let cwd = r["cwd"].as_str().unwrap_or_default().to_string();
+                        sessions.entry(sid).or_default().cwd = cwd;
                     }
                     Some("fork") => {
                         let from = r["from"].as_str().unwrap_or_default();
@@ -283,7 +290,9 @@ impl ModelAgent {
                                     .collect()
                             })
                             .unwrap_or_default();
-                        sessions.entry(sid).or_default().messages = msgs;
+                        let s = sessions.entry(sid).or_default();
+                        s.messages = msgs;
+                        s.cwd = r["cwd"].as_str().unwrap_or_default().to_string();
                     }
                     Some("delete") => {
                         sessions.shift_remove(&sid);
@@ -349,6 +358,7 @@ impl ModelAgent {
             arrivals,
             conn_keys: BTreeMap::new(),
             id_records: BTreeMap::new(),
+            init_failed: BTreeSet::new(),
         }
     }
 
@@ -470,6 +480,17 @@ impl ModelAgent {
         params: Value,
         out: &mut Vec<Action>,
     ) {
+        if method != "initialize" && self.init_failed.contains(&conn) {
+            let data = json!({"reason": "initialize failed on this connection"});
+            return self.fail(
+                conn,
+                &id,
+                code::INVALID_REQUEST,
+                "Invalid Request",
+                Some(data),
+                out,
+            );
+        }
         if method == "session/prompt" {
             out.push(Action::Point(Point::AfterReceive));
         }
@@ -524,6 +545,9 @@ impl ModelAgent {
                 );
             }
             Err(e) => {
+                if method == "initialize" {
+                    self.init_failed.insert(conn);
+                }
                 // K3: a malformed key is never treated as omitted; nothing is inserted.
                 let l = rpc::err(
                     &id,
@@ -543,6 +567,7 @@ impl ModelAgent {
         let not_found = |sid: &str| Some(json!({"sessionId": sid}));
         match req {
             ClientRequest::InitializeRequest(_) => {
+                self.init_failed.remove(&conn);
                 let resp = InitializeResponse::new(
                     ProtocolVersion::V2,
                     Implementation::new(
@@ -553,18 +578,20 @@ impl ModelAgent {
                 .capabilities(AgentCapabilities::new().session(SessionCapabilities::new()));
                 self.send(conn, rpc::ok(&id, to_value(resp)), out);
             }
-            ClientRequest::NewSessionRequest(_) => {
+            ClientRequest::NewSessionRequest(r) => {
                 let sid = self.new_session_id();
+                let cwd = r.cwd.0.to_string_lossy().into_owned();
                 self.sessions.insert(
                     sid.clone(),
                     Session {
                         filled: true,
+                        cwd: cwd.clone(),
                         ..Session::default()
                     },
                 );
                 if self.persists() {
                     out.push(Action::Persist {
-                        record: json!({"t": "session", "id": sid}),
+                        record: json!({"t": "session", "id": sid, "cwd": cwd}),
                         sync: true,
                     });
                 }
@@ -598,18 +625,20 @@ impl ModelAgent {
                     .collect();
                 let ids = messages.iter().map(|m| m.message_id.clone()).collect();
                 let sid = self.new_session_id();
+                let cwd = r.cwd.0.to_string_lossy().into_owned();
                 self.sessions.insert(
                     sid.clone(),
                     Session {
                         messages,
                         ids,
                         filled: true,
+                        cwd: cwd.clone(),
                         ..Session::default()
                     },
                 );
                 if self.persists() {
                     out.push(Action::Persist {
-                        record: json!({"t": "fork", "id": sid, "from": from}),
+                        record: json!({"t": "fork", "id": sid, "from": from, "cwd": cwd}),
                         sync: true,
                     });
                 }
@@ -620,12 +649,18 @@ impl ModelAgent {
                     out,
                 );
             }
-            ClientRequest::ListSessionsRequest(_) => {
-                // A8: no keys in list results.
+            ClientRequest::ListSessionsRequest(r) => {
+                // A8: no keys in list results; each session with its own cwd, and only those
+                // under the `cwd` filter when one is given.
                 let infos: Vec<v2::SessionInfo> = self
                     .sessions
-                    .keys()
-                    .map(|s| v2::SessionInfo::new(s.clone(), "/work"))
+                    .iter()
+                    .filter(|(_, s)| {
+                        r.cwd
+                            .as_ref()
+                            .is_none_or(|c| std::path::Path::new(&s.cwd) == c.0.as_path())
+                    })
+                    .map(|(id, s)| v2::SessionInfo::new(id.clone(), s.cwd.clone()))
                     .collect();
                 self.send(
                     conn,

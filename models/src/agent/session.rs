@@ -68,6 +68,7 @@ impl ModelAgent {
             s.ids = s.messages.iter().map(|m| m.message_id.clone()).collect();
             s.live = msgs_of(&sv["live"]);
             s.stops_seen = sv["stops"].as_u64().unwrap_or(0);
+            s.cwd = sv["cwd"].as_str().unwrap_or_default().to_string();
         }
         // Deleted through another node.
         let gone: Vec<String> = self

@@ -205,6 +205,62 @@ fn session_list_shows_sessions_and_never_keys() {
     assert_eq!(r1["result"], r2["result"]);
 }
 
+#[test]
+fn session_list_reports_each_sessions_cwd_filters_by_it_and_keeps_it_across_a_restart() {
+    let mut a = agent(Design::Stored);
+    connect(&mut a, 1);
+    let mut recs = Vec::new();
+    let mut ids = Vec::new();
+    for (n, cwd) in [(1, "/a"), (2, "/b")] {
+        let out = call(&mut a, 1, n, "session/new", json!({"cwd": cwd}));
+        ids.push(response(&out, n)["result"]["sessionId"].clone());
+        recs.extend(records(&out));
+    }
+    let all = response(&call(&mut a, 1, 3, "session/list", json!({})), 3);
+    let cwds: Vec<_> = all["result"]["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["sessionId"].clone(), s["cwd"].clone()))
+        .collect();
+    assert_eq!(
+        cwds,
+        [(ids[0].clone(), json!("/a")), (ids[1].clone(), json!("/b"))]
+    );
+    let only_b = response(&call(&mut a, 1, 4, "session/list", json!({"cwd": "/b"})), 4);
+    assert_eq!(only_b["result"]["sessions"].as_array().unwrap().len(), 1);
+    assert_eq!(only_b["result"]["sessions"][0]["sessionId"], ids[1]);
+    // A restart recovers each session's cwd from its record.
+    let mut b = ModelAgent::recover(cfg(Design::Stored, None), 1, 1, &recs);
+    connect(&mut b, 1);
+    let again = response(&call(&mut b, 1, 5, "session/list", json!({})), 5);
+    assert_eq!(again["result"], all["result"]);
+}
+
+#[test]
+fn after_a_failed_initialize_nothing_else_is_served_until_one_succeeds() {
+    let mut a = agent(Design::Stored);
+    connect(&mut a, 1);
+    let bad = response(
+        &call(&mut a, 1, 1, "initialize", json!({"protocolVersion": "x"})),
+        1,
+    );
+    assert_eq!(code_of(&bad), code::INVALID_PARAMS);
+    let refused = response(&call(&mut a, 1, 2, "session/new", json!({"cwd": "/w"})), 2);
+    assert_eq!(code_of(&refused), code::INVALID_REQUEST);
+    // Another connection is not affected, and a good initialize lifts it.
+    connect(&mut a, 2);
+    let other = response(&call(&mut a, 2, 1, "session/new", json!({"cwd": "/w"})), 1);
+    assert!(other["result"]["sessionId"].is_string());
+    let p = json!({"protocolVersion": 2, "info": {"name": "c", "version": "1"}});
+    assert_eq!(
+        response(&call(&mut a, 1, 3, "initialize", p), 3)["result"]["protocolVersion"],
+        2
+    );
+    let served = response(&call(&mut a, 1, 4, "session/new", json!({"cwd": "/w"})), 4);
+    assert!(served["result"]["sessionId"].is_string());
+}
+
 // ---- session/resume -------------------------------------------------------------------------
 
 #[test]
