@@ -187,6 +187,18 @@ pub const MUTANTS: &[Mutant] = &[
         designs: &[Design::InMemory, Design::Stored],
     },
     Mutant {
+        name: "answers-unknown-cancel",
+        kind: MutantKind::Agent(AgentMutant::AnswersUnknownCancel),
+        rules: &["A5"],
+        property: "P7",
+        party: Party::Agent,
+        summary: "a $/cancel_request naming an unknown or already answered request is answered with an error under that id instead of ignored",
+        finding: false,
+        needs_fault: false,
+        swarm_finds: true,
+        designs: &[],
+    },
+    Mutant {
         name: "serves-inactive-session",
         kind: MutantKind::Agent(AgentMutant::ServesInactiveSession),
         rules: &["X2"],

@@ -194,6 +194,10 @@ pub enum AgentMutant {
     /// Agent compares prompts and inserts the new one as a second message under the key, instead
     /// of answering it as a retry or rejecting it `-32602`. Breaks A4 (P1, Agent at fault).
     InsertsOtherPrompt,
+    /// A `$/cancel_request` naming a request the Agent cannot match (unknown, or already
+    /// answered) is answered with an error under the named id, instead of ignored: a response
+    /// to nothing, or a second response to an answered request. Breaks A5 (P7, Agent at fault).
+    AnswersUnknownCancel,
 }
 
 /// Settings of a model Agent.

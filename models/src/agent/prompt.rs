@@ -937,6 +937,15 @@ impl ModelAgent {
                 return;
             }
         }
+        if self.cfg.mutant == Some(AgentMutant::AnswersUnknownCancel) {
+            // Mutant: a cancel it cannot match is answered, under the id it named.
+            let data = json!({"reason": "no such pending request"});
+            self.send(
+                conn,
+                rpc::err(rid, code::INVALID_PARAMS, "Invalid params", Some(data)),
+                out,
+            );
+        }
     }
 
     /// Withdraw a held prompt the cancel (`conn`, `rid`) named: every pending attempt of its

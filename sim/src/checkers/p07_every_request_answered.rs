@@ -109,6 +109,24 @@ pub fn p7_every_request_answered(f: &Facts) -> Verdict {
             _ => {}
         }
     }
+    // A5: unknown or already answered ids are ignored: no response to a request never read
+    // (a cancel's `requestId` answered as if it were a request). `id: null` answers a frame
+    // whose id could not be read (-32700, -32600).
+    if let Some((k, a)) = answers
+        .iter()
+        .find(|(k, _)| k.1 != "null" && !read.contains_key(k))
+    {
+        v.status = Status::Invalid;
+        v.party = Some(Party::Agent);
+        v.rules = vec!["A5".into()];
+        v.witnesses = a.clone();
+        v.fault = f.fault_before(a[0]);
+        v.message = format!(
+            "the Agent answered id {} on connection {} (op {}), a request it never read there (A5: a cancel naming an unknown or answered id is ignored)",
+            k.1, k.0, a[0]
+        );
+        return v;
+    }
     for (k, r) in &read {
         let a = answers.get(k).map(Vec::as_slice).unwrap_or_default();
         if a.len() > 1 {

@@ -216,6 +216,34 @@ fn p1_a_recorded_key_with_another_submission_or_frame_inserts_nothing() {
 }
 
 #[test]
+fn p7_no_response_to_a_request_never_read() {
+    let read = (
+        "net",
+        "recv",
+        json!({"conn": 1, "from": "client", "frame": {"jsonrpc": "2.0", "id": 3, "method": "session/new", "params": {}}}),
+    );
+    let answer = |id: Value| {
+        (
+            "net",
+            "send",
+            json!({"conn": 1, "from": "agent", "frame": {"jsonrpc": "2.0", "id": id, "result": {}}}),
+        )
+    };
+    let end = ("world", "end", json!({"outcome": "quiescent"}));
+    // Answered once: valid. An answer to id 7, never read (A5): invalid. `id: null`: valid.
+    for (extra, want) in [
+        (None, Status::Valid),
+        (Some(json!(7)), Status::Invalid),
+        (Some(Value::Null), Status::Valid),
+    ] {
+        let mut ops = vec![read.clone(), answer(json!(3))];
+        ops.extend(extra.map(answer));
+        ops.push(end.clone());
+        assert_eq!(status(&hist(&ops), "P7").0, want, "{ops:?}");
+    }
+}
+
+#[test]
 fn p2_lost_submission_blames_the_client_and_pending_is_unknown() {
     let ops = submit_and_attempt(1, 1, 3, "k");
     let mut lost = ops.clone();

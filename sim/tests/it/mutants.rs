@@ -199,6 +199,12 @@ const PINNED: &[(&str, &str, Design, u64)] = &[
         0,
     ),
     (
+        "answers-unknown-cancel",
+        "cancel-02-unknown-or-answered-id",
+        Design::Stored,
+        0,
+    ),
+    (
         "serves-inactive-session",
         "session-02-prompt-after-close",
         Design::Stored,
