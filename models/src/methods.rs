@@ -1,9 +1,12 @@
-//! Every ACP method the models speak, with its retry class (RULES.md "Retry classes"): the one
-//! table that the Client, the scenario loader (frame triggers), `acp-chaos audit` and
+//! Every v2 ACP method of the schema crate (`agent-client-protocol-schema` 1.20.0, module `v2`,
+//! stable and unstable), both directions, with its retry class (RULES.md "Retry classes"): the
+//! one table that the Client, the scenario loader (frame triggers), `acp-chaos audit` and
 //! `acp-chaos matrix` read.
 //!
 //! The proposal's class table was lost; RULES.md states some classes from the proposal's text
-//! and infers the others. [`MethodInfo::inferred`] says which.
+//! and infers the others. [`MethodInfo::inferred`] says which. Methods the models do not speak
+//! carry the reason in [`MethodInfo::not_spoken`]: the audit and the matrix list them without a
+//! measurement.
 
 use serde::{Deserialize, Serialize};
 
@@ -44,6 +47,24 @@ pub struct MethodInfo {
     pub inferred: bool,
     /// A notification (no response to lose or to wait for).
     pub notification: bool,
+    /// `None` when the models speak the method (the model Agent answers it, or sends it, and the
+    /// model Client sends or answers it); otherwise why they do not.
+    pub not_spoken: Option<&'static str>,
+}
+
+impl MethodInfo {
+    /// The same method, marked as not spoken by the models, for `why`.
+    const fn unspoken(self, why: &'static str) -> MethodInfo {
+        MethodInfo {
+            not_spoken: Some(why),
+            ..self
+        }
+    }
+
+    /// Whether the models speak it.
+    pub const fn spoken(&self) -> bool {
+        self.not_spoken.is_none()
+    }
 }
 
 const fn m(name: &'static str, class: RetryClass, inferred: bool) -> MethodInfo {
@@ -52,39 +73,69 @@ const fn m(name: &'static str, class: RetryClass, inferred: bool) -> MethodInfo 
         class,
         inferred,
         notification: false,
+        not_spoken: None,
     }
 }
 
 const fn n(name: &'static str, class: RetryClass, inferred: bool) -> MethodInfo {
     MethodInfo {
-        name,
-        class,
-        inferred,
         notification: true,
+        ..m(name, class, inferred)
     }
 }
+
+use RetryClass::{Duplicating, Idempotent, Keyed, NotResent};
+
+const NO_AUTH: &str = "the model Agent advertises no authMethods, so a Client must not call it";
+const NO_PROVIDERS: &str =
+    "the model Agent has no LLM providers (feature unstable_llm_providers, not enabled)";
+const NO_MCP: &str =
+    "the models connect no MCP servers over ACP (feature unstable_mcp_over_acp, not enabled)";
 
 /// Every method the Client sends to the Agent, requests first (in the order a frame trigger's
 /// error message lists them), then notifications.
 pub const METHODS: &[MethodInfo] = &[
-    m("initialize", RetryClass::Idempotent, true),
-    m("session/new", RetryClass::Duplicating, false),
-    m("session/resume", RetryClass::Idempotent, false),
-    m("session/prompt", RetryClass::Keyed, false),
-    m("session/fork", RetryClass::Duplicating, false),
-    m("session/list", RetryClass::Idempotent, true),
-    m("session/close", RetryClass::Idempotent, false),
-    m("session/delete", RetryClass::Idempotent, false),
-    m("session/status", RetryClass::Idempotent, true),
-    m("session/set_config_option", RetryClass::Idempotent, true),
-    n("session/cancel", RetryClass::NotResent, true),
-    n("$/cancel_request", RetryClass::NotResent, true),
+    m("initialize", Idempotent, true),
+    m("session/new", Duplicating, false),
+    m("session/resume", Idempotent, false),
+    m("session/prompt", Keyed, false),
+    m("session/fork", Duplicating, false),
+    m("session/list", Idempotent, true),
+    m("session/close", Idempotent, false),
+    m("session/delete", Idempotent, false),
+    m("session/status", Idempotent, true),
+    m("session/set_config_option", Idempotent, true),
+    m("session/options", Idempotent, true),
+    m("session/set_title", Idempotent, true),
+    m("session/archive", Idempotent, true),
+    m("session/unarchive", Idempotent, true),
+    m("tool_call/cancel", Idempotent, true)
+        .unspoken("the model Agent's tool calls advertise no capabilities.cancel"),
+    m("terminal/cancel", Idempotent, true).unspoken("the model Agent runs no terminals"),
+    m("auth/login", NotResent, true).unspoken(NO_AUTH),
+    m("auth/logout", Idempotent, true).unspoken(NO_AUTH),
+    m("auth/status", Idempotent, true)
+        .unspoken("the model Agent does not advertise auth.status (feature unstable_auth_status, not enabled)"),
+    m("providers/list", Idempotent, true).unspoken(NO_PROVIDERS),
+    m("providers/set", Idempotent, true).unspoken(NO_PROVIDERS),
+    m("providers/disable", Idempotent, true).unspoken(NO_PROVIDERS),
+    n("session/cancel", NotResent, true),
+    n("$/cancel_request", NotResent, true),
+    n("mcp/message", NotResent, true).unspoken(NO_MCP),
 ];
 
 /// Every method the Agent sends to the Client: its notifications and requests.
 pub const AGENT_METHODS: &[MethodInfo] = &[
-    n("session/update", RetryClass::NotResent, true),
-    m("session/request_permission", RetryClass::Idempotent, true),
+    n("session/update", NotResent, true),
+    m("session/request_permission", NotResent, true),
+    n("$/cancel_request", NotResent, true),
+    m("elicitation/create", NotResent, true).unspoken("the model Agent asks for no user input"),
+    n("elicitation/complete", NotResent, true)
+        .unspoken("the model Agent starts no URL elicitation"),
+    n("auth/status_update", NotResent, true).unspoken(
+        "the model Agent has no authentication state (feature unstable_auth_status, not enabled)",
+    ),
+    m("mcp/message", NotResent, true).unspoken(NO_MCP),
 ];
 
 /// The Agent's method with this wire name.
@@ -140,14 +191,44 @@ pub fn requests() -> impl Iterator<Item = &'static MethodInfo> {
     METHODS.iter().filter(|m| !m.notification)
 }
 
+/// Which way a method goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Direction {
+    /// The Client sends it to the Agent ([`METHODS`]).
+    ClientToAgent,
+    /// The Agent sends it to the Client ([`AGENT_METHODS`]).
+    AgentToClient,
+}
+
+impl Direction {
+    /// `client->agent` or `agent->client`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::ClientToAgent => "client->agent",
+            Direction::AgentToClient => "agent->client",
+        }
+    }
+}
+
+/// Every method of both tables with its direction: [`METHODS`], then [`AGENT_METHODS`].
+pub fn all() -> impl Iterator<Item = (Direction, &'static MethodInfo)> {
+    METHODS
+        .iter()
+        .map(|m| (Direction::ClientToAgent, m))
+        .chain(AGENT_METHODS.iter().map(|m| (Direction::AgentToClient, m)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn every_method_once_and_the_classes_of_the_proposal() {
-        for (i, a) in METHODS.iter().enumerate() {
-            assert!(METHODS[..i].iter().all(|b| b.name != a.name), "{}", a.name);
+        for table in [METHODS, AGENT_METHODS] {
+            for (i, a) in table.iter().enumerate() {
+                assert!(table[..i].iter().all(|b| b.name != a.name), "{}", a.name);
+            }
         }
         assert_eq!(class_of("session/prompt"), RetryClass::Keyed);
         assert!(!get("session/prompt").unwrap().inferred);
@@ -158,5 +239,79 @@ mod tests {
             .collect();
         assert_eq!(dup, ["session/new", "session/fork"]);
         assert!(requests().all(|m| !m.name.starts_with("$/") && m.name != "session/cancel"));
+        // Only the proposal's own statements are stated; everything the crate added since is
+        // inferred.
+        let stated: Vec<_> = all()
+            .filter(|(_, m)| !m.inferred)
+            .map(|(_, m)| m.name)
+            .collect();
+        assert_eq!(
+            stated,
+            [
+                "session/new",
+                "session/resume",
+                "session/prompt",
+                "session/fork",
+                "session/close",
+                "session/delete"
+            ]
+        );
+    }
+
+    /// The schema crate's v2 surface, both directions, as its method-name constants spell it
+    /// (`AGENT_METHOD_NAMES`, `CLIENT_METHOD_NAMES`, `PROTOCOL_LEVEL_METHOD_NAMES`; the features
+    /// the workspace enables; the others' names copied from the crate's source): every one has
+    /// a row, and every row is one of them.
+    #[test]
+    fn the_table_covers_the_schema_crates_v2_methods() {
+        use agent_client_protocol_schema::v2::{
+            AGENT_METHOD_NAMES as A, CLIENT_METHOD_NAMES as C, PROTOCOL_LEVEL_METHOD_NAMES as P,
+        };
+        let to_agent = [
+            A.initialize,
+            A.auth_login,
+            A.auth_logout,
+            A.session_new,
+            A.session_set_config_option,
+            A.session_prompt,
+            A.session_cancel,
+            A.session_list,
+            A.session_delete,
+            A.session_fork,
+            A.session_archive,
+            A.session_unarchive,
+            A.session_status,
+            A.session_options,
+            A.session_set_title,
+            A.session_resume,
+            A.session_close,
+            A.tool_call_cancel,
+            A.terminal_cancel,
+            P.cancel_request,
+            // Behind features the workspace does not enable (unstable_auth_status,
+            // unstable_llm_providers, unstable_mcp_over_acp).
+            "auth/status",
+            "providers/list",
+            "providers/set",
+            "providers/disable",
+            "mcp/message",
+        ];
+        let to_client = [
+            C.session_update,
+            C.session_request_permission,
+            C.elicitation_create,
+            C.elicitation_complete,
+            P.cancel_request,
+            "auth/status_update",
+            "mcp/message",
+        ];
+        for (table, names) in [(METHODS, &to_agent[..]), (AGENT_METHODS, &to_client[..])] {
+            for name in names {
+                assert!(table.iter().any(|m| m.name == *name), "{name} has no row");
+            }
+            for m in table {
+                assert!(names.contains(&m.name), "{} is not a v2 method", m.name);
+            }
+        }
     }
 }

@@ -54,6 +54,9 @@ pub const ACTIVATE: &str = "activate";
 pub const DEACTIVATE: &str = "deactivate";
 /// A session was deleted: `{session}`.
 pub const SESSION_DELETE: &str = "session-delete";
+/// A session's metadata changed (`session/set_title`, `session/archive`, `session/unarchive`):
+/// `{session, title}` or `{session, archived}`.
+pub const SESSION_META: &str = "session-meta";
 /// The adapter began filling its id set from the runtime's history: `{session}`.
 pub const HISTORY_READ_START: &str = "history-read-start";
 /// The adapter's history fill ended: `{session, messages}`.

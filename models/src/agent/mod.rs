@@ -20,6 +20,7 @@
 //!   sends it again until it knows, never answering with an error (A2).
 
 mod config;
+mod meta;
 mod prompt;
 mod session;
 #[cfg(test)]
@@ -177,6 +178,10 @@ struct Session {
     stops_seen: u64,
     /// The working directory it was created with (`session/list` reports and filters by it).
     cwd: String,
+    /// Its title (`session/set_title`).
+    title: Option<String>,
+    /// Hidden from the default `session/list` (`session/archive`).
+    archived: bool,
 }
 
 /// Cluster: an insertion waiting for the store's answer.
@@ -296,6 +301,16 @@ impl ModelAgent {
                     }
                     Some("delete") => {
                         sessions.shift_remove(&sid);
+                    }
+                    Some("title") => {
+                        if let Some(s) = sessions.get_mut(&sid) {
+                            s.title = r["title"].as_str().map(str::to_string);
+                        }
+                    }
+                    Some("archive") => {
+                        if let Some(s) = sessions.get_mut(&sid) {
+                            s.archived = r["on"].as_bool().unwrap_or(false);
+                        }
                     }
                     Some("arrival") => {
                         if let (Some(k), Some(mid)) = (r["key"].as_str(), r["messageId"].as_str()) {
@@ -651,16 +666,21 @@ impl ModelAgent {
             }
             ClientRequest::ListSessionsRequest(r) => {
                 // A8: no keys in list results; each session with its own cwd, and only those
-                // under the `cwd` filter when one is given.
+                // under the `cwd` filter when one is given (archived ones on request).
                 let infos: Vec<v2::SessionInfo> = self
                     .sessions
                     .iter()
+                    .filter(|(_, s)| Self::listed(r.archived.as_ref(), s.archived))
                     .filter(|(_, s)| {
                         r.cwd
                             .as_ref()
                             .is_none_or(|c| std::path::Path::new(&s.cwd) == c.0.as_path())
                     })
-                    .map(|(id, s)| v2::SessionInfo::new(id.clone(), s.cwd.clone()))
+                    .map(|(sid, s)| {
+                        v2::SessionInfo::new(sid.clone(), s.cwd.clone())
+                            .title(s.title.clone())
+                            .archived(s.archived.then_some(true))
+                    })
                     .collect();
                 self.send(
                     conn,
@@ -713,18 +733,7 @@ impl ModelAgent {
             ClientRequest::CloseSessionRequest(r) => {
                 let sid = r.session_id.0.to_string();
                 // A15: closing a missing or inactive session succeeds and changes nothing.
-                if self.is_active(conn, &sid) {
-                    self.cancel_work(&sid, true, "close", out);
-                    if let Some(a) = self.conns.get_mut(&conn) {
-                        a.remove(&sid);
-                    }
-                    out.push(effect(
-                        op::DEACTIVATE,
-                        json!({"session": sid, "conn": conn}),
-                    ));
-                    self.persist_activity(conn, &sid, "deactivate", out);
-                    self.forget_live_if_inactive(&sid);
-                }
+                self.close_on(conn, &sid, "close", out);
                 self.send(
                     conn,
                     rpc::ok(&id, to_value(v2::CloseSessionResponse::new())),
@@ -754,6 +763,14 @@ impl ModelAgent {
                 );
             }
             ClientRequest::PromptRequest(r) => self.prompt(conn, id, *r, out),
+            ClientRequest::SetSessionTitleRequest(r) => self.set_title(conn, id, &r, out),
+            ClientRequest::ArchiveSessionRequest(r) => {
+                self.archive(conn, id, &r.session_id.0, true, out)
+            }
+            ClientRequest::UnarchiveSessionRequest(r) => {
+                self.archive(conn, id, &r.session_id.0, false, out)
+            }
+            ClientRequest::SessionOptionsRequest(r) => self.options(conn, id, &r, out),
             _ => {
                 self.fail(
                     conn,

@@ -101,6 +101,24 @@ impl ModelAgent {
     }
 
     /// A11: live-only keys may be forgotten once the session is active on no connection.
+    /// `session/close` of `sid` on `conn` (also `session/archive`'s, on each connection where
+    /// the session is active): cancel its work, deactivate it; nothing if it is not active there.
+    pub(super) fn close_on(&mut self, conn: ConnId, sid: &str, why: &str, out: &mut Vec<Action>) {
+        if !self.is_active(conn, sid) {
+            return;
+        }
+        self.cancel_work(sid, true, why, out);
+        if let Some(a) = self.conns.get_mut(&conn) {
+            a.remove(sid);
+        }
+        out.push(effect(
+            op::DEACTIVATE,
+            json!({"session": sid, "conn": conn}),
+        ));
+        self.persist_activity(conn, sid, "deactivate", out);
+        self.forget_live_if_inactive(sid);
+    }
+
     pub(super) fn forget_live_if_inactive(&mut self, sid: &str) {
         if !self.conns.values().any(|a| a.contains(sid)) {
             if let Some(s) = self.sessions.get_mut(sid) {

@@ -1337,3 +1337,101 @@ mod bad_input {
         }
     }
 }
+
+// ---- session/set_title, session/archive, session/unarchive, session/options ----------------
+
+#[test]
+fn set_title_stores_it_once_and_survives_a_restart() {
+    let mut a = agent(Design::Stored);
+    let sid = new_session(&mut a, 1);
+    let p = json!({"sessionId": sid, "title": "  Plan  "});
+    let first = call(&mut a, 1, 2, "session/set_title", p.clone());
+    assert_eq!(response(&first, 2)["result"]["title"], "Plan");
+    assert_eq!(records(&first).len(), 1);
+    // A repeat answers the same and records nothing (idempotent).
+    let again = call(&mut a, 1, 3, "session/set_title", p);
+    assert_eq!(response(&again, 3)["result"], response(&first, 2)["result"]);
+    assert!(records(&again).is_empty());
+    let missing = call(
+        &mut a,
+        1,
+        4,
+        "session/set_title",
+        json!({"sessionId": "nope", "title": "x"}),
+    );
+    assert_eq!(code_of(&response(&missing, 4)), code::RESOURCE_NOT_FOUND);
+    let empty = call(
+        &mut a,
+        1,
+        5,
+        "session/set_title",
+        json!({"sessionId": sid, "title": "  "}),
+    );
+    assert_eq!(code_of(&response(&empty, 5)), code::INVALID_PARAMS);
+    let disk = vec![
+        json!({"t": "session", "id": sid}),
+        records(&first)[0].clone(),
+    ];
+    let b = ModelAgent::recover(cfg(Design::Stored, None), 1, 1, &disk);
+    assert_eq!(b.session_meta(&sid), Some((Some("Plan".into()), false)));
+}
+
+#[test]
+fn archive_closes_hides_and_unarchive_shows_again() {
+    let mut a = agent(Design::Stored);
+    let sid = new_session(&mut a, 1);
+    let p = json!({"sessionId": sid});
+    let out = call(&mut a, 1, 2, "session/archive", p.clone());
+    assert!(response(&out, 2)["result"].is_object());
+    assert_eq!(effects(&out, op::DEACTIVATE).len(), 1);
+    let again = call(&mut a, 1, 3, "session/archive", p.clone());
+    assert!(response(&again, 3)["result"].is_object());
+    assert!(records(&again).is_empty() && effects(&again, op::DEACTIVATE).is_empty());
+    let list = |a: &mut ModelAgent, id, params| {
+        response(&call(a, 1, id, "session/list", params), id)["result"]["sessions"]
+            .as_array()
+            .unwrap()
+            .len()
+    };
+    assert_eq!(list(&mut a, 4, json!({})), 0);
+    assert_eq!(list(&mut a, 5, json!({"archived": "only"})), 1);
+    let out = call(&mut a, 1, 6, "session/unarchive", p);
+    assert!(response(&out, 6)["result"].is_object());
+    assert_eq!(list(&mut a, 7, json!({})), 1);
+    let missing = call(
+        &mut a,
+        1,
+        8,
+        "session/archive",
+        json!({"sessionId": "nope"}),
+    );
+    assert_eq!(code_of(&response(&missing, 8)), code::RESOURCE_NOT_FOUND);
+}
+
+#[test]
+fn session_options_reads_and_changes_nothing() {
+    let mut a = agent(Design::Stored);
+    let sid = new_session(&mut a, 1);
+    let out = call(&mut a, 1, 2, "session/options", json!({"cwd": "/w"}));
+    assert_eq!(
+        response(&out, 2)["result"]["configOptions"][0]["configId"],
+        "autosave"
+    );
+    assert!(records(&out).is_empty());
+    let out = call(
+        &mut a,
+        1,
+        3,
+        "session/options",
+        json!({"cwd": "/w", "sessionId": "nope"}),
+    );
+    assert_eq!(code_of(&response(&out, 3)), code::RESOURCE_NOT_FOUND);
+    let out = call(
+        &mut a,
+        1,
+        4,
+        "session/options",
+        json!({"cwd": "/w", "sessionId": sid}),
+    );
+    assert!(response(&out, 4)["result"]["configOptions"].is_array());
+}

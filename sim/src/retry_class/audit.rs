@@ -1,12 +1,16 @@
 //! `acp-chaos audit`: every method's retry class (RULES.md "Retry classes"; inferred ones
 //! marked) next to what sending it twice does to the correct `stored` Agent, measured on the
 //! sans-IO model (no simulator, no faults): the class table and the models kept in step.
+//!
+//! One row per method of [`crate::models::methods`], both directions. The Client→Agent methods
+//! the models speak are measured; the others (not spoken by the models, or sent by the Agent to
+//! the Client) are listed with their class and why they are not measured.
 
 use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::history::op;
-use crate::models::methods::{self, RetryClass};
+use crate::models::methods::{self, Direction, RetryClass};
 use crate::models::{
     rpc, Action, AgentConfig, AgentInput, AgentModel, Design, DuringTurn, HeldOnDisconnect,
     ModelAgent,
@@ -17,6 +21,8 @@ use crate::models::{
 pub struct AuditRow {
     /// Method name.
     pub method: &'static str,
+    /// Which way it goes.
+    pub direction: Direction,
     /// Its class.
     pub class: RetryClass,
     /// True when RULES.md infers the class (the proposal's table was lost); false when the
@@ -24,8 +30,26 @@ pub struct AuditRow {
     pub inferred: bool,
     /// What the second send changed on the correct stored Agent.
     pub repeat: String,
-    /// Whether the observed repeat behaviour fits the class.
+    /// Whether the observed repeat behaviour fits the class (true when not measured: nothing
+    /// observed contradicts it).
     pub consistent: bool,
+    /// Why the row is not measured (`None`: measured).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_measured: Option<String>,
+}
+
+impl AuditRow {
+    fn measured(m: &methods::MethodInfo, repeat: String, consistent: bool) -> AuditRow {
+        AuditRow {
+            method: m.name,
+            direction: Direction::ClientToAgent,
+            class: m.class,
+            inferred: m.inferred,
+            repeat,
+            consistent,
+            not_measured: None,
+        }
+    }
 }
 
 /// What one send did.
@@ -87,7 +111,13 @@ fn send(a: &mut ModelAgent, id: u64, method: &str, params: &Value, notification:
             Action::Effect(e)
                 if matches!(
                     e.f,
-                    "insert" | "turn-start" | "turn-end" | "withdraw" | "session-delete"
+                    "insert"
+                        | "turn-start"
+                        | "turn-end"
+                        | "withdraw"
+                        | "session-delete"
+                        | "session-meta"
+                        | "deactivate"
                 ) =>
             {
                 state_changes.push(e.f.to_string())
@@ -102,13 +132,38 @@ fn send(a: &mut ModelAgent, id: u64, method: &str, params: &Value, notification:
 }
 
 /// Build the audit table: the methods measured by a repeat, then `initialize`, the two
-/// cancels and `session/prompt`, each measured its own way.
+/// cancels and `session/prompt`, each measured its own way, then every other method of the
+/// table (both directions), unmeasured, with the reason.
 pub fn audit() -> Vec<AuditRow> {
     let mut rows = repeat_rows();
     rows.push(initialize_row());
     rows.push(cancel_row());
     rows.push(cancel_request_row());
     rows.extend(prompt_rows());
+    for (direction, m) in methods::all() {
+        let done = rows
+            .iter()
+            .any(|r| r.method == m.name && r.direction == direction);
+        if done {
+            continue;
+        }
+        let why = match (m.not_spoken, direction) {
+            (Some(why), _) => format!("not spoken by the models: {why}"),
+            (None, Direction::AgentToClient) => {
+                "not measured: sent by the Agent to the Client; the audit sends to the Agent".into()
+            }
+            (None, Direction::ClientToAgent) => "not measured".into(),
+        };
+        rows.push(AuditRow {
+            method: m.name,
+            direction,
+            class: m.class,
+            inferred: m.inferred,
+            repeat: why.clone(),
+            consistent: true,
+            not_measured: Some(why),
+        });
+    }
     rows
 }
 
@@ -128,13 +183,24 @@ fn repeat_rows() -> Vec<AuditRow> {
         ),
         ("session/close", |s| json!({"sessionId": s})),
         ("session/delete", |s| json!({"sessionId": s})),
+        ("session/options", |s| json!({"sessionId": s, "cwd": "/w"})),
+        (
+            "session/set_title",
+            |s| json!({"sessionId": s, "title": "t"}),
+        ),
+        ("session/archive", |s| json!({"sessionId": s})),
+        // Of an archived session (archived below, before the two sends).
+        ("session/unarchive", |s| json!({"sessionId": s})),
     ];
     let mut rows = Vec::new();
     for (method, params) in methods {
         let m = methods::info(method);
-        let (class, inferred) = (m.class, m.inferred);
+        let class = m.class;
         let (mut a, sid) = agent();
         let p = params(&sid);
+        if method == "session/unarchive" {
+            send(&mut a, 9, "session/archive", &p, false);
+        }
         let first = send(&mut a, 10, method, &p, m.notification);
         let second = send(&mut a, 11, method, &p, m.notification);
         let same = first.answer == second.answer;
@@ -164,13 +230,7 @@ fn repeat_rows() -> Vec<AuditRow> {
             }
             RetryClass::NotResent | RetryClass::Keyed => unreachable!("those rows are built below"),
         };
-        rows.push(AuditRow {
-            method,
-            class,
-            inferred,
-            repeat,
-            consistent,
-        });
+        rows.push(AuditRow::measured(m, repeat, consistent));
     }
     rows
 }
@@ -190,13 +250,11 @@ fn initialize_row() -> AuditRow {
     let second = send(&mut a, 11, "initialize", &p, false);
     let ok = first.answer == second.answer && second.state_changes.is_empty();
     let m = methods::info("initialize");
-    AuditRow {
-        method: m.name,
-        class: m.class,
-        inferred: m.inferred,
-        repeat: "before any other request on a new connection: same answer, nothing changed".into(),
-        consistent: ok,
-    }
+    AuditRow::measured(
+        m,
+        "before any other request on a new connection: same answer, nothing changed".into(),
+        ok,
+    )
 }
 
 /// session/cancel: why it is never resent. A late repeat arrives after the user started new
@@ -234,17 +292,15 @@ fn cancel_row() -> AuditRow {
     let harmed = fresh.state_changes.iter().any(|c| c == "turn-start")
         && late.state_changes.iter().any(|c| c == "turn-end");
     let m = methods::info("session/cancel");
-    AuditRow {
-        method: m.name,
-        class: m.class,
-        inferred: m.inferred,
-        repeat: if harmed {
+    AuditRow::measured(
+        m,
+        if harmed {
             "a late repeat cancelled the work of the next prompt, which the user did not mean to stop".into()
         } else {
             "a late repeat changed nothing (expected it to cancel new work)".into()
         },
-        consistent: harmed,
-    }
+        harmed,
+    )
 }
 
 /// $/cancel_request: harmless to repeat (the id is answered now), but it has no response to
@@ -281,18 +337,16 @@ fn cancel_request_row() -> AuditRow {
     );
     let ok = first.state_changes.iter().any(|c| c == "withdraw") && second.state_changes.is_empty();
     let m = methods::info("$/cancel_request");
-    AuditRow {
-        method: m.name,
-        class: m.class,
-        inferred: m.inferred,
-        repeat: if ok {
+    AuditRow::measured(
+        m,
+        if ok {
             "the first withdrew the held prompt; the repeat names an answered id and is ignored"
                 .into()
         } else {
             "the repeat changed state".into()
         },
-        consistent: ok,
-    }
+        ok,
+    )
 }
 
 /// session/prompt: with the key a repeat inserts nothing; without it, a second message.
@@ -314,11 +368,9 @@ fn prompt_rows() -> [AuditRow; 2] {
     );
     let keyed_ok = k1.answer == k2.answer && !k2.state_changes.iter().any(|c| c == "insert");
     let m = methods::info("session/prompt");
-    let keyed = AuditRow {
-        method: m.name,
-        class: m.class,
-        inferred: m.inferred,
-        repeat: format!(
+    let keyed = AuditRow::measured(
+        m,
+        format!(
             "with the same key: {} (same messageId, no insertion: {keyed_ok})",
             if keyed_ok {
                 "answered from the record"
@@ -326,8 +378,8 @@ fn prompt_rows() -> [AuditRow; 2] {
                 "inserted again"
             }
         ),
-        consistent: keyed_ok,
-    };
+        keyed_ok,
+    );
     let (mut a, sid) = agent();
     send(&mut a, 10, "session/prompt", &prompt(&sid, None), false);
     let u2 = send(&mut a, 11, "session/prompt", &prompt(&sid, None), false);
@@ -339,11 +391,13 @@ fn prompt_rows() -> [AuditRow; 2] {
             .any(|x| matches!(x, Action::Effect(e) if e.f == op::INSERT));
     let unkeyed = AuditRow {
         method: "session/prompt (no key)",
+        direction: Direction::ClientToAgent,
         // Not a method of the table: what an unkeyed prompt's class amounts to (K1, C9).
         class: RetryClass::NotResent,
         inferred: false,
         repeat: "a second user message and a second round of work".into(),
         consistent: second_inserted,
+        not_measured: None,
     };
     [keyed, unkeyed]
 }
@@ -356,8 +410,13 @@ fn prompt(sid: &str, key: Option<&str>) -> Value {
 /// The table as text.
 pub fn table_text(rows: &[AuditRow]) -> String {
     let mut s = format!(
-        "{:<26} {:<12} {:<9} {:<4} {}\n",
-        "method", "class", "source", "ok", "sending it twice to the correct stored Agent"
+        "{:<26} {:<13} {:<12} {:<9} {:<4} {}\n",
+        "method",
+        "direction",
+        "class",
+        "source",
+        "ok",
+        "sending it twice to the correct stored Agent"
     );
     for r in rows {
         let class = serde_json::to_value(r.class)
@@ -365,11 +424,16 @@ pub fn table_text(rows: &[AuditRow]) -> String {
             .and_then(|v| v.as_str().map(String::from))
             .unwrap_or_default();
         s.push_str(&format!(
-            "{:<26} {:<12} {:<9} {:<4} {}\n",
+            "{:<26} {:<13} {:<12} {:<9} {:<4} {}\n",
             r.method,
+            r.direction.as_str(),
             class,
             if r.inferred { "inferred" } else { "stated" },
-            if r.consistent { "yes" } else { "NO" },
+            match (&r.not_measured, r.consistent) {
+                (Some(_), _) => "-",
+                (None, true) => "yes",
+                (None, false) => "NO",
+            },
             r.repeat
         ));
     }
@@ -399,5 +463,24 @@ mod tests {
             rows.iter().filter(|r| r.class == RetryClass::Keyed).count(),
             1
         );
+    }
+
+    /// Every method of the table, both directions, has one audit row with its class; the
+    /// Client→Agent methods the models speak are measured.
+    #[test]
+    fn every_method_of_the_table_has_a_row() {
+        let rows = audit();
+        for (direction, m) in methods::all() {
+            let of: Vec<&AuditRow> = rows
+                .iter()
+                .filter(|r| r.method == m.name && r.direction == direction)
+                .collect();
+            assert_eq!(of.len(), 1, "{} ({direction:?})", m.name);
+            assert_eq!((of[0].class, of[0].inferred), (m.class, m.inferred));
+            let measurable = m.spoken() && direction == Direction::ClientToAgent;
+            assert_eq!(of[0].not_measured.is_none(), measurable, "{}", m.name);
+        }
+        let text = table_text(&rows);
+        assert!(text.contains("session/set_title") && text.contains("elicitation/create"));
     }
 }

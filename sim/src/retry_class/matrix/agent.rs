@@ -31,6 +31,9 @@ impl EventWorld {
             Method::Fork => r["t"] == "fork",
             Method::Delete => r["t"] == "delete",
             Method::Prompt => r["t"] == "msg" && r["text"] == OP_TEXT,
+            Method::SetTitle => r["t"] == "title" && r["title"] == OP_TEXT,
+            Method::Archive => r["t"] == "archive" && r["on"] == true,
+            Method::Unarchive => r["t"] == "archive" && r["on"] == false,
             _ => false,
         }
     }

@@ -233,7 +233,9 @@ impl EventWorld {
                     if p["sessionId"] == self.sid.as_str() && result.is_ok() {
                         match m.as_str() {
                             "session/resume" => self.s_open = true,
-                            "session/close" | "session/delete" => self.s_open = false,
+                            "session/close" | "session/delete" | "session/archive" => {
+                                self.s_open = false
+                            }
                             _ => {}
                         }
                     }

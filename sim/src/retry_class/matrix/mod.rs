@@ -1,5 +1,9 @@
 //! `acp-chaos matrix`: the retry-class conformance matrix (RULES.md "Retry classes", P10).
 //!
+//! Every method of [`crate::models::methods`] has a row: the Client→Agent methods the models
+//! speak are run ([`METHODS`]); the others are listed with their class and why not
+//! ([`not_run`]).
+//!
 //! For each method × fault class × Client policy, run the correct model Agent (or a mutant) over
 //! N seeds and count what the user ends up with: `ok`, `surfaced-error`, `duplicate-effect` or
 //! `silent-drop` (see [`Outcome`]), keeping the first seed of each outcome. From the counts, a
@@ -37,7 +41,10 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-pub use space::{not_applicable, Fault, Method, MethodClass, Outcome, Policy, Variation, METHODS};
+pub use space::{
+    not_applicable, not_run, Fault, Method, MethodClass, NotRun, Outcome, Policy, Variation,
+    METHODS,
+};
 pub use table::table_text;
 pub use verdict::{ClassSummary, ClassVerdict, Example};
 
@@ -256,6 +263,8 @@ pub struct Matrix {
     pub verdicts: Vec<ClassVerdict>,
     /// One summary per class.
     pub classes: Vec<ClassSummary>,
+    /// The methods of the table the matrix does not run, with their classes and why.
+    pub not_run: Vec<NotRun>,
     /// 0 if every stated class is confirmed, 1 if one is refuted (inferred ones refuted are
     /// findings).
     pub exit: i32,
@@ -327,6 +336,11 @@ pub fn sweep(spec: &Spec) -> Matrix {
         cells,
         verdicts,
         classes,
+        not_run: if spec.only.is_none() {
+            not_run()
+        } else {
+            Vec::new()
+        },
         exit: if stated_refuted {
             crate::exit::INVALID
         } else {

@@ -30,6 +30,7 @@ impl EventWorld {
             exists: self.sessions().contains(&self.sid),
             autosave: self.autosave.get(&self.sid).copied(),
             synced: self.resume_synced(),
+            meta: self.agent.session_meta(&self.sid),
         }
     }
 
@@ -115,7 +116,7 @@ impl EventWorld {
         };
         // (duplicate, happened, what)
         let (dup, happened, what): (Option<String>, bool, String) = match self.method {
-            Method::Initialize | Method::List | Method::Status => (
+            Method::Initialize | Method::List | Method::Status | Method::Options => (
                 None,
                 matches!(self.state, OpState::Answered(Ok(_))),
                 "the answer".into(),
@@ -162,6 +163,32 @@ impl EventWorld {
                 self.after_op.autosave == Some(true),
                 format!("autosave after the op {:?}", self.after_op.autosave),
             ),
+            Method::SetTitle => {
+                let op_title = |m: &Option<(Option<String>, bool)>| {
+                    m.as_ref().and_then(|x| x.0.as_deref()) == Some(OP_TEXT)
+                };
+                (
+                    (self.next_ok() && op_title(&self.agent.session_meta(&self.sid)))
+                        .then(|| "the title is the op's again after the Client retitled".into()),
+                    op_title(&self.after_op.meta),
+                    format!("title after the op {:?}", self.after_op.meta),
+                )
+            }
+            Method::Archive | Method::Unarchive => {
+                let on = self.method == Method::Archive;
+                let now = self.agent.session_meta(&self.sid).map(|m| m.1);
+                (
+                    (self.next_ok() && now == Some(on)).then(|| {
+                        format!(
+                            "the session is {} again after the Client's {}",
+                            if on { "archived" } else { "unarchived" },
+                            if on { "unarchive" } else { "archive" }
+                        )
+                    }),
+                    self.after_op.meta.as_ref().map(|m| m.1) == Some(on),
+                    format!("(title, archived) after the op {:?}", self.after_op.meta),
+                )
+            }
             Method::Cancel => {
                 let busy = self.busy_mid.as_deref().and_then(|m| self.turn_end(m));
                 let happened = match busy.as_deref() {

@@ -33,6 +33,10 @@ impl EventWorld {
             let _ = self.call("session/prompt", p);
             self.run_until(|_| false);
         }
+        if self.method == Method::Unarchive {
+            let p = json!({"sessionId": self.sid});
+            let _ = self.call("session/archive", p);
+        }
         if self.method == Method::Resume && self.var.resume_closed {
             let p = json!({"sessionId": self.sid});
             let _ = self.call("session/close", p);
@@ -114,9 +118,16 @@ impl EventWorld {
                 let key = (self.policy == Policy::ResendWithKey).then_some("k-op");
                 text_prompt(sid, OP_TEXT, key)
             }
-            Method::Close | Method::Delete | Method::Status | Method::Cancel => {
+            Method::Close
+            | Method::Delete
+            | Method::Status
+            | Method::Cancel
+            | Method::Archive
+            | Method::Unarchive => {
                 json!({"sessionId": sid})
             }
+            Method::Options => json!({"sessionId": sid, "cwd": "/w"}),
+            Method::SetTitle => json!({"sessionId": sid, "title": OP_TEXT}),
             Method::List => json!({}),
             Method::SetConfigOption => {
                 json!({"sessionId": sid, "configId": "autosave", "type": "boolean", "value": true})
@@ -166,9 +177,15 @@ impl EventWorld {
         let sid = self.sid.clone();
         let (m, p) = match self.method {
             Method::Initialize => ("session/resume", json!({"sessionId": sid, "cwd": "/w"})),
-            Method::New | Method::Fork | Method::Delete | Method::Status => {
+            Method::New | Method::Fork | Method::Delete | Method::Status | Method::Options => {
                 ("session/list", json!({}))
             }
+            Method::SetTitle => (
+                "session/set_title",
+                json!({"sessionId": sid, "title": "next"}),
+            ),
+            Method::Archive => ("session/unarchive", json!({"sessionId": sid})),
+            Method::Unarchive => ("session/archive", json!({"sessionId": sid})),
             Method::List => ("session/status", json!({"sessionId": sid})),
             Method::Prompt | Method::Cancel | Method::CancelRequest => {
                 ("session/prompt", text_prompt(&sid, "next", Some("k-next")))

@@ -7,7 +7,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
-use crate::models::methods::{self, RetryClass};
+use crate::models::methods::{self, Direction, RetryClass};
 use crate::models::{Design, DuringTurn, HeldOnDisconnect, WorkOnDisconnect};
 
 /// A method of the matrix (its wire name by [`Method::as_str`]).
@@ -43,6 +43,18 @@ pub enum Method {
     /// `session/status`.
     #[serde(rename = "session/status")]
     Status,
+    /// `session/options` of the Client's session.
+    #[serde(rename = "session/options")]
+    Options,
+    /// `session/set_title` of the Client's session.
+    #[serde(rename = "session/set_title")]
+    SetTitle,
+    /// `session/archive` of the Client's session.
+    #[serde(rename = "session/archive")]
+    Archive,
+    /// `session/unarchive` of the Client's session, archived in setup.
+    #[serde(rename = "session/unarchive")]
+    Unarchive,
     /// `session/cancel` (a notification) while a turn runs.
     #[serde(rename = "session/cancel")]
     Cancel,
@@ -65,6 +77,10 @@ impl Method {
             Method::List => "session/list",
             Method::SetConfigOption => "session/set_config_option",
             Method::Status => "session/status",
+            Method::Options => "session/options",
+            Method::SetTitle => "session/set_title",
+            Method::Archive => "session/archive",
+            Method::Unarchive => "session/unarchive",
             Method::Cancel => "session/cancel",
             Method::CancelRequest => "$/cancel_request",
         }
@@ -97,9 +113,10 @@ pub struct MethodClass {
     pub inferred: bool,
 }
 
-/// The methods of the matrix, in table order, with their classes from the one methods table
-/// ([`crate::models::methods`]).
-pub const METHODS: [MethodClass; 12] = [
+/// The methods the matrix runs, in table order, with their classes from the one methods table
+/// ([`crate::models::methods`]): every Client→Agent method the models speak (a test keeps them
+/// in step; the table's other methods are listed by [`not_run`]).
+pub const METHODS: [MethodClass; 16] = [
     mc(Method::Initialize),
     mc(Method::New),
     mc(Method::Fork),
@@ -110,9 +127,48 @@ pub const METHODS: [MethodClass; 12] = [
     mc(Method::List),
     mc(Method::SetConfigOption),
     mc(Method::Status),
+    mc(Method::Options),
+    mc(Method::SetTitle),
+    mc(Method::Archive),
+    mc(Method::Unarchive),
     mc(Method::Cancel),
     mc(Method::CancelRequest),
 ];
+
+/// A method of the table the matrix does not run, with its class and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct NotRun {
+    /// The wire name.
+    pub method: &'static str,
+    /// Which way it goes.
+    pub direction: Direction,
+    /// Its retry class.
+    pub class: RetryClass,
+    /// True when RULES.md infers the class.
+    pub inferred: bool,
+    /// Why it is not run.
+    pub why: String,
+}
+
+/// Every method of [`crate::models::methods`] (both directions) that is not in [`METHODS`]:
+/// not spoken by the models, or sent by the Agent (the matrix's scripted Client only sends).
+pub fn not_run() -> Vec<NotRun> {
+    methods::all()
+        .filter(|(d, m)| {
+            *d == Direction::AgentToClient || METHODS.iter().all(|x| x.method.as_str() != m.name)
+        })
+        .map(|(direction, m)| NotRun {
+            method: m.name,
+            direction,
+            class: m.class,
+            inferred: m.inferred,
+            why: match m.not_spoken {
+                Some(why) => format!("not spoken by the models: {why}"),
+                None => "sent by the Agent; the matrix's scripted Client only sends".into(),
+            },
+        })
+        .collect()
+}
 
 pub(super) const fn mc(method: Method) -> MethodClass {
     let m = methods::info(method.as_str());
@@ -308,7 +364,8 @@ pub struct Variation {
     /// O4: prompts during a turn (forced `hold` for `$/cancel_request`: it needs a held prompt).
     pub o4: DuringTurn,
     /// Whether a turn runs when the op is sent (forced on for `session/cancel` and
-    /// `$/cancel_request`, off for `session/resume` of a closed session).
+    /// `$/cancel_request`, off for `session/resume` of a closed session and for
+    /// `session/unarchive`, whose session setup archived).
     pub busy: bool,
     /// Prior prompts (each run to its end) in the session before the op: 0 to 3.
     pub history: u8,
@@ -368,6 +425,7 @@ impl Variation {
             }
             // A closed session runs no turn.
             Method::Resume if v.resume_closed => v.busy = false,
+            Method::Unarchive => v.busy = false,
             _ => {}
         }
         v

@@ -65,6 +65,19 @@ pub fn table_text(mx: &Matrix) -> String {
             }
         }
     }
+    if !mx.not_run.is_empty() {
+        s.push_str("\nnot run (both directions of the methods table):\n");
+        for n in &mx.not_run {
+            s.push_str(&format!(
+                "  {:<26} {:<13} {:<12} {:<8} {}\n",
+                n.method,
+                n.direction.as_str(),
+                n.class.as_str(),
+                if n.inferred { "inferred" } else { "stated" },
+                n.why
+            ));
+        }
+    }
     s.push('\n');
     for c in &mx.classes {
         let names = |ms: &[Method]| ms.iter().map(|m| m.as_str()).collect::<Vec<_>>().join(" ");

@@ -73,6 +73,8 @@ pub(super) struct AfterOp {
     pub(super) exists: bool,
     pub(super) autosave: Option<bool>,
     pub(super) synced: bool,
+    /// The session's title and whether it is archived, from the Agent (`None`: no session).
+    pub(super) meta: Option<(Option<String>, bool)>,
 }
 
 /// A line in the verbose log (`acp-chaos matrix --seed N ...`), formatted only when logging.
