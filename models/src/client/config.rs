@@ -40,6 +40,10 @@ pub enum ClientMutant {
     /// if it had never been sent, though an attempt may have been written before the restart
     /// and inserted. Breaks C8 (P2, Client at fault).
     WithdrawsRecovered,
+    /// After a reconnect the pending prompts of a session go out right behind its
+    /// `session/resume`, without waiting for the resume's response. Breaks C6 (P16 finding,
+    /// Client at fault).
+    PromptsBeforeResume,
 }
 
 /// Which Client.

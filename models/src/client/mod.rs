@@ -122,7 +122,7 @@ enum Req {
     Prompt { submission: u64 },
 }
 
-#[derive(Debug, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 enum Phase {
     Init,
     Setup,
@@ -316,7 +316,13 @@ impl SpecClient {
     }
 
     fn attempt(&mut self, submission: u64, out: &mut Vec<Action>) {
-        if self.conn.as_ref().is_none_or(|c| c.phase != Phase::Ready) {
+        self.attempt_in(submission, Phase::Ready, out)
+    }
+
+    /// An attempt, if the connection is in `phase` (`Ready`; the mutant
+    /// `prompts-before-resume` also sends during set-up).
+    fn attempt_in(&mut self, submission: u64, phase: Phase, out: &mut Vec<Action>) {
+        if self.conn.as_ref().is_none_or(|c| c.phase != phase) {
             return;
         }
         let fresh =
@@ -634,12 +640,26 @@ impl SpecClient {
                 serde_json::to_value(ResumeSessionRequest::new(sid, "/work")),
             ),
         };
+        let resume = matches!(req, Req::Resume { .. });
         if self
             .send_req(req, method, params.expect("serializes"), out)
             .is_some()
         {
             if let Some(c) = self.conn.as_mut().filter(|c| c.phase != Phase::Ready) {
                 c.setting_up += 1;
+            }
+            if resume && self.cfg.mutant == Some(ClientMutant::PromptsBeforeResume) {
+                // Mutant: the slot's pending prompts follow the resume at once (C6).
+                let due: Vec<u64> = self
+                    .pending
+                    .iter()
+                    .filter(|(_, p)| p.slot == slot && p.attempts > 0)
+                    .map(|(s, _)| *s)
+                    .collect();
+                let phase = self.conn.as_ref().map_or(Phase::Ready, |c| c.phase);
+                for s in due {
+                    self.attempt_in(s, phase, out);
+                }
             }
         }
     }

@@ -162,7 +162,7 @@ pub const CHECKERS: &[Checker] = &[
     Checker {
         property: "P16",
         title: "active-session",
-        rules: &["X2"],
+        rules: &["X2", "C6"],
         check: p16_active_session,
     },
 ];

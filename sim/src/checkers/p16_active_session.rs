@@ -1,4 +1,4 @@
-//! P16 active-session (X2): [`p16_active_session`].
+//! P16 active-session (X2 C6): [`p16_active_session`].
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -20,9 +20,11 @@ const NEED_ACTIVE: [&str; 2] = ["session/prompt", "session/set_config_option"];
 /// its TCP connections). A `session/prompt` or `session/set_config_option` for a session not
 /// active on its connection must be answered `-32002` with `data.sessionId` (a request error
 /// such as `-32602` for a malformed request is allowed too); a success, or any other answer,
-/// is a violation, the Agent at fault. Unanswered requests are P7's.
+/// is a violation, the Agent at fault. Unanswered requests are P7's. From the Client's side
+/// (C6, a finding): no prompt for a session before the response to its `session/resume` on
+/// that connection.
 pub fn p16_active_session(f: &Facts) -> Verdict {
-    let mut v = Verdict::valid("P16", &["X2"]);
+    let mut v = Verdict::valid("P16", &["X2", "C6"]);
     let ops = &f.history.ops;
     // The Agent's first answer to each (connection, id): (op index, the frame).
     let mut answers: BTreeMap<(u64, String), (usize, &Value)> = BTreeMap::new();
@@ -138,5 +140,53 @@ pub fn p16_active_session(f: &Facts) -> Verdict {
             _ => {}
         }
     }
+    if v.status == Status::Valid {
+        client_waits_for_resume(f, &mut v);
+    }
     v
+}
+
+/// C6, from the Client's log: once it has written `session/resume` for a session on a
+/// connection, it writes no `session/prompt` for that session there before the resume's
+/// response has arrived (such a prompt may get `-32002`). A SHOULD: a finding.
+fn client_waits_for_resume(f: &Facts, v: &mut Verdict) {
+    // (connection, session) → the id of the resume the Client awaits there.
+    let mut resuming: BTreeMap<(u64, String), String> = BTreeMap::new();
+    for o in &f.history.ops {
+        let val = &o.value;
+        let conn = val["conn"].as_u64().unwrap_or(0);
+        let fr = &val["frame"];
+        match (o.process.as_str(), o.f.as_str()) {
+            (process::NET, op::SEND) if val["from"] == "client" => {
+                let sid = fr["params"]["sessionId"].as_str().unwrap_or_default();
+                match fr["method"].as_str() {
+                    Some("session/resume") => {
+                        resuming.insert((conn, sid.to_string()), fr["id"].to_string());
+                    }
+                    Some("session/prompt") if resuming.contains_key(&(conn, sid.to_string())) => {
+                        v.status = Status::Finding;
+                        v.party = Some(Party::Client);
+                        v.rules = vec!["C6".into()];
+                        v.witnesses = vec![o.index];
+                        v.fault = f.fault_before(o.index);
+                        v.message = format!(
+                            "session/prompt #{} for session {sid} went out on connection {conn} before the response to its session/resume there (C6: resend once the resume response has arrived; before it, -32002)",
+                            fr["id"]
+                        );
+                        return;
+                    }
+                    _ => {}
+                }
+            }
+            (process::NET, op::RECV)
+                if val["from"].as_str().is_some_and(is_agent_host)
+                    && fr.get("method").is_none() =>
+            {
+                let id = fr["id"].to_string();
+                resuming.retain(|(c, _), r| !(*c == conn && *r == id));
+            }
+            (_, op::CONN_END) => resuming.retain(|(c, _), _| *c != conn),
+            _ => {}
+        }
+    }
 }

@@ -244,6 +244,38 @@ fn p7_no_response_to_a_request_never_read() {
 }
 
 #[test]
+fn p16_the_client_waits_for_the_resume_response_before_prompting() {
+    let send = |id: u64, method: &str| {
+        (
+            "net",
+            "send",
+            json!({"conn": 2, "from": "client", "frame": {"jsonrpc": "2.0", "id": id, "method": method, "params": {"sessionId": "s"}}}),
+        )
+    };
+    let answered = (
+        "net",
+        "recv",
+        json!({"conn": 2, "from": "agent", "frame": {"jsonrpc": "2.0", "id": 2, "result": {}}}),
+    );
+    // The prompt after the resume's response: valid; before it: a C6 finding, the Client's.
+    let after = hist(&[
+        send(2, "session/resume"),
+        answered.clone(),
+        send(3, "session/prompt"),
+    ]);
+    assert_eq!(status(&after, "P16").0, Status::Valid);
+    let before = hist(&[
+        send(2, "session/resume"),
+        send(3, "session/prompt"),
+        answered,
+    ]);
+    assert_eq!(
+        status(&before, "P16"),
+        (Status::Finding, Some(Party::Client))
+    );
+}
+
+#[test]
 fn p2_lost_submission_blames_the_client_and_pending_is_unknown() {
     let ops = submit_and_attempt(1, 1, 3, "k");
     let mut lost = ops.clone();
