@@ -594,6 +594,30 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: false,
         designs: &[],
     },
+    Mutant {
+        name: "prompts-before-resume",
+        kind: MutantKind::Client(ClientMutant::PromptsBeforeResume),
+        rules: &["C6"],
+        property: "P16",
+        party: Party::Client,
+        summary: "after a reconnect a session's pending prompts go out right behind its session/resume, before the resume's response",
+        finding: true,
+        needs_fault: true,
+        swarm_finds: true,
+        designs: &[],
+    },
+    Mutant {
+        name: "lenient-json",
+        kind: MutantKind::Agent(AgentMutant::LenientJson),
+        rules: &["K3"],
+        property: "P5",
+        party: Party::Agent,
+        summary: "frames parsed as JavaScript's JSON.parse does: a lone surrogate escape is a character, so a frame that is not valid JSON is served instead of failing -32700",
+        finding: false,
+        needs_fault: false,
+        swarm_finds: true,
+        designs: &[],
+    },
 ];
 
 /// Look a mutant up by its CLI name.

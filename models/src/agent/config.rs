@@ -198,6 +198,10 @@ pub enum AgentMutant {
     /// answered) is answered with an error under the named id, instead of ignored: a response
     /// to nothing, or a second response to an answered request. Breaks A5 (P7, Agent at fault).
     AnswersUnknownCancel,
+    /// Frames are parsed as JavaScript's `JSON.parse` does: a lone surrogate escape
+    /// (`"\ud800"`) is taken for a character (here U+FFFD) instead of failing the frame, so a
+    /// key made of one is a valid one-character key. Breaks K3 (`-32700`, P5, Agent at fault).
+    LenientJson,
 }
 
 /// Settings of a model Agent.

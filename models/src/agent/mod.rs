@@ -458,6 +458,14 @@ impl ModelAgent {
         if line.trim().is_empty() {
             return;
         }
+        let lenient;
+        let line = if self.cfg.mutant == Some(AgentMutant::LenientJson) {
+            // Mutant: lone surrogates read as a character.
+            lenient = replace_lone_surrogates(line);
+            lenient.as_str()
+        } else {
+            line
+        };
         let frame = match rpc::parse(line) {
             Ok(f) => f,
             Err(e) => {
@@ -903,4 +911,41 @@ impl AgentModel for ModelAgent {
 
 fn to_value<T: Serialize>(v: T) -> Value {
     serde_json::to_value(v).expect("schema types serialize")
+}
+
+/// Mutant `lenient-json`: every `\uXXXX` escape of a surrogate that is not half of a pair
+/// becomes `\ufffd` (what a parser that accepts lone surrogates ends up holding).
+fn replace_lone_surrogates(line: &str) -> String {
+    let hex = |s: &str| u16::from_str_radix(s, 16).ok();
+    let escape_at = |i: usize| {
+        line.get(i..i + 6)
+            .filter(|e| e.starts_with("\\u"))
+            .and_then(|e| hex(&e[2..]))
+    };
+    let (mut out, mut i) = (String::with_capacity(line.len()), 0);
+    while i < line.len() {
+        if line[i..].starts_with("\\\\") {
+            out.push_str("\\\\");
+            i += 2;
+            continue;
+        }
+        match escape_at(i) {
+            Some(0xD800..=0xDBFF)
+                if escape_at(i + 6).is_some_and(|lo| (0xDC00..=0xDFFF).contains(&lo)) =>
+            {
+                out.push_str(&line[i..i + 12]);
+                i += 12;
+            }
+            Some(0xD800..=0xDFFF) => {
+                out.push_str("\\ufffd");
+                i += 6;
+            }
+            _ => {
+                let c = line[i..].chars().next().expect("in bounds");
+                out.push(c);
+                i += c.len_utf8();
+            }
+        }
+    }
+    out
 }

@@ -143,6 +143,20 @@ pub fn p5_key_validation(f: &Facts) -> Verdict {
         let insert = later()
             .filter(on_aconn)
             .find(|o| o.process == process::AGENT && o.f == op::INSERT && o.value["id"] == aid);
+        // K3: a frame that is not JSON has no id to answer under; an answer under the probe's
+        // id means the Agent parsed it anyway.
+        let served = (form == KeyForm::NotJson)
+            .then(|| {
+                later().find(|o| {
+                    written(o).is_some_and(|w| {
+                        w["conn"].as_u64() == Some(aconn)
+                            && w["from"] == "agent"
+                            && w["frame"].get("method").is_none()
+                            && w["frame"]["id"] == aid
+                    })
+                })
+            })
+            .flatten();
         let code = answer.and_then(|(_, w)| w["frame"]["error"]["code"].as_i64());
         let answer = answer.map(|(a, _)| a);
         let bad = match (&form, answer, insert) {
@@ -174,6 +188,14 @@ pub fn p5_key_validation(f: &Facts) -> Verdict {
                     "a null key was rejected -32602: it is the same as no key (K1)".to_string(),
                 ))
             }
+            (KeyForm::NotJson, _, Some(i)) => Some((
+                i.index,
+                "a frame that is not JSON was parsed anyway and its prompt inserted (K3: -32700, nothing inserted)".to_string(),
+            )),
+            (KeyForm::NotJson, _, None) if served.is_some() => Some((
+                served.map_or(sent.index, |o| o.index),
+                "a frame that is not JSON was parsed anyway and answered under its id (K3: -32700 with id null)".to_string(),
+            )),
             (KeyForm::NotJson, None, _)
                 if !later().filter(on_conn).any(|o| o.f == op::CONN_END) =>
             {

@@ -23,6 +23,9 @@ pub fn p7_every_request_answered(f: &Facts) -> Verdict {
     // away and crashes too): a crash after the read ends the exchange.
     let mut crashes: Vec<usize> = Vec::new();
     let mut quiescent = false;
+    // Connections where the Agent read a line the history could not parse (not JSON): what it
+    // answers there afterwards is P5's to judge (K3), not an answer to nothing.
+    let mut garbled: BTreeMap<u64, usize> = BTreeMap::new();
     for op in &f.history.ops {
         let val = &op.value;
         let key = |fr: &Value| (val["conn"].as_u64().unwrap_or(0), fr["id"].to_string());
@@ -65,6 +68,11 @@ pub fn p7_every_request_answered(f: &Facts) -> Verdict {
                     return v;
                 }
                 awaiting.insert(k, op.index);
+            }
+            (process::NET, op::RECV) if val["from"] == "client" && val["frame"].is_string() => {
+                garbled
+                    .entry(val["conn"].as_u64().unwrap_or(0))
+                    .or_insert(op.index);
             }
             (process::NET, op::RECV)
                 if val["from"] == "agent" && val["frame"].get("method").is_none() =>
@@ -112,10 +120,9 @@ pub fn p7_every_request_answered(f: &Facts) -> Verdict {
     // A5: unknown or already answered ids are ignored: no response to a request never read
     // (a cancel's `requestId` answered as if it were a request). `id: null` answers a frame
     // whose id could not be read (-32700, -32600).
-    if let Some((k, a)) = answers
-        .iter()
-        .find(|(k, _)| k.1 != "null" && !read.contains_key(k))
-    {
+    if let Some((k, a)) = answers.iter().find(|(k, a)| {
+        k.1 != "null" && !read.contains_key(k) && !garbled.get(&k.0).is_some_and(|g| *g < a[0])
+    }) {
         v.status = Status::Invalid;
         v.party = Some(Party::Agent);
         v.rules = vec!["A5".into()];

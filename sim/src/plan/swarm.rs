@@ -192,6 +192,19 @@ pub(super) fn draw_settings(s: &Scenario, seed: u64, design: Design) -> (Scenari
                 note: "drawn by the swarm: two-byte characters (K2)".into(),
             });
         }
+        // A frame that is not JSON, a lone surrogate escape in the key (K3: -32700; a parser
+        // like JavaScript's JSON.parse takes it), from its own stream.
+        let mut j = draw("raw.notjson");
+        let notjson = j.gen_bool(0.5) || uniform;
+        let at_ms = j.gen_range(d.workload.start_ms..=end);
+        if on && notjson {
+            d.raw.push(crate::scenario::RawProbe {
+                at_ms,
+                key_json: Some(r#""\ud800""#.into()),
+                line: None,
+                note: "drawn by the swarm: a lone surrogate, not JSON (K3)".into(),
+            });
+        }
         // A recorded key reused with another prompt (A4), from its own stream: a keyed prompt,
         // then the same key with another text in the same session.
         let mut k = draw("raw.rekey");

@@ -205,6 +205,18 @@ const PINNED: &[(&str, &str, Design, u64)] = &[
         0,
     ),
     (
+        "prompts-before-resume",
+        "rfd-02-retry-after-resume-new-connection",
+        Design::Stored,
+        0,
+    ),
+    (
+        "lenient-json",
+        "field-f19-key-validation",
+        Design::Stored,
+        0,
+    ),
+    (
         "serves-inactive-session",
         "session-02-prompt-after-close",
         Design::Stored,
