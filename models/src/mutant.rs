@@ -618,6 +618,18 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: true,
         designs: &[],
     },
+    Mutant {
+        name: "any-cancel-withdraws",
+        kind: MutantKind::Client(ClientMutant::AnyCancelWithdraws),
+        rules: &["C8"],
+        property: "P2",
+        party: Party::Client,
+        summary: "every -32800 is taken for the user's own withdrawal, also one nobody asked for: the input is shown withdrawn instead of resubmitted",
+        finding: false,
+        needs_fault: false,
+        swarm_finds: false,
+        designs: &[],
+    },
 ];
 
 /// Look a mutant up by its CLI name.

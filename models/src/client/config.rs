@@ -44,6 +44,10 @@ pub enum ClientMutant {
     /// `session/resume`, without waiting for the resume's response. Breaks C6 (P16 finding,
     /// Client at fault).
     PromptsBeforeResume,
+    /// Every `-32800` is taken for the user's own withdrawal, also one nobody asked for (a
+    /// close or stop from elsewhere, an Agent shutting down): the input is shown withdrawn
+    /// instead of resubmitted. Breaks C8 (P2, Client at fault).
+    AnyCancelWithdraws,
 }
 
 /// Which Client.

@@ -572,7 +572,10 @@ impl SpecClient {
                     return;
                 }
                 match rpc::error_code(&e) {
-                    Some(code::REQUEST_CANCELLED) if self.pending[&submission].cancel => {
+                    Some(code::REQUEST_CANCELLED)
+                        if self.pending[&submission].cancel
+                            || self.cfg.mutant == Some(ClientMutant::AnyCancelWithdraws) =>
+                    {
                         // A later attempt still out arrived after this withdrawal and may have
                         // been inserted (A2 lets it): its answer decides, so wait for it (C8).
                         let answered = id.as_u64().unwrap_or_default();

@@ -118,6 +118,30 @@ pub fn p2_no_silent_drop(f: &Facts) -> Verdict {
                 // that took effect and was not lost makes that a lie, unless the Agent itself
                 // answered the inserted attempt -32800 (then P4 and P6 blame it).
                 let at = f.withdrawn[n];
+                // C8: "withdrawn by its own user": the user cancelled it, or stopped or closed
+                // its session after submitting it. A -32800 nobody asked for is shown as an
+                // error or resubmitted, never taken for the user's withdrawal.
+                let submitted = f.submissions[n];
+                let slot = &f.history.ops[submitted].value["slot"];
+                let asked = f.history.ops[submitted..at].iter().any(|o| {
+                    o.process == process::USER
+                        && match o.f.as_str() {
+                            op::CANCEL => o.value["submission"].as_u64() == Some(*n),
+                            op::STOP | op::CLOSE => o.value["slot"] == *slot,
+                            _ => false,
+                        }
+                });
+                if !asked {
+                    v.status = Status::Invalid;
+                    v.party = Some(Party::Client);
+                    v.rules = vec!["C8".into()];
+                    v.witnesses = vec![submitted, at];
+                    v.fault = f.fault_before(at);
+                    v.message = format!(
+                        "submission {n} was shown to the user as withdrawn (op {at}) though its user never cancelled it, nor stopped or closed its session (C8: a -32800 nobody asked for is shown or resubmitted)"
+                    );
+                    return v;
+                }
                 let told_cancelled = |i: &Insert| {
                     let iv = &f.history.ops[i.op].value;
                     f.history.ops.iter().any(|o| {

@@ -311,6 +311,7 @@ fn p2_an_input_shown_withdrawn_was_not_inserted() {
     // does not blame the Client for believing it.
     let mut ops = submit_and_attempt(1, 1, 3, "k");
     ops.extend(insert("m1", 1, 3, "k"));
+    ops.push(("user", "cancel", json!({"submission": 1})));
     ops.push((
         "net",
         "send",
@@ -318,10 +319,20 @@ fn p2_an_input_shown_withdrawn_was_not_inserted() {
     ));
     ops.push(("client", "withdrawn", json!({"submission": 1})));
     assert_eq!(status(&hist(&ops), "P2").0, Status::Valid);
-    // Never inserted: withdrawn is the truth.
-    let mut ops = submit_and_attempt(1, 1, 3, "k");
-    ops.push(("client", "withdrawn", json!({"submission": 1})));
-    assert_eq!(status(&hist(&ops), "P2").0, Status::Valid);
+    // Never inserted, and its user cancelled it (or stopped its session): withdrawn is the
+    // truth. Nobody asked: a -32800 from elsewhere is not the user's withdrawal (C8).
+    for (asked, want) in [
+        (Some(("cancel", json!({"submission": 1}))), Status::Valid),
+        (Some(("stop", json!({"slot": 0}))), Status::Valid),
+        (Some(("stop", json!({"slot": 1}))), Status::Invalid),
+        (None, Status::Invalid),
+    ] {
+        let mut ops = vec![("user", "submit", json!({"submission": 1, "slot": 0}))];
+        ops.extend(submit_and_attempt(1, 1, 3, "k").into_iter().skip(1));
+        ops.extend(asked.map(|(f, v)| ("user", f, v)));
+        ops.push(("client", "withdrawn", json!({"submission": 1})));
+        assert_eq!(status(&hist(&ops), "P2").0, want, "{ops:?}");
+    }
 }
 
 #[test]

@@ -205,6 +205,19 @@ pub(super) fn draw_settings(s: &Scenario, seed: u64, design: Design) -> (Scenari
                 note: "drawn by the swarm: a lone surrogate, not JSON (K3)".into(),
             });
         }
+        // A stop the user never pressed (C8: its -32800s are not the user's withdrawal), from
+        // its own stream.
+        let mut st = draw("raw.stop");
+        let stop = st.gen_bool(0.5) || uniform;
+        let at_ms = st.gen_range(d.workload.start_ms..=end);
+        if on && stop {
+            d.raw.push(crate::scenario::RawProbe {
+                at_ms,
+                key_json: None,
+                line: Some(STOP_PROBE.into()),
+                note: "drawn by the swarm: a stop nobody pressed here (C8)".into(),
+            });
+        }
         // A recorded key reused with another prompt (A4), from its own stream: a keyed prompt,
         // then the same key with another text in the same session.
         let mut k = draw("raw.rekey");
@@ -264,6 +277,10 @@ pub(super) fn draw_settings(s: &Scenario, seed: u64, design: Design) -> (Scenari
     }
     (d, drawn)
 }
+
+/// The swarm's C8 probe: a `session/cancel` for slot 0's session that the user did not press.
+const STOP_PROBE: &str =
+    r#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"$SESSION"}}"#;
 
 /// The swarm's A4 probe pair: one key, two prompts (`$TEXT` is filled in when drawn).
 const REKEY_PROBE: &str = r#"{"jsonrpc":"2.0","id":$ID,"method":"session/prompt","params":{"sessionId":"$SESSION","prompt":[{"type":"text","text":"$TEXT"}],"idempotencyKey":"swarm-rekey"}}"#;

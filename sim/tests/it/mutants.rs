@@ -217,6 +217,12 @@ const PINNED: &[(&str, &str, Design, u64)] = &[
         0,
     ),
     (
+        "any-cancel-withdraws",
+        "cancel-03-stop-nobody-pressed",
+        Design::Stored,
+        0,
+    ),
+    (
         "serves-inactive-session",
         "session-02-prompt-after-close",
         Design::Stored,
@@ -386,6 +392,8 @@ const SWARM_PINNED: &[(&str, Design, u64)] = &[
     ("cluster-stop-node-local", Design::Cluster, 11838),
     // 7 catches in seeds 0..300 (the swarm's A4 probe pair, stream `draw.raw.rekey`).
     ("inserts-other-prompt", Design::Stored, 21),
+    // 5 catches in seeds 600..4600 (the swarm's stop nobody pressed, stream `draw.raw.stop`).
+    ("any-cancel-withdraws", Design::Stored, 991),
     ("resends-unkeyed", Design::Stored, 53),
     // 15 catches in seeds 0..1000; 410 is the seed a reviewer found the Client bug on.
     ("withdraws-recovered", Design::Stored, 410),
