@@ -121,7 +121,7 @@ pub fn p7_every_request_answered(f: &Facts) -> Verdict {
     // (a cancel's `requestId` answered as if it were a request). `id: null` answers a frame
     // whose id could not be read (-32700, -32600).
     if let Some((k, a)) = answers.iter().find(|(k, a)| {
-        k.1 != "null" && !read.contains_key(k) && !garbled.get(&k.0).is_some_and(|g| *g < a[0])
+        k.1 != "null" && !read.contains_key(k) && garbled.get(&k.0).is_none_or(|g| *g >= a[0])
     }) {
         v.status = Status::Invalid;
         v.party = Some(Party::Agent);
