@@ -234,6 +234,10 @@ pub struct ModelAgent {
     conn_keys: BTreeMap<ConnId, BTreeSet<(String, String)>>,
     /// Mutant `dedup-by-id`: (session, JSON-RPC id) → messageId.
     id_records: BTreeMap<(String, String), String>,
+    /// Retention window: discard timer → the messageId it discards.
+    discards: IndexMap<u64, String>,
+    /// Retention window: the recovered messages' discard timers are set (on the first input).
+    armed: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -242,6 +246,8 @@ enum TimerKind {
     HistoryFill,
     /// Remote transport: no answer to permission request `req` yet; ask again.
     AskAgain(u64),
+    /// Retention window: discard a message (which one: [`ModelAgent::discards`]).
+    Discard,
 }
 
 /// Remote transport: how long a cluster node waits for the answer to its
@@ -287,6 +293,15 @@ impl ModelAgent {
                     }
                     Some("delete") => {
                         sessions.shift_remove(&sid);
+                    }
+                    // Retention window: a message discarded with its key.
+                    Some("discard") => {
+                        let mid = r["messageId"].as_str().unwrap_or_default();
+                        if let Some(s) = sessions.get_mut(&sid) {
+                            if let Some(i) = s.messages.iter().position(|m| m.message_id == mid) {
+                                s.messages.remove(i);
+                            }
+                        }
                     }
                     Some("arrival") => {
                         if let (Some(k), Some(mid)) = (r["key"].as_str(), r["messageId"].as_str()) {
@@ -349,6 +364,8 @@ impl ModelAgent {
             arrivals,
             conn_keys: BTreeMap::new(),
             id_records: BTreeMap::new(),
+            discards: IndexMap::new(),
+            armed: false,
         }
     }
 
@@ -819,6 +836,11 @@ pub fn derive_id(session: &str, key: &str) -> String {
 
 impl AgentModel for ModelAgent {
     fn handle(&mut self, input: AgentInput, out: &mut Vec<Action>) {
+        if self.cfg.retention_ms > 0 && !std::mem::replace(&mut self.armed, true) {
+            // A restart starts the window again for what it recovered (the process does not
+            // know when an earlier one inserted it): kept at least the window.
+            self.arm_recovered(out);
+        }
         match input {
             AgentInput::Connected(c) => {
                 self.conns.insert(c, BTreeSet::new());
