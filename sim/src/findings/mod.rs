@@ -427,6 +427,10 @@ fn observe(
     out
 }
 
+/// The retention table's claim: (id, the rule ids it is about), listed beside [`CLAIMS`] by
+/// `acp-chaos list rules`.
+pub const RETENTION_CLAIM: (&str, &[&str]) = ("retention-window", &["A16", "C7"]);
+
 /// The scenario the retention table is measured on (A16 against C7).
 pub const RETENTION_SCENARIO: &str = "retention-01-resend-after-window";
 
