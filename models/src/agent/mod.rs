@@ -98,6 +98,8 @@ pub enum AgentInput {
 ///   recorded for its key;
 /// - `reject` `{conn, id, code}` (with `transient: true` for an injected
 ///   [`AgentInput::InjectTransientError`]): a prompt was refused before insertion.
+/// - `discard` `{session, messageId}`: a retention window let a retained message go with its
+///   key record; a later insertion of its key is then a finding (A16), not a violation.
 pub trait AgentModel {
     /// Handle one input; push the actions to run, in order.
     fn handle(&mut self, input: AgentInput, out: &mut Vec<Action>);
