@@ -220,8 +220,9 @@ pub struct AgentConfig {
     /// The mutant, if any.
     pub mutant: Option<AgentMutant>,
     /// Retention window, in simulated ms (0: none). Each retained message is discarded, key
-    /// and all, this long after this process inserted it (or recovered it: a restart starts
-    /// the window again), and a retry of it may be inserted again (A16). The design's declared
+    /// and all, this long after this process inserted it (or copied it into a fork, or
+    /// recovered it: a restart starts the window again), and a retry of it may be inserted
+    /// again (A16). The design's declared
     /// [`Retention`] then holds only within the window. Not for `cluster` (its key records
     /// live in the store). Left out of the history header when 0.
     #[serde(default, skip_serializing_if = "is_zero")]

@@ -616,6 +616,7 @@ impl ModelAgent {
                     })
                     .collect();
                 let ids = messages.iter().map(|m| m.message_id.clone()).collect();
+                let copied: Vec<String> = messages.iter().map(|m| m.message_id.clone()).collect();
                 let sid = self.new_session_id();
                 self.sessions.insert(
                     sid.clone(),
@@ -631,6 +632,10 @@ impl ModelAgent {
                         record: json!({"t": "fork", "id": sid, "from": from}),
                         sync: true,
                     });
+                }
+                // Retention window: the copies are kept the window from the fork on.
+                for mid in copied {
+                    self.arm_discard(&sid, &mid, out);
                 }
                 self.activate(conn, &sid, out);
                 self.send(

@@ -1389,3 +1389,31 @@ fn a_stored_discard_survives_a_restart_and_a_restart_starts_the_window_again() {
         vec![&json!({"session": sid, "messageId": m2})]
     );
 }
+
+#[test]
+fn a_forks_copies_are_kept_the_window_from_the_fork() {
+    let mut a = windowed(Design::Stored, 400, &[]);
+    let sid = new_session(&mut a, 1);
+    let out = prompt(&mut a, 1, 2, &sid, json!("k"));
+    let mid = response(&out, 2)["result"]["messageId"].clone();
+    fire(&mut a, &timers_of(&out, 10));
+    let f = call(
+        &mut a,
+        1,
+        3,
+        "session/fork",
+        json!({"sessionId": sid, "cwd": "/w"}),
+    );
+    let fork = response(&f, 3)["result"]["sessionId"].clone();
+    let d = fire(&mut a, &timers_of(&f, 400));
+    assert_eq!(
+        effects(&d, op::DISCARD),
+        vec![&json!({"session": fork, "messageId": mid})]
+    );
+    assert_eq!(a.retained()[fork.as_str().unwrap()], json!([]));
+    assert_eq!(
+        a.retained()[&sid],
+        json!([mid]),
+        "the original keeps its own window"
+    );
+}
