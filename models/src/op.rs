@@ -8,7 +8,9 @@
 //! insertion took effect), [`DEDUP_HIT`], [`REJECT`], [`TURN_START`] and [`TOOL_EFFECT`] (a
 //! second round of work, P1), [`HOLD`], [`RELEASE`], [`WITHDRAW`] and [`DROP_HELD`] (held
 //! prompts, P3, P6, P7), [`ACTIVATE`] and [`DEACTIVATE`] (which connection has which session
-//! active, P1's A11 and P10), and the driver's [`RECOVER`] after each start (what it retained).
+//! active, P1's A11 and P10), [`DISCARD`] (a message its retention window let go: a second
+//! insertion after it is A16's finding, not a violation), and the driver's [`RECOVER`] after
+//! each start (what it retained).
 
 // --- the Agent's effects ---------------------------------------------------------------------
 
@@ -52,6 +54,10 @@ pub const DROP_HELD: &str = "drop-held";
 pub const ACTIVATE: &str = "activate";
 /// A session stopped being active on a connection: `{session, conn}`.
 pub const DEACTIVATE: &str = "deactivate";
+/// A retained message was discarded at the end of the Agent's retention window, with its key
+/// record: it is no longer kept or replayed, and a retry of its key may be inserted again
+/// (A16): `{session, messageId}`.
+pub const DISCARD: &str = "discard";
 /// A session was deleted: `{session}`.
 pub const SESSION_DELETE: &str = "session-delete";
 /// A session's metadata changed (`session/set_title`, `session/archive`, `session/unarchive`):

@@ -5,7 +5,9 @@
 
 use serde::{Deserialize, Serialize};
 
-/// What the design promises to keep (RULES.md "Retention").
+/// What the design promises to keep (RULES.md "Retention"). A retention window
+/// ([`AgentConfig::retention_ms`]) bounds either: the design keeps what it declares for that
+/// long after an insertion, then discards it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Retention {
@@ -225,6 +227,18 @@ pub struct AgentConfig {
     pub permission_rate: f64,
     /// The mutant, if any.
     pub mutant: Option<AgentMutant>,
+    /// Retention window, in simulated ms (0: none). Each retained message is discarded, key
+    /// and all, this long after this process inserted it (or copied it into a fork, or
+    /// recovered it: a restart starts the window again), and a retry of it may be inserted
+    /// again (A16). The design's declared
+    /// [`Retention`] then holds only within the window. Not for `cluster` (its key records
+    /// live in the store). Left out of the history header when 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub retention_ms: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 impl AgentConfig {
@@ -245,6 +259,7 @@ impl AgentConfig {
             tool_rate: 0.0,
             permission_rate: 0.0,
             mutant,
+            retention_ms: 0,
         }
     }
 }

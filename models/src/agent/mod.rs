@@ -99,6 +99,8 @@ pub enum AgentInput {
 ///   recorded for its key;
 /// - `reject` `{conn, id, code}` (with `transient: true` for an injected
 ///   [`AgentInput::InjectTransientError`]): a prompt was refused before insertion.
+/// - `discard` `{session, messageId}`: a retention window let a retained message go with its
+///   key record; a later insertion of its key is then a finding (A16), not a violation.
 pub trait AgentModel {
     /// Handle one input; push the actions to run, in order.
     fn handle(&mut self, input: AgentInput, out: &mut Vec<Action>);
@@ -245,6 +247,10 @@ pub struct ModelAgent {
     /// succeeds *(ours: the TypeScript SDK's v2 client saw requests served after a failed
     /// `initialize`)*.
     init_failed: BTreeSet<ConnId>,
+    /// Retention window: discard timer → the messageId it discards.
+    discards: IndexMap<u64, String>,
+    /// Retention window: the recovered messages' discard timers are set (on the first input).
+    armed: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -253,6 +259,8 @@ enum TimerKind {
     HistoryFill,
     /// Remote transport: no answer to permission request `req` yet; ask again.
     AskAgain(u64),
+    /// Retention window: discard a message (which one: [`ModelAgent::discards`]).
+    Discard,
 }
 
 /// Remote transport: how long a cluster node waits for the answer to its
@@ -310,6 +318,15 @@ impl ModelAgent {
                     Some("archive") => {
                         if let Some(s) = sessions.get_mut(&sid) {
                             s.archived = r["on"].as_bool().unwrap_or(false);
+                        }
+                    }
+                    // Retention window: a message discarded with its key.
+                    Some("discard") => {
+                        let mid = r["messageId"].as_str().unwrap_or_default();
+                        if let Some(s) = sessions.get_mut(&sid) {
+                            if let Some(i) = s.messages.iter().position(|m| m.message_id == mid) {
+                                s.messages.remove(i);
+                            }
                         }
                     }
                     Some("arrival") => {
@@ -374,6 +391,8 @@ impl ModelAgent {
             conn_keys: BTreeMap::new(),
             id_records: BTreeMap::new(),
             init_failed: BTreeSet::new(),
+            discards: IndexMap::new(),
+            armed: false,
         }
     }
 
@@ -647,6 +666,7 @@ impl ModelAgent {
                     })
                     .collect();
                 let ids = messages.iter().map(|m| m.message_id.clone()).collect();
+                let copied: Vec<String> = messages.iter().map(|m| m.message_id.clone()).collect();
                 let sid = self.new_session_id();
                 let cwd = r.cwd.0.to_string_lossy().into_owned();
                 self.sessions.insert(
@@ -664,6 +684,10 @@ impl ModelAgent {
                         record: json!({"t": "fork", "id": sid, "from": from, "cwd": cwd}),
                         sync: true,
                     });
+                }
+                // Retention window: the copies are kept the window from the fork on.
+                for mid in copied {
+                    self.arm_discard(&sid, &mid, out);
                 }
                 self.activate(conn, &sid, out);
                 self.send(
@@ -879,6 +903,11 @@ pub fn derive_id(session: &str, key: &str) -> String {
 
 impl AgentModel for ModelAgent {
     fn handle(&mut self, input: AgentInput, out: &mut Vec<Action>) {
+        if self.cfg.retention_ms > 0 && !std::mem::replace(&mut self.armed, true) {
+            // A restart starts the window again for what it recovered (the process does not
+            // know when an earlier one inserted it): kept at least the window.
+            self.arm_recovered(out);
+        }
         match input {
             AgentInput::Connected(c) => {
                 self.conns.insert(c, BTreeSet::new());

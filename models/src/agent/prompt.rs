@@ -610,6 +610,9 @@ impl ModelAgent {
                 Design::InMemory | Design::Cluster => {}
             }
         }
+        if !live {
+            self.arm_discard(sid, &mid, out);
+        }
         if !two_step {
             out.push(Action::Point(Point::AfterSyncBeforeResponse));
         }

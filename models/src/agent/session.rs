@@ -290,6 +290,11 @@ impl ModelAgent {
                     self.timer(&sid, TimerKind::AskAgain(req), ASK_AGAIN_MS, out);
                 }
             }
+            TimerKind::Discard => {
+                if let Some(mid) = self.discards.shift_remove(&t) {
+                    self.discard(&sid, &mid, out);
+                }
+            }
             TimerKind::HistoryFill => {
                 let Some(s) = self.sessions.get_mut(&sid) else {
                     return;
@@ -310,6 +315,57 @@ impl ModelAgent {
                     }
                 }
             }
+        }
+    }
+
+    /// Retention window: set the timer that discards message `mid` of `sid` once the window
+    /// has passed (nothing without a window, or on a cluster node: its records live in the
+    /// store).
+    pub(super) fn arm_discard(&mut self, sid: &str, mid: &str, out: &mut Vec<Action>) {
+        if self.cfg.retention_ms == 0 || self.cfg.design == Design::Cluster {
+            return;
+        }
+        let t = self.timer(sid, TimerKind::Discard, self.cfg.retention_ms, out);
+        self.discards.insert(t, mid.to_string());
+    }
+
+    /// Retention window: the discard timers of every message this process recovered.
+    pub(super) fn arm_recovered(&mut self, out: &mut Vec<Action>) {
+        let recovered: Vec<(String, String)> = self
+            .sessions
+            .iter()
+            .flat_map(|(sid, s)| {
+                s.messages
+                    .iter()
+                    .map(move |m| (sid.clone(), m.message_id.clone()))
+            })
+            .collect();
+        for (sid, mid) in recovered {
+            self.arm_discard(&sid, &mid, out);
+        }
+    }
+
+    /// Retention window: message `mid` leaves what the Agent retains and would replay, and its
+    /// key record with it (A16: a retry of the key is then a new submission). Logged as
+    /// `discard`, then written (a durable design must not recover it).
+    pub(super) fn discard(&mut self, sid: &str, mid: &str, out: &mut Vec<Action>) {
+        let Some(s) = self.sessions.get_mut(sid) else {
+            return;
+        };
+        let Some(i) = s.messages.iter().position(|m| m.message_id == mid) else {
+            return;
+        };
+        s.messages.remove(i);
+        s.ids.remove(mid);
+        out.push(effect(
+            op::DISCARD,
+            json!({"session": sid, "messageId": mid}),
+        ));
+        if self.persists() {
+            out.push(Action::Persist {
+                record: json!({"t": "discard", "session": sid, "messageId": mid}),
+                sync: true,
+            });
         }
     }
 }

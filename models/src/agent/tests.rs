@@ -1435,3 +1435,139 @@ fn session_options_reads_and_changes_nothing() {
     );
     assert!(response(&out, 4)["result"]["configOptions"].is_array());
 }
+
+// ---- retention window -----------------------------------------------------------------------
+
+fn windowed(design: Design, retention_ms: u64, records: &[Value]) -> ModelAgent {
+    let mut c = cfg(design, None);
+    c.retention_ms = retention_ms;
+    ModelAgent::recover(c, 0, 1, records)
+}
+
+/// The ids of the timers in `out` set for `after_ms`.
+fn timers_of(out: &[Action], after: u64) -> Vec<u64> {
+    out.iter()
+        .filter_map(|a| match a {
+            Action::Timer { id, after_ms } if *after_ms == after => Some(*id),
+            _ => None,
+        })
+        .collect()
+}
+
+fn fire(a: &mut ModelAgent, timers: &[u64]) -> Vec<Action> {
+    let mut out = vec![];
+    for t in timers {
+        a.handle(AgentInput::Timer(*t), &mut out);
+    }
+    out
+}
+
+#[test]
+fn a_retention_window_discards_the_message_with_its_key_and_a_retry_inserts_again() {
+    for design in [Design::InMemory, Design::Stored, Design::Adapter] {
+        let mut a = windowed(design, 400, &[]);
+        let sid = new_session(&mut a, 1);
+        let out = prompt(&mut a, 1, 2, &sid, json!("k"));
+        let mid = response(&out, 2)["result"]["messageId"].clone();
+        let discard = timers_of(&out, 400);
+        assert_eq!(
+            discard.len(),
+            1,
+            "{design:?}: one discard timer per insertion"
+        );
+        // The turn ends (10 ms); within the window a retry is answered from the key's record.
+        fire(&mut a, &timers_of(&out, 10));
+        let r = prompt(&mut a, 1, 3, &sid, json!("k"));
+        assert_eq!(response(&r, 3)["result"]["messageId"], mid, "{design:?}");
+        assert!(effects(&r, op::INSERT).is_empty());
+        // The window ends: the message leaves what the Agent retains, key and all.
+        let d = fire(&mut a, &discard);
+        assert_eq!(
+            effects(&d, op::DISCARD),
+            vec![&json!({"session": sid, "messageId": mid})],
+            "{design:?}"
+        );
+        assert_eq!(
+            records(&d).is_empty(),
+            design == Design::InMemory,
+            "{design:?}: a design that persists writes the discard"
+        );
+        assert_eq!(a.retained()[&sid], json!([]), "{design:?}");
+        // A16: a retry of the key is now a new submission.
+        let r = prompt(&mut a, 1, 4, &sid, json!("k"));
+        assert_eq!(effects(&r, op::INSERT).len(), 1, "{design:?}");
+    }
+}
+
+#[test]
+fn without_a_window_nothing_is_discarded() {
+    for design in [Design::InMemory, Design::Stored, Design::Adapter] {
+        let mut a = windowed(design, 0, &[]);
+        let sid = new_session(&mut a, 1);
+        let out = prompt(&mut a, 1, 2, &sid, json!("k"));
+        let mid = response(&out, 2)["result"]["messageId"].clone();
+        let more = fire_timers(&mut a, &out);
+        assert!(effects(&more, op::DISCARD).is_empty());
+        assert!(out.iter().chain(&more).all(
+            |x| !matches!(x, Action::Timer { after_ms, .. } if *after_ms != 10 && *after_ms != 5)
+        ));
+        let r = prompt(&mut a, 1, 3, &sid, json!("k"));
+        assert_eq!(response(&r, 3)["result"]["messageId"], mid);
+    }
+}
+
+#[test]
+fn a_stored_discard_survives_a_restart_and_a_restart_starts_the_window_again() {
+    let mut a = windowed(Design::Stored, 400, &[]);
+    let sid = new_session(&mut a, 1);
+    // Two messages: the first is discarded before the restart, the second is not.
+    let o1 = prompt(&mut a, 1, 2, &sid, json!("k1"));
+    fire(&mut a, &timers_of(&o1, 10));
+    let o2 = prompt(&mut a, 1, 3, &sid, json!("k2"));
+    let m2 = response(&o2, 3)["result"]["messageId"].clone();
+    let d = fire(&mut a, &timers_of(&o1, 400));
+    let mut recs = vec![json!({"t": "session", "id": sid})];
+    recs.extend(records(&o1));
+    recs.extend(records(&o2));
+    recs.extend(records(&d));
+    let mut b = windowed(Design::Stored, 400, &recs);
+    assert_eq!(b.retained()[&sid], json!([m2]));
+    // The first input after the restart sets the recovered message's window again.
+    let mut out = vec![];
+    b.handle(AgentInput::Connected(2), &mut out);
+    let t = timers_of(&out, 400);
+    assert_eq!(t.len(), 1);
+    let d = fire(&mut b, &t);
+    assert_eq!(
+        effects(&d, op::DISCARD),
+        vec![&json!({"session": sid, "messageId": m2})]
+    );
+}
+
+#[test]
+fn a_forks_copies_are_kept_the_window_from_the_fork() {
+    let mut a = windowed(Design::Stored, 400, &[]);
+    let sid = new_session(&mut a, 1);
+    let out = prompt(&mut a, 1, 2, &sid, json!("k"));
+    let mid = response(&out, 2)["result"]["messageId"].clone();
+    fire(&mut a, &timers_of(&out, 10));
+    let f = call(
+        &mut a,
+        1,
+        3,
+        "session/fork",
+        json!({"sessionId": sid, "cwd": "/w"}),
+    );
+    let fork = response(&f, 3)["result"]["sessionId"].clone();
+    let d = fire(&mut a, &timers_of(&f, 400));
+    assert_eq!(
+        effects(&d, op::DISCARD),
+        vec![&json!({"session": fork, "messageId": mid})]
+    );
+    assert_eq!(a.retained()[fork.as_str().unwrap()], json!([]));
+    assert_eq!(
+        a.retained()[&sid],
+        json!([mid]),
+        "the original keeps its own window"
+    );
+}

@@ -146,6 +146,7 @@ const PLAIN_EVENTS: &[(&str, &str, &str)] = &[
     ("agent", "wait-held", "wait-held"),
     ("agent", "hold", "held"),
     ("agent", "store-retry", "store-retry"),
+    ("agent", "discard", "discarded"),
     ("user", "close", "closed"),
     ("user", "fork", "forked"),
     ("client", "not-resent", "not-resent"),
@@ -345,5 +346,9 @@ pub const EVENTS: &[(&str, &str)] = &[
     (
         "stop-elsewhere",
         "cluster: a stop one node read withdrew a prompt held on another (A6)",
+    ),
+    (
+        "discarded",
+        "the Agent's retention window discarded a message with its key (A16)",
     ),
 ];

@@ -73,12 +73,16 @@ pub struct Insert {
     pub lost_at: Option<usize>,
     /// Live-only: op index where its session became active on no connection (key forgettable).
     pub forgotten_at: Option<usize>,
+    /// Op index where the Agent discarded it at the end of its retention window (`discard`):
+    /// the message and its key record are gone, as A16 allows.
+    pub discarded_at: Option<usize>,
 }
 
 impl Insert {
-    /// Op index from which the Agent may have forgotten it, if before `before`.
+    /// Op index from which the Agent may have forgotten it (lost in a restart, a live-only key
+    /// forgotten, or discarded by its retention window), if before `before`.
     pub fn gone_before(&self, before: usize) -> Option<usize> {
-        [self.lost_at, self.forgotten_at]
+        [self.lost_at, self.forgotten_at, self.discarded_at]
             .into_iter()
             .flatten()
             .filter(|g| *g < before)
@@ -134,6 +138,9 @@ pub struct Facts<'a> {
     pub tool_effects: BTreeMap<usize, Vec<usize>>,
     /// The design's declared retention (from the history header).
     pub retention: acp_chaos_models::Retention,
+    /// The Agent's retention window in simulated ms, if it has one (the header's
+    /// `plan.agent.retention_ms`): what it declares holds that long after an insertion.
+    pub retention_ms: Option<u64>,
     /// Submissions the Client still held at the end.
     pub pending_at_end: BTreeSet<u64>,
     /// `recover` ops: (op index, session → retained messageIds).
@@ -166,14 +173,17 @@ impl<'a> Facts<'a> {
             tool_effects,
             ..
         } = scan;
-        // When did each insertion get lost? The first restart after it took effect whose
-        // recovery does not have it.
+        // When did each insertion get lost? The first restart after it took effect (and
+        // before any discard of it: a discarded message is not lost) whose recovery does not
+        // have it.
         for i in inserts.iter_mut() {
             let Some(t) = i.took_effect else { continue };
+            let discarded = i.discarded_at.unwrap_or(usize::MAX);
             i.lost_at = recoveries
                 .iter()
                 .find(|(rop, kept)| {
                     *rop > t
+                        && *rop < discarded
                         && !unreported.contains(rop)
                         && !kept
                             .get(&i.session)
@@ -185,6 +195,9 @@ impl<'a> Facts<'a> {
             Some("process") => acp_chaos_models::Retention::Process,
             _ => acp_chaos_models::Retention::Durable,
         };
+        let retention_ms = h.header["plan"]["agent"]["retention_ms"]
+            .as_u64()
+            .filter(|w| *w > 0);
         Facts {
             history: h,
             inserts,
@@ -197,6 +210,7 @@ impl<'a> Facts<'a> {
             turns,
             tool_effects,
             retention,
+            retention_ms,
             pending_at_end,
             recoveries,
         }
@@ -429,11 +443,19 @@ impl Scan {
                     live_only,
                     lost_at: None,
                     forgotten_at: None,
+                    discarded_at: None,
                 });
             }
             ("agent", "durable") | (process::AGENT, op::VISIBLE) => {
                 if let Some(&i) = v["messageId"].as_str().and_then(|m| self.by_mid.get(m)) {
                     self.inserts[i].took_effect.get_or_insert(op.index);
+                }
+            }
+            (process::AGENT, op::DISCARD) => {
+                if let Some(&i) = v["messageId"].as_str().and_then(|m| self.by_mid.get(m)) {
+                    if self.inserts[i].session == v["session"].as_str().unwrap_or_default() {
+                        self.inserts[i].discarded_at.get_or_insert(op.index);
+                    }
                 }
             }
             (process::AGENT, op::TURN_START) => {

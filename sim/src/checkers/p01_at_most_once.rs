@@ -12,8 +12,8 @@ use crate::history::{op, process};
 /// message; and (A4) no second message under a recorded key, whoever sent it: a new submission
 /// or a raw frame with another prompt under the key (the Client's C3 is P14's to blame). Two
 /// keys for one submission: Client (C1). Second insertions the rules allow (A11,
-/// A16: the earlier message was lost as the retention allows, or a live-only key forgotten) are
-/// findings.
+/// A16: the earlier message was lost as the retention allows, discarded at the end of the
+/// Agent's retention window, or a live-only key forgotten) are findings.
 pub fn p1_at_most_once(f: &Facts) -> Verdict {
     let mut v = Verdict::valid("P1", &["A1", "A4", "A10", "A11", "A13", "A16", "C1", "K4"]);
     // K4: an Agent that advertises `capabilities.session` honours keys, with no other flag.
@@ -107,6 +107,18 @@ pub fn p1_at_most_once(f: &Facts) -> Verdict {
                     format!("under the same key {key:?} while the first was still retained")
                 };
                 (Status::Invalid, Party::Agent, rules, why)
+            } else if e.discarded_at == gone {
+                // The Agent's retention window let the first go, key and all: A16 allows the
+                // second; C7 says a Client should not have resent a prompt that old.
+                let window = f
+                    .retention_ms
+                    .map_or(String::new(), |w| format!(" ({w} ms)"));
+                (
+                    Status::Finding,
+                    Party::Spec,
+                    vec!["A16", "C7"],
+                    format!("after the Agent's retention window{window} discarded the first with its key, as A16 allows (C7: a Client shows a prompt that old to the user instead of resending it)"),
+                )
             } else if durable && !e.live_only {
                 (
                     Status::Invalid,

@@ -250,3 +250,115 @@ fn a_prompt_sent_twice_without_a_key_is_the_clients_finding_not_the_agents_viola
         "{v:?}"
     );
 }
+
+/// Insert m1 (visible, durable design with a window), the window discards it, a resend of the
+/// same submission with the same key inserts `mid2`.
+fn discarded_then_redone(mid2: &str) -> Vec<(&'static str, &'static str, Value)> {
+    let mut ops = lost_then_redone(mid2);
+    // No crash: the Agent's window discards m1 instead.
+    ops[4] = (
+        "agent",
+        "discard",
+        json!({"session": "s", "messageId": "m1"}),
+    );
+    ops.remove(5);
+    ops
+}
+
+fn windowed(retention: &str, ops: &[(&str, &str, Value)]) -> History {
+    let mut h = hist(retention, ops);
+    h.header["plan"]["agent"] = json!({"retention_ms": 600});
+    h
+}
+
+#[test]
+fn a_second_insertion_after_a_retention_discard_is_an_a16_finding() {
+    for retention in ["durable", "process"] {
+        let h = windowed(retention, &discarded_then_redone("m2"));
+        let p1 = verdict(&h, "P1");
+        assert_eq!(p1.status, Status::Finding, "{retention}: {}", p1.message);
+        assert_eq!(p1.party, Some(Party::Spec));
+        assert_eq!(p1.rules, vec!["A16".to_string(), "C7".to_string()]);
+        assert!(
+            p1.message.contains("retention window (600 ms)"),
+            "{}",
+            p1.message
+        );
+        // Discarded, not lost: no durability claim either way.
+        assert_eq!(verdict(&h, "P11").status, Status::Valid);
+    }
+    // Without the discard the same second insertion is a violation (the key was retained).
+    let mut ops = discarded_then_redone("m2");
+    ops.remove(4);
+    assert_eq!(
+        verdict(&windowed("durable", &ops), "P1").status,
+        Status::Invalid
+    );
+}
+
+#[test]
+fn a_discard_of_another_message_or_after_the_retry_excuses_nothing() {
+    // The discard names another message.
+    let mut ops = discarded_then_redone("m2");
+    ops[4].2 = json!({"session": "s", "messageId": "m9"});
+    assert_eq!(
+        verdict(&windowed("durable", &ops), "P1").status,
+        Status::Invalid
+    );
+    // The discard names the message in another session.
+    let mut ops = discarded_then_redone("m2");
+    ops[4].2 = json!({"session": "other", "messageId": "m1"});
+    assert_eq!(
+        verdict(&windowed("durable", &ops), "P1").status,
+        Status::Invalid
+    );
+    // The discard comes after the second insertion.
+    let mut ops = discarded_then_redone("m2");
+    let d = ops.remove(4);
+    ops.push(d);
+    assert_eq!(
+        verdict(&windowed("durable", &ops), "P1").status,
+        Status::Invalid
+    );
+}
+
+#[test]
+fn p12_repeated_id_after_a_discard_is_a_finding() {
+    let h = windowed("process", &discarded_then_redone("m1"));
+    assert_eq!(verdict(&h, "P12").status, Status::Finding);
+    let mut ops = discarded_then_redone("m1");
+    ops.remove(4);
+    assert_eq!(
+        verdict(&windowed("process", &ops), "P12").status,
+        Status::Invalid
+    );
+}
+
+#[test]
+fn a_restart_after_a_discard_does_not_lose_the_discarded_message() {
+    // Durable design with a window: m1 discarded, then a restart whose recovery (rightly) no
+    // longer has it. Not a D1 loss.
+    let mut ops = discarded_then_redone("m2");
+    ops.insert(5, ("nemesis", "crash", json!({"host": "agent"})));
+    ops.insert(
+        6,
+        (
+            "agent",
+            "recover",
+            json!({"boot": 1, "retained": {"s": []}}),
+        ),
+    );
+    let h = windowed("durable", &ops);
+    assert_eq!(verdict(&h, "P11").status, Status::Valid);
+    assert_eq!(verdict(&h, "P1").status, Status::Finding);
+    // The same restart before the discard is a D1 violation.
+    let mut ops = lost_then_redone("m2");
+    ops.push((
+        "agent",
+        "discard",
+        json!({"session": "s", "messageId": "m1"}),
+    ));
+    let h = windowed("durable", &ops);
+    assert_eq!(verdict(&h, "P11").status, Status::Invalid);
+    assert_eq!(verdict(&h, "P1").status, Status::Invalid);
+}

@@ -45,9 +45,18 @@ pub(super) fn exec(a: &FindingsArgs) -> Outcome {
             .map_err(|e| CliError::usage(format!("{}: {e}", dir.display())))?;
     }
     let s = scenario::resolve(&scenarios_dir(&a.dir), &a.scenario)?;
-    let m = findings::measure(&s, a.seeds, super::args::jobs(a.jobs))?;
+    let mut m = findings::measure(&s, a.seeds, super::args::jobs(a.jobs))?;
+    // The retention table, when the scenarios folder has its scenario.
+    let rs = scenario::resolve(&scenarios_dir(&a.dir), findings::RETENTION_SCENARIO).ok();
+    if let Some(rs) = &rs {
+        m.retention = Some(findings::measure_retention(
+            rs,
+            findings::RETENTION_SEEDS,
+            super::args::jobs(a.jobs),
+        )?);
+    }
     let command = format!("acp-chaos findings {} --seeds {}", a.scenario, a.seeds);
-    let page = findings::page::markdown(&m, &s, &command);
+    let page = findings::page::markdown(&m, &s, rs.as_ref(), &command);
     if let Some(dir) = a.out.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)
             .map_err(|e| CliError::usage(format!("{}: {e}", dir.display())))?;
@@ -68,6 +77,23 @@ pub(super) fn exec(a: &FindingsArgs) -> Outcome {
             } else {
                 figures.join(", ")
             }
+        );
+    }
+    if let Some(t) = &m.retention {
+        let rows: Vec<String> = findings::RETENTION_ROWS
+            .iter()
+            .zip(&t.cells)
+            .map(|((label, _, _), cells)| {
+                let d: Vec<String> = cells.iter().map(|c| c.duplicates.to_string()).collect();
+                format!("{label}: {}", d.join(" "))
+            })
+            .collect();
+        println!(
+            "retention ({}, seeds 0..{} per cell; second insertions by staleness limit {:?} ms): {}",
+            t.scenario,
+            t.seeds,
+            findings::STALE_COLUMNS,
+            rows.join("; ")
         );
     }
     println!("findings: {} ({} runs)", a.out.display(), m.runs);

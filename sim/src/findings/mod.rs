@@ -120,6 +120,8 @@ impl Claim {
 /// What [`measure`] found: the claims by id, over `runs` runs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Measured {
+    /// The retention table ([`measure_retention`]), when it was measured too.
+    pub retention: Option<RetentionTable>,
     /// Scenario name.
     pub scenario: String,
     /// Seeds `0..seeds` per design.
@@ -176,6 +178,7 @@ pub fn measure(s: &Scenario, seeds: u64, jobs: usize) -> anyhow::Result<Measured
         }
     }
     Ok(Measured {
+        retention: None,
         scenario: s.name.clone(),
         seeds,
         runs: seeds * designs.len() as u64,
@@ -422,4 +425,147 @@ fn observe(
         c.witness = Some(witness((first, last)));
     }
     out
+}
+
+/// The retention table's claim: (id, the rule ids it is about), listed beside [`CLAIMS`] by
+/// `acp-chaos list rules`.
+pub const RETENTION_CLAIM: (&str, &[&str]) = ("retention-window", &["A16", "C7"]);
+
+/// The scenario the retention table is measured on (A16 against C7).
+pub const RETENTION_SCENARIO: &str = "retention-01-resend-after-window";
+
+/// Seeds per cell of the retention table (`0..N`).
+pub const RETENTION_SEEDS: u64 = 100;
+
+/// The retention table's rows, the Agent's retention: (label, design, window in simulated ms,
+/// 0 for none).
+pub const RETENTION_ROWS: [(&str, Design, u64); 6] = [
+    ("durable (`stored`, no window)", Design::Stored, 0),
+    (
+        "process (`in-memory`, no window, no restart)",
+        Design::InMemory,
+        0,
+    ),
+    ("`stored`, window 250 ms", Design::Stored, 250),
+    ("`stored`, window 500 ms", Design::Stored, 500),
+    ("`stored`, window 1000 ms", Design::Stored, 1000),
+    ("`stored`, window 2000 ms", Design::Stored, 2000),
+];
+
+/// The retention table's columns: the Client's staleness limit (`[client] stale_ms`, 0: none).
+pub const STALE_COLUMNS: [u64; 5] = [0, 250, 500, 1000, 2000];
+
+/// One cell of the retention table: what `seeds` runs of one (retention, staleness limit) did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RetentionCell {
+    /// Submissions in the cell's runs.
+    pub submissions: u64,
+    /// Submissions the Agent inserted a second time after it had let the first go (P1's A16
+    /// findings: a discard, or a loss the retention allows).
+    pub duplicates: u64,
+    /// Submissions shown to the user instead of resent (C7: older than the staleness limit).
+    pub stale_shown: u64,
+    /// Runs with a violation (any property invalid): none is expected.
+    pub invalid_runs: u64,
+}
+
+/// The retention table: duplicates against (Agent retention, Client staleness limit).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetentionTable {
+    /// Scenario name.
+    pub scenario: String,
+    /// Seeds `0..seeds` per cell.
+    pub seeds: u64,
+    /// Cells, row by row ([`RETENTION_ROWS`] × [`STALE_COLUMNS`]).
+    pub cells: Vec<Vec<RetentionCell>>,
+    /// The shortest run of the scenario as written (its own window and staleness limit, design
+    /// `stored`) with a second insertion, if its cell is in the table.
+    pub witness: Option<Witness>,
+}
+
+/// Run seeds `0..seeds` of `s` (the retention scenario) for every cell of the retention table,
+/// each with the cell's design, `[agent] retention_ms` and `[client] stale_ms` set over the
+/// file's, on `jobs` threads.
+///
+/// Errors: only the thread pool's.
+pub fn measure_retention(s: &Scenario, seeds: u64, jobs: usize) -> anyhow::Result<RetentionTable> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs.max(1))
+        .build()?;
+    let cells: Vec<(usize, usize, u64)> = (0..RETENTION_ROWS.len())
+        .flat_map(|r| {
+            (0..STALE_COLUMNS.len()).flat_map(move |c| (0..seeds).map(move |seed| (r, c, seed)))
+        })
+        .collect();
+    let own = |r: usize, c: usize| {
+        let (_, design, window) = RETENTION_ROWS[r];
+        design == Design::Stored
+            && window == s.agent.retention_ms
+            && STALE_COLUMNS[c] == s.client.stale_ms
+    };
+    let runs: Vec<(usize, usize, RetentionCell, Option<Witness>)> = pool.install(|| {
+        cells
+            .par_iter()
+            .map(|&(r, c, seed)| {
+                let (_, design, window) = RETENTION_ROWS[r];
+                let mut cs = s.clone();
+                cs.agent.designs = vec![design];
+                cs.agent.retention_ms = window;
+                cs.client.stale_ms = STALE_COLUMNS[c];
+                let (h, res) = crate::run::run_one(&cs, seed, None, design);
+                let dup = res
+                    .verdicts
+                    .iter()
+                    .find(|v| v.property == "P1" && v.status == Status::Finding);
+                let cell = RetentionCell {
+                    submissions: res.classes.values().map(|n| u64::from(*n)).sum(),
+                    duplicates: res
+                        .classes
+                        .get(&crate::checkers::SubmissionClass::Reinserted)
+                        .map_or(0, |n| u64::from(*n)),
+                    stale_shown: h
+                        .ops
+                        .iter()
+                        .filter(|o| {
+                            o.process == process::CLIENT
+                                && o.f == op::SURFACE
+                                && o.value["error"]["reason"] == "stale"
+                        })
+                        .count() as u64,
+                    invalid_runs: u64::from(
+                        res.verdicts.iter().any(|v| v.status == Status::Invalid),
+                    ),
+                };
+                let witness = dup.filter(|_| own(r, c)).map(|v| Witness {
+                    ops: h.ops.len(),
+                    design_index: r,
+                    seed,
+                    at: (
+                        v.witnesses.first().copied().unwrap_or(0),
+                        v.witnesses.last().copied().unwrap_or(0),
+                    ),
+                });
+                (r, c, cell, witness)
+            })
+            .collect()
+    });
+    let mut table = vec![vec![RetentionCell::default(); STALE_COLUMNS.len()]; RETENTION_ROWS.len()];
+    let mut witness: Option<Witness> = None;
+    for (r, c, cell, w) in runs {
+        let t = &mut table[r][c];
+        t.submissions += cell.submissions;
+        t.duplicates += cell.duplicates;
+        t.stale_shown += cell.stale_shown;
+        t.invalid_runs += cell.invalid_runs;
+        witness = match (witness, w) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+    }
+    Ok(RetentionTable {
+        scenario: s.name.clone(),
+        seeds,
+        cells: table,
+        witness,
+    })
 }

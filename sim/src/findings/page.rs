@@ -2,7 +2,9 @@
 
 use std::fmt::Write as _;
 
-use super::{Claim, Measured, Witness};
+use super::{
+    Claim, Measured, RetentionTable, Witness, RETENTION_ROWS, RETENTION_SCENARIO, STALE_COLUMNS,
+};
 use crate::checkers::{Status, Verdict};
 use crate::report::Diagram;
 use crate::scenario::Scenario;
@@ -77,8 +79,15 @@ const TEXT: [(&str, &str, &str, &str); 6] = [
     ),
 ];
 
-/// The page for `m`, measured on scenario `s` (re-run for each witness's diagram).
-pub fn markdown(m: &Measured, s: &Scenario, command: &str) -> String {
+/// The page for `m`, measured on scenario `s` (re-run for each witness's diagram), with the
+/// retention table's section when `m.retention` is set (its witness re-run on
+/// `retention_scenario`).
+pub fn markdown(
+    m: &Measured,
+    s: &Scenario,
+    retention_scenario: Option<&Scenario>,
+    command: &str,
+) -> String {
     let mut out = String::new();
     let designs: Vec<&str> = m.designs.iter().map(|d| d.as_str()).collect();
     let _ = writeln!(
@@ -121,7 +130,139 @@ pub fn markdown(m: &Measured, s: &Scenario, command: &str) -> String {
             let _ = writeln!(out, "Suggested wording: {wording}\n");
         }
     }
+    if let (Some(t), Some(rs)) = (&m.retention, retention_scenario) {
+        retention(&mut out, t, rs);
+    }
     out
+}
+
+/// The retention table's section: second insertions against (Agent retention, Client
+/// staleness limit), from the retention scenario `rs`.
+fn retention(out: &mut String, t: &RetentionTable, rs: &Scenario) {
+    let per_cell = t.cells[0][0].submissions;
+    let _ = writeln!(
+        out,
+        "## A16 and C7: a Client resends a prompt older than the Agent's retention\n\n\
+         Rules: A16, C7, A10.\n\n\
+         A16 lets an Agent forget a key once it no longer has the message (a retention discard \
+         among others), and a prompt with a forgotten key is a new submission. C7 says a Client \
+         SHOULD show a prompt pending for a long time to the user instead of resending it, but \
+         names no bound, and nothing tells the Client how long the Agent keeps a key. Measured \
+         by the same command on `{}` (the Agent's answers are cut one way for a while, so \
+         prompts it inserted stay pending at the Client; the link heals and the Client resends \
+         them with their keys after resuming): seeds 0..{} per cell, each cell setting the \
+         design and `[agent] retention_ms` (the Agent discards a message with its key that long \
+         after inserting it) and `[client] stale_ms` (the Client shows an input pending longer \
+         than that instead of resending it) over the file's. Counted: submissions inserted a \
+         second time (each a P1 finding, A16), out of {per_cell} per cell. The `process` row \
+         has no restart here, so it keeps everything; its losses on a restart are counted under \
+         \"A11 and A16\" above.\n",
+        t.scenario, t.seeds
+    );
+    let header = |out: &mut String, corner: &str| {
+        let cols: Vec<String> = STALE_COLUMNS
+            .iter()
+            .map(|c| {
+                if *c == 0 {
+                    "no limit".to_string()
+                } else {
+                    format!("{c} ms")
+                }
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "| {corner} | {} |\n|---|{}",
+            cols.join(" | "),
+            "---|".repeat(cols.len())
+        );
+    };
+    header(
+        out,
+        "second insertions: Agent retention \\ Client staleness limit",
+    );
+    for (r, (label, _, _)) in RETENTION_ROWS.iter().enumerate() {
+        let row: Vec<String> = t.cells[r]
+            .iter()
+            .map(|c| c.duplicates.to_string())
+            .collect();
+        let _ = writeln!(out, "| {label} | {} |", row.join(" | "));
+    }
+    out.push('\n');
+    header(out, "shown to the user as stale instead (C7)");
+    for (r, (label, _, _)) in RETENTION_ROWS.iter().enumerate() {
+        let row: Vec<String> = t.cells[r]
+            .iter()
+            .map(|c| c.stale_shown.to_string())
+            .collect();
+        let _ = writeln!(out, "| {label} | {} |", row.join(" | "));
+    }
+    out.push('\n');
+    let invalid: u64 = t.cells.iter().flatten().map(|c| c.invalid_runs).sum();
+    let runs = t.seeds * (RETENTION_ROWS.len() * STALE_COLUMNS.len()) as u64;
+    // What the table shows, read off it: duplicates only where the Client's limit is off or
+    // above the window.
+    let (mut safe, mut unsafe_dups) = (0u64, 0u64);
+    for (r, (_, _, window)) in RETENTION_ROWS.iter().enumerate() {
+        for (c, stale) in STALE_COLUMNS.iter().enumerate() {
+            let d = t.cells[r][c].duplicates;
+            if *window == 0 || (*stale > 0 && stale <= window) {
+                safe += d;
+            } else {
+                unsafe_dups += d;
+            }
+        }
+    }
+    let _ = writeln!(
+        out,
+        "Violations in these {runs} runs: {invalid}. Second insertions where the Agent keeps \
+         everything or the Client's limit is at most the window: {safe}; where the Client has no \
+         limit or one above the window: {unsafe_dups}.\n"
+    );
+    if let Some(w) = t.witness {
+        let design = RETENTION_ROWS[w.design_index].1;
+        let (h, _) = crate::run::run_one(rs, w.seed, None, design);
+        let v = Verdict {
+            property: "-".into(),
+            status: Status::Finding,
+            rules: Vec::new(),
+            witnesses: vec![w.at.0, w.at.1],
+            fault: None,
+            party: None,
+            message: String::new(),
+        };
+        let span = w.at.0.abs_diff(w.at.1);
+        let mut d = Diagram::of(&h, Some(&v)).window(span + 24, 8);
+        d.verdict = None;
+        let _ = writeln!(
+            out,
+            "Shortest witness of the file as written (window {} ms, staleness limit {}; {} ops; \
+             the two insertions, ops {} and {}, highlighted): `acp-chaos replay {} --seed {} --agent {}`\n\n```mermaid\n{}```\n",
+            rs.agent.retention_ms,
+            if rs.client.stale_ms == 0 {
+                "none".to_string()
+            } else {
+                format!("{} ms", rs.client.stale_ms)
+            },
+            w.ops,
+            w.at.0,
+            w.at.1,
+            RETENTION_SCENARIO,
+            w.seed,
+            design.as_str(),
+            d.mermaid()
+        );
+    }
+    if unsafe_dups > 0 && safe == 0 {
+        let _ = writeln!(
+            out,
+            "Suggested wording: A16, add: \"An Agent whose retention is bounded in time \
+             advertises the bound (e.g. `sessionCapabilities.retentionMs`).\" C7, make the bound \
+             explicit: \"A Client's staleness limit MUST be below the Agent's advertised \
+             retention: a prompt pending longer is shown to the user, never resent, since its key \
+             may be forgotten (A16) and a resend inserts it again.\"\n"
+        );
+    }
 }
 
 /// Whether the evidence backs the suggested wording.

@@ -80,6 +80,7 @@ impl Plan {
                 tool_rate: s.agent.tool_rate,
                 permission_rate: s.agent.permission_rate,
                 mutant: agent_mutant,
+                retention_ms: s.agent.retention_ms,
             },
             retention: design.retention(),
             client: ClientConfig {

@@ -295,7 +295,12 @@ impl Plan {
                 self.agent.tool_rate,
                 self.agent.permission_rate
             )
-            .to_lowercase(),
+            .to_lowercase()
+                + &if self.agent.retention_ms > 0 {
+                    format!(" retention_ms={}", self.agent.retention_ms)
+                } else {
+                    String::new()
+                },
             format!(
                 "topology: client -> {}{}{}",
                 if self.proxy { "proxy -> " } else { "" },

@@ -115,6 +115,7 @@ pub fn main(a: &AgentArgs) -> i32 {
         tool_rate: a.tool_rate,
         permission_rate: a.permission_rate,
         mutant: agent_mutant,
+        retention_ms: 0,
     };
     match serve(cfg, a) {
         Ok(()) => exit::VALID,

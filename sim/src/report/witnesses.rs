@@ -106,6 +106,7 @@ pub fn witnesses(scenarios: &[Scenario]) -> Vec<Witnesses> {
                     .collect(),
                 findings: crate::findings::CLAIMS
                     .iter()
+                    .chain(std::iter::once(&crate::findings::RETENTION_CLAIM))
                     .filter(|(_, rules)| rules.contains(&id.as_str()))
                     .map(|(c, _)| *c)
                     .collect(),

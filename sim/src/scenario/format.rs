@@ -141,6 +141,15 @@ pub struct AgentSpec {
     /// Longest turn, ms.
     #[serde(default = "turn_max")]
     pub turn_ms_max: u64,
+    /// Retention window, simulated ms: each retained message is discarded with its key this
+    /// long after its insertion, and a retry of it may be inserted again (A16). 0 (default):
+    /// no window, the design keeps what its retention declares. Not for `cluster`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub retention_ms: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// `[timing]`: network and phase bounds (simulated ms).
@@ -422,6 +431,7 @@ pub(super) fn agent_default() -> AgentSpec {
         o4: o4_default(),
         turn_ms_min: turn_min(),
         turn_ms_max: turn_max(),
+        retention_ms: 0,
     }
 }
 

@@ -9,6 +9,21 @@ mod parse {
     }
 
     #[test]
+    fn a_retention_window_is_in_the_plan_header_only_when_set() {
+        let window = "summary = \"s\"\n[agent]\ndesigns = [\"stored\"]\nretention_ms = 500\n";
+        for (text, want) in [("summary = \"s\"\n", None), (window, Some(500))] {
+            let s = parse(text).unwrap();
+            let p = crate::plan::Plan::derive(&s, 1, None, acp_chaos_models::Design::Stored);
+            let v = serde_json::to_value(&p).unwrap();
+            assert_eq!(
+                v["agent"].get("retention_ms").and_then(|x| x.as_u64()),
+                want
+            );
+            assert_eq!(p.describe()[1].contains("retention_ms=500"), want.is_some());
+        }
+    }
+
+    #[test]
     fn unknown_field_names_file_line_and_field() {
         let e = parse("summary = \"s\"\n[agent]\nflavour = 1\n")
             .unwrap_err()
@@ -56,6 +71,8 @@ mod parse {
             ("summary = \"s\"\n[topology]\nnodes = 9\n", "topology.nodes"),
             ("summary = \"s\"\n[client]\nkind = \"psychic\"\n", "kind"),
             ("summary = \"s\"\n[client]\nunkeyed_rate = 2.0\n", "unkeyed_rate"),
+            // A retention window on the default design list, which has `cluster`.
+            ("summary = \"s\"\n[agent]\nretention_ms = 500\n", "agent.retention_ms"),
             (
                 "summary = \"s\"\n[[fault]]\nkind = \"partition-store\"\nheal_after_ms = 5\non = { point = \"after-receive\" }\n",
                 "after-store-write",
@@ -72,6 +89,8 @@ mod parse {
             let e = parse(text).unwrap_err().to_string();
             assert!(e.starts_with("scenarios/x.toml:") && e.contains(field), "{text}: {e}");
         }
+        let ok = parse("summary = \"s\"\n[agent]\ndesigns = [\"stored\"]\nretention_ms = 500\n");
+        assert_eq!(ok.expect("a window on stored").agent.retention_ms, 500);
         let e = parse("summary = \"s\"\n[agent]\no4 = \"sideways\"\n")
             .unwrap_err()
             .to_string();

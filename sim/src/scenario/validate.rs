@@ -96,6 +96,13 @@ impl Scenario {
                 "field `topology.transport`: stdio has one Client and one Agent process (no proxy, no watcher, not the cluster design)".into(),
             ));
         }
+        if self.agent.retention_ms > 0 && self.agent.designs.contains(&Design::Cluster) {
+            return Err(err(
+                "retention_ms",
+                0,
+                "field `agent.retention_ms`: a retention window is for in-memory, stored and adapter (a cluster's key records live in its store)".into(),
+            ));
+        }
         if !(1..=crate::history::NODES.len()).contains(&self.topology.nodes) {
             return Err(err(
                 "nodes",
