@@ -142,15 +142,24 @@ pub fn p2_no_silent_drop(f: &Facts) -> Verdict {
                     );
                     return v;
                 }
+                // The Agent answered `-32800` to the inserted attempt, or to a retry of it after
+                // the insertion took effect (A1, A6: an inserted prompt succeeds with its
+                // messageId): the Client believed the Agent.
                 let told_cancelled = |i: &Insert| {
                     let iv = &f.history.ops[i.op].value;
+                    let after = i.took_effect.unwrap_or(i.op);
                     f.history.ops.iter().any(|o| {
+                        let (conn, id) = (
+                            o.value["conn"].as_u64().unwrap_or(0),
+                            o.value["frame"]["id"].to_string(),
+                        );
                         o.process == process::NET
                             && o.f == op::SEND
                             && o.value["from"].as_str().is_some_and(is_agent_host)
-                            && o.value["conn"] == iv["conn"]
-                            && o.value["frame"]["id"] == iv["id"]
                             && o.value["frame"]["error"]["code"] == code::REQUEST_CANCELLED
+                            && ((o.value["conn"] == iv["conn"]
+                                && o.value["frame"]["id"] == iv["id"])
+                                || (o.index > after && f.attempts.get(&(conn, id)) == Some(n)))
                     })
                 };
                 let inserted = f.inserts.iter().find(|i| {

@@ -196,8 +196,10 @@ pub fn p5_key_validation(f: &Facts) -> Verdict {
                 served.map_or(sent.index, |o| o.index),
                 "a frame that is not JSON was parsed anyway and answered under its id (K3: -32700 with id null)".to_string(),
             )),
+            // A crash logs no end of its connections: after one, the frame may never be read.
             (KeyForm::NotJson, None, _)
-                if !later().filter(on_conn).any(|o| o.f == op::CONN_END) =>
+                if !later()
+                    .any(|o| o.f == op::CONN_END && on_conn(&o) || o.f == op::CRASH) =>
             {
                 Some((
                     sent.index,
