@@ -175,10 +175,16 @@ pub fn p5_key_validation(f: &Facts) -> Verdict {
                     ),
                 ))
             }
-            (KeyForm::Valid, Some(a), _) if code == Some(rpc_code::INVALID_PARAMS) => Some((
+            // A4 lets the Agent reject a key already recorded in the session (another prompt
+            // under it) with -32602: not a K2 question.
+            (KeyForm::Valid, Some(a), _)
+                if code == Some(rpc_code::INVALID_PARAMS) && !recorded_before(f, sent) =>
+            {
+                Some((
                 a.index,
-                "a valid key (1 to 255 characters) was rejected -32602 (K2)".to_string(),
-            )),
+                    "a valid key (1 to 255 characters) was rejected -32602 (K2)".to_string(),
+                ))
+            }
             (KeyForm::Omitted, Some(a), _)
                 if code == Some(rpc_code::INVALID_PARAMS)
                     && null_key_alone(sent.value["line"].as_str().unwrap_or_default()) =>
@@ -198,8 +204,11 @@ pub fn p5_key_validation(f: &Facts) -> Verdict {
             )),
             // A crash logs no end of its connections: after one, the frame may never be read.
             (KeyForm::NotJson, None, _)
-                if !later()
-                    .any(|o| o.f == op::CONN_END && on_conn(&o) || o.f == op::CRASH) =>
+                if !later().any(|o| {
+                    (o.f == op::CONN_END && on_conn(&o))
+                        || (o.f == op::CRASH
+                            && o.value["host"].as_str().is_some_and(crate::history::is_agent_host))
+                }) =>
             {
                 Some((
                     sent.index,
@@ -218,6 +227,21 @@ pub fn p5_key_validation(f: &Facts) -> Verdict {
         }
     }
     v
+}
+
+/// Whether the raw probe at `sent` carries a key already recorded (an insertion under it) in
+/// its session before it was sent.
+fn recorded_before(f: &Facts, sent: &Op) -> bool {
+    let line = sent.value["line"].as_str().unwrap_or_default();
+    let Ok(v) = serde_json::from_str::<Value>(line) else {
+        return false;
+    };
+    let (key, sid) = (&v["params"]["idempotencyKey"], &v["params"]["sessionId"]);
+    f.inserts.iter().any(|i| {
+        i.op < sent.index
+            && i.key.as_deref().is_some_and(|k| key == k)
+            && sid.as_str() == Some(i.session.as_str())
+    })
 }
 
 #[cfg(test)]

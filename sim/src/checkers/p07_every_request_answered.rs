@@ -25,15 +25,18 @@ pub fn p7_every_request_answered(f: &Facts) -> Verdict {
     let mut quiescent = false;
     // Connections where the Agent read a line the history could not parse (not JSON): what it
     // answers there afterwards is P5's to judge (K3), not an answer to nothing.
-    let mut garbled: BTreeMap<u64, usize> = BTreeMap::new();
+    let mut garbled: BTreeMap<u64, Vec<(usize, &str)>> = BTreeMap::new();
     for op in &f.history.ops {
         let val = &op.value;
         let key = |fr: &Value| (val["conn"].as_u64().unwrap_or(0), fr["id"].to_string());
         match (op.process.as_str(), op.f.as_str()) {
+            // A request, or an invalid one with an id (no method: answered -32600 under it).
             (process::NET, op::RECV)
                 if val["from"] == "client"
-                    && val["frame"].get("method").is_some()
-                    && val["frame"].get("id").is_some_and(|i| !i.is_null()) =>
+                    && val["frame"].get("id").is_some_and(|i| !i.is_null())
+                    && (val["frame"].get("method").is_some()
+                        || (val["frame"].get("result").is_none()
+                            && val["frame"].get("error").is_none())) =>
             {
                 let k = key(&val["frame"]);
                 read.insert(k.clone(), op.index);
@@ -72,7 +75,8 @@ pub fn p7_every_request_answered(f: &Facts) -> Verdict {
             (process::NET, op::RECV) if val["from"] == "client" && val["frame"].is_string() => {
                 garbled
                     .entry(val["conn"].as_u64().unwrap_or(0))
-                    .or_insert(op.index);
+                    .or_default()
+                    .push((op.index, val["frame"].as_str().unwrap_or_default()));
             }
             (process::NET, op::RECV)
                 if val["from"] == "agent" && val["frame"].get("method").is_none() =>
@@ -121,7 +125,13 @@ pub fn p7_every_request_answered(f: &Facts) -> Verdict {
     // (a cancel's `requestId` answered as if it were a request). `id: null` answers a frame
     // whose id could not be read (-32700, -32600).
     if let Some((k, a)) = answers.iter().find(|(k, a)| {
-        k.1 != "null" && !read.contains_key(k) && garbled.get(&k.0).is_none_or(|g| *g >= a[0])
+        k.1 != "null"
+            && !read.contains_key(k)
+            && !garbled.get(&k.0).is_some_and(|g| {
+                // P5 judges a non-JSON line answered under an id it carries.
+                g.iter()
+                    .any(|(at, line)| *at < a[0] && line.contains(&format!("\"id\":{}", k.1)))
+            })
     }) {
         v.status = Status::Invalid;
         v.party = Some(Party::Agent);

@@ -230,6 +230,14 @@ fn p7_no_response_to_a_request_never_read() {
         )
     };
     let end = ("world", "end", json!({"outcome": "quiescent"}));
+    // An invalid request with an id (no method) is read too: its -32600 answers it.
+    let invalid = (
+        "net",
+        "recv",
+        json!({"conn": 1, "from": "client", "frame": {"jsonrpc": "2.0", "id": 8, "params": {}}}),
+    );
+    let h = hist(&[invalid, answer(json!(8)), end.clone()]);
+    assert_eq!(status(&h, "P7").0, Status::Valid);
     // Answered once: valid. An answer to id 7, never read (A5): invalid. `id: null`: valid.
     for (extra, want) in [
         (None, Status::Valid),

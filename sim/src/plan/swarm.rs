@@ -42,7 +42,7 @@ pub const DRAWN: &[(&str, &str)] = &[
     ),
     (
         "raw",
-        "1 to 3 raw session/prompt probes with a malformed or boundary key: 1 in 4 (unless the file has [[raw]]), and in 1 of 2 such seeds one more with 128 to 255 two-byte characters (valid: K2 counts characters); with session/close drawn too, in 1 of 2 such seeds one more probe to slot 0's session once closed on its connection (X2)",
+        "1 to 3 raw session/prompt probes with a malformed or boundary key: 1 in 4 (unless the file has [[raw]]), and in 1 of 2 such seeds each (every one from its own stream): one more with 128 to 255 two-byte characters (valid: K2 counts characters), one with a lone surrogate escape (not JSON: K3's -32700), a session/cancel nobody pressed (C8), and a keyed prompt followed 50 to 400 ms later by the same key with another prompt (A4); with session/close drawn too, in 1 of 2 such seeds one more probe to slot 0's session once closed on its connection (X2)",
     ),
     (
         "workload.cancel_after_ms",
