@@ -206,8 +206,11 @@ pub fn p5_key_validation(f: &Facts) -> Verdict {
             (KeyForm::NotJson, None, _)
                 if !later().any(|o| {
                     (o.f == op::CONN_END && on_conn(&o))
+                        // The reader (the Agent, or a proxy in front of it) crashed.
                         || (o.f == op::CRASH
-                            && o.value["host"].as_str().is_some_and(crate::history::is_agent_host))
+                            && o.value["host"]
+                                .as_str()
+                                .is_some_and(|h| h == "proxy" || crate::history::is_agent_host(h)))
                 }) =>
             {
                 Some((
