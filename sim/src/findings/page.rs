@@ -221,19 +221,7 @@ fn retention(out: &mut String, t: &RetentionTable, rs: &Scenario) {
     );
     if let Some(w) = t.witness {
         let design = RETENTION_ROWS[w.design_index].1;
-        let (h, _) = crate::run::run_one(rs, w.seed, None, design);
-        let v = Verdict {
-            property: "-".into(),
-            status: Status::Finding,
-            rules: Vec::new(),
-            witnesses: vec![w.at.0, w.at.1],
-            fault: None,
-            party: None,
-            message: String::new(),
-        };
-        let span = w.at.0.abs_diff(w.at.1);
-        let mut d = Diagram::of(&h, Some(&v)).window(span + 24, 8);
-        d.verdict = None;
+        let d = witness_diagram(rs, w.seed, design, w.at);
         let _ = writeln!(
             out,
             "Shortest witness of the file as written (window {} ms, staleness limit {}; {} ops; \
@@ -278,21 +266,7 @@ fn seen(id: &str, c: &Claim) -> bool {
 
 fn witness(out: &mut String, m: &Measured, s: &Scenario, w: Witness) {
     let design = m.designs[w.design_index];
-    let (h, _) = crate::run::run_one(s, w.seed, None, design);
-    let v = Verdict {
-        property: "-".into(),
-        status: Status::Finding,
-        rules: Vec::new(),
-        witnesses: vec![w.at.0, w.at.1],
-        fault: None,
-        party: None,
-        message: String::new(),
-    };
-    // Wide enough for both highlighted ops (a row per op at most), and no verdict note: a
-    // finding here is a count, not a verdict.
-    let span = w.at.0.abs_diff(w.at.1);
-    let mut d = Diagram::of(&h, Some(&v)).window(span + 24, 8);
-    d.verdict = None;
+    let d = witness_diagram(s, w.seed, design, w.at);
     let _ = writeln!(
         out,
         "Shortest witness ({} ops; ops {} and {} highlighted): `acp-chaos replay {} --seed {} --agent {}`\n\n```mermaid\n{}```\n",
@@ -304,4 +278,29 @@ fn witness(out: &mut String, m: &Measured, s: &Scenario, w: Witness) {
         design.as_str(),
         d.mermaid()
     );
+}
+
+/// The diagram of a claim's shortest witness: the run replayed, its two ops `at` highlighted,
+/// wide enough for both (a row per op at most), and no verdict note: a finding here is a count,
+/// not a verdict.
+fn witness_diagram(
+    s: &Scenario,
+    seed: u64,
+    design: acp_chaos_models::Design,
+    at: (usize, usize),
+) -> Diagram {
+    let (h, _) = crate::run::run_one(s, seed, None, design);
+    let v = Verdict {
+        property: "-".into(),
+        status: Status::Finding,
+        rules: Vec::new(),
+        witnesses: vec![at.0, at.1],
+        fault: None,
+        party: None,
+        message: String::new(),
+    };
+    let span = at.0.abs_diff(at.1);
+    let mut d = Diagram::of(&h, Some(&v)).window(span + 24, 8);
+    d.verdict = None;
+    d
 }
