@@ -439,8 +439,9 @@ impl Ledger {
     /// then on the Agent's idleness says whether work is left: an idle Agent that never
     /// answers is P7's violation, not a run that never ends); an answer settles its request.
     pub fn on_recv(&mut self, conn: ConnId, process: &str, frame: &Value) {
-        if let (Value::String(line), true) = (frame, is_agent_host(process)) {
-            // A line that is not JSON, read by the Agent: it answers at once (-32700).
+        if let (Value::String(line), true) = (frame, is_agent_host(process) || process == "proxy") {
+            // A line that is not JSON, read by the Agent (it answers at once, -32700) or by a
+            // proxy in front of it (which answers it or writes it on, in flight again).
             self.outstanding
                 .shift_remove(&(conn, format!("raw:{line}")));
             if let Some(i) = self.idle.get_mut(process) {
