@@ -28,7 +28,7 @@
 //!   stream per choice; the swarm's draws;
 //! - [`world`]: one run on turmoil: the step loop (safety → heal → liveness), the hosts, the
 //!   frame layer, the ledger;
-//! - [`checkers`]: one pure function per property (P1..P16, X4) from a history to a verdict;
+//! - [`checkers`]: one pure function per property (P1..P17, X4) from a history to a verdict;
 //! - [`run`]: one (scenario, seed) to its history, verdicts and repro line;
 //! - [`campaign`]: many seeds in parallel, report folders, shards and merge, progress, the
 //!   mutant scoreboard, the benchmark;

@@ -204,6 +204,21 @@ pub enum AgentMutant {
     /// (`"\ud800"`) is taken for a character (here U+FFFD) instead of failing the frame, so a
     /// key made of one is a valid one-character key. Breaks K3 (`-32700`, P5, Agent at fault).
     LenientJson,
+    /// `session/cancel` ends the running turn with `stopReason: "error"` (the abort's exception
+    /// leaks into the stop reason) instead of `cancelled`. Breaks A6 (P17, Agent at fault).
+    CancelEndsAsError,
+    /// `session/cancel` during a turn that waits on `session/request_permission` ends the turn
+    /// but neither withdraws the request with `$/cancel_request` nor stops waiting for its
+    /// answer. Breaks A6 (P17, Agent at fault).
+    CancelKeepsAsking,
+    /// `session/close` is answered first and the session's work cancelled after: the final
+    /// updates and the idle `cancelled` state reach the connection after the close response.
+    /// Breaks A15 (P17, Agent at fault).
+    CloseAnswersFirst,
+    /// A prompt rejected with a transient error leaves its key recorded (the record written
+    /// before the failure): a retry with the same key is answered with a `messageId` no message
+    /// has. Breaks A2, "records nothing" (P2, Agent at fault).
+    ErrorRecordsKey,
 }
 
 /// Settings of a model Agent.

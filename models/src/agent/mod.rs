@@ -764,13 +764,20 @@ impl ModelAgent {
             }
             ClientRequest::CloseSessionRequest(r) => {
                 let sid = r.session_id.0.to_string();
-                // A15: closing a missing or inactive session succeeds and changes nothing.
-                self.close_on(conn, &sid, "close", out);
+                // A15: closing a missing or inactive session succeeds and changes nothing; the
+                // final updates go before the response (the mutant answers first).
+                let first = self.cfg.mutant == Some(AgentMutant::CloseAnswersFirst);
+                if !first {
+                    self.close_on(conn, &sid, "close", out);
+                }
                 self.send(
                     conn,
                     rpc::ok(&id, to_value(v2::CloseSessionResponse::new())),
                     out,
                 );
+                if first {
+                    self.close_on(conn, &sid, "close", out);
+                }
             }
             ClientRequest::DeleteSessionRequest(r) => {
                 let sid = r.session_id.0.to_string();

@@ -66,6 +66,14 @@ impl ModelAgent {
         } else if self.transient_errors > 0 {
             // A2: an error means this attempt inserted nothing and recorded nothing.
             self.transient_errors -= 1;
+            if let (Some(k), Some(AgentMutant::ErrorRecordsKey)) =
+                (&r.idempotency_key, self.cfg.mutant)
+            {
+                // Mutant: the key record was written before the failure, and stays.
+                let mid = format!("failed-{}-{}", self.boot, self.arrivals.len());
+                self.arrivals
+                    .insert((sid.clone(), k.as_str().to_string()), (mid, self.boot));
+            }
             return self.reject_internal(conn, &id, "transient", json!({"transient": true}), out);
         }
         let keyed = r.idempotency_key.is_some();
@@ -130,6 +138,16 @@ impl ModelAgent {
             })
             .unwrap_or_default();
         let dedup = self.cfg.mutant != Some(AgentMutant::NoDedup);
+        if let (Some(k), Some(AgentMutant::ErrorRecordsKey)) = (&key, self.cfg.mutant) {
+            // Mutant: the key a failed attempt left behind answers its retry.
+            if let Some((mid, _)) = self.arrivals.get(&(sid.clone(), k.clone())).cloned() {
+                out.push(effect(
+                    op::DEDUP_HIT,
+                    json!({"session": sid, "key": k, "messageId": mid, "conn": conn, "id": id}),
+                ));
+                return self.send(conn, rpc::ok(&id, to_value(PromptResponse::new(mid))), out);
+            }
+        }
         if let (Some(k), Some(AgentMutant::KeyRecordedOnArrival)) = (&key, self.cfg.mutant) {
             if self.persists() {
                 // Mutant: a key recorded by an earlier process "counts as inserted", message
@@ -874,15 +892,24 @@ impl ModelAgent {
         }
         if let Some(t) = turn {
             if let TurnPhase::AwaitPermission { conn, req } = t.phase {
-                // Stop waiting: not approved, and withdraw the request itself.
-                self.asks.shift_remove(&req);
-                self.send(
-                    conn,
-                    rpc::notification("$/cancel_request", json!({"requestId": req})),
-                    out,
-                );
+                // Stop waiting: not approved, and withdraw the request itself (the mutant
+                // `cancel-keeps-asking` leaves it out there).
+                if self.cfg.mutant != Some(AgentMutant::CancelKeepsAsking) {
+                    self.asks.shift_remove(&req);
+                    self.send(
+                        conn,
+                        rpc::notification("$/cancel_request", json!({"requestId": req})),
+                        out,
+                    );
+                }
             }
-            self.end_turn(sid, StopReason::Cancelled, out);
+            // A6: `cancelled`, never `error`, whatever the abort threw (the mutant leaks it).
+            let stop = if self.cfg.mutant == Some(AgentMutant::CancelEndsAsError) {
+                StopReason::Error(v2::ErrorStopReason::new())
+            } else {
+                StopReason::Cancelled
+            };
+            self.end_turn(sid, stop, out);
         }
         if skip {
             // Mutant: the prompts left in the queue go on as if nothing was cancelled.

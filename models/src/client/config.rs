@@ -119,4 +119,13 @@ pub struct ClientConfig {
     /// `sdk-auto-retry`: the share of prompts the application sends without a key.
     #[serde(default)]
     pub unkeyed_rate: f64,
+    /// How long the user takes to answer a `session/request_permission`, in simulated ms (0:
+    /// at once). A `$/cancel_request` for it meanwhile closes the question unanswered (A6).
+    /// Left out of the history header when 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub permission_ms: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }

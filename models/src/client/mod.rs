@@ -153,6 +153,11 @@ enum TimerKind {
     RetrySoon {
         submission: u64,
     },
+    /// The user answers the Agent's `session/request_permission` `req` on `conn`.
+    PermissionAnswer {
+        conn: ConnId,
+        req: u64,
+    },
 }
 
 /// Most session slots a Client keeps (forks add slots).
@@ -1021,16 +1026,38 @@ impl ClientModel for SpecClient {
                         if id.is_null() || id.as_u64().is_some_and(|i| i >= RAW_ID_BASE) => {}
                     Ok(Frame::Response { id, result }) => self.response(conn, &id, result, out),
                     Ok(Frame::Request { id, method, .. }) => {
-                        // The user approves tool calls; every Agent request gets one answer.
-                        let line = if method == "session/request_permission" {
-                            rpc::ok(
-                                &id,
-                                json!({"outcome": {"outcome": "selected", "optionId": "allow"}}),
-                            )
-                        } else {
-                            rpc::err(&id, code::METHOD_NOT_FOUND, "Method not found", None)
+                        // The user approves tool calls (after `permission_ms`); every Agent
+                        // request gets one answer.
+                        let asked = method == "session/request_permission";
+                        match id.as_u64() {
+                            Some(req) if asked && self.cfg.permission_ms > 0 => self.timer(
+                                TimerKind::PermissionAnswer { conn, req },
+                                self.cfg.permission_ms,
+                                out,
+                            ),
+                            _ if asked => out.push(Action::Send {
+                                conn,
+                                line: permission_allowed(&id),
+                            }),
+                            _ => out.push(Action::Send {
+                                conn,
+                                line: rpc::err(
+                                    &id,
+                                    code::METHOD_NOT_FOUND,
+                                    "Method not found",
+                                    None,
+                                ),
+                            }),
+                        }
+                    }
+                    // A6: the Agent withdrew a question the user has not answered yet: close
+                    // it unanswered.
+                    Ok(Frame::Notification { method, params }) if method == "$/cancel_request" => {
+                        let asked = |k: &TimerKind| {
+                            matches!(k, TimerKind::PermissionAnswer { conn: c, req }
+                                if *c == conn && params["requestId"].as_u64() == Some(*req))
                         };
-                        out.push(Action::Send { conn, line });
+                        self.timers.retain(|_, k| !asked(k));
                     }
                     // Updates are shown; `$/cancel_request` for a permission we already
                     // answered is ignored.
@@ -1088,6 +1115,14 @@ impl ClientModel for SpecClient {
                     self.give_up_connection(out);
                 }
                 Some(TimerKind::RetrySoon { submission }) => self.attempt(submission, out),
+                Some(TimerKind::PermissionAnswer { conn, req })
+                    if self.conn.as_ref().is_some_and(|c| c.id == conn) =>
+                {
+                    let line = permission_allowed(&Value::from(req));
+                    out.push(Action::Send { conn, line });
+                }
+                // The connection it was asked on ended: that question is gone with it.
+                Some(TimerKind::PermissionAnswer { .. }) => {}
                 None => {}
             },
             ClientInput::Cancel { submission } => self.cancel(submission, out),
@@ -1159,4 +1194,12 @@ impl ClientModel for SpecClient {
     fn pending(&self) -> Vec<u64> {
         self.pending.keys().copied().collect()
     }
+}
+
+/// The user's approval of a tool call: the answer to `session/request_permission` `id`.
+fn permission_allowed(id: &Value) -> String {
+    rpc::ok(
+        id,
+        json!({"outcome": {"outcome": "selected", "optionId": "allow"}}),
+    )
 }

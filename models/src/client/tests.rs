@@ -14,6 +14,7 @@ fn cfg(stale_ms: u64, mutant: Option<ClientMutant>) -> ClientConfig {
         mutant,
         kind: ClientKind::Spec,
         unkeyed_rate: 0.0,
+        permission_ms: 0,
     }
 }
 

@@ -1,5 +1,5 @@
 //! Checkers: pure functions from a [`History`] to a [`Verdict`], one per property of
-//! `spec/RULES.md` (P1 to P12, P15 and P16, and our P13 and P14, each with its row there; see
+//! `spec/RULES.md` (P1 to P12, P15 to P17, and our P13 and P14, each with its row there; see
 //! [`CHECKERS`]).
 //!
 //! Every non-valid verdict names the property, the rule ids, the witnessing op indices, the
@@ -23,6 +23,7 @@ pub mod p13_forwarding_order;
 pub mod p14_client_keys;
 pub mod p15_echo;
 pub mod p16_active_session;
+pub mod p17_turn_stop;
 pub mod verdict;
 pub mod x4_resume_order;
 
@@ -50,6 +51,7 @@ pub use p13_forwarding_order::p13_forwarding_order;
 pub use p14_client_keys::p14_client_keys;
 pub use p15_echo::p15_echo;
 pub use p16_active_session::p16_active_session;
+pub use p17_turn_stop::p17_turn_stop;
 pub use verdict::{Status, Verdict};
 pub use x4_resume_order::x4_resume_order;
 
@@ -164,6 +166,12 @@ pub const CHECKERS: &[Checker] = &[
         title: "active-session",
         rules: &["X2", "C6"],
         check: p16_active_session,
+    },
+    Checker {
+        property: "P17",
+        title: "turn-stop",
+        rules: &["A6", "A15"],
+        check: p17_turn_stop,
     },
 ];
 

@@ -3,6 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use acp_chaos_models::Party;
+use serde_json::Value;
 
 use super::facts::{Facts, Insert, SubmissionClass};
 use super::verdict::{Status, Verdict};
@@ -105,6 +106,13 @@ pub fn p2_no_silent_drop(f: &Facts) -> Verdict {
                         v.party = Some(Party::Client);
                         v.rules = vec!["C2".into()];
                         v.message = format!("submission {n} was acknowledged with {mid}, the message of an earlier submission whose key it reused (C2)");
+                    } else if let (None, Some(err)) = (other, errored_before(f, &attempts, *op)) {
+                        // No message has that id, and an attempt of it failed first: the
+                        // failure left its key behind.
+                        v.party = Some(Party::Agent);
+                        v.rules = vec!["A2".into()];
+                        v.witnesses.insert(0, err);
+                        v.message = format!("submission {n} was acknowledged with {mid}, which no message has; an earlier attempt was answered with an error (op {err}), and an error records nothing for the key");
                     } else {
                         v.party = Some(Party::Agent);
                         v.rules = vec!["A1".into(), "A9".into()];
@@ -204,4 +212,24 @@ pub fn p2_no_silent_drop(f: &Facts) -> Verdict {
         v.message = format!("liveness: submissions {pending:?} still pending at the bound");
     }
     v
+}
+
+/// The first error response (other than `-32800`) the Client read for one of `attempts`
+/// before op `before`: its op.
+fn errored_before(f: &Facts, attempts: &BTreeSet<(u64, String)>, before: usize) -> Option<usize> {
+    let cancelled = Value::from(code::REQUEST_CANCELLED);
+    f.history.ops[..before.min(f.history.ops.len())]
+        .iter()
+        .find(|o| {
+            o.process == process::NET
+                && o.f == op::RECV
+                && o.value["from"] == "agent"
+                && o.value["frame"]["error"].is_object()
+                && o.value["frame"]["error"]["code"] != cancelled
+                && attempts.contains(&(
+                    o.value["conn"].as_u64().unwrap_or(0),
+                    o.value["frame"]["id"].to_string(),
+                ))
+        })
+        .map(|o| o.index)
 }

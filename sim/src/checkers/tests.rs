@@ -517,3 +517,91 @@ fn p16_a_prompt_on_a_session_not_active_on_its_connection_gets_32002() {
         Status::Invalid
     );
 }
+
+/// P17 (A6, A15): a cancel of running work ends it `cancelled` before new work and withdraws
+/// its unanswered permission request; a close is answered after the idle state and nothing
+/// names the session on that connection after it. A connection that ended lifts what it owed.
+#[test]
+fn p17_a_stop_ends_the_work_cancelled_and_a_close_is_the_last_word() {
+    let net = |f: &'static str, frame: Value| {
+        (
+            "net",
+            f,
+            json!({"conn": 1, "from": if f == "recv" { "client" } else { "agent" }, "frame": frame}),
+        )
+    };
+    let cancel = net(
+        "recv",
+        json!({"method": "session/cancel", "params": {"sessionId": "s"}}),
+    );
+    let start = |m: &str| {
+        (
+            "agent",
+            "turn-start",
+            json!({"session": "s", "messageId": m}),
+        )
+    };
+    let end = |reason: &str| {
+        (
+            "agent",
+            "turn-end",
+            json!({"session": "s", "messageId": "m1", "stopReason": reason}),
+        )
+    };
+    let activate = ("agent", "activate", json!({"session": "s", "conn": 1}));
+    let p17 = |ops: Vec<(&str, &str, Value)>| status(&hist(&ops), "P17").0;
+    let stopped = |reason: &str| vec![activate.clone(), start("m1"), cancel.clone(), end(reason)];
+    assert_eq!(p17(stopped("cancelled")), Status::Valid);
+    assert_eq!(p17(stopped("error")), Status::Invalid, "never error");
+    let mut early = vec![activate.clone(), start("m1"), cancel.clone(), start("m2")];
+    assert_eq!(p17(early.clone()), Status::Invalid, "new work first");
+    early.insert(3, ("client", "conn-end", json!({"conn": 1})));
+    early.insert(3, end("cancelled"));
+    assert_eq!(p17(early), Status::Valid);
+    // The permission request it was waiting on.
+    let ask = net(
+        "send",
+        json!({"id": 7, "method": "session/request_permission", "params": {"sessionId": "s"}}),
+    );
+    let withdraw = net(
+        "send",
+        json!({"method": "$/cancel_request", "params": {"requestId": 7}}),
+    );
+    let mut asked = stopped("cancelled");
+    asked.insert(2, ask);
+    assert_eq!(p17(asked.clone()), Status::Invalid, "never withdrawn");
+    asked.push(withdraw);
+    assert_eq!(p17(asked), Status::Valid);
+    // Close: the idle state first, then the response, then nothing for the session.
+    let state = |s: &str| {
+        net(
+            "send",
+            json!({"method": "session/update", "params": {"sessionId": "s", "update": {"sessionUpdate": "state_update", "state": s}}}),
+        )
+    };
+    let close = net(
+        "recv",
+        json!({"id": 9, "method": "session/close", "params": {"sessionId": "s"}}),
+    );
+    let closed = net("send", json!({"id": 9, "result": {}}));
+    let chunk = net(
+        "send",
+        json!({"method": "session/update", "params": {"sessionId": "s", "update": {"sessionUpdate": "agent_message_chunk"}}}),
+    );
+    let prompt_answer = net("send", json!({"id": 4, "result": {"messageId": "m1"}}));
+    let in_order = vec![
+        state("running"),
+        close.clone(),
+        state("idle"),
+        closed.clone(),
+        prompt_answer,
+    ];
+    assert_eq!(p17(in_order), Status::Valid);
+    let answered_first = vec![state("running"), close.clone(), closed.clone()];
+    assert_eq!(p17(answered_first), Status::Invalid);
+    let after = vec![close, closed, chunk.clone()];
+    assert_eq!(p17(after.clone()), Status::Invalid);
+    let mut reopened = after;
+    reopened.insert(2, activate);
+    assert_eq!(p17(reopened), Status::Valid);
+}

@@ -125,7 +125,7 @@ pub fn load(path: &Path) -> anyhow::Result<Regression> {
         };
         if !checkers::CHECKERS.iter().any(|c| c.property == p) {
             anyhow::bail!(
-                "{}: field `expect.property`: unknown property `{p}` (P1 to P16)",
+                "{}: field `expect.property`: unknown property `{p}` (P1 to P17)",
                 path.display()
             );
         }

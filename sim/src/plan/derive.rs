@@ -95,6 +95,7 @@ impl Plan {
                 mutant: client_mutant,
                 kind: s.client.kind,
                 unkeyed_rate: s.client.unkeyed_rate,
+                permission_ms: s.client.permission_ms,
             },
             net: NetTiming {
                 heartbeat_ms: 25,

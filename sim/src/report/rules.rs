@@ -6,7 +6,7 @@ use crate::checkers::{Verdict, CHECKERS};
 pub const RULES_MD: &str = include_str!("../../../spec/RULES.md");
 
 /// The text of rule `id` (`A7`, `K3`, `P1`, ...) from RULES.md: a `- **ID** ...` item with its
-/// continuation lines, or a row of the properties table (P1 to P16; P13 and P14 are ours).
+/// continuation lines, or a row of the properties table (P1 to P17; P13 and P14 are ours).
 /// `None` for ids it does not define.
 pub fn rule_text(id: &str) -> Option<String> {
     let item = format!("- **{id}**");

@@ -195,6 +195,10 @@ pub struct ClientSpec {
     /// `sdk-auto-retry`: the share of prompts the application sends without a key (0 to 1).
     #[serde(default)]
     pub unkeyed_rate: f64,
+    /// How long the user takes to answer a `session/request_permission`, in simulated ms (0,
+    /// the default: at once; at most 60,000).
+    #[serde(default)]
+    pub permission_ms: u64,
 }
 
 /// `[topology]`: which hosts run.

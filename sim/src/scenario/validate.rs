@@ -67,6 +67,13 @@ impl Scenario {
                 ));
             }
         }
+        if self.client.permission_ms > 60_000 {
+            return Err(err(
+                "permission_ms",
+                0,
+                "field `client.permission_ms`: must be 0 to 60000 ms".into(),
+            ));
+        }
         if self.workload.sessions == 0 || self.workload.sessions > 16 {
             return Err(err(
                 "sessions",

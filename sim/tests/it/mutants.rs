@@ -306,6 +306,30 @@ const PINNED: &[(&str, &str, Design, u64)] = &[
         Design::Stored,
         0,
     ),
+    (
+        "cancel-ends-as-error",
+        "cancel-04-stop-while-asking",
+        Design::Stored,
+        0,
+    ),
+    (
+        "cancel-keeps-asking",
+        "cancel-04-stop-while-asking",
+        Design::Stored,
+        0,
+    ),
+    (
+        "close-answers-first",
+        "session-03-close-while-running",
+        Design::Stored,
+        0,
+    ),
+    (
+        "error-records-key",
+        "rfd-05-retry-after-error",
+        Design::Stored,
+        0,
+    ),
 ];
 
 fn acceptable(s: Status) -> bool {

@@ -1,0 +1,322 @@
+//! P17 turn-stop (A6 A15): [`p17_turn_stop`].
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use acp_chaos_models::Party;
+use serde_json::Value;
+
+use super::facts::{is_store_op, track_active, Facts};
+use super::verdict::{Status, Verdict};
+use crate::history::{is_agent_host, op, process};
+
+/// P17 turn-stop:
+///
+/// - **A6, the stop reason**: a `session/cancel` the Agent honours (its session active on that
+///   connection) while that process runs the session's work ends the work with
+///   `stopReason: "cancelled"` (never `error`), before any new work of the session starts.
+///   Judged on the Agent's `turn-start` and `turn-end` effects, which it logs as it decides:
+///   its frames reach the log when its writer sends them, after frames it read meanwhile.
+/// - **A6, permission requests**: each `session/request_permission` for the session the Agent
+///   process had sent and had no answer to when it read the cancel is withdrawn with a
+///   `$/cancel_request` naming it, on the connection it was sent on.
+/// - **A15**, from the frames on each connection alone (so `probe` judges a real Agent the
+///   same way): no work still `running` there when the `session/close` is answered (the idle
+///   `cancelled` state comes first), and after that response nothing more names the session
+///   on that connection until it is activated there again. Prompt responses may follow (A15
+///   says so): they carry no `sessionId`.
+///
+/// A connection that ended, an Agent crash, or a fault that can swallow the Agent's frames on
+/// that connection unseen (a lost frame or exchange, a dead update stream) lifts what was owed
+/// on it: the frame may have been written and lost. Under `probe` (no effects) only A15 is
+/// judged. A cluster node that reads a cancel for work running on another node is not judged
+/// here: the model's stop reaches the other nodes' held prompts through the store (P6 judges
+/// those), but not work they already run, a known gap of the cluster model.
+pub fn p17_turn_stop(f: &Facts) -> Verdict {
+    let mut w = Wire::default();
+    for o in &f.history.ops {
+        if let Some((rule, witnesses, message)) = w.step(o) {
+            return invalid(f, rule, witnesses, message);
+        }
+    }
+    match w.owed_at_end() {
+        Some((rule, witnesses, message)) => invalid(f, rule, witnesses, message),
+        None => Verdict::valid("P17", &["A6", "A15"]),
+    }
+}
+
+fn invalid(f: &Facts, rule: &str, witnesses: Vec<usize>, message: String) -> Verdict {
+    let last = witnesses.iter().copied().max().unwrap_or(0);
+    Verdict {
+        property: "P17".into(),
+        status: Status::Invalid,
+        rules: vec![rule.into()],
+        witnesses,
+        fault: f.fault_before(last),
+        party: Some(Party::Agent),
+        message,
+    }
+}
+
+/// (connection, sessionId).
+type Slot = (u64, String);
+
+type Breach = (&'static str, Vec<usize>, String);
+
+/// What each Agent connection has been told and still owes.
+#[derive(Default)]
+struct Wire {
+    /// Sessions active on each connection (from the Agent's effects).
+    active: BTreeMap<String, BTreeSet<u64>>,
+    /// Cluster: the node each connection reached.
+    node_of: BTreeMap<u64, String>,
+    /// Work running, by (host, session): its `messageId`.
+    turns: BTreeMap<(String, String), String>,
+    /// Work a cancel ended, by (host, session): (its `messageId`, the cancel's op).
+    stop_owed: BTreeMap<(String, String), (String, usize)>,
+    /// Slots whose last `state_update` said `running` (the op that said so).
+    running: BTreeMap<Slot, usize>,
+    /// `session/request_permission` the Agent sent and has no answer to: (conn, id) →
+    /// (host, session).
+    asking: BTreeMap<(u64, String), (String, String)>,
+    /// Permission requests a cancel left owed a `$/cancel_request`: (conn, id) → cancel op.
+    withdraw_owed: BTreeMap<(u64, String), usize>,
+    /// `session/close` requests read: (conn, id) → (session, op, the slot's activations then).
+    closing: BTreeMap<(u64, String), (String, usize, u64)>,
+    /// How often each slot was activated (the Agent logs it as it decides, ahead of the
+    /// frames it queued before: a resume read right after a close activates the session
+    /// before the close's response is sent).
+    activations: BTreeMap<Slot, u64>,
+    /// Slots whose close was answered: the response's op.
+    closed: BTreeMap<Slot, usize>,
+    /// Connections on which the Agent's frames may have vanished unseen, or that ended.
+    lifted: BTreeSet<u64>,
+}
+
+impl Wire {
+    fn step(&mut self, o: &crate::history::Op) -> Option<Breach> {
+        let val = &o.value;
+        let conn = val["conn"].as_u64().unwrap_or(0);
+        let sid = || val["session"].as_str().unwrap_or_default().to_string();
+        let host = || val["renamed_from"].as_str().unwrap_or("agent").to_string();
+        // (No arm below reads the ops `track_active` consumes.)
+        if track_active(&mut self.active, o) {
+            match o.f.as_str() {
+                // The session is active there again: updates may name it.
+                op::ACTIVATE => {
+                    self.closed.remove(&(conn, sid()));
+                    *self.activations.entry((conn, sid())).or_default() += 1;
+                }
+                op::CONN_END => self.lift(conn),
+                // A restarted process (also one a broken stdio pipe ended) runs nothing yet.
+                op::RECOVER if !is_store_op(o) => {
+                    let h = host();
+                    self.turns.retain(|(x, _), _| *x != h);
+                    self.stop_owed.retain(|(x, _), _| *x != h);
+                }
+                _ => {}
+            }
+            return None;
+        }
+        match (o.process.as_str(), o.f.as_str()) {
+            (process::NET, op::SEND) if val["from"].as_str().is_some_and(is_agent_host) => {
+                return self.agent_wrote(conn, &val["frame"], o.index);
+            }
+            (process::NET, op::RECV) if val["from"] == "client" => {
+                self.agent_read(conn, &val["frame"], o.index);
+            }
+            (process::NET, op::CONN_OPEN) => {
+                if let Some(n) = val["seen_by"].as_str().filter(|n| n.starts_with("node")) {
+                    self.node_of.insert(conn, n.to_string());
+                }
+            }
+            (process::NET, op::DROPPED) => self.lift(conn),
+            (process::NEMESIS, "lose-frame" | "lose-exchange" | "drop-updates") => {
+                self.lift(val["detail"]["conn"].as_u64().unwrap_or(0));
+            }
+            (process::NEMESIS, op::CRASH) => {
+                // What the crashed process owed died with it (its connections end too).
+                let dead = val["host_was"].as_str().unwrap_or("agent");
+                self.turns.retain(|(h, _), _| h != dead);
+                self.stop_owed.retain(|(h, _), _| h != dead);
+            }
+            (_, op::CONN_END) => self.lift(conn),
+            (process::AGENT, op::TURN_START) => {
+                let at = (host(), sid());
+                if let Some((mid, c)) = self.stop_owed.get(&at) {
+                    return Some((
+                        "A6",
+                        vec![*c, o.index],
+                        format!(
+                            "session/cancel of {} (op {c}) should have ended the work on {mid}, but new work ({}) started first",
+                            at.1, val["messageId"]
+                        ),
+                    ));
+                }
+                let mid = val["messageId"].as_str().unwrap_or_default().to_string();
+                self.turns.insert(at, mid);
+            }
+            (process::AGENT, op::TURN_END) => {
+                let at = (host(), sid());
+                self.turns.remove(&at);
+                let reason = &val["stopReason"];
+                match self.stop_owed.remove(&at) {
+                    Some((mid, c)) if val["messageId"] == mid.as_str() && reason != "cancelled" => {
+                        return Some((
+                            "A6",
+                            vec![c, o.index],
+                            format!(
+                                "session/cancel of {} (op {c}) ended the work on {mid} with stopReason {reason}, not \"cancelled\"",
+                                at.1
+                            ),
+                        ));
+                    }
+                    Some(owed) if val["messageId"] != owed.0.as_str() => {
+                        self.stop_owed.insert(at, owed);
+                    }
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+        None
+    }
+
+    fn lift(&mut self, conn: u64) {
+        self.lifted.insert(conn);
+        self.running.retain(|(c, _), _| *c != conn);
+        self.asking.retain(|(c, _), _| *c != conn);
+        self.withdraw_owed.retain(|(c, _), _| *c != conn);
+        self.closed.retain(|(c, _), _| *c != conn);
+    }
+
+    /// A frame the Agent read on `conn`.
+    fn agent_read(&mut self, conn: u64, fr: &Value, at: usize) {
+        let sid = fr["params"]["sessionId"].as_str().unwrap_or_default();
+        match fr["method"].as_str() {
+            // Honoured: the session is active on that connection.
+            Some("session/cancel") if self.active.get(sid).is_some_and(|c| c.contains(&conn)) => {
+                let host = self.node_of.get(&conn).map_or("agent", String::as_str);
+                let at_host = (host.to_string(), sid.to_string());
+                if let Some(mid) = self.turns.get(&at_host) {
+                    self.stop_owed
+                        .entry(at_host.clone())
+                        .or_insert((mid.clone(), at));
+                }
+                for (ask, asker) in &self.asking {
+                    if *asker == at_host {
+                        self.withdraw_owed.entry(ask.clone()).or_insert(at);
+                    }
+                }
+            }
+            Some("session/close") => {
+                let n = self.activations.get(&(conn, sid.to_string()));
+                let n = n.copied().unwrap_or(0);
+                self.closing
+                    .insert((conn, fr["id"].to_string()), (sid.to_string(), at, n));
+            }
+            // The Client's answer to a permission request.
+            None => {
+                let ask = (conn, fr["id"].to_string());
+                self.asking.remove(&ask);
+            }
+            _ => {}
+        }
+    }
+
+    /// A frame the Agent wrote on `conn` (it reached the network).
+    fn agent_wrote(&mut self, conn: u64, fr: &Value, at: usize) -> Option<Breach> {
+        if self.lifted.contains(&conn) {
+            return None;
+        }
+        let params = &fr["params"];
+        let sid = params["sessionId"].as_str().unwrap_or_default().to_string();
+        let slot = (conn, sid.clone());
+        match fr["method"].as_str() {
+            None => return self.answered(conn, fr, at),
+            Some(_) if self.closed.contains_key(&slot) => {
+                let closed = self.closed[&slot];
+                return Some((
+                    "A15",
+                    vec![closed, at],
+                    format!(
+                        "after answering session/close of {sid} on connection {conn} (op {closed}), the Agent still sent {} for that session there (op {at})",
+                        describe(fr)
+                    ),
+                ));
+            }
+            Some("session/request_permission") => {
+                let host = self.node_of.get(&conn).map_or("agent", String::as_str);
+                self.asking
+                    .insert((conn, fr["id"].to_string()), (host.to_string(), sid));
+            }
+            Some("$/cancel_request") => {
+                let ask = (conn, params["requestId"].to_string());
+                self.asking.remove(&ask);
+                self.withdraw_owed.remove(&ask);
+            }
+            Some("session/update") if params["update"]["sessionUpdate"] == "state_update" => {
+                if params["update"]["state"] == "running" {
+                    self.running.insert(slot, at);
+                } else {
+                    self.running.remove(&slot);
+                }
+            }
+            Some(_) => {}
+        }
+        None
+    }
+
+    /// A response the Agent wrote: the one to a `session/close` closes the slot (A15).
+    fn answered(&mut self, conn: u64, fr: &Value, at: usize) -> Option<Breach> {
+        let (sid, read, n) = self.closing.remove(&(conn, fr["id"].to_string()))?;
+        if fr.get("error").is_some() {
+            return None;
+        }
+        let slot = (conn, sid.clone());
+        if let Some(run) = self.running.get(&slot) {
+            return Some((
+                "A15",
+                vec![read, *run, at],
+                format!(
+                    "session/close of {sid} on connection {conn} (op {read}) was answered (op {at}) while the session's work was still running there (op {run}): the idle \"cancelled\" state must come first"
+                ),
+            ));
+        }
+        // Activated again since the close was read: what follows is the new activation's.
+        if self.activations.get(&slot).copied().unwrap_or(0) == n {
+            self.closed.insert(slot, at);
+        }
+        None
+    }
+
+    /// What was still owed at the end of the run (nothing lifted it).
+    fn owed_at_end(&self) -> Option<Breach> {
+        if let Some(((_, sid), (mid, c))) = self.stop_owed.iter().next() {
+            return Some((
+                "A6",
+                vec![*c],
+                format!(
+                    "session/cancel of {sid} (op {c}) arrived while the Agent ran the work on {mid}, and that work never ended"
+                ),
+            ));
+        }
+        self.withdraw_owed.iter().next().map(|((conn, id), c)| {
+            (
+                "A6",
+                vec![*c],
+                format!(
+                    "session/cancel (op {c}) arrived while the Agent's session/request_permission #{id} on connection {conn} was unanswered, and the Agent never withdrew it with $/cancel_request"
+                ),
+            )
+        })
+    }
+}
+
+/// A short name for what an Agent frame is: `session/update (agent_message_chunk)`.
+fn describe(fr: &Value) -> String {
+    let method = fr["method"].as_str().unwrap_or("a response");
+    match fr["params"]["update"]["sessionUpdate"].as_str() {
+        Some(kind) => format!("{method} ({kind})"),
+        None => method.to_string(),
+    }
+}
