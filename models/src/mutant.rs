@@ -59,7 +59,8 @@ pub struct Mutant {
     pub needs_fault: bool,
     /// Whether `swarm-basic` reaches its window within 40 seeds (a test checks it); the others
     /// the swarm catches now and then (`acp-chaos mutants` measures how often), and tests pin
-    /// both a swarm seed and a dedicated scenario for them.
+    /// both a swarm seed and a dedicated scenario for them (only the scenario for a mutant the
+    /// swarm has never caught: `SWARM_NEVER` in the mutant tests).
     pub swarm_finds: bool,
 }
 
@@ -460,6 +461,18 @@ pub const MUTANTS: &[Mutant] = &[
         finding: false,
         needs_fault: true,
         swarm_finds: true,
+        designs: &[Design::InMemory, Design::Stored, Design::Adapter],
+    },
+    Mutant {
+        name: "drop-held-drops-retries",
+        kind: MutantKind::Agent(AgentMutant::DropHeldDropsRetries),
+        rules: &["A7"],
+        property: "P7",
+        party: Party::Agent,
+        summary: "O1 drop: a held prompt whose connection ends is dropped with its waiting retries from other connections, unanswered, instead of the first retry becoming the submission",
+        finding: false,
+        needs_fault: true,
+        swarm_finds: false,
         designs: &[Design::InMemory, Design::Stored, Design::Adapter],
     },
     Mutant {

@@ -171,6 +171,10 @@ pub enum AgentMutant {
     /// A retry that arrives while the original is held is answered at once with `-32603`
     /// ("in progress") instead of waiting for the original's outcome. Breaks A7 (P3, Agent).
     HeldRetryErrors,
+    /// O1 drop: when a held prompt's connection ends, its waiting retries (attempts of the same
+    /// key on other connections) are dropped with it, unanswered, instead of the first of them
+    /// becoming the submission. Breaks A7 (P7, Agent at fault).
+    DropHeldDropsRetries,
     /// Key records are kept per connection: a retry on another connection (after a reconnect
     /// or a restart) does not find its key and inserts again. Breaks A10 (P1, Agent).
     KeysPerConnection,

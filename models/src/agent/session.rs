@@ -218,7 +218,10 @@ impl ModelAgent {
                 while let Some(mut h) = s.held.pop_front() {
                     if h.conn != conn {
                         kept.push_back(h);
-                    } else if !h.waiters.is_empty() {
+                    } else if !h.waiters.is_empty()
+                        // Mutant: the waiting retries are dropped with it, unanswered.
+                        && self.cfg.mutant != Some(AgentMutant::DropHeldDropsRetries)
+                    {
                         // A7: a waiting retry becomes the submission.
                         let (c, id) = h.waiters.remove(0);
                         h.conn = c;

@@ -460,6 +460,50 @@ fn retry_while_held_waits_for_the_original() {
     assert_eq!(effects(&end, "insert").len(), 1);
 }
 
+/// A7 with O1 drop: the held original's connection ends while a retry waits for it on another
+/// connection; the retry becomes the submission. `drop-held-drops-retries` drops it unanswered.
+#[test]
+fn o1_drop_makes_a_waiting_retry_the_submission() {
+    for mutant in [None, Some(AgentMutant::DropHeldDropsRetries)] {
+        let c = AgentConfig::simple(
+            Design::Stored,
+            HeldOnDisconnect::Drop,
+            DuringTurn::Hold,
+            mutant,
+        );
+        let mut a = ModelAgent::recover(c, 0, 1, &[]);
+        let sid = new_session(&mut a, 1);
+        let o = prompt(&mut a, 1, 2, &sid, json!("a"));
+        assert!(response(&prompt(&mut a, 1, 3, &sid, json!("b")), 3).is_null());
+        connect(&mut a, 2);
+        call(
+            &mut a,
+            2,
+            1,
+            "session/resume",
+            json!({"sessionId": sid, "cwd": "/w"}),
+        );
+        let retry = prompt(&mut a, 2, 2, &sid, json!("b"));
+        assert!(response(&retry, 2).is_null(), "the retry waits (A7)");
+        let mut gone = vec![];
+        a.handle(AgentInput::Disconnected(1), &mut gone);
+        let end = fire_timers(&mut a, &o);
+        let inserted = effects(&end, "insert");
+        if mutant.is_none() {
+            assert!(effects(&gone, "drop-held").is_empty());
+            assert_eq!(inserted.len(), 1);
+            assert_eq!(
+                (inserted[0]["conn"].clone(), inserted[0]["id"].clone()),
+                (json!(2), json!(2))
+            );
+            assert!(response(&end, 2)["result"]["messageId"].is_string());
+        } else {
+            assert_eq!(effects(&gone, "drop-held").len(), 1);
+            assert!(inserted.is_empty() && response(&end, 2).is_null());
+        }
+    }
+}
+
 #[test]
 fn live_only_command_is_answered_echoed_not_retained() {
     let mut a = agent(Design::Stored);

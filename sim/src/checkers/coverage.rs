@@ -186,6 +186,8 @@ pub fn events(h: &History) -> BTreeSet<&'static str> {
     let mut attempts: BTreeMap<u64, u32> = BTreeMap::new();
     let mut open_ids: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
     let mut client_conns = 0;
+    // Attempts that waited for a held original (A7): (connection, JSON-RPC id).
+    let mut waited: BTreeSet<(u64, String)> = BTreeSet::new();
     for op in &h.ops {
         let has = |o: &Op, p: &str, f: &str| o.process == p && o.f == f;
         if let Some((_, _, ev)) = PLAIN_EVENTS
@@ -240,6 +242,15 @@ pub fn events(h: &History) -> BTreeSet<&'static str> {
                 *attempts.entry(s).or_default() += 1;
             }
         }
+        // O1 drop: the held original's connection ended and a retry that waited for it was
+        // inserted in its place (A7: it becomes the submission).
+        let attempt = || (conn, op.value["id"].to_string());
+        if has(op, "agent", "wait-held") {
+            waited.insert(attempt());
+        }
+        if has(op, "agent", "insert") && op.value["mode"] == "held" && waited.contains(&attempt()) {
+            e.insert("retry-promoted");
+        }
         if has(op, "agent", "insert") && op.value["mode"] == "steer" {
             e.insert("steer");
         }
@@ -285,6 +296,10 @@ pub const EVENTS: &[(&str, &str)] = &[
         "the Agent answered a retry from a recorded key",
     ),
     ("wait-held", "a retry waited for its held original (A7)"),
+    (
+        "retry-promoted",
+        "the held original's connection ended and a retry waiting for it on another connection became the submission (A7, O1 drop)",
+    ),
     ("held", "a prompt was held behind a running turn"),
     (
         "steer",

@@ -330,6 +330,12 @@ const PINNED: &[(&str, &str, Design, u64)] = &[
         Design::Stored,
         0,
     ),
+    (
+        "drop-held-drops-retries",
+        "held-01-retry-becomes-submission",
+        Design::Stored,
+        0,
+    ),
 ];
 
 fn acceptable(s: Status) -> bool {
@@ -423,10 +429,21 @@ const SWARM_PINNED: &[(&str, Design, u64)] = &[
     ("withdraws-recovered", Design::Stored, 410),
 ];
 
+/// Mutants the swarm has never caught, pinned by their own scenario only (in `PINNED`).
+/// `drop-held-drops-retries`: 0 catches in `swarm-basic` seeds 0..6400 under each of its
+/// designs; its window needs the held original's connection to end at the Agent after its
+/// retry arrived on a new connection, while both ends' heartbeats notice a dead connection
+/// together (`held-01-retry-becomes-submission` stalls one end and swallows the Client's
+/// close to get there).
+const SWARM_NEVER: &[&str] = &["drop-held-drops-retries"];
+
 #[test]
 fn swarm_alone_catches_the_rare_window_mutants_on_pinned_seeds() {
     let s = common::scenario("swarm-basic");
-    for m in MUTANTS.iter().filter(|m| !m.swarm_finds) {
+    for m in MUTANTS
+        .iter()
+        .filter(|m| !m.swarm_finds && !SWARM_NEVER.contains(&m.name))
+    {
         let &(_, design, seed) = SWARM_PINNED
             .iter()
             .find(|p| p.0 == m.name)
