@@ -32,6 +32,8 @@ pub const REJECT: &str = "reject";
 pub const TURN_START: &str = "turn-start";
 /// A round of work ended: `{session, messageId, stopReason}`.
 pub const TURN_END: &str = "turn-end";
+/// The work of a turn failed (it must end `stopReason: "error"`, A3): `{session, messageId}`.
+pub const WORK_FAILED: &str = "work-failed";
 /// A tool call's side effect happened: `{session, messageId, toolCallId}`.
 pub const TOOL_EFFECT: &str = "tool-effect";
 /// A permission request was decided: `{session, messageId, approved, reason}`.

@@ -223,6 +223,12 @@ pub enum AgentMutant {
     /// before the failure): a retry with the same key is answered with a `messageId` no message
     /// has. Breaks A2, "records nothing" (P2, Agent at fault).
     ErrorRecordsKey,
+    /// `session/close` of a session that is missing or not active on the connection is
+    /// answered `-32002` instead of succeeding. Breaks A15's SHOULD (a P17 finding, Agent).
+    CloseInactiveErrors,
+    /// Work that failed ends with `stopReason: "end_turn"`, as if it had succeeded, instead of
+    /// `error`. Breaks A3 (P17, Agent at fault).
+    FailureEndsAsEndTurn,
 }
 
 /// Settings of a model Agent.
@@ -254,10 +260,19 @@ pub struct AgentConfig {
     /// live in the store). Left out of the history header when 0.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub retention_ms: u64,
+    /// Chance that a turn's work fails (after insertion: the prompt's answer stays a success,
+    /// and the work ends with `stopReason: "error"`, A3). Drawn only when above 0, and left
+    /// out of the history header then.
+    #[serde(default, skip_serializing_if = "is_zero_rate")]
+    pub fail_rate: f64,
 }
 
 fn is_zero(v: &u64) -> bool {
     *v == 0
+}
+
+fn is_zero_rate(v: &f64) -> bool {
+    *v == 0.0
 }
 
 impl AgentConfig {
@@ -279,6 +294,7 @@ impl AgentConfig {
             permission_rate: 0.0,
             mutant,
             retention_ms: 0,
+            fail_rate: 0.0,
         }
     }
 }

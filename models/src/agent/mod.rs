@@ -154,6 +154,8 @@ struct Turn {
     phase: TurnPhase,
     ms: u64,
     tool: bool,
+    /// The work fails when it ends (`fail_rate`).
+    fails: bool,
 }
 
 #[derive(Debug, Default)]
@@ -767,6 +769,14 @@ impl ModelAgent {
                 // A15: closing a missing or inactive session succeeds and changes nothing; the
                 // final updates go before the response (the mutant answers first).
                 let first = self.cfg.mutant == Some(AgentMutant::CloseAnswersFirst);
+                if self.cfg.mutant == Some(AgentMutant::CloseInactiveErrors)
+                    && !self.is_active(conn, &sid)
+                {
+                    // Mutant: refused, though nothing is wrong to close.
+                    let data = Some(json!({"sessionId": sid}));
+                    let e = rpc::err(&id, code::RESOURCE_NOT_FOUND, "Session not active", data);
+                    return self.send(conn, e, out);
+                }
                 if !first {
                     self.close_on(conn, &sid, "close", out);
                 }

@@ -686,6 +686,8 @@ impl ModelAgent {
             .gen_range(self.cfg.turn_ms_min..=self.cfg.turn_ms_max.max(self.cfg.turn_ms_min));
         let tool = self.rng.gen_bool(self.cfg.tool_rate.clamp(0.0, 1.0));
         let ask = tool && self.rng.gen_bool(self.cfg.permission_rate.clamp(0.0, 1.0));
+        // Drawn only when set, so runs without failures keep their draws.
+        let fails = self.cfg.fail_rate > 0.0 && self.rng.gen_bool(self.cfg.fail_rate.min(1.0));
         let Some(mid) = self.sessions[sid]
             .messages
             .last()
@@ -709,6 +711,7 @@ impl ModelAgent {
             phase: placeholder,
             ms,
             tool,
+            fails,
         });
         // Ask on the prompt's connection, or another one where the session is active; with
         // none, nobody can approve (a connection that ended is never approval).

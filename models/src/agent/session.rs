@@ -275,7 +275,24 @@ impl ModelAgent {
                     .and_then(|s| s.turn.as_ref())
                     .map(|t| t.phase.clone());
                 if matches!(current, Some(TurnPhase::Working { timer }) if timer == t) {
-                    self.end_turn(&sid, StopReason::EndTurn, out);
+                    let turn = self.sessions[&sid].turn.as_ref().expect("matched above");
+                    let stop = if !turn.fails {
+                        StopReason::EndTurn
+                    } else {
+                        // A3: the prompt was answered with its messageId; the work's failure
+                        // is reported on the idle state (the mutant reports success).
+                        out.push(effect(
+                            op::WORK_FAILED,
+                            json!({"session": sid, "messageId": turn.message_id}),
+                        ));
+                        if self.cfg.mutant == Some(AgentMutant::FailureEndsAsEndTurn) {
+                            StopReason::EndTurn
+                        } else {
+                            let e = v2::Error::internal_error();
+                            StopReason::Error(v2::ErrorStopReason::new().error(e))
+                        }
+                    };
+                    self.end_turn(&sid, stop, out);
                     self.next_held(&sid, out);
                 }
             }

@@ -155,6 +155,7 @@ const PLAIN_EVENTS: &[(&str, &str, &str)] = &[
     ("watcher", "watch", "watched"),
     ("client", "withdrawn", "withdrawn"),
     ("agent", "tool-effect", "tool"),
+    ("agent", "work-failed", "work-failed"),
     ("agent", "permission", "permission"),
     ("client", "raw-sent", "raw-probe"),
 ];
@@ -188,7 +189,33 @@ pub fn events(h: &History) -> BTreeSet<&'static str> {
     let mut client_conns = 0;
     // Attempts that waited for a held original (A7): (connection, JSON-RPC id).
     let mut waited: BTreeSet<(u64, String)> = BTreeSet::new();
+    // The Agent's `session/request_permission` requests still unanswered: (connection, id).
+    let mut asking: BTreeSet<(u64, String)> = BTreeSet::new();
     for op in &h.ops {
+        // A6: the user stops the session while the Agent waits on the user's permission.
+        let frame = &op.value["frame"];
+        let conn_id = || {
+            (
+                op.value["conn"].as_u64().unwrap_or(0),
+                frame["id"].to_string(),
+            )
+        };
+        match (op.process.as_str(), op.f.as_str(), frame["method"].as_str()) {
+            (process::NET, op::SEND, Some("session/request_permission"))
+                if op.value["from"] == "agent" =>
+            {
+                asking.insert(conn_id());
+            }
+            (process::NET, op::RECV, None) if op.value["from"] == "client" => {
+                asking.remove(&conn_id());
+            }
+            (process::NET, op::RECV, Some("session/cancel"))
+                if op.value["from"] == "client" && !asking.is_empty() =>
+            {
+                e.insert("stop-while-asking");
+            }
+            _ => {}
+        }
         let has = |o: &Op, p: &str, f: &str| o.process == p && o.f == f;
         if let Some((_, _, ev)) = PLAIN_EVENTS
             .iter()
@@ -332,6 +359,11 @@ pub const EVENTS: &[(&str, &str)] = &[
         "a frame on another connection overtook a held-back frame (reorder-frame)",
     ),
     ("permission", "the Agent asked the Client for permission"),
+    ("work-failed", "a turn's work failed after insertion (A3)"),
+    (
+        "stop-while-asking",
+        "the Agent read a session/cancel while its session/request_permission was unanswered (A6)",
+    ),
     ("live-only", "a locally handled command was answered (A11)"),
     (
         "other-node",

@@ -170,7 +170,7 @@ pub const CHECKERS: &[Checker] = &[
     Checker {
         property: "P17",
         title: "turn-stop",
-        rules: &["A6", "A15"],
+        rules: &["A3", "A6", "A15"],
         check: p17_turn_stop,
     },
 ];

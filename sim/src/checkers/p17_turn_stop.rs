@@ -1,16 +1,19 @@
-//! P17 turn-stop (A6 A15): [`p17_turn_stop`].
+//! P17 turn-stop (A3 A6 A15): [`p17_turn_stop`].
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use acp_chaos_models::Party;
 use serde_json::Value;
 
-use super::facts::{is_store_op, track_active, Facts};
+use super::facts::{is_store_op, malformed_request, track_active, Facts};
 use super::verdict::{Status, Verdict};
 use crate::history::{is_agent_host, op, process};
+use acp_chaos_models::rpc::code::INVALID_PARAMS;
 
 /// P17 turn-stop:
 ///
+/// - **A3**: work that failed (the Agent's `work-failed` effect) ends with
+///   `stopReason: "error"` (the prompt's own answer stays a success: P4).
 /// - **A6, the stop reason**: a `session/cancel` the Agent honours (its session active on that
 ///   connection) while that process runs the session's work ends the work with
 ///   `stopReason: "cancelled"` (never `error`), before any new work of the session starts.
@@ -23,7 +26,8 @@ use crate::history::{is_agent_host, op, process};
 ///   same way): no work still `running` there when the `session/close` is answered (the idle
 ///   `cancelled` state comes first), and after that response nothing more names the session
 ///   on that connection until it is activated there again. Prompt responses may follow (A15
-///   says so): they carry no `sessionId`.
+///   says so): they carry no `sessionId`. Closing a missing or inactive session SHOULD
+///   succeed: an error for it is a finding.
 ///
 /// A connection that ended, an Agent crash, or a fault that can swallow the Agent's frames on
 /// that connection unseen (a lost frame or exchange, a dead update stream) lifts what was owed
@@ -38,9 +42,15 @@ pub fn p17_turn_stop(f: &Facts) -> Verdict {
             return invalid(f, rule, witnesses, message);
         }
     }
-    match w.owed_at_end() {
-        Some((rule, witnesses, message)) => invalid(f, rule, witnesses, message),
-        None => Verdict::valid("P17", &["A6", "A15"]),
+    if let Some((rule, witnesses, message)) = w.owed_at_end() {
+        return invalid(f, rule, witnesses, message);
+    }
+    match w.refused_close {
+        Some((rule, witnesses, message)) => Verdict {
+            status: Status::Finding,
+            ..invalid(f, rule, witnesses, message)
+        },
+        None => Verdict::valid("P17", &["A3", "A6", "A15"]),
     }
 }
 
@@ -73,6 +83,8 @@ struct Wire {
     turns: BTreeMap<(String, String), String>,
     /// Work a cancel ended, by (host, session): (its `messageId`, the cancel's op).
     stop_owed: BTreeMap<(String, String), (String, usize)>,
+    /// Work that failed, by (host, session): (its `messageId`, the `work-failed` op).
+    failed: BTreeMap<(String, String), (String, usize)>,
     /// Slots whose last `state_update` said `running` (the op that said so).
     running: BTreeMap<Slot, usize>,
     /// `session/request_permission` the Agent sent and has no answer to: (conn, id) →
@@ -80,8 +92,12 @@ struct Wire {
     asking: BTreeMap<(u64, String), (String, String)>,
     /// Permission requests a cancel left owed a `$/cancel_request`: (conn, id) → cancel op.
     withdraw_owed: BTreeMap<(u64, String), usize>,
-    /// `session/close` requests read: (conn, id) → (session, op, the slot's activations then).
-    closing: BTreeMap<(u64, String), (String, usize, u64)>,
+    /// `session/close` requests read: (conn, id) → (session, op, the slot's activations then,
+    /// whether the session was inactive there).
+    closing: BTreeMap<(u64, String), (String, usize, u64, bool)>,
+    /// The first close of a missing or inactive session answered with an error (A15's
+    /// SHOULD: a finding).
+    refused_close: Option<Breach>,
     /// How often each slot was activated (the Agent logs it as it decides, ahead of the
     /// frames it queued before: a resume read right after a close activates the session
     /// before the close's response is sent).
@@ -138,6 +154,7 @@ impl Wire {
                 let dead = val["host_was"].as_str().unwrap_or("agent");
                 self.turns.retain(|(h, _), _| h != dead);
                 self.stop_owed.retain(|(h, _), _| h != dead);
+                self.failed.retain(|(h, _), _| h != dead);
             }
             (_, op::CONN_END) => self.lift(conn),
             (process::AGENT, op::TURN_START) => {
@@ -155,10 +172,25 @@ impl Wire {
                 let mid = val["messageId"].as_str().unwrap_or_default().to_string();
                 self.turns.insert(at, mid);
             }
+            (process::AGENT, op::WORK_FAILED) => {
+                let mid = val["messageId"].as_str().unwrap_or_default().to_string();
+                self.failed.insert((host(), sid()), (mid, o.index));
+            }
             (process::AGENT, op::TURN_END) => {
                 let at = (host(), sid());
                 self.turns.remove(&at);
                 let reason = &val["stopReason"];
+                if let Some((mid, w)) = self.failed.remove(&at) {
+                    if val["messageId"] == mid.as_str() && reason != "error" {
+                        return Some((
+                            "A3",
+                            vec![w, o.index],
+                            format!(
+                                "the work on {mid} failed (op {w}) and ended with stopReason {reason}, not \"error\""
+                            ),
+                        ));
+                    }
+                }
                 match self.stop_owed.remove(&at) {
                     Some((mid, c)) if val["messageId"] == mid.as_str() && reason != "cancelled" => {
                         return Some((
@@ -211,8 +243,13 @@ impl Wire {
             Some("session/close") => {
                 let n = self.activations.get(&(conn, sid.to_string()));
                 let n = n.copied().unwrap_or(0);
-                self.closing
-                    .insert((conn, fr["id"].to_string()), (sid.to_string(), at, n));
+                // Known only from the Agent's effects (not under `probe`).
+                let inactive = !self.activations.is_empty()
+                    && !self.active.get(sid).is_some_and(|c| c.contains(&conn));
+                self.closing.insert(
+                    (conn, fr["id"].to_string()),
+                    (sid.to_string(), at, n, inactive),
+                );
             }
             // The Client's answer to a permission request.
             None => {
@@ -268,8 +305,18 @@ impl Wire {
 
     /// A response the Agent wrote: the one to a `session/close` closes the slot (A15).
     fn answered(&mut self, conn: u64, fr: &Value, at: usize) -> Option<Breach> {
-        let (sid, read, n) = self.closing.remove(&(conn, fr["id"].to_string()))?;
-        if fr.get("error").is_some() {
+        let (sid, read, n, inactive) = self.closing.remove(&(conn, fr["id"].to_string()))?;
+        if let Some(code) = fr["error"]["code"].as_i64() {
+            let about_the_request = malformed_request(code) || code == INVALID_PARAMS;
+            if inactive && !about_the_request && self.refused_close.is_none() {
+                self.refused_close = Some((
+                    "A15",
+                    vec![read, at],
+                    format!(
+                        "session/close of {sid}, not active on connection {conn} (op {read}), was answered with error {code} (op {at}): closing a missing or inactive session SHOULD succeed"
+                    ),
+                ));
+            }
             return None;
         }
         let slot = (conn, sid.clone());

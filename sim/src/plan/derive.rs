@@ -81,6 +81,7 @@ impl Plan {
                 permission_rate: s.agent.permission_rate,
                 mutant: agent_mutant,
                 retention_ms: s.agent.retention_ms,
+                fail_rate: s.agent.fail_rate,
             },
             retention: design.retention(),
             client: ClientConfig {

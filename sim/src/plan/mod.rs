@@ -300,6 +300,11 @@ impl Plan {
                     format!(" retention_ms={}", self.agent.retention_ms)
                 } else {
                     String::new()
+                }
+                + &if self.agent.fail_rate > 0.0 {
+                    format!(" fail_rate={}", self.agent.fail_rate)
+                } else {
+                    String::new()
                 },
             format!(
                 "topology: client -> {}{}{}",
@@ -325,7 +330,11 @@ impl Plan {
                 self.client.backoff_ms_max,
                 self.client.attempts_max,
                 self.client.stale_ms
-            ),
+            ) + &if self.client.permission_ms > 0 {
+                format!(" permission_ms={}", self.client.permission_ms)
+            } else {
+                String::new()
+            },
             format!(
                 "net: latency_ms={}..={} heartbeat_ms={} dead_ms={} | disk: {} | phases: safety_ms={} liveness_ms={}",
                 self.latency_ms_min, self.latency_ms_max, self.net.heartbeat_ms, self.net.dead_ms,

@@ -35,6 +35,14 @@ pub const DRAWN: &[(&str, &str)] = &[
         "client.stale_ms",
         "show pending input older than 200 to 600 ms: 1 in 4",
     ),
+    (
+        "agent.fail_rate",
+        "a turn's work fails after insertion (A3): 0.1 to 0.3 in 1 seed of 4",
+    ),
+    (
+        "client.permission_ms",
+        "the user takes 50 to 300 ms to answer a permission request (A6's window): 1 in 4",
+    ),
     ("workload.sessions", "sessions: 1 or 2"),
     (
         "workload.keys",
@@ -134,6 +142,26 @@ pub(super) fn draw_settings(s: &Scenario, seed: u64, design: Design) -> (Scenari
         let v = r.gen_range(200..=600u64);
         d.client.stale_ms = if on { v } else { 0 };
         drawn.push(format!("stale_ms={}", d.client.stale_ms));
+    }
+    // Later additions name themselves only when on, so the seeds without them keep their
+    // histories byte for byte.
+    if free("agent.fail_rate") {
+        let mut r = draw("agent.fail_rate");
+        let on = r.gen_bool(0.25) || uniform;
+        let v = f64::from(r.gen_range(1..=3u32)) / 10.0;
+        if on {
+            d.agent.fail_rate = v;
+            drawn.push(format!("fail_rate={v}"));
+        }
+    }
+    if free("client.permission_ms") {
+        let mut r = draw("client.permission_ms");
+        let on = r.gen_bool(0.25) || uniform;
+        let v = r.gen_range(50..=300u64);
+        if on {
+            d.client.permission_ms = v;
+            drawn.push(format!("permission_ms={v}"));
+        }
     }
     if free("workload.sessions") {
         d.workload.sessions = draw("workload.sessions").gen_range(1..=2);

@@ -116,6 +116,7 @@ pub fn main(a: &AgentArgs) -> i32 {
         permission_rate: a.permission_rate,
         mutant: agent_mutant,
         retention_ms: 0,
+        fail_rate: 0.0,
     };
     match serve(cfg, a) {
         Ok(()) => exit::VALID,

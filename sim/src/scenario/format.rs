@@ -132,6 +132,10 @@ pub struct AgentSpec {
     /// Chance that a tool call asks the Client first (`session/request_permission`).
     #[serde(default = "half")]
     pub permission_rate: f64,
+    /// Chance that a turn's work fails after insertion (it ends with `stopReason: "error"`,
+    /// A3); 0 (default) never.
+    #[serde(default)]
+    pub fail_rate: f64,
     /// O4: `hold`, `steer` or `seeded`.
     #[serde(default = "o4_default")]
     pub o4: Pinned<DuringTurn>,
@@ -436,6 +440,7 @@ pub(super) fn agent_default() -> AgentSpec {
         turn_ms_min: turn_min(),
         turn_ms_max: turn_max(),
         retention_ms: 0,
+        fail_rate: 0.0,
     }
 }
 

@@ -51,6 +51,7 @@ impl Scenario {
         for (v, name) in [
             (self.agent.tool_rate, "tool_rate"),
             (self.agent.permission_rate, "permission_rate"),
+            (self.agent.fail_rate, "fail_rate"),
             (self.workload.command_rate, "command_rate"),
             (self.workload.repeat_rate, "repeat_rate"),
             (self.workload.cancel_rate, "cancel_rate"),
