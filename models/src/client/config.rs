@@ -120,7 +120,8 @@ pub struct ClientConfig {
     #[serde(default)]
     pub unkeyed_rate: f64,
     /// How long the user takes to answer a `session/request_permission`, in simulated ms (0:
-    /// at once). A `$/cancel_request` for it meanwhile closes the question unanswered (A6).
+    /// at once). A `$/cancel_request` for it meanwhile closes the question, answered with the
+    /// `cancelled` outcome (A6).
     /// Left out of the history header when 0.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub permission_ms: u64,

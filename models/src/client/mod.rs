@@ -518,7 +518,12 @@ impl SpecClient {
                     self.set_up_done(out);
                 }
             }
-            (Req::Close { slot }, Ok(_)) => {
+            // A15: `-32002` (not active here) counts as closed too.
+            (Req::Close { slot }, r)
+                if r.as_ref()
+                    .err()
+                    .is_none_or(|e| e["code"].as_i64() == Some(code::RESOURCE_NOT_FOUND)) =>
+            {
                 // A15: nothing more comes for it on this connection.
                 self.closed[slot] = true;
                 if slot == 0 {
@@ -530,7 +535,7 @@ impl SpecClient {
                 let n = v["sessions"].as_array().map_or(0, Vec::len);
                 out.push(effect(op::LISTED, json!({"sessions": n})));
             }
-            (Req::Close { .. } | Req::List, Err(_)) => {}
+            (Req::Close { .. }, _) | (Req::List, Err(_)) => {}
             (Req::Fork { slot }, Err(_)) => {
                 // The source is gone: the user's fork becomes a fresh session.
                 if c.phase != Phase::Ready {
@@ -1051,13 +1056,21 @@ impl ClientModel for SpecClient {
                         }
                     }
                     // A6: the Agent withdrew a question the user has not answered yet: close
-                    // it unanswered.
+                    // it, and answer it with the `cancelled` outcome (the schema's
+                    // `RequestPermissionOutcome::Cancelled`).
                     Ok(Frame::Notification { method, params }) if method == "$/cancel_request" => {
                         let asked = |k: &TimerKind| {
                             matches!(k, TimerKind::PermissionAnswer { conn: c, req }
                                 if *c == conn && params["requestId"].as_u64() == Some(*req))
                         };
-                        self.timers.retain(|_, k| !asked(k));
+                        if self.timers.values().any(asked) {
+                            self.timers.retain(|_, k| !asked(k));
+                            let line = rpc::ok(
+                                &params["requestId"],
+                                json!({"outcome": {"outcome": "cancelled"}}),
+                            );
+                            out.push(Action::Send { conn, line });
+                        }
                     }
                     // Updates are shown; `$/cancel_request` for a permission we already
                     // answered is ignored.
