@@ -212,8 +212,8 @@ pub enum AgentMutant {
     /// leaks into the stop reason) instead of `cancelled`. Breaks A6 (P17, Agent at fault).
     CancelEndsAsError,
     /// `session/cancel` during a turn that waits on `session/request_permission` ends the turn
-    /// but neither withdraws the request with `$/cancel_request` nor stops waiting for its
-    /// answer. Breaks A6 (P17, Agent at fault).
+    /// but never withdraws the request with `$/cancel_request` (the question stays open on
+    /// the Client). Breaks A6 (P17, Agent at fault).
     CancelKeepsAsking,
     /// `session/close` is answered first and the session's work cancelled after: the final
     /// updates and the idle `cancelled` state reach the connection after the close response.

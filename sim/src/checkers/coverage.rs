@@ -191,6 +191,8 @@ pub fn events(h: &History) -> BTreeSet<&'static str> {
     let mut waited: BTreeSet<(u64, String)> = BTreeSet::new();
     // The Agent's `session/request_permission` requests still unanswered: (connection, id).
     let mut asking: BTreeSet<(u64, String)> = BTreeSet::new();
+    // ... and the session each asked about.
+    let mut asking_for: Vec<((u64, String), serde_json::Value)> = Vec::new();
     for op in &h.ops {
         // A6: the user stops the session while the Agent waits on the user's permission.
         let frame = &op.value["frame"];
@@ -205,14 +207,32 @@ pub fn events(h: &History) -> BTreeSet<&'static str> {
                 if op.value["from"] == "agent" =>
             {
                 asking.insert(conn_id());
+                asking_for.push((conn_id(), frame["params"]["sessionId"].clone()));
             }
             (process::NET, op::RECV, None) if op.value["from"] == "client" => {
                 asking.remove(&conn_id());
             }
-            (process::NET, op::RECV, Some("session/cancel"))
-                if op.value["from"] == "client" && !asking.is_empty() =>
-            {
-                e.insert("stop-while-asking");
+            // Withdrawn by the Agent: no longer asked.
+            (process::NET, op::SEND, Some("$/cancel_request")) if op.value["from"] == "agent" => {
+                let c = op.value["conn"].as_u64().unwrap_or(0);
+                asking.remove(&(c, frame["params"]["requestId"].to_string()));
+            }
+            (process::NET, op::RECV, Some("session/cancel")) if op.value["from"] == "client" => {
+                let sid = &frame["params"]["sessionId"];
+                if asking_for
+                    .iter()
+                    .any(|(a, s)| asking.contains(a) && s == sid)
+                {
+                    e.insert("stop-while-asking");
+                }
+            }
+            // Gone with its connection, or with the Agent process that asked.
+            (_, op::CONN_END, _) => {
+                let c = op.value["conn"].as_u64().unwrap_or(0);
+                asking.retain(|(x, _)| *x != c);
+            }
+            (process::AGENT, op::RECOVER, _) if op.value["renamed_from"] != "store" => {
+                asking.clear();
             }
             _ => {}
         }

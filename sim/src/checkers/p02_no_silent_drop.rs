@@ -3,7 +3,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use acp_chaos_models::Party;
-use serde_json::Value;
 
 use super::facts::{Facts, Insert, SubmissionClass};
 use super::verdict::{Status, Verdict};
@@ -214,18 +213,24 @@ pub fn p2_no_silent_drop(f: &Facts) -> Verdict {
     v
 }
 
-/// The first error response (other than `-32800`) the Client read for one of `attempts`
-/// before op `before`: its op.
+/// The first `-32603` (internal error: the attempt failed, A2) the Client read for one of
+/// `attempts` before op `before`, with no Agent restart between it and `before` (a restart
+/// makes it another process's record, A12): its op. Errors about the request itself
+/// (`-32002`, `-32602`, malformed) and `-32800` say nothing about a failed attempt.
 fn errored_before(f: &Facts, attempts: &BTreeSet<(u64, String)>, before: usize) -> Option<usize> {
-    let cancelled = Value::from(code::REQUEST_CANCELLED);
-    f.history.ops[..before.min(f.history.ops.len())]
-        .iter()
+    let ops = &f.history.ops[..before.min(f.history.ops.len())];
+    let restarted_after = |at: usize| {
+        ops[at..]
+            .iter()
+            .any(|o| o.process == process::AGENT && o.f == op::RECOVER)
+    };
+    ops.iter()
         .find(|o| {
             o.process == process::NET
                 && o.f == op::RECV
                 && o.value["from"] == "agent"
-                && o.value["frame"]["error"].is_object()
-                && o.value["frame"]["error"]["code"] != cancelled
+                && o.value["frame"]["error"]["code"] == code::INTERNAL_ERROR
+                && !restarted_after(o.index)
                 && attempts.contains(&(
                     o.value["conn"].as_u64().unwrap_or(0),
                     o.value["frame"]["id"].to_string(),

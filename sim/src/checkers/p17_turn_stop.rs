@@ -104,8 +104,11 @@ struct Wire {
     activations: BTreeMap<Slot, u64>,
     /// Slots whose close was answered: the response's op.
     closed: BTreeMap<Slot, usize>,
-    /// Connections on which the Agent's frames may have vanished unseen, or that ended.
+    /// Connections on which the Agent's frames may have vanished unseen, or that ended
+    /// (either end): what the Agent reads there later is stale, what it writes may be lost.
     lifted: BTreeSet<u64>,
+    /// The connections each Agent host has read or written on.
+    conns_of: BTreeMap<String, BTreeSet<u64>>,
 }
 
 impl Wire {
@@ -124,21 +127,23 @@ impl Wire {
                 }
                 op::CONN_END => self.lift(conn),
                 // A restarted process (also one a broken stdio pipe ended) runs nothing yet.
-                op::RECOVER if !is_store_op(o) => {
-                    let h = host();
-                    self.turns.retain(|(x, _), _| *x != h);
-                    self.stop_owed.retain(|(x, _), _| *x != h);
-                }
+                op::RECOVER if !is_store_op(o) => self.forget_host(&host()),
                 _ => {}
             }
             return None;
         }
         match (o.process.as_str(), o.f.as_str()) {
             (process::NET, op::SEND) if val["from"].as_str().is_some_and(is_agent_host) => {
+                let h = self.host_of(conn);
+                self.conns_of.entry(h).or_default().insert(conn);
                 return self.agent_wrote(conn, &val["frame"], o.index);
             }
             (process::NET, op::RECV) if val["from"] == "client" => {
-                self.agent_read(conn, &val["frame"], o.index);
+                let h = self.host_of(conn);
+                self.conns_of.entry(h).or_default().insert(conn);
+                if !self.lifted.contains(&conn) {
+                    self.agent_read(conn, &val["frame"], o.index);
+                }
             }
             (process::NET, op::CONN_OPEN) => {
                 if let Some(n) = val["seen_by"].as_str().filter(|n| n.starts_with("node")) {
@@ -149,12 +154,15 @@ impl Wire {
             (process::NEMESIS, "lose-frame" | "lose-exchange" | "drop-updates") => {
                 self.lift(val["detail"]["conn"].as_u64().unwrap_or(0));
             }
-            (process::NEMESIS, op::CRASH) => {
-                // What the crashed process owed died with it (its connections end too).
-                let dead = val["host_was"].as_str().unwrap_or("agent");
-                self.turns.retain(|(h, _), _| h != dead);
-                self.stop_owed.retain(|(h, _), _| h != dead);
-                self.failed.retain(|(h, _), _| h != dead);
+            // An Agent host crashed (not the Client or a proxy): what it owed died with it,
+            // and so did its connections (only the peer logs their end, if it notices).
+            (process::NEMESIS, op::CRASH) if val["host"] == "agent" => {
+                let dead = val["host_was"].as_str().unwrap_or("agent").to_string();
+                self.forget_host(&dead);
+                let conns = self.conns_of.remove(&dead).unwrap_or_default();
+                for c in conns {
+                    self.lift(c);
+                }
             }
             (_, op::CONN_END) => self.lift(conn),
             (process::AGENT, op::TURN_START) => {
@@ -213,6 +221,21 @@ impl Wire {
         None
     }
 
+    /// A host that crashed or restarted runs nothing and owes nothing.
+    fn forget_host(&mut self, h: &str) {
+        self.turns.retain(|(x, _), _| x != h);
+        self.stop_owed.retain(|(x, _), _| x != h);
+        self.failed.retain(|(x, _), _| x != h);
+    }
+
+    /// The Agent host at the end of `conn`: its cluster node, or the one Agent.
+    fn host_of(&self, conn: u64) -> String {
+        self.node_of
+            .get(&conn)
+            .map_or("agent", String::as_str)
+            .to_string()
+    }
+
     fn lift(&mut self, conn: u64) {
         self.lifted.insert(conn);
         self.running.retain(|(c, _), _| *c != conn);
@@ -227,8 +250,7 @@ impl Wire {
         match fr["method"].as_str() {
             // Honoured: the session is active on that connection.
             Some("session/cancel") if self.active.get(sid).is_some_and(|c| c.contains(&conn)) => {
-                let host = self.node_of.get(&conn).map_or("agent", String::as_str);
-                let at_host = (host.to_string(), sid.to_string());
+                let at_host = (self.host_of(conn), sid.to_string());
                 if let Some(mid) = self.turns.get(&at_host) {
                     self.stop_owed
                         .entry(at_host.clone())
@@ -282,9 +304,9 @@ impl Wire {
                 ));
             }
             Some("session/request_permission") => {
-                let host = self.node_of.get(&conn).map_or("agent", String::as_str);
+                let host = self.host_of(conn);
                 self.asking
-                    .insert((conn, fr["id"].to_string()), (host.to_string(), sid));
+                    .insert((conn, fr["id"].to_string()), (host, sid));
             }
             Some("$/cancel_request") => {
                 let ask = (conn, params["requestId"].to_string());

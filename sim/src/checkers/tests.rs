@@ -520,7 +520,7 @@ fn p16_a_prompt_on_a_session_not_active_on_its_connection_gets_32002() {
 
 /// P17 (A6, A15): a cancel of running work ends it `cancelled` before new work and withdraws
 /// its unanswered permission request; a close is answered after the idle state and nothing
-/// names the session on that connection after it. A connection that ended lifts what it owed.
+/// names the session on that connection after it, until the session is activated there again.
 #[test]
 fn p17_a_stop_ends_the_work_cancelled_and_a_close_is_the_last_word() {
     let net = |f: &'static str, frame: Value| {
@@ -604,4 +604,56 @@ fn p17_a_stop_ends_the_work_cancelled_and_a_close_is_the_last_word() {
     let mut reopened = after;
     reopened.insert(2, activate);
     assert_eq!(p17(reopened), Status::Valid);
+}
+
+/// P17 (A3, A15's SHOULD, crashes): failed work ends `error`; a refused close of a session not
+/// active on its connection is a finding; a Client's crash leaves the Agent's debts standing,
+/// an Agent's crash takes them with it.
+#[test]
+fn p17_failed_work_ends_error_and_crashes_take_only_their_own_debts() {
+    let p17 = |ops: Vec<(&str, &str, Value)>| status(&hist(&ops), "P17").0;
+    let m1 = json!({"session": "s", "messageId": "m1"});
+    let end = |reason: &str| {
+        (
+            "agent",
+            "turn-end",
+            json!({"session": "s", "messageId": "m1", "stopReason": reason}),
+        )
+    };
+    let failed = |reason: &str| {
+        vec![
+            ("agent", "turn-start", m1.clone()),
+            ("agent", "work-failed", m1.clone()),
+            end(reason),
+        ]
+    };
+    assert_eq!(p17(failed("error")), Status::Valid);
+    assert_eq!(p17(failed("end_turn")), Status::Invalid, "A3");
+    // A close of a session not active on the connection, refused.
+    let close = (
+        "net",
+        "recv",
+        json!({"conn": 1, "from": "client", "frame": {"id": 9, "method": "session/close", "params": {"sessionId": "gone"}}}),
+    );
+    let refused = (
+        "net",
+        "send",
+        json!({"conn": 1, "from": "agent", "frame": {"id": 9, "error": {"code": -32002, "message": "x"}}}),
+    );
+    let activate = ("agent", "activate", json!({"session": "s", "conn": 1}));
+    assert_eq!(p17(vec![activate.clone(), close, refused]), Status::Finding);
+    // A cancel of running work whose stop is still owed at a crash.
+    let cancel = (
+        "net",
+        "recv",
+        json!({"conn": 1, "from": "client", "frame": {"method": "session/cancel", "params": {"sessionId": "s"}}}),
+    );
+    let owed = vec![activate, ("agent", "turn-start", m1.clone()), cancel];
+    let crash = |host: &str| ("nemesis", "crash", json!({"host": host}));
+    let mut client_crash = owed.clone();
+    client_crash.push(crash("client"));
+    assert_eq!(p17(client_crash), Status::Invalid, "still owed");
+    let mut agent_crash = owed;
+    agent_crash.push(crash("agent"));
+    assert_eq!(p17(agent_crash), Status::Valid);
 }
