@@ -172,8 +172,8 @@ impl Wire {
                         "A6",
                         vec![*c, o.index],
                         format!(
-                            "session/cancel of {} (op {c}) should have ended the work on {mid}, but new work ({}) started first",
-                            at.1, val["messageId"]
+                            "session/cancel of {} (op {c}) should have ended the work on {mid}, but new work (on {}) started first",
+                            at.1, val["messageId"].as_str().unwrap_or_default()
                         ),
                     ));
                 }
