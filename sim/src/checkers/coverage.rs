@@ -189,10 +189,9 @@ pub fn events(h: &History) -> BTreeSet<&'static str> {
     let mut client_conns = 0;
     // Attempts that waited for a held original (A7): (connection, JSON-RPC id).
     let mut waited: BTreeSet<(u64, String)> = BTreeSet::new();
-    // The Agent's `session/request_permission` requests still unanswered: (connection, id).
-    let mut asking: BTreeSet<(u64, String)> = BTreeSet::new();
-    // ... and the session each asked about.
-    let mut asking_for: Vec<((u64, String), serde_json::Value)> = Vec::new();
+    // The Agent's `session/request_permission` requests still unanswered: (connection, id) →
+    // the session each asked about.
+    let mut asking: BTreeMap<(u64, String), &serde_json::Value> = BTreeMap::new();
     for op in &h.ops {
         // A6: the user stops the session while the Agent waits on the user's permission.
         let frame = &op.value["frame"];
@@ -206,8 +205,7 @@ pub fn events(h: &History) -> BTreeSet<&'static str> {
             (process::NET, op::SEND, Some("session/request_permission"))
                 if op.value["from"] == "agent" =>
             {
-                asking.insert(conn_id());
-                asking_for.push((conn_id(), frame["params"]["sessionId"].clone()));
+                asking.insert(conn_id(), &frame["params"]["sessionId"]);
             }
             (process::NET, op::RECV, None) if op.value["from"] == "client" => {
                 asking.remove(&conn_id());
@@ -219,17 +217,14 @@ pub fn events(h: &History) -> BTreeSet<&'static str> {
             }
             (process::NET, op::RECV, Some("session/cancel")) if op.value["from"] == "client" => {
                 let sid = &frame["params"]["sessionId"];
-                if asking_for
-                    .iter()
-                    .any(|(a, s)| asking.contains(a) && s == sid)
-                {
+                if asking.values().any(|s| *s == sid) {
                     e.insert("stop-while-asking");
                 }
             }
             // Gone with its connection, or with the Agent process that asked.
             (_, op::CONN_END, _) => {
                 let c = op.value["conn"].as_u64().unwrap_or(0);
-                asking.retain(|(x, _)| *x != c);
+                asking.retain(|(x, _), _| *x != c);
             }
             (process::AGENT, op::RECOVER, _) if op.value["renamed_from"] != "store" => {
                 asking.clear();

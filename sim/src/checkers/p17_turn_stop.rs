@@ -38,27 +38,25 @@ use acp_chaos_models::rpc::code::INVALID_PARAMS;
 pub fn p17_turn_stop(f: &Facts) -> Verdict {
     let mut w = Wire::default();
     for o in &f.history.ops {
-        if let Some((rule, witnesses, message)) = w.step(o) {
-            return invalid(f, rule, witnesses, message);
+        if let Some(breach) = w.step(o) {
+            return verdict(f, Status::Invalid, breach);
         }
     }
-    if let Some((rule, witnesses, message)) = w.owed_at_end() {
-        return invalid(f, rule, witnesses, message);
+    if let Some(breach) = w.owed_at_end() {
+        return verdict(f, Status::Invalid, breach);
     }
     match w.refused_close {
-        Some((rule, witnesses, message)) => Verdict {
-            status: Status::Finding,
-            ..invalid(f, rule, witnesses, message)
-        },
+        Some(breach) => verdict(f, Status::Finding, breach),
         None => Verdict::valid("P17", &["A3", "A6", "A15"]),
     }
 }
 
-fn invalid(f: &Facts, rule: &str, witnesses: Vec<usize>, message: String) -> Verdict {
+/// The verdict for a breach: the Agent is at fault; the fault is the last before its witnesses.
+fn verdict(f: &Facts, status: Status, (rule, witnesses, message): Breach) -> Verdict {
     let last = witnesses.iter().copied().max().unwrap_or(0);
     Verdict {
         property: "P17".into(),
-        status: Status::Invalid,
+        status,
         rules: vec![rule.into()],
         witnesses,
         fault: f.fault_before(last),
