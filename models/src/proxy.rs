@@ -62,6 +62,33 @@ struct Up {
     held: Option<String>,
 }
 
+/// A sans-IO proxy (conductor) between a Client and an Agent. Implement this to plug your own
+/// proxy into the simulator (`acp_chaos::world::Parties::proxy`); [`Proxy`] is the project's.
+///
+/// The driver feeds [`ProxyInput`]s and runs the [`Action`]s pushed to `out`, in order:
+/// [`Action::Connect`] `{tag}` opens the downstream connection for upstream connection `tag`
+/// (answered with [`ProxyInput::DownConnected`] or [`ProxyInput::DownFailed`]),
+/// [`Action::Send`] writes a line, [`Action::Close`] ends a connection.
+///
+/// **Effect contract.** For every request and every `$/cancel_request` it passes downstream, a
+/// proxy emits a `forward` effect ([`op::FORWARD`]) *before* the [`Action::Send`]:
+/// `{method, up_conn, up_id, down_conn, down_id}` for a request,
+/// `{method: "$/cancel_request", up_conn, up_request_id, down_conn, down_request_id}` for a
+/// cancel. The ledger links the Agent's view of an attempt (connection, id) back to the
+/// Client's through these: a proxy that emits none leaves every attempt unlinked, and the
+/// properties that follow an attempt across the proxy (P1's "same attempt", P6, P13) judge
+/// the Agent's side only.
+pub trait ProxyModel {
+    /// Handle one input; push the actions to run, in order.
+    fn handle(&mut self, input: ProxyInput, out: &mut Vec<Action>);
+}
+
+impl ProxyModel for Proxy {
+    fn handle(&mut self, input: ProxyInput, out: &mut Vec<Action>) {
+        Proxy::handle(self, input, out)
+    }
+}
+
 /// The proxy.
 #[derive(Debug, Default)]
 pub struct Proxy {

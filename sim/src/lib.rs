@@ -120,6 +120,7 @@ pub mod cli;
 pub mod exit;
 pub mod explore;
 pub mod findings;
+pub mod harness;
 pub mod history;
 pub mod nemesis;
 pub mod plan;

@@ -25,7 +25,7 @@ use crate::checkers::{self, Status, Verdict};
 use crate::history::{op, process};
 use crate::models::Party;
 use crate::plan::Plan;
-use crate::world;
+use crate::world::{self, Parties};
 
 /// What must still fail: a property, a status and a party.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -129,7 +129,12 @@ pub fn restrict(plan: &Plan, units: &[Unit]) -> Plan {
 /// attempt it fired on in `plan`'s run (`on.attempt_of`, `nth` its attempt number); faults
 /// that never fired keep their trigger.
 pub fn anchor(plan: &Plan) -> Plan {
-    let h = world::run(plan);
+    anchor_with(plan, &Parties::default())
+}
+
+/// [`anchor`] with the given parties in the run.
+pub fn anchor_with(plan: &Plan, parties: &Parties) -> Plan {
+    let h = world::run_parties(plan, parties);
     let mut links: BTreeMap<(u64, String), u32> = BTreeMap::new();
     let mut counts: BTreeMap<u32, u32> = BTreeMap::new();
     let mut sent: BTreeMap<(u64, String), (u32, u32)> = BTreeMap::new();
@@ -188,7 +193,12 @@ pub fn anchor(plan: &Plan) -> Plan {
 
 /// The run's verdict on the target, if it still fails that way.
 pub fn failing(plan: &Plan, t: &Target) -> Option<Verdict> {
-    let h = world::run(plan);
+    failing_with(plan, t, &Parties::default())
+}
+
+/// [`failing`] with the given parties in the run.
+pub fn failing_with(plan: &Plan, t: &Target, parties: &Parties) -> Option<Verdict> {
+    let h = world::run_parties(plan, parties);
     checkers::check_all(&h).into_iter().find(|v| t.matches(v))
 }
 
@@ -238,10 +248,15 @@ pub fn ddmin<U: Clone>(units: Vec<U>, fails: &mut dyn FnMut(&[U]) -> bool) -> Ve
 
 /// Shrink the failing `plan` on `target`. Errors when the plan does not fail that way.
 pub fn shrink(plan: &Plan, target: &Target) -> anyhow::Result<Shrunk> {
+    shrink_with(plan, target, &Parties::default())
+}
+
+/// [`shrink`] with the given parties (your Agent, Client or proxy) in every run.
+pub fn shrink_with(plan: &Plan, target: &Target, parties: &Parties) -> anyhow::Result<Shrunk> {
     let runs = Cell::new(0usize);
     let fails = |p: &Plan| {
         runs.set(runs.get() + 1);
-        failing(p, target).is_some()
+        failing_with(p, target, parties).is_some()
     };
     anyhow::ensure!(
         fails(plan),
@@ -262,7 +277,7 @@ pub fn shrink(plan: &Plan, target: &Target) -> anyhow::Result<Shrunk> {
             break;
         }
     }
-    let anchored = anchor(&base);
+    let anchored = anchor_with(&base, parties);
     runs.set(runs.get() + 1);
     if anchored.faults != base.faults && fails(&anchored) {
         base = anchored;
@@ -274,7 +289,7 @@ pub fn shrink(plan: &Plan, target: &Target) -> anyhow::Result<Shrunk> {
         .collect();
     let kept = ddmin(units, &mut |u: &[Unit]| fails(&restrict(&base, u)));
     let min = restrict(&base, &kept);
-    let verdict = failing(&min, target)
+    let verdict = failing_with(&min, target, parties)
         .ok_or_else(|| anyhow::anyhow!("the shrunk schedule no longer fails (nondeterminism)"))?;
     runs.set(runs.get() + 1);
     Ok(Shrunk {

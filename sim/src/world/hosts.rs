@@ -7,7 +7,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use acp_chaos_models::cluster::ClusterStore;
-use acp_chaos_models::proxy::{Proxy, ProxyInput};
+use acp_chaos_models::proxy::{Proxy, ProxyInput, ProxyModel};
 use acp_chaos_models::watcher::{Watcher, WatcherInput};
 use acp_chaos_models::{
     AgentInput, AgentModel, ClientInput, ClientModel, ModelAgent, Point, SpecClient,
@@ -15,8 +15,8 @@ use acp_chaos_models::{
 use serde_json::{json, Value};
 use turmoil::net::UdpSocket;
 
-use super::boot::AgentBoot;
 use super::io::{Ctx, Ev, Io, PointHit, StoreLink, STORE_PORT};
+use super::parties::Boot;
 use crate::history::{op, process, OpType, NODES};
 use crate::plan::UserEvent;
 
@@ -26,8 +26,8 @@ pub async fn agent(ctx: Rc<Ctx>) -> turmoil::Result {
     let boot = ctx.ledger.borrow_mut().boot("agent");
     let (mut io, mut rx) = Io::new("agent", ctx.clone(), "/data/sessions.log");
     let records = io.recover()?;
-    let mut model: Box<dyn AgentModel> = match &ctx.agent {
-        Some(build) => build(AgentBoot {
+    let mut model: Box<dyn AgentModel> = match &ctx.parties.agent {
+        Some(build) => build(Boot {
             boot,
             seed: ctx.plan.seed,
             records: &records,
@@ -213,7 +213,20 @@ pub async fn client(ctx: Rc<Ctx>) -> turmoil::Result {
     let boot = ctx.ledger.borrow_mut().boot("client");
     let (mut io, mut rx) = Io::new("client", ctx.clone(), "/client/store.log");
     let records = io.recover()?;
-    let mut model = SpecClient::recover(ctx.plan.client.clone(), boot, ctx.plan.seed, &records);
+    let mut model: Box<dyn ClientModel> = match &ctx.parties.client {
+        Some(build) => build(Boot {
+            boot,
+            seed: ctx.plan.seed,
+            records: &records,
+            plan: &ctx.plan,
+        }),
+        None => Box::new(SpecClient::recover(
+            ctx.plan.client.clone(),
+            boot,
+            ctx.plan.seed,
+            &records,
+        )),
+    };
     io.record(
         OpType::Info,
         op::BOOT,
@@ -372,7 +385,15 @@ pub async fn proxy(ctx: Rc<Ctx>) -> turmoil::Result {
     let boot = ctx.ledger.borrow_mut().boot("proxy");
     let (mut io, mut rx) = Io::new("proxy", ctx.clone(), "/proxy/none");
     io.record(OpType::Info, op::BOOT, json!({"boot": boot}));
-    let mut model = Proxy::new(ctx.plan.proxy_mutant);
+    let mut model: Box<dyn ProxyModel> = match &ctx.parties.proxy {
+        Some(build) => build(Boot {
+            boot,
+            seed: ctx.plan.seed,
+            records: &[],
+            plan: &ctx.plan,
+        }),
+        None => Box::new(Proxy::new(ctx.plan.proxy_mutant)),
+    };
     io.listen().await?;
     let mut out = Vec::new();
     while let Some(ev) = rx.recv().await {

@@ -19,8 +19,8 @@ use tokio::task::AbortHandle;
 use turmoil::fs::shim::std::fs as simfs;
 use turmoil::net::{TcpListener, TcpStream, UdpSocket};
 
-use super::boot::AgentFactory;
 use super::ledger::Ledger;
+use super::parties::Parties;
 use crate::history::{op, process, OpType};
 use crate::nemesis::FrameDecision;
 use crate::plan::Plan;
@@ -54,9 +54,9 @@ pub struct Ctx {
     pub ledger: Rc<RefCell<Ledger>>,
     /// The plan.
     pub plan: Plan,
-    /// Builds the single-process Agent at each start; `None`: the project's [`ModelAgent`](acp_chaos_models::ModelAgent)
-    /// for `plan.agent` (cluster nodes are always [`ModelAgent`](acp_chaos_models::ModelAgent)s).
-    pub agent: Option<AgentFactory>,
+    /// The parties under test; a `None` factory is the project's model for that party (cluster
+    /// nodes are always [`ModelAgent`](acp_chaos_models::ModelAgent)s).
+    pub parties: Parties,
 }
 
 pub(super) struct ConnHandle {

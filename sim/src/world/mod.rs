@@ -12,20 +12,19 @@
 //! - [`io`]: the frame layer every host shares (connections, heartbeats, frame faults at the
 //!   writer, the simulated disk, the cluster store link);
 //! - [`ledger`]: the out-of-band ledger: the history, connection numbers, armed faults;
-//! - [`boot`]: [`AgentBoot`] and [`AgentFactory`], how a user's Agent plugs in;
+//! - [`parties`]: [`Parties`], [`Boot`] and the factories: how a user's Agent, Client or proxy
+//!   plugs in;
 //! - [`trace`]: what a run did that its history does not hold (points passed, submissions
 //!   accepted), for exploration.
 
-use std::rc::Rc;
-
-pub mod boot;
 pub mod hosts;
 pub mod io;
 pub mod ledger;
+pub mod parties;
 pub mod step;
 pub mod trace;
 
-pub use boot::{AgentBoot, AgentFactory};
+pub use parties::{AgentBoot, AgentFactory, Boot, ClientFactory, Parties, ProxyFactory};
 pub use step::{builder, epoch, TICK_MS};
 pub use trace::Trace;
 
@@ -36,14 +35,32 @@ use step::run_plan;
 
 /// Run one plan to its end and return the history.
 pub fn run(plan: &Plan) -> History {
-    run_plan(plan, None).0
+    run_plan(plan, &Parties::default()).0
+}
+
+/// Run one plan with the given [`Parties`] (your Agent, Client or proxy in place of the
+/// project's models) and return the history. With `Parties::default()` this is [`run`].
+///
+/// Panics when `parties.agent` is set on a cluster plan (`plan.nodes > 0`): cluster nodes are
+/// always model Agents.
+pub fn run_parties(plan: &Plan, parties: &Parties) -> History {
+    run_parties_traced(plan, parties).0
+}
+
+/// [`run_parties`] with the run's [`Trace`] (see [`run_traced`]).
+pub fn run_parties_traced(plan: &Plan, parties: &Parties) -> (History, Trace) {
+    assert!(
+        parties.agent.is_none() || !plan.cluster(),
+        "world: a cluster plan runs model Agent nodes; give a single-process plan (nodes = 0) for your Agent"
+    );
+    run_plan(plan, parties)
 }
 
 /// Run one plan to its end and return the history and the run's [`Trace`] (the protocol points
 /// passed and the submissions accepted, placed among the ops): what exploration needs to place
 /// faults. The history is the one [`run`] returns.
 pub fn run_traced(plan: &Plan) -> (History, Trace) {
-    run_plan(plan, None)
+    run_plan(plan, &Parties::default())
 }
 
 /// Run one plan with your own Agent in place of the project's model Agent, and return the
@@ -77,9 +94,5 @@ pub fn run_with<F>(plan: &Plan, agent: F) -> History
 where
     F: Fn(AgentBoot<'_>) -> Box<dyn AgentModel> + 'static,
 {
-    assert!(
-        !plan.cluster(),
-        "world::run_with: a cluster plan runs model Agent nodes; give a single-process plan (nodes = 0)"
-    );
-    run_plan(plan, Some(Rc::new(agent))).0
+    run_parties(plan, &Parties::default().agent(agent))
 }

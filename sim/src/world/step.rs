@@ -12,10 +12,10 @@ use std::time::{Duration, UNIX_EPOCH};
 use serde_json::json;
 use turmoil::barriers::{Barrier, Reaction};
 
-use super::boot::AgentFactory;
 use super::hosts;
 use super::io::{Ctx, PointHit};
 use super::ledger::Ledger;
+use super::parties::Parties;
 use super::trace::Trace;
 use crate::history::{op, process, History, OpType, FORMAT};
 use crate::models::Point;
@@ -87,8 +87,8 @@ struct StepLoop<'a> {
     end_ms: u64,
 }
 
-pub(super) fn run_plan(plan: &Plan, agent: Option<AgentFactory>) -> (History, Trace) {
-    let mut w = StepLoop::build(plan, agent);
+pub(super) fn run_plan(plan: &Plan, parties: &Parties) -> (History, Trace) {
+    let mut w = StepLoop::build(plan, parties.clone());
     let waker = Waker::noop();
     let mut cx = Context::from_waker(waker);
     let outcome = loop {
@@ -123,13 +123,13 @@ pub(super) fn run_plan(plan: &Plan, agent: Option<AgentFactory>) -> (History, Tr
 impl<'a> StepLoop<'a> {
     /// Build the world: one turmoil host per process of the plan, and the nemesis's
     /// protocol-point barriers and timed faults.
-    fn build(plan: &'a Plan, agent: Option<AgentFactory>) -> StepLoop<'a> {
+    fn build(plan: &'a Plan, parties: Parties) -> StepLoop<'a> {
         let ledger = Rc::new(RefCell::new(Ledger::new(plan)));
         let mut sim = builder(plan).build();
         let ctx = Rc::new(Ctx {
             ledger: ledger.clone(),
             plan: plan.clone(),
-            agent,
+            parties,
         });
         if plan.cluster() {
             for &name in plan.agent_hosts() {
