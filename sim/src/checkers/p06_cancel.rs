@@ -266,12 +266,11 @@ fn withdrawals_answered(f: &Facts) -> Option<Verdict> {
                         .contains(code)
                 }
                 Some((_, None)) => false,
-                // Unanswered is fine only if the connection or the process ended meanwhile (a
-                // -32800 still queued behind a stall dies with it).
-                None => {
-                    ended.get(&attempt.0).is_some_and(|e| *e > *r)
-                        || crashes.iter().any(|c| *c > *r)
-                }
+                // Unanswered is fine only if the connection or the process ended (a -32800
+                // still queued behind a stall dies with it), or the Client had already ended
+                // the connection when the Agent read the attempt (a stale frame: no answer can
+                // reach anyone).
+                None => ended.contains_key(&attempt.0) || crashes.iter().any(|c| *c > *r),
             };
             if !ok {
                 v.status = Status::Invalid;
