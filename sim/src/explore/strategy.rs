@@ -59,7 +59,7 @@ use proptest::prelude::*;
 use proptest::sample::select;
 use proptest::strategy::{BoxedStrategy, Union};
 
-use crate::models::{Design, Point};
+use crate::models::{ClientKind, Design, KeyScheme, Point};
 use crate::nemesis::{Direction, FaultKind, FaultSpec, Side, Trigger};
 use crate::plan::{Plan, Submission};
 use crate::scenario::{RawProbe, Scenario};
@@ -105,6 +105,16 @@ pub struct Space {
     pub cancel: f64,
     /// Delay from an input to its cancel, ms.
     pub cancel_after_ms: RangeInclusive<u64>,
+    /// Chance that the user presses stop on an input's session (`session/cancel`, A6),
+    /// [`Space::cancel_after_ms`] after it.
+    pub stop: f64,
+    /// Chance that the user closes an input's session (`session/close`, A15) after it.
+    pub close: f64,
+    /// Chance that the user forks an input's session (`session/fork`, A9) after it; the next
+    /// input goes to the fork. At most [`FORKS_MAX`] forks per workload.
+    pub fork: f64,
+    /// The models' settings to draw per plan; `None`: the base plan's.
+    pub settings: Option<Settings>,
     /// Raw `session/prompt` probes per plan, each with a malformed key (`""`, 256 characters,
     /// a number, `true`, `{}`, `[]`), a boundary one (255 characters), `null`, or no key. The
     /// Agent must answer `-32602` to a malformed key without inserting (K3) and accept the
@@ -115,7 +125,63 @@ pub struct Space {
     pub seeds: RangeInclusive<u64>,
 }
 
+/// Most forks a drawn workload makes (each adds a session slot), as in a scenario's.
+pub const FORKS_MAX: usize = 8;
+
+/// The models' settings a plan may draw (what the swarm draws per seed). Each is drawn as
+/// "the base plan's value" or a value from its range, and shrinks toward the base's.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The Client's key schemes (`session-counter` puts the same key strings in every
+    /// session, A9).
+    pub keys: Vec<KeyScheme>,
+    /// The Client kinds (`sdk-auto-retry`: an SDK that resends under the hood, C9).
+    pub kinds: Vec<ClientKind>,
+    /// The upper bound of the network's latency, ms.
+    pub latency_ms_max: RangeInclusive<u64>,
+    /// The upper bound of a model Agent's turn, ms.
+    pub turn_ms_max: RangeInclusive<u64>,
+    /// A model Agent's chance that work fails (`stopReason: error`, A3), in tenths.
+    pub fail_tenths: RangeInclusive<u32>,
+    /// The user's time to answer a `session/request_permission`, ms.
+    pub permission_ms: RangeInclusive<u64>,
+    /// An `sdk-auto-retry` Client's share of unkeyed inputs, in tenths.
+    pub unkeyed_tenths: RangeInclusive<u32>,
+}
+
+impl Settings {
+    /// The swarm's ranges (`src/plan/swarm.rs`).
+    pub fn swarm() -> Settings {
+        Settings {
+            keys: vec![KeyScheme::Uuid, KeyScheme::SessionCounter],
+            kinds: vec![ClientKind::Spec, ClientKind::SdkAutoRetry],
+            latency_ms_max: 1..=6,
+            turn_ms_max: 20..=80,
+            fail_tenths: 1..=3,
+            permission_ms: 50..=300,
+            unkeyed_tenths: 3..=3,
+        }
+    }
+}
+
 impl Space {
+    /// Everything the swarm draws, for `base`'s topology: [`Space::of`] with two sessions,
+    /// cancels, stops, closes and forks, and the models' [`Settings::swarm`]. For the project's
+    /// model Agents (or an Agent that speaks every method the model Client sends); a user
+    /// Agent that does not answer `session/close` or `session/fork` starts from
+    /// [`Space::of`].
+    pub fn swarm(base: &Plan) -> Space {
+        Space {
+            sessions: base.client.sessions.max(2),
+            cancel: 0.15,
+            stop: 0.15,
+            close: 0.1,
+            fork: 0.1,
+            settings: Some(Settings::swarm()),
+            ..Space::of(base)
+        }
+    }
+
     /// Every fault kind `base`'s topology allows (the proxy's and the cluster's only with a
     /// proxy or cluster nodes), 0 to 4 faults, crashes at any Agent protocol point, frame
     /// triggers on `session/prompt` (3 in 6), `session/resume`, `initialize` and `session/new`,
@@ -175,6 +241,10 @@ impl Space {
             repeat: 0.2,
             cancel: 0.0,
             cancel_after_ms: 10..=400,
+            stop: 0.0,
+            close: 0.0,
+            fork: 0.0,
+            settings: None,
             raw: 0..=2,
             seeds: base.seed..=base.seed,
         }
@@ -408,42 +478,141 @@ pub fn schedule(space: &Space) -> BoxedStrategy<Vec<FaultSpec>> {
 
 /// A workload: [`Space::submissions`] inputs at times in [`Space::submit_ms`], each to a slot
 /// below [`Space::sessions`], numbered 1, 2, ... in time order, with texts `input N` (or the
-/// previous text again, [`Space::repeat`]) and maybe a cancel ([`Space::cancel`]). Shrinks by
-/// removing inputs, then moving them earlier, to slot 0, without repeats or cancels.
+/// previous text again, [`Space::repeat`]) and maybe a cancel, stop, close or fork
+/// ([`Space::cancel`], [`Space::stop`], [`Space::close`], [`Space::fork`]: each
+/// [`Space::cancel_after_ms`] after the input; after a fork the next input goes to the new
+/// slot). Shrinks by removing inputs, then moving them earlier, to slot 0, without repeats,
+/// cancels, stops, closes or forks.
 pub fn workload(space: &Space) -> BoxedStrategy<Vec<Submission>> {
+    let coin = |p: f64| prop::bool::weighted(p.clamp(0.0, 1.0));
     let one = (
         space.submit_ms.clone(),
         0..space.sessions.max(1),
-        prop::bool::weighted(space.repeat.clamp(0.0, 1.0)),
-        (
-            prop::bool::weighted(space.cancel.clamp(0.0, 1.0)),
-            space.cancel_after_ms.clone(),
-        ),
+        coin(space.repeat),
+        (coin(space.cancel), space.cancel_after_ms.clone()),
+        (coin(space.stop), coin(space.close), coin(space.fork)),
     );
+    let sessions = space.sessions.max(1);
     prop::collection::vec(one, space.submissions.clone())
-        .prop_map(|mut drawn| {
+        .prop_map(move |mut drawn| {
             drawn.sort_by_key(|d| d.0);
             let mut out: Vec<Submission> = Vec::with_capacity(drawn.len());
-            for (i, (at_ms, slot, repeat, (cancel, after))) in drawn.into_iter().enumerate() {
+            let (mut forks, mut next_slot) = (0usize, None::<(u64, usize)>);
+            for (i, (at_ms, slot, repeat, (cancel, after), (stop, close, fork))) in
+                drawn.into_iter().enumerate()
+            {
                 let n = i as u64 + 1;
                 let text = match out.last() {
                     Some(prev) if repeat => prev.text.clone(),
                     _ => format!("input {n}"),
                 };
+                // The input after a fork goes to the fork, if the fork was asked for first.
+                let slot = match next_slot.take() {
+                    Some((t, into)) if t < at_ms => into,
+                    _ => slot,
+                };
+                let fork = (fork && forks < FORKS_MAX).then(|| {
+                    forks += 1;
+                    (at_ms + after, sessions + forks - 1)
+                });
+                next_slot = fork;
                 out.push(Submission {
                     submission: n,
                     at_ms,
                     slot,
                     cancel_at_ms: cancel.then_some(at_ms + after),
-                    stop_at_ms: None,
-                    close_at_ms: None,
-                    fork: None,
+                    stop_at_ms: stop.then_some(at_ms + after),
+                    close_at_ms: close.then_some(at_ms + after),
+                    fork,
                     text,
                 });
             }
             out
         })
         .boxed()
+}
+
+/// The models' settings drawn from `s`, applied to a plan: each `None` keeps the base's.
+#[derive(Debug, Clone)]
+struct Drawn {
+    keys: Option<KeyScheme>,
+    kind: Option<ClientKind>,
+    latency_ms_max: Option<u64>,
+    turn_ms_max: Option<u64>,
+    fail_rate: Option<f64>,
+    permission_ms: Option<u64>,
+    unkeyed_rate: Option<f64>,
+}
+
+/// "The base's value" (first, so shrinking goes there) or one drawn from `values`.
+fn or_base<T: std::fmt::Debug + Clone + 'static>(
+    values: BoxedStrategy<T>,
+) -> BoxedStrategy<Option<T>> {
+    prop_oneof![Just(None), values.prop_map(Some)].boxed()
+}
+
+fn settings(s: Option<&Settings>) -> BoxedStrategy<Option<Drawn>> {
+    let Some(s) = s.cloned() else {
+        return Just(None).boxed();
+    };
+    let tenths = |r: RangeInclusive<u32>| r.prop_map(|t| f64::from(t) / 10.0).boxed();
+    (
+        or_base(select(s.keys.clone()).boxed()),
+        or_base(select(s.kinds.clone()).boxed()),
+        or_base(s.latency_ms_max.clone().boxed()),
+        or_base(s.turn_ms_max.clone().boxed()),
+        or_base(tenths(s.fail_tenths.clone())),
+        or_base(s.permission_ms.clone().boxed()),
+        or_base(tenths(s.unkeyed_tenths.clone())),
+    )
+        .prop_map(
+            |(keys, kind, latency_ms_max, turn_ms_max, fail_rate, permission_ms, unkeyed_rate)| {
+                Some(Drawn {
+                    keys,
+                    kind,
+                    latency_ms_max,
+                    turn_ms_max,
+                    fail_rate,
+                    permission_ms,
+                    unkeyed_rate,
+                })
+            },
+        )
+        .boxed()
+}
+
+impl Drawn {
+    /// Set the drawn values in `p`, and name them in `p.drawn` as the swarm does.
+    fn apply(&self, p: &mut Plan) {
+        if let Some(k) = self.keys {
+            p.client.keys = k;
+            p.drawn.push(format!("keys={k:?}"));
+        }
+        if let Some(k) = self.kind {
+            p.client.kind = k;
+            p.drawn.push(format!("client={}", k.as_str()));
+        }
+        if let Some(v) = self.latency_ms_max {
+            p.latency_ms_max = v.max(p.latency_ms_min);
+            p.drawn.push(format!("latency_ms_max={}", p.latency_ms_max));
+        }
+        if let Some(v) = self.turn_ms_max {
+            p.agent.turn_ms_max = v.max(p.agent.turn_ms_min);
+            p.drawn.push(format!("turn_ms_max={}", p.agent.turn_ms_max));
+        }
+        if let Some(v) = self.fail_rate {
+            p.agent.fail_rate = v;
+            p.drawn.push(format!("fail_rate={v}"));
+        }
+        if let Some(v) = self.permission_ms {
+            p.client.permission_ms = v;
+            p.drawn.push(format!("permission_ms={v}"));
+        }
+        if let (Some(v), ClientKind::SdkAutoRetry) = (self.unkeyed_rate, p.client.kind) {
+            p.client.unkeyed_rate = v;
+            p.drawn.push(format!("unkeyed_rate={v}"));
+        }
+    }
 }
 
 /// What [`Space::raw`] probes carry: a key as JSON text (`None`: no key), or (`Err`) a whole
@@ -488,16 +657,19 @@ pub fn raw_probes(space: &Space) -> BoxedStrategy<Vec<RawProbe>> {
 }
 
 /// Whole plans: `base` with its faults, workload and raw probes drawn from `space` (replacing
-/// the base's), and its seed from [`Space::seeds`]. Every plan passes [`Plan::check`].
+/// the base's), its seed from [`Space::seeds`], the Client opening [`Space::sessions`]
+/// sessions, and the models' [`Space::settings`] if given. Every plan passes [`Plan::check`].
 pub fn plan(base: &Plan, space: &Space) -> BoxedStrategy<Plan> {
     let base = base.clone();
+    let sessions = space.sessions.max(1);
     (
         schedule(space),
         workload(space),
         raw_probes(space),
         space.seeds.clone(),
+        settings(space.settings.as_ref()),
     )
-        .prop_map(move |(faults, workload, raw, seed)| {
+        .prop_map(move |(faults, workload, raw, seed, drawn)| {
             let mut p = base.clone();
             p.faults = faults;
             p.workload = workload;
@@ -505,6 +677,11 @@ pub fn plan(base: &Plan, space: &Space) -> BoxedStrategy<Plan> {
             p.seed = seed;
             p.swarm = false;
             p.drawn = Vec::new();
+            // The Client opens a session per slot the workload may name.
+            p.client.sessions = p.client.sessions.max(sessions);
+            if let Some(d) = drawn {
+                d.apply(&mut p);
+            }
             p
         })
         .boxed()
@@ -576,6 +753,71 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_correct_model_agents_have_no_violation_on_swarm_drawn_plans() {
+        for design in Design::ALL {
+            let b = base(design);
+            let mut space = Space::swarm(&b);
+            space.seeds = 0..=1000;
+            let s = plan(&b, &space);
+            let mut r = runner(1);
+            let (mut forks, mut counters) = (0, 0);
+            let n: usize = std::env::var("ACP_CHAOS_STRATEGY_PLANS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(40);
+            for _ in 0..n {
+                let p = s.new_tree(&mut r).unwrap().current();
+                assert_eq!(p.check(), None);
+                forks += p.workload.iter().filter(|w| w.fork.is_some()).count();
+                counters += usize::from(p.client.keys == KeyScheme::SessionCounter);
+                let h = crate::world::run(&p);
+                for v in crate::checkers::check_all(&h) {
+                    assert!(
+                        v.status != crate::checkers::Status::Invalid,
+                        "{design:?} seed {}: {} {}\n{}",
+                        p.seed,
+                        v.property,
+                        v.message,
+                        toml::to_string(&p).unwrap()
+                    );
+                }
+            }
+            assert!(
+                forks > 0 && counters > 0,
+                "{design:?}: {forks} forks, {counters} counter-keyed plans"
+            );
+        }
+    }
+
+    /// A bug only two sessions with the same key strings reach (A9): the swarm's space finds
+    /// it; the one-session space of `Space::of` never can.
+    #[test]
+    fn the_swarm_space_finds_keys_shared_across_sessions() {
+        let s = Scenario::parse(std::path::Path::new("strategy.toml"), BASE).unwrap();
+        let b = Plan::derive(&s, 0, Some("keys-across-sessions"), Design::Stored);
+        let caught = |space: &Space| {
+            let st = plan(&b, space);
+            let mut r = runner(1);
+            (1..=256).find(|_| {
+                let p = st.new_tree(&mut r).unwrap().current();
+                let h = crate::world::run(&p);
+                crate::checkers::check_all(&h)
+                    .iter()
+                    .any(|v| v.status == crate::checkers::Status::Invalid)
+            })
+        };
+        let mut swarm = Space::swarm(&b);
+        swarm.seeds = 0..=1000;
+        let mut one = Space::of(&b);
+        one.seeds = 0..=1000;
+        assert!(
+            caught(&swarm).is_some(),
+            "not caught in 256 swarm-space plans"
+        );
+        assert_eq!(caught(&one), None);
     }
 
     #[test]
