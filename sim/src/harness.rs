@@ -367,7 +367,7 @@ impl Harness {
                 .unwrap_or_else(|| std::env::temp_dir().join("acp-chaos"))
         });
         let dir = root
-            .join(name.as_deref().unwrap_or("harness").replace("::", "-"))
+            .join(name.clone().unwrap_or_else(exe_name).replace("::", "-"))
             .join(folder);
         // Ours alone: a folder left by an earlier run of this test would mix two runs' files.
         if dir.is_dir() {
@@ -503,6 +503,16 @@ impl Harness {
         }
         cmd
     }
+}
+
+/// The running program's name without cargo's hash (`harness_agent`), for its report folder.
+fn exe_name() -> String {
+    let exe = std::env::current_exe().unwrap_or_default();
+    let stem = exe
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("harness");
+    stem.split('-').next().unwrap_or(stem).to_string()
 }
 
 /// An environment variable, `None` when unset or empty.

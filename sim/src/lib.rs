@@ -36,6 +36,8 @@
 //!   `junit.xml`, the terminal table.
 //!
 //! Beside it:
+//! - [`harness`]: your own Agent, Client or proxy ([`world::Parties`]) through a campaign, a
+//!   shrink and the report pages from your own `cargo test`, with the lines that rerun a failure;
 //! - [`explore`]: every schedule of at most k faults over a trace with a certificate, lineage-driven
 //!   and guided exploration, shrinking a failure, proptest strategies over plans, the regression
 //!   corpus;

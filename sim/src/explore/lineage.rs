@@ -748,9 +748,9 @@ fn widen(plan: &Plan, h: &History, fired: usize, at: usize) -> Plan {
 ///
 /// Levels go breadth first, with one exception: when, on a cluster of two nodes or more, a
 /// cut's run passes with an attempt the Agent worked on for longer than before (held, or
-/// waiting on a partitioned store), breaking a connection in that window ([`follow_ups`]) is
+/// waiting on a partitioned store), breaking a connection in that window (`follow_ups`) is
 /// tried at once, one level deeper, as it is and with the store fault held open past the
-/// break ([`widen`]): the cut opened a window in which a retry on a new connection meets the
+/// break (`widen`): the cut opened a window in which a retry on a new connection meets the
 /// first attempt, and that window is rare in a fault-free trace.
 pub fn lineage(plan: &Plan, opts: &Options) -> Exploration {
     let base = trace_plan(plan);

@@ -20,7 +20,7 @@ use super::parties::Boot;
 use crate::history::{op, process, OpType, NODES};
 use crate::plan::UserEvent;
 
-/// The Agent host: recover the stored sessions, listen, run the model ([`Ctx::agent`]'s, or
+/// The Agent host: recover the stored sessions, listen, run the model (the Agent of [`Ctx::parties`], or
 /// the project's [`ModelAgent`]).
 pub async fn agent(ctx: Rc<Ctx>) -> turmoil::Result {
     let boot = ctx.ledger.borrow_mut().boot("agent");
