@@ -40,17 +40,19 @@ pub(super) fn parse_design(s: &str) -> Result<Design, String> {
 }
 
 pub(super) fn scenarios_dir(d: &DirArgs) -> PathBuf {
-    if d.scenarios.exists() || d.scenarios.is_absolute() {
-        return d.scenarios.clone();
+    scenarios_dir_of(&d.scenarios)
+}
+
+/// The scenarios folder `dir`, or, run from elsewhere in the workspace, the repo's.
+pub fn scenarios_dir_of(dir: &Path) -> PathBuf {
+    if dir.exists() || dir.is_absolute() {
+        return dir.to_path_buf();
     }
-    // Run from elsewhere in the workspace: fall back to the repo's scenarios folder.
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .join(&d.scenarios);
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(dir);
     if repo.exists() {
         repo
     } else {
-        d.scenarios.clone()
+        dir.to_path_buf()
     }
 }
 

@@ -15,6 +15,7 @@ use std::path::Path;
 use clap::{Parser, Subcommand};
 
 mod args;
+pub use args::scenarios_dir_of;
 mod audit;
 mod bench;
 mod check;

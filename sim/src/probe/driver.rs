@@ -65,21 +65,25 @@ pub struct Launch {
     pub timeout: Duration,
 }
 
-enum Ev {
+/// What a process's reader thread reports.
+pub(super) enum Ev {
+    /// One line of its stdout.
     Line(String),
+    /// Its stdout ended.
     Eof,
 }
 
 /// A running Agent process (the leader of its own process group).
-struct Proc {
+pub(super) struct Proc {
     child: Child,
-    stdin: Option<ChildStdin>,
-    rx: Receiver<Ev>,
+    pub(super) stdin: Option<ChildStdin>,
+    pub(super) rx: Receiver<Ev>,
     stderr: Arc<Mutex<Vec<u8>>>,
 }
 
 impl Proc {
-    fn spawn(l: &Launch) -> std::io::Result<Proc> {
+    /// Start it in its own process group, with a reader thread on its stdout and stderr.
+    pub(super) fn spawn(l: &Launch) -> std::io::Result<Proc> {
         use std::os::unix::process::CommandExt;
         let mut cmd = Command::new(&l.argv[0]);
         if l.clear_env {
@@ -143,7 +147,7 @@ impl Proc {
     }
 
     /// SIGKILL to the whole process group, then reap the leader.
-    fn kill_group(&mut self) {
+    pub(super) fn kill_group(&mut self) {
         let pgid = self.child.id() as i32;
         // SAFETY: kill(2) with a negative pid signals the process group we created.
         unsafe {
@@ -168,7 +172,7 @@ impl Proc {
         "it closed its stdout but is still running".into()
     }
 
-    fn stderr_text(&self) -> String {
+    pub(super) fn stderr_text(&self) -> String {
         String::from_utf8_lossy(&self.stderr.lock().expect("stderr buffer")).into_owned()
     }
 }

@@ -22,6 +22,7 @@ pub mod driver;
 pub mod infer;
 pub mod mock_model;
 pub mod profile;
+pub mod realtime;
 mod report;
 mod runner;
 pub mod stdio_agent;
@@ -64,6 +65,22 @@ pub struct ProbeArgs {
     /// Only these traces (repeatable; default: all).
     #[arg(long = "trace")]
     pub traces: Vec<String>,
+    /// Run this scenario against the Agent instead of the traces (repeatable): the model
+    /// Client plays it in real time on the Agent's stdio, with the scenario's frame faults,
+    /// kills and Client restarts injected at the pipe (the conformance kit).
+    #[arg(long = "scenario", value_name = "NAME")]
+    pub scenarios: Vec<String>,
+    /// A suite of scenarios: `conformance` (the RFD's `rfd-*` traces and the field cases
+    /// that run against a black box; the others are listed with the reason they cannot).
+    #[arg(long, value_name = "SUITE")]
+    pub suite: Option<String>,
+    /// Folder of scenario files for `--scenario` and `--suite`.
+    #[arg(long, default_value = "scenarios")]
+    pub scenarios_dir: PathBuf,
+    /// A scenario's millisecond lasts this many real ones (for agents slower than the
+    /// scenario's timeouts assume).
+    #[arg(long, default_value_t = 1)]
+    pub time_scale: u64,
     /// Bound of every wait for the Agent, in ms (default 10,000; a real agent's profile
     /// its start-up time, 30 s or more).
     #[arg(long)]
@@ -167,23 +184,9 @@ pub fn main(a: &ProbeArgs) -> i32 {
         _ => {}
     }
     let a = &a;
-    let selected: Vec<&traces::Trace> = if a.traces.is_empty() {
-        traces::TRACES.iter().collect()
-    } else {
-        let mut v = Vec::new();
-        for t in &a.traces {
-            match traces::find(t) {
-                Some(x) => v.push(x),
-                None => {
-                    let names: Vec<&str> = traces::TRACES.iter().map(|t| t.name).collect();
-                    return usage(&format!(
-                        "unknown trace `{t}` (known: {})",
-                        names.join(", ")
-                    ));
-                }
-            }
-        }
-        v
+    let (selected, skipped) = match select(a) {
+        Ok(s) => s,
+        Err(e) => return usage(&e),
     };
     let out = a
         .out
@@ -192,11 +195,89 @@ pub fn main(a: &ProbeArgs) -> i32 {
     if let Err(e) = prepare_out(&out) {
         return usage(&format!("{e:#}"));
     }
-    match probe_traces(a, &target, &selected, &out) {
+    match probe_traces(a, &target, &selected, skipped, &out) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
             exit::USAGE
+        }
+    }
+}
+
+/// The items to run, and the suite's scenarios left out with the reason.
+type Selection = (Vec<Item>, Vec<(String, String)>);
+
+/// What to run: the traces named (default all), or the scenarios of `--scenario` and
+/// `--suite`, and the suite's scenarios that cannot run black-box, with the reason.
+fn select(a: &ProbeArgs) -> Result<Selection, String> {
+    if a.scenarios.is_empty() && a.suite.is_none() {
+        if a.traces.is_empty() {
+            return Ok((traces::TRACES.iter().map(Item::Trace).collect(), Vec::new()));
+        }
+        let mut v = Vec::new();
+        for t in &a.traces {
+            match traces::find(t) {
+                Some(x) => v.push(Item::Trace(x)),
+                None => {
+                    let names: Vec<&str> = traces::TRACES.iter().map(|t| t.name).collect();
+                    return Err(format!("unknown trace `{t}` (known: {})", names.join(", ")));
+                }
+            }
+        }
+        return Ok((v, Vec::new()));
+    }
+    if !a.traces.is_empty() {
+        return Err("give --trace, or --scenario/--suite, not both".into());
+    }
+    let dir = crate::cli::scenarios_dir_of(&a.scenarios_dir);
+    let mut items = Vec::new();
+    let mut skipped = Vec::new();
+    for name in &a.scenarios {
+        let sc = crate::scenario::resolve(&dir, name).map_err(|e| e.to_string())?;
+        let plan = crate::plan::Plan::derive(&sc, a.seed, None, crate::models::Design::Stored);
+        if let Some(why) = realtime::unsupported(&plan) {
+            return Err(format!(
+                "scenario `{}` cannot run against a process: {why}",
+                sc.name
+            ));
+        }
+        items.push(Item::Scenario(Box::new(sc)));
+    }
+    match a.suite.as_deref() {
+        None => {}
+        Some("conformance") => {
+            let all = crate::scenario::load_dir(&dir).map_err(|e| e.to_string())?;
+            for sc in all {
+                if !(sc.name.starts_with("rfd-") || sc.name.starts_with("field-")) {
+                    continue;
+                }
+                let plan =
+                    crate::plan::Plan::derive(&sc, a.seed, None, crate::models::Design::Stored);
+                match realtime::unsupported(&plan) {
+                    None => items.push(Item::Scenario(Box::new(sc))),
+                    Some(why) => skipped.push((sc.name.clone(), why)),
+                }
+            }
+        }
+        Some(s) => return Err(format!("--suite `{s}`: the only suite is `conformance`")),
+    }
+    Ok((items, skipped))
+}
+
+/// One thing a probe plays against the Agent.
+pub enum Item {
+    /// A scripted trace.
+    Trace(&'static traces::Trace),
+    /// A scenario, played by the model Client in real time (the conformance kit).
+    Scenario(Box<crate::scenario::Scenario>),
+}
+
+impl Item {
+    /// Its name in the report: the trace's, or `scenario:NAME`.
+    pub fn name(&self) -> String {
+        match self {
+            Item::Trace(t) => t.name.to_string(),
+            Item::Scenario(s) => format!("{}{}", runner::SCENARIO, s.name),
         }
     }
 }

@@ -118,7 +118,13 @@ pub(super) fn retry_line(
     trace: &str,
     delay: Option<u64>,
 ) -> String {
-    let mut s = format!("acp-chaos probe --trace {trace}");
+    let mut s = match trace.strip_prefix(super::runner::SCENARIO) {
+        Some(sc) => format!("acp-chaos probe --scenario {sc} --seed {}", a.seed),
+        None => format!("acp-chaos probe --trace {trace}"),
+    };
+    if a.time_scale > 1 {
+        s.push_str(&format!(" --time-scale {}", a.time_scale));
+    }
     if let Some(d) = delay {
         s.push_str(&format!(" --delay-ms {d}"));
     }

@@ -10,14 +10,17 @@ use serde_json::json;
 
 use super::driver::{Driver, Launch};
 use super::report::{summary_md, table_text};
-use super::{infer, traces, ProbeArgs, PROPERTIES};
+use super::{infer, realtime, traces, ProbeArgs, PROPERTIES};
 use crate::campaign::write_atomic;
 use crate::checkers::{self, Status, Verdict};
 use crate::exit;
-use crate::history::History;
+use crate::history::{op, History};
+use crate::models::Design;
 use crate::models::Retention;
+use crate::plan::Plan;
 use crate::probe::report::{retry_line, write_run, Failure, RunOutcome, INCOMPLETE};
 use crate::probe::{ProbeSummary, Target};
+use crate::scenario::Scenario;
 
 pub(super) static HOMES: AtomicU64 = AtomicU64::new(0);
 
@@ -77,6 +80,143 @@ pub(super) fn run_once(
         Some(a.delay_ms.unwrap_or(t.sweep[run as usize % t.sweep.len()]))
     };
     let (home, cwd) = fresh_home(target)?;
+    let (launch, mock) = launch(a, target, &home, &cwd)?;
+    let mut d = Driver::new(launch, run_seed(a.seed, t.name, run));
+    let result = (t.run)(&mut d, delay);
+    if let Err(why) = &result {
+        d.end_aborted(why);
+    }
+    d.stop();
+    let wall_ms = d.ms();
+    let model = mock.map(|m| {
+        let seen = d.model_saw(&m);
+        let n = m.request_count();
+        m.shutdown();
+        json!({"requests": n, "markers": seen})
+    });
+    let _ = std::fs::remove_dir_all(&home);
+    let header = header(
+        a,
+        target,
+        &format!("probe:{}", t.name),
+        run,
+        model,
+        json!({"trace": t.name, "delay_ms": delay}),
+    );
+    let h = infer::build(header, &d.ops);
+    let verdicts = judge(&h, result.as_ref().err().map(String::as_str));
+    let fatal = result.is_err() && !d.initialized;
+    let outcome = RunOutcome {
+        trace: t.name.to_string(),
+        run,
+        delay_ms: delay,
+        wall_ms,
+        verdicts,
+        aborted: result.err(),
+        notes: d.notes.clone(),
+        windows: d.windows.clone(),
+        folder: None,
+        ops: h.ops.len(),
+    };
+    Ok((outcome, h, d.stderr.clone(), fatal))
+}
+
+/// One run of a scenario against the process (the conformance kit): its plan at seed
+/// `--seed + run`, played by the model Client in real time ([`realtime`]).
+pub(super) fn scenario_once(
+    a: &ProbeArgs,
+    target: &Target,
+    sc: &Scenario,
+    run: u32,
+) -> anyhow::Result<(RunOutcome, History, String, bool)> {
+    let design = match target.retention {
+        Retention::Durable => Design::Stored,
+        Retention::Process => Design::InMemory,
+    };
+    let plan = Plan::derive(sc, a.seed + u64::from(run), None, design);
+    let (home, cwd) = fresh_home(target)?;
+    let (launch, mock) = launch(a, target, &home, &cwd)?;
+    let r = realtime::run(&plan, launch, a.time_scale.max(1));
+    if let Some(m) = mock {
+        m.shutdown();
+    }
+    let _ = std::fs::remove_dir_all(&home);
+    let name = format!("{SCENARIO}{}", sc.name);
+    let header = header(
+        a,
+        target,
+        &format!("probe:{name}"),
+        run,
+        None,
+        json!({"scenario": sc.name, "plan_seed": plan.seed, "time_scale": a.time_scale.max(1)}),
+    );
+    let h = infer::build(header, &r.ops);
+    let verdicts = judge(&h, r.aborted.as_deref());
+    let started = r.ops.iter().any(|o| o.f == op::CONN_OPEN);
+    let outcome = RunOutcome {
+        trace: name,
+        run,
+        delay_ms: None,
+        wall_ms: r.wall_ms,
+        verdicts,
+        aborted: r.aborted.clone(),
+        notes: r.notes,
+        windows: Vec::new(),
+        folder: None,
+        ops: h.ops.len(),
+    };
+    Ok((outcome, h, r.stderr, r.aborted.is_some() && !started))
+}
+
+/// The reason of a suite's scenario that needs the inside of a process.
+const NOT_BLACK_BOX: &str = "not black-box: ";
+
+/// Items named `scenario:NAME` are scenarios run by the conformance kit.
+pub(super) const SCENARIO: &str = "scenario:";
+
+/// The run's history header.
+fn header(
+    a: &ProbeArgs,
+    target: &Target,
+    scenario: &str,
+    run: u32,
+    model: Option<serde_json::Value>,
+    what: serde_json::Value,
+) -> serde_json::Value {
+    let mut probe = json!({
+        "agent": target.name,
+        "command": target.command,
+        "profile": target.real.map(|p| p.specs()),
+        "mock_model": model,
+        "run": run,
+        "timeout_ms": a.wait_ms(),
+        "clock": "wall ms since the run started (a real process: not deterministic)",
+        "inferred": "agent ops marked inferred are reconstructed from what the agent sent",
+    });
+    if let (Some(p), Some(w)) = (probe.as_object_mut(), what.as_object()) {
+        p.extend(w.clone());
+    }
+    json!({
+        "format": crate::history::FORMAT,
+        "scenario": scenario,
+        "seed": run,
+        "mutant": null,
+        "plan": {
+            "retention": match target.retention { Retention::Durable => "durable", Retention::Process => "process" },
+            "probe": probe,
+        },
+    })
+}
+
+/// How to start the Agent in `home`: a real agent's profile (with its own mock model server,
+/// returned to be shut down) or the command.
+fn launch(
+    a: &ProbeArgs,
+    target: &Target,
+    home: &Path,
+    cwd: &Path,
+) -> anyhow::Result<(Launch, Option<crate::probe::mock_model::MockModel>)> {
+    let (home, cwd) = (home.to_path_buf(), cwd.to_path_buf());
     let timeout = Duration::from_millis(a.wait_ms());
     let mut mock = None;
     let launch = match target.real {
@@ -123,57 +263,7 @@ pub(super) fn run_once(
             timeout,
         },
     };
-    let mut d = Driver::new(launch, run_seed(a.seed, t.name, run));
-    let result = (t.run)(&mut d, delay);
-    if let Err(why) = &result {
-        d.end_aborted(why);
-    }
-    d.stop();
-    let wall_ms = d.ms();
-    let model = mock.map(|m| {
-        let seen = d.model_saw(&m);
-        let n = m.request_count();
-        m.shutdown();
-        json!({"requests": n, "markers": seen})
-    });
-    let _ = std::fs::remove_dir_all(&home);
-    let header = json!({
-        "format": crate::history::FORMAT,
-        "scenario": format!("probe:{}", t.name),
-        "seed": run,
-        "mutant": null,
-        "plan": {
-            "retention": match target.retention { Retention::Durable => "durable", Retention::Process => "process" },
-            "probe": {
-                "agent": target.name,
-                "command": target.command,
-                "profile": target.real.map(|p| p.specs()),
-                "mock_model": model,
-                "trace": t.name,
-                "run": run,
-                "delay_ms": delay,
-                "timeout_ms": a.wait_ms(),
-                "clock": "wall ms since the run started (a real process: not deterministic)",
-                "inferred": "agent ops marked inferred are reconstructed from what the agent sent",
-            },
-        },
-    });
-    let h = infer::build(header, &d.ops);
-    let verdicts = judge(&h, result.as_ref().err().map(String::as_str));
-    let fatal = result.is_err() && !d.initialized;
-    let outcome = RunOutcome {
-        trace: t.name.to_string(),
-        run,
-        delay_ms: delay,
-        wall_ms,
-        verdicts,
-        aborted: result.err(),
-        notes: d.notes.clone(),
-        windows: d.windows.clone(),
-        folder: None,
-        ops: h.ops.len(),
-    };
-    Ok((outcome, h, d.stderr.clone(), fatal))
+    Ok((launch, mock))
 }
 
 /// The reported verdicts of one history; an aborted run's valid verdicts become unknown.
@@ -201,7 +291,8 @@ pub(super) const KEEP: usize = 5;
 pub(super) fn probe_traces(
     a: &ProbeArgs,
     target: &Target,
-    selected: &[&traces::Trace],
+    selected: &[super::Item],
+    skipped: Vec<(String, String)>,
     out: &Path,
 ) -> anyhow::Result<i32> {
     println!(
@@ -227,25 +318,32 @@ pub(super) fn probe_traces(
         target: target.clone(),
         repeat: a.repeat,
         timeout_ms: a.wait_ms(),
-        traces: selected.iter().map(|t| t.name.to_string()).collect(),
+        traces: selected.iter().map(super::Item::name).collect(),
         table: BTreeMap::new(),
         windows: BTreeMap::new(),
         notes: BTreeMap::new(),
-        not_run: BTreeMap::new(),
+        not_run: skipped
+            .into_iter()
+            .map(|(n, why)| (format!("{SCENARIO}{n}"), format!("{NOT_BLACK_BOX}{why}")))
+            .collect(),
         failures: Vec::new(),
         runs: Vec::new(),
         exit_code: exit::VALID,
     };
     let mut kept: BTreeMap<(String, String), usize> = BTreeMap::new();
     let mut fatal: Option<String> = None;
-    for t in selected {
+    for item in selected {
+        let name = item.name();
         if let Some(why) = &fatal {
-            summary.not_run.insert(t.name.to_string(), why.clone());
+            summary.not_run.insert(name.clone(), why.clone());
             continue;
         }
         let t0 = crate::wall_clock::now();
         for run in 0..a.repeat {
-            let (mut o, h, stderr, is_fatal) = run_once(a, target, t, run)?;
+            let (mut o, h, stderr, is_fatal) = match item {
+                super::Item::Trace(t) => run_once(a, target, t, run)?,
+                super::Item::Scenario(sc) => scenario_once(a, target, sc, run)?,
+            };
             let failing: Vec<&Verdict> = o
                 .verdicts
                 .iter()
@@ -253,23 +351,21 @@ pub(super) fn probe_traces(
                 .collect();
             let keep = a.keep_runs
                 || failing.iter().any(|v| {
-                    kept.get(&(t.name.to_string(), v.property.clone()))
+                    kept.get(&(name.clone(), v.property.clone()))
                         .is_none_or(|n| *n < KEEP)
                 });
             if keep {
                 for v in &failing {
-                    *kept
-                        .entry((t.name.to_string(), v.property.clone()))
-                        .or_default() += 1;
+                    *kept.entry((name.clone(), v.property.clone())).or_default() += 1;
                 }
-                let dir = format!("{}-run{run}", t.name);
+                let dir = format!("{}-run{run}", name.replace(SCENARIO, "scenario-"));
                 write_run(&out.join(&dir), a, target, &o, &h, &stderr)?;
                 o.folder = Some(dir);
             }
             for v in &o.verdicts {
                 let c = summary
                     .table
-                    .entry(t.name.to_string())
+                    .entry(name.clone())
                     .or_default()
                     .entry(v.property.clone())
                     .or_default();
@@ -290,21 +386,21 @@ pub(super) fn probe_traces(
                         .and_then(|i| h.ops.get(*i))
                         .map(|o| o.time_ms);
                     summary.failures.push(Failure {
-                        trace: t.name.to_string(),
+                        trace: name.clone(),
                         run,
                         delay_ms: o.delay_ms,
                         verdict: v.clone(),
                         at_ms,
                         wall_ms: o.wall_ms,
                         folder: o.folder.clone(),
-                        retry: retry_line(a, target, t.name, o.delay_ms),
+                        retry: retry_line(a, target, &name, o.delay_ms),
                     });
                 }
             }
             for (w, hit) in &o.windows {
                 let e = summary
                     .windows
-                    .entry(t.name.to_string())
+                    .entry(name.clone())
                     .or_default()
                     .entry(w.clone())
                     .or_default();
@@ -314,7 +410,7 @@ pub(super) fn probe_traces(
             for n in o.notes.iter().chain(o.aborted.iter()) {
                 *summary
                     .notes
-                    .entry(t.name.to_string())
+                    .entry(name.clone())
                     .or_default()
                     .entry(n.clone())
                     .or_default() += 1;
@@ -327,8 +423,8 @@ pub(super) fn probe_traces(
         }
         println!(
             "  {:<22} {} runs in {:.1} s",
-            t.name,
-            summary.runs.iter().filter(|r| r.trace == t.name).count(),
+            name,
+            summary.runs.iter().filter(|r| r.trace == name).count(),
             t0.elapsed().as_secs_f64()
         );
     }
@@ -342,7 +438,8 @@ pub(super) fn probe_traces(
         .values()
         .flat_map(|r| r.values())
         .any(|c| c.unknown > 0)
-        || !summary.not_run.is_empty();
+        // A suite's scenarios that cannot run black-box are listed, not failed.
+        || summary.not_run.values().any(|why| !why.starts_with(NOT_BLACK_BOX));
     summary.exit_code = if invalid {
         exit::INVALID
     } else if unknown {

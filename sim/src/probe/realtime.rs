@@ -1,0 +1,702 @@
+//! A scenario against a real Agent process: the project's model Client ([`SpecClient`]) driven
+//! in real time on the process's stdio, with the scenario's faults injected at the pipe.
+//!
+//! This is the conformance kit's world (`acp-chaos probe --scenario NAME`, `--suite
+//! conformance`). It plays the scenario's [`Plan`] (seed, workload, Client settings, faults)
+//! the way the simulator's world does, but the Agent is a process and time is the wall clock
+//! (scaled by `--time-scale`: a plan's millisecond is that many real ones). Between the
+//! Client model and the process sits a small in-process proxy that injects the faults a
+//! black box allows:
+//!
+//! - `lose-frame`: the frame is dropped; not `silent`, the pipe breaks with it (the process
+//!   is killed, as a stdio Agent dies with its pipe), and the Client starts it again;
+//! - `stall-frame`: the frame and every later one in that direction wait `stall_ms`;
+//! - `crash-agent` on a frame: the process group gets SIGKILL there (a response is dropped
+//!   with it), and a new process may start `restart_after_ms` later; on a protocol point, the
+//!   point is mapped to the wire: `after-receive` is the nth `session/prompt` request,
+//!   `after-insert-before-sync` and `after-sync-before-response` its response;
+//! - `restart-client`: the Client process restarts from what it stored (its Agent, a child
+//!   on stdio, dies with it).
+//!
+//! Every other fault kind needs the inside of a process or more than one connection
+//! ([`unsupported`] says which and why). The run records the same ops as the simulator's
+//! Client and frame layer, and [`super::infer`] adds the Agent's side from what it sent.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::io::Write;
+use std::sync::mpsc::RecvTimeoutError;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::driver::{Ev, Launch, Proc, RawOp};
+use crate::history::{op, process, OpType};
+use crate::models::{Action, ClientInput, ClientModel, Point, SpecClient};
+use crate::nemesis::{FaultKind, FaultSpec, Side};
+use crate::plan::{Plan, UserEvent};
+
+/// Why a plan cannot run against a black box, or `None` when it can.
+pub fn unsupported(plan: &Plan) -> Option<String> {
+    if plan.cluster() || plan.proxy || plan.watcher {
+        return Some("it needs more than one Client connection or a cluster".into());
+    }
+    if !plan.raw.is_empty() {
+        return Some("raw probes are run by the probe's key-validation trace".into());
+    }
+    for f in &plan.faults {
+        let ok = match f.kind {
+            FaultKind::LoseFrame | FaultKind::StallFrame => f.on.frame.is_some(),
+            FaultKind::CrashAgent => {
+                f.on.frame.is_some()
+                    || matches!(
+                        f.on.point,
+                        Some(
+                            Point::AfterReceive
+                                | Point::AfterInsertBeforeSync
+                                | Point::AfterSyncBeforeResponse
+                        )
+                    )
+            }
+            FaultKind::RestartClient => true,
+            _ => false,
+        };
+        if !ok {
+            return Some(format!(
+                "fault `{}` needs the inside of the Agent or of the network (not a pipe)",
+                crate::nemesis::fault_line(f)
+            ));
+        }
+    }
+    None
+}
+
+/// What one real-time run recorded.
+pub struct RealtimeRun {
+    /// The ops, in the probe's raw format (times in plan ms).
+    pub ops: Vec<RawOp>,
+    /// Remarks for the report.
+    pub notes: Vec<String>,
+    /// Why the run could not finish, if it could not.
+    pub aborted: Option<String>,
+    /// The Agent's stderr (last process).
+    pub stderr: String,
+    /// Wall time, ms.
+    pub wall_ms: u64,
+}
+
+enum Due {
+    Timer(u64),
+    Connect,
+    ClientBoot,
+}
+
+/// One direction of the pipe.
+#[derive(Clone, Copy, PartialEq)]
+enum Dir {
+    ToAgent,
+    ToClient,
+}
+
+struct World<'a> {
+    plan: &'a Plan,
+    launch: Launch,
+    t0: Instant,
+    scale: u64,
+    ops: Vec<RawOp>,
+    notes: Vec<String>,
+    client: SpecClient,
+    client_boot: u32,
+    client_up: bool,
+    records: Vec<Value>,
+    proc: Option<Proc>,
+    conn: u64,
+    live: bool,
+    agent_up_at: u64,
+    due: BTreeMap<(u64, u64), Due>,
+    seq: u64,
+    fired: Vec<bool>,
+    requests: BTreeMap<String, u32>,
+    responses: BTreeMap<String, u32>,
+    /// (conn, request id) → method, for counting responses.
+    methods: BTreeMap<(u64, String), String>,
+    /// Lines held by a stall: (release at, direction, line).
+    stalled: VecDeque<(u64, Dir, String)>,
+    healed: bool,
+}
+
+/// Run `plan` against the process `launch` starts; a plan millisecond lasts `scale` real ones.
+pub fn run(plan: &Plan, launch: Launch, scale: u64) -> RealtimeRun {
+    let mut w = World {
+        plan,
+        launch,
+        t0: crate::wall_clock::now(),
+        scale: scale.max(1),
+        ops: Vec::new(),
+        notes: Vec::new(),
+        client: SpecClient::recover(plan.client.clone(), 0, plan.seed, &[]),
+        client_boot: 0,
+        client_up: true,
+        records: Vec::new(),
+        proc: None,
+        conn: 0,
+        live: false,
+        agent_up_at: 0,
+        due: BTreeMap::new(),
+        seq: 0,
+        fired: vec![false; plan.faults.len()],
+        requests: BTreeMap::new(),
+        responses: BTreeMap::new(),
+        methods: BTreeMap::new(),
+        stalled: VecDeque::new(),
+        healed: plan.faults.is_empty(),
+    };
+    let aborted = w.main_loop().err();
+    if let Some(p) = w.proc.as_mut() {
+        p.kill_group();
+    }
+    let stderr = w.proc.as_ref().map(|p| p.stderr_text()).unwrap_or_default();
+    RealtimeRun {
+        wall_ms: w.t0.elapsed().as_millis() as u64,
+        ops: w.ops,
+        notes: w.notes,
+        aborted,
+        stderr,
+    }
+}
+
+impl World<'_> {
+    /// Plan ms since the start.
+    fn now(&self) -> u64 {
+        self.t0.elapsed().as_millis() as u64 / self.scale
+    }
+
+    fn op(&mut self, process: &'static str, kind: OpType, f: &str, value: Value) {
+        let time_ms = self.now();
+        self.ops.push(RawOp {
+            time_ms,
+            process,
+            kind,
+            f: f.to_string(),
+            value,
+        });
+    }
+
+    fn at(&mut self, t: u64, d: Due) {
+        self.seq += 1;
+        self.due.insert((t, self.seq), d);
+    }
+
+    /// Long on purpose: the world's loop (user events, timers, the pipe, the phases), one arm
+    /// per kind of event, in the order the simulator's step loop takes them.
+    fn main_loop(&mut self) -> Result<(), String> {
+        let mut events: VecDeque<(u64, UserEvent)> = self.plan.user_events().into();
+        let safety_ms = self.plan.safety_ms;
+        let end_ms = safety_ms + self.plan.liveness_ms;
+        self.boot_client();
+        let mut quiet_since: Option<u64> = None;
+        loop {
+            let now = self.now();
+            if !self.healed && now >= safety_ms {
+                self.healed = true;
+                self.op(process::NEMESIS, OpType::Info, op::HEAL, json!({}));
+                self.op(
+                    process::WORLD,
+                    OpType::Info,
+                    "phase",
+                    json!({"phase": "liveness"}),
+                );
+            }
+            if now >= end_ms {
+                self.op(
+                    process::WORLD,
+                    OpType::Info,
+                    "end",
+                    json!({"outcome": "bound"}),
+                );
+                self.log_pending();
+                return Ok(());
+            }
+            // The user acts on everything due (a Client that is down takes it when it is back).
+            while self.client_up && events.front().is_some_and(|(t, _)| *t <= now) {
+                let (_, e) = events.pop_front().expect("checked");
+                self.user(e);
+            }
+            // Timers, connects and the Client's restart.
+            while let Some((&(t, s), _)) = self.due.first_key_value() {
+                if t > now {
+                    break;
+                }
+                match self.due.remove(&(t, s)).expect("present") {
+                    Due::Timer(id) if self.client_up => self.input(ClientInput::Timer(id)),
+                    Due::Timer(_) => {}
+                    Due::Connect if self.client_up => self.connect()?,
+                    Due::Connect => {}
+                    Due::ClientBoot => self.boot_client(),
+                }
+            }
+            // Stalled lines whose time came (all of them once healed).
+            while let Some((t, _, _)) = self.stalled.front() {
+                if *t > now && !self.healed {
+                    break;
+                }
+                let (_, dir, line) = self.stalled.pop_front().expect("checked");
+                self.deliver(dir, line);
+            }
+            // Done: nothing pending, nothing due from the user, the pipe quiet a while.
+            let idle = events.is_empty()
+                && self.client.pending().is_empty()
+                && self.stalled.is_empty()
+                && self.client_up;
+            if self.healed && idle {
+                let q = *quiet_since.get_or_insert(now);
+                if now >= q + QUIET_MS {
+                    self.op(
+                        process::WORLD,
+                        OpType::Info,
+                        "end",
+                        json!({"outcome": "quiescent"}),
+                    );
+                    self.log_pending();
+                    return Ok(());
+                }
+            } else {
+                quiet_since = None;
+            }
+            // Wait for the pipe until the next thing is due (at most a few ms).
+            let next = [
+                events.front().map(|e| e.0),
+                self.due.first_key_value().map(|((t, _), _)| *t),
+                self.stalled.front().map(|s| s.0),
+            ]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(now + 5);
+            let wait = Duration::from_millis((next.saturating_sub(now) * self.scale).clamp(1, 5));
+            let ev = match self.proc.as_ref() {
+                Some(p) => match p.rx.recv_timeout(wait) {
+                    Ok(ev) => Some(ev),
+                    Err(RecvTimeoutError::Timeout) => None,
+                    Err(RecvTimeoutError::Disconnected) => Some(Ev::Eof),
+                },
+                None => {
+                    std::thread::sleep(wait);
+                    None
+                }
+            };
+            match ev {
+                Some(Ev::Line(line)) if !line.trim().is_empty() => self.pipe(Dir::ToClient, line),
+                Some(Ev::Line(_)) | None => {}
+                Some(Ev::Eof) => self.exited(),
+            }
+        }
+    }
+
+    fn log_pending(&mut self) {
+        let pending = self.client.pending();
+        self.op(
+            process::CLIENT,
+            OpType::Info,
+            op::PENDING_AT_END,
+            json!({"submissions": pending}),
+        );
+    }
+
+    /// A Client process start: recover from its store, connect.
+    fn boot_client(&mut self) {
+        let boot = self.client_boot;
+        self.client_boot += 1;
+        let records = self.records.clone();
+        self.client = SpecClient::recover(self.plan.client.clone(), boot, self.plan.seed, &records);
+        self.client_up = true;
+        let pending = self.client.pending();
+        self.op(
+            process::CLIENT,
+            OpType::Info,
+            op::BOOT,
+            json!({"boot": boot, "pending": pending}),
+        );
+        self.input(ClientInput::Boot);
+    }
+
+    /// The user's event: recorded as the user's invoke, then handed to the Client.
+    fn user(&mut self, e: UserEvent) {
+        let (f, v, input) = match e {
+            UserEvent::Submit { n, slot, text } => {
+                let marker = format!("[conformance-{}-s{n}]", self.plan.seed);
+                let text = format!("{text} {marker}");
+                (
+                    op::SUBMIT,
+                    json!({"submission": n, "slot": slot, "text": text, "marker": marker}),
+                    ClientInput::Submit {
+                        submission: n,
+                        slot,
+                        text,
+                    },
+                )
+            }
+            UserEvent::Cancel { n } => (
+                op::CANCEL,
+                json!({"submission": n}),
+                ClientInput::Cancel { submission: n },
+            ),
+            UserEvent::Stop { slot } => {
+                (op::STOP, json!({"slot": slot}), ClientInput::Stop { slot })
+            }
+            UserEvent::Close { slot } => (
+                op::CLOSE,
+                json!({"slot": slot}),
+                ClientInput::Close { slot },
+            ),
+            UserEvent::Fork { slot, into } => (
+                op::FORK,
+                json!({"slot": slot, "into": into}),
+                ClientInput::Fork { slot, into },
+            ),
+            UserEvent::Raw { n, line } => (
+                op::RAW,
+                json!({"n": n, "line": line}),
+                ClientInput::Raw { n, line },
+            ),
+        };
+        self.op(process::USER, OpType::Invoke, f, v);
+        self.input(input);
+        // A restart-client fault on this submission.
+        if f == op::SUBMIT {
+            self.restart_client_on_submission();
+        }
+    }
+
+    fn restart_client_on_submission(&mut self) {
+        let n = self
+            .ops
+            .iter()
+            .filter(|o| o.process == process::USER && o.f == op::SUBMIT)
+            .count() as u32;
+        for i in 0..self.plan.faults.len() {
+            let f = &self.plan.faults[i];
+            if self.fired[i] || self.healed || f.kind != FaultKind::RestartClient {
+                continue;
+            }
+            if f.on.submission == Some(n) {
+                self.fired[i] = true;
+                let f = f.clone();
+                self.nemesis(&f, i);
+                self.crash_client(f.restart_after_ms.unwrap_or(30));
+            }
+        }
+    }
+
+    /// Hand the Client one input and run its actions.
+    fn input(&mut self, input: ClientInput) {
+        let mut out = Vec::new();
+        let now = self.now();
+        self.client.set_clock(now);
+        self.client.handle(input, &mut out);
+        for a in out {
+            self.action(a);
+        }
+    }
+
+    fn action(&mut self, a: Action) {
+        let now = self.now();
+        match a {
+            Action::Send { conn, line } if conn == self.conn && self.live => {
+                self.pipe(Dir::ToAgent, line);
+            }
+            Action::Close { conn } if conn == self.conn && self.live => {
+                self.kill("the Client closed the connection");
+            }
+            Action::Connect { after_ms, .. } => self.at(now + after_ms, Due::Connect),
+            Action::Timer { id, after_ms } => self.at(now + after_ms, Due::Timer(id)),
+            Action::Persist { record, .. } => self.records.push(record),
+            Action::Effect(e) => {
+                let kind = match e.f {
+                    "attempt" => OpType::Invoke,
+                    "ack" => OpType::Ok,
+                    "surface" | "withdrawn" => OpType::Fail,
+                    _ => OpType::Info,
+                };
+                self.op(process::CLIENT, kind, e.f, e.value);
+            }
+            _ => {}
+        }
+    }
+
+    /// Start the Agent process (waiting out a crash's restart delay) and connect.
+    fn connect(&mut self) -> Result<(), String> {
+        let now = self.now();
+        if self.live {
+            return Ok(());
+        }
+        if now < self.agent_up_at {
+            self.at(self.agent_up_at, Due::Connect);
+            return Ok(());
+        }
+        if self.conn > 0 {
+            self.op(
+                process::NEMESIS,
+                OpType::Info,
+                op::RESTART,
+                json!({"host": "agent"}),
+            );
+        }
+        let p = Proc::spawn(&self.launch).map_err(|e| {
+            format!(
+                "could not start `{}`: {e}",
+                self.launch.argv.first().cloned().unwrap_or_default()
+            )
+        })?;
+        self.proc = Some(p);
+        self.conn += 1;
+        self.live = true;
+        let conn = self.conn;
+        self.op(
+            process::NET,
+            OpType::Info,
+            op::CONN_OPEN,
+            json!({"conn": conn, "seen_by": "agent", "transport": "stdio"}),
+        );
+        self.input(ClientInput::Connected(conn));
+        Ok(())
+    }
+
+    /// A line on its way: faults apply here (until the heal).
+    fn pipe(&mut self, dir: Dir, line: String) {
+        let frame: Option<Value> = serde_json::from_str(&line).ok();
+        let (side, method) = match (dir, &frame) {
+            (Dir::ToAgent, Some(f)) if f["method"].is_string() && f.get("id").is_some() => {
+                let m = f["method"].as_str().unwrap_or("").to_string();
+                self.methods
+                    .insert((self.conn, f["id"].to_string()), m.clone());
+                (Some(Side::Request), Some(m))
+            }
+            (Dir::ToClient, Some(f)) if f.get("method").is_none() && f.get("id").is_some() => {
+                let m = self.methods.remove(&(self.conn, f["id"].to_string()));
+                (m.as_ref().map(|_| Side::Response), m)
+            }
+            _ => (None, None),
+        };
+        let nth = match (side, &method) {
+            (Some(Side::Request), Some(m)) => {
+                let c = self.requests.entry(m.clone()).or_default();
+                *c += 1;
+                *c
+            }
+            (Some(Side::Response), Some(m)) => {
+                let c = self.responses.entry(m.clone()).or_default();
+                *c += 1;
+                *c
+            }
+            _ => 0,
+        };
+        let hit = (!self.healed)
+            .then(|| self.fault_at(side, method.as_deref(), nth))
+            .flatten();
+        // Sent: its writer wrote it (whether it arrives is the fault's business).
+        if self.live {
+            let conn = self.conn;
+            let from = if dir == Dir::ToAgent {
+                "client"
+            } else {
+                "agent"
+            };
+            let logged = frame.clone().unwrap_or_else(|| Value::String(line.clone()));
+            self.op(
+                process::NET,
+                OpType::Info,
+                op::SEND,
+                json!({"conn": conn, "from": from, "frame": logged}),
+            );
+        }
+        // A line behind a stall waits its turn, in order.
+        let now = self.now();
+        let behind = self.stalled.iter().any(|s| s.1 == dir);
+        match hit {
+            Some((i, f)) => {
+                self.nemesis(&f, i);
+                match f.kind {
+                    FaultKind::StallFrame => {
+                        let until = now + f.stall_ms.unwrap_or(100);
+                        self.stalled.push_back((until, dir, line));
+                    }
+                    FaultKind::LoseFrame => {
+                        if !f.silent {
+                            self.kill("the pipe broke with a lost frame");
+                        }
+                    }
+                    _ => {
+                        // crash-agent: a request is written first, a response dies with it.
+                        if dir == Dir::ToAgent {
+                            self.deliver(dir, line);
+                        }
+                        self.kill("crash");
+                        self.agent_up_at = self.now() + f.restart_after_ms.unwrap_or(40);
+                    }
+                }
+            }
+            None if behind => {
+                let until = self.stalled.back().map(|s| s.0).unwrap_or(now);
+                self.stalled.push_back((until, dir, line));
+            }
+            None => self.deliver(dir, line),
+        }
+    }
+
+    /// The first unfired fault that this frame triggers.
+    fn fault_at(
+        &mut self,
+        side: Option<Side>,
+        method: Option<&str>,
+        nth: u32,
+    ) -> Option<(usize, FaultSpec)> {
+        let (side, method) = (side?, method?);
+        for (i, f) in self.plan.faults.iter().enumerate() {
+            if self.fired[i] {
+                continue;
+            }
+            let on = &f.on;
+            let by_frame =
+                on.frame == Some(side) && on.method.as_deref() == Some(method) && on.nth == nth;
+            let by_point = f.kind == FaultKind::CrashAgent
+                && method == "session/prompt"
+                && on.nth == nth
+                && match on.point {
+                    Some(Point::AfterReceive) => side == Side::Request,
+                    Some(Point::AfterInsertBeforeSync | Point::AfterSyncBeforeResponse) => {
+                        side == Side::Response
+                    }
+                    _ => false,
+                };
+            if by_frame || by_point {
+                self.fired[i] = true;
+                return Some((i, f.clone()));
+            }
+        }
+        None
+    }
+
+    fn nemesis(&mut self, f: &FaultSpec, i: usize) {
+        self.op(
+            process::NEMESIS,
+            OpType::Info,
+            f.kind.as_str(),
+            json!({"fault": i, "spec": crate::nemesis::fault_line(f), "detail": {"black_box": true}}),
+        );
+    }
+
+    /// Write to the Agent, or hand to the Client; logged as received (its send was logged
+    /// when it entered the pipe).
+    fn deliver(&mut self, dir: Dir, line: String) {
+        if !self.live {
+            return;
+        }
+        let conn = self.conn;
+        let frame: Value =
+            serde_json::from_str(&line).unwrap_or_else(|_| Value::String(line.clone()));
+        let from = if dir == Dir::ToAgent {
+            "client"
+        } else {
+            "agent"
+        };
+        self.op(
+            process::NET,
+            OpType::Info,
+            op::RECV,
+            json!({"conn": conn, "from": from, "frame": frame}),
+        );
+        match dir {
+            Dir::ToAgent => {
+                let ok = self
+                    .proc
+                    .as_mut()
+                    .and_then(|p| p.stdin.as_mut())
+                    .is_some_and(|w| {
+                        w.write_all(line.as_bytes())
+                            .and_then(|_| w.write_all(b"\n"))
+                            .and_then(|_| w.flush())
+                            .is_ok()
+                    });
+                if !ok {
+                    self.exited();
+                }
+            }
+            Dir::ToClient => {
+                if self.client_up {
+                    self.input(ClientInput::Frame(conn, line));
+                }
+            }
+        }
+    }
+
+    /// SIGKILL to the Agent's process group: its connection ends for the Client.
+    fn kill(&mut self, why: &str) {
+        if let Some(mut p) = self.proc.take() {
+            p.kill_group();
+        }
+        if !self.live {
+            return;
+        }
+        self.live = false;
+        let conn = self.conn;
+        self.op(
+            process::NEMESIS,
+            OpType::Info,
+            op::CRASH,
+            json!({"host": "agent", "why": why}),
+        );
+        self.stalled.retain(|s| s.1 != Dir::ToClient);
+        self.op(
+            process::CLIENT,
+            OpType::Info,
+            op::CONN_END,
+            json!({"conn": conn}),
+        );
+        if self.client_up {
+            self.input(ClientInput::Disconnected(conn));
+        }
+    }
+
+    /// The process ended on its own.
+    fn exited(&mut self) {
+        if !self.live {
+            return;
+        }
+        let conn = self.conn;
+        self.op(
+            process::AGENT,
+            OpType::Info,
+            "exit",
+            json!({"conn": conn, "unexpected": true}),
+        );
+        let n = "the agent process exited on its own".to_string();
+        if !self.notes.contains(&n) {
+            self.notes.push(n);
+        }
+        self.live = false;
+        if let Some(mut p) = self.proc.take() {
+            p.kill_group();
+        }
+        self.op(
+            process::CLIENT,
+            OpType::Info,
+            op::CONN_END,
+            json!({"conn": conn}),
+        );
+        if self.client_up {
+            self.input(ClientInput::Disconnected(conn));
+        }
+    }
+
+    /// The Client process restarts after `restart_ms`: its Agent (a child on stdio) dies now.
+    fn crash_client(&mut self, restart_ms: u64) {
+        self.client_up = false;
+        self.kill("the Client restarted");
+        self.due.retain(|_, d| matches!(d, Due::ClientBoot));
+        let at = self.now() + restart_ms;
+        self.at(at, Due::ClientBoot);
+    }
+}
+
+/// How long the pipe must stay quiet, with nothing pending, to end the liveness phase (plan ms).
+const QUIET_MS: u64 = 200;
