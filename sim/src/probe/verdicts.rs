@@ -220,9 +220,11 @@ pub fn second_round(h: &History) -> Option<Verdict> {
 /// written before the Agent read the cancel.
 const CROSSING_MS: u64 = 10;
 
-/// A6: a `session/cancel` sent while the last `state_update` the Agent sent on that
-/// connection said `running` must be followed, within `bound_ms`, by an idle `state_update`
-/// with `stopReason: "cancelled"` there. An Agent that reports no states is not judged.
+/// A6: a `session/cancel` sent while a turn ran (the last `state_update` the Agent sent on
+/// that connection said `running`, or a prompt sent before the stop was inserted:
+/// [`turn_at_stop`]) must be followed, within `bound_ms`, by an idle
+/// `state_update` with `stopReason: "cancelled"` there. An Agent that reports no states is
+/// not judged.
 pub fn stop_unconfirmed(h: &History, bound_ms: u64) -> Option<Verdict> {
     for (i, c) in h.ops.iter().enumerate() {
         let Some((conn, fr)) = from_client(c) else {
@@ -240,9 +242,12 @@ pub fn stop_unconfirmed(h: &History, bound_ms: u64) -> Option<Verdict> {
                 })
                 .map(|(_, f)| f["params"]["update"].clone())
         };
-        // The turn the Agent last reported before the cancel went out: judged when running.
+        // Judged when a turn ran at the cancel: the Agent last reported `running` before it
+        // went out, or a prompt sent before it was inserted with no idle since (the stop
+        // crossed that turn's start in the pipe, or the Agent never reported it).
         let last = h.ops[..i].iter().rev().find_map(state);
-        if last.is_none_or(|u| u["state"] == "idle") {
+        let running_then = last.as_ref().is_some_and(|u| u["state"] != "idle");
+        if !running_then && !turn_at_stop(h, i, conn) {
             continue;
         }
         let idle = h.ops[i..]
@@ -274,6 +279,54 @@ pub fn stop_unconfirmed(h: &History, bound_ms: u64) -> Option<Verdict> {
         return Some(invalid("P6", "A6", w, message));
     }
     None
+}
+
+/// For the cancel at op `i` on `conn`: the Agent reports states on `conn`, no idle
+/// `state_update` came between the last prompt sent before the cancel and it, and a prompt
+/// sent before it was inserted (answered with a `messageId`, or its message inferred inserted
+/// from what the Agent showed): that prompt's work was the stop's to end.
+fn turn_at_stop(h: &History, i: usize, conn: u64) -> bool {
+    let state_of = |o: &Op| {
+        from_agent(o)
+            .filter(|(c, f)| {
+                *c == conn
+                    && f["method"] == "session/update"
+                    && f["params"]["update"]["sessionUpdate"] == "state_update"
+            })
+            .map(|(_, f)| f["params"]["update"]["state"].clone())
+    };
+    if !h.ops.iter().any(|o| state_of(o).is_some()) {
+        return false;
+    }
+    let before = &h.ops[..i];
+    let prompts: Vec<(usize, u64)> = before
+        .iter()
+        .enumerate()
+        .filter_map(|(k, o)| from_client(o).map(|(c, f)| (k, c, f)))
+        .filter(|(_, c, f)| *c == conn && f["method"] == "session/prompt")
+        .filter_map(|(k, _, f)| f["id"].as_u64().map(|id| (k, id)))
+        .collect();
+    let Some((last_prompt, _)) = prompts.last() else {
+        return false;
+    };
+    if before[*last_prompt..]
+        .iter()
+        .any(|o| state_of(o).is_some_and(|s| s == "idle"))
+    {
+        return false;
+    }
+    let mine = |c: Option<u64>, id: Option<u64>| {
+        c == Some(conn) && id.is_some_and(|id| prompts.iter().any(|p| p.1 == id))
+    };
+    h.ops.iter().any(|o| {
+        let answered = from_agent(o).is_some_and(|(c, f)| {
+            f["result"]["messageId"].is_string() && mine(Some(c), f["id"].as_u64())
+        });
+        let inferred = o.process == process::AGENT
+            && o.f == op::INSERT
+            && mine(o.value["conn"].as_u64(), o.value["id"].as_u64());
+        answered || inferred
+    })
 }
 
 /// X4 judged nothing when no `session/resume` with `replayFrom` was answered with success:
@@ -514,6 +567,55 @@ mod tests {
         assert!(v.message.contains("within 1000 ms"), "{}", v.message);
         // Too late counts as never.
         assert!(run(Some((2000, "cancelled"))).is_some());
+        // The cancel went out before the Agent reported the turn: judged, since a prompt sent
+        // before it was inserted.
+        let crossed = |end: Option<&str>| {
+            let mut ops = vec![
+                client(
+                    0,
+                    1,
+                    json!({"id": 3, "method": "session/prompt", "params": {}}),
+                ),
+                client(
+                    1,
+                    1,
+                    json!({"method": "session/cancel", "params": {"sessionId": "s"}}),
+                ),
+                agent(2, 1, json!({"id": 3, "result": {"messageId": "m1"}})),
+                state(3, "running", None),
+            ];
+            ops.extend(end.map(|why| state(50, "idle", Some(why))));
+            stop_unconfirmed(&h(ops), 1000)
+        };
+        assert!(crossed(None).is_some());
+        assert!(crossed(Some("end_turn")).is_some());
+        assert!(crossed(Some("cancelled")).is_none());
+        // Answered -32800, yet its message was inserted (inferred from a replay), and no
+        // cancelled end ever came: judged (claude-agent-acp 0.101.0).
+        let v = stop_unconfirmed(
+            &h(vec![
+                client(
+                    0,
+                    1,
+                    json!({"id": 3, "method": "session/prompt", "params": {}}),
+                ),
+                client(
+                    1,
+                    1,
+                    json!({"method": "session/cancel", "params": {"sessionId": "s"}}),
+                ),
+                agent(2, 1, json!({"id": 3, "error": {"code": -32800}})),
+                (
+                    3,
+                    "agent",
+                    "insert",
+                    json!({"conn": 1, "id": 3, "inferred": true}),
+                ),
+                state(5000, "running", None),
+            ]),
+            1000,
+        );
+        assert!(v.is_some_and(|v| v.message.contains("within 1000 ms")));
     }
 
     #[test]
