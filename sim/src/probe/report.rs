@@ -296,6 +296,16 @@ pub fn table_text(s: &ProbeSummary) -> String {
     let ignores = ignores_key(s);
     if let Some(d) = &ignores {
         out.push_str(d);
+        let first = s
+            .failures
+            .iter()
+            .find(|f| f.trace == "retry-after-answer" && f.verdict.property == "P1");
+        if let Some(f) = first {
+            out.push_str(&format!(
+                "  first: run {}: {}\n  retry: {}\n",
+                f.run, f.verdict.message, f.retry
+            ));
+        }
     }
     let mut shown: BTreeMap<(String, String), bool> = BTreeMap::new();
     let mut aborts: BTreeMap<(String, String), bool> = BTreeMap::new();
