@@ -208,6 +208,10 @@ pub struct Sub {
 /// A quiet period: no frame for this long (see [`Driver::quiesce`]).
 const QUIET_MS: u64 = 50;
 
+/// How long after a new insertion's answer [`Driver::quiesce`] waits for its turn's
+/// `running` before taking the Agent for quiet.
+const TURN_GRACE_MS: u64 = 1_000;
+
 /// Resends after a transient error before the input is shown to the user as failed.
 const RETRIES_MAX: u32 = 2;
 
@@ -251,8 +255,9 @@ pub struct Driver {
     /// messageIds the Agent answered a prompt with or replayed: an answer with one not seen
     /// before is a new insertion, whose turn [`Driver::quiesce`] waits out.
     seen_ids: BTreeSet<String>,
-    /// Connections with a new insertion answered and no idle `state_update` since.
-    turn_due: BTreeSet<u64>,
+    /// Connections with a new insertion answered and no idle `state_update` since: (ms of
+    /// the answer, a `running` came since).
+    turn_due: BTreeMap<u64, (u64, bool)>,
 }
 
 impl Driver {
@@ -284,7 +289,7 @@ impl Driver {
             initialized: false,
             stdin_closed: false,
             seen_ids: BTreeSet::new(),
-            turn_due: BTreeSet::new(),
+            turn_due: BTreeMap::new(),
         }
     }
 
@@ -741,6 +746,10 @@ impl Driver {
                 let kind = u["sessionUpdate"].as_str().unwrap_or("");
                 if kind == "state_update" && u["state"] == "idle" {
                     self.turn_due.remove(&conn);
+                } else if kind == "state_update" {
+                    if let Some(d) = self.turn_due.get_mut(&conn) {
+                        d.1 = true;
+                    }
                 }
                 let replaying = self
                     .outstanding
@@ -765,7 +774,7 @@ impl Driver {
                 let key = (conn, id);
                 if let Some(m) = frame["result"]["messageId"].as_str() {
                     if self.seen_ids.insert(m.to_string()) {
-                        self.turn_due.insert(conn);
+                        self.turn_due.insert(conn, (t, false));
                     }
                 }
                 self.outstanding.remove(&key);
@@ -1023,11 +1032,19 @@ impl Driver {
                 .next_back();
             d.outstanding.is_empty()
                 && last.is_none_or(|s| s == "idle")
-                && !(reports && d.turn_due.contains(&conn))
+                && !(reports
+                    && d.turn_due.get(&conn).is_some_and(|(at, running)| {
+                        // No `running` within the grace: no turn is coming (or it came first).
+                        *running || d.ms() < at + TURN_GRACE_MS
+                    }))
         };
         while now() < deadline && self.alive() {
-            let left = deadline.saturating_duration_since(now());
-            self.pump_until(left, settled)?;
+            if !settled(self) {
+                // In slices: the turn's grace runs out with no frame arriving.
+                let left = deadline.saturating_duration_since(now());
+                self.pump_until(left.min(Duration::from_millis(QUIET_MS)), settled)?;
+                continue;
+            }
             let before = self.ops.len();
             self.pump_for(QUIET_MS)?;
             if self.ops.len() == before && settled(self) {

@@ -266,11 +266,11 @@ pub fn stop_unconfirmed(h: &History, bound_ms: u64) -> Option<Verdict> {
                 continue
             }
             Some((_, t, u)) => format!(
-                "session/cancel at {} ms during a running turn: the turn ended at {t} ms with stopReason {} instead of \"cancelled\" (A6: the cancelled work ends with an idle state_update with stopReason \"cancelled\")",
+                "session/cancel at {} ms, with a turn to stop: the turn ended at {t} ms with stopReason {} instead of \"cancelled\" (A6: the cancelled work ends with an idle state_update with stopReason \"cancelled\")",
                 c.time_ms, u["stopReason"]
             ),
             None => format!(
-                "session/cancel at {} ms during a running turn: no idle state_update with stopReason \"cancelled\" within {bound_ms} ms (A6: the cancelled work ends with an idle state_update with stopReason \"cancelled\" before new work)",
+                "session/cancel at {} ms, with a turn to stop: no idle state_update with stopReason \"cancelled\" within {bound_ms} ms (A6: the cancelled work ends with an idle state_update with stopReason \"cancelled\" before new work)",
                 c.time_ms
             ),
         };
