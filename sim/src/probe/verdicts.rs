@@ -364,9 +364,10 @@ pub fn accepted_malformed_keys(h: &History) -> Vec<String> {
     for o in &h.ops {
         if o.process == process::CLIENT && o.f == op::RAW_SENT {
             let line = o.value["line"].as_str().unwrap_or("");
+            // The key is the last param: the rest of the line but the params' and frame's ends.
             let key_text = line
                 .split_once("\"idempotencyKey\":")
-                .map(|(_, k)| k.trim_end_matches('}').to_string())
+                .map(|(_, k)| k.strip_suffix("}}").unwrap_or(k).to_string())
                 .unwrap_or_default();
             let malformed = match serde_json::from_str::<Value>(&key_text) {
                 Ok(Value::Null) => false,
@@ -382,7 +383,12 @@ pub fn accepted_malformed_keys(h: &History) -> Vec<String> {
         } else if let Some((conn, fr)) = from_agent(o) {
             if fr.get("result").is_some() {
                 if let Some(k) = fr["id"].as_u64().and_then(|id| sent.remove(&(conn, id))) {
-                    out.push(crate::report::clip(&k, 24));
+                    out.push(match serde_json::from_str::<Value>(&k) {
+                        Ok(Value::String(s)) if s.chars().count() > 16 => {
+                            format!("a string of {} characters", s.chars().count())
+                        }
+                        _ => crate::report::clip(&k, 24),
+                    });
                 }
             }
         }
@@ -635,12 +641,19 @@ mod tests {
             raw(3, "null"),
             raw(4, r#""abc""#),
             raw(5, "{}"),
+            raw(6, "[]"),
+            raw(7, &format!("\"{}\"", "é".repeat(256))),
             ok(1),
             ok(2),
             ok(3),
             ok(4),
             agent(3, 1, json!({"id": 5, "error": {"code": -32602}})),
+            ok(6),
+            ok(7),
         ]);
-        assert_eq!(accepted_malformed_keys(&hist), vec![r#""""#, "1"]);
+        assert_eq!(
+            accepted_malformed_keys(&hist),
+            vec![r#""""#, "1", "[]", "a string of 256 characters"]
+        );
     }
 }

@@ -326,6 +326,14 @@ fn mutants_are_caught_on_their_property_and_party_as_real_processes() {
             .unwrap_or_else(|| panic!("{m}: no failure on {}", want.property));
         assert_eq!(f["verdict"]["status"], "invalid", "{m}");
         assert_eq!(f["verdict"]["party"], "agent", "{m}");
+        if *m == "invalid-key-as-omitted" {
+            // Every malformed key it accepted is named, not only the first.
+            let msg = f["verdict"]["message"].as_str().unwrap();
+            assert!(
+                msg.contains(r#"every malformed key it accepted: "", a string of 256 characters, 1, true, {}, []"#),
+                "{msg}"
+            );
+        }
         // The failing run's timing and a command that runs its trace again.
         assert!(f["at_ms"].is_u64() && f["wall_ms"].is_u64(), "{m}: {f}");
         let retry = f["retry"].as_str().unwrap();
