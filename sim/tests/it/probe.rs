@@ -545,3 +545,56 @@ fn codex_acp_is_probed_against_the_mock_model() {
         "{p1}"
     );
 }
+
+/// `Driver::quiesce` waits out the turn of a resent prompt whose `{messageId}` answer comes
+/// before its `running` (as the model Agent sends them): the final `session/resume` goes out
+/// after that turn's idle, not mid-turn. A turn longer than the quiet period makes the
+/// difference (with only a quiet period the resume went out while the turn ran).
+#[test]
+fn the_final_resume_waits_for_the_resent_prompts_turn_to_end() {
+    let mut args = vec![
+        "--trace",
+        "kill-after-answer",
+        "--delay-ms",
+        "0",
+        "--repeat",
+        "1",
+        "--timeout-ms",
+        "3000",
+        "--keep-runs",
+    ];
+    // The mutant loses the message, so the resend after the restart starts a new turn.
+    let cmd = agent(
+        "stored",
+        Some("record-unsynced"),
+        &["--lose-unsynced", "--turn-ms", "300"],
+    );
+    args.extend(cmd.iter().map(String::as_str));
+    let (o, _, _) = probe("quiesce", &args);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let history =
+        std::fs::read_to_string(dir_of("quiesce").join("kill-after-answer-run0/history.jsonl"))
+            .unwrap();
+    let (mut last_idle, mut last_resume) = (None, None);
+    for (i, l) in history.lines().enumerate() {
+        let op: Value = serde_json::from_str(l).unwrap();
+        let (v, fr) = (&op["value"], &op["value"]["frame"]);
+        if op["f"] != "send" || v["conn"] != 2 {
+            continue;
+        }
+        let u = &fr["params"]["update"];
+        if v["from"] == "agent"
+            && u["sessionUpdate"] == "state_update"
+            && u["stopReason"] == "end_turn"
+        {
+            last_idle = Some(i);
+        }
+        if v["from"] == "client" && fr["method"] == "session/resume" {
+            last_resume = Some(i);
+        }
+    }
+    assert!(
+        last_idle.is_some() && last_resume > last_idle,
+        "the final resume went out before the resent turn ended: idle {last_idle:?}, resume {last_resume:?}"
+    );
+}
