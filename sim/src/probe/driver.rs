@@ -212,6 +212,10 @@ pub struct Sub {
 /// A quiet period: no frame for this long (see [`Driver::quiesce`]).
 const QUIET_MS: u64 = 50;
 
+/// How long after a new insertion's answer [`Driver::quiesce`] waits for its turn's
+/// `running` before taking the Agent for quiet.
+const TURN_GRACE_MS: u64 = 1_000;
+
 /// Resends after a transient error before the input is shown to the user as failed.
 const RETRIES_MAX: u32 = 2;
 
@@ -252,6 +256,12 @@ pub struct Driver {
     /// something that is not an ACP agent).
     pub initialized: bool,
     stdin_closed: bool,
+    /// messageIds the Agent answered a prompt with or replayed: an answer with one not seen
+    /// before is a new insertion, whose turn [`Driver::quiesce`] waits out.
+    seen_ids: BTreeSet<String>,
+    /// Connections with a new insertion answered and no idle `state_update` since: (ms of
+    /// the answer, a `running` came since).
+    turn_due: BTreeMap<u64, (u64, bool)>,
 }
 
 impl Driver {
@@ -282,6 +292,8 @@ impl Driver {
             null_answers: 0,
             initialized: false,
             stdin_closed: false,
+            seen_ids: BTreeSet::new(),
+            turn_due: BTreeMap::new(),
         }
     }
 
@@ -734,6 +746,25 @@ impl Driver {
                 self.answer_agent_request(&m, &id, &frame["params"]);
             }
             (Some("session/update"), None) => {
+                let u = &frame["params"]["update"];
+                let kind = u["sessionUpdate"].as_str().unwrap_or("");
+                if kind == "state_update" && u["state"] == "idle" {
+                    self.turn_due.remove(&conn);
+                } else if kind == "state_update" {
+                    if let Some(d) = self.turn_due.get_mut(&conn) {
+                        d.1 = true;
+                    }
+                }
+                let replaying = self
+                    .outstanding
+                    .iter()
+                    .any(|((c, _), m)| *c == conn && m == "session/resume");
+                if let (true, Some(m)) = (
+                    replaying && (kind == "user_message" || kind == "user_message_chunk"),
+                    u["messageId"].as_str(),
+                ) {
+                    self.seen_ids.insert(m.to_string());
+                }
                 self.updates.push((conn, frame["params"].clone(), t));
             }
             (Some(_), None) => {}
@@ -745,6 +776,11 @@ impl Driver {
                     return Ok(());
                 };
                 let key = (conn, id);
+                if let Some(m) = frame["result"]["messageId"].as_str() {
+                    if self.seen_ids.insert(m.to_string()) {
+                        self.turn_due.insert(conn, (t, false));
+                    }
+                }
                 self.outstanding.remove(&key);
                 self.answers.entry(key).or_insert((frame.clone(), t));
                 self.on_prompt_answer(key, &frame);
@@ -981,26 +1017,41 @@ impl Driver {
     }
 
     /// Wait (bounded) until every request is answered, the session's last state on this
-    /// connection is idle (when the Agent reports states), and nothing arrives for a quiet
-    /// period: so a request sent next does not cross a live update in the pipe (X4 reads
-    /// what comes between a resume and its answer).
+    /// connection is idle and every new insertion answered on it has had its turn end (an
+    /// idle `state_update` after its answer; when the Agent reports states), and nothing
+    /// arrives for a quiet period: so a request sent next does not cross a live update in the
+    /// pipe (X4 reads what comes between a resume and its answer). A prompt's answer may come
+    /// before its turn's `running`: the quiet period that follows sends it back to waiting.
     pub fn quiesce(&mut self) -> Result<(), Abort> {
         let deadline = now() + self.timeout();
         let conn = self.conn;
-        self.pump_until(self.timeout(), |d| {
-            let last = d
+        let settled = |d: &Driver| {
+            let states = d
                 .updates
                 .iter()
-                .rev()
-                .filter(|(c, p, _)| *c == conn && p["update"]["sessionUpdate"] == "state_update")
+                .filter(|(c, p, _)| *c == conn && p["update"]["sessionUpdate"] == "state_update");
+            let reports = states.clone().next().is_some();
+            let last = states
                 .map(|(_, p, _)| p["update"]["state"].clone())
-                .next();
-            d.outstanding.is_empty() && last.is_none_or(|s| s == "idle")
-        })?;
+                .next_back();
+            d.outstanding.is_empty()
+                && last.is_none_or(|s| s == "idle")
+                && !(reports
+                    && d.turn_due.get(&conn).is_some_and(|(at, running)| {
+                        // No `running` within the grace: no turn is coming (or it came first).
+                        *running || d.ms() < at + TURN_GRACE_MS
+                    }))
+        };
         while now() < deadline && self.alive() {
+            if !settled(self) {
+                // In slices: the turn's grace runs out with no frame arriving.
+                let left = deadline.saturating_duration_since(now());
+                self.pump_until(left.min(Duration::from_millis(QUIET_MS)), settled)?;
+                continue;
+            }
             let before = self.ops.len();
             self.pump_for(QUIET_MS)?;
-            if self.ops.len() == before {
+            if self.ops.len() == before && settled(self) {
                 break;
             }
         }
@@ -1025,7 +1076,7 @@ impl Driver {
 
     /// The mock model's oracle for each input: how many turn requests carried its marker and
     /// the most copies of it in one request (two copies: the model was given a second
-    /// insertion). Logged as `mock model-saw` ops; a second copy is also a remark.
+    /// insertion). Logged as `mock model-saw` ops, which `verdicts::second_round` judges.
     pub fn model_saw(&mut self, m: &crate::probe::mock_model::MockModel) -> Value {
         let mut out = serde_json::Map::new();
         let subs: Vec<(u64, String)> = self
@@ -1037,13 +1088,8 @@ impl Driver {
             let t = m.marker_tally(&marker);
             let v = json!({"submission": n, "marker": marker, "requests": t.requests,
                 "copies_max": t.copies_max, "turns": t.turns});
+            // Two copies in one request is judged as P1 (A1) by `verdicts::second_round`.
             self.op("mock", OpType::Info, "model-saw", v.clone());
-            if t.copies_max > 1 {
-                self.notes.push(format!(
-                    "the model was sent {} copies of submission {n}'s message in one request (a second insertion reached the model)",
-                    t.copies_max
-                ));
-            }
             out.insert(n.to_string(), v);
         }
         Value::Object(out)

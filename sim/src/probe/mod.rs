@@ -28,6 +28,7 @@ mod runner;
 pub mod stdio_agent;
 mod target;
 pub mod traces;
+pub mod verdicts;
 
 pub use report::ProbeSummary;
 pub use target::Target;
@@ -92,6 +93,11 @@ pub struct ProbeArgs {
     /// for a command) lets a restart lose messages.
     #[arg(long)]
     pub retention: Option<String>,
+    /// The Agent keeps its sessions in memory only: it does not offer `session/resume` across
+    /// its restarts, so a message gone after a restart is no A10 violation (by default an
+    /// acknowledged message a restart lost is one, whatever `--retention` says).
+    #[arg(long)]
+    pub no_resume_after_restart: bool,
     /// Report folder (default `reports/probe-<name>`).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -165,6 +171,9 @@ pub fn main(a: &ProbeArgs) -> i32 {
         Some("durable") => target.retention = Retention::Durable,
         Some("process") => target.retention = Retention::Process,
         Some(r) => return usage(&format!("--retention `{r}`: durable or process")),
+    }
+    if a.no_resume_after_restart {
+        target.resumes_after_restart = false;
     }
     for e in &a.env {
         match e.split_once('=') {

@@ -55,6 +55,9 @@ pub struct TraceTally {
     pub invalid: u32,
     /// Runs that could not be decided.
     pub unknown: u32,
+    /// Of the unknown runs, those where the check judged nothing (vacuous: e.g. no
+    /// `session/resume` with replay was answered, so X4 had no resume to judge).
+    pub vacuous: u32,
 }
 
 /// One failing run × property, with its timing and the command that retries it.
@@ -139,6 +142,9 @@ pub(super) fn retry_line(
             Retention::Process => "process",
         };
         s.push_str(&format!(" --retention {r}"));
+    }
+    if a.no_resume_after_restart {
+        s.push_str(" --no-resume-after-restart");
     }
     for e in &a.env {
         s.push_str(&format!(" --env {}", shell_quote(e)));
@@ -231,13 +237,18 @@ pub(super) fn cell_short(c: Option<&TraceTally>) -> String {
     match c {
         None => "-".into(),
         Some(c) if c.invalid == 0 && c.unknown == 0 => "ok".into(),
+        // Judged nothing in any run: not `ok`, and not a failure to decide either.
+        Some(c) if c.invalid == 0 && c.vacuous == c.runs => "vac".into(),
         Some(c) => {
             let mut s = String::new();
             if c.invalid > 0 {
                 s.push_str(&format!("{}!", c.invalid));
             }
-            if c.unknown > 0 {
-                s.push_str(&format!("{}?", c.unknown));
+            if c.unknown > c.vacuous {
+                s.push_str(&format!("{}?", c.unknown - c.vacuous));
+            }
+            if c.vacuous > 0 {
+                s.push_str(&format!("{}v", c.vacuous));
             }
             s
         }
@@ -273,7 +284,7 @@ pub fn table_text(s: &ProbeSummary) -> String {
         }
         out.push('\n');
     }
-    out.push_str("(ok: valid in every run; N!: invalid in N runs; N?: unknown in N runs)\n");
+    out.push_str("(ok: valid in every run; N!: invalid in N runs; N?: unknown in N runs; Nv: vacuous, judged nothing, in N runs; vac: in every run)\n");
     for (t, ws) in &s.windows {
         for (w, (hit, runs)) in ws {
             out.push_str(&format!(
@@ -282,11 +293,46 @@ pub fn table_text(s: &ProbeSummary) -> String {
             ));
         }
     }
+    for (t, ns) in &s.notes {
+        let runs = s.runs.iter().filter(|r| &r.trace == t).count();
+        for (n, k) in ns {
+            out.push_str(&format!("  remark {t} ({k} of {runs} runs): {n}\n"));
+        }
+    }
+    let ignores = ignores_key(s);
+    if let Some(d) = &ignores {
+        out.push_str(d);
+        let first = s
+            .failures
+            .iter()
+            .find(|f| f.trace == "retry-after-answer" && f.verdict.property == "P1");
+        if let Some(f) = first {
+            out.push_str(&format!(
+                "  first: run {}: {}\n  retry: {}\n",
+                f.run, f.verdict.message, f.retry
+            ));
+        }
+    }
     let mut shown: BTreeMap<(String, String), bool> = BTreeMap::new();
     let mut aborts: BTreeMap<(String, String), bool> = BTreeMap::new();
     for f in &s.failures {
         let k = (f.trace.clone(), f.verdict.property.clone());
         if shown.insert(k.clone(), true).is_some() {
+            continue;
+        }
+        // Folded into the diagnosis line: the same cause, every trace with a retry.
+        if ignores.is_some()
+            && f.verdict.status == Status::Invalid
+            && ["P1", "P3"].contains(&f.verdict.property.as_str())
+        {
+            continue;
+        }
+        if let Some(why) = f.verdict.message.strip_prefix(super::verdicts::VACUOUS) {
+            let c = &s.table[&f.trace][&f.verdict.property];
+            out.push_str(&format!(
+                "VACUOUS {} {}: judged nothing in {} of {} runs: {why}\n",
+                f.trace, f.verdict.property, c.vacuous, c.runs
+            ));
             continue;
         }
         if let Some(why) = f.verdict.message.strip_prefix(INCOMPLETE) {
@@ -348,6 +394,34 @@ pub fn table_text(s: &ProbeSummary) -> String {
     out
 }
 
+/// One diagnosis line when the Agent plainly ignores `idempotencyKey`: a retry with the same
+/// key on the same connection, after its answer, was inserted again (P1) in every
+/// `retry-after-answer` run. The P1 and P3 failures of every trace follow from it, so the
+/// console shows this line instead of one failure per trace (`summary.md` lists them all).
+pub(super) fn ignores_key(s: &ProbeSummary) -> Option<String> {
+    let c = s.table.get("retry-after-answer")?.get("P1")?;
+    if c.runs == 0 || c.invalid != c.runs {
+        return None;
+    }
+    let cells: Vec<String> = s
+        .table
+        .iter()
+        .flat_map(|(t, row)| {
+            ["P1", "P3"].into_iter().filter_map(move |p| {
+                row.get(p)
+                    .filter(|c| c.invalid > 0)
+                    .map(|c| format!("{t} {p} {}!", c.invalid))
+            })
+        })
+        .collect();
+    Some(format!(
+        "FAIL the agent ignores idempotencyKey (A1, A4, K4): a retry with the same key on the same connection, after its answer, was inserted again in {} of {} retry-after-answer runs; the P1 and P3 failures it causes: {} (each listed in summary.md)\n",
+        c.invalid,
+        c.runs,
+        cells.join(", ")
+    ))
+}
+
 /// `summary.md`: the table with rates, the windows, every failing run with its timing and
 /// retry command, and what never came.
 pub fn summary_md(s: &ProbeSummary) -> String {
@@ -371,6 +445,7 @@ pub fn summary_md(s: &ProbeSummary) -> String {
          from what the agent sent (marked `inferred`).\n\n",
     );
     out.push_str("| trace | property | runs | valid | invalid | unknown | invalid rate | unknown rate |\n|---|---|---|---|---|---|---|---|\n");
+    let ignores = ignores_key(s);
     for t in &s.traces {
         if let Some(why) = s.not_run.get(t) {
             out.push_str(&format!(
@@ -381,7 +456,7 @@ pub fn summary_md(s: &ProbeSummary) -> String {
         for p in PROPERTIES {
             if let Some(c) = s.table.get(t).and_then(|r| r.get(*p)) {
                 out.push_str(&format!(
-                    "| {t} | {p} | {} | {}{} | {} | {} | {} | {} |\n",
+                    "| {t} | {p} | {} | {}{} | {} | {}{} | {} | {} |\n",
                     c.runs,
                     c.valid,
                     if c.finding > 0 {
@@ -391,11 +466,22 @@ pub fn summary_md(s: &ProbeSummary) -> String {
                     },
                     c.invalid,
                     c.unknown,
+                    if c.vacuous > 0 {
+                        format!(" ({} vacuous)", c.vacuous)
+                    } else {
+                        String::new()
+                    },
                     pct(c.invalid, c.runs),
                     pct(c.unknown, c.runs)
                 ));
             }
         }
+    }
+    if let Some(d) = &ignores {
+        out.push_str(&format!(
+            "\n**Diagnosis.** {}",
+            d.trim_start_matches("FAIL ")
+        ));
     }
     if !s.windows.is_empty() {
         out.push_str("\n## Timing windows\n\n");
@@ -434,8 +520,9 @@ pub fn summary_md(s: &ProbeSummary) -> String {
     if !s.notes.is_empty() {
         out.push_str("\n## What never came, and other remarks\n\n");
         for (t, ns) in &s.notes {
+            let of = s.runs.iter().filter(|r| &r.trace == t).count();
             for (n, runs) in ns {
-                out.push_str(&format!("- {t} ({runs} runs): {n}\n"));
+                out.push_str(&format!("- {t} ({runs} of {of} runs): {n}\n"));
             }
         }
     }

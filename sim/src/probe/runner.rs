@@ -10,7 +10,7 @@ use serde_json::json;
 
 use super::driver::{Driver, Launch};
 use super::report::{summary_md, table_text};
-use super::{infer, realtime, traces, ProbeArgs, PROPERTIES};
+use super::{infer, realtime, traces, verdicts, ProbeArgs, PROPERTIES};
 use crate::campaign::write_atomic;
 use crate::checkers::{self, Status, Verdict};
 use crate::exit;
@@ -104,17 +104,28 @@ pub(super) fn run_once(
         json!({"trace": t.name, "delay_ms": delay}),
     );
     let h = infer::build(header, &d.ops);
-    let verdicts = judge(&h, result.as_ref().err().map(String::as_str));
+    let judged = judge(&h, result.as_ref().err().map(String::as_str));
+    let mut windows = d.windows.clone();
+    if !t.sweep.is_empty() {
+        // A kill trace: whether the acknowledged messages outlived the kill (A10's window).
+        let kept = verdicts::kept_across_restarts(&h);
+        if !kept.restarts.is_empty() {
+            windows.push((
+                "kept across the restart".into(),
+                kept.restarts.iter().all(|k| *k),
+            ));
+        }
+    }
     let fatal = result.is_err() && !d.initialized;
     let outcome = RunOutcome {
         trace: t.name.to_string(),
         run,
         delay_ms: delay,
         wall_ms,
-        verdicts,
+        verdicts: judged,
         aborted: result.err(),
         notes: d.notes.clone(),
-        windows: d.windows.clone(),
+        windows,
         folder: None,
         ops: h.ops.len(),
     };
@@ -185,6 +196,7 @@ fn header(
 ) -> serde_json::Value {
     let mut probe = json!({
         "agent": target.name,
+        "resumes_after_restart": target.resumes_after_restart,
         "command": target.command,
         "profile": target.real.map(|p| p.specs()),
         "mock_model": model,
@@ -266,7 +278,10 @@ fn launch(
     Ok((launch, mock))
 }
 
-/// The reported verdicts of one history; an aborted run's valid verdicts become unknown.
+/// The reported verdicts of one history: the simulator's checkers and X4, with the probe's
+/// own verdicts ([`verdicts`]) folded into their property's column where that column was not
+/// already broken; an X4 that judged nothing is `unknown` (vacuous); an aborted run's valid
+/// verdicts become unknown.
 pub fn judge(h: &History, aborted: Option<&str>) -> Vec<Verdict> {
     let mut all = checkers::check_all(h);
     all.push(crate::checkers::x4_resume_order(h));
@@ -274,6 +289,51 @@ pub fn judge(h: &History, aborted: Option<&str>) -> Vec<Verdict> {
         .iter()
         .filter_map(|p| all.iter().find(|v| v.property == *p).cloned())
         .collect();
+    let probe = &h.header["plan"]["probe"];
+    let bound = probe["timeout_ms"].as_u64().unwrap_or(10_000);
+    let mut own: Vec<Verdict> = Vec::new();
+    // Absent in a history written before the field: judged, as for any Agent that resumes.
+    if probe["resumes_after_restart"] != false {
+        own.extend(verdicts::kept_across_restarts(h).lost);
+    }
+    own.extend(verdicts::second_round(h));
+    own.extend(verdicts::stop_unconfirmed(h, bound));
+    for v in own {
+        if let Some(slot) = out.iter_mut().find(|x| x.property == v.property) {
+            if slot.status == Status::Invalid {
+                // Both stand: the checker's first, then the probe's own.
+                slot.message = format!("{}; also {}", slot.message, v.message);
+                for r in v.rules {
+                    if !slot.rules.contains(&r) {
+                        slot.rules.push(r);
+                    }
+                }
+            } else {
+                *slot = v;
+            }
+        }
+    }
+    for v in out.iter_mut() {
+        match v.property.as_str() {
+            "X4" if v.status == Status::Valid => {
+                if let Some(why) = verdicts::x4_vacuous(h) {
+                    v.status = Status::Unknown;
+                    v.message = why;
+                }
+            }
+            "P5" if v.status == Status::Invalid => {
+                let keys = verdicts::accepted_malformed_keys(h);
+                if !keys.is_empty() {
+                    v.message = format!(
+                        "{} (every malformed key it accepted: {})",
+                        v.message,
+                        keys.join(", ")
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
     if let Some(why) = aborted {
         for v in out.iter_mut().filter(|v| v.status == Status::Valid) {
             v.status = Status::Unknown;
@@ -377,7 +437,12 @@ pub(super) fn probe_traces(
                         c.finding += 1
                     }
                     Status::Invalid => c.invalid += 1,
-                    Status::Unknown => c.unknown += 1,
+                    Status::Unknown => {
+                        c.unknown += 1;
+                        if v.message.starts_with(verdicts::VACUOUS) {
+                            c.vacuous += 1;
+                        }
+                    }
                 }
                 if matches!(v.status, Status::Invalid | Status::Unknown) {
                     let at_ms = v

@@ -59,6 +59,11 @@ pub struct AgentArgs {
     /// Seed of turn lengths and tool choices.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Keep records persisted without a sync in this process's memory until the next sync,
+    /// so a SIGKILL loses them as a power loss would (the page cache survives a SIGKILL, which
+    /// hides a missing `sync_all`, e.g. the `record-unsynced` mutant's).
+    #[arg(long)]
+    pub lose_unsynced: bool,
 }
 
 fn usage(msg: String) -> i32 {
@@ -144,6 +149,8 @@ fn parse_range(s: &str) -> Option<(u64, u64)> {
 struct StoreDir {
     dir: PathBuf,
     log: Option<std::fs::File>,
+    /// `--lose-unsynced`: records not synced yet, written at the next sync.
+    unsynced: Option<Vec<u8>>,
 }
 
 impl StoreDir {
@@ -169,6 +176,7 @@ impl StoreDir {
         let disk = StoreDir {
             dir: dir.to_path_buf(),
             log: None,
+            unsynced: None,
         };
         let mut records = Vec::new();
         let path = disk.log_path();
@@ -199,8 +207,19 @@ impl StoreDir {
                     .open(&path)?,
             );
         }
+        let framed = store::encode(&serde_json::to_vec(record)?);
+        if let Some(held) = self.unsynced.as_mut() {
+            held.extend_from_slice(&framed);
+            if !sync {
+                return Ok(());
+            }
+        }
         let f = self.log.as_mut().expect("opened above");
-        f.write_all(&store::encode(&serde_json::to_vec(record)?))?;
+        match self.unsynced.as_mut() {
+            // Everything held, this record included, goes out in order before the sync.
+            Some(held) => f.write_all(&std::mem::take(held))?,
+            None => f.write_all(&framed)?,
+        }
         if sync {
             f.sync_all()?;
             if created {
@@ -226,7 +245,10 @@ fn serve(cfg: AgentConfig, a: &AgentArgs) -> anyhow::Result<()> {
     let persists = cfg.design != Design::InMemory;
     let (mut disk, boot, records) = match &a.store {
         Some(dir) => {
-            let (d, b, r) = StoreDir::open(dir, persists)?;
+            let (mut d, b, r) = StoreDir::open(dir, persists)?;
+            if a.lose_unsynced {
+                d.unsynced = Some(Vec::new());
+            }
             (Some(d), b, r)
         }
         None => (None, 1, Vec::new()),

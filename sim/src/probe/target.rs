@@ -19,6 +19,12 @@ pub struct Target {
     pub env: Vec<(String, String)>,
     /// The retention the Agent declares.
     pub retention: Retention,
+    /// The Agent offers `session/resume` with replay across its restarts (its sessions outlive
+    /// the process), so it retains its messages (A10): a `messageId` the Client holds for a
+    /// message a restart lost is a violation, whatever `retention` says. False only for an
+    /// Agent that keeps its sessions in memory (`acp-chaos-in-memory`,
+    /// `--no-resume-after-restart`).
+    pub resumes_after_restart: bool,
     /// A real agent ([`crate::probe::profile`]): each run gets its own mock model server
     /// ([`crate::probe::mock_model`]) and the profile's launch (cleared environment, config files
     /// pointing at the mock) with the run's temporary home.
@@ -54,6 +60,7 @@ impl Target {
                 command: Vec::new(),
                 env: Vec::new(),
                 retention: Retention::Process,
+                resumes_after_restart: true,
                 real: Some(real),
                 files: Vec::new(),
             });
@@ -76,6 +83,7 @@ impl Target {
             } else {
                 Retention::Process
             },
+            resumes_after_restart: *design != "in-memory",
             real: None,
             files: Vec::new(),
         })
@@ -97,6 +105,7 @@ impl Target {
             command,
             env: Vec::new(),
             retention: Retention::Process,
+            resumes_after_restart: true,
             real: None,
             files: Vec::new(),
         }

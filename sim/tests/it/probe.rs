@@ -114,14 +114,162 @@ fn the_stored_agent_is_valid_on_every_trace() {
 
 #[test]
 fn the_in_memory_and_adapter_agents_are_valid_on_every_trace() {
-    for design in ["in-memory", "adapter"] {
-        let mut args = vec!["--repeat", "1", "--timeout-ms", "3000"];
-        let cmd = agent(design, None, &[]);
-        args.extend(cmd.iter().map(String::as_str));
-        let (o, s, _) = probe(design, &args);
-        assert_eq!(o.status.code(), Some(0), "{design}: {}", text(&o));
-        assert!(not_valid(&s).is_empty(), "{design}: {:?}", not_valid(&s));
+    let (o, s, _) = probe(
+        "adapter",
+        &[
+            "--repeat",
+            "1",
+            "--timeout-ms",
+            "3000",
+            "--",
+            BIN,
+            "agent",
+            "--design",
+            "adapter",
+            "--store",
+            "{home}/store",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "adapter: {}", text(&o));
+    assert!(not_valid(&s).is_empty(), "adapter: {:?}", not_valid(&s));
+    // The in-memory Agent declares that it keeps no session across a restart: valid, and X4
+    // judged nothing after a restart (every resume was answered -32002), so it is vacuous
+    // there, never `ok` (exit 4).
+    let mut args = vec![
+        "--repeat",
+        "1",
+        "--timeout-ms",
+        "3000",
+        "--no-resume-after-restart",
+    ];
+    let cmd = agent("in-memory", None, &[]);
+    args.extend(cmd.iter().map(String::as_str));
+    let (o, s, _) = probe("in-memory", &args);
+    assert_eq!(o.status.code(), Some(4), "in-memory: {}", text(&o));
+    let mut vacuous = Vec::new();
+    for (t, row) in s["table"].as_object().unwrap() {
+        for (p, c) in row.as_object().unwrap() {
+            if c["invalid"] != 0 || c["unknown"] != 0 {
+                assert_eq!((p.as_str(), &c["vacuous"]), ("X4", &c["runs"]), "{t}: {c}");
+                vacuous.push(t.as_str());
+            }
+        }
     }
+    assert_eq!(
+        vacuous,
+        ["kill-after-answer", "kill-before-answer", "resume-order"]
+    );
+    assert!(text(&o).contains("  vac"), "{}", text(&o));
+    assert!(
+        text(&o).contains("VACUOUS resume-order X4: judged nothing in 1 of 1 runs"),
+        "{}",
+        text(&o)
+    );
+}
+
+/// The probe's A10 verdict on an Agent that loses unsynced writes: the `stored` design's
+/// `record-unsynced` mutant (no `sync_all` on the message) served with `--lose-unsynced`
+/// (unsynced records stay in the process's memory, so a SIGKILL loses them as a power loss
+/// would). Killed right after its answer, it restarts without the acknowledged message: a
+/// violation by default (declared retention `process`), in words. The correct design,
+/// served the same way, keeps it.
+#[test]
+fn an_acknowledged_message_gone_after_a_restart_is_an_a10_violation_by_default() {
+    let args = |m: Option<&'static str>| {
+        let mut v: Vec<String> = [
+            "--trace",
+            "kill-after-answer",
+            "--repeat",
+            "2",
+            "--timeout-ms",
+            "1500",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        v.extend(agent("stored", m, &["--lose-unsynced"]));
+        v
+    };
+    let run = |name: &str, m: Option<&'static str>| {
+        let a = args(m);
+        probe(name, &a.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    let (o, s, _) = run("lose-unsynced-correct", None);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(
+        s["windows"]["kill-after-answer"]["kept across the restart"],
+        serde_json::json!([2, 2])
+    );
+    let (o, s, _) = run("lose-unsynced-mutant", Some("record-unsynced"));
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(s["target"]["retention"], "process");
+    assert_eq!(s["table"]["kill-after-answer"]["P11"]["invalid"], 2, "{s}");
+    assert_eq!(
+        s["windows"]["kill-after-answer"]["kept across the restart"],
+        serde_json::json!([0, 2])
+    );
+    let v = &s["failures"][0]["verdict"];
+    assert_eq!(
+        (v["property"].as_str(), v["party"].as_str()),
+        (Some("P11"), Some("agent"))
+    );
+    assert_eq!(v["rules"], serde_json::json!(["A10"]));
+    let msg = v["message"].as_str().unwrap();
+    for w in [
+        "acknowledged at",
+        "ms after that answer",
+        "the message is gone",
+        "retains its messages (A10)",
+    ] {
+        assert!(msg.contains(w), "{w}: {msg}");
+    }
+    // An Agent that loses its whole session: the in-memory design, unless it declares it
+    // keeps none across a restart.
+    let mut a = vec![
+        "--trace",
+        "kill-after-answer",
+        "--repeat",
+        "1",
+        "--timeout-ms",
+        "1500",
+    ];
+    let cmd = agent("in-memory", None, &[]);
+    a.extend(cmd.iter().map(String::as_str));
+    let (o, s, _) = probe("in-memory-claims-resume", &a);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let msg = s["failures"][0]["verdict"]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("error -32002") && msg.contains("the session is gone"),
+        "{msg}"
+    );
+}
+
+/// A `session/cancel` whose running turn ends with `stopReason: "error"` is an A6 violation
+/// (a verdict, not a remark); the correct design is valid on this trace (see the stored test).
+#[test]
+fn a_cancelled_turn_that_never_says_cancelled_is_an_a6_violation() {
+    let mut args = vec![
+        "--trace",
+        "session-cancel",
+        "--repeat",
+        "2",
+        "--timeout-ms",
+        "1500",
+    ];
+    let cmd = agent("stored", Some("cancel-ends-as-error"), &[]);
+    args.extend(cmd.iter().map(String::as_str));
+    let (o, s, _) = probe("cancel-ends-as-error", &args);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(s["table"]["session-cancel"]["P6"]["invalid"], 2, "{s}");
+    let v = &s["failures"][0]["verdict"];
+    assert_eq!(v["rules"], serde_json::json!(["A6"]));
+    assert!(
+        v["message"]
+            .as_str()
+            .unwrap()
+            .contains("instead of \"cancelled\""),
+        "{v}"
+    );
 }
 
 /// Each mutant with the trace that reaches its window in every run, and flags for the Agent.
@@ -178,6 +326,14 @@ fn mutants_are_caught_on_their_property_and_party_as_real_processes() {
             .unwrap_or_else(|| panic!("{m}: no failure on {}", want.property));
         assert_eq!(f["verdict"]["status"], "invalid", "{m}");
         assert_eq!(f["verdict"]["party"], "agent", "{m}");
+        if *m == "invalid-key-as-omitted" {
+            // Every malformed key it accepted is named, not only the first.
+            let msg = f["verdict"]["message"].as_str().unwrap();
+            assert!(
+                msg.contains(r#"every malformed key it accepted: "", a string of 256 characters, 1, true, {}, []"#),
+                "{msg}"
+            );
+        }
         // The failing run's timing and a command that runs its trace again.
         assert!(f["at_ms"].is_u64() && f["wall_ms"].is_u64(), "{m}: {f}");
         let retry = f["retry"].as_str().unwrap();
@@ -373,9 +529,72 @@ fn codex_acp_is_probed_against_the_mock_model() {
     // codex-acp 2.6.0 inserts a retry with the same key again (docs/findings/real-agents.md).
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert_eq!(s["table"]["retry-after-answer"]["P1"]["invalid"], 1, "{s}");
-    let run = &s["runs"][0];
+    // The mock model saw the second copy: a second round of work, a verdict (A1).
+    let p1 = s["runs"][0]["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["property"] == "P1")
+        .unwrap()
+        .clone();
     assert!(
-        run["notes"].to_string().contains("copies of submission 1"),
-        "the mock model saw the second copy: {run}"
+        p1["message"]
+            .to_string()
+            .contains("no second round of work (A1)")
+            && p1["message"].to_string().contains("copies of submission 1"),
+        "{p1}"
+    );
+}
+
+/// `Driver::quiesce` waits out the turn of a resent prompt whose `{messageId}` answer comes
+/// before its `running` (as the model Agent sends them): the final `session/resume` goes out
+/// after that turn's idle, not mid-turn. A turn longer than the quiet period makes the
+/// difference (with only a quiet period the resume went out while the turn ran).
+#[test]
+fn the_final_resume_waits_for_the_resent_prompts_turn_to_end() {
+    let mut args = vec![
+        "--trace",
+        "kill-after-answer",
+        "--delay-ms",
+        "0",
+        "--repeat",
+        "1",
+        "--timeout-ms",
+        "3000",
+        "--keep-runs",
+    ];
+    // The mutant loses the message, so the resend after the restart starts a new turn.
+    let cmd = agent(
+        "stored",
+        Some("record-unsynced"),
+        &["--lose-unsynced", "--turn-ms", "300"],
+    );
+    args.extend(cmd.iter().map(String::as_str));
+    let (o, _, _) = probe("quiesce", &args);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let history =
+        std::fs::read_to_string(dir_of("quiesce").join("kill-after-answer-run0/history.jsonl"))
+            .unwrap();
+    let (mut last_idle, mut last_resume) = (None, None);
+    for (i, l) in history.lines().enumerate() {
+        let op: Value = serde_json::from_str(l).unwrap();
+        let (v, fr) = (&op["value"], &op["value"]["frame"]);
+        if op["f"] != "send" || v["conn"] != 2 {
+            continue;
+        }
+        let u = &fr["params"]["update"];
+        if v["from"] == "agent"
+            && u["sessionUpdate"] == "state_update"
+            && u["stopReason"] == "end_turn"
+        {
+            last_idle = Some(i);
+        }
+        if v["from"] == "client" && fr["method"] == "session/resume" {
+            last_resume = Some(i);
+        }
+    }
+    assert!(
+        last_idle.is_some() && last_resume > last_idle,
+        "the final resume went out before the resent turn ended: idle {last_idle:?}, resume {last_resume:?}"
     );
 }

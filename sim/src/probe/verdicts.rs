@@ -1,0 +1,659 @@
+//! The probe's own verdicts: what the wire shows black-box that the simulator's checkers do
+//! not read from a probe history. Each one is judged from the recorded ops alone (the frames,
+//! the Client's acks, the kill, the mock model's marker oracle) and folded into the column of
+//! the property it belongs to:
+//!
+//! - [`kept_across_restarts`] (P11 column, A10): an Agent that offers `session/resume` with
+//!   replay across its restarts retains its messages, so a `messageId` the Client holds for a
+//!   message the restarted Agent no longer has is a violation, whatever retention it declares.
+//! - [`second_round`] (P1 column, A1): the mock model was sent two copies of one message.
+//! - [`stop_unconfirmed`] (P6 column, A6): a `session/cancel` during a turn with no idle
+//!   `state_update` with `stopReason: "cancelled"` within the bound.
+//! - [`x4_vacuous`]: X4 judged nothing (no `session/resume` with replay was answered).
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::checkers::{Status, Verdict};
+use crate::history::{op, process, History, Op};
+use crate::models::Party;
+
+/// How a vacuous verdict's message begins (the report counts and marks these).
+pub const VACUOUS: &str = "vacuous: ";
+
+fn invalid(property: &str, rule: &str, witnesses: Vec<usize>, message: String) -> Verdict {
+    Verdict {
+        property: property.into(),
+        status: Status::Invalid,
+        rules: vec![rule.into()],
+        witnesses,
+        fault: None,
+        party: Some(Party::Agent),
+        message,
+    }
+}
+
+fn from_agent(o: &Op) -> Option<(u64, &Value)> {
+    (o.process == process::NET && o.f == op::SEND && o.value["from"] == "agent")
+        .then(|| (o.value["conn"].as_u64().unwrap_or(0), &o.value["frame"]))
+}
+
+fn from_client(o: &Op) -> Option<(u64, &Value)> {
+    (o.process == process::NET && o.f == op::SEND && o.value["from"] == "client")
+        .then(|| (o.value["conn"].as_u64().unwrap_or(0), &o.value["frame"]))
+}
+
+/// One `session/resume` with `replayFrom` the probe sent: what it replayed and how it ended.
+#[derive(Debug, Default, Clone)]
+struct Replay {
+    conn: u64,
+    replayed: Vec<String>,
+    /// Op index of the answer, and the error (code, message) if it was one.
+    answer: Option<(usize, Option<(i64, String)>)>,
+}
+
+/// Every `session/resume` with `replayFrom` in the history, in the order sent.
+fn replays(h: &History) -> Vec<Replay> {
+    let mut all: Vec<Replay> = Vec::new();
+    let mut open: BTreeMap<(u64, u64), usize> = BTreeMap::new();
+    for o in &h.ops {
+        if let Some((conn, fr)) = from_client(o) {
+            if fr["method"] == "session/resume" && fr["params"]["replayFrom"].is_object() {
+                if let Some(id) = fr["id"].as_u64() {
+                    open.insert((conn, id), all.len());
+                    all.push(Replay {
+                        conn,
+                        ..Replay::default()
+                    });
+                }
+            }
+        } else if let Some((conn, fr)) = from_agent(o) {
+            if fr["method"] == "session/update" {
+                let u = &fr["params"]["update"];
+                let kind = u["sessionUpdate"].as_str().unwrap_or("");
+                if let (true, Some(m)) = (
+                    kind == "user_message" || kind == "user_message_chunk",
+                    u["messageId"].as_str(),
+                ) {
+                    for (_, i) in open.iter().filter(|((c, _), _)| *c == conn) {
+                        if !all[*i].replayed.iter().any(|x| x == m) {
+                            all[*i].replayed.push(m.to_string());
+                        }
+                    }
+                }
+            } else if let Some(i) = fr["id"].as_u64().and_then(|id| open.remove(&(conn, id))) {
+                let e = fr.get("error").map(|e| {
+                    (
+                        e["code"].as_i64().unwrap_or(0),
+                        e["message"].as_str().unwrap_or("").to_string(),
+                    )
+                });
+                all[i].answer = Some((o.index, e));
+            }
+        }
+    }
+    all
+}
+
+/// What a restart did to the messages the Client held: for each restart judged (a resume
+/// with replay answered on the new process), whether every acknowledged message was kept,
+/// and the first one gone as a verdict.
+#[derive(Debug, Default)]
+pub struct Kept {
+    /// Restarts after which some resume with replay was answered, and whether each kept
+    /// every message the Client held.
+    pub restarts: Vec<bool>,
+    /// The first acknowledged message gone after a restart (A10), if any.
+    pub lost: Option<Verdict>,
+}
+
+/// A message the Client holds: (submission, messageId, ack ms, ack op index).
+type Held = (u64, String, u64, usize);
+
+/// A10 across restarts: after each SIGKILL and restart, the first `session/resume` with
+/// `replayFrom` answered with success on the new process must replay every message whose
+/// `messageId` the Client held before the kill; when every one was answered with an error
+/// (`-32002`: the session is gone), every such message is gone.
+pub fn kept_across_restarts(h: &History) -> Kept {
+    let rs = replays(h);
+    let mut out = Kept::default();
+    let mut held: Vec<Held> = Vec::new();
+    let mut crash: Option<(u64, usize)> = None;
+    for o in &h.ops {
+        match (o.process.as_str(), o.f.as_str()) {
+            (process::CLIENT, "ack") => {
+                if let Some(m) = o.value["messageId"].as_str() {
+                    let n = o.value["submission"].as_u64().unwrap_or(0);
+                    held.push((n, m.to_string(), o.time_ms, o.index));
+                }
+            }
+            (process::NEMESIS, "crash") => crash = Some((o.time_ms, o.index)),
+            (process::NET, op::CONN_OPEN) => {
+                let (Some((crash_ms, crash_at)), Some(conn)) =
+                    (crash.take(), o.value["conn"].as_u64())
+                else {
+                    continue;
+                };
+                // Nothing acknowledged before the kill: nothing to keep.
+                if held.is_empty() {
+                    continue;
+                }
+                let mine: Vec<&Replay> = rs.iter().filter(|r| r.conn == conn).collect();
+                let answered = mine
+                    .iter()
+                    .filter_map(|r| r.answer.as_ref().map(|a| (r, a)));
+                let first_ok = answered.clone().find(|(_, a)| a.1.is_none());
+                let first_err = answered.clone().find(|(_, a)| a.1.is_some());
+                let (gone, answer_at, why): (Vec<&Held>, usize, String) =
+                    match (first_ok, first_err) {
+                        (Some((r, a)), _) => (
+                            held.iter().filter(|x| !r.replayed.contains(&x.1)).collect(),
+                            a.0,
+                            format!(
+                                "replayed {} user messages without it (session/resume with replayFrom): the message is gone",
+                                r.replayed.len()
+                            ),
+                        ),
+                        (None, Some((_, a))) => {
+                            let (c, m) = a.1.clone().unwrap_or_default();
+                            (
+                                held.iter().collect(),
+                                a.0,
+                                format!(
+                                    "answered session/resume with replayFrom with error {c} ({m}): the session is gone"
+                                ),
+                            )
+                        }
+                        // No resume with replay answered on this process: nothing judged.
+                        (None, None) => continue,
+                    };
+                out.restarts.push(gone.is_empty());
+                if let (None, Some((n, m, ack_ms, ack_at))) = (&out.lost, gone.first()) {
+                    out.lost = Some(invalid(
+                        "P11",
+                        "A10",
+                        vec![*ack_at, crash_at, answer_at],
+                        format!(
+                            "submission {n}'s message {m}, acknowledged at {ack_ms} ms (the Client holds its messageId), is gone after the restart: the Agent was killed {} ms after that answer, and the restarted Agent {why}; an Agent that offers session/resume with replay retains its messages (A10){}",
+                            crash_ms.saturating_sub(*ack_ms),
+                            if gone.len() > 1 {
+                                format!(" ({} acknowledged messages gone in all)", gone.len())
+                            } else {
+                                String::new()
+                            }
+                        ),
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// A1's "no second round of work", from the mock model's marker oracle (`mock model-saw`
+/// ops): a turn request that carried two copies of one submission's message gave the model
+/// a second insertion of it.
+pub fn second_round(h: &History) -> Option<Verdict> {
+    h.ops
+        .iter()
+        .filter(|o| o.process == "mock" && o.f == "model-saw")
+        .find(|o| o.value["copies_max"].as_u64().unwrap_or(0) > 1)
+        .map(|o| {
+            let v = &o.value;
+            invalid(
+                "P1",
+                "A1",
+                vec![o.index],
+                format!(
+                    "no second round of work (A1): the model was sent {} copies of submission {}'s message in one request ({} turn requests carried it)",
+                    v["copies_max"],
+                    v["submission"],
+                    v["requests"]
+                ),
+            )
+        })
+}
+
+/// A pipe's crossing: an idle `state_update` this soon after a `session/cancel` may have been
+/// written before the Agent read the cancel.
+const CROSSING_MS: u64 = 10;
+
+/// A6: a `session/cancel` sent while a turn ran (the last `state_update` the Agent sent on
+/// that connection said `running`, or a prompt sent before the stop was inserted:
+/// [`turn_at_stop`]) must be followed, within `bound_ms`, by an idle
+/// `state_update` with `stopReason: "cancelled"` there. An Agent that reports no states is
+/// not judged.
+pub fn stop_unconfirmed(h: &History, bound_ms: u64) -> Option<Verdict> {
+    for (i, c) in h.ops.iter().enumerate() {
+        let Some((conn, fr)) = from_client(c) else {
+            continue;
+        };
+        if fr["method"] != "session/cancel" {
+            continue;
+        }
+        let state = |o: &Op| {
+            from_agent(o)
+                .filter(|(cn, f)| {
+                    *cn == conn
+                        && f["method"] == "session/update"
+                        && f["params"]["update"]["sessionUpdate"] == "state_update"
+                })
+                .map(|(_, f)| f["params"]["update"].clone())
+        };
+        // Judged when a turn ran at the cancel: the Agent last reported `running` before it
+        // went out, or a prompt sent before it was inserted with no idle since (the stop
+        // crossed that turn's start in the pipe, or the Agent never reported it).
+        let last = h.ops[..i].iter().rev().find_map(state);
+        let running_then = last.as_ref().is_some_and(|u| u["state"] != "idle");
+        if !running_then && !turn_at_stop(h, i, conn) {
+            continue;
+        }
+        let idle = h.ops[i..]
+            .iter()
+            .filter(|o| o.time_ms <= c.time_ms + bound_ms)
+            .find_map(|o| {
+                state(o)
+                    .filter(|u| u["state"] == "idle")
+                    .map(|u| (o.index, o.time_ms, u))
+            });
+        let message = match &idle {
+            Some((_, _, u)) if u["stopReason"] == "cancelled" => continue,
+            // A normal end this soon may have been written before the Agent read the cancel
+            // (the turn had ended already); `error` never ends a cancelled turn (A6).
+            Some((_, t, u)) if *t <= c.time_ms + CROSSING_MS && u["stopReason"] != "error" => {
+                continue
+            }
+            Some((_, t, u)) => format!(
+                "session/cancel at {} ms, with a turn to stop: the turn ended at {t} ms with stopReason {} instead of \"cancelled\" (A6: the cancelled work ends with an idle state_update with stopReason \"cancelled\")",
+                c.time_ms, u["stopReason"]
+            ),
+            None => format!(
+                "session/cancel at {} ms, with a turn to stop: no idle state_update with stopReason \"cancelled\" within {bound_ms} ms (A6: the cancelled work ends with an idle state_update with stopReason \"cancelled\" before new work)",
+                c.time_ms
+            ),
+        };
+        let mut w = vec![c.index];
+        w.extend(idle.as_ref().map(|x| x.0));
+        return Some(invalid("P6", "A6", w, message));
+    }
+    None
+}
+
+/// For the cancel at op `i` on `conn`: the Agent reports states on `conn`, no idle
+/// `state_update` came between the last prompt sent before the cancel and it, and a prompt
+/// sent before it was inserted (answered with a `messageId`, or its message inferred inserted
+/// from what the Agent showed): that prompt's work was the stop's to end.
+fn turn_at_stop(h: &History, i: usize, conn: u64) -> bool {
+    let state_of = |o: &Op| {
+        from_agent(o)
+            .filter(|(c, f)| {
+                *c == conn
+                    && f["method"] == "session/update"
+                    && f["params"]["update"]["sessionUpdate"] == "state_update"
+            })
+            .map(|(_, f)| f["params"]["update"]["state"].clone())
+    };
+    if !h.ops.iter().any(|o| state_of(o).is_some()) {
+        return false;
+    }
+    let before = &h.ops[..i];
+    let prompts: Vec<(usize, u64)> = before
+        .iter()
+        .enumerate()
+        .filter_map(|(k, o)| from_client(o).map(|(c, f)| (k, c, f)))
+        .filter(|(_, c, f)| *c == conn && f["method"] == "session/prompt")
+        .filter_map(|(k, _, f)| f["id"].as_u64().map(|id| (k, id)))
+        .collect();
+    let Some((last_prompt, _)) = prompts.last() else {
+        return false;
+    };
+    if before[*last_prompt..]
+        .iter()
+        .any(|o| state_of(o).is_some_and(|s| s == "idle"))
+    {
+        return false;
+    }
+    let mine = |c: Option<u64>, id: Option<u64>| {
+        c == Some(conn) && id.is_some_and(|id| prompts.iter().any(|p| p.1 == id))
+    };
+    h.ops.iter().any(|o| {
+        let answered = from_agent(o).is_some_and(|(c, f)| {
+            f["result"]["messageId"].is_string() && mine(Some(c), f["id"].as_u64())
+        });
+        let inferred = o.process == process::AGENT
+            && o.f == op::INSERT
+            && mine(o.value["conn"].as_u64(), o.value["id"].as_u64());
+        answered || inferred
+    })
+}
+
+/// X4 judged nothing when no `session/resume` with `replayFrom` was answered with success:
+/// the reason, if so.
+pub fn x4_vacuous(h: &History) -> Option<String> {
+    let rs = replays(h);
+    if rs.iter().any(|r| matches!(r.answer, Some((_, None)))) {
+        return None;
+    }
+    let errors: Vec<String> = rs
+        .iter()
+        .filter_map(|r| r.answer.as_ref().and_then(|a| a.1.as_ref()))
+        .map(|(c, _)| c.to_string())
+        .collect();
+    Some(if rs.is_empty() {
+        format!("{VACUOUS}no session/resume with replayFrom was sent, so X4 judged nothing")
+    } else if errors.is_empty() {
+        format!(
+            "{VACUOUS}no session/resume with replayFrom was answered ({} sent), so X4 judged nothing",
+            rs.len()
+        )
+    } else {
+        format!(
+            "{VACUOUS}every session/resume with replayFrom was answered with an error ({}), so X4 judged nothing",
+            errors.join(", ")
+        )
+    })
+}
+
+/// The malformed keys (K3) the Agent accepted: each raw probe whose key is not a string of 1
+/// to 255 characters and whose answer was a success, as its JSON text.
+pub fn accepted_malformed_keys(h: &History) -> Vec<String> {
+    let mut sent: BTreeMap<(u64, u64), String> = BTreeMap::new();
+    let mut out = Vec::new();
+    for o in &h.ops {
+        if o.process == process::CLIENT && o.f == op::RAW_SENT {
+            let line = o.value["line"].as_str().unwrap_or("");
+            // The key is the last param: the rest of the line but the params' and frame's ends.
+            let key_text = line
+                .split_once("\"idempotencyKey\":")
+                .map(|(_, k)| k.strip_suffix("}}").unwrap_or(k).to_string())
+                .unwrap_or_default();
+            let malformed = match serde_json::from_str::<Value>(&key_text) {
+                Ok(Value::Null) => false,
+                Ok(Value::String(s)) => s.is_empty() || s.chars().count() > 255,
+                // Not JSON text (a lone surrogate): K3 wants -32700.
+                Ok(_) | Err(_) => true,
+            };
+            if let (true, Some(c), Some(id)) =
+                (malformed, o.value["conn"].as_u64(), o.value["id"].as_u64())
+            {
+                sent.insert((c, id), key_text);
+            }
+        } else if let Some((conn, fr)) = from_agent(o) {
+            if fr.get("result").is_some() {
+                if let Some(k) = fr["id"].as_u64().and_then(|id| sent.remove(&(conn, id))) {
+                    out.push(match serde_json::from_str::<Value>(&k) {
+                        Ok(Value::String(s)) if s.chars().count() > 16 => {
+                            format!("a string of {} characters", s.chars().count())
+                        }
+                        _ => crate::report::clip(&k, 24),
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::OpType;
+    use serde_json::json;
+
+    fn h(ops: Vec<(u64, &str, &str, Value)>) -> History {
+        History {
+            header: json!({}),
+            ops: ops
+                .into_iter()
+                .enumerate()
+                .map(|(index, (time_ms, p, f, value))| Op {
+                    index,
+                    time_ms,
+                    process: p.into(),
+                    kind: OpType::Info,
+                    f: f.into(),
+                    value,
+                })
+                .collect(),
+        }
+    }
+
+    fn client(t: u64, conn: u64, frame: Value) -> (u64, &'static str, &'static str, Value) {
+        (
+            t,
+            "net",
+            "send",
+            json!({"conn": conn, "from": "client", "frame": frame}),
+        )
+    }
+
+    fn agent(t: u64, conn: u64, frame: Value) -> (u64, &'static str, &'static str, Value) {
+        (
+            t,
+            "net",
+            "send",
+            json!({"conn": conn, "from": "agent", "frame": frame}),
+        )
+    }
+
+    fn resume(t: u64, conn: u64, id: u64) -> (u64, &'static str, &'static str, Value) {
+        client(
+            t,
+            conn,
+            json!({"id": id, "method": "session/resume", "params": {"sessionId": "s", "replayFrom": {"type": "start"}}}),
+        )
+    }
+
+    fn user_message(t: u64, conn: u64, m: &str) -> (u64, &'static str, &'static str, Value) {
+        agent(
+            t,
+            conn,
+            json!({"method": "session/update", "params": {"sessionId": "s", "update": {"sessionUpdate": "user_message", "messageId": m}}}),
+        )
+    }
+
+    /// An ack at 10 ms, a kill at 13 ms, a restart, then the resume's `answer` (after the
+    /// replayed `replayed` messages).
+    fn restart(replayed: &[&str], answer: Value) -> History {
+        let mut ops = vec![
+            (0, "net", "conn-open", json!({"conn": 1})),
+            (
+                10,
+                "client",
+                "ack",
+                json!({"submission": 1, "messageId": "m1", "conn": 1, "id": 3}),
+            ),
+            (13, "nemesis", "crash", json!({"host": "agent"})),
+            (20, "net", "conn-open", json!({"conn": 2})),
+            resume(21, 2, 5),
+        ];
+        ops.extend(replayed.iter().map(|m| user_message(22, 2, m)));
+        let mut a = json!({"id": 5});
+        a.as_object_mut()
+            .unwrap()
+            .extend(answer.as_object().unwrap().clone());
+        ops.push(agent(23, 2, a));
+        h(ops)
+    }
+
+    #[test]
+    fn an_acknowledged_message_gone_after_a_restart_is_an_a10_violation_in_words() {
+        let k = kept_across_restarts(&restart(&["m1"], json!({"result": {}})));
+        assert_eq!((k.restarts, k.lost.is_none()), (vec![true], true));
+        let k = kept_across_restarts(&restart(&[], json!({"result": {}})));
+        let v = k.lost.unwrap();
+        assert_eq!((v.status, v.property.as_str()), (Status::Invalid, "P11"));
+        assert_eq!(v.rules, vec!["A10".to_string()]);
+        for w in [
+            "acknowledged at 10 ms",
+            "killed 3 ms after",
+            "message is gone",
+        ] {
+            assert!(v.message.contains(w), "{w}: {}", v.message);
+        }
+        let k = kept_across_restarts(&restart(
+            &[],
+            json!({"error": {"code": -32002, "message": "Resource not found"}}),
+        ));
+        let v = k.lost.unwrap();
+        assert!(
+            v.message.contains("error -32002") && v.message.contains("session is gone"),
+            "{}",
+            v.message
+        );
+        assert_eq!(k.restarts, vec![false]);
+        // ... and X4 judged nothing then.
+        let why = x4_vacuous(&restart(
+            &[],
+            json!({"error": {"code": -32002, "message": "x"}}),
+        ))
+        .unwrap();
+        assert!(why.starts_with(VACUOUS) && why.contains("-32002"), "{why}");
+        assert_eq!(x4_vacuous(&restart(&[], json!({"result": {}}))), None);
+    }
+
+    #[test]
+    fn two_copies_sent_to_the_model_are_a_second_round_of_work() {
+        let saw = |c: u64| {
+            h(vec![(
+                5,
+                "mock",
+                "model-saw",
+                json!({"submission": 2, "copies_max": c, "requests": 1}),
+            )])
+        };
+        assert!(second_round(&saw(1)).is_none());
+        let v = second_round(&saw(2)).unwrap();
+        assert_eq!((v.property.as_str(), v.rules[0].as_str()), ("P1", "A1"));
+        assert!(
+            v.message.contains("no second round of work")
+                && v.message.contains("2 copies of submission 2"),
+            "{}",
+            v.message
+        );
+    }
+
+    #[test]
+    fn a_cancel_whose_turn_never_reports_cancelled_is_an_a6_violation() {
+        let state = |t: u64, s: &str, why: Option<&str>| {
+            agent(
+                t,
+                1,
+                json!({"method": "session/update", "params": {"sessionId": "s", "update": {"sessionUpdate": "state_update", "state": s, "stopReason": why}}}),
+            )
+        };
+        let run = |end: Option<(u64, &str)>| {
+            let mut ops = vec![
+                client(
+                    0,
+                    1,
+                    json!({"id": 3, "method": "session/prompt", "params": {}}),
+                ),
+                state(1, "running", None),
+                agent(2, 1, json!({"id": 3, "result": {"messageId": "m1"}})),
+                client(
+                    20,
+                    1,
+                    json!({"method": "session/cancel", "params": {"sessionId": "s"}}),
+                ),
+            ];
+            ops.extend(end.map(|(t, why)| state(t, "idle", Some(why))));
+            stop_unconfirmed(&h(ops), 1000)
+        };
+        assert!(run(Some((40, "cancelled"))).is_none());
+        // Crossed the cancel in the pipe: the turn had ended.
+        assert!(run(Some((21, "end_turn"))).is_none());
+        // ... but `error` never ends a cancelled turn.
+        assert!(run(Some((21, "error"))).is_some());
+        let v = run(Some((40, "error"))).unwrap();
+        assert_eq!((v.property.as_str(), v.rules[0].as_str()), ("P6", "A6"));
+        let v = run(None).unwrap();
+        assert!(v.message.contains("within 1000 ms"), "{}", v.message);
+        // Too late counts as never.
+        assert!(run(Some((2000, "cancelled"))).is_some());
+        // The cancel went out before the Agent reported the turn: judged, since a prompt sent
+        // before it was inserted.
+        let crossed = |end: Option<&str>| {
+            let mut ops = vec![
+                client(
+                    0,
+                    1,
+                    json!({"id": 3, "method": "session/prompt", "params": {}}),
+                ),
+                client(
+                    1,
+                    1,
+                    json!({"method": "session/cancel", "params": {"sessionId": "s"}}),
+                ),
+                agent(2, 1, json!({"id": 3, "result": {"messageId": "m1"}})),
+                state(3, "running", None),
+            ];
+            ops.extend(end.map(|why| state(50, "idle", Some(why))));
+            stop_unconfirmed(&h(ops), 1000)
+        };
+        assert!(crossed(None).is_some());
+        assert!(crossed(Some("end_turn")).is_some());
+        assert!(crossed(Some("cancelled")).is_none());
+        // Answered -32800, yet its message was inserted (inferred from a replay), and no
+        // cancelled end ever came: judged (claude-agent-acp 0.101.0).
+        let v = stop_unconfirmed(
+            &h(vec![
+                client(
+                    0,
+                    1,
+                    json!({"id": 3, "method": "session/prompt", "params": {}}),
+                ),
+                client(
+                    1,
+                    1,
+                    json!({"method": "session/cancel", "params": {"sessionId": "s"}}),
+                ),
+                agent(2, 1, json!({"id": 3, "error": {"code": -32800}})),
+                (
+                    3,
+                    "agent",
+                    "insert",
+                    json!({"conn": 1, "id": 3, "inferred": true}),
+                ),
+                state(5000, "running", None),
+            ]),
+            1000,
+        );
+        assert!(v.is_some_and(|v| v.message.contains("within 1000 ms")));
+    }
+
+    #[test]
+    fn every_accepted_malformed_key_is_named() {
+        let raw = |id: u64, key: &str| {
+            (
+                1,
+                "client",
+                "raw-sent",
+                json!({"conn": 1, "id": id, "line": format!(r#"{{"id":{id},"params":{{"idempotencyKey":{key}}}}}"#)}),
+            )
+        };
+        let ok = |id: u64| agent(2, 1, json!({"id": id, "result": {"messageId": "m"}}));
+        let hist = h(vec![
+            raw(1, r#""""#),
+            raw(2, "1"),
+            raw(3, "null"),
+            raw(4, r#""abc""#),
+            raw(5, "{}"),
+            raw(6, "[]"),
+            raw(7, &format!("\"{}\"", "é".repeat(256))),
+            ok(1),
+            ok(2),
+            ok(3),
+            ok(4),
+            agent(3, 1, json!({"id": 5, "error": {"code": -32602}})),
+            ok(6),
+            ok(7),
+        ]);
+        assert_eq!(
+            accepted_malformed_keys(&hist),
+            vec![r#""""#, "1", "[]", "a string of 256 characters"]
+        );
+    }
+}
