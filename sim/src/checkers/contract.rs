@@ -267,13 +267,14 @@ pub struct Missing {
     pub properties: &'static [&'static str],
 }
 
-/// The dependencies the Agent owed in `h` and never emitted. Empty for a history the probe
-/// recorded (see the module docs).
+/// The dependencies the Agent owed in `h` and never emitted, read as the checkers read it (a
+/// cluster's nodes and store are one Agent: [`super::agent_view`]). Empty for a history the
+/// probe recorded (see the module docs).
 pub fn missing(h: &History) -> Vec<Missing> {
     if h.header["plan"]["probe"].is_object() {
         return Vec::new();
     }
-    let ix = Index::of(h);
+    let ix = Index::of(&super::agent_view(h));
     DEPENDENCIES
         .iter()
         .filter(|d| {
