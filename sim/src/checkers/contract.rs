@@ -63,9 +63,11 @@ pub const DEPENDENCIES: &[Dependency] = &[
         or: &[],
         properties: &["P1", "P2", "P3", "P4", "P6", "P9", "P11", "P12", "P15"],
         owed_when: "it answered a session/prompt with a messageId, or echoed a user_message",
+        // An answer the Agent reported as a `dedup-hit` (a retry) inserted nothing itself.
         witness: |i| {
             i.prompt_ok
-                .first()
+                .iter()
+                .find(|(_, a, _)| !i.deduplicated.contains(a))
                 .map(|a| a.0)
                 .into_iter()
                 .chain(i.echo)
@@ -161,6 +163,8 @@ struct Index {
     held_insert: Option<usize>,
     /// messageIds of the Agent's insertions.
     inserted: BTreeSet<String>,
+    /// Attempts the Agent answered as retries (`dedup-hit`).
+    deduplicated: BTreeSet<(u64, String)>,
 }
 
 impl Index {
@@ -189,6 +193,9 @@ impl Index {
                     }
                     op::WAIT_HELD => {
                         own_answer.insert(attempt(val));
+                    }
+                    op::DEDUP_HIT => {
+                        ix.deduplicated.insert(attempt(val));
                     }
                     _ => {}
                 }
