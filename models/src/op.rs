@@ -3,14 +3,10 @@
 //! (frames, connections, faults, phases). The checkers read the history by these names.
 //!
 //! **The effect contract.** An Agent plugged into the simulator (`AgentModel`) is judged by
-//! the effects it emits: an Agent that never emits one a checker reads is checked against
-//! nothing on that point. The checkers read [`INSERT`], [`DURABLE`] or [`VISIBLE`] (when an
-//! insertion took effect), [`DEDUP_HIT`], [`REJECT`], [`TURN_START`] and [`TOOL_EFFECT`] (a
-//! second round of work, P1), [`HOLD`], [`RELEASE`], [`WITHDRAW`] and [`DROP_HELD`] (held
-//! prompts, P3, P6, P7), [`ACTIVATE`] and [`DEACTIVATE`] (which connection has which session
-//! active, P1's A11 and P10), [`DISCARD`] (a message its retention window let go: a second
-//! insertion after it is A16's finding, not a violation), and the driver's [`RECOVER`] after
-//! each start (what it retained).
+//! the effects it emits. The table in [`crate::AgentModel`]'s docs (and `docs/effects.md`)
+//! lists each effect the checkers read, its fields, when to emit it, the properties and rules
+//! that read it, and which properties are reported "not checked" (unknown) when the wire shows
+//! the Agent owed it and it never emitted it; [`crate::ClientModel`]'s docs list the Client's.
 
 // --- the Agent's effects ---------------------------------------------------------------------
 

@@ -58,8 +58,10 @@
 //!
 //! ## Test your own Agent
 //!
-//! Implement the sans-IO [`models::AgentModel`] (its effects, listed in [`history::op`], are
-//! what the checkers read), run a [`plan::Plan`] with it through [`world::run_with`], and judge
+//! Implement the sans-IO [`models::AgentModel`] (its effects are what the checkers read: the
+//! effect contract in its docs and `docs/effects.md` lists them; a property that rests on one
+//! your Agent owed and never emitted is reported unknown, "not checked", by
+//! [`checkers::contract`]), run a [`plan::Plan`] with it through [`world::run_with`], and judge
 //! the history with [`checkers::check_all`]; [`explore::strategy`] draws plans for proptest,
 //! which shrinks a failing one. `docs/library.md` walks through it, and
 //! `sim/tests/it/sdk_author.rs` is a whole example.

@@ -88,19 +88,42 @@ pub enum AgentInput {
 /// [`Action::Send`] writes a JSON-RPC line, [`Action::Persist`] appends a record to the
 /// simulated disk (only `sync: true` survives a crash; the records come back at the next start),
 /// [`Action::Point`] lets the nemesis crash the process there, and [`Action::Effect`] reports
-/// ground truth to the history. The checkers read these effects of an Agent (each a JSON
-/// object; `conn` and `id` are the attempt's connection and JSON-RPC id, as received):
+/// ground truth to the history.
 ///
-/// - `insert` `{session, messageId, key, conn, id, mode: "direct", live_only: false}`: a user
-///   message was inserted (P1 counts these per submission);
-/// - `durable` or `visible` `{session, messageId}`: the insertion took effect (synced, or
-///   shown); an insertion that never took effect (a crash came first) is not a duplicate;
-/// - `dedup-hit` `{session, key, messageId, conn, id}`: a retry was answered with the messageId
-///   recorded for its key;
-/// - `reject` `{conn, id, code}` (with `transient: true` for an injected
-///   [`AgentInput::InjectTransientError`]): a prompt was refused before insertion.
-/// - `discard` `{session, messageId}`: a retention window let a retained message go with its
-///   key record; a later insertion of its key is then a finding (A16), not a violation.
+/// # The effect contract
+///
+/// The checkers judge an Agent by the effects it reports (an [`Action::Effect`] with the op
+/// name of [`crate::op`] and a JSON object; `conn` and `id` are the attempt's connection and
+/// JSON-RPC id, as received). An Agent that never emits an effect a checker reads is checked
+/// against nothing on that point, so `check_all` (`acp_chaos::checkers`) says so: when the
+/// wire shows the Agent owed one of the effects in the last column (it answered a prompt with a
+/// `messageId`, said a turn is `running`, ...) and it never emitted that effect anywhere in
+/// the run, each property listed there is reported `unknown`, "not checked: the Agent never
+/// emitted ...", instead of valid; a violation stays a violation, with a note. Emit each effect
+/// every time it applies: the rule only sees one that is never emitted at all.
+///
+/// | Effect | Fields | Emit it when | Read by (rules) | Not checked without it, once owed |
+/// |---|---|---|---|---|
+/// | `insert` | `session, messageId, key, conn, id, mode, live_only` | a user message is inserted (`mode`: `direct`, or `held` when it comes from the queue of held prompts; `live_only`: a locally handled command, kept only while its session is active, A11) | P1 (A1 A4 A10 A11 A13), P2 (A1 A9 C8), P3 (A1 A4 A7), P4 (A2 A3), P5 (K3), P6 (A5 A6), P9 (A9), P11 (D1), P12 (A11 A16), P15 (A14: an echo before its `insert` is a violation) | P1 P2 P3 P4 P6 P9 P11 P12 P15, owed once a prompt is answered with a `messageId` (not as a `dedup-hit`) or a `user_message` is echoed |
+/// | `durable` or `visible` | `session, messageId` | the insertion took effect: synced (`durable`) or shown (answered, echoed or worked on: `visible`); an insertion that never took effect (a crash came first) is not a duplicate | P1, P2, P3, P11, P12 | P1 P11 P12, owed once a prompt is answered with an inserted `messageId` |
+/// | `dedup-hit` | `session, key, messageId, conn, id` | a retry is answered with the `messageId` recorded for its key, inserting nothing | P3 and P6 (the attempt was decided), P9 (A9) | P9, owed once a retry is answered with a `messageId` another attempt got, and neither `insert` nor `wait-held` names the retry |
+/// | `wait-held` | `session, key, conn, id` | a retry waits for the held attempt of its key and gets its outcome (A7) | the contract (such a repeated answer is no `dedup-hit`) | |
+/// | `reject` | `conn, id, code` (`transient: true` for an [`AgentInput::InjectTransientError`]) | a prompt is refused before insertion | P3 (A7: an injected transient failure is excused), P6 | none: without `transient` P3 blames the injected failure (stricter) |
+/// | `turn-start` | `session, messageId, ms, tool` | a round of work begins for a message | P1 (A1: one round per message), P17 (A6) | P1 P17, owed once a `state_update` `running` is sent |
+/// | `turn-end` | `session, messageId, stopReason` | the round ends (the `stopReason` of its idle `state_update`) | P1 (a turn a restart stopped may be continued), P17 (A3 A6) | P17, owed once a `state_update` with a `stopReason` is sent |
+/// | `work-failed` | `session, messageId` | the work of a turn failed (it must end `stopReason: "error"`) | P17 (A3) | none: nothing on the wire shows a failure |
+/// | `tool-effect` | `session, messageId, toolCallId` | a tool call's side effect happens | P1 (A1: one side effect per message) | P1, owed once a tool call is sent `completed` |
+/// | `hold` | `session, conn, id` | a prompt is held behind a running turn (not inserted) | P6 (A6: a stop withdraws the prompts held before it) | P6, owed once an `insert` has `mode: "held"` |
+/// | `release` | `session, conn, id` | a held prompt leaves the queue to be inserted later (a cluster node) | P6 | |
+/// | `withdraw` | `session, key, conn, id, by` | a held prompt is withdrawn and answered `-32800` (`by`: `session/cancel`, `$/cancel_request`, the close, ...) | P3, P6 (A5 A6) | P6, owed once a prompt is answered `-32800` |
+/// | `drop-held` | `session, conn, id` | a held prompt is dropped, unanswered, as its connection ends | P3, P6 | |
+/// | `activate` | `session, conn` | a session becomes active on a connection (`session/new`, `session/fork`, `session/resume`) | P1 (A11), P6 (A6: a cancel counts where its session is active), P10 (X4), P17 (A6) | P6 P10 P17, owed once `session/new`, `session/fork`, `session/load` or `session/resume` is answered with a success |
+/// | `deactivate` | `session, conn` | a session stops being active on a connection (`session/close`; the connection's end needs none) | P1 (A11), P6, P10, P17 | none: without it the checkers keep the session active (stricter) |
+/// | `discard` | `session, messageId` | a retention window lets a message go with its key record | P1, P2, P3, P11, P12 (A16: a later insertion of its key is a finding) | |
+///
+/// The driver logs `recover` `{boot, retained}` at each start from [`AgentModel::retained`]
+/// (P1, P2, P3, P6, P11, P12, P17) and the connections' ends; the frames themselves are on the
+/// wire for every checker. `docs/effects.md` has the same table with the Client's effects.
 pub trait AgentModel {
     /// Handle one input; push the actions to run, in order.
     fn handle(&mut self, input: AgentInput, out: &mut Vec<Action>);

@@ -84,6 +84,28 @@ pub enum ClientInput {
 pub const RAW_ID_BASE: u64 = 9000;
 
 /// A sans-IO Client.
+///
+/// # The effect contract (the Client's side)
+///
+/// The checkers read these effects of a Client (op names of [`crate::op`], each a JSON object;
+/// `conn` and `id` are the request's connection and JSON-RPC id, as written). The user's
+/// `submit`, `cancel`, `stop` and `close` are logged by the driver from the workload; the
+/// Agent's side is in [`crate::AgentModel`]'s docs, and `docs/effects.md` has both.
+///
+/// | Effect | Fields | Emit it when | Read by (rules) |
+/// |---|---|---|---|
+/// | `attempt` | `submission, conn, id, key` | an attempt of a submission is written (`key`: `null` when sent without one) | P1, P2, P3 (which submission an insertion or an answer belongs to), P8 (the keys to look for, A8), P10 (C1 C7 C9), P14 (C2 C3 C5) |
+/// | `ack` | `submission, messageId` | the Client holds the submission's `messageId` | P2 (C1 C8; A1 A9 C2 when it is not the submission's message) |
+/// | `surface` | `submission, error` | the submission is shown to the user as failed | P2 |
+/// | `withdrawn` | `submission, local` | the submission is withdrawn by its own user's cancel, stop or close | P2 (C8) |
+/// | `pending-at-end` | `submissions` | the run ends with submissions still held | P2 (liveness: unknown, not lost) |
+/// | `sdk-resend` | `method, class` | an SDK resends a request by itself | P10 (C9: never a duplicating method) |
+/// | `raw-sent` | `n, conn, id, line` | a raw `session/prompt` probe is written | P5 (K1 K2 K3) |
+///
+/// The driver also logs `not-accepted` `{conn, id}` for the Client when the remote transport
+/// refused a request (X5: P10 counts it as failed). A Client that never emits `attempt`
+/// leaves P1 to P3 without submissions and P14 without keys; every Client in the simulator is
+/// the model's, which emits them all.
 pub trait ClientModel {
     /// Handle one input; push the actions to run, in order.
     ///

@@ -7,7 +7,7 @@
 //! speaks the part of ACP v2 the simulated Client uses: `initialize`, `session/new`,
 //! `session/resume` and `session/prompt` with an `idempotencyKey`, deduplicated per session in
 //! a table kept on the simulated disk; every other method gets `-32601` and a line that is not
-//! JSON `-32700`. The effects it emits (`insert`, `durable`, `dedup-hit`, `reject`) are the
+//! JSON `-32700`. The effects it emits (`insert`, `durable`, `dedup-hit`, `reject`, `activate`) are the
 //! ones the checkers read for an Agent that answers every prompt in the step it arrives (see
 //! the effect contract in the [`AgentModel`] docs).
 //!
@@ -98,6 +98,9 @@ impl NotesAgent {
                     sync: true,
                 });
                 self.sessions.insert(sid.clone(), Vec::new());
+                // The session is active on this connection (the effect contract: P6, P10, P17
+                // judge cancels and resumes by where a session is active).
+                out.push(effect("activate", json!({"session": sid, "conn": conn})));
                 reply(out, conn, id, Ok(json!({"sessionId": sid})));
             }
             "session/resume" => {
@@ -105,6 +108,10 @@ impl NotesAgent {
                     .as_str()
                     .is_some_and(|s| self.sessions.contains_key(s));
                 let answer = if known {
+                    out.push(effect(
+                        "activate",
+                        json!({"session": params["sessionId"], "conn": conn}),
+                    ));
                     Ok(json!({}))
                 } else {
                     Err((RESOURCE_NOT_FOUND, "Session not found"))

@@ -4,7 +4,13 @@
 //!
 //! Every non-valid verdict names the property, the rule ids, the witnessing op indices, the
 //! fault that enabled it (the last nemesis op before the witness) and who is at fault.
+//!
+//! The checkers read the Agent's effects; [`contract`] says which ones each property cannot
+//! be judged without, and [`check_all`] turns a valid verdict into "not checked" (unknown)
+//! when the Agent owed one of those and never emitted it (the effect contract:
+//! `docs/effects.md`).
 
+pub mod contract;
 pub mod coverage;
 pub mod facts;
 pub mod p01_at_most_once;
@@ -32,6 +38,7 @@ mod retention_tests;
 #[cfg(test)]
 mod tests;
 
+pub use contract::{Dependency, Missing, DEPENDENCIES};
 pub use coverage::{events, fault_states, protocol_states_at, ProtocolState, EVENTS, FAULT_STATES};
 pub use facts::{agent_view, Facts, Insert, SubmissionClass};
 pub use p01_at_most_once::p1_at_most_once;
@@ -175,11 +182,14 @@ pub const CHECKERS: &[Checker] = &[
     },
 ];
 
-/// Run every checker.
+/// Run every checker, then the effect contract ([`contract::apply`]): a property that rests
+/// on an effect the Agent owed and never emitted is not checked (unknown), never valid.
 pub fn check_all(h: &History) -> Vec<Verdict> {
     let h = agent_view(h);
     let facts = Facts::of(&h);
-    CHECKERS.iter().map(|c| (c.check)(&facts)).collect()
+    let mut verdicts: Vec<Verdict> = CHECKERS.iter().map(|c| (c.check)(&facts)).collect();
+    contract::apply(&h, &mut verdicts);
+    verdicts
 }
 
 /// One line naming a verdict: `P1 at-most-once invalid (party agent, rules A1 A4): ...`.

@@ -549,7 +549,12 @@ fn p17_a_stop_ends_the_work_cancelled_and_a_close_is_the_last_word() {
         )
     };
     let activate = ("agent", "activate", json!({"session": "s", "conn": 1}));
-    let p17 = |ops: Vec<(&str, &str, Value)>| status(&hist(&ops), "P17").0;
+    // The checker itself, not `check_all`: the A15 fragments below show work `running` on the
+    // wire with no `turn-start`, which the effect contract reports as not checked.
+    let p17 = |ops: Vec<(&str, &str, Value)>| {
+        let h = hist(&ops);
+        p17_turn_stop(&Facts::of(&h)).status
+    };
     let stopped = |reason: &str| vec![activate.clone(), start("m1"), cancel.clone(), end(reason)];
     assert_eq!(p17(stopped("cancelled")), Status::Valid);
     assert_eq!(p17(stopped("error")), Status::Invalid, "never error");
@@ -656,4 +661,179 @@ fn p17_failed_work_ends_error_and_crashes_take_only_their_own_debts() {
     let mut agent_crash = owed;
     agent_crash.push(crash("agent"));
     assert_eq!(p17(agent_crash), Status::Valid);
+}
+
+/// A `session/prompt` #`id` on connection 1, written, read by the Agent, and its success
+/// answer with `mid`.
+fn prompt_answered(id: u64, mid: &str) -> Vec<(&'static str, &'static str, Value)> {
+    let request = json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
+        "params": {"sessionId": "s", "idempotencyKey": "k"}});
+    vec![
+        (
+            "net",
+            "send",
+            json!({"conn": 1, "from": "client", "frame": request}),
+        ),
+        (
+            "net",
+            "recv",
+            json!({"conn": 1, "from": "client", "frame": request}),
+        ),
+        (
+            "net",
+            "send",
+            json!({"conn": 1, "from": "agent", "frame": {"jsonrpc": "2.0", "id": id,
+                "result": {"messageId": mid}}}),
+        ),
+    ]
+}
+
+#[test]
+fn contract_a_prompt_answered_with_no_insert_ever_leaves_its_properties_not_checked() {
+    let h = hist(&prompt_answered(1, "m1"));
+    let m = contract::missing(&h);
+    assert_eq!(m.len(), 1, "{m:?}");
+    assert_eq!((m[0].effect.as_str(), m[0].witness), ("`insert`", 2));
+    let vs = check_all(&h);
+    for p in ["P1", "P3", "P4", "P6", "P9", "P11", "P12", "P15"] {
+        let v = vs.iter().find(|v| v.property == p).unwrap();
+        assert_eq!(v.status, Status::Unknown, "{p}: {}", v.message);
+        assert!(v
+            .message
+            .starts_with("not checked: the Agent never emitted `insert`"));
+        assert_eq!(v.witnesses, vec![2]);
+    }
+    // Judged on the wire alone: untouched.
+    for p in ["P5", "P7", "P8"] {
+        let v = vs.iter().find(|v| v.property == p).unwrap();
+        assert_eq!(v.status, Status::Valid, "{p}: {}", v.message);
+    }
+    // The same history with the insertion reported is checked (and valid).
+    let mut ops = prompt_answered(1, "m1");
+    ops.splice(2..2, insert("m1", 1, 1, "k"));
+    assert!(contract::missing(&hist(&ops)).is_empty());
+    assert_eq!(status(&hist(&ops), "P4").0, Status::Valid);
+}
+
+#[test]
+fn contract_an_insertion_that_never_takes_effect_leaves_p1_p11_p12_not_checked() {
+    let mut ops = prompt_answered(1, "m1");
+    ops.insert(
+        2,
+        (
+            "agent",
+            "insert",
+            json!({"session": "s", "messageId": "m1", "key": "k", "conn": 1, "id": 1}),
+        ),
+    );
+    let h = hist(&ops);
+    let m = contract::missing(&h);
+    assert_eq!(
+        m.iter().map(|m| m.effect.as_str()).collect::<Vec<_>>(),
+        ["`durable` or `visible`"]
+    );
+    for p in ["P1", "P11", "P12"] {
+        assert_eq!(status(&h, p).0, Status::Unknown, "{p}");
+    }
+    assert_eq!(status(&h, "P4").0, Status::Valid);
+}
+
+#[test]
+fn contract_turns_on_the_wire_without_turn_start_leave_p1_and_p17_not_checked() {
+    let mut ops = prompt_answered(1, "m1");
+    ops.splice(2..2, insert("m1", 1, 1, "k"));
+    ops.push((
+        "net",
+        "send",
+        json!({"conn": 1, "from": "agent", "frame": {"jsonrpc": "2.0", "method": "session/update",
+            "params": {"sessionId": "s", "update": {"sessionUpdate": "state_update", "state": "running"}}}}),
+    ));
+    ops.push((
+        "net",
+        "send",
+        json!({"conn": 1, "from": "agent", "frame": {"jsonrpc": "2.0", "method": "session/update",
+            "params": {"sessionId": "s", "update": {"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn"}}}}),
+    ));
+    let h = hist(&ops);
+    let m: Vec<String> = contract::missing(&h)
+        .into_iter()
+        .map(|m| m.effect)
+        .collect();
+    assert_eq!(m, ["`turn-start`", "`turn-end`"]);
+    let p17 = check_all(&h)
+        .into_iter()
+        .find(|v| v.property == "P17")
+        .unwrap();
+    assert_eq!(p17.status, Status::Unknown);
+    assert!(p17.message.contains("`turn-start`") && p17.message.contains("`turn-end`"));
+    assert_eq!(status(&h, "P1").0, Status::Unknown);
+    assert_eq!(status(&h, "P4").0, Status::Valid);
+}
+
+#[test]
+fn contract_never_overrides_a_violation_and_leaves_probe_histories_alone() {
+    // An error answer after the Agent reported an insertion (P4 invalid), and a second prompt
+    // answered with a messageId nobody reported: the violation stays, with a note.
+    let mut ops = vec![(
+        "net",
+        "send",
+        json!({"conn": 1, "from": "client", "frame": {"jsonrpc": "2.0", "id": 1,
+            "method": "session/prompt", "params": {"sessionId": "s"}}}),
+    )];
+    ops.push((
+        "agent",
+        "insert",
+        json!({"session": "s", "messageId": "m1", "key": null, "conn": 1, "id": 1}),
+    ));
+    ops.push((
+        "net",
+        "send",
+        json!({"conn": 1, "from": "agent", "frame": {"jsonrpc": "2.0", "id": 1,
+            "error": {"code": -32603, "message": "x"}}}),
+    ));
+    let h = hist(&ops);
+    let p4 = check_all(&h)
+        .into_iter()
+        .find(|v| v.property == "P4")
+        .unwrap();
+    assert_eq!(p4.status, Status::Invalid);
+    assert!(contract::missing(&h).is_empty());
+    // The rule owes no effect for a history the probe recorded from a real Agent.
+    let mut probe = hist(&prompt_answered(1, "m1"));
+    probe.header = json!({"format": 1, "plan": {"probe": {"agent": "x"}}});
+    assert!(contract::missing(&probe).is_empty());
+    assert_eq!(status(&probe, "P4").0, Status::Valid);
+    // A violation in a history that owes `insert`: kept, with the note.
+    let mut ops = prompt_answered(1, "m1");
+    ops.extend(prompt_answered(2, "m2"));
+    ops.push((
+        "net",
+        "send",
+        json!({"conn": 1, "from": "agent", "frame": {"jsonrpc": "2.0", "id": 2,
+            "result": {"messageId": "m2"}}}),
+    ));
+    let h = hist(&ops);
+    let p7 = check_all(&h)
+        .into_iter()
+        .find(|v| v.property == "P7")
+        .unwrap();
+    assert_eq!(p7.status, Status::Invalid, "{}", p7.message);
+    assert!(!p7.message.contains("never emitted"), "P7 reads no effect");
+    let mut v = vec![Verdict {
+        property: "P1".into(),
+        status: Status::Invalid,
+        rules: vec!["A1".into()],
+        witnesses: vec![0],
+        fault: None,
+        party: Some(Party::Agent),
+        message: "twice".into(),
+    }];
+    contract::apply(&h, &mut v);
+    assert_eq!(
+        (v[0].status, v[0].witnesses.clone()),
+        (Status::Invalid, vec![0])
+    );
+    assert!(v[0]
+        .message
+        .starts_with("twice (note: the Agent never emitted `insert`"));
 }

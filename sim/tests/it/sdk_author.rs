@@ -12,18 +12,24 @@
 //! first test shows the Agent holds every property; the second flips one flag that plants a
 //! classic bug and shows proptest finding it and shrinking the schedule to a handful of
 //! faults and inputs.
+//!
+//! The checkers see the Agent through the effects it reports (the effect contract, in the
+//! [`AgentModel`] docs and `docs/effects.md`): the last tests show that the same Agent with its
+//! effects left out is reported "not checked" (unknown) on every property that rests on them,
+//! never valid, and that the project's model Agent owes none it does not emit.
 
-use acp_chaos::checkers::{self, Status, Verdict};
+use acp_chaos::checkers::{self, contract, Status, Verdict};
 use acp_chaos::explore::strategy::{self, Space};
-use acp_chaos::models::{Design, Party, Point};
+use acp_chaos::models::{Action, AgentInput, AgentModel, Design, Party, Point};
 use acp_chaos::plan::Plan;
-use acp_chaos::world;
+use acp_chaos::world::{self, AgentBoot};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed, TestError, TestRunner};
+use serde_json::Value;
 
 #[path = "../../examples/parties/notes_agent.rs"]
 mod notes;
-use notes::notes_agent;
+use notes::{notes_agent, NotesAgent};
 
 /// One Client, one Agent keeping its sessions on disk (`stored`: durable retention).
 fn base() -> Plan {
@@ -118,4 +124,132 @@ fn a_notes_agent_that_forgets_its_keys_on_restart_is_caught_with_a_small_schedul
     // The correct Agent passes the same schedule.
     let fixed = checkers::check_all(&world::run_with(&replayed, notes_agent(false)));
     assert!(fixed.iter().all(|v| v.status == Status::Valid));
+}
+
+/// `NotesAgent` with every effect left out: the same frames on the wire, nothing reported to
+/// the history. What an Agent written without reading the effect contract looks like.
+struct Silent(NotesAgent);
+
+impl AgentModel for Silent {
+    fn handle(&mut self, input: AgentInput, out: &mut Vec<Action>) {
+        let from = out.len();
+        self.0.handle(input, out);
+        let mut i = from;
+        while i < out.len() {
+            if matches!(out[i], Action::Effect(_)) {
+                out.remove(i);
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    fn is_idle(&self) -> bool {
+        self.0.is_idle()
+    }
+
+    fn retained(&self) -> Value {
+        self.0.retained()
+    }
+}
+
+/// An Agent that emits no effects is not checked on the properties that rest on them: each
+/// says "not checked" and names the effect it owed (`insert`: it answered the prompt with a
+/// messageId; `activate`: it answered `session/new`), instead of valid. A violation stays a
+/// violation, with a note: P2 cannot find the acknowledged message among insertions that were
+/// never reported. The properties judged on the wire and the Client alone stay valid.
+#[test]
+fn an_agent_that_emits_no_effects_is_reported_not_checked_rather_than_valid() {
+    let plan = base();
+    let silent = world::run_with(&plan, |boot: AgentBoot<'_>| -> Box<dyn AgentModel> {
+        Box::new(Silent(NotesAgent::recover(&boot, false)))
+    });
+    assert!(
+        !silent
+            .ops
+            .iter()
+            .any(|o| o.process == "agent"
+                && ["insert", "durable", "activate"].contains(&o.f.as_str())),
+        "the silent Agent reported an effect"
+    );
+    let missing: Vec<String> = contract::missing(&silent)
+        .into_iter()
+        .map(|m| m.effect)
+        .collect();
+    assert_eq!(missing, ["`insert`", "`activate`"]);
+    let verdicts = checkers::check_all(&silent);
+    let status = |p: &str| {
+        let v = verdicts.iter().find(|v| v.property == p).unwrap();
+        (v.status, v)
+    };
+    for p in ["P1", "P3", "P4", "P9", "P11", "P12", "P15"] {
+        let (s, v) = status(p);
+        assert_eq!(s, Status::Unknown, "{}", line(v));
+        assert!(
+            v.message
+                .starts_with("not checked: the Agent never emitted `insert`"),
+            "{}",
+            line(v)
+        );
+        assert!(!v.witnesses.is_empty(), "{}", line(v));
+    }
+    for p in ["P10", "P17"] {
+        let (s, v) = status(p);
+        assert_eq!(s, Status::Unknown, "{}", line(v));
+        assert!(
+            v.message
+                .starts_with("not checked: the Agent never emitted `activate`"),
+            "{}",
+            line(v)
+        );
+    }
+    let (s, v) = status("P6");
+    assert_eq!(s, Status::Unknown, "{}", line(v));
+    assert!(
+        v.message.contains("`insert`") && v.message.contains("`activate`"),
+        "{}",
+        line(v)
+    );
+    let (s, v) = status("P2");
+    assert_eq!(s, Status::Invalid, "{}", line(v));
+    assert!(
+        v.message.contains("note: the Agent never emitted `insert`"),
+        "{}",
+        line(v)
+    );
+    for p in ["P5", "P7", "P8", "P13", "P14", "P16"] {
+        let (s, v) = status(p);
+        assert_eq!(s, Status::Valid, "{}", line(v));
+    }
+    // The same Agent with its effects: every property checked, and valid.
+    let full = world::run_with(&plan, notes_agent(false));
+    assert!(contract::missing(&full).is_empty());
+    for v in checkers::check_all(&full) {
+        assert_eq!(v.status, Status::Valid, "{}", line(&v));
+    }
+}
+
+proptest! {
+    #![proptest_config(config(48))]
+
+    /// The project's model Agent, on every design and under drawn faults, emits every effect the
+    /// wire shows it owes: the effect contract never reports one of its properties not checked
+    /// (so adding the contract changed none of its verdicts).
+    #[test]
+    fn the_model_agent_owes_no_effect_it_does_not_emit(
+        (design, plan) in prop_oneof![
+            Just(Design::Stored), Just(Design::InMemory), Just(Design::Adapter), Just(Design::Cluster)
+        ].prop_flat_map(|d| {
+            let b = strategy::base(d);
+            let s = Space::of(&b);
+            (Just(d), strategy::plan(&b, &s))
+        })
+    ) {
+        let history = world::run(&plan);
+        let missing = contract::missing(&history);
+        prop_assert!(missing.is_empty(), "{design:?}: {missing:?}");
+        for v in checkers::check_all(&history) {
+            prop_assert!(!v.message.contains("never emitted"), "{design:?}: {}", line(&v));
+        }
+    }
 }

@@ -1,0 +1,338 @@
+//! The effect contract: which Agent effects each property's checker cannot judge without
+//! ([`DEPENDENCIES`]), and the vacuity rule ([`apply`]).
+//!
+//! The checkers judge an Agent by the effects it reports (`insert`, `turn-start`, ...; the
+//! whole list, with fields, is in the `AgentModel` docs and `docs/effects.md`). An
+//! Agent plugged in through [`crate::world::run_with`] that never emits one of them would be
+//! checked against nothing on that point and still come out valid. So: when the wire shows
+//! the Agent owed an effect (it answered a `session/prompt` with a `messageId`, it said a turn
+//! is `running`, ...) and the Agent never emitted it anywhere in the history, every property
+//! that rests on it says so: a valid verdict becomes [`Status::Unknown`] ("not checked"), and
+//! a non-valid one keeps its status and gains a note (it may come from the missing effect).
+//!
+//! The rule looks at the whole history, never at one occurrence: an Agent that emits the
+//! effect at all is taken to emit it where it applies (each checker judges the occurrences).
+//! The project's model Agent emits every effect wherever the wire shows it owed one, so its
+//! verdicts never change. Histories the probe recorded from a real Agent (`plan.probe` in the
+//! header) are not judged by this contract: a real Agent reports no effects, the probe infers
+//! the few it can from the wire and its checkers say what they judge there.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+
+use super::verdict::{Status, Verdict};
+use crate::history::{is_agent_host, op, process, History};
+
+/// One Agent effect some properties cannot be judged without, and what on the wire shows
+/// the Agent owed it.
+pub struct Dependency {
+    /// The effect's op name (`insert`, ...).
+    pub effect: &'static str,
+    /// Effects that stand in for it (`visible` for `durable`: either says the insertion took
+    /// effect).
+    pub or: &'static [&'static str],
+    /// The properties that are not checked when it is owed and never emitted.
+    pub properties: &'static [&'static str],
+    /// When the Agent owes it, as the wire (or its other effects) shows it.
+    pub owed_when: &'static str,
+    /// The first op that shows it owed, if any.
+    witness: fn(&Index) -> Option<usize>,
+}
+
+impl Dependency {
+    /// The effect and its stand-ins, as the message names them: `` `durable` or `visible` ``.
+    fn named(&self) -> String {
+        std::iter::once(self.effect)
+            .chain(self.or.iter().copied())
+            .map(|e| format!("`{e}`"))
+            .collect::<Vec<_>>()
+            .join(" or ")
+    }
+}
+
+/// Every dependency the vacuity rule checks, in the order the messages name them.
+///
+/// Effects the checkers read that are not here have no wire witness (`work-failed`,
+/// `drop-held`, `discard`, `release`: nothing on the wire says they happened), or make the
+/// checkers stricter when missing rather than vacuous (`deactivate`, `reject`: a missing one
+/// shows as a violation, never as a hollow valid). The effect contract lists them all.
+pub const DEPENDENCIES: &[Dependency] = &[
+    Dependency {
+        effect: op::INSERT,
+        or: &[],
+        properties: &["P1", "P2", "P3", "P4", "P6", "P9", "P11", "P12", "P15"],
+        owed_when: "it answered a session/prompt with a messageId, or echoed a user_message",
+        // An answer the Agent reported as a `dedup-hit` (a retry) inserted nothing itself.
+        witness: |i| {
+            i.prompt_ok
+                .iter()
+                .find(|(_, a, _)| !i.deduplicated.contains(a))
+                .map(|a| a.0)
+                .into_iter()
+                .chain(i.echo)
+                .min()
+        },
+    },
+    Dependency {
+        effect: op::DURABLE,
+        or: &[op::VISIBLE],
+        properties: &["P1", "P11", "P12"],
+        owed_when: "it answered a session/prompt with the messageId of an insertion",
+        witness: |i| {
+            i.prompt_ok
+                .iter()
+                .find(|(_, _, mid)| i.inserted.contains(mid))
+                .map(|a| a.0)
+        },
+    },
+    Dependency {
+        effect: op::DEDUP_HIT,
+        or: &[],
+        properties: &["P9"],
+        owed_when: "it answered a retry with a messageId an earlier attempt got, inserting nothing",
+        witness: |i| i.repeated_answer,
+    },
+    Dependency {
+        effect: op::TURN_START,
+        or: &[],
+        properties: &["P1", "P17"],
+        owed_when: "it sent a state_update `running`",
+        witness: |i| i.running,
+    },
+    Dependency {
+        effect: op::TURN_END,
+        or: &[],
+        properties: &["P17"],
+        owed_when: "it sent a state_update with a stopReason",
+        witness: |i| i.stopped,
+    },
+    Dependency {
+        effect: op::TOOL_EFFECT,
+        or: &[],
+        properties: &["P1"],
+        owed_when: "it sent a completed tool call",
+        witness: |i| i.tool_done,
+    },
+    Dependency {
+        effect: op::HOLD,
+        or: &[],
+        properties: &["P6"],
+        owed_when: "it reported an insertion from its queue (`insert` with mode `held`)",
+        witness: |i| i.held_insert,
+    },
+    Dependency {
+        effect: op::WITHDRAW,
+        or: &[],
+        properties: &["P6"],
+        owed_when: "it answered a session/prompt -32800",
+        witness: |i| i.prompt_cancelled,
+    },
+    Dependency {
+        effect: op::ACTIVATE,
+        or: &[],
+        properties: &["P6", "P10", "P17"],
+        owed_when:
+            "it answered session/new, session/fork, session/load or session/resume with a success",
+        witness: |i| i.session_ok,
+    },
+];
+
+/// What the rule reads from a history, in one pass.
+#[derive(Default)]
+struct Index {
+    /// The effects the Agent emitted (by name).
+    emitted: BTreeSet<String>,
+    /// Agent answers to `session/prompt` with a `messageId`: (op, attempt, messageId).
+    prompt_ok: Vec<(usize, (u64, String), String)>,
+    /// The first `user_message` update with a `messageId` the Agent wrote.
+    echo: Option<usize>,
+    /// The first answer to a `session/prompt` that repeats an earlier attempt's `messageId`,
+    /// the attempt neither inserted nor a retry waiting for a held one (`wait-held`).
+    repeated_answer: Option<usize>,
+    /// The first `-32800` answer to a `session/prompt`.
+    prompt_cancelled: Option<usize>,
+    /// The first `state_update` `running`, and the first one with a `stopReason`.
+    running: Option<usize>,
+    stopped: Option<usize>,
+    /// The first completed tool call the Agent wrote.
+    tool_done: Option<usize>,
+    /// The first success answer to a request that activates a session.
+    session_ok: Option<usize>,
+    /// The first `insert` with `mode: held`.
+    held_insert: Option<usize>,
+    /// messageIds of the Agent's insertions.
+    inserted: BTreeSet<String>,
+    /// Attempts the Agent answered as retries (`dedup-hit`).
+    deduplicated: BTreeSet<(u64, String)>,
+}
+
+impl Index {
+    fn of(h: &History) -> Index {
+        let mut ix = Index::default();
+        // (conn, id) → method of every request written to the Agent.
+        let mut requests: BTreeMap<(u64, String), String> = BTreeMap::new();
+        // Attempts the Agent inserted or parked behind a held attempt of their key.
+        let mut own_answer: BTreeSet<(u64, String)> = BTreeSet::new();
+        // messageId → the attempt first answered with it.
+        let mut answered: BTreeMap<String, (u64, String)> = BTreeMap::new();
+        let attempt = |v: &Value| (v["conn"].as_u64().unwrap_or(0), v["id"].to_string());
+        for o in &h.ops {
+            let val = &o.value;
+            if o.process == process::AGENT {
+                ix.emitted.insert(o.f.clone());
+                match o.f.as_str() {
+                    op::INSERT => {
+                        if let Some(m) = val["messageId"].as_str() {
+                            ix.inserted.insert(m.to_string());
+                        }
+                        own_answer.insert(attempt(val));
+                        if val["mode"] == "held" {
+                            ix.held_insert.get_or_insert(o.index);
+                        }
+                    }
+                    op::WAIT_HELD => {
+                        own_answer.insert(attempt(val));
+                    }
+                    op::DEDUP_HIT => {
+                        ix.deduplicated.insert(attempt(val));
+                    }
+                    _ => {}
+                }
+                continue;
+            }
+            if o.process != process::NET || o.f != op::SEND {
+                continue;
+            }
+            let fr = &val["frame"];
+            let conn = val["conn"].as_u64().unwrap_or(0);
+            if !val["from"].as_str().is_some_and(is_agent_host) {
+                if let (Some(m), Some(id)) = (fr["method"].as_str(), fr.get("id")) {
+                    requests.insert((conn, id.to_string()), m.to_string());
+                }
+                continue;
+            }
+            if let Some(m) = fr["method"].as_str() {
+                let u = &fr["params"]["update"];
+                if m != "session/update" {
+                    continue;
+                }
+                let at = o.index;
+                match u["sessionUpdate"].as_str() {
+                    Some("user_message") if u["messageId"].is_string() => {
+                        ix.echo.get_or_insert(at);
+                    }
+                    Some("state_update") if u["state"] == "running" => {
+                        ix.running.get_or_insert(at);
+                    }
+                    Some("state_update") if u["stopReason"].is_string() => {
+                        ix.stopped.get_or_insert(at);
+                    }
+                    Some("tool_call" | "tool_call_update") if u["status"] == "completed" => {
+                        ix.tool_done.get_or_insert(at);
+                    }
+                    _ => {}
+                }
+                continue;
+            }
+            let a = (conn, fr["id"].to_string());
+            match requests.get(&a).map(String::as_str) {
+                Some("session/prompt") => {
+                    if let Some(mid) = fr["result"]["messageId"].as_str() {
+                        ix.prompt_ok.push((o.index, a.clone(), mid.to_string()));
+                        let first = answered.entry(mid.to_string()).or_insert(a.clone());
+                        if *first != a && !own_answer.contains(&a) {
+                            ix.repeated_answer.get_or_insert(o.index);
+                        }
+                    } else if fr["error"]["code"] == acp_chaos_models::rpc::code::REQUEST_CANCELLED
+                    {
+                        ix.prompt_cancelled.get_or_insert(o.index);
+                    }
+                }
+                Some("session/new" | "session/fork" | "session/load" | "session/resume")
+                    if fr.get("result").is_some() =>
+                {
+                    ix.session_ok.get_or_insert(o.index);
+                }
+                _ => {}
+            }
+        }
+        ix
+    }
+}
+
+/// One dependency the Agent owed and never emitted: which, and the op that shows it owed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Missing {
+    /// The effect (with its stand-ins, as the message names them).
+    pub effect: String,
+    /// Why it was owed.
+    pub owed_when: &'static str,
+    /// The first op that shows it owed.
+    pub witness: usize,
+    /// The properties not checked for want of it.
+    pub properties: &'static [&'static str],
+}
+
+/// The dependencies the Agent owed in `h` and never emitted, read as the checkers read it (a
+/// cluster's nodes and store are one Agent: [`super::agent_view`]). Empty for a history the
+/// probe recorded (see the module docs).
+pub fn missing(h: &History) -> Vec<Missing> {
+    if h.header["plan"]["probe"].is_object() {
+        return Vec::new();
+    }
+    let ix = Index::of(&super::agent_view(h));
+    DEPENDENCIES
+        .iter()
+        .filter(|d| {
+            !std::iter::once(d.effect)
+                .chain(d.or.iter().copied())
+                .any(|e| ix.emitted.contains(e))
+        })
+        .filter_map(|d| {
+            (d.witness)(&ix).map(|w| Missing {
+                effect: d.named(),
+                owed_when: d.owed_when,
+                witness: w,
+                properties: d.properties,
+            })
+        })
+        .collect()
+}
+
+/// The vacuity rule: every verdict whose property rests on an effect the Agent owed and never
+/// emitted ([`missing`]) says so. A valid one becomes unknown, "not checked", witnessed by the
+/// ops that show the effects owed; any other keeps its status, witnesses and party (a
+/// violation is never overridden) and gains a note naming the missing effects.
+pub fn apply(h: &History, verdicts: &mut [Verdict]) {
+    let missing = missing(h);
+    if missing.is_empty() {
+        return;
+    }
+    for v in verdicts.iter_mut() {
+        let of: Vec<&Missing> = missing
+            .iter()
+            .filter(|m| m.properties.contains(&v.property.as_str()))
+            .collect();
+        if of.is_empty() {
+            continue;
+        }
+        let why = of
+            .iter()
+            .map(|m| format!("{} (owed: {}, op {})", m.effect, m.owed_when, m.witness))
+            .collect::<Vec<_>>()
+            .join(", nor ");
+        if v.status == Status::Valid {
+            v.status = Status::Unknown;
+            v.witnesses = of.iter().map(|m| m.witness).collect();
+            v.message = format!(
+                "not checked: the Agent never emitted {why} (see the effect contract, docs/effects.md)"
+            );
+        } else {
+            v.message = format!(
+                "{} (note: the Agent never emitted {why}, which this property reads: see the effect contract, docs/effects.md)",
+                v.message
+            );
+        }
+    }
+}
