@@ -598,3 +598,82 @@ fn the_final_resume_waits_for_the_resent_prompts_turn_to_end() {
         "the final resume went out before the resent turn ended: idle {last_idle:?}, resume {last_resume:?}"
     );
 }
+
+/// The conformance kit: the suite's scenarios, played by the model Client in real time on the
+/// process's stdio with their faults at the pipe, are valid on the correct stored Agent; the
+/// scenarios a black box cannot run are listed with the reason, and do not fail the run.
+#[test]
+fn the_conformance_suite_is_valid_on_the_stored_agent_and_lists_what_it_cannot_run() {
+    let mut args = vec![
+        "--suite",
+        "conformance",
+        "--repeat",
+        "1",
+        "--retention",
+        "durable",
+    ];
+    let a = agent("stored", None, &[]);
+    args.extend(a.iter().map(String::as_str));
+    let (o, s, took) = probe("conformance", &args);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(not_valid(&s).is_empty(), "{:?}", not_valid(&s));
+    let ran: Vec<&str> = s["traces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    for sc in ["rfd-01", "rfd-02", "rfd-03", "rfd-04", "rfd-06", "rfd-07"] {
+        assert!(
+            ran.iter().any(|t| t.starts_with(&format!("scenario:{sc}"))),
+            "{sc} not run: {ran:?}"
+        );
+    }
+    let not_run = s["not_run"].as_object().unwrap();
+    let rfd05 = not_run
+        .get("scenario:rfd-05-retry-after-error")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    assert!(rfd05.contains("transient-error"), "{not_run:?}");
+    eprintln!(
+        "conformance: {} scenarios in {:.1} s",
+        ran.len(),
+        took.as_secs_f64()
+    );
+}
+
+/// Mutants of the Agent served as processes fail the conformance scenario that reaches them,
+/// on the property that names their rule: a retry inserted again (P1), a key shared across
+/// sessions that drops the second session's input (P2).
+#[test]
+fn the_conformance_scenarios_catch_agent_mutants() {
+    for (mutant, scenario, property) in [
+        ("no-dedup", "rfd-01-retry-same-connection", "P1"),
+        (
+            "keys-across-sessions",
+            "rfd-06-same-key-other-session",
+            "P2",
+        ),
+    ] {
+        let mut args = vec![
+            "--scenario",
+            scenario,
+            "--repeat",
+            "2",
+            "--retention",
+            "durable",
+        ];
+        let a = agent("stored", Some(mutant), &[]);
+        args.extend(a.iter().map(String::as_str));
+        let (o, s, _) = probe(&format!("conformance-{mutant}"), &args);
+        assert_eq!(o.status.code(), Some(1), "{mutant}: {}", text(&o));
+        let cell = &s["table"][format!("scenario:{scenario}")][property];
+        assert_eq!(cell["invalid"], 2, "{mutant}: {cell}\n{}", text(&o));
+        // The retry line reruns the scenario.
+        assert!(
+            text(&o).contains(&format!("acp-chaos probe --scenario {scenario}")),
+            "{}",
+            text(&o)
+        );
+    }
+}
