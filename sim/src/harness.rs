@@ -283,27 +283,27 @@ impl Harness {
     pub fn run(&self) -> anyhow::Result<Outcome> {
         let mut outcome = Outcome::default();
         if let Some(file) = env_nonempty("ACP_CHAOS_SCHEDULE") {
-            let plan = Plan::load(Path::new(&file))?;
+            let plan = Plan::load(Path::new(&file)).context("ACP_CHAOS_SCHEDULE")?;
             let folder = format!("schedule-seed{}", plan.seed);
-            self.judge(&mut outcome, plan, self.shrink, &folder)?;
+            let rerun = self.command(
+                self.test_name().as_deref(),
+                &format!("ACP_CHAOS_SCHEDULE={}", shell_quote(&file)),
+            );
+            self.judge(&mut outcome, plan, self.shrink, &folder, Some(rerun))?;
             return Ok(outcome);
         }
-        let seeds = match env_nonempty("ACP_CHAOS_SEED") {
+        let seeds: Box<dyn Iterator<Item = u64>> = match env_nonempty("ACP_CHAOS_SEED") {
             Some(s) => {
                 let seed: u64 = s.parse().with_context(|| {
                     format!("ACP_CHAOS_SEED: `{s}` is not a seed (an integer 0..2^64)")
                 })?;
-                seed..seed + 1
+                Box::new(std::iter::once(seed))
             }
-            None => self.seeds.clone(),
+            None => Box::new(self.seeds.clone()),
         };
         for seed in seeds {
-            if self.judge(
-                &mut outcome,
-                self.plan(seed),
-                self.shrink,
-                &format!("seed{seed}"),
-            )? {
+            let folder = format!("seed{seed}");
+            if self.judge(&mut outcome, self.plan(seed), self.shrink, &folder, None)? {
                 break;
             }
         }
@@ -311,13 +311,15 @@ impl Harness {
     }
 
     /// Run and judge one plan; on an `invalid` verdict shrink (if `shrink`), write the report
-    /// folder `folder`, print, and return true.
+    /// folder `folder`, print, and return true. `rerun`: the line that reran this plan, when
+    /// it did not come from a seed.
     fn judge(
         &self,
         outcome: &mut Outcome,
         plan: Plan,
         shrink: bool,
         folder: &str,
+        rerun: Option<String>,
     ) -> anyhow::Result<bool> {
         let h = self.run_plan(&plan);
         let verdicts = checkers::check_all(&h);
@@ -342,7 +344,24 @@ impl Harness {
         let shrunk = shrink
             .then(|| shrink_with(&plan, &target, &self.parties).ok())
             .flatten();
-        let failure = self.write(&plan, v.clone(), h, shrunk, &verdicts, folder)?;
+        // Said before the report is written: a folder that cannot be written must not hide
+        // what the campaign found.
+        let party = v
+            .party
+            .map(|p| format!(" (party {})", format!("{p:?}").to_lowercase()))
+            .unwrap_or_default();
+        let found = format!(
+            "{} {} at seed {}{party}: {}",
+            v.property,
+            v.status.as_str(),
+            plan.seed,
+            v.message
+        );
+        let failure = self
+            .write(&plan, v.clone(), h, shrunk, &verdicts, folder, rerun)
+            .with_context(|| {
+                format!("found {found}, but could not write its report folder (ACP_CHAOS_OUT or Harness::out)")
+            })?;
         if !self.quiet {
             eprintln!("{}", failure.describe());
         }
@@ -351,6 +370,7 @@ impl Harness {
     }
 
     /// Write the failing run's folder and build its [`Failure`].
+    #[allow(clippy::too_many_arguments)] // the run's parts, each used once
     fn write(
         &self,
         plan: &Plan,
@@ -359,6 +379,7 @@ impl Harness {
         shrunk: Option<Shrunk>,
         verdicts: &[Verdict],
         folder: &str,
+        rerun: Option<String>,
     ) -> anyhow::Result<Failure> {
         let name = self.test_name();
         let root = self.out.clone().unwrap_or_else(|| {
@@ -382,7 +403,9 @@ impl Harness {
         put("history.jsonl", &buf)?;
         put("verdicts.json", &serde_json::to_vec_pretty(verdicts)?)?;
         put("plan.toml", toml::to_string(plan)?.as_bytes())?;
-        let rerun = self.command(name.as_deref(), &format!("ACP_CHAOS_SEED={}", plan.seed));
+        let rerun = rerun.unwrap_or_else(|| {
+            self.command(name.as_deref(), &format!("ACP_CHAOS_SEED={}", plan.seed))
+        });
         put("repro.txt", format!("{rerun}\n").as_bytes())?;
         let mut rerun_shrunk = None;
         let mut shrunk_run = None;
@@ -390,7 +413,10 @@ impl Harness {
             let file = dir.join("schedule.toml");
             let line = self.command(
                 name.as_deref(),
-                &format!("ACP_CHAOS_SCHEDULE={}", file.display()),
+                &format!(
+                    "ACP_CHAOS_SCHEDULE={}",
+                    shell_quote(&file.display().to_string())
+                ),
             );
             put(
                 "schedule.toml",
@@ -412,7 +438,7 @@ impl Harness {
             shrunk_run = Some((
                 h,
                 line.clone(),
-                format!("{f} faults, {o} ops, {r} raw probes"),
+                format!("{f} faults, {o} submissions, {r} raw probes"),
             ));
             rerun_shrunk = Some(line);
         }
@@ -485,18 +511,29 @@ impl Harness {
         if !pkg.is_empty() {
             cmd.push_str(&format!(" -p {pkg}"));
         }
+        // Cargo turns `-` into `_` in binary names: find the target's own spelling.
+        let spelled = |folder: &str| {
+            let root = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default();
+            let dir = Path::new(&root).join(folder);
+            [target.to_string(), target.replace('_', "-")]
+                .into_iter()
+                .find(|t| {
+                    dir.join(format!("{t}.rs")).is_file() || dir.join(t).join("main.rs").is_file()
+                })
+                .unwrap_or_else(|| target.to_string())
+        };
         if in_examples {
-            cmd.push_str(&format!(" --example {target}"));
+            cmd.push_str(&format!(" --example {}", spelled("examples")));
         } else if target == pkg.replace('-', "_") {
             cmd.push_str(" --lib");
         } else if !target.is_empty() {
-            cmd.push_str(&format!(" --test {target}"));
+            cmd.push_str(&format!(" --test {}", spelled("tests")));
         }
         if let (Some(n), true) = (name, hashed) {
             cmd.push_str(&format!(" -- {n} --exact"));
         } else if !hashed {
             // `cargo run`: the program's own arguments, as given.
-            let args: Vec<String> = std::env::args().skip(1).collect();
+            let args: Vec<String> = std::env::args().skip(1).map(|a| shell_quote(&a)).collect();
             if !args.is_empty() {
                 cmd.push_str(&format!(" -- {}", args.join(" ")));
             }
@@ -513,6 +550,18 @@ fn exe_name() -> String {
         .and_then(|s| s.to_str())
         .unwrap_or("harness");
     stem.split('-').next().unwrap_or(stem).to_string()
+}
+
+/// `s` as one shell word: as is when it is plain, else in single quotes.
+fn shell_quote(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
+    if plain {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
 }
 
 /// An environment variable, `None` when unset or empty.

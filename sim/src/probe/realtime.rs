@@ -44,6 +44,12 @@ pub fn unsupported(plan: &Plan) -> Option<String> {
         return Some("raw probes are run by the probe's key-validation trace".into());
     }
     for f in &plan.faults {
+        if f.on.attempt_of.is_some() || f.on.by.is_some() {
+            return Some(format!(
+                "fault `{}`: a trigger on one submission's attempts or on the Agent's own frames needs the Client's inside",
+                crate::nemesis::fault_line(f)
+            ));
+        }
         let ok = match f.kind {
             FaultKind::LoseFrame | FaultKind::StallFrame => f.on.frame.is_some(),
             FaultKind::CrashAgent => {
@@ -57,7 +63,7 @@ pub fn unsupported(plan: &Plan) -> Option<String> {
                         )
                     )
             }
-            FaultKind::RestartClient => true,
+            FaultKind::RestartClient => f.on.submission.is_some() || f.on.frame.is_some(),
             _ => false,
         };
         if !ok {
@@ -116,12 +122,18 @@ struct World<'a> {
     seq: u64,
     fired: Vec<bool>,
     requests: BTreeMap<String, u32>,
-    responses: BTreeMap<String, u32>,
-    /// (conn, request id) → method, for counting responses.
-    methods: BTreeMap<(u64, String), String>,
-    /// Lines held by a stall: (release at, direction, line).
-    stalled: VecDeque<(u64, Dir, String)>,
+    /// (conn, request id) → (method, which request of it), so a response trigger fires on
+    /// the response to the nth request, as in the simulator.
+    methods: BTreeMap<(u64, String), (String, u32)>,
+    /// Lines held by a stall: (release at, direction, connection, line).
+    stalled: VecDeque<(u64, Dir, u64, String)>,
     healed: bool,
+    /// A line ever came from the Agent (a command that never speaks is not an agent).
+    heard: bool,
+    /// The last process's stderr, kept when it goes.
+    stderr: String,
+    /// The pipe carried a line at this plan ms (the end waits for it to go quiet).
+    traffic_ms: u64,
 }
 
 /// Run `plan` against the process `launch` starts; a plan millisecond lasts `scale` real ones.
@@ -145,16 +157,27 @@ pub fn run(plan: &Plan, launch: Launch, scale: u64) -> RealtimeRun {
         seq: 0,
         fired: vec![false; plan.faults.len()],
         requests: BTreeMap::new(),
-        responses: BTreeMap::new(),
         methods: BTreeMap::new(),
         stalled: VecDeque::new(),
         healed: plan.faults.is_empty(),
+        heard: false,
+        stderr: String::new(),
+        traffic_ms: 0,
     };
-    let aborted = w.main_loop().err();
-    if let Some(p) = w.proc.as_mut() {
+    let mut aborted = w.main_loop().err();
+    if let Some(mut p) = w.proc.take() {
         p.kill_group();
+        w.stderr = p.stderr_text();
     }
-    let stderr = w.proc.as_ref().map(|p| p.stderr_text()).unwrap_or_default();
+    if aborted.is_none() && !w.heard {
+        let tail = super::driver::last_line(&w.stderr);
+        aborted = Some(if tail.is_empty() {
+            "the agent never answered initialize (nothing came on its stdout)".into()
+        } else {
+            format!("the agent never answered initialize; stderr: {tail}")
+        });
+    }
+    let stderr = std::mem::take(&mut w.stderr);
     RealtimeRun {
         wall_ms: w.t0.elapsed().as_millis() as u64,
         ops: w.ops,
@@ -234,13 +257,18 @@ impl World<'_> {
                     Due::ClientBoot => self.boot_client(),
                 }
             }
-            // Stalled lines whose time came (all of them once healed).
-            while let Some((t, _, _)) = self.stalled.front() {
-                if *t > now && !self.healed {
-                    break;
+            // Stalled lines whose time came (all of them once healed), in order per direction;
+            // a line of a connection that is gone is gone with it.
+            let conn = self.conn;
+            self.stalled.retain(|s| s.2 == conn);
+            let mut i = 0;
+            while i < self.stalled.len() {
+                if self.stalled[i].0 <= now || self.healed {
+                    let (_, dir, _, line) = self.stalled.remove(i).expect("in range");
+                    self.deliver(dir, line);
+                } else {
+                    i += 1;
                 }
-                let (_, dir, line) = self.stalled.pop_front().expect("checked");
-                self.deliver(dir, line);
             }
             // Done: nothing pending, nothing due from the user, the pipe quiet a while.
             let idle = events.is_empty()
@@ -248,7 +276,7 @@ impl World<'_> {
                 && self.stalled.is_empty()
                 && self.client_up;
             if self.healed && idle {
-                let q = *quiet_since.get_or_insert(now);
+                let q = (*quiet_since.get_or_insert(now)).max(self.traffic_ms);
                 if now >= q + QUIET_MS {
                     self.op(
                         process::WORLD,
@@ -272,7 +300,11 @@ impl World<'_> {
             .flatten()
             .min()
             .unwrap_or(now + 5);
-            let wait = Duration::from_millis((next.saturating_sub(now) * self.scale).clamp(1, 5));
+            let wait = Duration::from_millis(
+                next.saturating_sub(now)
+                    .saturating_mul(self.scale)
+                    .clamp(1, 5),
+            );
             let ev = match self.proc.as_ref() {
                 Some(p) => match p.rx.recv_timeout(wait) {
                     Ok(ev) => Some(ev),
@@ -394,6 +426,10 @@ impl World<'_> {
         self.client.set_clock(now);
         self.client.handle(input, &mut out);
         for a in out {
+            // A Client restarted by a fault in the middle of its actions does not finish them.
+            if !self.client_up {
+                break;
+            }
             self.action(a);
         }
     }
@@ -464,31 +500,27 @@ impl World<'_> {
     /// A line on its way: faults apply here (until the heal).
     fn pipe(&mut self, dir: Dir, line: String) {
         let frame: Option<Value> = serde_json::from_str(&line).ok();
-        let (side, method) = match (dir, &frame) {
+        self.traffic_ms = self.now();
+        if dir == Dir::ToClient {
+            self.heard = true;
+        }
+        let (side, method, nth) = match (dir, &frame) {
             (Dir::ToAgent, Some(f)) if f["method"].is_string() && f.get("id").is_some() => {
                 let m = f["method"].as_str().unwrap_or("").to_string();
-                self.methods
-                    .insert((self.conn, f["id"].to_string()), m.clone());
-                (Some(Side::Request), Some(m))
-            }
-            (Dir::ToClient, Some(f)) if f.get("method").is_none() && f.get("id").is_some() => {
-                let m = self.methods.remove(&(self.conn, f["id"].to_string()));
-                (m.as_ref().map(|_| Side::Response), m)
-            }
-            _ => (None, None),
-        };
-        let nth = match (side, &method) {
-            (Some(Side::Request), Some(m)) => {
                 let c = self.requests.entry(m.clone()).or_default();
                 *c += 1;
-                *c
+                let n = *c;
+                self.methods
+                    .insert((self.conn, f["id"].to_string()), (m.clone(), n));
+                (Some(Side::Request), Some(m), n)
             }
-            (Some(Side::Response), Some(m)) => {
-                let c = self.responses.entry(m.clone()).or_default();
-                *c += 1;
-                *c
+            (Dir::ToClient, Some(f)) if f.get("method").is_none() && f.get("id").is_some() => {
+                match self.methods.remove(&(self.conn, f["id"].to_string())) {
+                    Some((m, n)) => (Some(Side::Response), Some(m), n),
+                    None => (None, None, 0),
+                }
             }
-            _ => 0,
+            _ => (None, None, 0),
         };
         let hit = (!self.healed)
             .then(|| self.fault_at(side, method.as_deref(), nth))
@@ -509,21 +541,35 @@ impl World<'_> {
                 json!({"conn": conn, "from": from, "frame": logged}),
             );
         }
-        // A line behind a stall waits its turn, in order.
+        // A line behind a stall in its direction waits its turn, in order.
         let now = self.now();
-        let behind = self.stalled.iter().any(|s| s.1 == dir);
+        let conn = self.conn;
+        let behind = self
+            .stalled
+            .iter()
+            .rev()
+            .find(|s| s.1 == dir && s.2 == conn)
+            .map(|s| s.0);
         match hit {
             Some((i, f)) => {
                 self.nemesis(&f, i);
                 match f.kind {
                     FaultKind::StallFrame => {
-                        let until = now + f.stall_ms.unwrap_or(100);
-                        self.stalled.push_back((until, dir, line));
+                        let until = (now + f.stall_ms.unwrap_or(100)).max(behind.unwrap_or(0));
+                        self.stalled.push_back((until, dir, conn, line));
                     }
                     FaultKind::LoseFrame => {
                         if !f.silent {
                             self.kill("the pipe broke with a lost frame");
                         }
+                    }
+                    FaultKind::RestartClient => {
+                        // The Client's frame went out; then the Client process restarts.
+                        match behind {
+                            Some(until) => self.stalled.push_back((until, dir, conn, line)),
+                            None => self.deliver(dir, line),
+                        }
+                        self.crash_client(f.restart_after_ms.unwrap_or(30));
                     }
                     _ => {
                         // crash-agent: a request is written first, a response dies with it.
@@ -535,9 +581,9 @@ impl World<'_> {
                     }
                 }
             }
-            None if behind => {
-                let until = self.stalled.back().map(|s| s.0).unwrap_or(now);
-                self.stalled.push_back((until, dir, line));
+            None if behind.is_some() => {
+                let until = behind.unwrap_or(now);
+                self.stalled.push_back((until, dir, conn, line));
             }
             None => self.deliver(dir, line),
         }
@@ -633,6 +679,7 @@ impl World<'_> {
     fn kill(&mut self, why: &str) {
         if let Some(mut p) = self.proc.take() {
             p.kill_group();
+            self.stderr = p.stderr_text();
         }
         if !self.live {
             return;
@@ -645,7 +692,7 @@ impl World<'_> {
             op::CRASH,
             json!({"host": "agent", "why": why}),
         );
-        self.stalled.retain(|s| s.1 != Dir::ToClient);
+        self.stalled.clear();
         self.op(
             process::CLIENT,
             OpType::Info,
@@ -674,8 +721,10 @@ impl World<'_> {
             self.notes.push(n);
         }
         self.live = false;
+        self.stalled.clear();
         if let Some(mut p) = self.proc.take() {
             p.kill_group();
+            self.stderr = p.stderr_text();
         }
         self.op(
             process::CLIENT,

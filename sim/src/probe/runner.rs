@@ -144,7 +144,7 @@ pub(super) fn scenario_once(
         Retention::Durable => Design::Stored,
         Retention::Process => Design::InMemory,
     };
-    let plan = Plan::derive(sc, a.seed + u64::from(run), None, design);
+    let plan = Plan::derive(sc, a.seed.wrapping_add(u64::from(run)), None, design);
     let (home, cwd) = fresh_home(target)?;
     let (launch, mock) = launch(a, target, &home, &cwd)?;
     let r = realtime::run(&plan, launch, a.time_scale.max(1));

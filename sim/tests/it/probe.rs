@@ -635,6 +635,12 @@ fn the_conformance_suite_is_valid_on_the_stored_agent_and_lists_what_it_cannot_r
         .and_then(Value::as_str)
         .unwrap_or_default();
     assert!(rfd05.contains("transient-error"), "{not_run:?}");
+    // A Client restart on a frame restarts the Client, not the Agent (field-f28).
+    let f28 = std::fs::read_dir(dir_of("conformance"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .any(|e| e.file_name().to_string_lossy().contains("f28"));
+    assert!(!f28, "f28 failed: {:?}", not_valid(&s));
     eprintln!(
         "conformance: {} scenarios in {:.1} s",
         ran.len(),
@@ -676,4 +682,27 @@ fn the_conformance_scenarios_catch_agent_mutants() {
             text(&o)
         );
     }
+}
+
+/// A command that never speaks ACP is not judged valid by a scenario: the run is unknown with
+/// the reason (exit 4), as on the traces.
+#[test]
+fn a_scenario_against_a_command_that_is_not_an_agent_is_unknown() {
+    let (o, s, took) = probe(
+        "conformance-not-an-agent",
+        &[
+            "--scenario",
+            "field-f16-cancel-gets-an-answer",
+            "--repeat",
+            "1",
+            "--",
+            "sh",
+            "-c",
+            "echo boom >&2; exit 3",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o));
+    assert!(text(&o).contains("never answered initialize"), "{}", text(&o));
+    assert!(!not_valid(&s).is_empty());
+    assert!(took < Duration::from_secs(30), "{took:?}");
 }
