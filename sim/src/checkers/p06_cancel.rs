@@ -123,6 +123,8 @@ fn withdrawals_answered(f: &Facts) -> Option<Verdict> {
     let mut decided: BTreeMap<(u64, String), usize> = BTreeMap::new();
     let mut boots: Vec<usize> = Vec::new();
     let mut crashes: Vec<usize> = Vec::new();
+    // Cluster: every stop the store recorded, per session, in order.
+    let mut stops: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for op in &f.history.ops {
         let val = &op.value;
         match (op.process.as_str(), op.f.as_str()) {
@@ -186,10 +188,9 @@ fn withdrawals_answered(f: &Facts) -> Option<Verdict> {
                 withdrawals.push((op, stop_at));
             }
             (process::AGENT, op::STOP_RECORDED) if is_store_op(op) => {
-                last_stop.insert(
-                    val["session"].as_str().unwrap_or_default().to_string(),
-                    op.index,
-                );
+                let s = val["session"].as_str().unwrap_or_default().to_string();
+                last_stop.insert(s.clone(), op.index);
+                stops.entry(s).or_default().push(op.index);
             }
             // The Agent's own decisions, logged before the writer sends the answer: a
             // request already rejected or inserted was not pending any more.
@@ -265,7 +266,18 @@ fn withdrawals_answered(f: &Facts) -> Option<Verdict> {
                         ]
                         .contains(code)
                 }
-                Some((_, None)) => false,
+                // Cluster: a stop one node read reaches the prompts on the other nodes through
+                // the store; until the store records it, an insertion there is concurrent with
+                // it and its attempts rightly get the messageId (as in the A6 clause below).
+                Some((a, None)) => {
+                    val["by"] == "session/cancel"
+                        && attempt.0 != named.0
+                        && stops.contains_key(session)
+                        && stops[session]
+                            .iter()
+                            .find(|s| **s > w.index)
+                            .is_none_or(|s| a < s)
+                }
                 // Unanswered is fine only if the connection or the process ended (a -32800
                 // still queued behind a stall dies with it), or the Client had already ended
                 // the connection when the Agent read the attempt (a stale frame: no answer can

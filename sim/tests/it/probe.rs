@@ -702,7 +702,11 @@ fn a_scenario_against_a_command_that_is_not_an_agent_is_unknown() {
         ],
     );
     assert_eq!(o.status.code(), Some(4), "{}", text(&o));
-    assert!(text(&o).contains("never answered initialize"), "{}", text(&o));
+    assert!(
+        text(&o).contains("never answered initialize"),
+        "{}",
+        text(&o)
+    );
     assert!(!not_valid(&s).is_empty());
     assert!(took < Duration::from_secs(30), "{took:?}");
 }
