@@ -128,17 +128,9 @@ impl Outcome {
 impl Failure {
     /// The failure as the lines the harness prints.
     pub fn describe(&self) -> String {
-        let v = &self.verdict;
-        let party = v
-            .party
-            .map(|p| format!(" (party {})", format!("{p:?}").to_lowercase()))
-            .unwrap_or_default();
         let mut s = format!(
-            "acp-chaos harness: {} {} at seed {}{party}: {}\n  rerun:  {}",
-            v.property,
-            v.status.as_str(),
-            self.seed,
-            v.message,
+            "acp-chaos harness: {}\n  rerun:  {}",
+            found(&self.verdict, self.seed),
             self.rerun
         );
         if let (Some(sh), Some(line)) = (&self.shrunk, &self.rerun_shrunk) {
@@ -346,17 +338,7 @@ impl Harness {
             .flatten();
         // Said before the report is written: a folder that cannot be written must not hide
         // what the campaign found.
-        let party = v
-            .party
-            .map(|p| format!(" (party {})", format!("{p:?}").to_lowercase()))
-            .unwrap_or_default();
-        let found = format!(
-            "{} {} at seed {}{party}: {}",
-            v.property,
-            v.status.as_str(),
-            plan.seed,
-            v.message
-        );
+        let found = found(v, plan.seed);
         let failure = self
             .write(&plan, v.clone(), h, shrunk, &verdicts, folder, rerun)
             .with_context(|| {
@@ -492,16 +474,8 @@ impl Harness {
     /// executable (`target/debug/deps/T-HASH`, `target/debug/examples/T-HASH`).
     fn command(&self, name: Option<&str>, env: &str) -> String {
         let exe = std::env::current_exe().unwrap_or_default();
-        let stem = exe
-            .file_stem()
-            .and_then(|s| s.to_str())
-            .unwrap_or_default()
-            .to_string();
-        // A test binary is `T-HASH` (16 hex digits); `cargo run --example T` builds plain `T`.
-        let (target, hashed) = match stem.rsplit_once('-') {
-            Some((t, h)) if h.len() == 16 && h.bytes().all(|b| b.is_ascii_hexdigit()) => (t, true),
-            _ => (stem.as_str(), false),
-        };
+        let (target, hashed) = exe_target();
+        let target = target.as_str();
         let in_examples = exe
             .parent()
             .and_then(|p| p.file_name())
@@ -542,14 +516,41 @@ impl Harness {
     }
 }
 
+/// `P2 invalid at seed 3 (party client): MESSAGE`.
+fn found(v: &Verdict, seed: u64) -> String {
+    let party = v
+        .party
+        .map(|p| format!(" (party {})", format!("{p:?}").to_lowercase()))
+        .unwrap_or_default();
+    format!(
+        "{} {} at seed {seed}{party}: {}",
+        v.property,
+        v.status.as_str(),
+        v.message
+    )
+}
+
 /// The running program's name without cargo's hash (`harness_agent`), for its report folder.
 fn exe_name() -> String {
+    let (target, _) = exe_target();
+    if target.is_empty() {
+        "harness".into()
+    } else {
+        target
+    }
+}
+
+/// The running program's target name and whether cargo hashed it: a test binary is `T-HASH`
+/// (16 hex digits); `cargo run --example T` builds plain `T`.
+fn exe_target() -> (String, bool) {
     let exe = std::env::current_exe().unwrap_or_default();
-    let stem = exe
-        .file_stem()
-        .and_then(|s| s.to_str())
-        .unwrap_or("harness");
-    stem.split('-').next().unwrap_or(stem).to_string()
+    let stem = exe.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+    match stem.rsplit_once('-') {
+        Some((t, h)) if h.len() == 16 && h.bytes().all(|b| b.is_ascii_hexdigit()) => {
+            (t.to_string(), true)
+        }
+        _ => (stem.to_string(), false),
+    }
 }
 
 /// `s` as one shell word: as is when it is plain, else in single quotes.
