@@ -677,31 +677,20 @@ impl World<'_> {
 
     /// SIGKILL to the Agent's process group: its connection ends for the Client.
     fn kill(&mut self, why: &str) {
-        if let Some(mut p) = self.proc.take() {
-            p.kill_group();
-            self.stderr = p.stderr_text();
-        }
         if !self.live {
+            if let Some(mut p) = self.proc.take() {
+                p.kill_group();
+                self.stderr = p.stderr_text();
+            }
             return;
         }
-        self.live = false;
-        let conn = self.conn;
         self.op(
             process::NEMESIS,
             OpType::Info,
             op::CRASH,
             json!({"host": "agent", "why": why}),
         );
-        self.stalled.clear();
-        self.op(
-            process::CLIENT,
-            OpType::Info,
-            op::CONN_END,
-            json!({"conn": conn}),
-        );
-        if self.client_up {
-            self.input(ClientInput::Disconnected(conn));
-        }
+        self.end_conn();
     }
 
     /// The process ended on its own.
@@ -720,12 +709,19 @@ impl World<'_> {
         if !self.notes.contains(&n) {
             self.notes.push(n);
         }
-        self.live = false;
-        self.stalled.clear();
+        self.end_conn();
+    }
+
+    /// The process group is gone (its stderr kept) and its connection ends for the Client;
+    /// frames still stalled on it are gone with it.
+    fn end_conn(&mut self) {
         if let Some(mut p) = self.proc.take() {
             p.kill_group();
             self.stderr = p.stderr_text();
         }
+        self.live = false;
+        self.stalled.clear();
+        let conn = self.conn;
         self.op(
             process::CLIENT,
             OpType::Info,
