@@ -20,6 +20,7 @@
 
 pub mod driver;
 pub mod infer;
+mod junit;
 pub mod mock_model;
 pub mod profile;
 pub mod realtime;

@@ -1,7 +1,7 @@
 //! A probe's outcomes and report: one outcome per run, rates per trace × property, retry
 //! commands, and the report folder (`summary.md`, `summary.json`, run folders).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use serde::Serialize;
@@ -489,6 +489,35 @@ pub fn summary_md(s: &ProbeSummary) -> String {
             for (w, (hit, runs)) in ws {
                 out.push_str(&format!("- {t}: {w} in {hit} of {runs} runs\n"));
             }
+        }
+    }
+    if s.failures
+        .iter()
+        .any(|f| f.verdict.status == Status::Invalid)
+    {
+        // The conformance view: each rule broken, where, in how many runs.
+        let mut by_rule: BTreeMap<&str, BTreeMap<&str, BTreeSet<u32>>> = BTreeMap::new();
+        for f in s
+            .failures
+            .iter()
+            .filter(|f| f.verdict.status == Status::Invalid)
+        {
+            for r in &f.verdict.rules {
+                by_rule
+                    .entry(r.as_str())
+                    .or_default()
+                    .entry(f.trace.as_str())
+                    .or_default()
+                    .insert(f.run);
+            }
+        }
+        out.push_str("\n## By rule\n\n| rule | broken in (runs) |\n|---|---|\n");
+        for (rule, traces) in &by_rule {
+            let places: Vec<String> = traces
+                .iter()
+                .map(|(t, runs)| format!("{t} ({})", runs.len()))
+                .collect();
+            out.push_str(&format!("| {rule} | {} |\n", places.join(", ")));
         }
     }
     if !s.failures.is_empty() {

@@ -30,7 +30,10 @@ pub(super) static HOMES: AtomicU64 = AtomicU64::new(0);
 pub(super) fn prepare_out(out: &Path) -> anyhow::Result<()> {
     crate::campaign::prepare_folder(out, "a probe report artefact", |name, path| {
         let run_dir = path.join("history.jsonl").exists() && name.contains("-run");
-        let file = matches!(name.trim_end_matches(".tmp"), "summary.json" | "summary.md");
+        let file = matches!(
+            name.trim_end_matches(".tmp"),
+            "summary.json" | "summary.md" | "junit.xml"
+        );
         file || run_dir
     })
 }
@@ -523,6 +526,10 @@ pub(super) fn probe_traces(
         &serde_json::to_vec_pretty(&summary)?,
     )?;
     write_atomic(&out.join("summary.md"), summary_md(&summary).as_bytes())?;
+    write_atomic(
+        &out.join("junit.xml"),
+        super::junit::junit_xml(&summary).as_bytes(),
+    )?;
     println!(
         "report: {}  exit {}",
         out.join("summary.md").display(),

@@ -681,6 +681,15 @@ fn the_conformance_scenarios_catch_agent_mutants() {
             "{}",
             text(&o)
         );
+        // The conformance report: the rules broken, and a JUnit failure on the property.
+        let dir = dir_of(&format!("conformance-{mutant}"));
+        let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+        assert!(md.contains("## By rule"), "{md}");
+        let junit = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
+        assert!(
+            junit.contains(&format!("name=\"{property}\">\n      <failure")),
+            "{junit}"
+        );
     }
 }
 
