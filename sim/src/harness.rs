@@ -149,11 +149,11 @@ impl Failure {
 }
 
 impl Harness {
-    /// A harness over scenario `name_or_path`: a name from the project's `scenarios/` folder
-    /// (e.g. `rfd-02-lost-response`) or a path to a scenario file. Errors name the file and
-    /// field, as the CLI's do.
+    /// A harness over scenario `name_or_path`: a name from the `scenarios/` folder (the
+    /// current directory's, else the project's) or a path to a scenario file. Errors name the
+    /// file and field, as the CLI's do.
     pub fn scenario(name_or_path: &str) -> anyhow::Result<Harness> {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+        let dir = scenario::find_dir(Path::new("scenarios"));
         let s = scenario::resolve(&dir, name_or_path).map_err(|e| anyhow::anyhow!("{e}"))?;
         Ok(Harness::of_scenario(s))
     }

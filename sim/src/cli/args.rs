@@ -1,7 +1,7 @@
 //! What several commands share: the scenarios folder, the shard and design parsers, the
 //! mutant check, the default number of worker threads.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::Args;
 
@@ -40,20 +40,7 @@ pub(super) fn parse_design(s: &str) -> Result<Design, String> {
 }
 
 pub(super) fn scenarios_dir(d: &DirArgs) -> PathBuf {
-    scenarios_dir_of(&d.scenarios)
-}
-
-/// The scenarios folder `dir`, or, run from elsewhere in the workspace, the repo's.
-pub fn scenarios_dir_of(dir: &Path) -> PathBuf {
-    if dir.exists() || dir.is_absolute() {
-        return dir.to_path_buf();
-    }
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(dir);
-    if repo.exists() {
-        repo
-    } else {
-        dir.to_path_buf()
-    }
+    crate::scenario::find_dir(&d.scenarios)
 }
 
 pub(super) fn check_mutant(m: &Option<String>) -> Result<(), CliError> {

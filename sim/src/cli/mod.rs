@@ -15,7 +15,6 @@ use std::path::Path;
 use clap::{Parser, Subcommand};
 
 mod args;
-pub use args::scenarios_dir_of;
 mod audit;
 mod bench;
 mod check;

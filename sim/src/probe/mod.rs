@@ -239,7 +239,7 @@ fn select(a: &ProbeArgs) -> Result<Selection, String> {
     if !a.traces.is_empty() {
         return Err("give --trace, or --scenario/--suite, not both".into());
     }
-    let dir = crate::cli::scenarios_dir_of(&a.scenarios_dir);
+    let dir = crate::scenario::find_dir(&a.scenarios_dir);
     let mut items: Vec<Item> = Vec::new();
     let mut skipped = Vec::new();
     for name in &a.scenarios {
@@ -251,7 +251,7 @@ fn select(a: &ProbeArgs) -> Result<Selection, String> {
                 sc.name
             ));
         }
-        let name = format!("{}{}", runner::SCENARIO, sc.name);
+        let name = format!("{}{}", SCENARIO, sc.name);
         if !items.iter().any(|i: &Item| i.name() == name) {
             items.push(Item::Scenario(Box::new(sc)));
         }
@@ -266,7 +266,7 @@ fn select(a: &ProbeArgs) -> Result<Selection, String> {
                 }
                 let plan =
                     crate::plan::Plan::derive(&sc, a.seed, None, crate::models::Design::Stored);
-                let name = format!("{}{}", runner::SCENARIO, sc.name);
+                let name = format!("{}{}", SCENARIO, sc.name);
                 match realtime::unsupported(&plan) {
                     None if items.iter().any(|i| i.name() == name) => {}
                     None => items.push(Item::Scenario(Box::new(sc))),
@@ -278,6 +278,9 @@ fn select(a: &ProbeArgs) -> Result<Selection, String> {
     }
     Ok((items, skipped))
 }
+
+/// Items named `scenario:NAME` are scenarios run by the conformance kit.
+pub(crate) const SCENARIO: &str = "scenario:";
 
 /// One thing a probe plays against the Agent.
 pub enum Item {
@@ -292,7 +295,7 @@ impl Item {
     pub fn name(&self) -> String {
         match self {
             Item::Trace(t) => t.name.to_string(),
-            Item::Scenario(s) => format!("{}{}", runner::SCENARIO, s.name),
+            Item::Scenario(s) => format!("{}{}", SCENARIO, s.name),
         }
     }
 }

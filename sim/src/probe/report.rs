@@ -121,7 +121,7 @@ pub(super) fn retry_line(
     trace: &str,
     delay: Option<u64>,
 ) -> String {
-    let mut s = match trace.strip_prefix(super::runner::SCENARIO) {
+    let mut s = match trace.strip_prefix(super::SCENARIO) {
         Some(sc) => format!("acp-chaos probe --scenario {sc} --seed {}", a.seed),
         None => format!("acp-chaos probe --trace {trace}"),
     };

@@ -10,7 +10,7 @@ use serde_json::json;
 
 use super::driver::{Driver, Launch};
 use super::report::{summary_md, table_text};
-use super::{infer, realtime, traces, verdicts, ProbeArgs, PROPERTIES};
+use super::{infer, realtime, traces, verdicts, ProbeArgs, PROPERTIES, SCENARIO};
 use crate::campaign::write_atomic;
 use crate::checkers::{self, Status, Verdict};
 use crate::exit;
@@ -189,9 +189,6 @@ pub(super) fn scenario_once(
 
 /// The reason of a suite's scenario that needs the inside of a process.
 const NOT_BLACK_BOX: &str = "not black-box: ";
-
-/// Items named `scenario:NAME` are scenarios run by the conformance kit.
-pub(super) const SCENARIO: &str = "scenario:";
 
 /// The run's history header.
 fn header(

@@ -175,6 +175,20 @@ impl Scenario {
     }
 }
 
+/// The scenarios folder `dir`, or, run from elsewhere in the workspace, the repo's (the
+/// folder of that name beside this crate).
+pub fn find_dir(dir: &Path) -> PathBuf {
+    if dir.exists() || dir.is_absolute() {
+        return dir.to_path_buf();
+    }
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(dir);
+    if repo.exists() {
+        repo
+    } else {
+        dir.to_path_buf()
+    }
+}
+
 /// Every `*.toml` in `dir`, sorted by file name.
 pub fn load_dir(dir: &Path) -> Result<Vec<Scenario>, ScenarioError> {
     let rd = std::fs::read_dir(dir).map_err(|source| ScenarioError::Io {
