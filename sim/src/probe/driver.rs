@@ -146,6 +146,16 @@ impl Proc {
         })
     }
 
+    /// [`Proc::spawn`], its failure said in the probe's words.
+    pub(super) fn start(l: &Launch) -> Result<Proc, Abort> {
+        Proc::spawn(l).map_err(|e| {
+            format!(
+                "could not start `{}`: {e}",
+                l.argv.first().cloned().unwrap_or_default()
+            )
+        })
+    }
+
     /// SIGKILL to the whole process group, then reap the leader.
     pub(super) fn kill_group(&mut self) {
         let pgid = self.child.id() as i32;
@@ -341,12 +351,7 @@ impl Driver {
                 json!({"host": "agent"}),
             );
         }
-        let p = Proc::spawn(&self.launch).map_err(|e| {
-            format!(
-                "could not start `{}`: {e}",
-                self.launch.argv.first().cloned().unwrap_or_default()
-            )
-        })?;
+        let p = Proc::start(&self.launch)?;
         self.proc = Some(p);
         let conn = self.conn;
         self.op(

@@ -391,26 +391,25 @@ impl World<'_> {
                 ClientInput::Raw { n, line },
             ),
         };
+        let submitted = match &input {
+            ClientInput::Submit { submission, .. } => Some(*submission),
+            _ => None,
+        };
         self.op(process::USER, OpType::Invoke, f, v);
         self.input(input);
         // A restart-client fault on this submission.
-        if f == op::SUBMIT {
-            self.restart_client_on_submission();
+        if let Some(n) = submitted {
+            self.restart_client_on_submission(n);
         }
     }
 
-    fn restart_client_on_submission(&mut self) {
-        let n = self
-            .ops
-            .iter()
-            .filter(|o| o.process == process::USER && o.f == op::SUBMIT)
-            .count() as u32;
+    fn restart_client_on_submission(&mut self, n: u64) {
         for i in 0..self.plan.faults.len() {
             let f = &self.plan.faults[i];
             if self.fired[i] || self.healed || f.kind != FaultKind::RestartClient {
                 continue;
             }
-            if f.on.submission == Some(n) {
+            if f.on.submission.map(u64::from) == Some(n) {
                 self.fired[i] = true;
                 let f = f.clone();
                 self.nemesis(&f, i);
@@ -477,12 +476,7 @@ impl World<'_> {
                 json!({"host": "agent"}),
             );
         }
-        let p = Proc::spawn(&self.launch).map_err(|e| {
-            format!(
-                "could not start `{}`: {e}",
-                self.launch.argv.first().cloned().unwrap_or_default()
-            )
-        })?;
+        let p = Proc::start(&self.launch)?;
         self.proc = Some(p);
         self.conn += 1;
         self.live = true;

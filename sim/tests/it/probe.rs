@@ -62,6 +62,20 @@ fn not_valid(s: &Value) -> Vec<String> {
     bad
 }
 
+/// `probe NAME ARGS -- acp-chaos agent --design DESIGN [--mutant M] EXTRA...`.
+fn probe_agent(
+    name: &str,
+    args: &[&str],
+    design: &str,
+    mutant: Option<&str>,
+    extra: &[&str],
+) -> (Output, Value, Duration) {
+    let cmd = agent(design, mutant, extra);
+    let mut all = args.to_vec();
+    all.extend(cmd.iter().map(String::as_str));
+    probe(name, &all)
+}
+
 fn agent(design: &str, mutant: Option<&str>, extra: &[&str]) -> Vec<String> {
     let mut v: Vec<String> = [
         "--",
@@ -135,16 +149,14 @@ fn the_in_memory_and_adapter_agents_are_valid_on_every_trace() {
     // The in-memory Agent declares that it keeps no session across a restart: valid, and X4
     // judged nothing after a restart (every resume was answered -32002), so it is vacuous
     // there, never `ok` (exit 4).
-    let mut args = vec![
+    let args = [
         "--repeat",
         "1",
         "--timeout-ms",
         "3000",
         "--no-resume-after-restart",
     ];
-    let cmd = agent("in-memory", None, &[]);
-    args.extend(cmd.iter().map(String::as_str));
-    let (o, s, _) = probe("in-memory", &args);
+    let (o, s, _) = probe_agent("in-memory", &args, "in-memory", None, &[]);
     assert_eq!(o.status.code(), Some(4), "in-memory: {}", text(&o));
     let mut vacuous = Vec::new();
     for (t, row) in s["table"].as_object().unwrap() {
@@ -225,7 +237,7 @@ fn an_acknowledged_message_gone_after_a_restart_is_an_a10_violation_by_default()
     }
     // An Agent that loses its whole session: the in-memory design, unless it declares it
     // keeps none across a restart.
-    let mut a = vec![
+    let a = [
         "--trace",
         "kill-after-answer",
         "--repeat",
@@ -233,9 +245,7 @@ fn an_acknowledged_message_gone_after_a_restart_is_an_a10_violation_by_default()
         "--timeout-ms",
         "1500",
     ];
-    let cmd = agent("in-memory", None, &[]);
-    a.extend(cmd.iter().map(String::as_str));
-    let (o, s, _) = probe("in-memory-claims-resume", &a);
+    let (o, s, _) = probe_agent("in-memory-claims-resume", &a, "in-memory", None, &[]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let msg = s["failures"][0]["verdict"]["message"].as_str().unwrap();
     assert!(
@@ -248,7 +258,7 @@ fn an_acknowledged_message_gone_after_a_restart_is_an_a10_violation_by_default()
 /// (a verdict, not a remark); the correct design is valid on this trace (see the stored test).
 #[test]
 fn a_cancelled_turn_that_never_says_cancelled_is_an_a6_violation() {
-    let mut args = vec![
+    let args = [
         "--trace",
         "session-cancel",
         "--repeat",
@@ -256,9 +266,13 @@ fn a_cancelled_turn_that_never_says_cancelled_is_an_a6_violation() {
         "--timeout-ms",
         "1500",
     ];
-    let cmd = agent("stored", Some("cancel-ends-as-error"), &[]);
-    args.extend(cmd.iter().map(String::as_str));
-    let (o, s, _) = probe("cancel-ends-as-error", &args);
+    let (o, s, _) = probe_agent(
+        "cancel-ends-as-error",
+        &args,
+        "stored",
+        Some("cancel-ends-as-error"),
+        &[],
+    );
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert_eq!(s["table"]["session-cancel"]["P6"]["invalid"], 2, "{s}");
     let v = &s["failures"][0]["verdict"];
@@ -302,7 +316,7 @@ const CAUGHT: &[(&str, &str, &[&str])] = &[
 fn mutants_are_caught_on_their_property_and_party_as_real_processes() {
     for (m, trace, extra) in CAUGHT {
         let want = acp_chaos::models::mutant::find(m).unwrap();
-        let mut args = vec![
+        let args = [
             "--trace",
             trace,
             "--repeat",
@@ -312,9 +326,7 @@ fn mutants_are_caught_on_their_property_and_party_as_real_processes() {
             "--retention",
             "durable",
         ];
-        let cmd = agent("stored", Some(m), extra);
-        args.extend(cmd.iter().map(String::as_str));
-        let (o, s, _) = probe(m, &args);
+        let (o, s, _) = probe_agent(m, &args, "stored", Some(m), extra);
         assert_eq!(o.status.code(), Some(1), "{m}: {}", text(&o));
         let cell = &s["table"][trace][want.property];
         assert_eq!(cell["invalid"], 2, "{m}: {trace} {}: {cell}", want.property);
@@ -363,7 +375,7 @@ fn mutants_are_caught_on_their_property_and_party_as_real_processes() {
 
 #[test]
 fn an_in_memory_agent_declared_durable_loses_messages_on_p11() {
-    let mut args = vec![
+    let args = [
         "--trace",
         "kill-after-answer",
         "--repeat",
@@ -373,9 +385,7 @@ fn an_in_memory_agent_declared_durable_loses_messages_on_p11() {
         "--retention",
         "durable",
     ];
-    let cmd = agent("in-memory", None, &[]);
-    args.extend(cmd.iter().map(String::as_str));
-    let (o, s, _) = probe("in-memory-durable", &args);
+    let (o, s, _) = probe_agent("in-memory-durable", &args, "in-memory", None, &[]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert_eq!(s["table"]["kill-after-answer"]["P11"]["invalid"], 2, "{s}");
     let f = &s["failures"][0]["verdict"];
@@ -552,7 +562,7 @@ fn codex_acp_is_probed_against_the_mock_model() {
 /// difference (with only a quiet period the resume went out while the turn ran).
 #[test]
 fn the_final_resume_waits_for_the_resent_prompts_turn_to_end() {
-    let mut args = vec![
+    let args = [
         "--trace",
         "kill-after-answer",
         "--delay-ms",
@@ -564,13 +574,13 @@ fn the_final_resume_waits_for_the_resent_prompts_turn_to_end() {
         "--keep-runs",
     ];
     // The mutant loses the message, so the resend after the restart starts a new turn.
-    let cmd = agent(
+    let (o, _, _) = probe_agent(
+        "quiesce",
+        &args,
         "stored",
         Some("record-unsynced"),
         &["--lose-unsynced", "--turn-ms", "300"],
     );
-    args.extend(cmd.iter().map(String::as_str));
-    let (o, _, _) = probe("quiesce", &args);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let history =
         std::fs::read_to_string(dir_of("quiesce").join("kill-after-answer-run0/history.jsonl"))
@@ -604,7 +614,7 @@ fn the_final_resume_waits_for_the_resent_prompts_turn_to_end() {
 /// scenarios a black box cannot run are listed with the reason, and do not fail the run.
 #[test]
 fn the_conformance_suite_is_valid_on_the_stored_agent_and_lists_what_it_cannot_run() {
-    let mut args = vec![
+    let args = [
         "--suite",
         "conformance",
         "--repeat",
@@ -612,9 +622,7 @@ fn the_conformance_suite_is_valid_on_the_stored_agent_and_lists_what_it_cannot_r
         "--retention",
         "durable",
     ];
-    let a = agent("stored", None, &[]);
-    args.extend(a.iter().map(String::as_str));
-    let (o, s, took) = probe("conformance", &args);
+    let (o, s, took) = probe_agent("conformance", &args, "stored", None, &[]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(not_valid(&s).is_empty(), "{:?}", not_valid(&s));
     let ran: Vec<&str> = s["traces"]
@@ -661,7 +669,7 @@ fn the_conformance_scenarios_catch_agent_mutants() {
             "P2",
         ),
     ] {
-        let mut args = vec![
+        let args = [
             "--scenario",
             scenario,
             "--repeat",
@@ -669,9 +677,13 @@ fn the_conformance_scenarios_catch_agent_mutants() {
             "--retention",
             "durable",
         ];
-        let a = agent("stored", Some(mutant), &[]);
-        args.extend(a.iter().map(String::as_str));
-        let (o, s, _) = probe(&format!("conformance-{mutant}"), &args);
+        let (o, s, _) = probe_agent(
+            &format!("conformance-{mutant}"),
+            &args,
+            "stored",
+            Some(mutant),
+            &[],
+        );
         assert_eq!(o.status.code(), Some(1), "{mutant}: {}", text(&o));
         let cell = &s["table"][format!("scenario:{scenario}")][property];
         assert_eq!(cell["invalid"], 2, "{mutant}: {cell}\n{}", text(&o));
