@@ -5,8 +5,8 @@
 
 //!
 //! One file per command (`run.rs`, `replay.rs`, `list.rs`, `check.rs`, `bench.rs`,
-//! `mutants.rs`, `shrink.rs`, `merge.rs`, `audit.rs`, `matrix.rs`, `sweep.rs`, `findings.rs`; `acp-chaos agent` and
-//! `acp-chaos probe` take their arguments from [`crate::probe`]), each with its arguments and
+//! `mutants.rs`, `shrink.rs`, `merge.rs`, `audit.rs`, `matrix.rs`, `sweep.rs`, `findings.rs`; `acp-chaos agent`,
+//! `acp-chaos client` and `acp-chaos probe` take their arguments from [`crate::probe`]), each with its arguments and
 //! an `exec` returning the exit code or a [`CliError`] that carries one; `args.rs` holds what
 //! several commands share.
 
@@ -94,6 +94,10 @@ enum Cmd {
     /// Serve a model Agent (stored, in-memory, adapter; a mutant with --mutant) as a real
     /// process: ACP v2 over stdio, its sessions in --store DIR.
     Agent(crate::probe::stdio_agent::AgentArgs),
+    /// Run the model Client (a Client mutant with --mutant) as a real process: it starts
+    /// `-- AGENT_CMD` on stdio, submits prompts, and restarts, resumes and resends when the
+    /// Agent ends (the Client `probe --client` tests first).
+    Client(crate::probe::stdio_client::ClientArgs),
     /// Probe a real ACP Agent process (`-- COMMAND ARGS...` or --profile) through black-box
     /// traces, N runs each, and judge every run with the checkers: outcome rates, not seeds.
     Probe(crate::probe::ProbeArgs),
@@ -143,6 +147,7 @@ pub fn dispatch(cli: Cli) -> Outcome {
         Some(Cmd::Sweep(a)) => sweep::exec(&a),
         Some(Cmd::Findings(a)) => findings::exec(&a),
         Some(Cmd::Agent(a)) => Ok(crate::probe::stdio_agent::main(&a)),
+        Some(Cmd::Client(a)) => Ok(crate::probe::stdio_client::main(&a)),
         Some(Cmd::Probe(a)) => Ok(crate::probe::main(&a)),
     }
 }

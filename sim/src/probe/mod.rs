@@ -18,6 +18,8 @@
 //! Every wait is bounded (`--timeout-ms`): a command that is not an ACP agent, exits at once
 //! or never answers gets `unknown` with the reason, and exit 4.
 
+mod client;
+pub mod client_rules;
 pub mod driver;
 pub mod infer;
 mod junit;
@@ -27,9 +29,11 @@ pub mod realtime;
 mod report;
 mod runner;
 pub mod stdio_agent;
+pub mod stdio_client;
 mod target;
 pub mod traces;
 pub mod verdicts;
+pub mod wire_log;
 
 pub use report::ProbeSummary;
 pub use target::Target;
@@ -114,7 +118,19 @@ pub struct ProbeArgs {
     /// Seed of the keys and markers (runs differ by their index).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Probe a Client instead of an Agent: `-- CLIENT_CMD ... {agent} ...` starts the Client,
+    /// which starts our model Agent as `{agent}`; the Agent logs the wire and dies at each
+    /// trial's point, and the Client rules the wire shows are judged (see `docs/probe.md`).
+    #[arg(long)]
+    pub client: bool,
+    /// With --client: the served Agent's design (stored, in-memory, adapter).
+    #[arg(long, default_value = "stored")]
+    pub served_design: String,
+    /// With --client: serve an Agent mutant instead of the correct model.
+    #[arg(long)]
+    pub served_mutant: Option<String>,
     /// The Agent command after `--`; `{home}` in an argument is the run's temporary home.
+    /// With --client, the Client command, with `{agent}` where it takes its Agent's command.
     #[arg(last = true)]
     pub command: Vec<String>,
 }
@@ -152,6 +168,9 @@ pub fn main(a: &ProbeArgs) -> i32 {
     });
     if let Some(name) = &a.install {
         return install(name);
+    }
+    if a.client {
+        return client::main(a);
     }
     let mut target = match (&a.profile, a.command.is_empty()) {
         (Some(_), false) => return usage("give either --profile NAME or -- COMMAND, not both"),

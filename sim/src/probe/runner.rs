@@ -29,7 +29,9 @@ pub(super) static HOMES: AtomicU64 = AtomicU64::new(0);
 /// holding anything else.
 pub(super) fn prepare_out(out: &Path) -> anyhow::Result<()> {
     crate::campaign::prepare_folder(out, "a probe report artefact", |name, path| {
-        let run_dir = path.join("history.jsonl").exists() && name.contains("-run");
+        // A run folder: an Agent probe's (history) or a Client probe's (wire log).
+        let run_dir = (path.join("history.jsonl").exists() || path.join("wire.jsonl").exists())
+            && name.contains("-run");
         let file = matches!(
             name.trim_end_matches(".tmp"),
             "summary.json" | "summary.md" | "junit.xml"

@@ -30,6 +30,8 @@ use crate::models::mutant::{self, MutantKind};
 use crate::models::{store, Action, Design, DuringTurn, HeldOnDisconnect, WorkOnDisconnect};
 use crate::wall_clock::now;
 
+use super::wire_log::{die, Pipe, ServedFault, WireLog};
+
 /// `acp-chaos agent` arguments.
 #[derive(Args, Debug, Clone)]
 pub struct AgentArgs {
@@ -64,6 +66,22 @@ pub struct AgentArgs {
     /// hides a missing `sync_all`, e.g. the `record-unsynced` mutant's).
     #[arg(long)]
     pub lose_unsynced: bool,
+    /// Append every line read and written, the model's effects and this process's start,
+    /// end and crash to FILE (JSON lines; `acp-chaos probe --client` reads it as the ground
+    /// truth of a Client under test, see `probe::wire_log`).
+    #[arg(long, value_name = "FILE")]
+    pub wire_log: Option<PathBuf>,
+    /// A fault at `POINT:N` of the Nth `session/prompt` counted over every start logged in
+    /// `--wire-log`: die (SIGKILL to itself) at `receive`, `before-response` (inserted, the
+    /// response lost) or `after-response`; or hold the response 600 ms (`stall-response`).
+    /// Repeatable; each fires once. Needs `--wire-log`.
+    #[arg(long, value_name = "POINT:N")]
+    pub fault_at: Vec<ServedFault>,
+    /// Hold each `session/resume` answer this long on every start after the first (a slow
+    /// resume), reading on meanwhile: a Client that prompts before the answer shows in the
+    /// wire log (C6). Needs `--wire-log`.
+    #[arg(long, default_value_t = 0)]
+    pub slow_resume_ms: u64,
 }
 
 fn usage(msg: String) -> i32 {
@@ -106,6 +124,12 @@ pub fn main(a: &AgentArgs) -> i32 {
             }
         },
     };
+    if (!a.fault_at.is_empty() || a.slow_resume_ms > 0) && a.wire_log.is_none() {
+        return usage(
+            "--fault-at and --slow-resume-ms need --wire-log (the log counts prompts across restarts)"
+                .into(),
+        );
+    }
     let (turn_min, turn_max) = match parse_range(&a.turn_ms) {
         Some(r) => r,
         None => return usage(format!("--turn-ms `{}`: expected N or MIN..MAX", a.turn_ms)),
@@ -253,6 +277,13 @@ fn serve(cfg: AgentConfig, a: &AgentArgs) -> anyhow::Result<()> {
         }
         None => (None, 1, Vec::new()),
     };
+    let mut pipe = Pipe::new(match &a.wire_log {
+        Some(path) => Some(
+            WireLog::open(path, boot, a.fault_at.clone(), a.slow_resume_ms)
+                .map_err(|e| anyhow::anyhow!("--wire-log {}: {e}", path.display()))?,
+        ),
+        None => None,
+    });
     let mut model = ModelAgent::recover(cfg, boot, a.seed, &records);
     let (tx, rx) = mpsc::channel::<In>();
     std::thread::spawn(move || {
@@ -287,8 +318,20 @@ fn serve(cfg: AgentConfig, a: &AgentArgs) -> anyhow::Result<()> {
     let mut until_error = a.transient_every;
     model.handle(AgentInput::Connected(CONN), &mut out);
     loop {
-        execute(&mut out, &mut disk, &stdout, &mut timers, &mut order)?;
-        let next = timers.peek().map(|t| t.0 .0);
+        execute(
+            &mut out,
+            &mut disk,
+            &mut pipe,
+            &stdout,
+            &mut timers,
+            &mut order,
+        )?;
+        // Held lines whose time came go out first (a slow pipe, see `wire_log::Pipe`).
+        pipe.release(now(), &mut stdout.lock());
+        let next = [timers.peek().map(|t| t.0 .0), pipe.next_due()]
+            .into_iter()
+            .flatten()
+            .min();
         // Lines already read go first: a turn's timer that fell due while the process was
         // descheduled does not overtake a prompt that arrived before it (as on a quiet machine).
         let ready = match rx.try_recv() {
@@ -310,11 +353,18 @@ fn serve(cfg: AgentConfig, a: &AgentArgs) -> anyhow::Result<()> {
         };
         match ev {
             None => {
-                if let Some(std::cmp::Reverse((_, _, id))) = timers.pop() {
-                    model.handle(AgentInput::Timer(id), &mut out);
+                let t = now();
+                pipe.release(t, &mut stdout.lock());
+                if timers.peek().is_some_and(|x| x.0 .0 <= t) {
+                    if let Some(std::cmp::Reverse((_, _, id))) = timers.pop() {
+                        model.handle(AgentInput::Timer(id), &mut out);
+                    }
                 }
             }
             Some(In::Line(line)) => {
+                if pipe.log.as_mut().is_some_and(|w| w.received(&line)) {
+                    die();
+                }
                 if a.transient_every > 0 && is_prompt(&line) {
                     until_error -= 1;
                     if until_error == 0 {
@@ -325,8 +375,18 @@ fn serve(cfg: AgentConfig, a: &AgentArgs) -> anyhow::Result<()> {
                 model.handle(AgentInput::Frame(CONN, line), &mut out);
             }
             Some(In::Eof) => {
+                if let Some(w) = pipe.log.as_mut() {
+                    w.eof();
+                }
                 model.handle(AgentInput::Disconnected(CONN), &mut out);
-                execute(&mut out, &mut disk, &stdout, &mut timers, &mut order)?;
+                execute(
+                    &mut out,
+                    &mut disk,
+                    &mut pipe,
+                    &stdout,
+                    &mut timers,
+                    &mut order,
+                )?;
                 return Ok(());
             }
         }
@@ -341,19 +401,14 @@ fn is_prompt(line: &str) -> bool {
 fn execute(
     out: &mut Vec<Action>,
     disk: &mut Option<StoreDir>,
+    pipe: &mut Pipe,
     stdout: &std::io::Stdout,
     timers: &mut BinaryHeap<std::cmp::Reverse<(Instant, u64, u64)>>,
     order: &mut u64,
 ) -> anyhow::Result<()> {
     for a in out.drain(..) {
         match a {
-            Action::Send { line, .. } => {
-                let mut w = stdout.lock();
-                // A reader that went away ends us at the next read of stdin.
-                let _ = w.write_all(line.as_bytes());
-                let _ = w.write_all(b"\n");
-                let _ = w.flush();
-            }
+            Action::Send { line, .. } => pipe.send(line, now(), &mut stdout.lock()),
             Action::Persist { record, sync } => {
                 if let Some(d) = disk.as_mut() {
                     d.persist(&record, sync)?;
@@ -367,8 +422,14 @@ fn execute(
                     id,
                 )));
             }
-            // A real kill comes from outside; effects are the simulator's ground truth.
-            Action::Point(_) | Action::Effect(_) => {}
+            // Effects are the simulator's ground truth: the wire log keeps them.
+            Action::Effect(e) => {
+                if let Some(w) = pipe.log.as_mut() {
+                    w.effect(e.f, &e.value);
+                }
+            }
+            // A real kill comes from outside (or from a `--crash-on` point).
+            Action::Point(_) => {}
             // Not produced by the stdio designs (a cluster node's store and the Client's dials).
             Action::Connect { .. } | Action::Close { .. } | Action::Store { .. } => {}
         }
