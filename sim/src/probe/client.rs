@@ -428,7 +428,7 @@ fn probe(
         runs,
         exit_code: code,
     };
-    let text = table_text(&summary);
+    let text = table_text(&summary, out);
     print!("{text}");
     let md = summary_md(a, &summary, &text);
     let mut json = serde_json::to_vec_pretty(&summary)?;
@@ -466,7 +466,7 @@ fn probe(
 }
 
 /// The terminal table (trial × rule), then each failing rule once with its first run.
-fn table_text(s: &ProbeSummary) -> String {
+fn table_text(s: &ProbeSummary, folder: &Path) -> String {
     let mut out = format!("\n{:<20} {:>4}", "trial", "runs");
     for r in RULES {
         out.push_str(&format!(" {r:>4}"));
@@ -515,7 +515,8 @@ fn table_text(s: &ProbeSummary) -> String {
         if *status != Status::Finding {
             out.push_str(&format!("  rerun: {}\n", f.retry));
             if let Some(d) = &f.folder {
-                out.push_str(&format!("  wire log: {d}/wire.jsonl\n"));
+                let log = folder.join(d).join("wire.jsonl");
+                out.push_str(&format!("  wire log: {}\n", log.display()));
             }
         }
     }

@@ -10,6 +10,7 @@
 //! - `reports`: report folders, pages, diagrams, sharding and merging;
 //! - `sdk_author`: an Agent written from scratch against the library, found and shrunk;
 //! - `probe` and `mock_model`: real processes and the mock model server;
+//! - `probe_client`: a real Client process under test (`probe --client`);
 //! - `witnesses`: every rule of RULES.md has its row, and the gaps are the known ones.
 
 mod common;
@@ -22,6 +23,7 @@ mod findings;
 mod mock_model;
 mod mutants;
 mod probe;
+mod probe_client;
 mod regressions;
 mod reports;
 mod sdk_author;
