@@ -33,8 +33,14 @@ use super::{ProbeArgs, Target};
 use crate::checkers::Status;
 use crate::exit;
 
-/// The placeholder a Client command starts its Agent with.
+/// The placeholder a Client command starts its Agent with: a whole argument, replaced by the
+/// served Agent's program and arguments (several arguments).
 pub const AGENT: &str = "{agent}";
+
+/// The placeholder for a Client that takes its Agent's command as one string (e.g. `--command
+/// "{agent-line}"`): replaced, wherever it stands in an argument, by the command line, quoted
+/// for a POSIX shell.
+pub const AGENT_LINE: &str = "{agent-line}";
 
 /// The trial without a crash.
 const NO_FAULT: &str = "no-fault";
@@ -68,9 +74,13 @@ pub fn main(a: &ProbeArgs) -> i32 {
             "no Client to probe: give -- CLIENT_CMD ARGS... with {agent} where it starts its Agent",
         );
     }
-    if !a.command.iter().any(|w| w == AGENT) {
+    if !a
+        .command
+        .iter()
+        .any(|w| w == AGENT || w.contains(AGENT_LINE))
+    {
         return usage(&format!(
-            "the Client command has no `{AGENT}` argument: write it where the Client takes its Agent's command, e.g. `probe --client -- acp-chaos client -- {AGENT}`"
+            "the Client command has no `{AGENT}` argument: write it where the Client takes its Agent's command, e.g. `probe --client -- acp-chaos client -- {AGENT}` (or `{AGENT_LINE}` where it takes the command as one string)"
         ));
     }
     if a.profile.is_some() || !a.scenarios.is_empty() || a.suite.is_some() {
@@ -169,6 +179,11 @@ fn run_trial(
     if trial != NO_FAULT {
         agent.extend(["--fault-at".into(), trial.to_string()]);
     }
+    let line = agent
+        .iter()
+        .map(|w| shell_quote(w))
+        .collect::<Vec<_>>()
+        .join(" ");
     let argv: Vec<String> = a
         .command
         .iter()
@@ -176,7 +191,7 @@ fn run_trial(
             if w == AGENT {
                 agent.clone()
             } else {
-                vec![w.clone()]
+                vec![w.replace(AGENT_LINE, &line)]
             }
         })
         .collect();

@@ -121,6 +121,20 @@ fn a_client_that_never_starts_its_agent_is_unknown_and_a_command_without_the_pla
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
 }
 
+#[test]
+fn a_client_that_takes_its_agent_as_one_string_gets_the_quoted_line() {
+    // The Client runs `sh -c LINE`: the served Agent must start from the one-string form.
+    let client = [BIN, "client", "--", "sh", "-c", "exec {agent-line}"];
+    let (o, s) = probe_client("line", &["--trace", "before-response:1"], &client);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(
+        s["table"]["before-response:1"]["C1"]["valid"],
+        1,
+        "{}",
+        text(&o)
+    );
+}
+
 /// The TypeScript SDK's client side (`clients/ts-sdk`, @agentclientprotocol/sdk 2.4.0): needs
 /// node and npm (it installs the pinned SDK from the registry). Run with `cargo test --release
 /// -- --ignored ts_sdk`.
