@@ -104,6 +104,11 @@ pub fn p5_key_validation(f: &Facts) -> Verdict {
         let id = &sent.value["id"];
         let form = key_form(sent.value["line"].as_str().unwrap_or_default());
         let later = || ops[sent.index..].iter();
+        let opened = ops[..sent.index]
+            .iter()
+            .rposition(|o| o.f == op::CONN_OPEN && o.value["conn"].as_u64() == Some(conn))
+            .unwrap_or(0);
+        let since_open = || ops[opened..].iter();
         // Through a proxy the Agent sees the probe under the id the proxy wrote downstream.
         let (aconn, aid) = later()
             .find(|o| {
@@ -202,16 +207,18 @@ pub fn p5_key_validation(f: &Facts) -> Verdict {
                 served.map_or(sent.index, |o| o.index),
                 "a frame that is not JSON was parsed anyway and answered under its id (K3: -32700 with id null)".to_string(),
             )),
-            // A crash logs no end of its connections: after one, the frame may never be read.
+            // A crash logs no end of its connections: after one, the frame may never be read,
+            // and a frame written after a crash that came after the connection opened (the
+            // reader is down, or back on new connections) is never read at all.
             (KeyForm::NotJson, None, _)
-                if !later().any(|o| {
-                    (o.f == op::CONN_END && on_conn(&o))
+                if !later().any(|o| o.f == op::CONN_END && on_conn(&o))
+                    && !since_open().any(|o| {
                         // The reader (the Agent, or a proxy in front of it) crashed.
-                        || (o.f == op::CRASH
+                        o.f == op::CRASH
                             && o.value["host"]
                                 .as_str()
-                                .is_some_and(|h| h == "proxy" || crate::history::is_agent_host(h)))
-                }) =>
+                                .is_some_and(|h| h == "proxy" || crate::history::is_agent_host(h))
+                    }) =>
             {
                 Some((
                     sent.index,
