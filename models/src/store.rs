@@ -113,8 +113,8 @@ pub fn recover(bytes: &[u8]) -> Recovered {
         at = end;
     }
     let damage = (at < bytes.len()).then(|| {
-        let next = (at + 1..bytes.len())
-            .find(|p| record_at(bytes, *p).is_some_and(|r| !r.0.is_empty()));
+        let next =
+            (at + 1..bytes.len()).find(|p| record_at(bytes, *p).is_some_and(|r| !r.0.is_empty()));
         match next {
             // A hole of zeros before it: that record reached the disk before an earlier
             // write did, so no sync covered either of them (a sync covers every earlier
@@ -160,13 +160,20 @@ mod tests {
         let mut c = encode(b"x");
         c[8] ^= 1;
         let r = recover(&c);
-        assert_eq!((r.records.len(), r.damage), (0, Some(Damage::TornTail { at: 0 })));
+        assert_eq!(
+            (r.records.len(), r.damage),
+            (0, Some(Damage::TornTail { at: 0 }))
+        );
         assert_eq!(recover(&encode(b"x")).damage, None);
     }
 
     #[test]
     fn a_flipped_bit_in_the_middle_is_corruption_not_a_tail() {
-        let recs: [&[u8]; 3] = [b"{\"t\":\"session\"}", b"{\"t\":\"msg\"}", b"{\"t\":\"end\"}"];
+        let recs: [&[u8]; 3] = [
+            b"{\"t\":\"session\"}",
+            b"{\"t\":\"msg\"}",
+            b"{\"t\":\"end\"}",
+        ];
         let log: Vec<u8> = recs.iter().flat_map(|r| encode(r)).collect();
         let second = encode(recs[0]).len();
         let third = second + encode(recs[1]).len();
@@ -208,7 +215,10 @@ mod tests {
         b.extend(two);
         b.extend(encode(b"three"));
         let r = recover(&b);
-        assert_eq!((r.valid, r.damage), (whole, Some(Damage::TornTail { at: whole })));
+        assert_eq!(
+            (r.valid, r.damage),
+            (whole, Some(Damage::TornTail { at: whole }))
+        );
     }
 }
 

@@ -224,7 +224,10 @@ mod tests {
         let read = e.incoming(line);
         assert_eq!(read.reply, None);
         let out = e.outgoing(answer(&read.frames[0])).unwrap();
-        assert_eq!(out, r#"{"jsonrpc":"2.0","id":18446744073709551616,"result":{}}"#);
+        assert_eq!(
+            out,
+            r#"{"jsonrpc":"2.0","id":18446744073709551616,"result":{}}"#
+        );
         // A 64-bit id and a fraction go to the model untouched (it refuses the fraction).
         for id in ["18446744073709551615", "1.5"] {
             let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"m"}}"#);
@@ -235,11 +238,22 @@ mod tests {
     #[test]
     fn a_client_id_that_looks_like_an_alias_is_aliased_too() {
         let mut e = Envelope::default();
+        // A big id takes alias 0; the Client then sends that alias's text as its own id.
+        let big = e.incoming(r#"{"jsonrpc":"2.0","id":18446744073709551616,"method":"m"}"#);
         let line = format!(r#"{{"jsonrpc":"2.0","id":"{ALIAS}0","method":"m"}}"#);
-        let read = e.incoming(&line);
-        assert_ne!(read.frames, vec![line.clone()]);
-        let out = e.outgoing(answer(&read.frames[0])).unwrap();
-        assert_eq!(out, format!(r#"{{"jsonrpc":"2.0","id":"{ALIAS}0","result":{{}}}}"#));
+        let own = e.incoming(&line);
+        assert_ne!(own.frames, big.frames);
+        // Each answer goes back to its own request, with its own id.
+        let out = e.outgoing(answer(&own.frames[0])).unwrap();
+        assert_eq!(
+            out,
+            format!(r#"{{"jsonrpc":"2.0","id":"{ALIAS}0","result":{{}}}}"#)
+        );
+        let out = e.outgoing(answer(&big.frames[0])).unwrap();
+        assert_eq!(
+            out,
+            r#"{"jsonrpc":"2.0","id":18446744073709551616,"result":{}}"#
+        );
     }
 
     #[test]
@@ -252,12 +266,19 @@ mod tests {
         assert_eq!(read.frames[1], r#"{"jsonrpc":"2.0","method":"n"}"#);
         // Answered out of order; the array keeps the batch's order, ids as sent.
         assert_eq!(e.outgoing(answer(&read.frames[2])), None);
-        let out: Value = serde_json::from_str(&e.outgoing(answer(&read.frames[0])).unwrap()).unwrap();
+        let out: Value =
+            serde_json::from_str(&e.outgoing(answer(&read.frames[0])).unwrap()).unwrap();
         let arr = out.as_array().unwrap();
         assert_eq!(arr.len(), 4);
-        assert_eq!((arr[0]["id"].clone(), arr[3]["id"].clone()), (json!(1), json!(1)));
+        assert_eq!(
+            (arr[0]["id"].clone(), arr[3]["id"].clone()),
+            (json!(1), json!(1))
+        );
         for bad in &arr[1..3] {
-            assert_eq!((bad["id"].clone(), bad["error"]["code"].clone()), (Value::Null, json!(-32600)));
+            assert_eq!(
+                (bad["id"].clone(), bad["error"]["code"].clone()),
+                (Value::Null, json!(-32600))
+            );
         }
         // Lines that are not answers to an alias pass as they are.
         let update = rpc::notification("session/update", json!({}));
@@ -269,7 +290,10 @@ mod tests {
         let mut e = Envelope::default();
         let read = e.incoming("[]");
         let v: Value = serde_json::from_str(&read.reply.unwrap()).unwrap();
-        assert_eq!((v["id"].clone(), v["error"]["code"].clone()), (Value::Null, json!(-32600)));
+        assert_eq!(
+            (v["id"].clone(), v["error"]["code"].clone()),
+            (Value::Null, json!(-32600))
+        );
         assert!(read.frames.is_empty());
         let read = e.incoming(r#"[{"jsonrpc":"2.0","method":"n"}]"#);
         assert_eq!((read.frames.len(), read.reply), (1, None));

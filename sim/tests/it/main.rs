@@ -10,6 +10,7 @@
 //! - `reports`: report folders, pages, diagrams, sharding and merging;
 //! - `sdk_author`: an Agent written from scratch against the library, found and shrunk;
 //! - `probe` and `mock_model`: real processes and the mock model server;
+//! - `stdio_agent`: `acp-chaos agent` as a process: the JSON-RPC envelope, its store on start;
 //! - `witnesses`: every rule of RULES.md has its row, and the gaps are the known ones.
 
 mod common;
@@ -25,4 +26,5 @@ mod probe;
 mod regressions;
 mod reports;
 mod sdk_author;
+mod stdio_agent;
 mod witnesses;
