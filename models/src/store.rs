@@ -238,7 +238,8 @@ mod props {
             let (got, valid) = (r.records, r.valid);
             prop_assert!(valid <= cut);
             // A cut log is never taken for damage in the middle.
-            prop_assert!(!matches!(r.damage, Some(Damage::Corrupt { .. })));
+            let corrupt = matches!(r.damage, Some(Damage::Corrupt { .. }));
+            prop_assert!(!corrupt, "{:?}", r.damage);
             prop_assert_eq!(&got[..], &recs[..got.len()]);
             if cut == log.len() { prop_assert_eq!(got.len(), recs.len()); }
         }
