@@ -135,6 +135,12 @@ pub const BOOT: &str = "boot";
 pub const RECOVER: &str = "recover";
 /// A torn tail was cut from a stored log on recovery: `{from, to}`.
 pub const TRUNCATE_TORN_TAIL: &str = "truncate-torn-tail";
+/// A process found its stored log damaged in the middle on recovery (a bad record at byte
+/// `at` with a valid one at `resumes`) and refused to start: `{file, at, resumes}`.
+pub const STORE_CORRUPT: &str = "store-corrupt";
+/// The `flip-bit` fault flipped one bit of a stored record while its process was down:
+/// `{file, record, of, offset}` (`{file, of}` when fewer than 2 records: nothing flipped).
+pub const FLIPPED: &str = "flipped";
 /// A connection was opened: `{conn, client_addr, seen_by}`.
 pub const CONN_OPEN: &str = "conn-open";
 /// A connection ended at this end: `{conn, reason}`.

@@ -51,39 +51,81 @@ pub struct ParseError(pub String);
 /// Decode one line. Errors only when the line is not JSON (answer `-32700`, `id: null`).
 pub fn parse(line: &str) -> Result<Frame, ParseError> {
     let v: Value = serde_json::from_str(line).map_err(|e| ParseError(e.to_string()))?;
+    Ok(frame_of(&v))
+}
+
+/// The frame a decoded JSON value is.
+fn frame_of(v: &Value) -> Frame {
     let Some(obj) = v.as_object() else {
-        return Ok(Frame::Invalid { id: Value::Null });
+        return Frame::Invalid { id: Value::Null };
     };
     let id = obj.get("id").cloned();
     match (obj.get("method"), id) {
-        (Some(Value::String(m)), Some(id)) => Ok(Frame::Request {
+        (Some(Value::String(m)), Some(id)) => Frame::Request {
             id,
             method: m.clone(),
             params: obj.get("params").cloned().unwrap_or(Value::Null),
-        }),
-        (Some(Value::String(m)), None) => Ok(Frame::Notification {
+        },
+        (Some(Value::String(m)), None) => Frame::Notification {
             method: m.clone(),
             params: obj.get("params").cloned().unwrap_or(Value::Null),
-        }),
+        },
         (None, Some(id)) => {
             if let Some(e) = obj.get("error") {
-                Ok(Frame::Response {
+                Frame::Response {
                     id,
                     result: Err(e.clone()),
-                })
+                }
             } else if let Some(r) = obj.get("result") {
-                Ok(Frame::Response {
+                Frame::Response {
                     id,
                     result: Ok(r.clone()),
-                })
+                }
             } else {
-                Ok(Frame::Invalid { id })
+                Frame::Invalid { id }
             }
         }
-        (_, id) => Ok(Frame::Invalid {
+        (_, id) => Frame::Invalid {
             id: id.unwrap_or(Value::Null),
-        }),
+        },
     }
+}
+
+/// Whether `id` may identify a JSON-RPC 2.0 request: a string, an integer number or `null`
+/// (an integer beyond 64 bits reads as a float here: the stdio Agent swaps it for a string
+/// before the model sees it, `probe::stdio_envelope`).
+pub fn valid_id(id: &Value) -> bool {
+    match id {
+        Value::String(_) | Value::Null => true,
+        Value::Number(n) => n.is_i64() || n.is_u64(),
+        _ => false,
+    }
+}
+
+/// Decode one line an Agent reads, checking the JSON-RPC 2.0 envelope of requests and
+/// notifications: `"jsonrpc": "2.0"` exactly, and an id that is a string, an integer or
+/// `null` ([`valid_id`]). A message that fails either is [`Frame::Invalid`] (answered
+/// `-32600`, never executed), with its id when that id is valid, else `null`. Responses (the
+/// Client's answers to the Agent's own requests) are read as [`parse`] reads them. Errors only
+/// when the line is not JSON (`-32700`).
+pub fn parse_request(line: &str) -> Result<Frame, ParseError> {
+    let v: Value = serde_json::from_str(line).map_err(|e| ParseError(e.to_string()))?;
+    let frame = frame_of(&v);
+    let id = match &frame {
+        Frame::Request { id, .. } => Some(id),
+        Frame::Notification { .. } => None,
+        Frame::Invalid { id } if !valid_id(id) => return Ok(Frame::Invalid { id: Value::Null }),
+        _ => return Ok(frame),
+    };
+    if id.is_some_and(|i| !valid_id(i)) {
+        return Ok(Frame::Invalid { id: Value::Null });
+    }
+    if v.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Ok(Frame::Invalid {
+            id: id.cloned().unwrap_or(Value::Null),
+        });
+    }
+    Ok(frame)
 }
 
 /// A request line.
@@ -156,5 +198,38 @@ mod tests {
         assert!(parse("{not json").is_err());
         // A lone surrogate escape is not valid JSON text for serde_json (K3's note).
         assert!(parse(r#"{"id":1,"method":"m","params":"\ud800"}"#).is_err());
+    }
+
+    #[test]
+    fn an_agent_refuses_a_bad_envelope() {
+        let invalid = |line: &str| parse_request(line).unwrap();
+        for id in ["[]", "{}", "true", "[1]", "1.5", "1e3"] {
+            let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"session/new"}}"#);
+            assert_eq!(invalid(&line), Frame::Invalid { id: Value::Null }, "{line}");
+        }
+        for v in [r#""1.0""#, "2", "null"] {
+            let line = format!(r#"{{"jsonrpc":{v},"id":7,"method":"session/new"}}"#);
+            assert_eq!(invalid(&line), Frame::Invalid { id: json!(7) }, "{line}");
+        }
+        assert_eq!(
+            invalid(r#"{"id":7,"method":"session/new"}"#),
+            Frame::Invalid { id: json!(7) }
+        );
+        assert_eq!(
+            invalid(r#"{"method":"session/cancel"}"#),
+            Frame::Invalid { id: Value::Null }
+        );
+        assert_eq!(
+            invalid(r#"{"jsonrpc":"2.0","id":[1]}"#),
+            Frame::Invalid { id: Value::Null }
+        );
+        for id in [r#""a""#, "null", "-3", "18446744073709551615"] {
+            let line = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"session/new"}}"#);
+            assert!(matches!(invalid(&line), Frame::Request { .. }), "{line}");
+        }
+        assert!(matches!(
+            invalid(&notification("session/cancel", json!({}))),
+            Frame::Notification { .. }
+        ));
     }
 }

@@ -510,7 +510,8 @@ impl ModelAgent {
         } else {
             line
         };
-        let frame = match rpc::parse(line) {
+        // The envelope is checked: a bad id or version is -32600, never executed.
+        let frame = match rpc::parse_request(line) {
             Ok(f) => f,
             Err(e) => {
                 return self.fail(

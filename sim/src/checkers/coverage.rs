@@ -304,6 +304,9 @@ pub fn events(h: &History) -> BTreeSet<&'static str> {
         if op.f == op::TRUNCATE_TORN_TAIL {
             e.insert("torn-tail");
         }
+        if op.f == op::STORE_CORRUPT {
+            e.insert("store-corrupt");
+        }
         if has(op, "client", "boot") && op.value["boot"].as_u64() > Some(0) {
             e.insert("client-restart");
         }
@@ -388,6 +391,10 @@ pub const EVENTS: &[(&str, &str)] = &[
     (
         "torn-tail",
         "a restart found a torn record at the end of a store and cut it",
+    ),
+    (
+        "store-corrupt",
+        "a restart found a store damaged in the middle and refused to start (flip-bit)",
     ),
     (
         "forked",

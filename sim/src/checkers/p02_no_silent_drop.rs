@@ -205,6 +205,21 @@ pub fn p2_no_silent_drop(f: &Facts) -> Verdict {
         v.message =
             format!("liveness: {undelivered} user actions were never made before the bound");
     }
+    // An Agent that refused to start on a store damaged in the middle (the `flip-bit` fault)
+    // cannot serve until an operator repairs its disk: inputs the Client still holds are not
+    // dropped, and no correct Agent could have finished them.
+    let refused = f
+        .history
+        .ops
+        .iter()
+        .find(|o| o.process == process::AGENT && o.f == op::STORE_CORRUPT);
+    if let (Some(r), false) = (refused, pending.is_empty()) {
+        v.message = format!(
+            "submissions {pending:?} still pending with the Client: the Agent refused to start on a damaged store (op {}), so liveness is not required",
+            r.index
+        );
+        return v;
+    }
     if !pending.is_empty() {
         v.status = Status::Unknown;
         v.witnesses = pending.iter().map(|n| f.submissions[n]).collect();

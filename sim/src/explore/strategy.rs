@@ -413,7 +413,10 @@ pub fn fault_of(kind: FaultKind, space: &Space) -> BoxedStrategy<FaultSpec> {
                 ..spec(kind, on)
             })
             .boxed(),
-        FaultKind::CrashAgent | FaultKind::CrashProxy | FaultKind::CrashStore => {
+        FaultKind::CrashAgent
+        | FaultKind::FlipBit
+        | FaultKind::CrashProxy
+        | FaultKind::CrashStore => {
             let on = if kind == FaultKind::CrashStore {
                 // Right after a store write, before its reply: the node cannot know.
                 crash_on(space, &[Point::AfterStoreWrite], false)

@@ -45,7 +45,8 @@ impl NemesisAction {
     pub fn of(f: &FaultSpec) -> Option<NemesisAction> {
         let restart_after_ms = f.restart_after_ms.unwrap_or(50);
         let host = match f.kind {
-            FaultKind::CrashAgent => "agent",
+            // flip-bit: the step loop also marks the Agent's log for a flip before it restarts.
+            FaultKind::CrashAgent | FaultKind::FlipBit => "agent",
             FaultKind::RestartClient => "client",
             FaultKind::CrashProxy => "proxy",
             FaultKind::CrashStore => "store",

@@ -52,11 +52,18 @@ pub enum FaultKind {
     /// dies silently: `session/update` notifications and Agent requests on it are lost from
     /// then on, while requests and responses still flow (until the Client reconnects).
     DropUpdates,
+    /// Crash the Agent as `crash-agent` does, and while it is down flip one bit in a record in
+    /// the middle of its stored log (at least one whole record after it; nothing when it holds
+    /// fewer than 2), then restart it after `restart_after_ms`: a damaged disk. A correct
+    /// recovery refuses to start (`store-corrupt`) rather than cut the records after the
+    /// damage. Not drawn by the swarm unless a scenario's `[swarm] faults` lists it; no
+    /// effect on a cluster (its nodes keep no log).
+    FlipBit,
 }
 
 impl FaultKind {
     /// Every kind, for `acp-chaos list` and the swarm.
-    pub const ALL: [FaultKind; 14] = [
+    pub const ALL: [FaultKind; 15] = [
         FaultKind::LoseFrame,
         FaultKind::StallFrame,
         FaultKind::ReorderFrame,
@@ -71,6 +78,7 @@ impl FaultKind {
         FaultKind::PartitionStore,
         FaultKind::LoseExchange,
         FaultKind::DropUpdates,
+        FaultKind::FlipBit,
     ];
 
     /// Name as written in scenario files.
@@ -90,6 +98,7 @@ impl FaultKind {
             FaultKind::LoseExchange => "lose-exchange",
             FaultKind::DropUpdates => "drop-updates",
             FaultKind::PartitionStore => "partition-store",
+            FaultKind::FlipBit => "flip-bit",
         }
     }
 
@@ -120,6 +129,7 @@ impl FaultKind {
             FaultKind::PartitionStore => {
                 "cluster: partition the store from the node serving the Client (at after-insert-before-sync: the node that reached it), healed after heal_after_ms"
             }
+            FaultKind::FlipBit => "crash the Agent, flip one bit in a record in the middle of its stored log, restart it (a correct Agent refuses to start); only where a scenario lists it"
         }
     }
 }
@@ -246,6 +256,7 @@ impl FaultSpec {
         let crash = matches!(
             self.kind,
             FaultKind::CrashAgent
+                | FaultKind::FlipBit
                 | FaultKind::RestartClient
                 | FaultKind::CrashProxy
                 | FaultKind::CrashStore
@@ -267,7 +278,7 @@ impl FaultSpec {
         }
         if self.restart_after_ms.is_some() && !crash {
             return Some(
-                "restart_after_ms`: only for crash-agent, restart-client, crash-proxy, crash-store"
+                "restart_after_ms`: only for crash-agent, flip-bit, restart-client, crash-proxy, crash-store"
                     .into(),
             );
         }
@@ -330,7 +341,7 @@ impl FaultSpec {
                         .into(),
                 )
             }
-            FaultKind::CrashAgent | FaultKind::CrashProxy
+            FaultKind::CrashAgent | FaultKind::FlipBit | FaultKind::CrashProxy
                 if t.point == Some(Point::AfterStoreWrite) =>
             {
                 Some(
@@ -342,13 +353,14 @@ impl FaultSpec {
                 && !matches!(
                     k,
                     FaultKind::CrashAgent
+                        | FaultKind::FlipBit
                         | FaultKind::CrashProxy
                         | FaultKind::CrashStore
                         | FaultKind::PartitionStore
                 ) =>
             {
                 Some(
-                    "on.point`: only crash-agent, crash-proxy, crash-store and partition-store fire at a protocol point"
+                    "on.point`: only crash-agent, flip-bit, crash-proxy, crash-store and partition-store fire at a protocol point"
                         .into(),
                 )
             }

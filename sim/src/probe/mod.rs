@@ -30,6 +30,7 @@ mod report;
 mod runner;
 pub mod stdio_agent;
 pub mod stdio_client;
+pub mod stdio_envelope;
 mod target;
 pub mod traces;
 pub mod verdicts;

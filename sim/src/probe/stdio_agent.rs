@@ -10,11 +10,17 @@
 //! - `Timer` is a real timer (turns take `--turn-ms` of wall time);
 //! - `Send` writes one line on stdout; `Point` and `Effect` do nothing (a real kill comes from
 //!   outside: `acp-chaos probe` SIGKILLs the process group);
-//! - each start counts itself in `DIR/boots` (synced), so session and message ids stay unique
-//!   across restarts, as the simulator's boot counter keeps them.
+//! - each start appends a synced boot record to `DIR/sessions.log` and takes one more than the
+//!   highest boot its records show (boot records, ids handed out), so session and message ids
+//!   stay unique across restarts, as the simulator's boot counter keeps them, even when an
+//!   older store's `DIR/boots` file is damaged or deleted;
+//! - recovery cuts a torn tail (a bad last record with nothing valid after it) and refuses to
+//!   start (exit 2, naming the file and the byte offset) when a bad record has valid records
+//!   after it: a damaged store is reported, never cut back to its damage.
 //!
 //! One process serves one connection (stdio): EOF on stdin ends it. Bad input never panics:
-//! the model answers `-32700`, `-32600`, `-32601` or `-32602`.
+//! the model answers `-32700`, `-32600` (a bad id or `jsonrpc` too), `-32601` or `-32602`;
+//! batches and ids beyond 64 bits are handled around it (`stdio_envelope`).
 
 use std::collections::BinaryHeap;
 use std::io::{BufRead, Write};
@@ -30,6 +36,7 @@ use crate::models::mutant::{self, MutantKind};
 use crate::models::{store, Action, Design, DuringTurn, HeldOnDisconnect, WorkOnDisconnect};
 use crate::wall_clock::now;
 
+use super::stdio_envelope::Envelope;
 use super::wire_log::{die, Pipe, ServedFault, WireLog};
 
 /// `acp-chaos agent` arguments.
@@ -41,8 +48,9 @@ pub struct AgentArgs {
     /// Serve a mutant of the design (an Agent mutant, see `acp-chaos list mutants`).
     #[arg(long)]
     pub mutant: Option<String>,
-    /// Folder of the stored sessions (`sessions.log`) and the boot counter; created if missing.
-    /// Without it nothing is stored (every start is boot 1).
+    /// Folder of the stored sessions and boot records (`sessions.log`); created if missing.
+    /// Without it nothing is stored (every start is boot 1). A log damaged in the middle
+    /// stops the start with exit 2.
     #[arg(long)]
     pub store: Option<PathBuf>,
     /// Length of a turn in wall ms: `N` or `MIN..MAX`.
@@ -169,7 +177,8 @@ fn parse_range(s: &str) -> Option<(u64, u64)> {
     }
 }
 
-/// The store folder: `sessions.log` (framed records) and `boots` (one line per start).
+/// The store folder: `sessions.log`, framed records (`models::store`) that begin each start
+/// with a boot record `{"t": "boot", "boot": N}` (the model skips it).
 struct StoreDir {
     dir: PathBuf,
     log: Option<std::fs::File>,
@@ -177,46 +186,88 @@ struct StoreDir {
     unsynced: Option<Vec<u8>>,
 }
 
+/// The boot number a record shows was used: a boot record's, an arrival's `boot`, or the
+/// boot in a session or message id the model handed out (`s<boot>.<n>`, `m<boot>.<n>`). 0
+/// when none.
+fn boot_of(r: &serde_json::Value) -> u64 {
+    let from_id = |v: &serde_json::Value, letter: char| {
+        v.as_str()
+            .and_then(|s| s.strip_prefix(letter))
+            .and_then(|s| s.split_once('.'))
+            .and_then(|(b, _)| b.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    [
+        r["boot"].as_u64().unwrap_or(0),
+        from_id(&r["id"], 's'),
+        from_id(&r["session"], 's'),
+        from_id(&r["from"], 's'),
+        from_id(&r["messageId"], 'm'),
+    ]
+    .into_iter()
+    .max()
+    .unwrap_or(0)
+}
+
 impl StoreDir {
     fn log_path(&self) -> PathBuf {
         self.dir.join("sessions.log")
     }
 
-    /// Count this start and read the records, cutting a torn tail.
-    fn open(dir: &Path, persists: bool) -> anyhow::Result<(StoreDir, u32, Vec<serde_json::Value>)> {
-        std::fs::create_dir_all(dir)?;
-        let boots = dir.join("boots");
-        let before = std::fs::read_to_string(&boots)
-            .map(|s| s.lines().count())
-            .unwrap_or(0);
-        let boot = u32::try_from(before + 1).unwrap_or(u32::MAX);
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&boots)?;
-        writeln!(f, "{boot}")?;
-        f.sync_all()?;
-        sync_dir(dir)?;
-        let disk = StoreDir {
+    /// Read the records, cutting a torn tail, and count this start: its boot number is one
+    /// more than any boot the records show ([`boot_of`]) or the `boots` file of a store from
+    /// before boot records counts, so a damaged or deleted file never hands out an id again.
+    /// Errors (exit 2) when the log is damaged in the middle (`store::Damage::Corrupt`), naming
+    /// the file and the byte offset: cutting there would drop acknowledged records.
+    fn open(dir: &Path) -> anyhow::Result<(StoreDir, u32, Vec<serde_json::Value>)> {
+        std::fs::create_dir_all(dir).map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))?;
+        let mut disk = StoreDir {
             dir: dir.to_path_buf(),
             log: None,
             unsynced: None,
         };
-        let mut records = Vec::new();
         let path = disk.log_path();
-        if persists && path.exists() {
-            let bytes = std::fs::read(&path)?;
-            let (recs, valid) = store::decode(&bytes);
-            if valid < bytes.len() {
-                let f = std::fs::OpenOptions::new().write(true).open(&path)?;
-                f.set_len(valid as u64)?;
-                f.sync_all()?;
+        let named = |e: std::io::Error| anyhow::anyhow!("{}: {e}", path.display());
+        let mut records = Vec::new();
+        if path.exists() {
+            let bytes = std::fs::read(&path).map_err(named)?;
+            let found = store::recover(&bytes);
+            match found.damage {
+                Some(store::Damage::Corrupt { at, resumes }) => anyhow::bail!(
+                    "{}: damaged at byte {at}: the record there fails its checksum and a valid record follows at byte {resumes}; refusing to start rather than drop the records after it (restore the file or move it away)",
+                    path.display()
+                ),
+                Some(store::Damage::TornTail { at }) => {
+                    let f = std::fs::OpenOptions::new()
+                        .write(true)
+                        .open(&path)
+                        .map_err(named)?;
+                    f.set_len(at as u64).map_err(named)?;
+                    f.sync_all().map_err(named)?;
+                    eprintln!(
+                        "acp-chaos agent: {}: cut a torn tail ({} bytes from byte {at})",
+                        path.display(),
+                        bytes.len() - at
+                    );
+                }
+                None => {}
             }
-            records = recs
+            records = found
+                .records
                 .iter()
                 .filter_map(|r| serde_json::from_slice(r).ok())
                 .collect();
         }
+        // A store from before boot records counted its starts in `boots`, one line each.
+        let legacy = std::fs::read_to_string(dir.join("boots"))
+            .map(|s| s.lines().count() as u64)
+            .unwrap_or(0);
+        let last = records.iter().map(boot_of).max().unwrap_or(0).max(legacy);
+        let Some(boot) = last.checked_add(1).and_then(|b| u32::try_from(b).ok()) else {
+            anyhow::bail!("{}: boot counter at its limit ({last})", path.display());
+        };
+        disk.persist(&serde_json::json!({"t": "boot", "boot": boot}), true)
+            .map_err(|e| anyhow::anyhow!("{}: {e:#}", path.display()))?;
         Ok((disk, boot, records))
     }
 
@@ -269,7 +320,10 @@ fn serve(cfg: AgentConfig, a: &AgentArgs) -> anyhow::Result<()> {
     let persists = cfg.design != Design::InMemory;
     let (mut disk, boot, records) = match &a.store {
         Some(dir) => {
-            let (mut d, b, r) = StoreDir::open(dir, persists)?;
+            let (mut d, b, mut r) = StoreDir::open(dir)?;
+            if !persists {
+                r.clear();
+            }
             if a.lose_unsynced {
                 d.unsynced = Some(Vec::new());
             }
@@ -316,11 +370,14 @@ fn serve(cfg: AgentConfig, a: &AgentArgs) -> anyhow::Result<()> {
     let mut order = 0u64;
     // Prompts left until the next injected transient error.
     let mut until_error = a.transient_every;
+    // Batches and ids beyond 64 bits, around the model (`stdio_envelope`).
+    let mut envelope = Envelope::default();
     model.handle(AgentInput::Connected(CONN), &mut out);
     loop {
         execute(
             &mut out,
             &mut disk,
+            &mut envelope,
             &mut pipe,
             &stdout,
             &mut timers,
@@ -365,14 +422,20 @@ fn serve(cfg: AgentConfig, a: &AgentArgs) -> anyhow::Result<()> {
                 if pipe.log.as_mut().is_some_and(|w| w.received(&line)) {
                     die();
                 }
-                if a.transient_every > 0 && is_prompt(&line) {
-                    until_error -= 1;
-                    if until_error == 0 {
-                        until_error = a.transient_every;
-                        model.handle(AgentInput::InjectTransientError, &mut out);
-                    }
+                let read = envelope.incoming(&line);
+                if let Some(reply) = read.reply {
+                    pipe.send(reply, now(), &mut stdout.lock());
                 }
-                model.handle(AgentInput::Frame(CONN, line), &mut out);
+                for frame in read.frames {
+                    if a.transient_every > 0 && is_prompt(&frame) {
+                        until_error -= 1;
+                        if until_error == 0 {
+                            until_error = a.transient_every;
+                            model.handle(AgentInput::InjectTransientError, &mut out);
+                        }
+                    }
+                    model.handle(AgentInput::Frame(CONN, frame), &mut out);
+                }
             }
             Some(In::Eof) => {
                 if let Some(w) = pipe.log.as_mut() {
@@ -382,6 +445,7 @@ fn serve(cfg: AgentConfig, a: &AgentArgs) -> anyhow::Result<()> {
                 execute(
                     &mut out,
                     &mut disk,
+                    &mut envelope,
                     &mut pipe,
                     &stdout,
                     &mut timers,
@@ -401,6 +465,7 @@ fn is_prompt(line: &str) -> bool {
 fn execute(
     out: &mut Vec<Action>,
     disk: &mut Option<StoreDir>,
+    envelope: &mut Envelope,
     pipe: &mut Pipe,
     stdout: &std::io::Stdout,
     timers: &mut BinaryHeap<std::cmp::Reverse<(Instant, u64, u64)>>,
@@ -408,7 +473,11 @@ fn execute(
 ) -> anyhow::Result<()> {
     for a in out.drain(..) {
         match a {
-            Action::Send { line, .. } => pipe.send(line, now(), &mut stdout.lock()),
+            Action::Send { line, .. } => {
+                if let Some(line) = envelope.outgoing(line) {
+                    pipe.send(line, now(), &mut stdout.lock());
+                }
+            }
             Action::Persist { record, sync } => {
                 if let Some(d) = disk.as_mut() {
                     d.persist(&record, sync)?;

@@ -25,7 +25,14 @@ use crate::plan::UserEvent;
 pub async fn agent(ctx: Rc<Ctx>) -> turmoil::Result {
     let boot = ctx.ledger.borrow_mut().boot("agent");
     let (mut io, mut rx) = Io::new("agent", ctx.clone(), "/data/sessions.log");
-    let records = io.recover()?;
+    if std::mem::take(&mut ctx.ledger.borrow_mut().flip_pending) {
+        let flipped = io.flip_bit()?;
+        io.record(OpType::Info, op::FLIPPED, flipped);
+    }
+    let Some(records) = io.recover()? else {
+        // A damaged store: the Agent refuses to start (logged by `recover`) and stays down.
+        return Ok(());
+    };
     let mut model: Box<dyn AgentModel> = match &ctx.parties.agent {
         Some(build) => build(Boot {
             boot,
@@ -163,7 +170,9 @@ pub async fn node(ctx: Rc<Ctx>, name: &'static str) -> turmoil::Result {
 pub async fn store(ctx: Rc<Ctx>) -> turmoil::Result {
     let boot = ctx.ledger.borrow_mut().boot("store");
     let (io, _rx) = Io::new("store", ctx.clone(), "/store/records.log");
-    let records = io.recover()?;
+    let Some(records) = io.recover()? else {
+        return Ok(());
+    };
     let mut st = ClusterStore::recover(&records);
     io.record(
         OpType::Info,
@@ -212,7 +221,9 @@ pub async fn store(ctx: Rc<Ctx>) -> turmoil::Result {
 pub async fn client(ctx: Rc<Ctx>) -> turmoil::Result {
     let boot = ctx.ledger.borrow_mut().boot("client");
     let (mut io, mut rx) = Io::new("client", ctx.clone(), "/client/store.log");
-    let records = io.recover()?;
+    let Some(records) = io.recover()? else {
+        return Ok(());
+    };
     let mut model: Box<dyn ClientModel> = match &ctx.parties.client {
         Some(build) => build(Boot {
             boot,

@@ -2,7 +2,7 @@
 //! (an idle writer sends an empty line every `heartbeat_ms`; a reader that hears nothing for
 //! `dead_ms` ends the connection, since turmoil never ends a partitioned stream by itself);
 //! frame faults decided per frame by the [`Ledger`] at the writer; the process's file on the
-//! simulated disk (framed records, a torn tail cut on recovery); a cluster node's datagram
+//! simulated disk (framed records, a torn tail cut on recovery, damage in the middle refused); a cluster node's datagram
 //! link to the store. [`Ctx`] is what every host of one run shares.
 
 use std::cell::RefCell;
@@ -124,31 +124,76 @@ impl Io {
             .record(self.process, kind, f, value);
     }
 
-    /// Read the store, cutting a torn tail (framed records, A13/D1).
-    pub(super) fn recover(&self) -> std::io::Result<Vec<Value>> {
+    /// Read the store, cutting a torn tail (framed records, A13/D1). `None`: the middle of the
+    /// store is damaged ([`store::Damage::Corrupt`]); the process refuses to start (logged as
+    /// `store-corrupt`) rather than cut the records after the damage.
+    pub(super) fn recover(&self) -> std::io::Result<Option<Vec<Value>>> {
         let dir = std::path::Path::new(&self.store)
             .parent()
             .expect("absolute path");
         simfs::create_dir_all(dir)?;
         if !simfs::exists(&self.store) {
-            return Ok(Vec::new());
+            return Ok(Some(Vec::new()));
         }
         let bytes = simfs::read(&self.store)?;
-        let (recs, valid) = store::decode(&bytes);
-        if valid < bytes.len() {
-            let f = simfs::OpenOptions::new().write(true).open(&self.store)?;
-            f.set_len(valid as u64)?;
-            f.sync_all()?;
-            self.record(
-                OpType::Info,
-                op::TRUNCATE_TORN_TAIL,
-                json!({"from": bytes.len(), "to": valid}),
-            );
+        let found = store::recover(&bytes);
+        match found.damage {
+            Some(store::Damage::Corrupt { at, resumes }) => {
+                self.record(
+                    OpType::Info,
+                    op::STORE_CORRUPT,
+                    json!({"file": self.store, "at": at, "resumes": resumes}),
+                );
+                return Ok(None);
+            }
+            Some(store::Damage::TornTail { at }) => {
+                let f = simfs::OpenOptions::new().write(true).open(&self.store)?;
+                f.set_len(at as u64)?;
+                f.sync_all()?;
+                self.record(
+                    OpType::Info,
+                    op::TRUNCATE_TORN_TAIL,
+                    json!({"from": bytes.len(), "to": at}),
+                );
+            }
+            None => {}
         }
-        Ok(recs
-            .iter()
-            .filter_map(|r| serde_json::from_slice(r).ok())
-            .collect())
+        Ok(Some(
+            found
+                .records
+                .iter()
+                .filter_map(|r| serde_json::from_slice(r).ok())
+                .collect(),
+        ))
+    }
+
+    /// The `flip-bit` fault, while the process is down: flip the lowest bit of the middle
+    /// byte of a record in the middle of its store (record `(n - 1) / 2` of `n`, so at least
+    /// one whole record follows it). Returns `{file, record, of, offset}`, or `{file, of}`
+    /// with nothing flipped when the store holds fewer than 2 records.
+    pub(super) fn flip_bit(&self) -> std::io::Result<Value> {
+        let bytes = if simfs::exists(&self.store) {
+            simfs::read(&self.store)?
+        } else {
+            Vec::new()
+        };
+        let found = store::recover(&bytes);
+        let n = found.records.len();
+        if n < 2 {
+            return Ok(json!({"file": self.store, "of": n}));
+        }
+        let k = (n - 1) / 2;
+        // Offsets of record k: the lengths of the records before it, 8 header bytes each.
+        let start: usize = found.records[..k].iter().map(|r| r.len() + 8).sum();
+        let offset = start + 8 + found.records[k].len() / 2;
+        let mut bad = bytes;
+        bad[offset] ^= 1;
+        let mut f = simfs::OpenOptions::new().write(true).open(&self.store)?;
+        use std::io::{Seek, Write};
+        f.seek(std::io::SeekFrom::Start(offset as u64))?;
+        f.write_all(&bad[offset..=offset])?;
+        f.sync_all()?;
+        Ok(json!({"file": self.store, "record": k, "of": n, "offset": offset}))
     }
 
     pub(super) fn persist(&self, record: &Value, sync: bool) -> std::io::Result<()> {

@@ -72,6 +72,8 @@ pub struct Ledger {
     pub outstanding: IndexMap<(ConnId, String), String>,
     /// Stdio: the Agent's pipe ended, so the process exits; the Client starts it again.
     pub stdio_exit: bool,
+    /// `flip-bit` fired: the Agent host flips a bit in its log before it next recovers.
+    pub flip_pending: bool,
     /// Remote transport: connections whose update stream died (`drop-updates`).
     updates_dead: BTreeSet<ConnId>,
     /// Frames handed to a connection's writer and not yet written, dropped or lost, by
@@ -119,6 +121,7 @@ impl Ledger {
             outstanding: IndexMap::new(),
             updates_dead: BTreeSet::new(),
             stdio_exit: false,
+            flip_pending: false,
             queued: IndexMap::new(),
             nodes: if plan.agent.design == acp_chaos_models::Design::Cluster {
                 plan.nodes

@@ -408,6 +408,9 @@ impl<'a> StepLoop<'a> {
                 self.sim.crash(host);
                 self.down.push(host);
                 self.ledger.borrow_mut().on_crash(host);
+                if plan.faults[i].kind == crate::nemesis::FaultKind::FlipBit && host == "agent" {
+                    self.ledger.borrow_mut().flip_pending = true;
+                }
                 if let Some(i) = self.ledger.borrow_mut().idle.get_mut(host) {
                     // A crashed Agent does no work; its restart recovers an idle model.
                     *i = true;

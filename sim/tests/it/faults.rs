@@ -1,6 +1,7 @@
 //! Every fault kind fires in a shipped scenario that uses it, and has its effect on the wire or
 //! the disk: the history shows both the nemesis applying it and what it did (a frame that never
-//! arrived, a stall that ended later, a process that booted again, a torn tail cut, ...).
+//! arrived, a stall that ended later, a process that booted again, a torn tail cut, a damaged
+//! store refused, ...).
 
 use crate::common;
 
@@ -314,6 +315,28 @@ const CASES: &[(&str, &str, Design, u64, Effect)] = &[
                 .ok_or(format!("dropped={dropped} answered={answered}"))
         },
     ),
+    (
+        "flip-bit",
+        "disk-02-flipped-bit",
+        Design::Stored,
+        0,
+        |h, f| {
+            // A bit flipped in a middle record while the Agent was down; it refused to start.
+            let flipped = next(h, f.index, "agent", "flipped").ok_or("no flipped op")?;
+            let refused = next(h, flipped.index, "agent", "store-corrupt").ok_or(format!(
+                "flipped {} but the Agent did not refuse",
+                flipped.value
+            ))?;
+            (flipped.value["record"].as_u64() < flipped.value["of"].as_u64().map(|n| n - 1)
+                && refused.value["at"].as_u64() < refused.value["resumes"].as_u64()
+                && !booted_again(h, refused.index, "agent"))
+            .then_some(())
+            .ok_or(format!(
+                "flipped {} refused {}",
+                flipped.value, refused.value
+            ))
+        },
+    ),
 ];
 
 fn fired<'a>(h: &'a History, kind: &str) -> Option<&'a Op> {
@@ -358,6 +381,27 @@ fn torn_writes_leave_a_torn_tail_that_recovery_cuts() {
         .verdicts
         .iter()
         .all(|v| v.status != acp_chaos::checkers::Status::Invalid));
+}
+
+#[test]
+fn a_flipped_bit_is_refused_not_cut_and_judged_valid() {
+    let s = common::scenario("disk-02-flipped-bit");
+    for seed in 0..3 {
+        let (h, r) = acp_chaos::run::run_one(&s, seed, None, Design::Stored);
+        assert!(
+            h.ops.iter().any(|o| o.f == "store-corrupt"),
+            "seed {seed}: no refusal"
+        );
+        // The records after the damage were not cut: no torn tail, no restart that lost them.
+        assert!(!h.ops.iter().any(|o| o.f == "truncate-torn-tail"));
+        let bad: Vec<_> = r
+            .verdicts
+            .iter()
+            .filter(|v| v.status != acp_chaos::checkers::Status::Valid)
+            .map(|v| format!("{} {:?}: {}", v.property, v.status, v.message))
+            .collect();
+        assert!(bad.is_empty(), "seed {seed}: {bad:?}");
+    }
 }
 
 #[test]

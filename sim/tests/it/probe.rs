@@ -504,7 +504,7 @@ fn the_stdio_agent_answers_bad_input_with_json_rpc_errors_and_exits_at_eof() {
         .spawn()
         .unwrap();
     let mut w = c.stdin.take().unwrap();
-    w.write_all(b"not json\n[1]\n\xff\xfe\n{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"nope\"}\n\n")
+    w.write_all(b"not json\n[]\n\xff\xfe\n{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"nope\"}\n\n")
         .unwrap();
     drop(w);
     let o = c.wait_with_output().unwrap();

@@ -1,0 +1,266 @@
+//! `acp-chaos agent` as a process: the JSON-RPC envelope it checks (ids, version, batches,
+//! ids beyond 64 bits as sent) and what it does with its store folder on start (a torn tail
+//! cut, damage in the middle refused with exit 2, the boot counter derived from the log).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_acp-chaos");
+
+const INIT: &str = r#"{"jsonrpc":"2.0","id":"i","method":"initialize","params":{"protocolVersion":2,"info":{"name":"t","version":"1"}}}"#;
+
+/// A `session/new` line with `id` as JSON text.
+fn new_session(id: &str) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"session/new","params":{{"cwd":"/","mcpServers":[]}}}}"#
+    )
+}
+
+const LIST: &str = r#"{"jsonrpc":"2.0","id":"list","method":"session/list","params":{}}"#;
+
+/// A fresh store folder for one test.
+fn store(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("acp-chaos-stdio-agent-test-{name}"));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+/// Run the stored Agent on `store` with `lines` on stdin: (stdout lines, stderr, exit code).
+fn serve(store: &Path, lines: &[String]) -> (Vec<String>, String, Option<i32>) {
+    let mut c = Command::new(BIN)
+        .args(["agent", "--store", store.to_str().unwrap()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut w = c.stdin.take().unwrap();
+    for l in lines {
+        // The Agent may have exited at start (a damaged store): a broken pipe is its answer.
+        let _ = writeln!(w, "{l}");
+    }
+    drop(w);
+    let o = c.wait_with_output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    (
+        out,
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+        o.status.code(),
+    )
+}
+
+fn json(l: &str) -> Value {
+    serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}"))
+}
+
+/// The session ids a `session/list` answer among `out` names.
+fn listed(out: &[String]) -> Vec<String> {
+    let l = out
+        .iter()
+        .map(|l| json(l))
+        .find(|v| v["id"] == "list")
+        .expect("a session/list answer");
+    l["result"]["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["sessionId"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The `sessionId`s handed out among `out`.
+fn created(out: &[String]) -> Vec<String> {
+    out.iter()
+        .filter_map(|l| json(l)["result"]["sessionId"].as_str().map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn bad_ids_and_versions_are_refused_and_not_executed() {
+    let dir = store("envelope");
+    let mut lines = vec![INIT.to_string()];
+    for id in ["[]", "{}", "true", "[1]", "1.5"] {
+        lines.push(new_session(id));
+    }
+    lines.push(new_session("7").replace(r#""jsonrpc":"2.0","#, r#""jsonrpc":"1.0","#));
+    lines.push(new_session("8").replace(r#""jsonrpc":"2.0","#, ""));
+    lines.push(LIST.to_string());
+    let (out, err, code) = serve(&dir, &lines);
+    assert_eq!(code, Some(0), "{err}");
+    let answers: Vec<Value> = out.iter().map(|l| json(l)).collect();
+    // One -32600 per bad line: id null for a bad id, the id for a bad version.
+    let refused: Vec<&Value> = answers
+        .iter()
+        .filter(|a| a["error"]["code"] == -32600)
+        .map(|a| &a["id"])
+        .collect();
+    let null = Value::Null;
+    assert_eq!(
+        refused,
+        [&null, &null, &null, &null, &null, &json("7"), &json("8")],
+        "{out:?}"
+    );
+    // None of them created a session.
+    assert_eq!(listed(&out), Vec::<String>::new(), "{out:?}");
+}
+
+#[test]
+fn batches_are_answered_with_an_array_and_big_ids_as_sent() {
+    let dir = store("batch");
+    let big = "18446744073709551616";
+    let lines = vec![
+        INIT.to_string(),
+        new_session(big),
+        "[]".to_string(),
+        format!(
+            r#"[{},{{"jsonrpc":"2.0","method":"nope"}},{},1]"#,
+            new_session("2"),
+            new_session("[]")
+        ),
+        r#"[{"jsonrpc":"2.0","method":"nope"}]"#.to_string(),
+        LIST.to_string(),
+    ];
+    let (out, err, code) = serve(&dir, &lines);
+    assert_eq!(code, Some(0), "{err}");
+    // The big id comes back as the same digits, not as a float.
+    assert!(
+        out[1].contains(&format!(r#""id":{big},"result""#)),
+        "{}",
+        out[1]
+    );
+    // The empty batch: one -32600, id null, not an array.
+    let empty = json(&out[2]);
+    assert_eq!(
+        (&empty["id"], &empty["error"]["code"]),
+        (&Value::Null, &json("-32600"))
+    );
+    // The batch: its request answered, the two bad elements refused, the notification not.
+    let batch = json(&out[3]);
+    let arr = batch.as_array().expect("an array");
+    assert_eq!(arr.len(), 3, "{batch}");
+    assert_eq!(arr[0]["id"], 2);
+    assert!(arr[0]["result"]["sessionId"].is_string());
+    assert!(arr[1..]
+        .iter()
+        .all(|a| a["error"]["code"] == -32600 && a["id"].is_null()));
+    // The notification-only batch has no answer: the next line is the list's.
+    assert_eq!(json(&out[4])["id"], "list");
+    assert_eq!(out.len(), 5, "{out:?}");
+}
+
+/// Three sessions, one start each: the log holds boot and session records.
+fn three_sessions(dir: &Path) -> Vec<String> {
+    let mut ids = Vec::new();
+    for n in 0..3 {
+        let (out, err, code) = serve(dir, &[INIT.to_string(), new_session(&n.to_string())]);
+        assert_eq!(code, Some(0), "{err}");
+        ids.extend(created(&out));
+    }
+    assert_eq!(ids.len(), 3);
+    ids
+}
+
+/// Byte offsets where each framed record of `log` starts (`[len u32 LE][crc u32 LE][payload]`).
+fn record_starts(log: &[u8]) -> Vec<usize> {
+    let mut at = 0;
+    let mut out = Vec::new();
+    while at + 8 <= log.len() {
+        out.push(at);
+        at += 8 + u32::from_le_bytes(log[at..at + 4].try_into().unwrap()) as usize;
+    }
+    out
+}
+
+#[test]
+fn a_flipped_bit_in_the_middle_of_the_log_is_reported_not_erased() {
+    let dir = store("flip");
+    three_sessions(&dir);
+    let path = dir.join("sessions.log");
+    let mut log = std::fs::read(&path).unwrap();
+    let starts = record_starts(&log);
+    assert_eq!(starts.len(), 6, "a boot and a session record per start");
+    // A bit in the payload of the second session record (record 3 of 6).
+    let at = starts[3];
+    log[at + 12] ^= 0x10;
+    std::fs::write(&path, &log).unwrap();
+    let (out, err, code) = serve(&dir, &[INIT.to_string(), LIST.to_string()]);
+    assert_eq!(code, Some(2), "{err} {out:?}");
+    assert!(out.is_empty(), "{out:?}");
+    assert!(
+        err.contains(&path.display().to_string()) && err.contains(&format!("byte {at}")),
+        "{err}"
+    );
+    // Nothing cut: the file is as the damage left it.
+    assert_eq!(std::fs::read(&path).unwrap(), log);
+}
+
+#[test]
+fn a_torn_tail_is_cut_and_the_rest_served() {
+    let dir = store("torn");
+    let ids = three_sessions(&dir);
+    let path = dir.join("sessions.log");
+    let whole = std::fs::read(&path).unwrap();
+    // Half a record after the last one, as a crash mid-write leaves it.
+    let mut torn = whole.clone();
+    torn.extend_from_slice(&whole[..whole.len().min(20)]);
+    torn.truncate(whole.len() + 13);
+    std::fs::write(&path, &torn).unwrap();
+    let (out, err, code) = serve(&dir, &[INIT.to_string(), LIST.to_string()]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("torn tail"), "{err}");
+    assert_eq!(listed(&out), ids);
+    // Cut back to the whole records, then this start's boot record appended.
+    let now = std::fs::read(&path).unwrap();
+    assert_eq!(&now[..whole.len()], &whole[..]);
+    assert_eq!(record_starts(&now).len(), 7);
+}
+
+#[test]
+fn a_deleted_or_damaged_boots_file_does_not_reuse_ids() {
+    let dir = store("boots");
+    let mut seen = three_sessions(&dir);
+    // A store from before boot records counted starts in `boots`; damage or delete it.
+    for damage in [Some("garbage\n"), Some(""), None] {
+        match damage {
+            Some(text) => std::fs::write(dir.join("boots"), text).unwrap(),
+            None => {
+                let _ = std::fs::remove_file(dir.join("boots"));
+            }
+        }
+        let (out, err, code) = serve(&dir, &[INIT.to_string(), new_session("9")]);
+        assert_eq!(code, Some(0), "{err}");
+        let ids = created(&out);
+        assert_eq!(ids.len(), 1);
+        assert!(
+            !seen.contains(&ids[0]),
+            "{} handed out again ({seen:?})",
+            ids[0]
+        );
+        seen.extend(ids);
+    }
+    // Without boot records (an older log), the ids in the records still count.
+    let path = dir.join("sessions.log");
+    let log = std::fs::read(&path).unwrap();
+    let mut kept = Vec::new();
+    let starts = record_starts(&log);
+    for (i, at) in starts.iter().enumerate() {
+        let end = starts.get(i + 1).copied().unwrap_or(log.len());
+        if !String::from_utf8_lossy(&log[at + 8..end]).contains(r#""t":"boot""#) {
+            kept.extend_from_slice(&log[*at..end]);
+        }
+    }
+    std::fs::write(&path, kept).unwrap();
+    let _ = std::fs::remove_file(dir.join("boots"));
+    let (out, err, _) = serve(&dir, &[INIT.to_string(), new_session("10")]);
+    let ids = created(&out);
+    assert!(
+        !ids.is_empty() && !seen.contains(&ids[0]),
+        "{ids:?} {seen:?} {err}"
+    );
+}
