@@ -74,10 +74,11 @@ pub(super) fn write_counterexample(
 }
 
 /// Shrink a failing run on `v`'s property, status and party, and write the schedule into its
-/// run folder (`schedule.toml`). Returns `{schedule, replay, faults, ops, raw, runs}`, or
+/// run folder (`schedule.toml`) under `out`, naming it under `shown` (where the report will be). Returns `{schedule, replay, faults, ops, raw, runs}`, or
 /// `None` when the failure does not survive fixing the plan (it always should).
 pub(super) fn shrink_into(
     out: &Path,
+    shown: &Path,
     s: &Scenario,
     r: &RunResult,
     v: &Verdict,
@@ -95,12 +96,13 @@ pub(super) fn shrink_into(
     };
     let h = world::run(&shrunk.plan);
     let dir = out.join(run_dir_name(r));
-    std::fs::create_dir_all(&dir)?;
-    let file = dir.join(format!("{prefix}schedule.toml"));
+    std::fs::create_dir_all(&dir).map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))?;
+    let leaf = format!("{prefix}schedule.toml");
+    let file = shown.join(run_dir_name(r)).join(&leaf);
     let replay = format!("acp-chaos replay --schedule {}", file.display());
     let body = toml::to_string(&shrunk.plan)?;
     write_atomic(
-        &file,
+        &dir.join(&leaf),
         format!(
             "# shrunk from: {}\n# keeps {}: {}\n# replay: {replay}\n{body}",
             repro(&s.reference, r.design, r.seed, mutant),
@@ -122,7 +124,7 @@ pub(super) fn run_dir_name(r: &RunResult) -> String {
 
 pub(super) fn write_run(out: &Path, h: &History, r: &RunResult, line: &str) -> anyhow::Result<()> {
     let dir = out.join(run_dir_name(r));
-    std::fs::create_dir_all(&dir)?;
+    std::fs::create_dir_all(&dir).map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))?;
     let mut buf = Vec::new();
     h.write_jsonl(&mut buf)?;
     write_atomic(&dir.join("history.jsonl"), &buf)?;

@@ -7,18 +7,43 @@ use acp_chaos_models::Design;
 
 use crate::summary::Summary;
 
-/// Make the report folder: create it, or clear the report artefacts of an earlier campaign
-/// in it (`summary.json`, `summary.md`, `junit.xml`, `<scenario>-<design>-seed<N>/` run
-/// folders). A folder holding anything else is refused, and nothing but our own artefacts is
-/// ever deleted.
+/// Make the report folder in place (`acp-chaos merge`): create it, or clear the report
+/// artefacts of an earlier campaign in it (see [`is_artefact`]). A folder holding anything else
+/// is refused, and nothing but our own artefacts is ever deleted.
 pub fn prepare_out(out: &Path) -> anyhow::Result<()> {
-    prepare_folder(out, "an acp-chaos report artefact", |name, path| {
-        let run_dir = path.join("history.jsonl").exists() && name.contains("-seed");
-        let file = matches!(
-            name.trim_end_matches(".tmp"),
-            "summary.json" | "summary.md" | "junit.xml"
-        );
-        file || run_dir
+    prepare_folder(out, "an acp-chaos report artefact", is_artefact)
+}
+
+/// Whether the entry `name` (at `path`) of a report folder is a campaign's artefact:
+/// `summary.json`, `summary.md`, `junit.xml` (or their `.tmp`), or a run folder
+/// (`<scenario>-<design>-seed<N>/`) holding only a run folder's files, whole or partly written
+/// (an earlier, killed campaign's).
+pub fn is_artefact(name: &str, path: &Path) -> bool {
+    let file = matches!(
+        name.trim_end_matches(".tmp"),
+        "summary.json" | "summary.md" | "junit.xml"
+    );
+    file || (name.contains("-seed") && path.is_dir() && holds_only_run_files(path))
+}
+
+/// A run folder's files: `history.jsonl`, `verdicts.json`, `repro.txt`, and per property
+/// `[P<n>.]report.md`, `report.html`, `schedule.toml`, `shrunk.jsonl` (or their `.tmp`).
+fn holds_only_run_files(dir: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.into_iter().all(|e| {
+        let Ok(e) = e else { return false };
+        let name = e.file_name().to_string_lossy().into_owned();
+        let name = name.trim_end_matches(".tmp");
+        let plain = ["history.jsonl", "verdicts.json", "repro.txt"].contains(&name);
+        let page = ["report.md", "report.html", "schedule.toml", "shrunk.jsonl"]
+            .iter()
+            .any(|b| {
+                name.strip_suffix(b)
+                    .is_some_and(|p| p.is_empty() || p.starts_with('P'))
+            });
+        e.path().is_file() && (plain || page)
     })
 }
 

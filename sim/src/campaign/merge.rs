@@ -48,7 +48,7 @@ pub fn merge(dirs: &[PathBuf], shards: &[Summary], out: &Path) -> anyhow::Result
     m.seeds = shards.iter().map(|s| s.seeds).sum();
     m.interrupted = shards.iter().any(|s| s.interrupted);
     for s in &shards[1..] {
-        add_shard(&mut m, s);
+        add_shard(&mut m, s)?;
     }
     keep_failures(&mut m, &dirs, shards, out)?;
     drop_unkept_pages(&m, out)?;
@@ -101,7 +101,7 @@ fn check_shards(dirs: &[PathBuf], shards: &[Summary], n: u64) -> anyhow::Result<
 }
 
 /// Add one shard's counts to the merged summary `m` (the first shard's, to begin with).
-fn add_shard(m: &mut Summary, s: &Summary) {
+fn add_shard(m: &mut Summary, s: &Summary) -> anyhow::Result<()> {
     for row in &s.order {
         if !m.order.contains(row) {
             m.order.push(row.clone());
@@ -154,8 +154,7 @@ fn add_shard(m: &mut Summary, s: &Summary) {
                 .or_default() += k;
         }
     }
-    m.hashes
-        .extend(s.hashes.iter().map(|(k, v)| (k.clone(), v.clone())));
+    m.hashes.extend(&s.hashes)?;
     m.findings.extend(s.findings.iter().cloned());
     m.failures.extend(s.failures.iter().cloned());
     m.nondeterministic
@@ -165,6 +164,7 @@ fn add_shard(m: &mut Summary, s: &Summary) {
             m.expected_invalid.push(r.clone());
         }
     }
+    Ok(())
 }
 
 /// Order the failures as the unsharded run lists them, keep the first `kept_per_property` run

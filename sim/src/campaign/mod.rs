@@ -7,7 +7,9 @@ pub mod folders;
 pub mod merge;
 pub mod progress;
 pub mod scoreboard;
+pub mod staging;
 mod summarize;
+mod unwritten;
 
 use std::path::PathBuf;
 
@@ -15,18 +17,20 @@ use acp_chaos_models::Design;
 use rayon::prelude::*;
 
 pub use folders::{
-    campaign_name, default_out, point_latest, prepare_folder, prepare_out, write_atomic,
-    write_summary,
+    campaign_name, default_out, is_artefact, point_latest, prepare_folder, prepare_out,
+    write_atomic, write_summary,
 };
 pub use merge::merge;
+pub use staging::Staging;
+pub use unwritten::ReportUnwritten;
 
 use crate::checkers::Status;
 use crate::history::History;
 use crate::run::{repro, run_one, RunResult};
 use crate::scenario::Scenario;
-use crate::summary::Summary;
+use crate::summary::{HashLogWriter, Summary};
 use counterexample::write_run;
-use summarize::summarize;
+use summarize::Summarizer;
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -103,22 +107,35 @@ impl CampaignSpec {
     }
 }
 
-/// Run the campaign and write the report folder (prepared first, so a bad `--out` fails
-/// before any run): `summary.json`, `summary.md`, `junit.xml`, and one folder per kept
-/// failing run.
+/// Run the campaign and write the report folder: `summary.json`, `summary.md`, `junit.xml`,
+/// and one folder per kept failing run. The report is written into a fresh folder beside `out`
+/// (`<out>.partial/`, checked first, so a bad `--out` fails before any run) that replaces `out`
+/// only once complete (see [`Staging`]). Runs are folded into the summary as they finish, a
+/// batch at a time, so memory does not grow with the seeds.
+///
+/// A report that cannot be written (a full disk) is the error [`ReportUnwritten`], which
+/// carries the summary: the verdict is not lost.
 pub fn run(spec: &CampaignSpec) -> anyhow::Result<Summary> {
+    run_with(spec, |_| {})
+}
+
+/// [`run`], with `finish` applied to the summary before it is written (the mutant scoreboard
+/// adds its table).
+pub fn run_with(spec: &CampaignSpec, finish: impl FnOnce(&mut Summary)) -> anyhow::Result<Summary> {
     use std::sync::atomic::{AtomicU64, Ordering};
-    prepare_out(&spec.out)?;
+    let staging = Staging::begin(&spec.out, &is_artefact)?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(spec.jobs.max(1))
         .build()?;
     let (first, end) = spec.seed_range();
-    let mut work: Vec<(usize, Design, u64)> = Vec::new();
-    for (i, s) in spec.scenarios.iter().enumerate() {
-        for d in spec.designs_for(s) {
-            work.extend((first..end).map(|seed| (i, d, seed)));
-        }
-    }
+    let per_row = end - first;
+    let pairs: Vec<(usize, Design)> = spec
+        .scenarios
+        .iter()
+        .enumerate()
+        .flat_map(|(i, s)| spec.designs_for(s).into_iter().map(move |d| (i, d)))
+        .collect();
+    let total = pairs.len() as u64 * per_row;
     let mutant = spec.mutant.as_deref();
     // The regression corpus first: minimal schedules that must keep their verdicts.
     let regressions: Vec<crate::explore::regression::Outcome> = pool.install(|| {
@@ -129,50 +146,64 @@ pub fn run(spec: &CampaignSpec) -> anyhow::Result<Summary> {
     });
     let done = AtomicU64::new(0);
     let failing = AtomicU64::new(0);
-    let progress = spec
-        .progress
-        .then(|| progress::Progress::new(work.len() as u64));
+    let progress = spec.progress.then(|| progress::Progress::new(total));
     let stopped = || {
         spec.stop
             .as_ref()
             .is_some_and(|f| f.load(Ordering::Relaxed))
     };
-    let results: Vec<Option<RunResult>> = pool.install(|| {
-        work.par_iter()
-            .map(|&(i, d, seed)| {
-                if stopped() {
-                    return None;
-                }
-                let s = &spec.scenarios[i];
-                let (h, mut r) = run_one(s, seed, mutant, d);
-                if spec.check_determinism {
-                    let (h2, r2) = run_one(s, seed, mutant, d);
-                    if r2.hash != r.hash {
-                        // Keep both histories (`-a` first run, `-b` second) for a diff.
-                        let line = repro(&s.reference, d, seed, mutant);
-                        let keep = |h: &History, r: &RunResult, tag: &str| {
-                            let mut r = r.clone();
-                            r.scenario = format!("{}-{tag}", r.scenario);
-                            write_run(&spec.out, h, &r, &line)
-                        };
-                        if let Err(e) = keep(&h, &r, "a").and_then(|_| keep(&h2, &r2, "b")) {
-                            tracing::warn!("could not keep both histories: {e}");
-                        }
-                        r.rerun_hash = Some(r2.hash);
+    let hashes = HashLogWriter::create(staging.dir(), summarize::rows(spec, &pairs))?;
+    let mut tables = Summarizer::new(spec, staging.dir(), staging.out(), hashes);
+    let mut interrupted = false;
+    // A batch runs in parallel, then is added in order: only one batch of results is held.
+    let batch = (spec.jobs.max(1) as u64 * 512).min(16_384);
+    let mut next = 0u64;
+    while next < total {
+        let upto = (next + batch).min(total);
+        let results: Vec<Option<RunResult>> = pool.install(|| {
+            (next..upto)
+                .into_par_iter()
+                .map(|k| {
+                    if stopped() {
+                        return None;
                     }
-                }
-                if r.verdicts.iter().any(|v| v.status == Status::Invalid) {
-                    failing.fetch_add(1, Ordering::Relaxed);
-                }
-                let n = done.fetch_add(1, Ordering::Relaxed) + 1;
-                if let Some(p) = &progress {
-                    p.update(n, failing.load(Ordering::Relaxed));
-                }
-                Some(r)
-            })
-            .collect()
-    });
-    let interrupted = results.iter().any(Option::is_none);
+                    let (i, d) = pairs[(k / per_row) as usize];
+                    let seed = first + k % per_row;
+                    let s = &spec.scenarios[i];
+                    let (h, mut r) = run_one(s, seed, mutant, d);
+                    if spec.check_determinism {
+                        let (h2, r2) = run_one(s, seed, mutant, d);
+                        if r2.hash != r.hash {
+                            // Keep both histories (`-a` first run, `-b` second) for a diff.
+                            let line = repro(&s.reference, d, seed, mutant);
+                            let keep = |h: &History, r: &RunResult, tag: &str| {
+                                let mut r = r.clone();
+                                r.scenario = format!("{}-{tag}", r.scenario);
+                                write_run(staging.dir(), h, &r, &line)
+                            };
+                            if let Err(e) = keep(&h, &r, "a").and_then(|_| keep(&h2, &r2, "b")) {
+                                tracing::warn!("could not keep both histories: {e}");
+                            }
+                            r.rerun_hash = Some(r2.hash);
+                        }
+                    }
+                    if r.verdicts.iter().any(|v| v.status == Status::Invalid) {
+                        failing.fetch_add(1, Ordering::Relaxed);
+                    }
+                    let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+                    if let Some(p) = &progress {
+                        p.update(n, failing.load(Ordering::Relaxed));
+                    }
+                    Some(r)
+                })
+                .collect()
+        });
+        for r in results {
+            interrupted |= r.is_none();
+            tables.add(r);
+        }
+        next = upto;
+    }
     if let Some(p) = &progress {
         p.finish(
             done.load(Ordering::Relaxed),
@@ -180,12 +211,26 @@ pub fn run(spec: &CampaignSpec) -> anyhow::Result<Summary> {
             interrupted,
         );
     }
-    summarize(
-        spec,
-        results.into_iter().flatten().collect(),
-        regressions,
-        interrupted,
-    )
+    let (mut summary, mut error) = tables.finish(regressions, interrupted);
+    finish(&mut summary);
+    if error.is_none() {
+        if let Err(e) = write_summary(staging.dir(), &summary) {
+            error = Some(format!("{e:#}"));
+        }
+    }
+    if error.is_none() {
+        if let Err(e) = staging.commit(&is_artefact) {
+            error = Some(format!("{e:#}"));
+        }
+    }
+    match error {
+        None => Ok(summary),
+        Some(what) => Err(ReportUnwritten {
+            summary: Box::new(summary),
+            what,
+        }
+        .into()),
+    }
 }
 
 pub(super) fn reference(spec: &CampaignSpec, name: &str) -> String {

@@ -407,14 +407,17 @@ pub struct Baseline {
 }
 
 /// Run the correct models on `seeds` swarm seeds of `s` under every design, as a campaign
-/// named `name` reported into `out` (failures shrunk, as in any campaign).
+/// named `name` reported into `out` (failures shrunk, as in any campaign), its `summary.md`
+/// carrying `scoreboard`. Returns the baseline, the summary, and what could not be written
+/// (the report is then missing, the verdicts are not).
 pub fn baseline(
     s: &Scenario,
     seeds: u64,
     jobs: usize,
     name: &str,
     out: &std::path::Path,
-) -> anyhow::Result<(Baseline, campaign::Summary)> {
+    scoreboard: Option<String>,
+) -> anyhow::Result<(Baseline, campaign::Summary, Option<String>)> {
     let mut swarm = s.clone();
     if let Some(sw) = swarm.swarm.as_mut() {
         sw.mix = Mix::Swarm;
@@ -437,7 +440,13 @@ pub fn baseline(
         stop: None,
         regressions: Vec::new(),
     };
-    let summary = campaign::run(&spec)?;
+    let (summary, unwritten) = match campaign::run_with(&spec, |m| m.scoreboard = scoreboard) {
+        Ok(m) => (m, None),
+        Err(e) => match e.downcast::<campaign::ReportUnwritten>() {
+            Ok(u) => (*u.summary, Some(u.what)),
+            Err(e) => return Err(e),
+        },
+    };
     Ok((
         Baseline {
             seeds,
@@ -446,6 +455,7 @@ pub fn baseline(
             report: out.to_path_buf(),
         },
         summary,
+        unwritten,
     ))
 }
 

@@ -27,6 +27,32 @@ impl CliError {
     }
 }
 
+impl CliError {
+    /// A report that could not be written after a campaign that ran: the campaign's exit
+    /// code `verdict` is kept (an invalid verdict stays 1), a valid one becomes 2, since the
+    /// report is missing.
+    pub fn unwritten(what: &str, out: &std::path::Path, verdict: i32) -> CliError {
+        let code = if verdict == exit::VALID {
+            exit::USAGE
+        } else {
+            verdict
+        };
+        CliError {
+            code,
+            message: format!(
+                "the report could not be written: {what}; {} keeps what it held before (exit \
+                 {code}: {})",
+                out.display(),
+                if verdict == exit::VALID {
+                    "the verdict was valid, the report is missing"
+                } else {
+                    "the campaign's verdict, printed above"
+                }
+            ),
+        }
+    }
+}
+
 impl fmt::Display for CliError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)

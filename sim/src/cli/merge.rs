@@ -74,6 +74,6 @@ pub(super) fn exec(a: &MergeArgs) -> Outcome {
         summary.seed_start,
         summary.seed_start + summary.seeds
     );
-    print_summary(&summary, &out);
+    print_summary(&summary, &out, true);
     Ok(summary.exit_code)
 }

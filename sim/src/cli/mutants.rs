@@ -47,6 +47,10 @@ pub(super) struct MutantsArgs {
     /// how small its schedule gets.
     #[arg(long)]
     shrink: bool,
+    /// Report folder of the correct-model baseline, with the scoreboard in its `summary.md`
+    /// (default `reports/mutants-<scenario>-seeds<N>`, with `reports/latest` pointing at it).
+    #[arg(long)]
+    out: Option<PathBuf>,
     #[command(flatten)]
     dir: DirArgs,
 }
@@ -186,17 +190,21 @@ pub(super) fn exec(a: &MutantsArgs) -> Outcome {
     let base_seeds = a.baseline_seeds.unwrap_or(a.seeds);
     // The baseline is a campaign of the correct models; its report carries the scoreboard.
     let name = format!("mutants-{}-seeds{}", s.name, a.seeds);
-    let out = campaign::default_out(&name, None);
-    let (base, mut summary) =
-        crate::campaign::scoreboard::baseline(&s, base_seeds, jobs, &name, &out)?;
-    summary.scoreboard = Some(format!(
+    let out = a
+        .out
+        .clone()
+        .unwrap_or_else(|| campaign::default_out(&name, None));
+    let scoreboard = format!(
         "{}{}\nmutant × checker (share of swarm seeds on which the checker was invalid):\n{}",
         crate::campaign::scoreboard::header(),
         crate::campaign::scoreboard::table(&rows),
         crate::campaign::scoreboard::checker_table(&rows)
-    ));
-    campaign::write_summary(&out, &summary)?;
-    campaign::point_latest(&out)?;
+    );
+    let (base, _, unwritten) =
+        crate::campaign::scoreboard::baseline(&s, base_seeds, jobs, &name, &out, Some(scoreboard))?;
+    if a.out.is_none() && unwritten.is_none() {
+        campaign::point_latest(&out)?;
+    }
     println!();
     let designs: Vec<&str> = base.designs.iter().map(|d| d.as_str()).collect();
     println!(
@@ -208,10 +216,13 @@ pub(super) fn exec(a: &MutantsArgs) -> Outcome {
     for f in base.violations.iter().take(10) {
         println!("  {}", outcome_line(f, true));
     }
-    println!(
-        "report: {}/summary.md (scoreboard and baseline)",
-        out.display()
-    );
+    match &unwritten {
+        None => println!(
+            "report: {}/summary.md (scoreboard and baseline)",
+            out.display()
+        ),
+        Some(_) => println!("report: not written (see the error on stderr)"),
+    }
     if let Some(p) = &a.json {
         let doc = serde_json::json!({"rows": rows, "baseline": base});
         std::fs::write(p, serde_json::to_string_pretty(&doc)?)?;
@@ -246,6 +257,9 @@ pub(super) fn exec(a: &MutantsArgs) -> Outcome {
     if !base.violations.is_empty() {
         println!("the correct models have violations or unknown verdicts: false positives, model bugs or a liveness bound too short");
         code = exit::INVALID;
+    }
+    if let Some(what) = unwritten {
+        return Err(CliError::unwritten(&what, &out, code));
     }
     Ok(code)
 }

@@ -6,7 +6,9 @@ use std::path::Path;
 use crate::checkers::{self, Status, CHECKERS};
 use crate::exit;
 
-pub(super) fn print_summary(summary: &crate::summary::Summary, out: &Path) {
+/// A campaign's summary; `written`: its report folder is there (else the last line says it is
+/// not).
+pub(super) fn print_summary(summary: &crate::summary::Summary, out: &Path, written: bool) {
     println!();
     print!("{}", crate::report::table_text(summary));
     println!();
@@ -60,11 +62,18 @@ pub(super) fn print_summary(summary: &crate::summary::Summary, out: &Path) {
     if summary.interrupted {
         println!("INTERRUPTED: the report covers only the runs done before Ctrl-C");
     }
-    println!(
-        "report: {}/summary.md (summary.json, junit.xml)  exit {}",
-        out.display(),
-        summary.exit_code
-    );
+    if written {
+        println!(
+            "report: {}/summary.md (summary.json, junit.xml)  exit {}",
+            out.display(),
+            summary.exit_code
+        );
+    } else {
+        println!(
+            "report: not written (see the error on stderr); verdict exit {}",
+            summary.exit_code
+        );
+    }
 }
 
 /// One failure or finding of `summary.json` as two lines: what, then its repro command.

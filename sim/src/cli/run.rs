@@ -217,10 +217,20 @@ pub(super) fn campaign(a: &RunArgs) -> Result<crate::summary::Summary, CliError>
             s.rules.join(" ")
         );
     }
-    let summary = campaign::run(&spec)?;
+    let summary = match campaign::run(&spec) {
+        Ok(s) => s,
+        Err(e) => match e.downcast::<campaign::ReportUnwritten>() {
+            Ok(u) => {
+                // The verdict stands: print it, then say what is missing.
+                print_summary(&u.summary, &out, false);
+                return Err(CliError::unwritten(&u.what, &out, u.summary.exit_code));
+            }
+            Err(e) => return Err(e.into()),
+        },
+    };
     if default_out {
         campaign::point_latest(&out)?;
     }
-    print_summary(&summary, &out);
+    print_summary(&summary, &out, true);
     Ok(summary)
 }

@@ -4,6 +4,7 @@
 //! - `cli`: the binary's contract: exit codes, error messages, the repro line;
 //! - `determinism`: the same seeds give the same histories across runs, `--jobs` and processes;
 //! - `explore`: exhaustive certificates across jobs and shards, pruning audits, lineage, guided;
+//! - `folders`: report folders replaced only when complete, leftovers cleared, write errors;
 //! - `faults`: every fault kind fires in a shipped scenario and has its effect;
 //! - `mutants`: every mutant is caught on its property and party; no false positives;
 //! - `regressions`: the corpus of shrunk schedules keeps its verdicts;
@@ -21,6 +22,7 @@ mod determinism;
 mod explore;
 mod faults;
 mod findings;
+mod folders;
 mod mock_model;
 mod mutants;
 mod probe;

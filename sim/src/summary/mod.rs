@@ -11,6 +11,10 @@ use serde_json::Value;
 use crate::checkers::SubmissionClass;
 use crate::exit;
 
+mod hashes;
+
+pub use hashes::{lex_order, HashLogWriter, Hashes};
+
 /// One cell of the table.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Tally {
@@ -65,7 +69,7 @@ pub struct Summary {
     /// scenario → event → seeds in which it happened (coverage).
     pub events: BTreeMap<String, BTreeMap<String, u64>>,
     /// Every run's history hash, as `scenario/seed` → hash (determinism checks compare these).
-    pub hashes: BTreeMap<String, String>,
+    pub hashes: Hashes,
     /// scenario → events that never happened although listed under `sometimes`.
     pub vacuous: BTreeMap<String, Vec<String>>,
     /// The first finding per scenario@design × property (never fails a campaign).
