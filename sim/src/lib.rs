@@ -19,7 +19,8 @@
 //! - [`history`]: the run's ops (Jepsen invoke/ok/fail/info) in JSON Lines, the process and op
 //!   names ([`history::op`]), the hash;
 //! - [`summary`]: `summary.json`, a finished campaign; [`exit`]: the exit-code table;
-//!   [`wall_clock`]: the one wall clock (outside runs only).
+//!   [`wall_clock`]: the one wall clock (outside runs only); [`bounds`]: the range of every
+//!   number a user can set (files, flags, environment).
 //!
 //! The pipeline:
 //! - [`scenario`]: a TOML run description (workload, Agent policies, timing, faults or swarm);
@@ -118,6 +119,7 @@ compile_error!(
 
 pub use acp_chaos_models as models;
 
+pub mod bounds;
 pub mod campaign;
 pub mod checkers;
 pub mod cli;
