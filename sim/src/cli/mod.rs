@@ -8,16 +8,17 @@
 //! `mutants.rs`, `shrink.rs`, `merge.rs`, `audit.rs`, `matrix.rs`, `sweep.rs`, `findings.rs`; `acp-chaos agent`,
 //! `acp-chaos client` and `acp-chaos probe` take their arguments from [`crate::probe`]), each with its arguments and
 //! an `exec` returning the exit code or a [`CliError`] that carries one; `args.rs` holds what
-//! several commands share.
+//! several commands share; `env.rs` how the `ACP_CHAOS_*` variables are read.
 
 use std::path::Path;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 mod args;
 mod audit;
 mod bench;
 mod check;
+mod env;
 mod error;
 mod explore;
 mod findings;
@@ -109,10 +110,14 @@ pub fn main() -> i32 {
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_writer(std::io::stderr)
         .try_init();
-    let cli = match Cli::try_parse() {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let cli = match parse_from(&args) {
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();
+            if let Some(note) = env::blame(&Cli::command(), &e, &args) {
+                eprintln!("note: {note}");
+            }
             return if e.use_stderr() {
                 exit::USAGE
             } else {
@@ -129,7 +134,17 @@ pub fn main() -> i32 {
     }
 }
 
-/// Run parsed arguments (tests call this with `Cli::try_parse_from`).
+/// Parse a command line (the program name first) as `acp-chaos` does: an empty
+/// `ACP_CHAOS_*` variable is unset, and the default command's variables are read only when
+/// no command is named.
+///
+/// Errors: clap's, for a bad flag, a bad value or a bad variable's value.
+pub fn parse_from(args: &[std::ffi::OsString]) -> Result<Cli, clap::Error> {
+    let m = env::matches(Cli::command(), args)?;
+    Cli::from_arg_matches(&m)
+}
+
+/// Run parsed arguments (tests call this with [`parse_from`]).
 pub fn dispatch(cli: Cli) -> Outcome {
     match cli.cmd {
         None => run::exec(&cli.run),
@@ -158,7 +173,8 @@ pub fn replay_line(line: &str, scenarios: &Path) -> anyhow::Result<(i32, String)
     let mut args: Vec<String> = line.split_whitespace().map(String::from).collect();
     args.push("--scenarios".into());
     args.push(scenarios.display().to_string());
-    let cli = Cli::try_parse_from(args)?;
+    let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+    let cli = parse_from(&args)?;
     match cli.cmd {
         Some(Cmd::Replay(a)) => Ok(replay::exec(&a)?),
         _ => anyhow::bail!("not a replay line: {line}"),

@@ -48,11 +48,11 @@ pub struct AgentArgs {
     /// Length of a turn in wall ms: `N` or `MIN..MAX`.
     #[arg(long, default_value = "30")]
     pub turn_ms: String,
-    /// Chance that a turn makes a tool call.
-    #[arg(long, default_value_t = 0.0)]
+    /// Chance that a turn makes a tool call (0 to 1).
+    #[arg(long, default_value_t = 0.0, value_parser = crate::bounds::parse_rate)]
     pub tool_rate: f64,
-    /// Chance that a tool call first asks the Client with `session/request_permission`.
-    #[arg(long, default_value_t = 0.0)]
+    /// Chance that a tool call first asks the Client with `session/request_permission` (0 to 1).
+    #[arg(long, default_value_t = 0.0, value_parser = crate::bounds::parse_rate)]
     pub permission_rate: f64,
     /// Fail every Nth `session/prompt` this process reads with a transient `-32603` (the
     /// simulator's `transient-error` fault; a stand-in for a model API error). 0: never.
@@ -182,9 +182,13 @@ impl StoreDir {
         self.dir.join("sessions.log")
     }
 
-    /// Count this start and read the records, cutting a torn tail.
+    /// Count this start and read the records, cutting a torn tail. Errors name the path.
     fn open(dir: &Path, persists: bool) -> anyhow::Result<(StoreDir, u32, Vec<serde_json::Value>)> {
-        std::fs::create_dir_all(dir)?;
+        let at = |p: &Path| {
+            let p = p.display().to_string();
+            move |e: std::io::Error| anyhow::anyhow!("{p}: {e}")
+        };
+        std::fs::create_dir_all(dir).map_err(at(dir))?;
         let boots = dir.join("boots");
         let before = std::fs::read_to_string(&boots)
             .map(|s| s.lines().count())
@@ -193,10 +197,11 @@ impl StoreDir {
         let mut f = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
-            .open(&boots)?;
-        writeln!(f, "{boot}")?;
-        f.sync_all()?;
-        sync_dir(dir)?;
+            .open(&boots)
+            .map_err(at(&boots))?;
+        writeln!(f, "{boot}").map_err(at(&boots))?;
+        f.sync_all().map_err(at(&boots))?;
+        sync_dir(dir).map_err(at(dir))?;
         let disk = StoreDir {
             dir: dir.to_path_buf(),
             log: None,
@@ -205,12 +210,15 @@ impl StoreDir {
         let mut records = Vec::new();
         let path = disk.log_path();
         if persists && path.exists() {
-            let bytes = std::fs::read(&path)?;
+            let bytes = std::fs::read(&path).map_err(at(&path))?;
             let (recs, valid) = store::decode(&bytes);
             if valid < bytes.len() {
-                let f = std::fs::OpenOptions::new().write(true).open(&path)?;
-                f.set_len(valid as u64)?;
-                f.sync_all()?;
+                let f = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&path)
+                    .map_err(at(&path))?;
+                f.set_len(valid as u64).map_err(at(&path))?;
+                f.sync_all().map_err(at(&path))?;
             }
             records = recs
                 .iter()
@@ -222,13 +230,23 @@ impl StoreDir {
 
     fn persist(&mut self, record: &serde_json::Value, sync: bool) -> anyhow::Result<()> {
         let path = self.log_path();
+        self.append(record, sync, &path)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+    }
+
+    fn append(
+        &mut self,
+        record: &serde_json::Value,
+        sync: bool,
+        path: &Path,
+    ) -> anyhow::Result<()> {
         let created = !path.exists();
         if self.log.is_none() {
             self.log = Some(
                 std::fs::OpenOptions::new()
                     .create(true)
                     .append(true)
-                    .open(&path)?,
+                    .open(path)?,
             );
         }
         let framed = store::encode(&serde_json::to_vec(record)?);
