@@ -44,6 +44,8 @@
 //!   corpus;
 //! - [`findings`]: what the correct models do where the rules leave a choice, measured over
 //!   seeds (`acp-chaos findings`, `docs/findings/spec.md`);
+//! - [`fuzz`]: seeded rounds of bad input (files, command lines, variables, frames to the
+//!   stdio Agent), reproducible from their seed (`acp-chaos fuzz`);
 //! - [`retry_class`]: the retry-class audit and matrix (their own small discrete-event world);
 //! - [`probe`]: real Agent processes under black-box traces, our models as processes, the
 //!   mock model server, real-agent profiles;
@@ -126,6 +128,7 @@ pub mod cli;
 pub mod exit;
 pub mod explore;
 pub mod findings;
+pub mod fuzz;
 pub mod harness;
 pub mod history;
 pub mod nemesis;

@@ -5,7 +5,7 @@
 
 //!
 //! One file per command (`run.rs`, `replay.rs`, `list.rs`, `check.rs`, `bench.rs`,
-//! `mutants.rs`, `shrink.rs`, `merge.rs`, `audit.rs`, `matrix.rs`, `sweep.rs`, `findings.rs`; `acp-chaos agent`,
+//! `mutants.rs`, `shrink.rs`, `merge.rs`, `audit.rs`, `matrix.rs`, `sweep.rs`, `findings.rs`, `fuzz.rs`; `acp-chaos agent`,
 //! `acp-chaos client` and `acp-chaos probe` take their arguments from [`crate::probe`]), each with its arguments and
 //! an `exec` returning the exit code or a [`CliError`] that carries one; `args.rs` holds what
 //! several commands share; `env.rs` how the `ACP_CHAOS_*` variables are read.
@@ -22,6 +22,7 @@ mod env;
 mod error;
 mod explore;
 mod findings;
+mod fuzz;
 mod list;
 mod matrix;
 mod merge;
@@ -85,6 +86,11 @@ enum Cmd {
     /// models, on seeds far from the ones the tests and the default campaign run (scripted
     /// scenarios from 10,000, swarm scenarios from 100,000). Exits 1 on any violation.
     Sweep(sweep::SweepArgs),
+    /// A seeded round of bad input through every door: mutated scenario, schedule and
+    /// regression files, command lines, `ACP_CHAOS_*` values, frames to the stdio Agent.
+    /// Exits 1 on a panic, a hang or a refusal that names no file, printing the input and
+    /// the command that reproduces it.
+    Fuzz(fuzz::FuzzArgs),
     /// Print every method's retry class and what sending it twice does to the stored Agent.
     Audit(audit::AuditArgs),
     /// The retry-class matrix: every method x fault x Client policy over N seeds on the model
@@ -161,6 +167,7 @@ pub fn dispatch(cli: Cli) -> Outcome {
         Some(Cmd::Audit(a)) => audit::exec(&a),
         Some(Cmd::Sweep(a)) => sweep::exec(&a),
         Some(Cmd::Findings(a)) => findings::exec(&a),
+        Some(Cmd::Fuzz(a)) => fuzz::exec(&a),
         Some(Cmd::Agent(a)) => Ok(crate::probe::stdio_agent::main(&a)),
         Some(Cmd::Client(a)) => Ok(crate::probe::stdio_client::main(&a)),
         Some(Cmd::Probe(a)) => Ok(crate::probe::main(&a)),

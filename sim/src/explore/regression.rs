@@ -85,7 +85,16 @@ pub struct Outcome {
 
 /// Load one regression file. Errors name the file, the line and the field.
 pub fn load(path: &Path) -> anyhow::Result<Regression> {
-    let (plan, expect) = crate::plan::file::read::<Expect>(path)?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    parse(path, &text)
+}
+
+/// [`load`] on a file's text (`path` names it in errors and in the [`Regression`]).
+///
+/// Errors: as [`load`], but for reading the file.
+pub fn parse(path: &Path, text: &str) -> anyhow::Result<Regression> {
+    let (plan, expect) = crate::plan::file::parse::<Expect>(path, text)?;
     let expect = expect.ok_or_else(|| {
             anyhow::anyhow!(
                 "{}: missing table `[expect]` (verdict, property, party): a regression says what it must show",

@@ -15,6 +15,17 @@ use super::Plan;
 /// The one table a schedule file may hold beside the plan's fields.
 pub const EXPECT: &str = "expect";
 
+/// The shape of `[expect]` as a plain schedule file reads it (`replay --schedule`): its
+/// fields known, their values left to the regression corpus (`explore::regression::Expect`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+pub struct ExpectShape {
+    verdict: toml::Value,
+    property: Option<toml::Value>,
+    party: Option<toml::Value>,
+}
+
 /// Read a schedule file: its plan, checked, and its `[expect]` table read as `T` (if present).
 ///
 /// Errors: the file cannot be read (the message names the path), is not TOML of a plan or
@@ -40,16 +51,24 @@ pub fn parse<T: de::DeserializeOwned>(
     Ok((file.plan, file.expect))
 }
 
-/// A TOML error as `FILE:LINE: message` (or `FILE: message` when it has no place).
+/// A TOML error as `FILE:LINE: message` (or `FILE: message` when it has no place), with the
+/// field assigned on that line when the message does not name one.
 pub fn toml_error(path: &Path, text: &str, e: &toml::de::Error) -> anyhow::Error {
+    let message = e.message().trim_end();
     match e.span() {
-        Some(s) => anyhow::anyhow!(
-            "{}:{}: {}",
-            path.display(),
-            text[..s.start.min(text.len())].lines().count().max(1),
-            e.message().trim_end()
-        ),
-        None => anyhow::anyhow!("{}: {}", path.display(), e.message().trim_end()),
+        Some(s) => {
+            let line = text.as_bytes()[..s.start.min(text.len())]
+                .iter()
+                .filter(|b| **b == b'\n')
+                .count()
+                + 1;
+            let field = crate::scenario::key_at(text, line)
+                .filter(|_| !message.contains('`'))
+                .map(|k| format!(" (field `{k}`)"))
+                .unwrap_or_default();
+            anyhow::anyhow!("{}:{line}: {message}{field}", path.display())
+        }
+        None => anyhow::anyhow!("{}: {message}", path.display()),
     }
 }
 

@@ -208,7 +208,7 @@ impl Plan {
     /// not know (`FILE:LINE: message` naming the field), or a field is out of bounds or
     /// inconsistent (`FILE: field `F`: reason`, see [`Plan::check`]).
     pub fn load(path: &std::path::Path) -> anyhow::Result<Plan> {
-        Ok(file::read::<toml::Value>(path)?.0)
+        Ok(file::read::<file::ExpectShape>(path)?.0)
     }
 
     /// The Agent hosts: `agent`, or the cluster's nodes.

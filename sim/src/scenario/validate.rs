@@ -390,7 +390,7 @@ impl Scenario {
 }
 
 /// The key assigned on a line (`key = ...`, also inside an inline table `on = { key = ... }`).
-pub(super) fn key_at(text: &str, line: usize) -> Option<String> {
+pub(crate) fn key_at(text: &str, line: usize) -> Option<String> {
     let l = text.lines().nth(line.checked_sub(1)?)?;
     let key = l.split('=').next()?.trim();
     let key = key.trim_start_matches('[').trim_end_matches(']').trim();

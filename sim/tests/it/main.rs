@@ -4,6 +4,7 @@
 //! - `cli`: the binary's contract: exit codes, error messages, the repro line;
 //! - `determinism`: the same seeds give the same histories across runs, `--jobs` and processes;
 //! - `explore`: exhaustive certificates across jobs and shards, pruning audits, lineage, guided;
+//! - `inputs`: bad files, variables and flags never crash it; a short fuzz round;
 //! - `faults`: every fault kind fires in a shipped scenario and has its effect;
 //! - `mutants`: every mutant is caught on its property and party; no false positives;
 //! - `regressions`: the corpus of shrunk schedules keeps its verdicts;
@@ -19,6 +20,7 @@ mod determinism;
 mod explore;
 mod faults;
 mod findings;
+mod inputs;
 mod mock_model;
 mod mutants;
 mod probe;
