@@ -90,7 +90,7 @@ pub const ATTEMPTS: Bound = Bound::new(1, 1_000);
 pub const SEEDS: Bound = Bound::new(1, 100_000_000);
 /// `--jobs`: worker threads asked for (more than the cores or the work is capped, with a note;
 /// above this it is refused as a typo).
-pub const JOBS: Bound = Bound::new(1, 1_024);
+pub const JOBS: Bound = Bound::new(1, 1_000_000);
 
 /// A probability (`tool_rate`, `fail_rate`, ...): 0 to 1; NaN is out of range.
 pub const RATE: RangeInclusive<f64> = 0.0..=1.0;
