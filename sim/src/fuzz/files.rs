@@ -81,6 +81,7 @@ pub(super) fn round(r: &Round, report: &mut Report) -> anyhow::Result<()> {
             r.scenarios.display()
         );
     }
+    // Plans loaded since the last one run.
     let mut loaded = 0u64;
     for case in 0..r.files {
         if !picked(r, case) {
@@ -127,7 +128,8 @@ pub(super) fn round(r: &Round, report: &mut Report) -> anyhow::Result<()> {
                 }
                 for p in plans {
                     loaded += 1;
-                    if r.run_every > 0 && loaded % r.run_every == 0 {
+                    if r.run_every > 0 && loaded == r.run_every {
+                        loaded = 0;
                         report.count("files.runs");
                         if let Err(panic) = catch(|| crate::world::run(&p)) {
                             report.fail("files", case, input(), format!("run panicked: {panic}"));

@@ -165,8 +165,8 @@ impl Agent {
     /// End the process; its stderr.
     fn stop(mut self) -> String {
         drop(self.stdin);
-        let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        while std::time::Instant::now() < deadline {
+        let deadline = crate::wall_clock::now() + Duration::from_secs(5);
+        while crate::wall_clock::now() < deadline {
             if let Ok(Some(_)) = self.child.try_wait() {
                 break;
             }
