@@ -19,7 +19,8 @@
 //! - [`history`]: the run's ops (Jepsen invoke/ok/fail/info) in JSON Lines, the process and op
 //!   names ([`history::op`]), the hash;
 //! - [`summary`]: `summary.json`, a finished campaign; [`exit`]: the exit-code table;
-//!   [`wall_clock`]: the one wall clock (outside runs only).
+//!   [`wall_clock`]: the one wall clock (outside runs only); [`bounds`]: the range of every
+//!   number a user can set (files, flags, environment).
 //!
 //! The pipeline:
 //! - [`scenario`]: a TOML run description (workload, Agent policies, timing, faults or swarm);
@@ -43,6 +44,8 @@
 //!   corpus;
 //! - [`findings`]: what the correct models do where the rules leave a choice, measured over
 //!   seeds (`acp-chaos findings`, `docs/findings/spec.md`);
+//! - [`fuzz`]: seeded rounds of bad input (files, command lines, variables, frames to the
+//!   stdio Agent), reproducible from their seed (`acp-chaos fuzz`);
 //! - [`retry_class`]: the retry-class audit and matrix (their own small discrete-event world);
 //! - [`probe`]: real Agent processes under black-box traces, our models as processes, the
 //!   mock model server, real-agent profiles;
@@ -118,12 +121,14 @@ compile_error!(
 
 pub use acp_chaos_models as models;
 
+pub mod bounds;
 pub mod campaign;
 pub mod checkers;
 pub mod cli;
 pub mod exit;
 pub mod explore;
 pub mod findings;
+pub mod fuzz;
 pub mod harness;
 pub mod history;
 pub mod nemesis;

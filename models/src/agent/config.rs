@@ -233,6 +233,7 @@ pub enum AgentMutant {
 
 /// Settings of a model Agent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct AgentConfig {
     /// The design.
     pub design: Design,

@@ -95,6 +95,7 @@ pub enum KeyScheme {
 
 /// Settings of the model Client. Times are simulated milliseconds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ClientConfig {
     /// Resend a prompt on the same connection when its response is this late.
     pub prompt_timeout_ms: u64,

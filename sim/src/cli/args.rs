@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::CliError;
+use crate::bounds;
 use crate::models::{mutant, Design};
 use crate::scenario::{self, Scenario};
 
@@ -68,11 +69,10 @@ pub(super) fn load(
     }
 }
 
-/// Most seeds one command runs per scenario: a campaign still lists its runs before it starts
-/// them, so an absurd `--seeds` would ask for more memory than any machine has.
-pub(super) const SEEDS_MAX: u64 = 100_000_000;
+/// Most seeds one command runs per scenario ([`bounds::SEEDS`]).
+pub(super) const SEEDS_MAX: u64 = bounds::SEEDS.max;
 
-/// `--seeds N`, refused above [`SEEDS_MAX`] with what to do instead.
+/// `--seeds N`, refused outside [`bounds::SEEDS`] with what to do instead.
 pub(super) fn check_seeds(seeds: u64) -> Result<(), CliError> {
     if seeds == 0 {
         return Err(CliError::usage("--seeds must be at least 1".to_string()));
@@ -86,21 +86,56 @@ pub(super) fn check_seeds(seeds: u64) -> Result<(), CliError> {
     Ok(())
 }
 
-/// The worker threads for `--jobs` (`None`: the number of cores): capped at the machine's
-/// cores, with a note on stderr, since the simulator is CPU-bound and its results do not
-/// depend on the number of threads.
-pub(super) fn jobs(requested: Option<usize>) -> usize {
+/// `--jobs N` (and `ACP_CHAOS_JOBS`) for clap: a whole number in [`bounds::JOBS`]; more
+/// than the cores or the work is capped later ([`jobs`]), an absurd number is refused here.
+pub(super) fn parse_jobs(s: &str) -> Result<usize, String> {
+    let n: u64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a whole number of worker threads"))?;
+    match bounds::JOBS.check(n) {
+        Some(rule) => Err(format!("{n}: {rule} worker threads")),
+        None => Ok(n as usize),
+    }
+}
+
+/// The worker threads for `--jobs` (`None`: the number of cores), for `work` runs (or
+/// `u64::MAX` when the command does not know its work up front): capped at the machine's
+/// cores and at the work, with a note on stderr when a requested number is capped, since the
+/// simulator is CPU-bound and its results do not depend on the number of threads.
+pub(super) fn jobs(requested: Option<usize>, work: u64) -> usize {
     let cores = num_cpus_or_one();
+    let work = usize::try_from(work.max(1)).unwrap_or(usize::MAX);
+    let cap = cores.min(work);
     match requested {
         Some(n) if n > cores => {
             eprintln!(
-                "acp-chaos: --jobs {n} is more than this machine's {cores} cores: using {cores} \
+                "acp-chaos: --jobs {n} is more than this machine's {cores} cores: using {cap} \
                  (results do not depend on --jobs)"
             );
-            cores
+            cap
+        }
+        Some(n) if n > work => {
+            eprintln!(
+                "acp-chaos: --jobs {n} is more than the {work} runs to do: using {cap} \
+                 (results do not depend on --jobs)"
+            );
+            cap
         }
         Some(n) => n,
-        None => cores,
+        None => cap,
+    }
+}
+
+/// An on/off value for a switch's variable (`ACP_CHAOS_NO_PROGRESS`): `1`, `true`, `yes`,
+/// `on` or `0`, `false`, `no`, `off` (any case); anything else is refused, saying so.
+pub(super) fn parse_switch(s: &str) -> Result<bool, String> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" | "y" => Ok(true),
+        "0" | "false" | "no" | "off" | "n" | "" => Ok(false),
+        _ => Err(format!(
+            "`{s}` is neither on (1, true, yes, on) nor off (0, false, no, off)"
+        )),
     }
 }
 

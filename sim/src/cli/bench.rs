@@ -17,7 +17,7 @@ pub(super) struct BenchArgs {
     #[arg(long, default_value_t = 200)]
     seeds: u64,
     /// Worker threads.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = super::args::parse_jobs)]
     jobs: usize,
     /// Agent design to measure.
     #[arg(long, default_value = "stored", value_parser = parse_design)]
@@ -34,7 +34,7 @@ pub(super) fn exec(b: &BenchArgs) -> Outcome {
     }
     super::args::check_seeds(b.seeds)?;
     let s = scenario::resolve(&scenarios_dir(&b.dir), &b.scenario)?;
-    let jobs = super::args::jobs(Some(b.jobs));
+    let jobs = super::args::jobs(Some(b.jobs), b.seeds);
     let r = crate::campaign::bench::measure(&s, b.seeds, jobs, b.agent)?;
     println!(
         "bench {}@{}: {} seeds, jobs={}: {:.2} s wall, {:.0} seeds/s, mean {:.0} ms simulated per run; bare turmoil (same hosts, tick, simulated time): {:.2} s; overhead x{:.1}",

@@ -39,7 +39,7 @@ pub(super) struct ExploreArgs {
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// Worker threads (default: the number of cores).
-    #[arg(long, env = "ACP_CHAOS_JOBS")]
+    #[arg(long, env = "ACP_CHAOS_JOBS", value_parser = super::args::parse_jobs)]
     jobs: Option<usize>,
     /// Run only the K-th of N slices of the last level (`--shard 2/4`); every shard runs the
     /// levels below it. `acp-chaos merge` joins the shards' folders.
@@ -137,7 +137,7 @@ pub(super) fn exec(a: &ExploreArgs) -> Outcome {
         }
         v
     };
-    let jobs = jobs(a.jobs);
+    let jobs = jobs(a.jobs, u64::MAX);
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(jobs)
         .build()
@@ -419,7 +419,7 @@ fn coverage_race(
 fn every_mutant(a: &ExploreArgs, s: &scenario::Scenario, design: Design) -> Outcome {
     use crate::explore::shrink::Target;
     use crate::models::mutant::MUTANTS;
-    let jobs = jobs(a.jobs);
+    let jobs = jobs(a.jobs, u64::MAX);
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(jobs)
         .build()

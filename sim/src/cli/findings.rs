@@ -18,7 +18,7 @@ pub(super) struct FindingsArgs {
     #[arg(long, default_value_t = 500)]
     seeds: u64,
     /// Worker threads (default: the number of cores; the page does not depend on it).
-    #[arg(long, env = "ACP_CHAOS_JOBS")]
+    #[arg(long, env = "ACP_CHAOS_JOBS", value_parser = super::args::parse_jobs)]
     jobs: Option<usize>,
     /// Where to write the page.
     #[arg(long, default_value = "docs/findings/spec.md")]
@@ -45,14 +45,14 @@ pub(super) fn exec(a: &FindingsArgs) -> Outcome {
             .map_err(|e| CliError::usage(format!("{}: {e}", dir.display())))?;
     }
     let s = scenario::resolve(&scenarios_dir(&a.dir), &a.scenario)?;
-    let mut m = findings::measure(&s, a.seeds, super::args::jobs(a.jobs))?;
+    let mut m = findings::measure(&s, a.seeds, super::args::jobs(a.jobs, u64::MAX))?;
     // The retention table, when the scenarios folder has its scenario.
     let rs = scenario::resolve(&scenarios_dir(&a.dir), findings::RETENTION_SCENARIO).ok();
     if let Some(rs) = &rs {
         m.retention = Some(findings::measure_retention(
             rs,
             findings::RETENTION_SEEDS,
-            super::args::jobs(a.jobs),
+            super::args::jobs(a.jobs, u64::MAX),
         )?);
     }
     let command = format!("acp-chaos findings {} --seeds {}", a.scenario, a.seeds);

@@ -5,22 +5,24 @@
 
 //!
 //! One file per command (`run.rs`, `replay.rs`, `list.rs`, `check.rs`, `bench.rs`,
-//! `mutants.rs`, `shrink.rs`, `merge.rs`, `audit.rs`, `matrix.rs`, `sweep.rs`, `findings.rs`; `acp-chaos agent`,
+//! `mutants.rs`, `shrink.rs`, `merge.rs`, `audit.rs`, `matrix.rs`, `sweep.rs`, `findings.rs`, `fuzz.rs`; `acp-chaos agent`,
 //! `acp-chaos client` and `acp-chaos probe` take their arguments from [`crate::probe`]), each with its arguments and
 //! an `exec` returning the exit code or a [`CliError`] that carries one; `args.rs` holds what
-//! several commands share.
+//! several commands share; `env.rs` how the `ACP_CHAOS_*` variables are read.
 
 use std::path::Path;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 mod args;
 mod audit;
 mod bench;
 mod check;
+mod env;
 mod error;
 mod explore;
 mod findings;
+mod fuzz;
 mod list;
 mod matrix;
 mod merge;
@@ -84,6 +86,11 @@ enum Cmd {
     /// models, on seeds far from the ones the tests and the default campaign run (scripted
     /// scenarios from 10,000, swarm scenarios from 100,000). Exits 1 on any violation.
     Sweep(sweep::SweepArgs),
+    /// A seeded round of bad input through every door: mutated scenario, schedule and
+    /// regression files, command lines, `ACP_CHAOS_*` values, frames to the stdio Agent.
+    /// Exits 1 on a panic, a hang or a refusal that names no file, printing the input and
+    /// the command that reproduces it.
+    Fuzz(fuzz::FuzzArgs),
     /// Print every method's retry class and what sending it twice does to the stored Agent.
     Audit(audit::AuditArgs),
     /// The retry-class matrix: every method x fault x Client policy over N seeds on the model
@@ -109,10 +116,14 @@ pub fn main() -> i32 {
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_writer(std::io::stderr)
         .try_init();
-    let cli = match Cli::try_parse() {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let cli = match parse_from(&args) {
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();
+            if let Some(note) = env::blame(&Cli::command(), &e, &args) {
+                eprintln!("note: {note}");
+            }
             return if e.use_stderr() {
                 exit::USAGE
             } else {
@@ -129,7 +140,17 @@ pub fn main() -> i32 {
     }
 }
 
-/// Run parsed arguments (tests call this with `Cli::try_parse_from`).
+/// Parse a command line (the program name first) as `acp-chaos` does: an empty
+/// `ACP_CHAOS_*` variable is unset, and the default command's variables are read only when
+/// no command is named.
+///
+/// Errors: clap's, for a bad flag, a bad value or a bad variable's value.
+pub fn parse_from(args: &[std::ffi::OsString]) -> Result<Cli, clap::Error> {
+    let m = env::matches(Cli::command(), args)?;
+    Cli::from_arg_matches(&m)
+}
+
+/// Run parsed arguments (tests call this with [`parse_from`]).
 pub fn dispatch(cli: Cli) -> Outcome {
     match cli.cmd {
         None => run::exec(&cli.run),
@@ -146,6 +167,7 @@ pub fn dispatch(cli: Cli) -> Outcome {
         Some(Cmd::Audit(a)) => audit::exec(&a),
         Some(Cmd::Sweep(a)) => sweep::exec(&a),
         Some(Cmd::Findings(a)) => findings::exec(&a),
+        Some(Cmd::Fuzz(a)) => fuzz::exec(&a),
         Some(Cmd::Agent(a)) => Ok(crate::probe::stdio_agent::main(&a)),
         Some(Cmd::Client(a)) => Ok(crate::probe::stdio_client::main(&a)),
         Some(Cmd::Probe(a)) => Ok(crate::probe::main(&a)),
@@ -158,7 +180,8 @@ pub fn replay_line(line: &str, scenarios: &Path) -> anyhow::Result<(i32, String)
     let mut args: Vec<String> = line.split_whitespace().map(String::from).collect();
     args.push("--scenarios".into());
     args.push(scenarios.display().to_string());
-    let cli = Cli::try_parse_from(args)?;
+    let args: Vec<std::ffi::OsString> = args.into_iter().map(Into::into).collect();
+    let cli = parse_from(&args)?;
     match cli.cmd {
         Some(Cmd::Replay(a)) => Ok(replay::exec(&a)?),
         _ => anyhow::bail!("not a replay line: {line}"),

@@ -27,7 +27,7 @@ pub(super) struct MutantsArgs {
     #[arg(long)]
     mutant: Option<String>,
     /// Worker threads (default: the number of cores).
-    #[arg(long, env = "ACP_CHAOS_JOBS")]
+    #[arg(long, env = "ACP_CHAOS_JOBS", value_parser = super::args::parse_jobs)]
     jobs: Option<usize>,
     /// Also write the rows and the baseline as JSON to this file
     /// (`{"rows": [...], "baseline": {...}}`).
@@ -87,7 +87,7 @@ pub(super) fn exec(a: &MutantsArgs) -> Outcome {
         }
         Err(e) => return Err(e.into()),
     };
-    let jobs = jobs(a.jobs);
+    let jobs = jobs(a.jobs, u64::MAX);
     if let Some(p) = &a.json {
         // Fail before the run, not after it.
         if let Err(e) = std::fs::write(p, "[]") {

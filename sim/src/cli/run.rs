@@ -23,7 +23,7 @@ pub(super) struct RunArgs {
     #[arg(long, default_value_t = 0, env = "ACP_CHAOS_SEED")]
     pub(super) seed_start: u64,
     /// Worker threads (default: the number of cores).
-    #[arg(long, env = "ACP_CHAOS_JOBS")]
+    #[arg(long, env = "ACP_CHAOS_JOBS", value_parser = super::args::parse_jobs)]
     pub(super) jobs: Option<usize>,
     /// Run against a mutant (see `acp-chaos list`).
     #[arg(long, env = "ACP_CHAOS_MUTANT")]
@@ -35,10 +35,10 @@ pub(super) struct RunArgs {
     /// matrix or an indexed job; `acp-chaos merge` joins the shards' report folders.
     #[arg(long, value_parser = parse_shard, env = "ACP_CHAOS_SHARD")]
     pub(super) shard: Option<(u64, u64)>,
-    /// No progress bar or progress lines on stderr (`ACP_CHAOS_NO_PROGRESS=1`; `0`, `false`,
-    /// `no`, `off` or empty keep them).
+    /// No progress bar or progress lines on stderr (`ACP_CHAOS_NO_PROGRESS=1`, `true`, `yes`,
+    /// `on`; `0`, `false`, `no`, `off` or empty keep them; anything else is refused).
     #[arg(long, env = "ACP_CHAOS_NO_PROGRESS", action = clap::ArgAction::SetTrue,
-          value_parser = clap::builder::FalseyValueParser::new())]
+          value_parser = super::args::parse_switch)]
     pub(super) no_progress: bool,
     /// Do not replay the regression corpus (`<scenarios>/regressions/*.toml`) first.
     #[arg(long)]
@@ -88,7 +88,6 @@ pub(super) fn campaign(a: &RunArgs) -> Result<crate::summary::Summary, CliError>
             scenarios_dir(&a.dir).display()
         )));
     }
-    let jobs = jobs(a.jobs);
     if let Some((_, n)) = a.shard {
         if n > a.seeds {
             return Err(CliError::usage(format!(
@@ -119,7 +118,7 @@ pub(super) fn campaign(a: &RunArgs) -> Result<crate::summary::Summary, CliError>
         scenarios: Vec::new(),
         seed_start: a.seed_start,
         seeds: a.seeds,
-        jobs,
+        jobs: 1,
         mutant: a.mutant.clone(),
         out: out.clone(),
         keep_per_property: 5,
@@ -163,6 +162,13 @@ pub(super) fn campaign(a: &RunArgs) -> Result<crate::summary::Summary, CliError>
     }
     // VOPR style: the seed range and every derived setting first.
     let (first, end) = spec.seed_range();
+    let runs: u64 = scenarios
+        .iter()
+        .map(|s| spec.designs_for(s).len() as u64)
+        .sum::<u64>()
+        .saturating_mul(end - first);
+    let jobs = jobs(a.jobs, runs);
+    spec.jobs = jobs;
     println!(
         "acp-chaos campaign {}: seeds {first}..{end} ({} per scenario{}) x {} scenarios, mutant={}, jobs={}",
         spec.name,

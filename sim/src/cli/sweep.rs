@@ -26,7 +26,7 @@ pub(super) struct SweepArgs {
     #[arg(long, default_value_t = 100_000)]
     swarm_seed_start: u64,
     /// Worker threads (default: the number of cores).
-    #[arg(long, env = "ACP_CHAOS_JOBS")]
+    #[arg(long, env = "ACP_CHAOS_JOBS", value_parser = super::args::parse_jobs)]
     jobs: Option<usize>,
     /// Report folder: `scripted/` and `swarm/` inside it (default `reports/sweep`).
     #[arg(long)]

@@ -1,7 +1,7 @@
 //! The regression corpus: `scenarios/regressions/*.toml`, shrunk schedules that must keep
 //! their verdict. Every campaign replays them first, and so does `cargo test`.
 //!
-//! A regression file is a schedule file (a [`Plan`] as TOML, as `acp-chaos shrink` writes it,
+//! A regression file is a schedule file ([`crate::plan::file`]: a [`Plan`] as TOML, as `acp-chaos shrink` writes it,
 //! so `acp-chaos replay --schedule FILE` runs it) with one more table, `[expect]`:
 //!
 //! ```toml
@@ -25,6 +25,7 @@ use crate::plan::Plan;
 
 /// What a regression's run must show (the file's `[expect]` table).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Expect {
     /// `valid` (no invalid or unknown verdict), or `invalid` / `finding` on `property`.
     pub verdict: Status,
@@ -51,11 +52,6 @@ impl Expect {
             ),
         }
     }
-}
-
-#[derive(Deserialize)]
-struct ExpectOnly {
-    expect: Option<Expect>,
 }
 
 /// One regression file, loaded.
@@ -87,30 +83,19 @@ pub struct Outcome {
     pub replay: String,
 }
 
-fn toml_error(path: &Path, text: &str, e: &toml::de::Error) -> anyhow::Error {
-    match e.span() {
-        Some(s) => anyhow::anyhow!(
-            "{}:{}: {}",
-            path.display(),
-            text[..s.start.min(text.len())].lines().count().max(1),
-            e.message()
-        ),
-        None => anyhow::anyhow!("{}: {}", path.display(), e.message()),
-    }
-}
-
 /// Load one regression file. Errors name the file, the line and the field.
 pub fn load(path: &Path) -> anyhow::Result<Regression> {
     let text =
         std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-    let plan: Plan = toml::from_str(&text).map_err(|e| toml_error(path, &text, &e))?;
-    if let Some(e) = plan.check() {
-        anyhow::bail!("{}: field `{e}", path.display());
-    }
-    let expect = toml::from_str::<ExpectOnly>(&text)
-        .map_err(|e| toml_error(path, &text, &e))?
-        .expect
-        .ok_or_else(|| {
+    parse(path, &text)
+}
+
+/// [`load`] on a file's text (`path` names it in errors and in the [`Regression`]).
+///
+/// Errors: as [`load`], but for reading the file.
+pub fn parse(path: &Path, text: &str) -> anyhow::Result<Regression> {
+    let (plan, expect) = crate::plan::file::parse::<Expect>(path, text)?;
+    let expect = expect.ok_or_else(|| {
             anyhow::anyhow!(
                 "{}: missing table `[expect]` (verdict, property, party): a regression says what it must show",
                 path.display()

@@ -294,8 +294,8 @@ impl FaultSpec {
             ("restart_after_ms", self.restart_after_ms),
             ("on.at_ms", t.at_ms),
         ] {
-            if v.is_some_and(|v| v > 600_000) {
-                return Some(format!("{field}`: at most 600000"));
+            if let Some(rule) = v.and_then(|v| crate::bounds::MS.check(v)) {
+                return Some(format!("{field}`: {rule}"));
             }
         }
         match self.kind {

@@ -3,25 +3,31 @@
 //! pinning or disabling one choice does not shift the others.
 //!
 //! - this file: [`Plan`] (with its [`Submission`]s and [`UserEvent`]s), [`stream`] (one RNG
-//!   stream per label), [`Plan::check`] for schedule files, [`Plan::describe`];
+//!   stream per label), [`Plan::describe`];
+//! - `check.rs`: [`Plan::check`], a plan read from a file against [`crate::bounds`] and itself;
+//! - `file.rs`: [`file::read`], a schedule file (a plan, unknown fields refused, and an optional
+//!   `[expect]` table for the regression corpus);
 //! - `derive.rs`: [`Plan::derive`], a scenario and a seed to a plan;
 //! - `swarm.rs`: what a `[swarm]` scenario draws per seed ([`DRAWN`] settings, the fault schedule).
 
+mod check;
 mod derive;
+pub mod file;
 mod swarm;
 
 pub use swarm::DRAWN;
 
-use acp_chaos_models::{AgentConfig, ClientConfig, Design};
+use acp_chaos_models::{AgentConfig, ClientConfig};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::nemesis::{fault_line, FaultKind, FaultSpec};
+use crate::nemesis::{fault_line, FaultSpec};
 
 /// Transport timing shared by every run (simulated ms). Kept short: wall time grows with
 /// simulated time × hosts.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct NetTiming {
     /// A connection end writes a heartbeat line after this much idle time.
     pub heartbeat_ms: u64,
@@ -36,6 +42,7 @@ pub struct NetTiming {
 
 /// One user submission.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Submission {
     /// Number, from 1.
     pub submission: u64,
@@ -100,6 +107,7 @@ pub enum UserEvent {
 
 /// Everything one run needs.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Plan {
     /// Scenario name.
     pub scenario: String,
@@ -192,69 +200,15 @@ impl Plan {
         self.nodes > 0
     }
 
-    /// What is wrong with a plan read from a schedule file (written by `acp-chaos shrink`, then
-    /// maybe edited), as "field: reason", or `None`. A plan derived from a scenario is always
-    /// consistent.
-    pub fn check(&self) -> Option<String> {
-        let nodes_max = crate::history::NODES.len();
-        if self.nodes > nodes_max {
-            return Some(format!("nodes`: at most {nodes_max}"));
-        }
-        if (self.agent.design == Design::Cluster) != (self.nodes > 0) {
-            return Some("nodes`: at least 1 for the cluster design, 0 for the others".into());
-        }
-        if self.latency_ms_min > self.latency_ms_max || self.latency_ms_max == 0 {
-            return Some("latency_ms_min`: at most latency_ms_max, which is at least 1".into());
-        }
-        if self.agent.turn_ms_min > self.agent.turn_ms_max {
-            return Some("agent.turn_ms_min`: at most agent.turn_ms_max".into());
-        }
-        if self.stdio && (self.proxy || self.watcher || self.nodes > 0) {
-            return Some("stdio`: not with a proxy, a watcher or cluster nodes".into());
-        }
-        for (i, f) in self.faults.iter().enumerate() {
-            // `nth` counts only frame and point triggers (a drawn time trigger leaves it 0).
-            let mut f = f.clone();
-            if f.on.frame.is_none() && f.on.point.is_none() {
-                f.on.nth = f.on.nth.max(1);
-            }
-            if let Some(e) = f.check() {
-                return Some(format!("faults[{i}].{e}"));
-            }
-            let cluster_only = matches!(f.kind, FaultKind::CrashStore | FaultKind::PartitionStore);
-            if cluster_only && self.nodes == 0 {
-                return Some(format!(
-                    "faults[{i}].kind`: {} needs cluster nodes",
-                    f.kind.as_str()
-                ));
-            }
-            if f.kind == FaultKind::CrashProxy && !self.proxy {
-                return Some(format!("faults[{i}].kind`: crash-proxy needs a proxy"));
-            }
-        }
-        None
-    }
-
-    /// Read a schedule file: a plan as TOML, written by `acp-chaos shrink` (maybe edited since).
+    /// Read a schedule file: a plan as TOML, written by `acp-chaos shrink` (maybe edited since),
+    /// with an optional `[expect]` table (a regression file is a schedule file too), which
+    /// this ignores (see [`file::parse`]).
     ///
-    /// Errors: the file cannot be read, is not TOML of a plan (`FILE:LINE: message`), or a
-    /// field is inconsistent (`FILE: field `F`: reason`, see [`Plan::check`]).
+    /// Errors: the file cannot be read, is not TOML of a plan or has a field the format does
+    /// not know (`FILE:LINE: message` naming the field), or a field is out of bounds or
+    /// inconsistent (`FILE: field `F`: reason`, see [`Plan::check`]).
     pub fn load(path: &std::path::Path) -> anyhow::Result<Plan> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-        let plan: Plan = toml::from_str(&text).map_err(|e| {
-            let line = e
-                .span()
-                .map(|s| text[..s.start.min(text.len())].lines().count().max(1));
-            match line {
-                Some(l) => anyhow::anyhow!("{}:{l}: {}", path.display(), e.message()),
-                None => anyhow::anyhow!("{}: {}", path.display(), e.message()),
-            }
-        })?;
-        if let Some(e) = plan.check() {
-            anyhow::bail!("{}: field `{e}", path.display());
-        }
-        Ok(plan)
+        Ok(file::read::<file::ExpectShape>(path)?.0)
     }
 
     /// The Agent hosts: `agent`, or the cluster's nodes.

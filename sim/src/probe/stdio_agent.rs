@@ -56,11 +56,11 @@ pub struct AgentArgs {
     /// Length of a turn in wall ms: `N` or `MIN..MAX`.
     #[arg(long, default_value = "30")]
     pub turn_ms: String,
-    /// Chance that a turn makes a tool call.
-    #[arg(long, default_value_t = 0.0)]
+    /// Chance that a turn makes a tool call (0 to 1).
+    #[arg(long, default_value_t = 0.0, value_parser = crate::bounds::parse_rate)]
     pub tool_rate: f64,
-    /// Chance that a tool call first asks the Client with `session/request_permission`.
-    #[arg(long, default_value_t = 0.0)]
+    /// Chance that a tool call first asks the Client with `session/request_permission` (0 to 1).
+    #[arg(long, default_value_t = 0.0, value_parser = crate::bounds::parse_rate)]
     pub permission_rate: f64,
     /// Fail every Nth `session/prompt` this process reads with a transient `-32603` (the
     /// simulator's `transient-error` fault; a stand-in for a model API error). 0: never.
@@ -273,13 +273,23 @@ impl StoreDir {
 
     fn persist(&mut self, record: &serde_json::Value, sync: bool) -> anyhow::Result<()> {
         let path = self.log_path();
+        self.append(record, sync, &path)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+    }
+
+    fn append(
+        &mut self,
+        record: &serde_json::Value,
+        sync: bool,
+        path: &Path,
+    ) -> anyhow::Result<()> {
         let created = !path.exists();
         if self.log.is_none() {
             self.log = Some(
                 std::fs::OpenOptions::new()
                     .create(true)
                     .append(true)
-                    .open(&path)?,
+                    .open(path)?,
             );
         }
         let framed = store::encode(&serde_json::to_vec(record)?);

@@ -28,7 +28,8 @@ pub use format::{
 
 use crate::nemesis::FaultSpec;
 use format::{agent_default, expect_valid, timing_default, workload_default};
-use validate::{key_at, line_of};
+pub(crate) use validate::key_at;
+use validate::line_of;
 
 /// A scenario file could not be used. Displayed as `FILE:LINE: field `F`: reason`.
 #[derive(Debug, thiserror::Error)]

@@ -5,6 +5,7 @@ use acp_chaos_models::Design;
 
 use super::format::Transport;
 use super::{Scenario, ScenarioError};
+use crate::bounds;
 use crate::nemesis::FaultKind;
 
 /// Where a validation error points: the file and its text (to find the field's line).
@@ -60,7 +61,7 @@ impl Scenario {
             (self.workload.fork_rate, "fork_rate"),
             (self.client.unkeyed_rate, "unkeyed_rate"),
         ] {
-            if !(0.0..=1.0).contains(&v) {
+            if !bounds::is_rate(v) {
                 return Err(err(
                     name,
                     0,
@@ -68,30 +69,53 @@ impl Scenario {
                 ));
             }
         }
-        if self.client.permission_ms > 60_000 {
-            return Err(err(
+        for (v, bound, needle, field) in [
+            (
+                self.client.permission_ms,
+                bounds::PERMISSION_MS,
                 "permission_ms",
-                0,
-                "field `client.permission_ms`: must be 0 to 60000 ms".into(),
-            ));
-        }
-        if self.workload.sessions == 0 || self.workload.sessions > 16 {
-            return Err(err(
+                "client.permission_ms",
+            ),
+            (
+                self.workload.sessions as u64,
+                bounds::SESSIONS,
                 "sessions",
-                0,
-                "field `workload.sessions`: must be 1 to 16".into(),
-            ));
-        }
-        if self
-            .disk
-            .block_size
-            .is_some_and(|b| !(1..=1_000_000).contains(&b))
-        {
-            return Err(err(
+                "workload.sessions",
+            ),
+            (
+                self.disk.block_size.unwrap_or(bounds::BLOCK_SIZE.min),
+                bounds::BLOCK_SIZE,
                 "block_size",
-                0,
-                "field `disk.block_size`: must be 1 to 1000000 bytes".into(),
-            ));
+                "disk.block_size",
+            ),
+            (
+                self.topology.nodes as u64,
+                bounds::NODES,
+                "nodes",
+                "topology.nodes",
+            ),
+            (
+                u64::from(self.workload.submissions),
+                bounds::SUBMISSIONS,
+                "submissions",
+                "workload.submissions",
+            ),
+            (
+                self.timing.latency_ms_min,
+                bounds::LATENCY_MS,
+                "latency_ms_min",
+                "timing.latency_ms_min",
+            ),
+            (
+                self.timing.latency_ms_max,
+                bounds::LATENCY_MS,
+                "latency_ms_max",
+                "timing.latency_ms_max",
+            ),
+        ] {
+            if let Some(rule) = bound.check(v) {
+                return Err(err(needle, 0, format!("field `{field}`: {rule}")));
+            }
         }
         if self.topology.transport == Transport::Stdio
             && (self.topology.proxy
@@ -109,23 +133,6 @@ impl Scenario {
                 "retention_ms",
                 0,
                 "field `agent.retention_ms`: a retention window is for in-memory, stored and adapter (a cluster's key records live in its store)".into(),
-            ));
-        }
-        if !(1..=crate::history::NODES.len()).contains(&self.topology.nodes) {
-            return Err(err(
-                "nodes",
-                0,
-                format!(
-                    "field `topology.nodes`: must be 1 to {}",
-                    crate::history::NODES.len()
-                ),
-            ));
-        }
-        if self.workload.submissions == 0 {
-            return Err(err(
-                "submissions",
-                0,
-                "field `workload.submissions`: must be at least 1".into(),
             ));
         }
         for (lo, hi, name) in [
@@ -153,13 +160,6 @@ impl Scenario {
                     format!("field `{name}_min`: larger than `{name}_max`"),
                 ));
             }
-        }
-        if self.timing.latency_ms_min == 0 {
-            return Err(err(
-                "latency_ms_min",
-                0,
-                "field `timing.latency_ms_min`: must be at least 1".into(),
-            ));
         }
         Ok(())
     }
@@ -230,54 +230,66 @@ impl Scenario {
     /// Bounds that keep runs finite and arithmetic exact (simulated ms, counts), and every submission inside the safety phase.
     fn check_bounds(&self, at: &At<'_>) -> Result<(), ScenarioError> {
         let err = |needle: &str, nth: usize, message: String| at.err(needle, nth, message);
-        // Bounds keep runs finite and arithmetic exact (simulated ms, counts).
-        const MS_MAX: u64 = 600_000;
-        let bounded: [(u64, u64, &str, &str); 10] = [
+        let w = &self.workload;
+        let bounded: [(u64, bounds::Bound, &str, &str); 16] = [
             (
-                u64::from(self.workload.submissions),
-                10_000,
-                "submissions",
-                "workload.submissions",
-            ),
-            (
-                self.workload.gap_ms_max,
-                MS_MAX,
+                w.gap_ms_max,
+                bounds::MS,
                 "gap_ms_max",
                 "workload.gap_ms_max",
             ),
+            (w.start_ms, bounds::MS, "start_ms", "workload.start_ms"),
             (
-                self.workload.start_ms,
-                MS_MAX,
-                "start_ms",
-                "workload.start_ms",
-            ),
-            (
-                self.workload.cancel_after_ms,
-                MS_MAX,
+                w.cancel_after_ms,
+                bounds::MS,
                 "cancel_after_ms",
                 "workload.cancel_after_ms",
             ),
             (
+                w.stop_after_ms,
+                bounds::MS,
+                "stop_after_ms",
+                "workload.stop_after_ms",
+            ),
+            (
+                w.close_after_ms,
+                bounds::MS,
+                "close_after_ms",
+                "workload.close_after_ms",
+            ),
+            (
+                w.fork_after_ms,
+                bounds::MS,
+                "fork_after_ms",
+                "workload.fork_after_ms",
+            ),
+            (
                 self.agent.turn_ms_max,
-                MS_MAX,
+                bounds::MS,
                 "turn_ms_max",
                 "agent.turn_ms_max",
             ),
             (
-                self.timing.latency_ms_max,
-                10_000,
-                "latency_ms_max",
-                "timing.latency_ms_max",
+                self.agent.retention_ms,
+                bounds::MS,
+                "retention_ms",
+                "agent.retention_ms",
+            ),
+            (
+                self.client.stale_ms,
+                bounds::MS,
+                "stale_ms",
+                "client.stale_ms",
             ),
             (
                 self.timing.safety_ms,
-                MS_MAX,
+                bounds::PHASE_MS,
                 "safety_ms",
                 "timing.safety_ms",
             ),
             (
                 self.timing.liveness_ms,
-                MS_MAX,
+                bounds::PHASE_MS,
                 "liveness_ms",
                 "timing.liveness_ms",
             ),
@@ -286,24 +298,34 @@ impl Scenario {
                     .as_ref()
                     .map(|s| u64::from(s.per_kind_max))
                     .unwrap_or(1),
-                100,
+                bounds::PER_KIND_MAX,
                 "per_kind_max",
                 "swarm.per_kind_max",
             ),
-            (self.faults.len() as u64, 1_000, "[[fault]]", "fault"),
+            (
+                self.faults.len() as u64,
+                bounds::SCRIPTED_FAULTS,
+                "[[fault]]",
+                "fault",
+            ),
+            (self.raw.len() as u64, bounds::RAW_PROBES, "[[raw]]", "raw"),
+            (
+                self.raw.iter().map(|r| r.at_ms).max().unwrap_or(0),
+                bounds::MS,
+                "at_ms",
+                "raw.at_ms",
+            ),
+            (
+                u64::from(w.submissions),
+                bounds::SUBMISSIONS,
+                "submissions",
+                "workload.submissions",
+            ),
         ];
-        for (v, max, needle, field) in bounded {
-            if v > max {
-                return Err(err(needle, 0, format!("field `{field}`: at most {max}")));
+        for (v, bound, needle, field) in bounded {
+            if let Some(rule) = bound.check(v) {
+                return Err(err(needle, 0, format!("field `{field}`: {rule}")));
             }
-        }
-        if self.timing.safety_ms < 10 || self.timing.liveness_ms < 10 {
-            let f = if self.timing.safety_ms < 10 {
-                "safety_ms"
-            } else {
-                "liveness_ms"
-            };
-            return Err(err(f, 0, format!("field `timing.{f}`: at least 10")));
         }
         // Every submission must fall inside the safety phase, or it is never made.
         let last = self.workload.start_ms
@@ -368,7 +390,7 @@ impl Scenario {
 }
 
 /// The key assigned on a line (`key = ...`, also inside an inline table `on = { key = ... }`).
-pub(super) fn key_at(text: &str, line: usize) -> Option<String> {
+pub(crate) fn key_at(text: &str, line: usize) -> Option<String> {
     let l = text.lines().nth(line.checked_sub(1)?)?;
     let key = l.split('=').next()?.trim();
     let key = key.trim_start_matches('[').trim_end_matches(']').trim();

@@ -5,6 +5,7 @@
 //! - `determinism`: the same seeds give the same histories across runs, `--jobs` and processes;
 //! - `explore`: exhaustive certificates across jobs and shards, pruning audits, lineage, guided;
 //! - `folders`: report folders replaced only when complete, leftovers cleared, write errors;
+//! - `inputs`: bad files, variables and flags never crash it; a short fuzz round;
 //! - `faults`: every fault kind fires in a shipped scenario and has its effect;
 //! - `mutants`: every mutant is caught on its property and party; no false positives;
 //! - `regressions`: the corpus of shrunk schedules keeps its verdicts;
@@ -23,6 +24,7 @@ mod explore;
 mod faults;
 mod findings;
 mod folders;
+mod inputs;
 mod mock_model;
 mod mutants;
 mod probe;
