@@ -252,9 +252,9 @@ fn the_stdio_agent_refuses_rates_outside_0_to_1_and_names_the_store_path_it_cann
         assert_eq!(o.status.code(), Some(2), "{flag} {v}: {e}");
         assert!(e.contains(flag) && e.contains("0 to 1"), "{e}");
     }
-    // `boots` is a folder: "Is a directory" says which path.
+    // `sessions.log` is a folder: "Is a directory" says which path.
     let dir = tmp("store");
-    std::fs::create_dir_all(dir.join("boots")).unwrap();
+    std::fs::create_dir_all(dir.join("sessions.log")).unwrap();
     let o = bin()
         .arg("agent")
         .arg("--store")
@@ -264,7 +264,10 @@ fn the_stdio_agent_refuses_rates_outside_0_to_1_and_names_the_store_path_it_cann
         .unwrap();
     let e = err(&o);
     assert_eq!(o.status.code(), Some(2), "{e}");
-    assert!(e.contains(&dir.join("boots").display().to_string()), "{e}");
+    assert!(
+        e.contains(&dir.join("sessions.log").display().to_string()),
+        "{e}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
