@@ -139,7 +139,7 @@ fn a_client_that_takes_its_agent_as_one_string_gets_the_quoted_line() {
 /// node and npm (it installs the pinned SDK from the registry). Run with `cargo test --release
 /// -- --ignored ts_sdk`.
 #[test]
-#[ignore]
+#[ignore = "needs node and npm: it installs the pinned TypeScript SDK into clients/ts-sdk"]
 fn ts_sdk_client_keeps_its_keys_and_its_seeded_bug_is_caught() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../clients/ts-sdk");
     if !dir.join("node_modules").exists() {
