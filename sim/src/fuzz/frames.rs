@@ -396,3 +396,99 @@ fn odd_value(rng: &mut ChaCha8Rng) -> Value {
         _ => json!(true),
     }
 }
+
+/// The same frames to the sans-IO model Agent the simulator runs, in process, for every design
+/// (the cluster's node too, which has no stdio form): no panic, and every line it writes is
+/// JSON. Its timers fire at once; a cluster node's store requests go unanswered (its parsing
+/// and validation are what is fuzzed here, not its store exchange).
+pub(super) fn model_round(r: &Round, report: &mut Report) {
+    use crate::models::agent::{AgentConfig, AgentInput, AgentModel, ModelAgent};
+    use crate::models::{Action, Design, DuringTurn, HeldOnDisconnect, WorkOnDisconnect};
+    let designs = [
+        Design::Stored,
+        Design::InMemory,
+        Design::Adapter,
+        Design::Cluster,
+    ];
+    let batches = r.frames.div_ceil(BATCH);
+    for (d, design) in designs.into_iter().enumerate() {
+        let cfg = AgentConfig {
+            design,
+            o1: HeldOnDisconnect::Keep,
+            o2: WorkOnDisconnect::Continue,
+            o4: DuringTurn::Hold,
+            turn_ms_min: 0,
+            turn_ms_max: 2,
+            tool_rate: 0.5,
+            permission_rate: 0.5,
+            mutant: None,
+            retention_ms: 0,
+            fail_rate: 0.0,
+        };
+        let mut model = ModelAgent::recover(cfg.clone(), 1, r.seed, &[]);
+        let mut out = Vec::new();
+        model.handle(AgentInput::Connected(1), &mut out);
+        let mut sessions: Vec<String> = Vec::new();
+        for b in (0..batches).filter(|b| picked(r, *b)) {
+            // A fresh Agent every LIFETIME batches, as the stdio round starts a new process:
+            // state that only grows would make a long round quadratic.
+            if b % LIFETIME == 0 && b > 0 {
+                model = ModelAgent::recover(cfg.clone(), 1, r.seed, &[]);
+                model.handle(AgentInput::Connected(1), &mut out);
+                out.clear();
+                sessions.clear();
+            }
+            let mut rng = plan::stream(r.seed, &format!("fuzz.model-frames.{}.{b}", d));
+            let n = BATCH.min(r.frames - b * BATCH);
+            for _ in 0..n {
+                let f = frame(&mut rng, &sessions);
+                let line = String::from_utf8_lossy(&f).into_owned();
+                let mut inputs = vec![AgentInput::Frame(1, line.clone())];
+                while let Some(input) = inputs.pop() {
+                    let step = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        model.handle(input, &mut out)
+                    }));
+                    if let Err(p) = step {
+                        let why = p
+                            .downcast_ref::<String>()
+                            .cloned()
+                            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                            .unwrap_or_default();
+                        report.fail(
+                            "frames",
+                            b,
+                            format!("{} model: {line}", design.as_str()),
+                            format!("the model Agent panicked: {why}"),
+                        );
+                        return;
+                    }
+                    for a in out.drain(..) {
+                        match a {
+                            Action::Send { line: sent, .. } => {
+                                match serde_json::from_str::<Value>(&sent) {
+                                    Ok(v) => {
+                                        if let Some(s) = v["result"]["sessionId"].as_str() {
+                                            sessions.push(s.to_string());
+                                        }
+                                    }
+                                    Err(e) => report.fail(
+                                        "frames",
+                                        b,
+                                        format!("{} model: {line}", design.as_str()),
+                                        format!("the model Agent wrote a line that is not JSON ({e}): {sent}"),
+                                    ),
+                                }
+                            }
+                            Action::Timer { id, .. } => inputs.push(AgentInput::Timer(id)),
+                            _ => {}
+                        }
+                    }
+                }
+                *report.counts.entry("frames.model".into()).or_default() += 1;
+            }
+            if sessions.len() > 256 {
+                sessions.drain(..192);
+            }
+        }
+    }
+}

@@ -7,7 +7,9 @@
 //! - `argv.rs`: arbitrary argument vectors through the CLI parser, and arbitrary
 //!   `ACP_CHAOS_*` values through the binary;
 //! - `frames.rs`: arbitrary frames to the stdio Agent (`acp-chaos agent` as a child process):
-//!   no panic, no hang, every line it writes well-formed JSON-RPC.
+//!   no panic, no hang, every line it writes well-formed JSON-RPC; and the same kind of frames
+//!   to the sans-IO model Agent of every design in process (the cluster's node too): no panic,
+//!   every line it writes JSON.
 //!
 //! Each case draws from its own stream of the seed ([`crate::plan::stream`], ChaCha), so a
 //! failure's case reruns alone; every failure carries its input and the command that
@@ -99,6 +101,7 @@ pub fn run(r: &Round) -> anyhow::Result<Report> {
     argv::round(r, &mut report);
     argv::env_round(r, &mut report)?;
     frames::round(r, &mut report)?;
+    frames::model_round(r, &mut report);
     Ok(report)
 }
 
