@@ -358,22 +358,7 @@ fn probe(
             let row = table.entry(trial.clone()).or_default();
             let mut failed = false;
             for v in &r.verdicts {
-                let c = row.entry(v.property.clone()).or_default();
-                c.runs += 1;
-                match v.status {
-                    Status::Valid => c.valid += 1,
-                    Status::Finding => {
-                        c.valid += 1;
-                        c.finding += 1;
-                    }
-                    Status::Invalid => c.invalid += 1,
-                    Status::Unknown => {
-                        c.unknown += 1;
-                        if v.message.starts_with(VACUOUS) {
-                            c.vacuous += 1;
-                        }
-                    }
-                }
+                row.entry(v.property.clone()).or_default().count(v);
                 let unknown = v.status == Status::Unknown && !v.message.starts_with(VACUOUS);
                 if v.status == Status::Invalid || v.status == Status::Finding || unknown {
                     failed |= v.status != Status::Finding;

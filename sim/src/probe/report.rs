@@ -60,6 +60,28 @@ pub struct TraceTally {
     pub vacuous: u32,
 }
 
+impl TraceTally {
+    /// Count one run's verdict: a finding is also valid; an unknown that judged nothing is
+    /// also vacuous.
+    pub(super) fn count(&mut self, v: &Verdict) {
+        self.runs += 1;
+        match v.status {
+            Status::Valid => self.valid += 1,
+            Status::Finding => {
+                self.valid += 1;
+                self.finding += 1;
+            }
+            Status::Invalid => self.invalid += 1,
+            Status::Unknown => {
+                self.unknown += 1;
+                if v.message.starts_with(super::verdicts::VACUOUS) {
+                    self.vacuous += 1;
+                }
+            }
+        }
+    }
+}
+
 /// One failing run × property, with its timing and the command that retries it.
 #[derive(Debug, Clone, Serialize)]
 pub struct Failure {

@@ -436,21 +436,7 @@ pub(super) fn probe_traces(
                     .or_default()
                     .entry(v.property.clone())
                     .or_default();
-                c.runs += 1;
-                match v.status {
-                    Status::Valid => c.valid += 1,
-                    Status::Finding => {
-                        c.valid += 1;
-                        c.finding += 1
-                    }
-                    Status::Invalid => c.invalid += 1,
-                    Status::Unknown => {
-                        c.unknown += 1;
-                        if v.message.starts_with(verdicts::VACUOUS) {
-                            c.vacuous += 1;
-                        }
-                    }
-                }
+                c.count(v);
                 if matches!(v.status, Status::Invalid | Status::Unknown) {
                     let at_ms = v
                         .witnesses
