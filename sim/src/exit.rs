@@ -23,3 +23,13 @@ pub const LIVENESS: i32 = 4;
 /// Stopped by Ctrl-C before every run was done (the report covers the runs done), with no
 /// failure found so far.
 pub const INTERRUPTED: i32 = 130;
+
+/// Every exit code with its meaning, in the order of the table above (for `--help`).
+pub const TABLE: &[(i32, &str)] = &[
+    (VALID, "every property valid (findings allowed)"),
+    (INVALID, "some MUST broken: an invalid verdict, a failed regression, a refuted retry class"),
+    (USAGE, "usage or input error: a bad flag or a malformed file (the message names the file, line and field)"),
+    (NONDETERMINISM, "nondeterminism: the same run gave two different histories"),
+    (LIVENESS, "liveness failure, unknown verdict, or a vacuous campaign"),
+    (INTERRUPTED, "stopped by Ctrl-C with no failure found so far (the report covers the runs done)"),
+];

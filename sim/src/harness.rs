@@ -153,7 +153,7 @@ impl Harness {
     /// current directory's, else the project's) or a path to a scenario file. Errors name the
     /// file and field, as the CLI's do.
     pub fn scenario(name_or_path: &str) -> anyhow::Result<Harness> {
-        let dir = scenario::find_dir(Path::new("scenarios"));
+        let dir = scenario::find_dir(None);
         let s = scenario::resolve(&dir, name_or_path).map_err(|e| anyhow::anyhow!("{e}"))?;
         Ok(Harness::of_scenario(s))
     }

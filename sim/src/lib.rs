@@ -131,6 +131,7 @@ pub mod findings;
 pub mod fuzz;
 pub mod harness;
 pub mod history;
+pub mod launch;
 pub mod nemesis;
 pub mod plan;
 pub mod probe;

@@ -12,9 +12,10 @@ use crate::scenario::{self, Scenario};
 
 #[derive(Args, Debug, Clone)]
 pub(super) struct DirArgs {
-    /// Folder of scenario files.
-    #[arg(long, default_value = "scenarios", env = "ACP_CHAOS_SCENARIOS")]
-    pub(super) scenarios: PathBuf,
+    /// Folder of scenario files (default: `./scenarios` when there is one, else the
+    /// built-in scenarios).
+    #[arg(long, env = "ACP_CHAOS_SCENARIOS")]
+    pub(super) scenarios: Option<PathBuf>,
 }
 
 pub(super) fn parse_shard(s: &str) -> Result<(u64, u64), String> {
@@ -41,7 +42,7 @@ pub(super) fn parse_design(s: &str) -> Result<Design, String> {
 }
 
 pub(super) fn scenarios_dir(d: &DirArgs) -> PathBuf {
-    crate::scenario::find_dir(&d.scenarios)
+    crate::scenario::find_dir(d.scenarios.as_deref())
 }
 
 pub(super) fn check_mutant(m: &Option<String>) -> Result<(), CliError> {
@@ -144,4 +145,25 @@ pub(super) fn num_cpus_or_one() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
+}
+
+/// The seed a one-run command (`replay`, `shrink`) runs: `--seed`, else `ACP_CHAOS_SEED`
+/// (empty is unset), like madsim's `MADSIM_TEST_SEED` and proptest's seed variables.
+///
+/// Errors (exit 2): neither is given, or the variable is not a whole number below 2^64.
+pub(super) fn seed_or_env(flag: Option<u64>) -> Result<u64, CliError> {
+    if let Some(seed) = flag {
+        return Ok(seed);
+    }
+    match std::env::var("ACP_CHAOS_SEED") {
+        Ok(v) if !v.trim().is_empty() => v.trim().parse().map_err(|_| {
+            CliError::usage(format!(
+                "ACP_CHAOS_SEED={v}: not a seed (a whole number 0..2^64); unset it or pass --seed"
+            ))
+        }),
+        _ => Err(CliError::usage(
+            "--seed N is required (or set ACP_CHAOS_SEED=N), or give --schedule FILE for replay"
+                .to_string(),
+        )),
+    }
 }

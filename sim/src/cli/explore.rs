@@ -21,7 +21,8 @@ pub(super) struct ExploreArgs {
     /// Scenario name or .toml path (its scripted or drawn faults are removed: the trace is
     /// its fault-free run).
     scenario: String,
-    /// Agent design (default: the scenario's first design).
+    /// Agent design: in-memory, stored, adapter or cluster (default: the scenario's first
+    /// design).
     #[arg(long, value_parser = parse_design)]
     agent: Option<Design>,
     /// Most faults per schedule.

@@ -17,6 +17,9 @@ pub(super) struct MergeArgs {
     /// `reports/latest` pointing at it).
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Print the whole table and every failure's first seed (as `run --verbose`).
+    #[arg(long, short = 'v')]
+    verbose: bool,
 }
 
 /// `acp-chaos merge DIR...`: join shard reports.
@@ -74,6 +77,6 @@ pub(super) fn exec(a: &MergeArgs) -> Outcome {
         summary.seed_start,
         summary.seed_start + summary.seeds
     );
-    print_summary(&summary, &out, true);
+    print_summary(&summary, &out, true, a.verbose);
     Ok(summary.exit_code)
 }

@@ -40,7 +40,7 @@ use crate::exit;
 
 /// Deterministic fault-injection simulator for ACP v2 (idempotencyKey, retries, no silent drop).
 #[derive(Parser, Debug)]
-#[command(name = "acp-chaos", version, about, long_about = None)]
+#[command(name = "acp-chaos", version, about, long_about = None, after_help = after_help())]
 pub struct Cli {
     #[command(subcommand)]
     cmd: Option<Cmd>,
@@ -108,6 +108,23 @@ enum Cmd {
     /// Probe a real ACP Agent process (`-- COMMAND ARGS...` or --profile) through black-box
     /// traces, N runs each, and judge every run with the checkers: outcome rates, not seeds.
     Probe(crate::probe::ProbeArgs),
+}
+
+/// What `--help` ends with: the Agent designs and the exit codes ([`exit::TABLE`]).
+fn after_help() -> String {
+    let designs: Vec<&str> = crate::models::Design::ALL
+        .iter()
+        .map(|d| d.as_str())
+        .collect();
+    let mut s = format!(
+        "Agent designs (--agent): {}. Scenarios: ./scenarios when there is one, else the built-in set (--scenarios DIR).\n\nExit codes:\n",
+        designs.join(", ")
+    );
+    for (code, meaning) in exit::TABLE {
+        s.push_str(&format!("  {code:>3}  {meaning}\n"));
+    }
+    s.push_str("\nDocs: docs/tutorial.md, docs/cli.md (every command and variable).");
+    s
 }
 
 /// Parse the process arguments and run; returns the exit code.

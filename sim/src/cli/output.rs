@@ -4,12 +4,77 @@
 use std::path::Path;
 
 use crate::checkers::{self, Status, CHECKERS};
-use crate::exit;
+use crate::{exit, launch};
 
 /// A campaign's summary; `written`: its report folder is there (else the last line says it is
-/// not).
-pub(super) fn print_summary(summary: &crate::summary::Summary, out: &Path, written: bool) {
+/// not). Terse unless `verbose`: the failures grouped by what broke, the findings once per kind,
+/// whatever needs attention, and one result line; `verbose` adds the scenario × property table,
+/// how the submissions ended and the coverage map (all three are always in `summary.md`).
+pub(super) fn print_summary(
+    summary: &crate::summary::Summary,
+    out: &Path,
+    written: bool,
+    verbose: bool,
+) {
     println!();
+    if verbose {
+        print_tables(summary);
+    }
+    for k in &summary.expectations_unmet {
+        println!(
+            "EXPECTED a violation in {k} (the scenario says `expect = \"invalid\"`), found none"
+        );
+    }
+    for (scen, missing) in &summary.vacuous {
+        println!("VACUOUS {scen}: never happened: {}", missing.join(", "));
+    }
+    if verbose {
+        print_outcomes_flat(summary);
+    } else {
+        print_failure_groups(summary, out);
+        print_finding_kinds(summary);
+    }
+    for l in &summary.nondeterministic {
+        println!("NONDETERMINISM: {l} gave two different histories");
+    }
+    let held = summary.regressions.iter().filter(|r| r.ok).count();
+    if !summary.regressions.is_empty() {
+        println!("regressions: {held} of {} hold", summary.regressions.len());
+    }
+    for r in summary.regressions.iter().filter(|r| !r.ok) {
+        println!(
+            "REGRESSION {}: expected {}, got {}\n  repro: {}",
+            r.file,
+            r.expect,
+            r.got,
+            launch::runnable(&r.replay)
+        );
+    }
+    if summary.interrupted {
+        println!("INTERRUPTED: the report covers only the runs done before Ctrl-C");
+    }
+    println!("{}", result_line(summary));
+    if written {
+        let html = if out.join("summary.html").exists() {
+            "summary.html, "
+        } else {
+            ""
+        };
+        println!(
+            "report: {}/summary.md ({html}summary.json, junit.xml)  exit {}",
+            out.display(),
+            summary.exit_code
+        );
+    } else {
+        println!(
+            "report: not written (see the error on stderr); verdict exit {}",
+            summary.exit_code
+        );
+    }
+}
+
+/// The scenario × property table, the submission classes, the coverage counts and map.
+fn print_tables(summary: &crate::summary::Summary) {
     print!("{}", crate::report::table_text(summary));
     println!();
     for (scen, counts) in &summary.classes {
@@ -23,15 +88,11 @@ pub(super) fn print_summary(summary: &crate::summary::Summary, out: &Path, writt
         let parts: Vec<String> = ev.iter().map(|(e, n)| format!("{e}={n}")).collect();
         println!("  coverage {scen} (seeds with): {}", parts.join(" "));
     }
-    for k in &summary.expectations_unmet {
-        println!(
-            "EXPECTED a violation in {k} (the scenario says `expect = \"invalid\"`), found none"
-        );
-    }
     print!("{}", crate::report::coverage_text(summary));
-    for (scen, missing) in &summary.vacuous {
-        println!("VACUOUS {scen}: never happened: {}", missing.join(", "));
-    }
+}
+
+/// `--verbose`: the first failure of each (scenario, design, property) and every finding.
+fn print_outcomes_flat(summary: &crate::summary::Summary) {
     let mut shown = std::collections::BTreeSet::new();
     for f in &summary.failures {
         let key = (
@@ -46,34 +107,160 @@ pub(super) fn print_summary(summary: &crate::summary::Summary, out: &Path, writt
     for f in &summary.findings {
         println!("finding {}", outcome_line(f, false));
     }
-    for l in &summary.nondeterministic {
-        println!("NONDETERMINISM: {l} gave two different histories");
-    }
-    let held = summary.regressions.iter().filter(|r| r.ok).count();
-    if !summary.regressions.is_empty() {
-        println!("regressions: {held} of {} hold", summary.regressions.len());
-    }
-    for r in summary.regressions.iter().filter(|r| !r.ok) {
+}
+
+/// The failures grouped by what broke (property, verdict, party, rules), in the order they
+/// ran: how many runs and rows, one example with its repro line, its shrunk replay and its
+/// report page (the first failure of the group that was shrunk, else the first).
+fn print_failure_groups(summary: &crate::summary::Summary, out: &Path) {
+    for g in group(&summary.failures, true) {
+        let f = g
+            .members
+            .iter()
+            .find(|f| f["shrunk"].is_object())
+            .unwrap_or(&g.members[0]);
+        let text = |k: &str| f[k].as_str().unwrap_or("-").to_string();
         println!(
-            "REGRESSION {}: expected {}, got {}\n  repro: {}",
-            r.file, r.expect, r.got, r.replay
+            "FAIL {} {} (party {}, rules {}): {} in {}",
+            text("property"),
+            text("status"),
+            text("party"),
+            rules_of(f).join(" "),
+            plural(g.members.len(), "failing run"),
+            plural(g.rows, "scenario@design"),
         );
-    }
-    if summary.interrupted {
-        println!("INTERRUPTED: the report covers only the runs done before Ctrl-C");
-    }
-    if written {
         println!(
-            "report: {}/summary.md (summary.json, junit.xml)  exit {}",
-            out.display(),
-            summary.exit_code
+            "  e.g. {} [{}] seed {}: {}",
+            text("scenario"),
+            text("design"),
+            f["seed"],
+            text("message")
         );
+        println!("  repro:  {}", launch::runnable(&text("repro")));
+        if let Some(s) = f["shrunk"].as_object() {
+            let n = |k: &str| s.get(k).and_then(|v| v.as_u64()).unwrap_or(0) as usize;
+            println!(
+                "  shrunk: {}  ({}, {})",
+                launch::runnable(s.get("replay").and_then(|r| r.as_str()).unwrap_or("-")),
+                plural(n("faults"), "fault"),
+                plural(n("ops"), "op"),
+            );
+        }
+        if let Some(folder) = f["folder"].as_str() {
+            let dir = out.join(folder);
+            let page = ["report.html", "report.md"]
+                .into_iter()
+                .map(|p| dir.join(p))
+                .find(|p| p.exists());
+            if let Some(page) = page {
+                println!("  report: {}", page.display());
+            }
+        }
+    }
+}
+
+/// The findings (allowed by the rules, never failing a campaign) once per kind (property,
+/// rules): how many rows, and the first as an example with its repro line.
+fn print_finding_kinds(summary: &crate::summary::Summary) {
+    for g in group(&summary.findings, false) {
+        let f = &g.members[0];
+        let text = |k: &str| f[k].as_str().unwrap_or("-").to_string();
+        println!(
+            "finding {} (rules {}) in {}, e.g. {} [{}]: {}",
+            text("property"),
+            rules_of(f).join(" "),
+            plural(g.rows, "scenario@design"),
+            text("scenario"),
+            text("design"),
+            text("message")
+        );
+        println!("  repro: {}", launch::runnable(&text("repro")));
+    }
+}
+
+/// Outcomes of one kind, in first-seen order.
+struct Group<'a> {
+    members: Vec<&'a serde_json::Value>,
+    /// Distinct scenario@design rows among them.
+    rows: usize,
+}
+
+/// `outcomes` grouped by property and rules (and verdict and party when `by_party`), in the
+/// order of their first member.
+fn group(outcomes: &[serde_json::Value], by_party: bool) -> Vec<Group<'_>> {
+    let mut order: Vec<(String, Group<'_>)> = Vec::new();
+    let mut rows: Vec<std::collections::BTreeSet<String>> = Vec::new();
+    for f in outcomes {
+        let mut key = format!("{} {}", f["property"], rules_of(f).join(" "));
+        if by_party {
+            key = format!("{key} {} {}", f["status"], f["party"]);
+        }
+        let i = match order.iter().position(|(k, _)| *k == key) {
+            Some(i) => i,
+            None => {
+                order.push((
+                    key,
+                    Group {
+                        members: Vec::new(),
+                        rows: 0,
+                    },
+                ));
+                rows.push(Default::default());
+                order.len() - 1
+            }
+        };
+        order[i].1.members.push(f);
+        rows[i].insert(format!("{}@{}", f["scenario"], f["design"]));
+    }
+    order
+        .into_iter()
+        .zip(rows)
+        .map(|((_, mut g), r)| {
+            g.rows = r.len();
+            g
+        })
+        .collect()
+}
+
+fn rules_of(f: &serde_json::Value) -> Vec<&str> {
+    f["rules"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|x| x.as_str())
+        .collect()
+}
+
+fn plural(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else if what.ends_with("@design") {
+        format!("{n} {what} rows")
     } else {
-        println!(
-            "report: not written (see the error on stderr); verdict exit {}",
-            summary.exit_code
-        );
+        format!("{n} {what}s")
     }
+}
+
+/// One line: the verdict and the counts (runs, violations, unknown, findings) over the
+/// whole campaign.
+fn result_line(s: &crate::summary::Summary) -> String {
+    let cells = || s.table.values().flat_map(|r| r.values());
+    let violations: u64 = cells().map(|c| c.violations).sum();
+    let unknown: u64 = cells().map(|c| c.unknown).sum();
+    let findings: u64 = cells().map(|c| c.findings).sum();
+    let verdict = match s.exit_code {
+        exit::VALID => "valid",
+        exit::INVALID => "INVALID",
+        exit::NONDETERMINISM => "NONDETERMINISTIC",
+        exit::LIVENESS => "UNKNOWN (liveness, unknown verdict or vacuous)",
+        exit::INTERRUPTED => "interrupted",
+        _ => "?",
+    };
+    format!(
+        "result: {verdict}: {} ({}), {violations} violations, {unknown} unknown, {findings} findings",
+        plural(s.hashes.len(), "run"),
+        plural(s.table.len(), "scenario@design"),
+    )
 }
 
 /// One failure or finding of `summary.json` as two lines: what, then its repro command.
@@ -103,7 +290,7 @@ pub(super) fn outcome_line(f: &serde_json::Value, with_party: bool) -> String {
             s["ops"],
             s["raw"],
             s["runs"],
-            s["replay"].as_str().unwrap_or("-")
+            launch::runnable(s["replay"].as_str().unwrap_or("-"))
         )
     } else {
         String::new()
@@ -114,7 +301,7 @@ pub(super) fn outcome_line(f: &serde_json::Value, with_party: bool) -> String {
         text("design"),
         text("property"),
         text("message"),
-        text("repro")
+        launch::runnable(&text("repro"))
     )
 }
 

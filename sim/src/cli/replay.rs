@@ -18,8 +18,8 @@ pub(super) struct ReplayArgs {
     /// Scenario name or .toml path.
     #[arg(required_unless_present = "schedule")]
     scenario: Option<String>,
-    /// The seed.
-    #[arg(long, required_unless_present = "schedule")]
+    /// The seed (or `ACP_CHAOS_SEED`; the flag wins).
+    #[arg(long)]
     seed: Option<u64>,
     /// Run a schedule file written by `acp-chaos shrink` instead (every setting, fault and op
     /// explicit).
@@ -28,7 +28,8 @@ pub(super) struct ReplayArgs {
     /// The mutant, if the failing run had one.
     #[arg(long)]
     mutant: Option<String>,
-    /// Agent design (default: the scenario's first design).
+    /// Agent design: in-memory, stored, adapter or cluster (default: the scenario's first
+    /// design).
     #[arg(long, value_parser = parse_design)]
     agent: Option<Design>,
     /// Print the history as JSON Lines instead of readable lines.
@@ -49,7 +50,8 @@ pub(super) fn exec(a: &ReplayArgs) -> Result<(i32, String), CliError> {
             .agent
             .or(s.agent.designs.first().copied())
             .unwrap_or(Design::Stored);
-        Plan::derive(&s, a.seed.unwrap_or_default(), a.mutant.as_deref(), design)
+        let seed = super::args::seed_or_env(a.seed)?;
+        Plan::derive(&s, seed, a.mutant.as_deref(), design)
     };
     for l in plan.describe() {
         if a.json {

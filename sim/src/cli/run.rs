@@ -20,15 +20,26 @@ pub(super) struct RunArgs {
     #[arg(long, default_value_t = 200, env = "ACP_CHAOS_SEEDS")]
     pub(super) seeds: u64,
     /// First seed.
-    #[arg(long, default_value_t = 0, env = "ACP_CHAOS_SEED")]
+    #[arg(long, default_value_t = 0, env = "ACP_CHAOS_SEED_START")]
     pub(super) seed_start: u64,
+    /// Run this one seed of every scenario (the same as `--seed-start N --seeds 1`; it wins
+    /// over both). `ACP_CHAOS_SEED=N`, like madsim's and proptest's `*_SEED`, picks the seed
+    /// here and in `replay` and `shrink`.
+    #[arg(long, env = "ACP_CHAOS_SEED")]
+    pub(super) seed: Option<u64>,
+    /// Print the whole scenario × property table, how the submissions ended, the coverage
+    /// map, every scenario's settings and every failure's first seed (by default the
+    /// failures are grouped by what broke; `summary.md` always has everything).
+    #[arg(long, short = 'v')]
+    pub(super) verbose: bool,
     /// Worker threads (default: the number of cores).
     #[arg(long, env = "ACP_CHAOS_JOBS", value_parser = super::args::parse_jobs)]
     pub(super) jobs: Option<usize>,
     /// Run against a mutant (see `acp-chaos list`).
     #[arg(long, env = "ACP_CHAOS_MUTANT")]
     pub(super) mutant: Option<String>,
-    /// Run every scenario under this Agent design only (default: each scenario's `designs`).
+    /// Run every scenario under this Agent design only: in-memory, stored, adapter or
+    /// cluster (default: each scenario's `designs`).
     #[arg(long, value_parser = parse_design, env = "ACP_CHAOS_AGENT")]
     pub(super) agent: Option<Design>,
     /// Run only the K-th of N disjoint slices of the seed range (`--shard 2/4`), for a CI
@@ -67,6 +78,11 @@ pub(super) fn exec(a: &RunArgs) -> Outcome {
 
 /// Run the campaign `a` names and print its settings and summary; returns the summary.
 pub(super) fn campaign(a: &RunArgs) -> Result<crate::summary::Summary, CliError> {
+    let mut a = a.clone();
+    if let Some(seed) = a.seed {
+        (a.seed_start, a.seeds) = (seed, 1);
+    }
+    let a = &a;
     check_mutant(&a.mutant)?;
     super::args::check_seeds(a.seeds)?;
     if a.jobs == Some(0) {
@@ -199,7 +215,19 @@ pub(super) fn campaign(a: &RunArgs) -> Result<crate::summary::Summary, CliError>
             scenarios_dir(&a.dir).join("regressions").display()
         );
     }
-    for s in &spec.scenarios {
+    if !a.verbose {
+        let rows: usize = spec
+            .scenarios
+            .iter()
+            .map(|s| spec.designs_for(s).len())
+            .sum();
+        println!(
+            "  {} scenario@design rows x {} seeds = {runs} runs (--verbose lists every scenario's settings)",
+            rows,
+            end - first
+        );
+    }
+    for s in spec.scenarios.iter().filter(|_| a.verbose) {
         let designs = spec.designs_for(s);
         let Some(&d0) = designs.first() else { continue };
         let p = Plan::derive(s, a.seed_start, a.mutant.as_deref(), d0);
@@ -228,7 +256,7 @@ pub(super) fn campaign(a: &RunArgs) -> Result<crate::summary::Summary, CliError>
         Err(e) => match e.downcast::<campaign::ReportUnwritten>() {
             Ok(u) => {
                 // The verdict stands: print it, then say what is missing.
-                print_summary(&u.summary, &out, false);
+                print_summary(&u.summary, &out, false, a.verbose);
                 return Err(CliError::unwritten(&u.what, &out, u.summary.exit_code));
             }
             Err(e) => return Err(e.into()),
@@ -237,6 +265,6 @@ pub(super) fn campaign(a: &RunArgs) -> Result<crate::summary::Summary, CliError>
     if default_out {
         campaign::point_latest(&out)?;
     }
-    print_summary(&summary, &out, true);
+    print_summary(&summary, &out, true, a.verbose);
     Ok(summary)
 }

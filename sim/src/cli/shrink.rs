@@ -17,13 +17,14 @@ use crate::{campaign, exit};
 pub(super) struct ShrinkArgs {
     /// Scenario name or .toml path.
     scenario: String,
-    /// The failing seed.
+    /// The failing seed (or `ACP_CHAOS_SEED`; the flag wins).
     #[arg(long)]
-    seed: u64,
+    seed: Option<u64>,
     /// The mutant, if the failing run had one.
     #[arg(long)]
     mutant: Option<String>,
-    /// Agent design (default: the scenario's first design).
+    /// Agent design: in-memory, stored, adapter or cluster (default: the scenario's first
+    /// design).
     #[arg(long, value_parser = parse_design)]
     agent: Option<Design>,
     /// The property to keep failing (default: the first invalid verdict, else the first
@@ -47,18 +48,19 @@ pub(super) struct ShrinkArgs {
 /// report pages).
 pub(super) fn exec(a: &ShrinkArgs) -> Outcome {
     check_mutant(&a.mutant)?;
+    let seed = super::args::seed_or_env(a.seed)?;
     let s = scenario::resolve(&scenarios_dir(&a.dir), &a.scenario)?;
     let design = a
         .agent
         .or(s.agent.designs.first().copied())
         .unwrap_or(Design::Stored);
-    if i64::try_from(a.seed).is_err() {
+    if i64::try_from(seed).is_err() {
         return Err(CliError::usage(
             "--seed: a schedule file keeps the seed as a TOML integer, at most 2^63 - 1"
                 .to_string(),
         ));
     }
-    let plan = Plan::derive(&s, a.seed, a.mutant.as_deref(), design);
+    let plan = Plan::derive(&s, seed, a.mutant.as_deref(), design);
     for l in plan.describe() {
         println!("# {l}");
     }
@@ -78,7 +80,7 @@ pub(super) fn exec(a: &ShrinkArgs) -> Outcome {
         return Err(CliError::usage(format!(
             "{} seed {} under {} has no invalid verdict or finding{}: nothing to shrink",
             s.reference,
-            a.seed,
+            seed,
             design.as_str(),
             a.property
                 .as_deref()
@@ -103,7 +105,7 @@ pub(super) fn exec(a: &ShrinkArgs) -> Outcome {
         "{}-{}-seed{}{}",
         s.name,
         design.as_str(),
-        a.seed,
+        seed,
         a.mutant
             .as_deref()
             .map(|m| format!("-{m}"))
@@ -133,7 +135,7 @@ pub(super) fn exec(a: &ShrinkArgs) -> Outcome {
     let header = format!(
         "# acp-chaos shrink {} --seed {} --agent {}{}\n# keeps {} {} (party {}): {}\n# replay: acp-chaos replay --schedule {}\n",
         s.reference,
-        a.seed,
+        seed,
         design.as_str(),
         a.mutant
             .as_deref()
@@ -198,7 +200,7 @@ pub(super) fn exec(a: &ShrinkArgs) -> Outcome {
     // The shrunk run drawn: report.md (Mermaid) and report.html (inline SVG) beside it.
     let drawn = crate::world::run(&out.plan);
     let replay_line = format!("acp-chaos replay --schedule {}", file.display());
-    let original = crate::run::repro(&s.reference, design, a.seed, a.mutant.as_deref());
+    let original = crate::run::repro(&s.reference, design, seed, a.mutant.as_deref());
     let schedule_text = std::fs::read_to_string(&file)?;
     let c = crate::report::Counterexample {
         scenario: &s.name,

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::args::{load, DirArgs};
+use super::args::{load, scenarios_dir, DirArgs};
 use super::run::{campaign, RunArgs};
 use super::{CliError, Outcome};
 use crate::exit;
@@ -86,6 +86,8 @@ pub(super) fn exec(a: &SweepArgs) -> Outcome {
             scenario: list.iter().map(|s| s.name.clone()).collect(),
             seeds,
             seed_start: start,
+            seed: None,
+            verbose: false,
             jobs: a.jobs,
             mutant: None,
             agent: None,
@@ -126,7 +128,7 @@ pub(super) fn exec(a: &SweepArgs) -> Outcome {
     if parts.is_empty() {
         return Err(CliError::usage(format!(
             "no scenarios found in {}",
-            a.dir.scenarios.display()
+            scenarios_dir(&a.dir).display()
         )));
     }
     println!();

@@ -82,8 +82,9 @@ pub struct ProbeArgs {
     #[arg(long, value_name = "SUITE")]
     pub suite: Option<String>,
     /// Folder of scenario files for `--scenario` and `--suite`.
-    #[arg(long, default_value = "scenarios")]
-    pub scenarios_dir: PathBuf,
+    /// (Default: `./scenarios` when there is one, else the built-in scenarios.)
+    #[arg(long)]
+    pub scenarios_dir: Option<PathBuf>,
     /// A scenario's millisecond lasts this many real ones (for agents slower than the
     /// scenario's timeouts assume).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1000))]
@@ -259,7 +260,7 @@ fn select(a: &ProbeArgs) -> Result<Selection, String> {
     if !a.traces.is_empty() {
         return Err("give --trace, or --scenario/--suite, not both".into());
     }
-    let dir = crate::scenario::find_dir(&a.scenarios_dir);
+    let dir = crate::scenario::find_dir(a.scenarios_dir.as_deref());
     let mut items: Vec<Item> = Vec::new();
     let mut skipped = Vec::new();
     for name in &a.scenarios {

@@ -11,6 +11,7 @@
 //!   defaults;
 //! - `validate.rs`: every check a parsed scenario must pass.
 
+pub mod builtin;
 mod format;
 #[cfg(test)]
 mod tests;
@@ -55,6 +56,9 @@ pub enum ScenarioError {
     /// No such scenario by name.
     #[error("no scenario named `{0}` (see `acp-chaos list`)")]
     NotFound(String),
+    /// The scenarios folder does not exist.
+    #[error("{0}: no such scenarios folder (set by --scenarios or ACP_CHAOS_SCENARIOS; without either, acp-chaos reads ./scenarios or its built-in scenarios)")]
+    NoFolder(PathBuf),
 }
 
 /// A parsed scenario.
@@ -176,22 +180,43 @@ impl Scenario {
     }
 }
 
-/// The scenarios folder `dir`, or, run from elsewhere in the workspace, the repo's (the
-/// folder of that name beside this crate).
-pub fn find_dir(dir: &Path) -> PathBuf {
-    if dir.exists() || dir.is_absolute() {
+/// The scenarios folder: `explicit` (`--scenarios DIR`, `ACP_CHAOS_SCENARIOS`) when given,
+/// else `./scenarios` when it is a folder, else the built-in scenarios ([`builtin::dir`],
+/// unpacked on first use; a note on stderr says so once). A missing explicit folder is
+/// returned as it is: loading from it fails naming it ([`ScenarioError::NoFolder`]).
+pub fn find_dir(explicit: Option<&Path>) -> PathBuf {
+    if let Some(dir) = explicit {
         return dir.to_path_buf();
     }
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(dir);
-    if repo.exists() {
-        repo
-    } else {
-        dir.to_path_buf()
+    let here = PathBuf::from("scenarios");
+    if here.is_dir() {
+        return here;
+    }
+    static NOTE: std::sync::Once = std::sync::Once::new();
+    match builtin::dir() {
+        Ok(dir) => {
+            NOTE.call_once(|| {
+                eprintln!(
+                    "acp-chaos: no ./scenarios folder here: using the {} built-in scenarios \
+                     ({}); --scenarios DIR for others",
+                    builtin::count(),
+                    dir.display()
+                )
+            });
+            dir
+        }
+        Err(e) => {
+            NOTE.call_once(|| eprintln!("acp-chaos: cannot unpack the built-in scenarios: {e}"));
+            here
+        }
     }
 }
 
 /// Every `*.toml` in `dir`, sorted by file name.
 pub fn load_dir(dir: &Path) -> Result<Vec<Scenario>, ScenarioError> {
+    if !dir.exists() {
+        return Err(ScenarioError::NoFolder(dir.to_path_buf()));
+    }
     let rd = std::fs::read_dir(dir).map_err(|source| ScenarioError::Io {
         path: dir.to_path_buf(),
         source,
@@ -216,6 +241,9 @@ pub fn resolve(dir: &Path, name_or_path: &str) -> Result<Scenario, ScenarioError
     let file = dir.join(format!("{name_or_path}.toml"));
     if file.exists() {
         return Scenario::load(&file);
+    }
+    if !dir.exists() {
+        return Err(ScenarioError::NoFolder(dir.to_path_buf()));
     }
     Err(ScenarioError::NotFound(name_or_path.to_string()))
 }

@@ -33,4 +33,5 @@ mod regressions;
 mod reports;
 mod sdk_author;
 mod stdio_agent;
+mod surface;
 mod witnesses;
