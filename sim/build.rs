@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 
 fn main() {
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
-    // In the repository the scenarios sit beside the crate; in a packaged crate, inside it.
-    let dir = [manifest.join("scenarios"), manifest.join("../scenarios")]
+    // In the repository the scenarios sit beside the crate (read there, so cargo watches the
+    // real folder rather than a link to it); in a packaged crate, inside it.
+    let dir = [manifest.join("../scenarios"), manifest.join("scenarios")]
         .into_iter()
         .find(|d| d.is_dir());
     let mut files = Vec::new();
