@@ -129,7 +129,7 @@ pub struct Diagram {
 }
 
 /// Hosts in drawing order; only those the history mentions are drawn.
-const ORDER: &[&str] = &[
+pub(super) const ORDER: &[&str] = &[
     "user", "client", "watcher", "proxy", "agent", "node1", "node2", "node3", "node4", "node5",
     "store",
 ];

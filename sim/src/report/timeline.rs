@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
-use super::diagram::{compact, connections, frame_label, note_text, title};
+use super::diagram::{compact, connections, frame_label, note_text, title, ORDER};
 use super::text::{clip, xml_escape};
 use crate::checkers::{Status, Verdict};
 use crate::history::{op, process, History, Op};
@@ -29,6 +29,8 @@ pub fn timeline_html(name: &str, h: &History, verdicts: &[Verdict]) -> String {
             hosts.push(o.process.clone());
         }
     }
+    // Hosts in the diagram's order (a host the diagram does not draw, e.g. an idle node, too).
+    hosts.sort_by_key(|h| ORDER.iter().position(|o| o == h).unwrap_or(ORDER.len()));
     let mut cols: Vec<String> = hosts;
     cols.push(EVENTS.to_string());
     let col_of = |name: &str| {
