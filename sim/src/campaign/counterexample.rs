@@ -1,5 +1,5 @@
 //! A kept failing run: its folder (`history.jsonl`, `verdicts.json`, `repro.txt`), its shrunk
-//! schedule, and its `report.md` and `report.html`.
+//! schedule (with `shrunk.jsonl`), and its `report.md`, `report.html` and `timeline.html`.
 
 use std::path::Path;
 
@@ -54,6 +54,26 @@ pub(super) fn write_counterexample(
         }
         None => (h, v, None),
     };
+    // The timeline of the run the page draws (the shrunk run when there is one).
+    let leaf = format!("{p}timeline.html");
+    let what = if shrunk.is_some() {
+        format!("{} (shrunk, {})", run_dir_name(r), v.property)
+    } else {
+        run_dir_name(r)
+    };
+    let mut timelines = Vec::new();
+    if write_timeline(
+        &dir.join(&leaf),
+        &what,
+        drawn,
+        std::slice::from_ref(verdict),
+    )? {
+        timelines.push(("the drawn run".to_string(), leaf));
+    }
+    let extras = crate::report::PageExtras {
+        original: shrunk.as_ref().map(|_| (v, h)),
+        timelines,
+    };
     let c = crate::report::Counterexample {
         scenario: &r.scenario,
         verdict,
@@ -64,13 +84,35 @@ pub(super) fn write_counterexample(
     };
     write_atomic(
         &dir.join(format!("{p}report.md")),
-        crate::report::counterexample_md(&c).as_bytes(),
+        crate::report::counterexample_md_with(&c, &extras).as_bytes(),
     )?;
     write_atomic(
         &dir.join(format!("{p}report.html")),
-        crate::report::counterexample_html(&c).as_bytes(),
+        crate::report::counterexample_html_with(&c, &extras).as_bytes(),
     )?;
     Ok(())
+}
+
+/// Most ops a run may have for its `timeline.html` to be written (one table row per op: a
+/// long unshrunk swarm run would make a page of many megabytes; its `history.jsonl` has it all).
+pub(super) const TIMELINE_OPS_MAX: usize = 5_000;
+
+/// Write `h`'s timeline page to `path` if it has at most [`TIMELINE_OPS_MAX`] ops; whether
+/// it was written.
+pub(super) fn write_timeline(
+    path: &Path,
+    name: &str,
+    h: &History,
+    verdicts: &[Verdict],
+) -> anyhow::Result<bool> {
+    if h.ops.len() > TIMELINE_OPS_MAX {
+        return Ok(false);
+    }
+    write_atomic(
+        path,
+        crate::report::timeline_html(name, h, verdicts).as_bytes(),
+    )?;
+    Ok(true)
 }
 
 /// Shrink a failing run on `v`'s property, status and party, and write the schedule into its
@@ -122,12 +164,23 @@ pub(super) fn run_dir_name(r: &RunResult) -> String {
     format!("{}-{}-seed{}", r.scenario, r.design.as_str(), r.seed)
 }
 
-pub(super) fn write_run(out: &Path, h: &History, r: &RunResult, line: &str) -> anyhow::Result<()> {
+/// Write a run's folder: `verdicts.json` and `repro.txt`, and with `whole` its
+/// `history.jsonl` (a counterexample's run; the other kept runs of its row × property are
+/// replayed from their repro line).
+pub(super) fn write_run(
+    out: &Path,
+    h: &History,
+    r: &RunResult,
+    line: &str,
+    whole: bool,
+) -> anyhow::Result<()> {
     let dir = out.join(run_dir_name(r));
     std::fs::create_dir_all(&dir).map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))?;
-    let mut buf = Vec::new();
-    h.write_jsonl(&mut buf)?;
-    write_atomic(&dir.join("history.jsonl"), &buf)?;
+    if whole {
+        let mut buf = Vec::new();
+        h.write_jsonl(&mut buf)?;
+        write_atomic(&dir.join("history.jsonl"), &buf)?;
+    }
     write_atomic(
         &dir.join("verdicts.json"),
         &serde_json::to_vec_pretty(&r.verdicts)?,

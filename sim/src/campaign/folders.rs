@@ -15,19 +15,20 @@ pub fn prepare_out(out: &Path) -> anyhow::Result<()> {
 }
 
 /// Whether the entry `name` (at `path`) of a report folder is a campaign's artefact:
-/// `summary.json`, `summary.md`, `junit.xml` (or their `.tmp`), or a run folder
+/// `summary.json`, `summary.md`, `summary.html`, `junit.xml` (or their `.tmp`), or a run folder
 /// (`<scenario>-<design>-seed<N>/`) holding only a run folder's files, whole or partly written
 /// (an earlier, killed campaign's).
 pub fn is_artefact(name: &str, path: &Path) -> bool {
     let file = matches!(
         name.trim_end_matches(".tmp"),
-        "summary.json" | "summary.md" | "junit.xml"
+        "summary.json" | "summary.md" | "summary.html" | "junit.xml"
     );
     file || (name.contains("-seed") && path.is_dir() && holds_only_run_files(path))
 }
 
 /// A run folder's files: `history.jsonl`, `verdicts.json`, `repro.txt`, and per property
-/// `[P<n>.]report.md`, `report.html`, `schedule.toml`, `shrunk.jsonl` (or their `.tmp`).
+/// `[P<n>.]report.md`, `report.html`, `schedule.toml`, `shrunk.jsonl`, `timeline.html` (or
+/// their `.tmp`).
 fn holds_only_run_files(dir: &Path) -> bool {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return false;
@@ -37,12 +38,18 @@ fn holds_only_run_files(dir: &Path) -> bool {
         let name = e.file_name().to_string_lossy().into_owned();
         let name = name.trim_end_matches(".tmp");
         let plain = ["history.jsonl", "verdicts.json", "repro.txt"].contains(&name);
-        let page = ["report.md", "report.html", "schedule.toml", "shrunk.jsonl"]
-            .iter()
-            .any(|b| {
-                name.strip_suffix(b)
-                    .is_some_and(|p| p.is_empty() || p.starts_with('P'))
-            });
+        let page = [
+            "report.md",
+            "report.html",
+            "schedule.toml",
+            "shrunk.jsonl",
+            "timeline.html",
+        ]
+        .iter()
+        .any(|b| {
+            name.strip_suffix(b)
+                .is_some_and(|p| p.is_empty() || p.starts_with('P'))
+        });
         e.path().is_file() && (plain || page)
     })
 }
@@ -81,7 +88,7 @@ pub fn prepare_folder(
     Ok(())
 }
 
-/// Write `summary.json`, `summary.md` and `junit.xml` into `out`, each atomically (a temporary
+/// Write `summary.json`, `summary.md`, `summary.html` and `junit.xml` into `out`, each atomically (a temporary
 /// file renamed over the old one), so an interrupted write never leaves half a report.
 pub fn write_summary(out: &Path, summary: &Summary) -> anyhow::Result<()> {
     write_atomic(
@@ -91,6 +98,10 @@ pub fn write_summary(out: &Path, summary: &Summary) -> anyhow::Result<()> {
     write_atomic(
         &out.join("summary.md"),
         crate::report::summary_md(summary).as_bytes(),
+    )?;
+    write_atomic(
+        &out.join("summary.html"),
+        crate::report::summary_html(summary).as_bytes(),
     )?;
     write_atomic(
         &out.join("junit.xml"),

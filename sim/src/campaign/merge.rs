@@ -7,8 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 
 use super::folders::{prepare_out, write_atomic, write_summary};
-use crate::checkers::{Verdict, CHECKERS};
-use crate::history::History;
+use crate::checkers::CHECKERS;
 use crate::summary::Summary;
 
 /// Merge the summaries of shards 1..=N of one campaign (read from `dirs`) into `out`: counts
@@ -157,6 +156,9 @@ fn add_shard(m: &mut Summary, s: &Summary) -> anyhow::Result<()> {
     m.hashes.extend(&s.hashes)?;
     m.findings.extend(s.findings.iter().cloned());
     m.failures.extend(s.failures.iter().cloned());
+    for (g, n) in &s.failures_omitted {
+        *m.failures_omitted.entry(g.clone()).or_default() += n;
+    }
     m.nondeterministic
         .extend(s.nondeterministic.iter().cloned());
     for r in &s.expected_invalid {
@@ -201,6 +203,20 @@ fn keep_failures(
     m.findings
         .retain(|f| seen.insert((row_of(f), f["property"].to_string())));
     m.failures.sort_by_key(|f| rank(f));
+    // As many listed per group as one unsharded run lists; the rest counted.
+    let cap = crate::summary::FAILURES_LISTED.max(m.kept_per_property);
+    let mut listed: BTreeMap<String, usize> = BTreeMap::new();
+    let mut omitted = std::mem::take(&mut m.failures_omitted);
+    m.failures.retain(|f| {
+        let g = crate::summary::failure_group(f);
+        let n = listed.entry(g.clone()).or_default();
+        *n += 1;
+        if *n > cap {
+            *omitted.entry(g).or_default() += 1;
+        }
+        *n <= cap
+    });
+    m.failures_omitted = omitted;
     let mut count: BTreeMap<(String, String), usize> = BTreeMap::new();
     let shard_of = |seed: u64| {
         dirs.iter()
@@ -214,20 +230,18 @@ fn keep_failures(
             .or_default();
         let folder = f["folder"].as_str().map(str::to_string);
         let src = f["seed"].as_u64().and_then(shard_of);
-        // A shard shrinks its own first failure of a row × property; when that is not the
-        // campaign's first, the unsharded run keeps the plain run there: undo the shrink.
-        let unshrink = *k > 0 && f["shrunk"].is_object();
+        // A shard keeps its own first failure of a row × property whole (shrunk, with its
+        // pages); when that is not the campaign's first, the unsharded run keeps only its
+        // verdicts and repro line there (`drop_unkept_pages` removes the rest).
         if *k > 0 {
             if let Some(o) = f.as_object_mut() {
                 o.shift_remove("shrunk");
+                o.shift_remove("report");
             }
         }
         if let (Some(dir), Some(src)) = (&folder, src) {
             if *k < m.kept_per_property {
                 copy_run_dir(&src.join(dir), &out.join(dir), src, out)?;
-                if unshrink {
-                    redraw_unshrunk(&out.join(dir), f)?;
-                }
             } else if let Some(o) = f.as_object_mut() {
                 o.shift_remove("folder");
                 o.shift_remove("report");
@@ -260,77 +274,49 @@ fn keep_failures(
     Ok(())
 }
 
-/// A shard keeps pages for failures the whole campaign does not keep (its own first five):
-/// drop every property's files the merged failures do not point at.
+/// A shard keeps pages for failures the whole campaign does not keep whole (its own first of
+/// each row × property): drop every property's files the merged failures do not point at, and
+/// the history of a folder no page is drawn from.
 fn drop_unkept_pages(m: &Summary, out: &Path) -> anyhow::Result<()> {
     let mut pages: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for f in &m.failures {
-        if let (Some(dir), Some(page)) = (f["folder"].as_str(), f["report"].as_str()) {
+        let Some(dir) = f["folder"].as_str() else {
+            continue;
+        };
+        let keep = pages.entry(dir.to_string()).or_default();
+        if let Some(page) = f["report"].as_str() {
             let prefix = page
                 .rsplit('/')
                 .next()
                 .unwrap_or("")
                 .trim_end_matches("report.md");
-            pages
-                .entry(dir.to_string())
-                .or_default()
-                .insert(prefix.to_string());
+            keep.insert(prefix.to_string());
         }
     }
     for (dir, keep) in &pages {
+        if !out.join(dir).is_dir() {
+            continue;
+        }
         for e in std::fs::read_dir(out.join(dir))? {
             let name = e?.file_name().to_string_lossy().into_owned();
-            let prefix = ["report.md", "report.html", "schedule.toml", "shrunk.jsonl"]
-                .iter()
-                .find_map(|b| name.strip_suffix(b));
-            if let Some(p) = prefix {
-                if !keep.contains(p) {
-                    std::fs::remove_file(out.join(dir).join(&name))?;
-                }
+            let prefix = [
+                "report.md",
+                "report.html",
+                "schedule.toml",
+                "shrunk.jsonl",
+                "timeline.html",
+            ]
+            .iter()
+            .find_map(|b| name.strip_suffix(b));
+            let drop = match prefix {
+                Some(p) => !keep.contains(p),
+                None => name == "history.jsonl" && keep.is_empty(),
+            };
+            if drop {
+                std::fs::remove_file(out.join(dir).join(&name))?;
             }
         }
     }
-    Ok(())
-}
-
-/// In a merged run folder, drop a property's shrink (`{prefix}schedule.toml`,
-/// `{prefix}shrunk.jsonl`) and draw its page from the run itself, as the unsharded run does
-/// for a failure that is not its row × property's first.
-fn redraw_unshrunk(dir: &Path, f: &Value) -> anyhow::Result<()> {
-    let page = f["report"].as_str().unwrap_or("report.md");
-    let leaf = Path::new(page)
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "report.md".into());
-    let prefix = leaf.trim_end_matches("report.md").to_string();
-    for name in ["schedule.toml", "shrunk.jsonl"] {
-        let _ = std::fs::remove_file(dir.join(format!("{prefix}{name}")));
-    }
-    let h = History::read_jsonl(&dir.join("history.jsonl"))?;
-    let verdicts: Vec<Verdict> =
-        serde_json::from_slice(&std::fs::read(dir.join("verdicts.json"))?)?;
-    let Some(v) = verdicts
-        .iter()
-        .find(|v| f["property"] == v.property.as_str())
-    else {
-        return Ok(());
-    };
-    let c = crate::report::Counterexample {
-        scenario: f["scenario"].as_str().unwrap_or(""),
-        verdict: v,
-        repro: f["repro"].as_str().unwrap_or(""),
-        shrunk: None,
-        schedule: None,
-        history: &h,
-    };
-    write_atomic(
-        &dir.join(format!("{prefix}report.md")),
-        crate::report::counterexample_md(&c).as_bytes(),
-    )?;
-    write_atomic(
-        &dir.join(format!("{prefix}report.html")),
-        crate::report::counterexample_html(&c).as_bytes(),
-    )?;
     Ok(())
 }
 

@@ -179,7 +179,7 @@ pub fn run_with(spec: &CampaignSpec, finish: impl FnOnce(&mut Summary)) -> anyho
                             let keep = |h: &History, r: &RunResult, tag: &str| {
                                 let mut r = r.clone();
                                 r.scenario = format!("{}-{tag}", r.scenario);
-                                write_run(staging.dir(), h, &r, &line)
+                                write_run(staging.dir(), h, &r, &line, true)
                             };
                             if let Err(e) = keep(&h, &r, "a").and_then(|_| keep(&h2, &r2, "b")) {
                                 tracing::warn!("could not keep both histories: {e}");

@@ -13,7 +13,9 @@ use super::{reference, CampaignSpec};
 use crate::checkers::{Status, SubmissionClass};
 use crate::run::{repro, run_one, RunResult};
 use crate::scenario::Expect;
-use crate::summary::{HashLogWriter, Summary, Tally, SUMMARY_FORMAT};
+use crate::summary::{
+    failure_group, HashLogWriter, Summary, Tally, FAILURES_LISTED, SUMMARY_FORMAT,
+};
 
 /// The campaign's tables so far, and where its report is written.
 pub(super) struct Summarizer<'a> {
@@ -29,6 +31,8 @@ pub(super) struct Summarizer<'a> {
     failures: Vec<serde_json::Value>,
     findings: Vec<serde_json::Value>,
     kept: BTreeMap<(String, String), usize>,
+    listed: BTreeMap<String, usize>,
+    omitted: BTreeMap<String, u64>,
     nondeterministic: Vec<String>,
     events: BTreeMap<String, BTreeMap<String, u64>>,
     hashes: HashLogWriter,
@@ -55,6 +59,8 @@ impl<'a> Summarizer<'a> {
             failures: Vec::new(),
             findings: Vec::new(),
             kept: BTreeMap::new(),
+            listed: BTreeMap::new(),
+            omitted: BTreeMap::new(),
             nondeterministic: Vec::new(),
             events: BTreeMap::new(),
             hashes,
@@ -155,19 +161,14 @@ impl<'a> Summarizer<'a> {
         }
     }
 
-    /// One failing verdict: its entry in `failures`, and (the first few of its row × property)
-    /// its run folder, the first shrunk.
+    /// One failing verdict: its entry in `failures` (the first few of its group), and (the
+    /// first `keep_per_property` of its row × property) its run folder: the first whole and
+    /// shrunk, the others their verdicts and repro line.
     fn add_failure(&mut self, r: &RunResult, v: &crate::checkers::Verdict) {
         let spec = self.spec;
         let mutant = spec.mutant.as_deref();
         let line = repro(&reference(spec, &r.scenario), r.design, r.seed, mutant);
         let mut failure = json!({"scenario": r.scenario, "design": r.design, "seed": r.seed, "property": v.property, "status": v.status, "party": v.party, "rules": v.rules, "message": v.message, "hash": r.hash, "repro": line});
-        let k = *self.kept.entry((r.key(), v.property.clone())).or_default();
-        let Some(s) = spec.scenarios.iter().find(|s| s.name == r.scenario) else {
-            self.failures.push(failure);
-            return;
-        };
-        let mut shrunk_run = None;
         // One run can break several properties: the first keeps the plain names
         // (`schedule.toml`, `report.md`), each other one its own (`P12.report.md`).
         let first = self
@@ -179,6 +180,21 @@ impl<'a> Summarizer<'a> {
         } else {
             format!("{}.", v.property)
         };
+        // Past the first few of its group a failure is counted, not listed (nor kept: the
+        // kept ones are the first `keep_per_property`, all listed).
+        let group = failure_group(&failure);
+        let listed = self.listed.entry(group.clone()).or_default();
+        if *listed >= FAILURES_LISTED.max(spec.keep_per_property) {
+            *self.omitted.entry(group).or_default() += 1;
+            return;
+        }
+        *listed += 1;
+        let k = *self.kept.entry((r.key(), v.property.clone())).or_default();
+        let Some(s) = spec.scenarios.iter().find(|s| s.name == r.scenario) else {
+            self.failures.push(failure);
+            return;
+        };
+        let mut shrunk_run = None;
         let stop_asked = spec
             .stop
             .as_ref()
@@ -203,11 +219,20 @@ impl<'a> Summarizer<'a> {
             if again.hash != r.hash {
                 self.nondeterministic.push(line.clone());
             }
+            // The first of its row × property is the counterexample: its history, pages and
+            // timeline are kept. The next ones keep their verdicts and repro line only (a
+            // replay gives the rest): a campaign's report stays small.
+            let whole = k == 0;
             failure["folder"] = json!(run_dir_name(r));
-            failure["report"] = json!(format!("{}/{prefix}report.md", run_dir_name(r)));
+            if whole {
+                failure["report"] = json!(format!("{}/{prefix}report.md", run_dir_name(r)));
+            }
             if self.write_error.is_none() {
                 let names = Names { prefix: &prefix };
-                let written = write_run(self.dir, &h, &again, &line).and_then(|_| {
+                let written = write_run(self.dir, &h, &again, &line, whole).and_then(|_| {
+                    if !whole {
+                        return Ok(());
+                    }
                     write_counterexample(self.dir, r, v, &line, &failure, &h, shrunk_run, names)
                 });
                 if let Err(e) = written {
@@ -274,6 +299,7 @@ impl<'a> Summarizer<'a> {
             expectations_unmet: Vec::new(),
             findings: self.findings,
             failures: self.failures,
+            failures_omitted: self.omitted,
             nondeterministic: self.nondeterministic,
             coverage_map: self.coverage_map,
             kept_per_property: spec.keep_per_property,

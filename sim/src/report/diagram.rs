@@ -42,6 +42,10 @@ pub enum Item {
         time_ms: u64,
         /// History op index (the receipt, or the send of a lost frame).
         op: usize,
+        /// History op index of the send (equal to `op` for a lost frame or a user action).
+        sent: usize,
+        /// The last op merged into this row (a run of `session/update` receipts), else `op`.
+        last: usize,
         /// Highlight.
         mark: Mark,
     },
@@ -55,7 +59,7 @@ pub enum Item {
         text: String,
         /// Simulated ms.
         time_ms: u64,
-        /// History op index.
+        /// History op index ([`NO_OP`] for a note the diagram adds itself).
         op: usize,
         /// Highlight.
         mark: Mark,
@@ -64,10 +68,51 @@ pub enum Item {
     },
 }
 
+/// The `op` of a note the diagram adds itself (rows left out by [`Diagram::window`]).
+pub const NO_OP: usize = usize::MAX;
+
 impl Item {
     pub(super) fn mark(&self) -> Mark {
         match self {
             Item::Arrow { mark, .. } | Item::Note { mark, .. } => *mark,
+        }
+    }
+
+    /// The history op numbers this row draws, as the verdict cites them: `#27` for a note or
+    /// a lost frame, `#26→27` for a frame (its send, then its receipt), with `…31` when later
+    /// receipts were merged into the row; `None` for a note the diagram adds itself.
+    pub fn op_tag(&self) -> Option<String> {
+        match self {
+            Item::Note { op, .. } if *op == NO_OP => None,
+            Item::Note { op, .. } => Some(format!("#{op}")),
+            Item::Arrow { op, sent, last, .. } => {
+                let mut t = if sent == op {
+                    format!("#{op}")
+                } else {
+                    format!("#{sent}→{op}")
+                };
+                if last != op {
+                    t.push_str(&format!("…{last}"));
+                }
+                Some(t)
+            }
+        }
+    }
+
+    /// The row's label (an arrow) or text (a note), without time or op numbers.
+    pub fn text(&self) -> &str {
+        match self {
+            Item::Arrow { label, .. } => label,
+            Item::Note { text, .. } => text,
+        }
+    }
+
+    /// Whether this row draws history op `i` (its send, its receipt, or a receipt merged
+    /// into it).
+    pub fn draws_op(&self, i: usize) -> bool {
+        match self {
+            Item::Note { op, .. } => *op == i,
+            Item::Arrow { op, sent, last, .. } => i == *sent || (*op..=*last).contains(&i),
         }
     }
 }
@@ -84,7 +129,7 @@ pub struct Diagram {
 }
 
 /// Hosts in drawing order; only those the history mentions are drawn.
-const ORDER: &[&str] = &[
+pub(super) const ORDER: &[&str] = &[
     "user", "client", "watcher", "proxy", "agent", "node1", "node2", "node3", "node4", "node5",
     "store",
 ];
@@ -108,7 +153,11 @@ fn short_key(v: &Value) -> String {
 }
 
 /// A short label for a frame; `method_of` maps a response's id to its request's method.
-fn frame_label(frame: &Value, method_of: Option<&str>, submission: Option<u64>) -> (String, bool) {
+pub(super) fn frame_label(
+    frame: &Value,
+    method_of: Option<&str>,
+    submission: Option<u64>,
+) -> (String, bool) {
     let Some(obj) = frame.as_object() else {
         // Not JSON (a raw probe's truncated frame): the Agent saw a line it could not parse.
         let raw = frame.as_str().unwrap_or("");
@@ -176,7 +225,7 @@ fn frame_label(frame: &Value, method_of: Option<&str>, submission: Option<u64>) 
 }
 
 /// A note's text for a non-frame op, or `None` to leave it out of the diagram.
-fn note_text(op: &Op) -> Option<String> {
+pub(super) fn note_text(op: &Op) -> Option<String> {
     let v = &op.value;
     let s = |k: &str| v[k].as_str().unwrap_or("").to_string();
     let text = match (op.process.as_str(), op.f.as_str()) {
@@ -247,7 +296,7 @@ fn note_text(op: &Op) -> Option<String> {
     Some(text)
 }
 
-fn compact(v: &Value) -> String {
+pub(super) fn compact(v: &Value) -> String {
     clip(&v.to_string(), 60)
 }
 
@@ -361,6 +410,7 @@ impl Diagram {
                     label: l0,
                     lost: lost0,
                     mark: m0,
+                    last: last0,
                     ..
                 }) = items.last_mut()
                 {
@@ -385,6 +435,7 @@ impl Diagram {
                             l0.push_str(" +1 more");
                         }
                         *m0 = (*m0).max(mark);
+                        *last0 = op.index;
                         continue;
                     }
                 }
@@ -396,6 +447,8 @@ impl Diagram {
                     lost,
                     time_ms: op.time_ms,
                     op: op.index,
+                    sent: send_index,
+                    last: op.index,
                     mark,
                 });
                 continue;
@@ -423,6 +476,8 @@ impl Diagram {
                     lost: false,
                     time_ms: op.time_ms,
                     op: op.index,
+                    sent: op.index,
+                    last: op.index,
                     mark: mark_of(op.index),
                 });
                 continue;
@@ -492,7 +547,7 @@ fn note_span(op: &Op, participants: &[String]) -> Option<(usize, usize)> {
 
 /// Who is on each connection (the host that accepted it and the host that sends on it), and
 /// the participants to draw, in drawing order: the hosts the history mentions.
-fn connections(h: &History) -> (BTreeMap<u64, BTreeSet<String>>, Vec<String>) {
+pub(super) fn connections(h: &History) -> (BTreeMap<u64, BTreeSet<String>>, Vec<String>) {
     let mut ends: BTreeMap<u64, BTreeSet<String>> = BTreeMap::new();
     let mut hosts: BTreeSet<String> = BTreeSet::new();
     for op in &h.ops {
@@ -608,7 +663,7 @@ impl Diagram {
             time_ms: match at {
                 Item::Arrow { time_ms, .. } | Item::Note { time_ms, .. } => *time_ms,
             },
-            op: 0,
+            op: NO_OP,
             mark: Mark::None,
             nemesis: false,
         };

@@ -16,6 +16,12 @@ impl Diagram {
         // Consecutive rows with the same highlight share one `rect` block.
         let mut open = Mark::None;
         for it in &self.items {
+            // Every row starts with the op numbers the verdict cites
+            // (`op 26→27`: Mermaid reads `#` as the start of an entity code.)
+            let tag = it
+                .op_tag()
+                .map(|t| format!("op {} ", t.trim_start_matches('#')))
+                .unwrap_or_default();
             if it.mark() != open {
                 if open != Mark::None {
                     out.push_str("    end\n");
@@ -48,7 +54,7 @@ impl Diagram {
                     let star = if *mark == Mark::Witness { "⚠ " } else { "" };
                     let _ = writeln!(
                         out,
-                        "    {}{arrow}{}: {star}{time_ms}ms {}{lost_tag}",
+                        "    {}{arrow}{}: {star}{tag}{time_ms}ms {}{lost_tag}",
                         id(*from),
                         id(*to),
                         mermaid_escape(label)
@@ -70,7 +76,7 @@ impl Diagram {
                     let star = if *mark == Mark::Witness { "⚠ " } else { "" };
                     let _ = writeln!(
                         out,
-                        "    Note over {over}: {}{star}{time_ms}ms {}",
+                        "    Note over {over}: {}{star}{tag}{time_ms}ms {}",
                         wrap_tag(text),
                         mermaid_escape(text)
                     );

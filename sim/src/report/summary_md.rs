@@ -42,6 +42,7 @@ pub fn summary_md(s: &Summary) -> String {
         _ => "error",
     };
     let _ = writeln!(o, "# acp-chaos campaign `{}`\n", s.name);
+    o.push_str("Entry page with every counterexample's page: [`summary.html`](summary.html).\n\n");
     let _ = writeln!(
         o,
         "- verdict: **{verdict}**\n- seeds: {}..{} ({} per scenario@design){}\n- mutant: {}\n- runs: {}\n- machine-readable: [`summary.json`](summary.json) (format {}), [`junit.xml`](junit.xml)\n",
@@ -71,9 +72,16 @@ pub fn summary_md(s: &Summary) -> String {
             let text = |k: &str| f[k].as_str().unwrap_or("-").to_string();
             let key = (text("scenario"), text("design"), text("property"));
             let first = seen.insert(key);
-            let link = match (f["folder"].as_str(), f["report"].as_str()) {
-                (Some(d), Some(r)) => format!("[{d}]({r})"),
-                (Some(d), None) => format!("[{d}]({d}/report.md)"),
+            // The HTML page (diagram, timeline links), with the Markdown page beside it.
+            let link = match (
+                f["folder"].as_str(),
+                super::summary_html::report_html_link(f),
+            ) {
+                (Some(d), Some(html)) => {
+                    let md = f["report"].as_str().unwrap_or_default();
+                    format!("[{d}]({html}) ([Markdown]({md}))")
+                }
+                (Some(d), None) => format!("[{d}]({d}/) (verdicts and repro only)"),
                 _ => "(folder not kept)".into(),
             };
             if first {
@@ -97,6 +105,13 @@ pub fn summary_md(s: &Summary) -> String {
                         .unwrap_or_default()
                 );
             }
+        }
+        let omitted: u64 = s.failures_omitted.values().sum();
+        if omitted > 0 {
+            let _ = writeln!(
+                o,
+                "\n{omitted} more failing verdicts are counted in the table but not listed in `summary.json` (`failures_omitted`)."
+            );
         }
         let more = s.failures.len() - seen.len();
         if more > 0 {

@@ -5,8 +5,15 @@ use std::fmt::Write as _;
 use super::diagram::{title, Diagram, Item, Mark};
 use super::text::xml_escape;
 
+/// The smallest scale an SVG diagram is drawn at to fit its container (below it, the container
+/// scrolls sideways).
+pub const SVG_MIN_SCALE: f64 = 0.75;
+
 impl Diagram {
     /// The diagram as a standalone SVG document (inline styles, no fonts or scripts fetched).
+    /// It scales down to the width of its container, to at most [`SVG_MIN_SCALE`] of its size
+    /// (`min-width`); a page puts it in a container that scrolls sideways below that, so no
+    /// column is ever cut off.
     ///
     /// Long on purpose: a renderer writes its drawing top to bottom; the order of the code is the
     /// order of the SVG.
@@ -22,6 +29,8 @@ impl Diagram {
         let mut rows: Vec<(f64, f64, Vec<String>)> = Vec::new(); // (y, height, lines)
         let mut y = TOP + 16.0;
         for it in &self.items {
+            // Every row starts with the op numbers the verdict cites (`#26→27`).
+            let tag = it.op_tag().map(|t| format!("{t} ")).unwrap_or_default();
             let (text, chars) = match it {
                 Item::Arrow {
                     from,
@@ -34,7 +43,7 @@ impl Diagram {
                     let span = (*from as f64 - *to as f64).abs().max(1.0);
                     let lost = if *lost { " LOST" } else { "" };
                     (
-                        format!("{time_ms}ms {label}{lost}"),
+                        format!("{tag}{time_ms}ms {label}{lost}"),
                         (span * COL / 6.6) as usize,
                     )
                 }
@@ -47,7 +56,7 @@ impl Diagram {
                 } => {
                     let span = (*last - *first) as f64 + 1.0;
                     (
-                        format!("{time_ms}ms {text}"),
+                        format!("{tag}{time_ms}ms {text}"),
                         ((span * COL - 40.0) / 6.6) as usize,
                     )
                 }
@@ -63,10 +72,11 @@ impl Diagram {
             .map(|v| wrap(v, ((width - 40.0) / 6.6) as usize))
             .unwrap_or_default();
         let height = y + 24.0 + LINE * verdict_lines.len() as f64 + 20.0;
+        let min_width = width * SVG_MIN_SCALE;
         let mut s = String::new();
         let _ = write!(
             s,
-            r##"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}" font-family="ui-monospace, Menlo, Consolas, monospace" font-size="11">
+            r##"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}" style="width:100%;max-width:{width:.0}px;min-width:{min_width:.0}px;height:auto" font-family="ui-monospace, Menlo, Consolas, monospace" font-size="11">
 <defs><marker id="head" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="8" markerHeight="8" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#333"/></marker></defs>
 <rect width="100%" height="100%" fill="#fff"/>
 "##

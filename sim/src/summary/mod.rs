@@ -32,6 +32,22 @@ pub struct Tally {
     pub parties: BTreeSet<String>,
 }
 
+/// Most failing verdicts `failures` lists per `scenario@design`, property and status (the
+/// rest are counted in `failures_omitted`): a campaign's summary stays small whatever the
+/// seeds.
+pub const FAILURES_LISTED: usize = 5;
+
+/// The key of a failure's group in `failures_omitted`: `scenario@design property status`.
+pub fn failure_group(f: &Value) -> String {
+    format!(
+        "{}@{} {} {}",
+        f["scenario"].as_str().unwrap_or(""),
+        f["design"].as_str().unwrap_or(""),
+        f["property"].as_str().unwrap_or(""),
+        f["status"].as_str().unwrap_or("")
+    )
+}
+
 /// `summary.json`'s format version (documented in `reports/README.md`).
 pub const SUMMARY_FORMAT: u32 = 2;
 
@@ -76,8 +92,14 @@ pub struct Summary {
     pub findings: Vec<serde_json::Value>,
     /// `scenario@design` runs that expected a violation and found none.
     pub expectations_unmet: Vec<String>,
-    /// Failing runs: repro lines with their verdicts.
+    /// Failing runs: repro lines with their verdicts; at most [`FAILURES_LISTED`] (or
+    /// `kept_per_property`, if more) per `scenario@design`, property and status, in the order
+    /// they ran. The table counts every one.
     pub failures: Vec<serde_json::Value>,
+    /// Failing verdicts counted but not listed in `failures`, by `scenario@design property
+    /// status` (absent: none left out).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub failures_omitted: BTreeMap<String, u64>,
     /// Runs whose replay gave another history.
     pub nondeterministic: Vec<String>,
     /// Coverage map: fault kind → protocol state at the moment it fired → times, over the

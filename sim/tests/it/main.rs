@@ -10,6 +10,8 @@
 //! - `mutants`: every mutant is caught on its property and party; no false positives;
 //! - `regressions`: the corpus of shrunk schedules keeps its verdicts;
 //! - `reports`: report folders, pages, diagrams, sharding and merging;
+//! - `pages`: what a page shows (op numbers, expected behaviour, both verdicts, the fault, a
+//!   diagram that fits, timelines, `summary.html`), checked without a browser; small reports;
 //! - `sdk_author`: an Agent written from scratch against the library, found and shrunk;
 //! - `probe` and `mock_model`: real processes and the mock model server;
 //! - `probe_client`: a real Client process under test (`probe --client`);
@@ -27,6 +29,7 @@ mod folders;
 mod inputs;
 mod mock_model;
 mod mutants;
+mod pages;
 mod probe;
 mod probe_client;
 mod regressions;

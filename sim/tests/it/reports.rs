@@ -123,11 +123,11 @@ fn a_counterexample_folder_draws_its_shrunk_run_as_mermaid_and_svg() {
     // The HTML page is self-contained: inline SVG, no script, nothing fetched.
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     assert!(html.contains("<svg xmlns=\"http://www.w3.org/2000/svg\""));
-    assert!(!html.contains("<script") && !html.contains("src=") && !html.contains("href="));
+    assert!(!html.contains("<script") && !html.contains("src=") && !html.contains("href=\"http"));
     assert_eq!(html.matches("http").count(), 1, "only the SVG namespace");
     // The summary page links the counterexample.
     let page = std::fs::read_to_string(s.out.join("summary.md")).unwrap();
-    assert!(page.contains(&format!("({}/report.md)", f["folder"].as_str().unwrap())));
+    assert!(page.contains(&format!("({}/report.html)", f["folder"].as_str().unwrap())));
 }
 
 #[test]
@@ -235,7 +235,8 @@ fn merged_equals_unsharded(scenarios: &[&str], mutant: Option<&str>, seeds: u64,
     assert_eq!(listing(&out), listing(&whole.out));
     for f in &m.failures {
         if let Some(dir) = f["folder"].as_str() {
-            let read = |root: &Path| std::fs::read(root.join(dir).join("history.jsonl")).unwrap();
+            // (A run kept for its verdicts and repro line only has no history.)
+            let read = |root: &Path| std::fs::read(root.join(dir).join("history.jsonl")).ok();
             assert_eq!(read(&out), read(&whole.out), "{dir}");
             // The same files, with the same text once the folder's path is the same.
             assert_eq!(
