@@ -7,7 +7,7 @@
 //! One file per command (`run.rs`, `replay.rs`, `list.rs`, `check.rs`, `bench.rs`,
 //! `mutants.rs`, `shrink.rs`, `merge.rs`, `audit.rs`, `matrix.rs`, `sweep.rs`, `findings.rs`, `fuzz.rs`; `acp-chaos agent`,
 //! `acp-chaos client` and `acp-chaos probe` take their arguments from [`crate::probe`]), each with its arguments and
-//! an `exec` returning the exit code or a [`CliError`] that carries one; `args.rs` holds what
+//! an `exec` returning the exit code or a `CliError` that carries one; `args.rs` holds what
 //! several commands share; `env.rs` how the `ACP_CHAOS_*` variables are read.
 
 use std::path::Path;
