@@ -23,6 +23,7 @@ mod error;
 mod explore;
 mod findings;
 mod fuzz;
+mod github;
 mod list;
 mod matrix;
 mod merge;
@@ -57,7 +58,8 @@ enum Cmd {
     /// List scenarios, designs, clients, policies, transports, mutants, faults, properties and
     /// `sometimes` events (or one of them: `acp-chaos list faults`).
     List(list::ListArgs),
-    /// Re-run every checker on a stored history (a run folder or a history.jsonl).
+    /// Re-run every checker on a stored history (a run folder or a history.jsonl), or gate on
+    /// a campaign's summary.json (failing groups, one repro each; --github for GitHub Actions).
     Check(check::CheckArgs),
     /// Measure seeds per second and the overhead over a bare turmoil run.
     Bench(bench::BenchArgs),
