@@ -6,12 +6,6 @@
 //!
 //! Rule ids (`A1`, `C1`, ...) refer to `spec/RULES.md`.
 
-#[cfg(not(tokio_unstable))]
-compile_error!(
-    "acp-chaos needs `--cfg tokio_unstable` (set in .cargo/config.toml); a RUSTFLAGS variable \
-     overrides that file: add `--cfg tokio_unstable` to it"
-);
-
 pub mod action;
 pub mod agent;
 pub mod client;

@@ -115,8 +115,10 @@
 
 #[cfg(not(tokio_unstable))]
 compile_error!(
-    "acp-chaos needs `--cfg tokio_unstable` (set in .cargo/config.toml) so turmoil seeds tokio; \
-     a RUSTFLAGS variable overrides that file: add `--cfg tokio_unstable` to it"
+    "acp-chaos needs `--cfg tokio_unstable` so turmoil seeds tokio: a checkout's \
+     .cargo/config.toml sets it (run cargo from inside the checkout; a RUSTFLAGS variable \
+     overrides that file: add `--cfg tokio_unstable` to it); outside a checkout, e.g. \
+     `cargo install acp-chaos`, set RUSTFLAGS=\"--cfg tokio_unstable\""
 );
 
 pub use acp_chaos_models as models;
@@ -124,6 +126,9 @@ pub use acp_chaos_models as models;
 pub mod bounds;
 pub mod campaign;
 pub mod checkers;
+/// The command line behind the `acp-chaos` binary (one file per command). Public only for the
+/// binary and the tests (`main`, `parse_from`, `replay_line`); not a library interface.
+#[doc(hidden)]
 pub mod cli;
 pub mod exit;
 pub mod explore;

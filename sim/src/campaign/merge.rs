@@ -123,6 +123,7 @@ fn add_shard(m: &mut Summary, s: &Summary) -> anyhow::Result<()> {
             t.violations += c.violations;
             t.findings += c.findings;
             t.unknown += c.unknown;
+            t.sim_ms += c.sim_ms;
             t.parties.extend(c.parties.iter().cloned());
         }
     }

@@ -3,11 +3,11 @@
 
 pub mod bench;
 mod counterexample;
-pub mod folders;
+pub(crate) mod folders;
 pub mod merge;
-pub mod progress;
+pub(crate) mod progress;
 pub mod scoreboard;
-pub mod staging;
+pub(crate) mod staging;
 mod summarize;
 mod unwritten;
 
@@ -21,7 +21,7 @@ pub use folders::{
     write_atomic, write_summary,
 };
 pub use merge::merge;
-pub use staging::Staging;
+pub use staging::{Staging, MARKER};
 pub use unwritten::ReportUnwritten;
 
 use crate::checkers::Status;

@@ -133,6 +133,7 @@ impl<'a> Summarizer<'a> {
                 .entry(v.property.clone())
                 .or_default();
             cell.seeds += 1;
+            cell.sim_ms += r.sim_ms;
             match v.status {
                 Status::Valid => {}
                 Status::Finding => cell.findings += 1,

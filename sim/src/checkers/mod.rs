@@ -11,7 +11,7 @@
 //! `docs/effects.md`).
 
 pub mod contract;
-pub mod coverage;
+pub(crate) mod coverage;
 pub mod facts;
 pub mod p01_at_most_once;
 pub mod p02_no_silent_drop;

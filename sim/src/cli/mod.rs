@@ -7,7 +7,7 @@
 //! One file per command (`run.rs`, `replay.rs`, `list.rs`, `check.rs`, `bench.rs`,
 //! `mutants.rs`, `shrink.rs`, `merge.rs`, `audit.rs`, `matrix.rs`, `sweep.rs`, `findings.rs`, `fuzz.rs`; `acp-chaos agent`,
 //! `acp-chaos client` and `acp-chaos probe` take their arguments from [`crate::probe`]), each with its arguments and
-//! an `exec` returning the exit code or a [`CliError`] that carries one; `args.rs` holds what
+//! an `exec` returning the exit code or a `CliError` that carries one; `args.rs` holds what
 //! several commands share; `env.rs` how the `ACP_CHAOS_*` variables are read.
 
 use std::path::Path;
@@ -23,6 +23,7 @@ mod error;
 mod explore;
 mod findings;
 mod fuzz;
+mod github;
 mod list;
 mod matrix;
 mod merge;
@@ -57,7 +58,8 @@ enum Cmd {
     /// List scenarios, designs, clients, policies, transports, mutants, faults, properties and
     /// `sometimes` events (or one of them: `acp-chaos list faults`).
     List(list::ListArgs),
-    /// Re-run every checker on a stored history (a run folder or a history.jsonl).
+    /// Re-run every checker on a stored history (a run folder or a history.jsonl), or gate on
+    /// a campaign's summary.json (failing groups, one repro each; --github for GitHub Actions).
     Check(check::CheckArgs),
     /// Measure seeds per second and the overhead over a bare turmoil run.
     Bench(bench::BenchArgs),

@@ -3,13 +3,13 @@
 //!
 //! The trace is the scenario's run with its faults removed, at a fixed latency (so one fault
 //! placed does not move the frames of the others). Level 1 places every fault shape
-//! ([`shapes`]) at every [`Place`] of that run. Level 2 places a second fault at every place of
+//! ([`shapes`]) at every `Place` of that run. Level 2 places a second fault at every place of
 //! each level-1 run after its first fault fired (a reconnect adds frames, so the second fault is
 //! placed over the first fault's run, not the fault-free one), and so on to `k`. Every schedule
 //! is a [`Plan`] whose faults are triggered by protocol events, so it replays exactly.
 //!
 //! A placement is pruned when (its abstract state, its fault) was already explored
-//! ([`super::state`]): the run it would start is taken to be the same as its
+//! (`super::state`): the run it would start is taken to be the same as its
 //! representative's. The pruned ones are counted, and `--audit-pruning` runs a seeded sample
 //! of them and compares verdicts. The result is a certificate ("explored N schedules of <=k
 //! faults, M pruned as equivalent, 0 violations") or the violating schedules.

@@ -4,7 +4,7 @@
 //! Runs come in fixed batches (the same runs whatever `--jobs`). Each run is either a fresh
 //! swarm draw (the scenario at the next seed) or a mutation of a parent from the corpus: a
 //! fault moved to another place of the parent's run, one added, one given another kind, one
-//! removed. Places are read off the parent's run ([`super::places`]), so frame faults reach
+//! removed. Places are read off the parent's run (`super::places`), so frame faults reach
 //! every method in both directions. The feedback is what a run covered: the coverage cells
 //! (fault kind × the protocol state it landed in, [`crate::checkers::fault_states`]) and the
 //! happens-before shape of the run (every pair of consecutive Client, Agent and nemesis ops, by

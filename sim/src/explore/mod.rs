@@ -3,8 +3,8 @@
 //! - [`shrink`]: a failing run to a minimal schedule;
 //! - [`strategy`]: proptest strategies over plans (for a user's own Agent);
 //! - [`regression`]: the corpus of shrunk schedules that must keep their verdicts;
-//! - [`exhaustive`]: every schedule of at most k faults over a trace's [`places`], pruned by
-//!   abstract [`state`], with a [`certificate`];
+//! - [`exhaustive`]: every schedule of at most k faults over a trace's `places`, pruned by
+//!   abstract `state`, with a [`certificate`];
 //! - [`lineage`]: faults chosen from what each good outcome of a passing run depended on;
 //! - [`guided`]: a swarm that steers itself by what its runs covered;
 //! - [`needs`]: what a trace must hold before a fault can show a mutant (a cancel, a close).
@@ -14,8 +14,8 @@ pub mod exhaustive;
 pub mod guided;
 pub mod lineage;
 pub mod needs;
-pub mod places;
+pub(crate) mod places;
 pub mod regression;
 pub mod shrink;
-pub mod state;
+pub(crate) mod state;
 pub mod strategy;

@@ -1,6 +1,6 @@
 //! The Client rules a served Agent's wire log shows: `acp-chaos probe --client`'s checkers.
 //!
-//! A pure function of one trial's wire log ([`super::wire_log`]: what our model Agent read and
+//! A pure function of one trial's wire log (`super::wire_log`: what our model Agent read and
 //! wrote, boot by boot) and the Client process's exit status. The Client is a black box, so a
 //! submission is what the wire shows: **one prompt text in one session is one submission**
 //! (the Client under test is driven with a distinct text per submission, as `acp-chaos client`

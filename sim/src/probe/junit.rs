@@ -1,57 +1,73 @@
-//! The probe's `junit.xml`: one `<testsuite>` per trace or scenario, one `<testcase>` per
-//! property, for CI test views of a real agent (the conformance kit's report for CI).
+//! The probe's `junit.xml` (written with `quick-junit`): one `<testsuite>` per trace or
+//! scenario, one `<testcase>` per property, for CI test views of a real agent (the conformance
+//! kit's report for CI). Both `acp-chaos probe` and `acp-chaos probe --client` write it.
 //!
 //! A property invalid in any run is a `<failure>` quoting the first failing run's verdict,
 //! its rules and the retry command; one that was only unknown is `<skipped>` with the reason
 //! (a vacuous check, a run that could not finish); a trace or scenario that was not run is one
 //! skipped testcase saying why. Rates go in the message: a real process is not deterministic.
 
-use std::fmt::Write as _;
+use std::time::Duration;
+
+use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 
 use super::report::{Failure, ProbeSummary};
 use crate::checkers::Status;
-use crate::report::xml_escape;
 
-/// `junit.xml` of a probe summary.
+/// `junit.xml` of a probe summary. Every testcase carries `time` (the wall time of the trace's
+/// runs, summed) and the properties `agent`, `command`, `runs`, the `design` and `mutant` of
+/// our own model when the command names them (`--design`, `--mutant`), and, when it failed,
+/// `run` (the first failing run's index) and `folder` (its kept run folder).
 pub fn junit_xml(s: &ProbeSummary) -> String {
-    let mut suites = String::new();
-    let (mut tests, mut failures, mut skipped) = (0usize, 0usize, 0usize);
+    let mut report = Report::new(format!("acp-chaos probe {}", s.agent));
+    let command = s.target.command.join(" ");
+    let flag = |name: &str| {
+        s.target
+            .command
+            .iter()
+            .position(|a| a == name)
+            .and_then(|i| s.target.command.get(i + 1))
+            .cloned()
+    };
+    let (design, mutant) = (flag("--design"), flag("--mutant"));
     for (trace, cells) in &s.table {
-        let (mut t, mut fl, mut sk) = (0usize, 0usize, 0usize);
-        let mut cases = String::new();
+        let wall_ms: u64 = s
+            .runs
+            .iter()
+            .filter(|r| &r.trace == trace)
+            .map(|r| r.wall_ms)
+            .sum();
+        let mut suite = TestSuite::new(trace.as_str());
+        suite.set_time(Duration::from_millis(wall_ms));
         for (property, c) in cells {
-            t += 1;
             let first = |st: Status| -> Option<&Failure> {
                 s.failures.iter().find(|f| {
                     &f.trace == trace && &f.verdict.property == property && f.verdict.status == st
                 })
             };
-            let _ = write!(
-                cases,
-                "    <testcase classname=\"{}\" name=\"{}\">",
-                xml_escape(trace),
-                xml_escape(property)
-            );
-            if c.invalid > 0 {
-                fl += 1;
+            let mut failed = None;
+            let status = if c.invalid > 0 {
                 let f = first(Status::Invalid);
-                let message = format!(
-                    "invalid in {} of {} runs: {}",
-                    c.invalid,
-                    c.runs,
-                    f.map(|f| f.verdict.message.as_str()).unwrap_or("")
-                );
-                let _ = write!(
-                    cases,
-                    "\n      <failure message=\"{}\" type=\"invalid\">rules: {}\nretry: {}</failure>\n    ",
-                    xml_escape(&message),
-                    xml_escape(&f.map(|f| f.verdict.rules.join(" ")).unwrap_or_default()),
-                    xml_escape(&f.map(|f| f.retry.clone()).unwrap_or_default())
-                );
+                failed = f;
+                let mut st = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                st.set_type("invalid")
+                    .set_message(format!(
+                        "invalid in {} of {} runs: {}",
+                        c.invalid,
+                        c.runs,
+                        f.map(|f| f.verdict.message.as_str()).unwrap_or("")
+                    ))
+                    .set_description(format!(
+                        "rules: {}\nretry: {}",
+                        f.map(|f| f.verdict.rules.join(" ")).unwrap_or_default(),
+                        f.map(|f| f.retry.as_str()).unwrap_or_default()
+                    ));
+                st
             } else if c.unknown > 0 {
-                sk += 1;
                 let f = first(Status::Unknown);
-                let message = format!(
+                failed = f;
+                let mut st = TestCaseStatus::skipped();
+                st.set_message(format!(
                     "unknown in {} of {} runs{}: {}",
                     c.unknown,
                     c.runs,
@@ -61,32 +77,46 @@ pub fn junit_xml(s: &ProbeSummary) -> String {
                         ""
                     },
                     f.map(|f| f.verdict.message.as_str()).unwrap_or("")
-                );
-                let _ = write!(cases, "<skipped message=\"{}\"/>", xml_escape(&message));
+                ));
+                st
+            } else {
+                TestCaseStatus::success()
+            };
+            let mut props = vec![
+                Property::new("agent", s.agent.as_str()),
+                Property::new("command", command.as_str()),
+                Property::new("runs", c.runs.to_string()),
+            ];
+            if let Some(d) = &design {
+                props.push(Property::new("design", d.as_str()));
             }
-            cases.push_str("</testcase>\n");
+            if let Some(m) = &mutant {
+                props.push(Property::new("mutant", m.as_str()));
+            }
+            if let Some(f) = failed {
+                props.push(Property::new("run", f.run.to_string()));
+                if let Some(folder) = &f.folder {
+                    props.push(Property::new("folder", folder.as_str()));
+                }
+            }
+            let mut case = TestCase::new(property.as_str(), status);
+            case.set_classname(trace.as_str())
+                .set_time(Duration::from_millis(wall_ms))
+                .add_properties(props);
+            suite.add_test_case(case);
         }
-        tests += t;
-        failures += fl;
-        skipped += sk;
-        let _ = write!(
-            suites,
-            "  <testsuite name=\"{}\" tests=\"{t}\" failures=\"{fl}\" skipped=\"{sk}\">\n{cases}  </testsuite>\n",
-            xml_escape(trace)
-        );
+        report.add_test_suite(suite);
     }
     for (trace, why) in &s.not_run {
-        tests += 1;
-        skipped += 1;
-        let _ = write!(
-            suites,
-            "  <testsuite name=\"{0}\" tests=\"1\" failures=\"0\" skipped=\"1\">\n    <testcase classname=\"{0}\" name=\"not run\"><skipped message=\"{1}\"/></testcase>\n  </testsuite>\n",
-            xml_escape(trace),
-            xml_escape(why)
-        );
+        let mut st = TestCaseStatus::skipped();
+        st.set_message(why.as_str());
+        let mut case = TestCase::new("not run", st);
+        case.set_classname(trace.as_str());
+        let mut suite = TestSuite::new(trace.as_str());
+        suite.add_test_case(case);
+        report.add_test_suite(suite);
     }
-    format!(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"acp-chaos probe {}\" tests=\"{tests}\" failures=\"{failures}\" skipped=\"{skipped}\">\n{suites}</testsuites>\n",
-        xml_escape(&s.agent)
-    )
+    report
+        .to_string()
+        .unwrap_or_else(|e| format!("<!-- junit.xml could not be written: {e} -->\n"))
 }

@@ -7,7 +7,7 @@
 //! `idempotencyKey`, retries, SIGKILL to the whole group at a swept delay, restarts,
 //! `session/resume` with replay, malformed keys, cancels. Each run is recorded as a history in
 //! the simulator's format (`history.jsonl`), the Agent's side inferred from what it sent
-//! ([`infer`]), and judged by the same checkers ([`crate::checkers`]) plus the probe's own X4
+//! (`infer`), and judged by the same checkers ([`crate::checkers`]) plus the probe's own X4
 //! resume-order check.
 //!
 //! **A real process is not deterministic.** There is no seed that replays a run: each trace
@@ -20,21 +20,21 @@
 
 mod client;
 pub mod client_rules;
-pub mod driver;
-pub mod infer;
+pub(crate) mod driver;
+pub(crate) mod infer;
 mod junit;
 pub mod mock_model;
 pub mod profile;
-pub mod realtime;
+pub(crate) mod realtime;
 mod report;
 mod runner;
 pub mod stdio_agent;
 pub mod stdio_client;
-pub mod stdio_envelope;
+pub(crate) mod stdio_envelope;
 mod target;
 pub mod traces;
 pub mod verdicts;
-pub mod wire_log;
+pub(crate) mod wire_log;
 
 pub use report::ProbeSummary;
 pub use target::Target;

@@ -3,7 +3,7 @@
 //!
 //! It starts `AGENT_CMD` as a child on stdio, as an editor does, and plays a small workload
 //! in real time with the same sans-IO [`crate::models::SpecClient`] the simulator runs (the
-//! conformance kit's real-time world, [`super::realtime`], without faults): one session,
+//! conformance kit's real-time world, `super::realtime`, without faults): one session,
 //! `--submissions` prompts with distinct texts, each under its own `idempotencyKey`. When the
 //! Agent process ends it starts it again, initializes, resumes the session and resends what
 //! is pending (C1, C6).

@@ -2,7 +2,7 @@
 //! function of the driver and, for traces with a kill, the delay of that run (swept over the
 //! runs: run `i` takes `sweep[i % sweep.len()]`, or the `--delay-ms` the user pinned).
 //!
-//! Every trace ends with [`Driver::finish`]: open inputs are resent with their key (a bounded
+//! Every trace ends with `Driver::finish`: open inputs are resent with their key (a bounded
 //! number of times), every answer is awaited (bounded), and the session is read once more
 //! with `session/resume` + `replayFrom` on the live connection, so the history holds every
 //! user message the Agent keeps.

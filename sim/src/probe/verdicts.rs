@@ -222,7 +222,7 @@ const CROSSING_MS: u64 = 10;
 
 /// A6: a `session/cancel` sent while a turn ran (the last `state_update` the Agent sent on
 /// that connection said `running`, or a prompt sent before the stop was inserted:
-/// [`turn_at_stop`]) must be followed, within `bound_ms`, by an idle
+/// `turn_at_stop`) must be followed, within `bound_ms`, by an idle
 /// `state_update` with `stopReason: "cancelled"` there. An Agent that reports no states is
 /// not judged.
 pub fn stop_unconfirmed(h: &History, bound_ms: u64) -> Option<Verdict> {

@@ -3,7 +3,7 @@
 use crate::checkers::{Verdict, CHECKERS};
 
 /// `spec/RULES.md`, compiled in so a report can quote any rule.
-pub const RULES_MD: &str = include_str!("../../../spec/RULES.md");
+pub const RULES_MD: &str = include_str!("../../spec/RULES.md");
 
 /// The text of rule `id` (`A7`, `K3`, `P1`, ...) from RULES.md: a `- **ID** ...` item with its
 /// continuation lines, or a row of the properties table (P1 to P17; P13 and P14 are ours).

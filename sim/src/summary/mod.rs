@@ -11,8 +11,10 @@ use serde_json::Value;
 use crate::checkers::SubmissionClass;
 use crate::exit;
 
+mod groups;
 mod hashes;
 
+pub use groups::{campaign_failures, failure_groups, FailureGroup};
 pub use hashes::{lex_order, HashLogWriter, Hashes};
 
 /// One cell of the table.
@@ -30,6 +32,10 @@ pub struct Tally {
     pub first_failing_seed: Option<u64>,
     /// Parties blamed.
     pub parties: BTreeSet<String>,
+    /// Simulated milliseconds the runs counted here span, summed (their last op's time):
+    /// `junit.xml`'s `time` (deterministic, unlike wall time). 0 in summaries written before it.
+    #[serde(default)]
+    pub sim_ms: u64,
 }
 
 /// Most failing verdicts `failures` lists per `scenario@design`, property and status (the
@@ -180,9 +186,14 @@ impl Summary {
 
 /// Read a report folder's `summary.json` (format [`SUMMARY_FORMAT`]).
 pub fn read_summary(dir: &Path) -> anyhow::Result<Summary> {
-    let file = dir.join("summary.json");
+    read_summary_file(&dir.join("summary.json"))
+}
+
+/// Read a campaign's `summary.json` file (format [`SUMMARY_FORMAT`]). Errors name the file:
+/// unreadable, not JSON, another format, or a field missing or of the wrong type.
+pub fn read_summary_file(file: &Path) -> anyhow::Result<Summary> {
     let text =
-        std::fs::read_to_string(&file).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+        std::fs::read_to_string(file).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
     let v: Value =
         serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
     if v["format"] != SUMMARY_FORMAT {

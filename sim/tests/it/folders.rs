@@ -8,7 +8,7 @@ use crate::common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use acp_chaos::campaign::staging::MARKER;
+use acp_chaos::campaign::MARKER;
 
 fn bin() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_acp-chaos"));

@@ -1,6 +1,8 @@
 //! The integration tests: one binary (each extra test binary links the whole library and
 //! turmoil again), one module per area.
 //!
+//! - `action`: `action.yml`'s steps run here as GitHub runs them (summary, annotations);
+//! - `ci`: `check` on a summary (groups, `--github`), its errors, `junit.xml`'s properties;
 //! - `cli`: the binary's contract: exit codes, error messages, the repro line;
 //! - `determinism`: the same seeds give the same histories across runs, `--jobs` and processes;
 //! - `explore`: exhaustive certificates across jobs and shards, pruning audits, lineage, guided;
@@ -20,6 +22,8 @@
 
 mod common;
 
+mod action;
+mod ci;
 mod cli;
 mod determinism;
 mod explore;

@@ -698,10 +698,17 @@ fn the_conformance_scenarios_catch_agent_mutants() {
         let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
         assert!(md.contains("## By rule"), "{md}");
         let junit = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
+        let case = junit
+            .split("<testcase ")
+            .find(|c| c.starts_with(&format!("name=\"{property}\" ")))
+            .and_then(|c| c.split("</testcase>").next())
+            .unwrap_or_else(|| panic!("no testcase {property}: {junit}"));
+        assert!(case.contains("<failure "), "{junit}");
         assert!(
-            junit.contains(&format!("name=\"{property}\">\n      <failure")),
+            case.contains(&format!("<property name=\"mutant\" value=\"{mutant}\"/>")),
             "{junit}"
         );
+        assert!(case.contains(" time=\""), "{junit}");
     }
 }
 

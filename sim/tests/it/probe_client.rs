@@ -73,6 +73,18 @@ fn the_model_client_keeps_every_client_rule_under_every_trial() {
     }
     // Not vacuously: the retries after a kill were judged on C1.
     assert!(judged >= 6, "C1 judged in {judged} trials: {}", text(&o));
+    // `probe --client` writes junit.xml too: one suite per trial, each case timed.
+    let junit = std::fs::read_to_string(
+        std::env::temp_dir().join("acp-chaos-probe-client-test-model/junit.xml"),
+    )
+    .expect("probe --client writes junit.xml");
+    assert_eq!(junit.matches("<testsuite ").count(), 13, "{junit}");
+    assert_eq!(
+        junit.matches("<testcase ").count(),
+        junit.matches("<testcase name=").count()
+    );
+    assert!(junit.contains(" time=\""), "{junit}");
+    assert!(!junit.contains("<failure"), "{junit}");
 }
 
 #[test]

@@ -1,0 +1,215 @@
+//! A campaign's failures grouped by what failed: property, rules, design and mutant. Many
+//! counterexamples share one root cause (a mutant breaks P1 in 40 scenarios); CI wants one
+//! line, one annotation, one repro per cause.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+
+use super::Summary;
+
+/// One group of failures: a property broken under its rules by one design and mutant.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FailureGroup {
+    /// Property id (`P1`, ...).
+    pub property: String,
+    /// `invalid` or `unknown` (an invalid verdict outranks an unknown one in the same group).
+    pub status: String,
+    /// The rule ids the verdicts cite, as the first failure lists them.
+    pub rules: Vec<String>,
+    /// Agent design.
+    pub design: String,
+    /// Mutant (`None`: the correct models).
+    pub mutant: Option<String>,
+    /// Parties blamed.
+    pub parties: BTreeSet<String>,
+    /// Rows (`scenario@design`) where it failed, in the campaign's order.
+    pub rows: Vec<String>,
+    /// Failing runs (invalid or unknown verdicts of this property) over those rows.
+    pub runs: u64,
+    /// The first failure's message.
+    pub message: String,
+    /// The first failure's repro line.
+    pub repro: String,
+    /// The first failure's shrunk replay line, when it was shrunk.
+    pub shrunk: Option<String>,
+    /// The first failure's run folder (relative to the report folder), when kept.
+    pub folder: Option<String>,
+}
+
+impl FailureGroup {
+    /// `P1 invalid (A1 A4) on stored, mutant no-dedup`.
+    pub fn title(&self) -> String {
+        let rules = if self.rules.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", self.rules.join(" "))
+        };
+        let mutant = match &self.mutant {
+            Some(m) => format!(", mutant {m}"),
+            None => String::new(),
+        };
+        format!(
+            "{} {}{rules} on {}{mutant}",
+            self.property, self.status, self.design
+        )
+    }
+}
+
+/// Group the failures of `summary.json` (`failures`: one entry per kept failing run ×
+/// property) by (property, rules, design); the counts come from the table. Rows whose table
+/// cell fails with no entry in `failures` (a summary that kept none) form a group of their
+/// own per (property, design) with no repro. Ordered by the campaign's row order, then property.
+pub fn failure_groups(s: &Summary) -> Vec<FailureGroup> {
+    type Key = (String, Vec<String>, String);
+    let mut groups: Vec<FailureGroup> = Vec::new();
+    let mut index: BTreeMap<Key, usize> = BTreeMap::new();
+    // Each (row, property) cell counts once, in the group of its first failure.
+    let mut counted: BTreeSet<(String, String)> = BTreeSet::new();
+    let failing = |row: &str, property: &str| -> u64 {
+        s.table
+            .get(row)
+            .and_then(|r| r.get(property))
+            .map(|c| c.violations + c.unknown)
+            .unwrap_or(0)
+    };
+    let str_of = |f: &Value, k: &str| f[k].as_str().unwrap_or("").to_string();
+    for f in &s.failures {
+        let (scenario, design, property) = (
+            str_of(f, "scenario"),
+            str_of(f, "design"),
+            str_of(f, "property"),
+        );
+        let row = format!("{scenario}@{design}");
+        // A row that expects a violation and has one is not a failure.
+        if s.expected_invalid.contains(&row) && f["status"] == "invalid" {
+            continue;
+        }
+        let rules: Vec<String> = f["rules"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|r| r.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let key = (property.clone(), rules.clone(), design.clone());
+        let i = *index.entry(key).or_insert_with(|| {
+            groups.push(FailureGroup {
+                property: property.clone(),
+                status: str_of(f, "status"),
+                rules,
+                design: design.clone(),
+                mutant: s.mutant.clone(),
+                parties: BTreeSet::new(),
+                rows: Vec::new(),
+                runs: 0,
+                message: str_of(f, "message"),
+                repro: str_of(f, "repro"),
+                shrunk: f["shrunk"]["replay"].as_str().map(str::to_string),
+                folder: f["folder"].as_str().map(str::to_string),
+            });
+            groups.len() - 1
+        });
+        let g = &mut groups[i];
+        if f["status"] == "invalid" && g.status != "invalid" {
+            g.status = "invalid".into();
+        }
+        if let Some(p) = f["party"].as_str() {
+            g.parties.insert(p.to_string());
+        }
+        if counted.insert((row.clone(), property.clone())) {
+            g.runs += failing(&row, &property);
+            g.rows.push(row);
+        }
+    }
+    // Failing cells no failure entry stands for.
+    for row in &s.order {
+        let Some(cells) = s.table.get(row) else {
+            continue;
+        };
+        for (property, c) in cells {
+            let expected = s.expected_invalid.contains(row) && c.unknown == 0;
+            if c.violations + c.unknown == 0
+                || expected
+                || counted.contains(&(row.clone(), property.clone()))
+            {
+                continue;
+            }
+            let design = row
+                .rsplit_once('@')
+                .map(|(_, d)| d)
+                .unwrap_or("")
+                .to_string();
+            let key = (property.clone(), Vec::new(), design.clone());
+            let i = *index.entry(key).or_insert_with(|| {
+                groups.push(FailureGroup {
+                    property: property.clone(),
+                    status: if c.violations > 0 {
+                        "invalid"
+                    } else {
+                        "unknown"
+                    }
+                    .into(),
+                    rules: Vec::new(),
+                    design,
+                    mutant: s.mutant.clone(),
+                    parties: c.parties.clone(),
+                    rows: Vec::new(),
+                    runs: 0,
+                    message: format!(
+                        "first failing seed {}",
+                        c.first_failing_seed
+                            .map(|x| x.to_string())
+                            .unwrap_or_default()
+                    ),
+                    repro: String::new(),
+                    shrunk: None,
+                    folder: None,
+                });
+                groups.len() - 1
+            });
+            groups[i].runs += c.violations + c.unknown;
+            groups[i].rows.push(row.clone());
+        }
+    }
+    groups
+}
+
+/// The campaign-wide failures that belong to no row: unmet expectations, vacuous scenarios,
+/// nondeterministic runs, failed regressions, an interrupted campaign. One (title, message)
+/// each.
+pub fn campaign_failures(s: &Summary) -> Vec<(String, String)> {
+    let mut v = Vec::new();
+    for row in &s.expectations_unmet {
+        v.push((
+            format!("expected violation missing on {row}"),
+            format!("the scenario expects a violation on {row}; none was found"),
+        ));
+    }
+    for (scen, missing) in &s.vacuous {
+        v.push((
+            format!("vacuous scenario {scen}"),
+            format!(
+                "sometimes events that never happened: {}",
+                missing.join(", ")
+            ),
+        ));
+    }
+    for l in &s.nondeterministic {
+        v.push(("nondeterminism".into(), l.clone()));
+    }
+    for r in s.regressions.iter().filter(|r| !r.ok) {
+        v.push((
+            format!("regression {}", r.file),
+            format!("expected {}, got {}\nrepro: {}", r.expect, r.got, r.replay),
+        ));
+    }
+    if s.interrupted {
+        v.push((
+            "interrupted".into(),
+            "stopped by Ctrl-C: only the runs done are reported".into(),
+        ));
+    }
+    v
+}
