@@ -136,7 +136,7 @@ pub mod findings;
 pub mod fuzz;
 pub mod harness;
 pub mod history;
-pub mod launch;
+mod launch;
 pub mod nemesis;
 pub mod plan;
 pub mod probe;

@@ -116,7 +116,7 @@ pub(super) fn step_summary(s: &Summary, summary_md: &Path) -> String {
         return out;
     }
     out.push_str(&format!(
-        "## Failing groups ({})\n\n| property | rules | design | mutant | runs | rows | repro |\n|---|---|---|---|---|---|---|\n",
+        "## Failing groups ({})\n\n| property | rules | designs | mutant | runs | rows | repro |\n|---|---|---|---|---|---|---|\n",
         groups.len()
     ));
     let cell = |t: &str| t.replace('|', "\\|").replace('\n', " ");
@@ -126,7 +126,7 @@ pub(super) fn step_summary(s: &Summary, summary_md: &Path) -> String {
             g.property,
             g.status,
             g.rules.join(" "),
-            g.design,
+            g.designs.join(" "),
             g.mutant.as_deref().unwrap_or("none"),
             g.runs,
             cell(&list(&g.rows, 3)),

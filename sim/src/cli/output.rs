@@ -109,44 +109,34 @@ fn print_outcomes_flat(summary: &crate::summary::Summary) {
     }
 }
 
-/// The failures grouped by what broke (property, verdict, party, rules), in the order they
-/// ran: how many runs and rows, one example with its repro line, its shrunk replay and its
-/// report page (the first failure of the group that was shrunk, else the first).
+/// The failures grouped by what broke ([`crate::summary::failure_groups`]: property and
+/// rules), in the order they ran: how many runs and rows, one example with its repro line,
+/// its shrunk replay and its report page.
 fn print_failure_groups(summary: &crate::summary::Summary, out: &Path) {
-    for g in group(&summary.failures, true) {
-        let f = g
-            .members
-            .iter()
-            .find(|f| f["shrunk"].is_object())
-            .unwrap_or(&g.members[0]);
-        let text = |k: &str| f[k].as_str().unwrap_or("-").to_string();
+    for g in crate::summary::failure_groups(summary) {
+        let parties: Vec<&str> = g.parties.iter().map(String::as_str).collect();
         println!(
-            "FAIL {} {} (party {}, rules {}): {} in {}",
-            text("property"),
-            text("status"),
-            text("party"),
-            rules_of(f).join(" "),
-            plural(g.members.len(), "failing run"),
-            plural(g.rows, "scenario@design"),
+            "FAIL {} {} (party {}, rules {}) on {}: {} in {}",
+            g.property,
+            g.status,
+            if parties.is_empty() {
+                "-".to_string()
+            } else {
+                parties.join(",")
+            },
+            g.rules.join(" "),
+            g.designs.join(" "),
+            plural(g.runs as usize, "failing run"),
+            plural(g.rows.len(), "scenario@design"),
         );
-        println!(
-            "  e.g. {} [{}] seed {}: {}",
-            text("scenario"),
-            text("design"),
-            f["seed"],
-            text("message")
-        );
-        println!("  repro:  {}", launch::runnable(&text("repro")));
-        if let Some(s) = f["shrunk"].as_object() {
-            let n = |k: &str| s.get(k).and_then(|v| v.as_u64()).unwrap_or(0) as usize;
-            println!(
-                "  shrunk: {}  ({}, {})",
-                launch::runnable(s.get("replay").and_then(|r| r.as_str()).unwrap_or("-")),
-                plural(n("faults"), "fault"),
-                plural(n("ops"), "op"),
-            );
+        println!("  e.g. {}", g.message);
+        if !g.repro.is_empty() {
+            println!("  repro:  {}", launch::runnable(&g.repro));
         }
-        if let Some(folder) = f["folder"].as_str() {
+        if let Some(shrunk) = &g.shrunk {
+            println!("  shrunk: {}", launch::runnable(shrunk));
+        }
+        if let Some(folder) = &g.folder {
             let dir = out.join(folder);
             let page = ["report.html", "report.md"]
                 .into_iter()
@@ -162,7 +152,7 @@ fn print_failure_groups(summary: &crate::summary::Summary, out: &Path) {
 /// The findings (allowed by the rules, never failing a campaign) once per kind (property,
 /// rules): how many rows, and the first as an example with its repro line.
 fn print_finding_kinds(summary: &crate::summary::Summary) {
-    for g in group(&summary.findings, false) {
+    for g in group(&summary.findings) {
         let f = &g.members[0];
         let text = |k: &str| f[k].as_str().unwrap_or("-").to_string();
         println!(
@@ -178,23 +168,19 @@ fn print_finding_kinds(summary: &crate::summary::Summary) {
     }
 }
 
-/// Outcomes of one kind, in first-seen order.
+/// Findings of one kind, in first-seen order.
 struct Group<'a> {
     members: Vec<&'a serde_json::Value>,
     /// Distinct scenario@design rows among them.
     rows: usize,
 }
 
-/// `outcomes` grouped by property and rules (and verdict and party when `by_party`), in the
-/// order of their first member.
-fn group(outcomes: &[serde_json::Value], by_party: bool) -> Vec<Group<'_>> {
+/// `outcomes` grouped by property and rules, in the order of their first member.
+fn group(outcomes: &[serde_json::Value]) -> Vec<Group<'_>> {
     let mut order: Vec<(String, Group<'_>)> = Vec::new();
     let mut rows: Vec<std::collections::BTreeSet<String>> = Vec::new();
     for f in outcomes {
-        let mut key = format!("{} {}", f["property"], rules_of(f).join(" "));
-        if by_party {
-            key = format!("{key} {} {}", f["status"], f["party"]);
-        }
+        let key = format!("{} {}", f["property"], rules_of(f).join(" "));
         let i = match order.iter().position(|(k, _)| *k == key) {
             Some(i) => i,
             None => {

@@ -1,6 +1,7 @@
-//! A campaign's failures grouped by what failed: property, rules, design and mutant. Many
-//! counterexamples share one root cause (a mutant breaks P1 in 40 scenarios); CI wants one
-//! line, one annotation, one repro per cause.
+//! A campaign's failures grouped by what failed: property and rules (a campaign has one
+//! mutant). Many counterexamples share one root cause (a mutant breaks P1 in 40 scenarios
+//! under every design); the terminal and CI want one group, one annotation, one repro per
+//! cause.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -8,7 +9,7 @@ use serde_json::Value;
 
 use super::Summary;
 
-/// One group of failures: a property broken under its rules by one design and mutant.
+/// One group of failures: a property broken under its rules (by one or more designs).
 #[derive(Debug, Clone, PartialEq)]
 pub struct FailureGroup {
     /// Property id (`P1`, ...).
@@ -17,8 +18,8 @@ pub struct FailureGroup {
     pub status: String,
     /// The rule ids the verdicts cite, as the first failure lists them.
     pub rules: Vec<String>,
-    /// Agent design.
-    pub design: String,
+    /// Agent designs it failed under, in the order first seen.
+    pub designs: Vec<String>,
     /// Mutant (`None`: the correct models).
     pub mutant: Option<String>,
     /// Parties blamed.
@@ -51,17 +52,20 @@ impl FailureGroup {
         };
         format!(
             "{} {}{rules} on {}{mutant}",
-            self.property, self.status, self.design
+            self.property,
+            self.status,
+            self.designs.join(" ")
         )
     }
 }
 
-/// Group the failures of `summary.json` (`failures`: one entry per kept failing run ×
-/// property) by (property, rules, design); the counts come from the table. Rows whose table
-/// cell fails with no entry in `failures` (a summary that kept none) form a group of their
-/// own per (property, design) with no repro. Ordered by the campaign's row order, then property.
+/// Group the failures of `summary.json` (`failures`: one entry per listed failing run ×
+/// property) by (property, rules); the counts come from the table (a cell counts in the group
+/// of its first failure). The example of a group is its first failure that was shrunk, else
+/// its first. Rows whose table cell fails with no entry in `failures` (a summary that kept
+/// none) form a group of their own per property with no repro. Ordered by first appearance.
 pub fn failure_groups(s: &Summary) -> Vec<FailureGroup> {
-    type Key = (String, Vec<String>, String);
+    type Key = (String, Vec<String>);
     let mut groups: Vec<FailureGroup> = Vec::new();
     let mut index: BTreeMap<Key, usize> = BTreeMap::new();
     // Each (row, property) cell counts once, in the group of its first failure.
@@ -93,13 +97,13 @@ pub fn failure_groups(s: &Summary) -> Vec<FailureGroup> {
                     .collect()
             })
             .unwrap_or_default();
-        let key = (property.clone(), rules.clone(), design.clone());
+        let key = (property.clone(), rules.clone());
         let i = *index.entry(key).or_insert_with(|| {
             groups.push(FailureGroup {
                 property: property.clone(),
                 status: str_of(f, "status"),
                 rules,
-                design: design.clone(),
+                designs: Vec::new(),
                 mutant: s.mutant.clone(),
                 parties: BTreeSet::new(),
                 rows: Vec::new(),
@@ -112,6 +116,16 @@ pub fn failure_groups(s: &Summary) -> Vec<FailureGroup> {
             groups.len() - 1
         });
         let g = &mut groups[i];
+        if !g.designs.contains(&design) {
+            g.designs.push(design.clone());
+        }
+        if g.shrunk.is_none() && f["shrunk"]["replay"].is_string() {
+            // A shrunk failure is the better example: it has a minimal schedule to replay.
+            g.message = str_of(f, "message");
+            g.repro = str_of(f, "repro");
+            g.shrunk = f["shrunk"]["replay"].as_str().map(str::to_string);
+            g.folder = f["folder"].as_str().map(str::to_string);
+        }
         if f["status"] == "invalid" && g.status != "invalid" {
             g.status = "invalid".into();
         }
@@ -141,7 +155,7 @@ pub fn failure_groups(s: &Summary) -> Vec<FailureGroup> {
                 .map(|(_, d)| d)
                 .unwrap_or("")
                 .to_string();
-            let key = (property.clone(), Vec::new(), design.clone());
+            let key = (property.clone(), Vec::new());
             let i = *index.entry(key).or_insert_with(|| {
                 groups.push(FailureGroup {
                     property: property.clone(),
@@ -152,7 +166,7 @@ pub fn failure_groups(s: &Summary) -> Vec<FailureGroup> {
                     }
                     .into(),
                     rules: Vec::new(),
-                    design,
+                    designs: Vec::new(),
                     mutant: s.mutant.clone(),
                     parties: c.parties.clone(),
                     rows: Vec::new(),
@@ -171,6 +185,9 @@ pub fn failure_groups(s: &Summary) -> Vec<FailureGroup> {
             });
             groups[i].runs += c.violations + c.unknown;
             groups[i].rows.push(row.clone());
+            if !groups[i].designs.contains(&design) {
+                groups[i].designs.push(design);
+            }
         }
     }
     groups

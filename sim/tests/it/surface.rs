@@ -46,7 +46,7 @@ fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-/// Under a mutant the output is one group per (property, verdict, party, rules) that failed,
+/// Under a mutant the output is one group per (property, rules) that failed,
 /// each with an example, its repro line and its report page; the table is not printed; with
 /// `--verbose` it is, and `summary.md` always has it.
 #[test]
