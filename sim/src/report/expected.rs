@@ -9,6 +9,9 @@ use super::diagram::Diagram;
 use crate::checkers::Verdict;
 use crate::history::{is_agent_host, History, Op};
 
+/// What a witness op was required to do, from the op.
+type PerOp = Box<dyn Fn(&Op) -> String>;
+
 /// A witness row's requirement when the summary sentence says it all.
 const SEE_ABOVE: &str = "what the summary above states";
 
@@ -78,7 +81,7 @@ impl Expected {
             .filter(|o| is_agent_host(&o.process) && o.f == "insert")
             .collect();
         let mid = |o: &Op| o.value["messageId"].as_str().unwrap_or("?").to_string();
-        let (summary, per_op): (String, Box<dyn Fn(&Op) -> String>) = match v.property.as_str() {
+        let (summary, per_op): (String, PerOp) = match v.property.as_str() {
             "P1" | "P12" if inserts.len() >= 2 => {
                 let first = mid(inserts[0]);
                 let later: Vec<String> = inserts[1..].iter().map(|o| mid(o)).collect();

@@ -23,6 +23,9 @@ pub fn report_html_link(f: &Value) -> Option<String> {
     })
 }
 
+/// A group of failures: (property, status, `scenario@design`).
+type Group = (String, String, String);
+
 /// `summary.html` for campaign `s`.
 ///
 /// Long on purpose: a renderer writes its page top to bottom; the order of the code is the
@@ -68,7 +71,7 @@ pub fn summary_html(s: &Summary) -> String {
         );
     }
     // Groups: (property, status, row) in the order failures are listed.
-    let mut groups: Vec<((String, String, String), Vec<&Value>)> = Vec::new();
+    let mut groups: Vec<(Group, Vec<&Value>)> = Vec::new();
     for f in &s.failures {
         let t = |k: &str| f[k].as_str().unwrap_or("-").to_string();
         let key = (
