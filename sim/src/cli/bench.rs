@@ -40,6 +40,14 @@ pub(super) fn exec(b: &BenchArgs) -> Outcome {
         "bench {}@{}: {} seeds, jobs={}: {:.2} s wall, {:.0} seeds/s, mean {:.0} ms simulated per run; bare turmoil (same hosts, tick, simulated time): {:.2} s; overhead x{:.1}",
         r.scenario, r.agent.as_str(), r.seeds, r.jobs, r.wall_s, r.seeds_per_s, r.sim_ms_mean, r.bare_wall_s, r.overhead_ratio
     );
+    println!(
+        "  per core: {:.0} seeds/s, simulated:real {:.0}x; ticks stepped one by one {:.1}% (the rest skipped as idle), {:.0} turmoil steps per run; ratio to the bare stepping floor x{:.2}",
+        r.seeds_per_s_per_core,
+        r.sim_to_real_per_core,
+        100.0 * r.ticks_stepped_share,
+        r.steps_per_run,
+        r.overhead_ratio
+    );
     println!("{}", serde_json::to_string(&r)?);
     Ok(exit::VALID)
 }

@@ -258,7 +258,7 @@ pub async fn client(ctx: Rc<Ctx>) -> turmoil::Result {
         let ev = tokio::select! {
             biased;
             ev = rx.recv() => ev,
-            _ = tokio::time::sleep(Duration::from_millis(due.unwrap_or(0))), if due.is_some() => None,
+            _ = ctx.wakes.sleep(Duration::from_millis(due.unwrap_or(0))), if due.is_some() => None,
         };
         model.set_clock(ctx.ledger.borrow().now_ms);
         match ev {
@@ -451,7 +451,7 @@ pub async fn watcher(ctx: Rc<Ctx>) -> turmoil::Result {
         let ev = tokio::select! {
             biased;
             ev = rx.recv() => ev,
-            _ = tokio::time::sleep(Duration::from_millis(20)), if !told => None,
+            _ = ctx.wakes.sleep(Duration::from_millis(20)), if !told => None,
         };
         if !told {
             let known = ctx.ledger.borrow().known_session.clone();
@@ -481,12 +481,5 @@ pub async fn watcher(ctx: Rc<Ctx>) -> turmoil::Result {
             Some(Ev::Frame(..) | Ev::Accepted(_) | Ev::NotAccepted(..)) | None => {}
         }
         io.execute(&mut out).await?;
-    }
-}
-
-/// A bare host for the benchmark baseline: same hosts and tick, no models.
-pub async fn idle_host() -> turmoil::Result {
-    loop {
-        tokio::time::sleep(Duration::from_secs(3600)).await;
     }
 }

@@ -21,6 +21,7 @@ use turmoil::net::{TcpListener, TcpStream, UdpSocket};
 
 use super::ledger::Ledger;
 use super::parties::Parties;
+use super::wakes::Wakes;
 use crate::history::{op, process, OpType};
 use crate::nemesis::FrameDecision;
 use crate::plan::Plan;
@@ -57,6 +58,8 @@ pub struct Ctx {
     /// The parties under test; a `None` factory is the project's model for that party (cluster
     /// nodes are always [`ModelAgent`](acp_chaos_models::ModelAgent)s).
     pub parties: Parties,
+    /// The simulated clock and every timer a host has armed (all host timers go through it).
+    pub wakes: Rc<Wakes>,
 }
 
 pub(super) struct ConnHandle {
@@ -245,12 +248,13 @@ impl Io {
         let dead = Duration::from_millis(plan.net.dead_ms);
         let hb = Duration::from_millis(plan.net.heartbeat_ms);
         let tx = self.tx.clone();
+        let wakes = self.ctx.wakes.clone();
         let reader = tokio::task::spawn_local(async move {
             let mut r = BufReader::new(r);
             let mut buf = String::new();
             loop {
                 buf.clear();
-                let why = match tokio::time::timeout(dead, r.read_line(&mut buf)).await {
+                let why = match wakes.timeout(dead, r.read_line(&mut buf)).await {
                     Ok(Ok(0)) => "eof",
                     Ok(Ok(_)) => {
                         let l = buf.trim_end();
@@ -269,6 +273,7 @@ impl Io {
         let tx = self.tx.clone();
         let ledger = self.ctx.ledger.clone();
         let from = self.process;
+        let wakes = self.ctx.wakes.clone();
         let writer = tokio::task::spawn_local(async move {
             if let Some(h) = hello {
                 if w.write_all(format!("{h}\n").as_bytes()).await.is_err() {
@@ -277,7 +282,7 @@ impl Io {
                 }
             }
             loop {
-                let line = match tokio::time::timeout(hb, orx.recv()).await {
+                let line = match wakes.timeout(hb, orx.recv()).await {
                     Ok(Some(l)) => l,
                     Ok(None) => return,
                     Err(_) => {
@@ -308,7 +313,7 @@ impl Io {
                 match decision {
                     FrameDecision::Deliver => {}
                     FrameDecision::Stall(ms) => {
-                        tokio::time::sleep(Duration::from_millis(ms)).await;
+                        wakes.sleep(Duration::from_millis(ms)).await;
                         ledger.borrow_mut().record(
                             process::NET,
                             OpType::Info,
@@ -326,7 +331,7 @@ impl Io {
                             if waited >= bound_ms {
                                 break None;
                             }
-                            tokio::time::sleep(Duration::from_millis(1)).await;
+                            wakes.sleep(Duration::from_millis(1)).await;
                             waited += 1;
                         };
                         ledger.borrow_mut().record(
@@ -419,6 +424,7 @@ impl Io {
     /// reply; the op may or may not have applied).
     pub(super) async fn store_call(&mut self, op: &Value) -> Option<Value> {
         let limit = Duration::from_millis(self.ctx.plan.net.store_timeout_ms);
+        let wakes = self.ctx.wakes.clone();
         let link = self.link.as_mut()?;
         link.next += 1;
         let req = link.next;
@@ -444,7 +450,7 @@ impl Io {
                 }
             }
         };
-        tokio::time::timeout(limit, wait).await.ok()
+        wakes.timeout(limit, wait).await.ok()
     }
 
     /// Cluster: a write the node cannot continue without. It is sent again until the store
@@ -499,8 +505,9 @@ impl Io {
                 }
                 Action::Timer { id, after_ms } => {
                     let tx = self.tx.clone();
+                    let wakes = self.ctx.wakes.clone();
                     tokio::task::spawn_local(async move {
-                        tokio::time::sleep(Duration::from_millis(after_ms)).await;
+                        wakes.sleep(Duration::from_millis(after_ms)).await;
                         let _ = tx.send(Ev::Timer(id));
                     });
                 }
@@ -535,13 +542,12 @@ impl Io {
                     } else {
                         self.ctx.ledger.borrow_mut().route(self.process)
                     };
+                    let wakes = self.ctx.wakes.clone();
                     tokio::task::spawn_local(async move {
-                        tokio::time::sleep(Duration::from_millis(after_ms)).await;
-                        let ev = match tokio::time::timeout(
-                            limit,
-                            TcpStream::connect((target, AGENT_PORT)),
-                        )
-                        .await
+                        wakes.sleep(Duration::from_millis(after_ms)).await;
+                        let ev = match wakes
+                            .timeout(limit, TcpStream::connect((target, AGENT_PORT)))
+                            .await
                         {
                             Ok(Ok(s)) => Ev::Connected(s, tag),
                             _ => Ev::ConnectFailed(tag),

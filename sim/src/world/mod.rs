@@ -15,7 +15,9 @@
 //! - [`parties`]: [`Parties`], [`Boot`] and the factories: how a user's Agent, Client or proxy
 //!   plugs in;
 //! - [`trace`]: what a run did that its history does not hold (points passed, submissions
-//!   accepted), for exploration.
+//!   accepted), for exploration;
+//! - [`wakes`]: the hosts' simulated clock and every timer they have armed, which tells the
+//!   step loop which ticks it may skip (docs/internals/performance.md).
 
 pub mod hosts;
 pub mod io;
@@ -23,9 +25,10 @@ pub mod ledger;
 pub mod parties;
 pub mod step;
 pub mod trace;
+pub mod wakes;
 
 pub use parties::{AgentBoot, AgentFactory, Boot, ClientFactory, Parties, ProxyFactory};
-pub use step::{builder, epoch, TICK_MS};
+pub use step::{builder, epoch, take_steps, Steps, TICK_MS};
 pub use trace::Trace;
 
 use crate::history::History;
@@ -35,7 +38,13 @@ use step::run_plan;
 
 /// Run one plan to its end and return the history.
 pub fn run(plan: &Plan) -> History {
-    run_plan(plan, &Parties::default()).0
+    run_plan(plan, &Parties::default(), true).0
+}
+
+/// [`run`] stepping every tick, idle or not: the reference the skipping of idle ticks must
+/// match byte for byte (tests and `bench` compare the two). Slower; same history.
+pub fn run_every_tick(plan: &Plan) -> History {
+    run_plan(plan, &Parties::default(), false).0
 }
 
 /// Run one plan with the given [`Parties`] (your Agent, Client or proxy in place of the
@@ -53,14 +62,14 @@ pub fn run_parties_traced(plan: &Plan, parties: &Parties) -> (History, Trace) {
         parties.agent.is_none() || !plan.cluster(),
         "world: a cluster plan runs model Agent nodes; give a single-process plan (nodes = 0) for your Agent"
     );
-    run_plan(plan, parties)
+    run_plan(plan, parties, true)
 }
 
 /// Run one plan to its end and return the history and the run's [`Trace`] (the protocol points
 /// passed and the submissions accepted, placed among the ops): what exploration needs to place
 /// faults. The history is the one [`run`] returns.
 pub fn run_traced(plan: &Plan) -> (History, Trace) {
-    run_plan(plan, &Parties::default())
+    run_plan(plan, &Parties::default(), true)
 }
 
 /// Run one plan with your own Agent in place of the project's model Agent, and return the

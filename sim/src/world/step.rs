@@ -17,6 +17,7 @@ use super::io::{Ctx, PointHit};
 use super::ledger::Ledger;
 use super::parties::Parties;
 use super::trace::Trace;
+use super::wakes::Wakes;
 use crate::history::{op, process, History, OpType, FORMAT};
 use crate::models::Point;
 use crate::nemesis::NemesisAction;
@@ -67,11 +68,91 @@ type PointBarrier = (Rc<Cell<u32>>, BTreeMap<u32, usize>, Barrier<PointHit>);
 /// A process-level fault due now: (fault index, action, already logged as fired).
 type Due = (usize, NemesisAction, bool);
 
+/// turmoil's calls for skipping idle ticks, as the patched turmoil of this workspace has them
+/// (`Sim::step_by`, `Sim::has_pending_work`, `Sim::next_delivery`: vendor/turmoil/NOTE.md). Rust prefers a type's own
+/// methods to a trait's, so this trait is used only when the crate is built against turmoil as
+/// published (`cargo publish` drops `[patch]`): then nothing is ever known to be idle, every
+/// tick is stepped, and the histories are the same, only slower.
+#[allow(dead_code)] // used only against turmoil as published
+trait SkipIdle {
+    /// Whether a host has work at the next step: unknown, so yes.
+    fn has_pending_work(&self) -> bool {
+        true
+    }
+    /// How long until the network next delivers a message: unknown, so at once.
+    fn next_delivery(&self) -> Option<Duration> {
+        Some(Duration::ZERO)
+    }
+    /// Step `d`, one tick at a time.
+    fn step_by(&mut self, d: Duration) -> turmoil::Result<bool>;
+}
+
+impl SkipIdle for turmoil::Sim<'_> {
+    fn step_by(&mut self, d: Duration) -> turmoil::Result<bool> {
+        let end = self.elapsed() + d;
+        loop {
+            let done = self.step()?;
+            if done || self.elapsed() >= end {
+                return Ok(done);
+            }
+        }
+    }
+}
+
+/// How a run advanced its simulated clock: the ticks it stepped one by one and the steps that
+/// skipped idle ticks. Summed per thread over the runs since the last [`take_steps`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Steps {
+    /// Runs.
+    pub runs: u64,
+    /// Simulated time, ms.
+    pub sim_ms: u64,
+    /// Steps of one tick.
+    pub ticks: u64,
+    /// Steps that covered more than one tick (no host could act before their end).
+    pub skips: u64,
+    /// Simulated time those steps covered, ms.
+    pub skipped_ms: u64,
+}
+
+impl Steps {
+    /// turmoil steps taken: one per tick stepped and one per skip.
+    pub fn steps(&self) -> u64 {
+        self.ticks + self.skips
+    }
+
+    fn add(&mut self, o: &Steps) {
+        self.runs += o.runs;
+        self.sim_ms += o.sim_ms;
+        self.ticks += o.ticks;
+        self.skips += o.skips;
+        self.skipped_ms += o.skipped_ms;
+    }
+}
+
+thread_local! {
+    static STEPS: Cell<Steps> = Cell::new(Steps::default());
+}
+
+/// The [`Steps`] of the runs on this thread since the last call (for `bench`; no run reads it).
+pub fn take_steps() -> Steps {
+    STEPS.with(|s| s.take())
+}
+
 /// One run's step loop: the simulation, the ledger, and what the nemesis has in force.
 struct StepLoop<'a> {
     plan: &'a Plan,
     ledger: Rc<RefCell<Ledger>>,
+    /// The hosts' clock and armed timers.
+    wakes: Rc<Wakes>,
     sim: turmoil::Sim<'a>,
+    /// Skip idle ticks (false: step every tick, the reference the skips must equal).
+    skip: bool,
+    /// The step loop acted since the last step (a crash, restart, heal, partition, release,
+    /// a host let past a barrier): a host may have work that no timer or message shows, so
+    /// the next step is one tick.
+    acted: bool,
+    steps: Steps,
     /// The Client's next hops: partitions cut the Client from each (every node of a cluster).
     hops: &'static [&'static str],
     barriers: Vec<PointBarrier>,
@@ -87,14 +168,26 @@ struct StepLoop<'a> {
     end_ms: u64,
 }
 
-pub(super) fn run_plan(plan: &Plan, parties: &Parties) -> (History, Trace) {
-    let mut w = StepLoop::build(plan, parties.clone());
+/// Run a plan. `skip`: skip the ticks where nothing can happen (the same history as stepping
+/// every tick, faster).
+pub(super) fn run_plan(plan: &Plan, parties: &Parties, skip: bool) -> (History, Trace) {
+    let mut w = StepLoop::build(plan, parties.clone(), skip);
     let waker = Waker::noop();
     let mut cx = Context::from_waker(waker);
     let outcome = loop {
         let now = w.sim.elapsed().as_millis() as u64;
-        w.ledger.borrow_mut().now_ms = now;
-        if let Err(e) = w.sim.step() {
+        w.set_now(now);
+        let ms = w.idle_ms(now);
+        let stepped = if ms > 1 {
+            w.steps.skips += 1;
+            w.steps.skipped_ms += ms;
+            w.sim.step_by(Duration::from_millis(ms))
+        } else {
+            w.steps.ticks += 1;
+            w.sim.step()
+        };
+        w.acted = false;
+        if let Err(e) = stepped {
             w.ledger.borrow_mut().record(
                 process::WORLD,
                 OpType::Info,
@@ -104,10 +197,11 @@ pub(super) fn run_plan(plan: &Plan, parties: &Parties) -> (History, Trace) {
             break "error";
         }
         let now = w.sim.elapsed().as_millis() as u64;
-        w.ledger.borrow_mut().now_ms = now;
+        w.set_now(now);
         let mut due = w.points_reached(&mut cx);
         w.stdio_respawn(now);
         let queued: Vec<_> = w.ledger.borrow_mut().queue.drain(..).collect();
+        w.acted |= !queued.is_empty();
         due.extend(queued.into_iter().map(|(i, a)| (i, a, false)));
         w.timed_events(now, &mut due);
         for d in due {
@@ -123,13 +217,15 @@ pub(super) fn run_plan(plan: &Plan, parties: &Parties) -> (History, Trace) {
 impl<'a> StepLoop<'a> {
     /// Build the world: one turmoil host per process of the plan, and the nemesis's
     /// protocol-point barriers and timed faults.
-    fn build(plan: &'a Plan, parties: Parties) -> StepLoop<'a> {
+    fn build(plan: &'a Plan, parties: Parties, skip: bool) -> StepLoop<'a> {
         let ledger = Rc::new(RefCell::new(Ledger::new(plan)));
+        let wakes = Rc::new(Wakes::default());
         let mut sim = builder(plan).build();
         let ctx = Rc::new(Ctx {
             ledger: ledger.clone(),
             plan: plan.clone(),
             parties,
+            wakes: wakes.clone(),
         });
         if plan.cluster() {
             for &name in plan.agent_hosts() {
@@ -192,7 +288,12 @@ impl<'a> StepLoop<'a> {
         StepLoop {
             plan,
             ledger,
+            wakes,
             sim,
+            skip,
+            // The hosts' software starts in the first step.
+            acted: true,
+            steps: Steps::default(),
             hops,
             barriers,
             timed,
@@ -204,6 +305,47 @@ impl<'a> StepLoop<'a> {
             liveness: false,
             end_ms: plan.safety_ms + plan.liveness_ms,
         }
+    }
+
+    /// The simulated time the hosts run at in the next step, ms.
+    fn set_now(&mut self, now: u64) {
+        self.ledger.borrow_mut().now_ms = now;
+        self.wakes.set_now(now);
+    }
+
+    /// How many ticks (ms) the next step covers: one, or, when every tick before some instant
+    /// is idle, up to that instant in one step. Idle: no host has a task ready (none was woken,
+    /// the step loop did not act), no armed timer ends before it, no message becomes deliverable before
+    /// it, and the step loop has nothing due before it (a timed fault, restart or heal; the
+    /// end of the safety phase or of the run). Every event then happens at the same simulated
+    /// time and in the same order as when stepping every tick.
+    fn idle_ms(&self, now: u64) -> u64 {
+        // A task woken by another host (turmoil answers a connect in process) or by a timer at
+        // the end of the last step has work now.
+        if !self.skip || self.acted || self.sim.has_pending_work() {
+            return 1;
+        }
+        // The first instant something may happen: the step that starts there has work, or the
+        // step loop acts after the step that reaches it.
+        let mut until = if self.liveness {
+            self.end_ms
+        } else {
+            self.plan.safety_ms
+        };
+        if let Some(t) = self.timed.iter().map(|t| t.0).min() {
+            until = until.min(t);
+        }
+        // A timer ending at t wakes its task at the end of the step reaching t.
+        if let Some(t) = self.wakes.next() {
+            until = until.min(t);
+        }
+        // A message due in d reaches its host in the step that reaches now + d, which starts
+        // one tick earlier.
+        if let Some(d) = self.sim.next_delivery() {
+            let d = d.as_nanos().div_ceil(1_000_000) as u64;
+            until = until.min((now + d).saturating_sub(TICK_MS));
+        }
+        until.saturating_sub(now).max(1)
     }
 
     /// Cut (or repair) the Client from its next hops, both ways.
@@ -246,11 +388,13 @@ impl<'a> StepLoop<'a> {
 
     /// The crashes due because a host reached a protocol point an armed fault waits for.
     fn points_reached(&mut self, cx: &mut Context<'_>) -> Vec<Due> {
-        let (plan, ledger) = (self.plan, &self.ledger);
+        let (plan, ledger, acted) = (self.plan, &self.ledger, &mut self.acted);
         let mut due: Vec<Due> = Vec::new();
         self.barriers.retain_mut(|(seen, nths, b)| {
             let mut fut = std::pin::pin!(b.wait());
             if let Poll::Ready(Some(hit)) = fut.as_mut().poll(cx) {
+                // The host goes on past the barrier in the next step.
+                *acted = true;
                 if let Some(i) = nths.remove(&seen.get()) {
                     ledger
                         .borrow_mut()
@@ -290,6 +434,7 @@ impl<'a> StepLoop<'a> {
     fn stdio_respawn(&mut self, now: u64) {
         if std::mem::take(&mut self.ledger.borrow_mut().stdio_exit) && !self.down.contains(&"agent")
         {
+            self.acted = true;
             self.sim.crash("agent");
             self.ledger.borrow_mut().on_crash("agent");
             if let Some(i) = self.ledger.borrow_mut().idle.get_mut("agent") {
@@ -310,6 +455,7 @@ impl<'a> StepLoop<'a> {
     fn timed_events(&mut self, now: u64, due: &mut Vec<Due>) {
         self.timed.sort_by_key(|t| t.0);
         while self.timed.first().is_some_and(|t| t.0 <= now) {
+            self.acted = true;
             let (_, t) = self.timed.remove(0);
             match t {
                 Timed::Restart(h) => {
@@ -520,6 +666,7 @@ impl<'a> StepLoop<'a> {
     /// Heal: stop the nemesis, repair the network, restart what is down, and start the
     /// liveness phase.
     fn heal(&mut self, now: u64) {
+        self.acted = true;
         self.liveness = true;
         self.barriers.clear();
         self.ledger.borrow_mut().disarm();
@@ -561,8 +708,15 @@ impl<'a> StepLoop<'a> {
 
     /// The run is over: log what the Client still held and how it ended, and hand back the
     /// history with its header, and the trace.
-    fn finish(self, outcome: &str) -> (History, Trace) {
+    fn finish(mut self, outcome: &str) -> (History, Trace) {
         let plan = self.plan;
+        self.steps.runs = 1;
+        self.steps.sim_ms = self.sim.elapsed().as_millis() as u64;
+        STEPS.with(|s| {
+            let mut t = s.get();
+            t.add(&self.steps);
+            s.set(t);
+        });
         let mut l = self.ledger.borrow_mut();
         let pending = l.client_pending.clone();
         l.record(

@@ -1,0 +1,176 @@
+//! [`Wakes`]: the simulated clock as the hosts see it, and the deadline of every timer a host
+//! has armed. The step loop reads the earliest deadline to skip the ticks where nothing can
+//! happen (`step::idle_ms`).
+//!
+//! Every host timer goes through [`Wakes::sleep`] or [`Wakes::timeout`]: a timer armed with
+//! `tokio::time` directly would be invisible here, and the step loop could skip past it (a
+//! test below refuses `tokio::time` timers anywhere else in `world/`).
+
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::time::Duration;
+
+/// The simulated time the hosts run at, and the deadlines of the timers they have armed.
+#[derive(Debug, Default)]
+pub struct Wakes {
+    /// The simulated time the hosts run at now, ms (the step loop sets it before each step).
+    now: Cell<u64>,
+    /// Armed deadlines, ms of simulated time → how many timers end then.
+    armed: RefCell<BTreeMap<u64, u32>>,
+}
+
+/// One armed deadline; dropping it (the timer fired, or its future was dropped: cancelled,
+/// aborted, or its host crashed) disarms it.
+struct Armed<'a> {
+    wakes: &'a Wakes,
+    at: u64,
+}
+
+impl Drop for Armed<'_> {
+    fn drop(&mut self) {
+        let mut armed = self.wakes.armed.borrow_mut();
+        if let Some(n) = armed.get_mut(&self.at) {
+            *n -= 1;
+            if *n == 0 {
+                armed.remove(&self.at);
+            }
+        }
+    }
+}
+
+impl Wakes {
+    /// Set the simulated time the hosts run at, ms.
+    pub fn set_now(&self, ms: u64) {
+        self.now.set(ms);
+    }
+
+    /// The earliest deadline of a timer armed now, ms of simulated time (`None`: no timer).
+    /// A timer ending at `t` wakes its task at the end of the step that reaches `t`; the task
+    /// runs in the step that starts at `t`.
+    pub fn next(&self) -> Option<u64> {
+        self.armed.borrow().keys().next().copied()
+    }
+
+    /// How many timers are armed.
+    pub fn len(&self) -> usize {
+        self.armed.borrow().values().map(|n| *n as usize).sum()
+    }
+
+    /// Whether no timer is armed.
+    pub fn is_empty(&self) -> bool {
+        self.armed.borrow().is_empty()
+    }
+
+    fn arm(&self, after: Duration) -> Armed<'_> {
+        // tokio rounds a deadline up to the next millisecond.
+        let at = self.now.get() + after.as_nanos().div_ceil(1_000_000) as u64;
+        *self.armed.borrow_mut().entry(at).or_default() += 1;
+        Armed { wakes: self, at }
+    }
+
+    /// `tokio::time::sleep(after)`, armed here from its first poll until it ends or is
+    /// dropped.
+    pub async fn sleep(&self, after: Duration) {
+        let _armed = self.arm(after);
+        tokio::time::sleep(after).await
+    }
+
+    /// `tokio::time::timeout(after, f)`, armed here from its first poll until it ends or is
+    /// dropped.
+    pub async fn timeout<F: Future>(
+        &self,
+        after: Duration,
+        f: F,
+    ) -> Result<F::Output, tokio::time::error::Elapsed> {
+        let _armed = self.arm(after);
+        tokio::time::timeout(after, f).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::pin::pin;
+    use std::task::{Context, Poll, Waker};
+
+    fn rt() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_timer_is_armed_from_its_first_poll_until_it_ends() {
+        let w = Wakes::default();
+        w.set_now(100);
+        let rt = rt();
+        let _g = rt.enter();
+        let mut cx = Context::from_waker(Waker::noop());
+        {
+            let mut s = pin!(w.sleep(Duration::from_millis(25)));
+            // Not polled: not armed (a disabled `select!` branch is never polled).
+            assert_eq!(w.next(), None);
+            assert!(s.as_mut().poll(&mut cx).is_pending());
+            assert_eq!(w.next(), Some(125));
+            let mut t = pin!(w.timeout(Duration::from_millis(10), std::future::pending::<()>()));
+            assert!(t.as_mut().poll(&mut cx).is_pending());
+            assert_eq!((w.next(), w.len()), (Some(110), 2));
+        }
+        // Dropped (cancelled): disarmed.
+        assert!(w.is_empty());
+        // Ended: disarmed.
+        rt.block_on(w.sleep(Duration::from_millis(3)));
+        assert!(w.is_empty());
+        let r = rt.block_on(w.timeout(Duration::from_millis(3), async { 7 }));
+        assert_eq!(r.ok(), Some(7));
+        assert!(w.is_empty());
+    }
+
+    /// Every host timer is armed through `Wakes`: no other file of `world/` arms a tokio timer.
+    #[test]
+    fn no_other_world_file_arms_a_tokio_timer() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/world");
+        let mut seen = 0;
+        for e in std::fs::read_dir(dir).unwrap() {
+            let path = e.unwrap().path();
+            if path.file_name().is_some_and(|n| n == "wakes.rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            for bad in [
+                "time::sleep",
+                "time::timeout",
+                "time::interval",
+                "sleep_until",
+            ] {
+                assert!(
+                    !text.contains(bad),
+                    "{}: arms a timer with tokio `{bad}`: use world::wakes::Wakes",
+                    path.display()
+                );
+            }
+            seen += 1;
+        }
+        assert!(seen >= 5, "read the world/ files ({seen})");
+    }
+
+    #[test]
+    fn equal_deadlines_are_counted() {
+        let w = Wakes::default();
+        let rt = rt();
+        let _g = rt.enter();
+        let mut cx = Context::from_waker(Waker::noop());
+        let mut a = Box::pin(w.sleep(Duration::from_millis(5)));
+        let mut b = Box::pin(w.sleep(Duration::from_micros(4_100)));
+        assert_eq!(a.as_mut().poll(&mut cx), Poll::Pending);
+        assert_eq!(b.as_mut().poll(&mut cx), Poll::Pending);
+        assert_eq!((w.next(), w.len()), (Some(5), 2));
+        drop(a);
+        assert_eq!((w.next(), w.len()), (Some(5), 1));
+        drop(b);
+        assert_eq!(w.next(), None);
+    }
+}
