@@ -60,16 +60,16 @@ impl FailureGroup {
 }
 
 /// Group the failures of `summary.json` (`failures`: one entry per listed failing run ×
-/// property) by (property, rules); the counts come from the table (a cell counts in the group
-/// of its first failure). The example of a group is its first failure that was shrunk, else
+/// property) by (property, rules); the counts come from the table (a cell whose failures
+/// fall in several groups counts in each the runs listed there, and the rest in its first). The example of a group is its first failure that was shrunk, else
 /// its first. Rows whose table cell fails with no entry in `failures` (a summary that kept
 /// none) form a group of their own per property with no repro. Ordered by first appearance.
 pub fn failure_groups(s: &Summary) -> Vec<FailureGroup> {
     type Key = (String, Vec<String>);
     let mut groups: Vec<FailureGroup> = Vec::new();
     let mut index: BTreeMap<Key, usize> = BTreeMap::new();
-    // Each (row, property) cell counts once, in the group of its first failure.
-    let mut counted: BTreeSet<(String, String)> = BTreeSet::new();
+    // The groups each (row, property) cell's listed failures fall in, with how many each.
+    let mut cells: BTreeMap<(String, String), Vec<(usize, u64)>> = BTreeMap::new();
     let failing = |row: &str, property: &str| -> u64 {
         s.table
             .get(row)
@@ -132,21 +132,36 @@ pub fn failure_groups(s: &Summary) -> Vec<FailureGroup> {
         if let Some(p) = f["party"].as_str() {
             g.parties.insert(p.to_string());
         }
-        if counted.insert((row.clone(), property.clone())) {
-            g.runs += failing(&row, &property);
+        let shares = cells.entry((row.clone(), property.clone())).or_default();
+        match shares.iter_mut().find(|(j, _)| *j == i) {
+            Some((_, n)) => *n += 1,
+            None => shares.push((i, 1)),
+        }
+        if !g.rows.contains(&row) {
             g.rows.push(row);
+        }
+    }
+    // A cell's failing runs: each later group gets the runs it lists (the failures list is
+    // capped, so this is what is known of them), the cell's first group the rest. The groups'
+    // runs add up to the table's.
+    for ((row, property), shares) in &cells {
+        let total = failing(row, property);
+        let later: u64 = shares[1..].iter().map(|(_, n)| n).sum();
+        groups[shares[0].0].runs += total.saturating_sub(later);
+        for (j, n) in &shares[1..] {
+            groups[*j].runs += *n;
         }
     }
     // Failing cells no failure entry stands for.
     for row in &s.order {
-        let Some(cells) = s.table.get(row) else {
+        let Some(row_cells) = s.table.get(row) else {
             continue;
         };
-        for (property, c) in cells {
+        for (property, c) in row_cells {
             let expected = s.expected_invalid.contains(row) && c.unknown == 0;
             if c.violations + c.unknown == 0
                 || expected
-                || counted.contains(&(row.clone(), property.clone()))
+                || cells.contains_key(&(row.clone(), property.clone()))
             {
                 continue;
             }
@@ -229,4 +244,48 @@ pub fn campaign_failures(s: &Summary) -> Vec<(String, String)> {
         ));
     }
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// One row whose P1 cell has 10 failing runs: two listed under rules A1, one under A1 A11.
+    fn summary() -> Summary {
+        let failure = |rules: &[&str], seed: u64| {
+            json!({"scenario": "s", "design": "stored", "property": "P1", "status": "invalid",
+                   "rules": rules, "party": "agent", "message": format!("seed {seed}"),
+                   "repro": format!("acp-chaos replay s --seed {seed}")})
+        };
+        serde_json::from_value(json!({
+            "format": super::super::SUMMARY_FORMAT, "name": "c", "seed_start": 0, "seeds": 10, "shard": null,
+            "mutant": "no-dedup", "order": ["s@stored"], "expected_invalid": [],
+            "sometimes": {}, "interrupted": false, "regressions": [],
+            "table": {"s@stored": {"P1": {"seeds": 10, "violations": 10, "findings": 0,
+                       "unknown": 0, "first_failing_seed": 0, "parties": ["agent"]}}},
+            "classes": {}, "events": {}, "hashes": {}, "vacuous": {}, "findings": [],
+            "expectations_unmet": [],
+            "failures": [failure(&["A1"], 0), failure(&["A1", "A11"], 1), failure(&["A1"], 2)],
+            "nondeterministic": [], "coverage_map": {}, "kept_per_property": 1,
+            "scoreboard": null, "exit_code": 1
+        }))
+        .expect("a summary")
+    }
+
+    #[test]
+    fn a_cell_split_between_groups_counts_in_each_and_adds_up() {
+        let groups = failure_groups(&summary());
+        let runs: Vec<(Vec<String>, u64, usize)> = groups
+            .iter()
+            .map(|g| (g.rules.clone(), g.runs, g.rows.len()))
+            .collect();
+        assert_eq!(
+            runs,
+            vec![
+                (vec!["A1".to_string()], 9, 1),
+                (vec!["A1".to_string(), "A11".to_string()], 1, 1),
+            ]
+        );
+    }
 }
