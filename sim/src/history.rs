@@ -99,9 +99,13 @@ impl History {
     /// SHA-256 (hex, first 16 chars) over the ops; equal hashes mean equal runs.
     pub fn hash(&self) -> String {
         let mut h = Sha256::new();
+        // One buffer for every line: the bytes hashed are the lines `write_jsonl` writes.
+        let mut line = Vec::with_capacity(512);
         for op in &self.ops {
-            h.update(serde_json::to_vec(op).expect("ops serialize"));
-            h.update(b"\n");
+            line.clear();
+            serde_json::to_writer(&mut line, op).expect("ops serialize");
+            line.push(b'\n');
+            h.update(&line);
         }
         h.finalize()
             .iter()
