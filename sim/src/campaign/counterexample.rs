@@ -99,7 +99,7 @@ pub(super) const TIMELINE_OPS_MAX: usize = 5_000;
 
 /// Write `h`'s timeline page to `path` if it has at most [`TIMELINE_OPS_MAX`] ops; whether
 /// it was written.
-pub(super) fn write_timeline(
+pub(crate) fn write_timeline(
     path: &Path,
     name: &str,
     h: &History,

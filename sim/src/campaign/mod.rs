@@ -16,6 +16,7 @@ use std::path::PathBuf;
 use acp_chaos_models::Design;
 use rayon::prelude::*;
 
+pub(crate) use counterexample::write_timeline;
 pub use folders::{
     campaign_name, default_out, is_artefact, point_latest, prepare_folder, prepare_out,
     write_atomic, write_summary,

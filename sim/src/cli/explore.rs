@@ -318,7 +318,7 @@ pub(super) fn exec(a: &ExploreArgs) -> Outcome {
             println!("  {l}");
         }
         if let Some(r) = &v.replay {
-            println!("  replay: {r}");
+            println!("  replay: {}", crate::launch::runnable(r));
         }
     }
     if x.audited > 0 {

@@ -229,13 +229,40 @@ pub(super) fn exec(a: &ShrinkArgs) -> Outcome {
     std::fs::create_dir_all(Path::new(&stem).parent().unwrap_or(Path::new(".")))?;
     let md = PathBuf::from(format!("{stem}.report.md"));
     let html = PathBuf::from(format!("{stem}.report.html"));
-    campaign::write_atomic(&md, crate::report::counterexample_md(&c).as_bytes())?;
-    campaign::write_atomic(&html, crate::report::counterexample_html(&c).as_bytes())?;
+    // The page shows the original run's verdict beside the shrunk one, and links the shrunk
+    // run's timeline, as a campaign's counterexample page does.
+    let timeline = PathBuf::from(format!("{stem}.timeline.html"));
+    let mut timelines = Vec::new();
+    let leaf_of = |p: &Path| {
+        p.file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    if campaign::write_timeline(
+        &timeline,
+        &format!("{leaf} (shrunk, {})", out.verdict.property),
+        &drawn,
+        std::slice::from_ref(&out.verdict),
+    )? {
+        timelines.push(("the drawn run".to_string(), leaf_of(&timeline)));
+    }
+    let extras = crate::report::PageExtras {
+        original: verdicts.iter().find(|v| target.matches(v)).map(|v| (v, &h)),
+        timelines,
+    };
+    campaign::write_atomic(
+        &md,
+        crate::report::counterexample_md_with(&c, &extras).as_bytes(),
+    )?;
+    campaign::write_atomic(
+        &html,
+        crate::report::counterexample_html_with(&c, &extras).as_bytes(),
+    )?;
     println!(
         "report: {} (sequence diagram; {} self-contained)",
         md.display(),
         html.display()
     );
-    println!("replay: {replay_line}");
+    println!("replay: {}", crate::launch::runnable(&replay_line));
     Ok(exit::VALID)
 }

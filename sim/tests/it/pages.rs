@@ -278,3 +278,40 @@ fn a_campaign_keeps_one_whole_counterexample_per_row_and_property_and_lists_few_
     assert_eq!(back.failures_omitted, sum.failures_omitted);
     assert_eq!(back.hashes.len(), 12);
 }
+
+/// `acp-chaos shrink` writes the same page as a campaign's shrunk counterexample: the original
+/// run's verdict beside the shrunk one, with why they differ, and the shrunk run's timeline.
+#[test]
+fn the_shrink_command_page_shows_the_original_verdict_and_links_its_timeline() {
+    let dir = std::env::temp_dir().join("acp-chaos-pages-shrink");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("x.schedule.toml");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_acp-chaos"))
+        .args([
+            "shrink",
+            "rfd-02-retry-after-resume-new-connection",
+            "--seed",
+            "0",
+            "--agent",
+            "stored",
+            "--mutant",
+            "no-dedup",
+            "--scenarios",
+        ])
+        .arg(common::scenarios_dir())
+        .arg("--out")
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let md = std::fs::read_to_string(dir.join("x.report.md")).unwrap();
+    let html = std::fs::read_to_string(dir.join("x.report.html")).unwrap();
+    assert!(md.contains("Original run: P1"), "{md}");
+    assert!(md.contains("Shrinking kept"), "{md}");
+    assert!(dir.join("x.timeline.html").exists());
+    assert!(
+        hrefs(&html).iter().any(|h| h == "x.timeline.html"),
+        "{html}"
+    );
+}
