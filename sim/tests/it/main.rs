@@ -33,6 +33,7 @@ mod folders;
 mod inputs;
 mod mock_model;
 mod mutants;
+mod package;
 mod pages;
 mod probe;
 mod probe_client;
