@@ -37,12 +37,7 @@ pub(super) fn write_counterexample(
     let schedule = shrunk
         .as_ref()
         .and_then(|_| std::fs::read_to_string(dir.join(format!("{p}schedule.toml"))).ok());
-    let size = |s: &Value| {
-        format!(
-            "{} faults, {} ops, {} raw probes",
-            s["faults"], s["ops"], s["raw"]
-        )
-    };
+    let size = crate::summary::shrunk_size;
     let (drawn, verdict, shrunk_line) = match &shrunk {
         Some((sh, sv)) => {
             let mut buf = Vec::new();

@@ -125,6 +125,7 @@ fn after_help() -> String {
     for (code, meaning) in exit::TABLE {
         s.push_str(&format!("  {code:>3}  {meaning}\n"));
     }
+    s.push_str("  When several apply: 3, then 1, then 4, then 130.\n");
     s.push_str("\nDocs: docs/tutorial.md, docs/cli.md (every command and variable).");
     s
 }

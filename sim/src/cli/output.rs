@@ -271,10 +271,8 @@ pub(super) fn outcome_line(f: &serde_json::Value, with_party: bool) -> String {
     let shrunk = if f["shrunk"].is_object() {
         let s = &f["shrunk"];
         format!(
-            "\n  shrunk to {} faults, {} ops, {} raw probes in {} runs: {}",
-            s["faults"],
-            s["ops"],
-            s["raw"],
+            "\n  shrunk to {} in {} runs: {}",
+            crate::summary::shrunk_size(s),
             s["runs"],
             launch::runnable(s["replay"].as_str().unwrap_or("-"))
         )

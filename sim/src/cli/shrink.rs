@@ -208,10 +208,9 @@ pub(super) fn exec(a: &ShrinkArgs) -> Outcome {
         repro: &original,
         shrunk: Some((
             replay_line.clone(),
-            format!(
-                "{} faults, {} ops, {} raw probes",
-                out.after.0, out.after.1, out.after.2
-            ),
+            crate::summary::shrunk_size(&serde_json::json!({
+                "faults": out.after.0, "ops": out.after.1, "raw": out.after.2
+            })),
         )),
         schedule: Some(&schedule_text),
         history: &drawn,

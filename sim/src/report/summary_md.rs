@@ -99,8 +99,8 @@ pub fn summary_md(s: &Summary) -> String {
                     f["shrunk"]["replay"]
                         .as_str()
                         .map(|r| format!(
-                            "  \n  shrunk to {} faults, {} ops, {} raw probes: `{r}`",
-                            f["shrunk"]["faults"], f["shrunk"]["ops"], f["shrunk"]["raw"]
+                            "  \n  shrunk to {}: `{r}`",
+                            crate::summary::shrunk_size(&f["shrunk"])
                         ))
                         .unwrap_or_default()
                 );

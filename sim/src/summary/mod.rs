@@ -54,6 +54,22 @@ pub fn failure_group(f: &Value) -> String {
     )
 }
 
+/// A shrunk failure's size, from its `shrunk` object in `summary.json` (`faults`, `ops`: the
+/// workload's ops, `raw`: raw probes): `1 fault, 2 workload ops, 0 raw probes`.
+pub fn shrunk_size(shrunk: &Value) -> String {
+    let n = |k: &str| shrunk[k].as_u64().unwrap_or(0);
+    let of = |k: &str, one: &str, many: &str| {
+        let v = n(k);
+        format!("{v} {}", if v == 1 { one } else { many })
+    };
+    format!(
+        "{}, {}, {}",
+        of("faults", "fault", "faults"),
+        of("ops", "workload op", "workload ops"),
+        of("raw", "raw probe", "raw probes")
+    )
+}
+
 /// `summary.json`'s format version (documented in `reports/README.md`).
 pub const SUMMARY_FORMAT: u32 = 2;
 
