@@ -415,7 +415,7 @@ impl Io {
             process::NET,
             OpType::Info,
             op::RECV,
-            json!({"conn": id, "from": peer(self.process), "frame": frame}),
+            super::ledger::frame_op(id, peer(self.process), frame.clone()),
         );
         frame
     }
