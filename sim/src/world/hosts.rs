@@ -66,8 +66,7 @@ pub async fn agent(ctx: Rc<Ctx>) -> turmoil::Result {
                 model.handle(AgentInput::Connected(id), &mut out);
             }
             Ev::Frame(id, line) if io.conns.contains_key(&id) => {
-                let frame = io.log_recv(id, &line);
-                if ctx.ledger.borrow_mut().take_transient(&frame) {
+                if io.log_recv(id, &line).transient_error {
                     model.handle(AgentInput::InjectTransientError, &mut out);
                 }
                 model.handle(AgentInput::Frame(id, line), &mut out);
@@ -132,11 +131,11 @@ pub async fn node(ctx: Rc<Ctx>, name: &'static str) -> turmoil::Result {
                     io.record(OpType::Info, op::LOGICAL, json!({"conn": id, "logical": l}));
                     model.handle(AgentInput::Logical(id, l), &mut out);
                 } else {
-                    let frame = io.log_recv(id, &line);
-                    if ctx.ledger.borrow_mut().take_transient(&frame) {
+                    let recv = io.log_recv(id, &line);
+                    if recv.transient_error {
                         model.handle(AgentInput::InjectTransientError, &mut out);
                     }
-                    if frame.get("method").is_some() && frame.get("id").is_some() {
+                    if recv.request {
                         let view = io.store_load().await;
                         model.handle(AgentInput::StoreSnapshot(view), &mut out);
                     }

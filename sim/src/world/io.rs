@@ -22,7 +22,7 @@ use turmoil::net::{TcpListener, TcpStream, UdpSocket};
 use super::ledger::Ledger;
 use super::parties::Parties;
 use super::wakes::Wakes;
-use crate::history::{op, process, OpType};
+use crate::history::{is_agent_host, op, process, OpType};
 use crate::nemesis::FrameDecision;
 use crate::plan::Plan;
 
@@ -60,6 +60,15 @@ pub struct Ctx {
     pub parties: Parties,
     /// The simulated clock and every timer a host has armed (all host timers go through it).
     pub wakes: Rc<Wakes>,
+}
+
+/// What an Agent host must know of a frame it read ([`Io::log_recv`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Recv {
+    /// The nemesis has a transient error pending for this prompt: answer it with one.
+    pub transient_error: bool,
+    /// A request (a method and an id).
+    pub request: bool,
 }
 
 pub(super) struct ConnHandle {
@@ -404,20 +413,28 @@ impl Io {
         }
     }
 
-    pub(super) fn log_recv(&self, id: ConnId, line: &str) -> Value {
+    /// Log a line this host read (its `recv` op) and say what an Agent host must know of it
+    /// (other hosts get [`Recv::default`]); the parsed frame goes into the op, not copied.
+    pub(super) fn log_recv(&self, id: ConnId, line: &str) -> Recv {
         let frame: Value =
             serde_json::from_str(line).unwrap_or_else(|_| Value::String(line.to_string()));
-        self.ctx
-            .ledger
-            .borrow_mut()
-            .on_recv(id, self.process, &frame);
-        self.ctx.ledger.borrow_mut().record(
+        let mut ledger = self.ctx.ledger.borrow_mut();
+        ledger.on_recv(id, self.process, &frame);
+        let recv = if is_agent_host(self.process) {
+            Recv {
+                transient_error: ledger.take_transient(&frame),
+                request: frame.get("method").is_some() && frame.get("id").is_some(),
+            }
+        } else {
+            Recv::default()
+        };
+        ledger.record(
             process::NET,
             OpType::Info,
             op::RECV,
-            super::ledger::frame_op(id, peer(self.process), frame.clone()),
+            super::ledger::frame_op(id, peer(self.process), frame),
         );
-        frame
+        recv
     }
 
     /// Send one op to the store and wait up to the store timeout for its reply (`None`: no
