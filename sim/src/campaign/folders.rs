@@ -26,6 +26,16 @@ pub fn is_artefact(name: &str, path: &Path) -> bool {
     file || (name.contains("-seed") && path.is_dir() && holds_only_run_files(path))
 }
 
+/// A kept counterexample's files in its run folder, each `[P<n>.]`-prefixed per property
+/// after the first.
+pub(super) const COUNTEREXAMPLE_FILES: [&str; 5] = [
+    "report.md",
+    "report.html",
+    "schedule.toml",
+    "shrunk.jsonl",
+    "timeline.html",
+];
+
 /// A run folder's files: `history.jsonl`, `verdicts.json`, `repro.txt`, and per property
 /// `[P<n>.]report.md`, `report.html`, `schedule.toml`, `shrunk.jsonl`, `timeline.html` (or
 /// their `.tmp`).
@@ -38,15 +48,7 @@ fn holds_only_run_files(dir: &Path) -> bool {
         let name = e.file_name().to_string_lossy().into_owned();
         let name = name.trim_end_matches(".tmp");
         let plain = ["history.jsonl", "verdicts.json", "repro.txt"].contains(&name);
-        let page = [
-            "report.md",
-            "report.html",
-            "schedule.toml",
-            "shrunk.jsonl",
-            "timeline.html",
-        ]
-        .iter()
-        .any(|b| {
+        let page = COUNTEREXAMPLE_FILES.iter().any(|b| {
             name.strip_suffix(b)
                 .is_some_and(|p| p.is_empty() || p.starts_with('P'))
         });

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use super::folders::{prepare_out, write_atomic, write_summary};
+use super::folders::{prepare_out, write_atomic, write_summary, COUNTEREXAMPLE_FILES};
 use crate::checkers::CHECKERS;
 use crate::summary::Summary;
 
@@ -300,15 +300,9 @@ fn drop_unkept_pages(m: &Summary, out: &Path) -> anyhow::Result<()> {
         }
         for e in std::fs::read_dir(out.join(dir))? {
             let name = e?.file_name().to_string_lossy().into_owned();
-            let prefix = [
-                "report.md",
-                "report.html",
-                "schedule.toml",
-                "shrunk.jsonl",
-                "timeline.html",
-            ]
-            .iter()
-            .find_map(|b| name.strip_suffix(b));
+            let prefix = COUNTEREXAMPLE_FILES
+                .iter()
+                .find_map(|b| name.strip_suffix(b));
             let drop = match prefix {
                 Some(p) => !keep.contains(p),
                 None => name == "history.jsonl" && keep.is_empty(),

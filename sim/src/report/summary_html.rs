@@ -50,14 +50,8 @@ pub fn summary_html(s: &Summary) -> String {
     let omitted: u64 = s.failures_omitted.values().sum();
     let _ = writeln!(
         o,
-        "<p class=\"{cls}\">verdict: <b>{verdict}</b></p>\n<ul><li>seeds {}..{} ({} per scenario@design){}</li><li>mutant: {}</li><li>runs: {}</li><li>failing verdicts: {} ({} listed in summary.json, {omitted} more counted only)</li><li>also: <a href=\"summary.md\">summary.md</a> (the full table), <a href=\"summary.json\">summary.json</a>, <a href=\"junit.xml\">junit.xml</a></li></ul>",
-        s.seed_start,
-        s.seed_start.saturating_add(s.seeds),
-        s.seeds,
-        s.shard
-            .as_ref()
-            .map(|(k, n)| format!(", shard {k}/{n}"))
-            .unwrap_or_default(),
+        "<p class=\"{cls}\">verdict: <b>{verdict}</b></p>\n<ul><li>seeds {}</li><li>mutant: {}</li><li>runs: {}</li><li>failing verdicts: {} ({} listed in summary.json, {omitted} more counted only)</li><li>also: <a href=\"summary.md\">summary.md</a> (the full table), <a href=\"summary.json\">summary.json</a>, <a href=\"junit.xml\">junit.xml</a></li></ul>",
+        s.seed_range(),
         xml_escape(s.mutant.as_deref().unwrap_or("none")),
         s.hashes.len(),
         s.failures.len() as u64 + omitted,

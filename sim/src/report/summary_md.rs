@@ -45,14 +45,8 @@ pub fn summary_md(s: &Summary) -> String {
     o.push_str("Entry page with every counterexample's page: [`summary.html`](summary.html).\n\n");
     let _ = writeln!(
         o,
-        "- verdict: **{verdict}**\n- seeds: {}..{} ({} per scenario@design){}\n- mutant: {}\n- runs: {}\n- machine-readable: [`summary.json`](summary.json) (format {}), [`junit.xml`](junit.xml)\n",
-        s.seed_start,
-        s.seed_start.saturating_add(s.seeds),
-        s.seeds,
-        s.shard
-            .as_ref()
-            .map(|(k, n)| format!(", shard {k}/{n}"))
-            .unwrap_or_default(),
+        "- verdict: **{verdict}**\n- seeds: {}\n- mutant: {}\n- runs: {}\n- machine-readable: [`summary.json`](summary.json) (format {}), [`junit.xml`](junit.xml)\n",
+        s.seed_range(),
         s.mutant.as_deref().unwrap_or("none"),
         s.hashes.len(),
         s.format

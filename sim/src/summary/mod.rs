@@ -136,6 +136,21 @@ pub struct Summary {
 }
 
 impl Summary {
+    /// The seeds it ran, for a page: `0..200 (200 per scenario@design)`, with `, shard K/N`
+    /// for a shard.
+    pub fn seed_range(&self) -> String {
+        format!(
+            "{}..{} ({} per scenario@design){}",
+            self.seed_start,
+            self.seed_start.saturating_add(self.seeds),
+            self.seeds,
+            self.shard
+                .as_ref()
+                .map(|(k, n)| format!(", shard {k}/{n}"))
+                .unwrap_or_default()
+        )
+    }
+
     /// Derive `vacuous`, `expectations_unmet` and `exit_code` from the counts (also after a
     /// merge of shards, whose counts add up). An interrupted campaign is not held to
     /// `sometimes` or to expected violations: its rows did not all run.
@@ -220,4 +235,21 @@ pub fn read_summary_file(file: &Path) -> anyhow::Result<Summary> {
         );
     }
     serde_json::from_value(v).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn a_shrunk_size_counts_in_words_one_and_many() {
+        assert_eq!(
+            crate::summary::shrunk_size(&json!({"faults": 1, "ops": 2, "raw": 0})),
+            "1 fault, 2 workload ops, 0 raw probes"
+        );
+        assert_eq!(
+            crate::summary::shrunk_size(&json!({"faults": 3, "ops": 1, "raw": 1})),
+            "3 faults, 1 workload op, 1 raw probe"
+        );
+    }
 }

@@ -34,6 +34,18 @@ struct Step {
     stderr: String,
 }
 
+impl Step {
+    /// A step not run.
+    fn skipped(id: String) -> Step {
+        Step {
+            id,
+            code: None,
+            stdout: String::new(),
+            stderr: String::new(),
+        }
+    }
+}
+
 /// What a run of the action did.
 #[derive(Debug)]
 struct Ran {
@@ -156,12 +168,7 @@ fn run_action(work: &Path, given: &[(&str, &str)]) -> Ran {
         let run = match (&s["run"], &s["uses"]) {
             (Yaml::String(run), _) => run.clone(),
             (_, Yaml::String(_)) => {
-                steps.push(Step {
-                    id,
-                    code: None,
-                    stdout: String::new(),
-                    stderr: String::new(),
-                });
+                steps.push(Step::skipped(id));
                 continue;
             }
             _ => panic!("step {id} has neither run nor uses"),
@@ -172,12 +179,7 @@ fn run_action(work: &Path, given: &[(&str, &str)]) -> Ran {
             None => !failed,
         };
         if !go {
-            steps.push(Step {
-                id,
-                code: None,
-                stdout: String::new(),
-                stderr: String::new(),
-            });
+            steps.push(Step::skipped(id));
             continue;
         }
         let script = work.join(format!("{id}.sh"));

@@ -3,7 +3,9 @@
 
 use std::path::PathBuf;
 
+use acp_chaos::campaign::{self, CampaignSpec};
 use acp_chaos::scenario::{self, Scenario};
+use acp_chaos::summary::Summary;
 
 /// The repo's scenarios folder.
 pub fn scenarios_dir() -> PathBuf {
@@ -15,4 +17,37 @@ pub fn scenarios_dir() -> PathBuf {
 /// Load a shipped scenario by name.
 pub fn scenario(name: &str) -> Scenario {
     scenario::resolve(&scenarios_dir(), name).expect("shipped scenario parses")
+}
+
+/// A campaign of shipped scenarios for a test: 2 jobs, shrinking on, 2 runs kept per property,
+/// no regression corpus, its report in the temp folder `out`.
+pub fn campaign_spec(
+    scenarios: &[&str],
+    mutant: Option<&str>,
+    seeds: u64,
+    out: &str,
+) -> CampaignSpec {
+    CampaignSpec {
+        scenarios: scenarios.iter().map(|s| scenario(s)).collect(),
+        seed_start: 0,
+        seeds,
+        jobs: 2,
+        mutant: mutant.map(str::to_string),
+        out: std::env::temp_dir().join(out),
+        keep_per_property: 2,
+        shrink: true,
+        agent: None,
+        check_determinism: false,
+        name: "merge-test".into(),
+        shard: None,
+        progress: false,
+        stop: None,
+        regressions: Vec::new(),
+    }
+}
+
+/// Run a campaign into an emptied report folder.
+pub fn fresh(s: &CampaignSpec) -> Summary {
+    let _ = std::fs::remove_dir_all(&s.out);
+    campaign::run(s).unwrap()
 }

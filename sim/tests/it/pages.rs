@@ -9,34 +9,21 @@ use crate::common;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use acp_chaos::campaign::{self, CampaignSpec};
+use acp_chaos::campaign::CampaignSpec;
 use acp_chaos::models::Design;
 use acp_chaos::report::{self, Diagram};
 use acp_chaos::summary::Summary;
 
 fn spec(scenario: &str, mutant: &str, design: Design, seeds: u64, out: &str) -> CampaignSpec {
     CampaignSpec {
-        scenarios: vec![common::scenario(scenario)],
-        seed_start: 0,
-        seeds,
-        jobs: 2,
-        mutant: Some(mutant.to_string()),
-        out: std::env::temp_dir().join(out),
-        keep_per_property: 2,
-        shrink: true,
         agent: Some(design),
-        check_determinism: false,
         name: "pages-test".into(),
-        shard: None,
-        progress: false,
-        stop: None,
-        regressions: Vec::new(),
+        ..common::campaign_spec(&[scenario], Some(mutant), seeds, out)
     }
 }
 
 fn fresh(s: &CampaignSpec) -> Summary {
-    let _ = std::fs::remove_dir_all(&s.out);
-    campaign::run(s).unwrap()
+    common::fresh(s)
 }
 
 /// Every `href="..."` of a page.

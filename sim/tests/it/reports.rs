@@ -11,28 +11,11 @@ use acp_chaos::report::{self, Diagram};
 use acp_chaos::summary::Summary;
 
 fn spec(scenarios: &[&str], mutant: Option<&str>, seeds: u64, out: &str) -> CampaignSpec {
-    CampaignSpec {
-        scenarios: scenarios.iter().map(|s| common::scenario(s)).collect(),
-        seed_start: 0,
-        seeds,
-        jobs: 2,
-        mutant: mutant.map(str::to_string),
-        out: std::env::temp_dir().join(out),
-        keep_per_property: 2,
-        shrink: true,
-        agent: None,
-        check_determinism: false,
-        name: "merge-test".into(),
-        shard: None,
-        progress: false,
-        stop: None,
-        regressions: Vec::new(),
-    }
+    common::campaign_spec(scenarios, mutant, seeds, out)
 }
 
 fn fresh(s: &CampaignSpec) -> Summary {
-    let _ = std::fs::remove_dir_all(&s.out);
-    campaign::run(s).unwrap()
+    common::fresh(s)
 }
 
 /// A summary as JSON with its report folder's path replaced, so two folders compare.
