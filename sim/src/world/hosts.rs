@@ -257,7 +257,7 @@ pub async fn client(ctx: Rc<Ctx>) -> turmoil::Result {
         let ev = tokio::select! {
             biased;
             ev = rx.recv() => ev,
-            _ = ctx.wakes.sleep(Duration::from_millis(due.unwrap_or(0))), if due.is_some() => None,
+            _ = ctx.wakes.sleep("client", Duration::from_millis(due.unwrap_or(0))), if due.is_some() => None,
         };
         model.set_clock(ctx.ledger.borrow().now_ms);
         match ev {
@@ -450,7 +450,7 @@ pub async fn watcher(ctx: Rc<Ctx>) -> turmoil::Result {
         let ev = tokio::select! {
             biased;
             ev = rx.recv() => ev,
-            _ = ctx.wakes.sleep(Duration::from_millis(20)), if !told => None,
+            _ = ctx.wakes.sleep("watcher", Duration::from_millis(20)), if !told => None,
         };
         if !told {
             let known = ctx.ledger.borrow().known_session.clone();

@@ -257,13 +257,13 @@ impl Io {
         let dead = Duration::from_millis(plan.net.dead_ms);
         let hb = Duration::from_millis(plan.net.heartbeat_ms);
         let tx = self.tx.clone();
-        let wakes = self.ctx.wakes.clone();
+        let (wakes, host) = (self.ctx.wakes.clone(), self.process);
         let reader = tokio::task::spawn_local(async move {
             let mut r = BufReader::new(r);
             let mut buf = String::new();
             loop {
                 buf.clear();
-                let why = match wakes.timeout(dead, r.read_line(&mut buf)).await {
+                let why = match wakes.timeout(host, dead, r.read_line(&mut buf)).await {
                     Ok(Ok(0)) => "eof",
                     Ok(Ok(_)) => {
                         let l = buf.trim_end();
@@ -282,7 +282,7 @@ impl Io {
         let tx = self.tx.clone();
         let ledger = self.ctx.ledger.clone();
         let from = self.process;
-        let wakes = self.ctx.wakes.clone();
+        let (wakes, host) = (self.ctx.wakes.clone(), self.process);
         let writer = tokio::task::spawn_local(async move {
             if let Some(h) = hello {
                 if w.write_all(format!("{h}\n").as_bytes()).await.is_err() {
@@ -291,7 +291,7 @@ impl Io {
                 }
             }
             loop {
-                let line = match wakes.timeout(hb, orx.recv()).await {
+                let line = match wakes.timeout(host, hb, orx.recv()).await {
                     Ok(Some(l)) => l,
                     Ok(None) => return,
                     Err(_) => {
@@ -322,7 +322,7 @@ impl Io {
                 match decision {
                     FrameDecision::Deliver => {}
                     FrameDecision::Stall(ms) => {
-                        wakes.sleep(Duration::from_millis(ms)).await;
+                        wakes.sleep(host, Duration::from_millis(ms)).await;
                         ledger.borrow_mut().record(
                             process::NET,
                             OpType::Info,
@@ -340,7 +340,7 @@ impl Io {
                             if waited >= bound_ms {
                                 break None;
                             }
-                            wakes.sleep(Duration::from_millis(1)).await;
+                            wakes.sleep(host, Duration::from_millis(1)).await;
                             waited += 1;
                         };
                         ledger.borrow_mut().record(
@@ -467,7 +467,7 @@ impl Io {
                 }
             }
         };
-        wakes.timeout(limit, wait).await.ok()
+        wakes.timeout(self.process, limit, wait).await.ok()
     }
 
     /// Cluster: a write the node cannot continue without. It is sent again until the store
@@ -522,9 +522,9 @@ impl Io {
                 }
                 Action::Timer { id, after_ms } => {
                     let tx = self.tx.clone();
-                    let wakes = self.ctx.wakes.clone();
+                    let (wakes, host) = (self.ctx.wakes.clone(), self.process);
                     tokio::task::spawn_local(async move {
-                        wakes.sleep(Duration::from_millis(after_ms)).await;
+                        wakes.sleep(host, Duration::from_millis(after_ms)).await;
                         let _ = tx.send(Ev::Timer(id));
                     });
                 }
@@ -559,11 +559,11 @@ impl Io {
                     } else {
                         self.ctx.ledger.borrow_mut().route(self.process)
                     };
-                    let wakes = self.ctx.wakes.clone();
+                    let (wakes, host) = (self.ctx.wakes.clone(), self.process);
                     tokio::task::spawn_local(async move {
-                        wakes.sleep(Duration::from_millis(after_ms)).await;
+                        wakes.sleep(host, Duration::from_millis(after_ms)).await;
                         let ev = match wakes
-                            .timeout(limit, TcpStream::connect((target, AGENT_PORT)))
+                            .timeout(host, limit, TcpStream::connect((target, AGENT_PORT)))
                             .await
                         {
                             Ok(Ok(s)) => Ev::Connected(s, tag),

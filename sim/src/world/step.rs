@@ -69,7 +69,8 @@ type PointBarrier = (Rc<Cell<u32>>, BTreeMap<u32, usize>, Barrier<PointHit>);
 type Due = (usize, NemesisAction, bool);
 
 /// turmoil's calls for skipping idle ticks, as the patched turmoil of this workspace has them
-/// (`Sim::step_by`, `Sim::has_pending_work`, `Sim::next_delivery`: vendor/turmoil/NOTE.md). Rust prefers a type's own
+/// (`Sim::step_by`, `Sim::step_by_with`, `Sim::has_pending_work`, `Sim::next_delivery`:
+/// vendor/turmoil/NOTE.md). Rust prefers a type's own
 /// methods to a trait's, so this trait is used only when the crate is built against turmoil as
 /// published (`cargo publish` drops `[patch]`): then nothing is ever known to be idle, every
 /// tick is stepped, and the histories are the same, only slower.
@@ -85,6 +86,14 @@ trait SkipIdle {
     }
     /// Step `d`, one tick at a time.
     fn step_by(&mut self, d: Duration) -> turmoil::Result<bool>;
+    /// Step `d` ticking only the hosts with work: unknown, so every host.
+    fn step_by_with(
+        &mut self,
+        d: Duration,
+        _timer_due: &mut dyn FnMut(&str) -> bool,
+    ) -> turmoil::Result<bool> {
+        self.step_by(d)
+    }
 }
 
 impl SkipIdle for turmoil::Sim<'_> {
@@ -178,13 +187,23 @@ pub(super) fn run_plan(plan: &Plan, parties: &Parties, skip: bool) -> (History, 
         let now = w.sim.elapsed().as_millis() as u64;
         w.set_now(now);
         let ms = w.idle_ms(now);
-        let stepped = if ms > 1 {
+        if ms > 1 {
             w.steps.skips += 1;
             w.steps.skipped_ms += ms;
-            w.sim.step_by(Duration::from_millis(ms))
         } else {
             w.steps.ticks += 1;
-            w.sim.step()
+        }
+        let stepped = if w.skip && !w.acted {
+            // Only the hosts with work tick: one woken (by a message delivered in this step,
+            // a peer), or one whose timer ends by the step's end.
+            let wakes = w.wakes.clone();
+            w.sim.step_by_with(Duration::from_millis(ms), &mut |host| {
+                wakes.due(host, now + ms)
+            })
+        } else {
+            // The step loop acted (a crash, restart, heal, a host let past a barrier): every
+            // host ticks, as a host may have work that nothing above shows.
+            w.sim.step_by(Duration::from_millis(ms))
         };
         w.acted = false;
         if let Err(e) = stepped {

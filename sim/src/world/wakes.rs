@@ -1,6 +1,7 @@
 //! [`Wakes`]: the simulated clock as the hosts see it, and the deadline of every timer a host
-//! has armed. The step loop reads the earliest deadline to skip the ticks where nothing can
-//! happen (`step::idle_ms`).
+//! has armed, by host. The step loop reads the earliest deadline to skip the ticks where
+//! nothing can happen (`step::idle_ms`), and each host's to leave a host with nothing to do out
+//! of a step (turmoil's `Sim::step_by_with`).
 //!
 //! Every host timer goes through [`Wakes::sleep`] or [`Wakes::timeout`]: a timer armed with
 //! `tokio::time` directly would be invisible here, and the step loop could skip past it (a
@@ -16,15 +17,15 @@ use std::time::Duration;
 pub struct Wakes {
     /// The simulated time the hosts run at now, ms (the step loop sets it before each step).
     now: Cell<u64>,
-    /// Armed deadlines, ms of simulated time → how many timers end then.
-    armed: RefCell<BTreeMap<u64, u32>>,
+    /// Armed deadlines: (ms of simulated time, host) → how many timers of that host end then.
+    armed: RefCell<BTreeMap<(u64, &'static str), u32>>,
 }
 
 /// One armed deadline; dropping it (the timer fired, or its future was dropped: cancelled,
 /// aborted, or its host crashed) disarms it.
 struct Armed<'a> {
     wakes: &'a Wakes,
-    at: u64,
+    at: (u64, &'static str),
 }
 
 impl Drop for Armed<'_> {
@@ -49,7 +50,17 @@ impl Wakes {
     /// A timer ending at `t` wakes its task at the end of the step that reaches `t`; the task
     /// runs in the step that starts at `t`.
     pub fn next(&self) -> Option<u64> {
-        self.armed.borrow().keys().next().copied()
+        self.armed.borrow().keys().next().map(|k| k.0)
+    }
+
+    /// Whether `host` has a timer armed that ends at or before `end_ms` (it must tick in the
+    /// step that reaches its deadline, for the timer to fire at the end of that step).
+    pub fn due(&self, host: &str, end_ms: u64) -> bool {
+        self.armed
+            .borrow()
+            .keys()
+            .take_while(|k| k.0 <= end_ms)
+            .any(|k| k.1 == host)
     }
 
     /// How many timers are armed.
@@ -62,28 +73,32 @@ impl Wakes {
         self.armed.borrow().is_empty()
     }
 
-    fn arm(&self, after: Duration) -> Armed<'_> {
+    fn arm(&self, host: &'static str, after: Duration) -> Armed<'_> {
         // tokio rounds a deadline up to the next millisecond.
-        let at = self.now.get() + after.as_nanos().div_ceil(1_000_000) as u64;
+        let at = (
+            self.now.get() + after.as_nanos().div_ceil(1_000_000) as u64,
+            host,
+        );
         *self.armed.borrow_mut().entry(at).or_default() += 1;
         Armed { wakes: self, at }
     }
 
-    /// `tokio::time::sleep(after)`, armed here from its first poll until it ends or is
-    /// dropped.
-    pub async fn sleep(&self, after: Duration) {
-        let _armed = self.arm(after);
+    /// `tokio::time::sleep(after)` on `host` (the turmoil host whose task awaits it), armed
+    /// here from its first poll until it ends or is dropped.
+    pub async fn sleep(&self, host: &'static str, after: Duration) {
+        let _armed = self.arm(host, after);
         tokio::time::sleep(after).await
     }
 
-    /// `tokio::time::timeout(after, f)`, armed here from its first poll until it ends or is
-    /// dropped.
+    /// `tokio::time::timeout(after, f)` on `host` (the turmoil host whose task awaits it),
+    /// armed here from its first poll until it ends or is dropped.
     pub async fn timeout<F: Future>(
         &self,
+        host: &'static str,
         after: Duration,
         f: F,
     ) -> Result<F::Output, tokio::time::error::Elapsed> {
-        let _armed = self.arm(after);
+        let _armed = self.arm(host, after);
         tokio::time::timeout(after, f).await
     }
 }
@@ -110,21 +125,22 @@ mod tests {
         let _g = rt.enter();
         let mut cx = Context::from_waker(Waker::noop());
         {
-            let mut s = pin!(w.sleep(Duration::from_millis(25)));
+            let mut s = pin!(w.sleep("h", Duration::from_millis(25)));
             // Not polled: not armed (a disabled `select!` branch is never polled).
             assert_eq!(w.next(), None);
             assert!(s.as_mut().poll(&mut cx).is_pending());
             assert_eq!(w.next(), Some(125));
-            let mut t = pin!(w.timeout(Duration::from_millis(10), std::future::pending::<()>()));
+            let mut t =
+                pin!(w.timeout("h", Duration::from_millis(10), std::future::pending::<()>()));
             assert!(t.as_mut().poll(&mut cx).is_pending());
             assert_eq!((w.next(), w.len()), (Some(110), 2));
         }
         // Dropped (cancelled): disarmed.
         assert!(w.is_empty());
         // Ended: disarmed.
-        rt.block_on(w.sleep(Duration::from_millis(3)));
+        rt.block_on(w.sleep("h", Duration::from_millis(3)));
         assert!(w.is_empty());
-        let r = rt.block_on(w.timeout(Duration::from_millis(3), async { 7 }));
+        let r = rt.block_on(w.timeout("h", Duration::from_millis(3), async { 7 }));
         assert_eq!(r.ok(), Some(7));
         assert!(w.is_empty());
     }
@@ -157,14 +173,34 @@ mod tests {
         assert!(seen >= 5, "read the world/ files ({seen})");
     }
 
+    /// `due` tells a host's timers from another's: a host with no timer ending by a step's end
+    /// may be left out of that step.
+    #[test]
+    fn due_names_the_host_whose_timer_ends() {
+        let w = Wakes::default();
+        w.set_now(10);
+        let rt = rt();
+        let _g = rt.enter();
+        let mut cx = Context::from_waker(Waker::noop());
+        let mut a = Box::pin(w.sleep("agent", Duration::from_millis(5)));
+        let mut c = Box::pin(w.sleep("client", Duration::from_millis(2)));
+        assert!(a.as_mut().poll(&mut cx).is_pending());
+        assert!(c.as_mut().poll(&mut cx).is_pending());
+        assert!(!w.due("agent", 14) && w.due("agent", 15) && w.due("agent", 30));
+        assert!(!w.due("client", 11) && w.due("client", 12));
+        assert!(!w.due("proxy", 100));
+        drop(c);
+        assert!(!w.due("client", 100) && w.due("agent", 15));
+    }
+
     #[test]
     fn equal_deadlines_are_counted() {
         let w = Wakes::default();
         let rt = rt();
         let _g = rt.enter();
         let mut cx = Context::from_waker(Waker::noop());
-        let mut a = Box::pin(w.sleep(Duration::from_millis(5)));
-        let mut b = Box::pin(w.sleep(Duration::from_micros(4_100)));
+        let mut a = Box::pin(w.sleep("h", Duration::from_millis(5)));
+        let mut b = Box::pin(w.sleep("h", Duration::from_micros(4_100)));
         assert_eq!(a.as_mut().poll(&mut cx), Poll::Pending);
         assert_eq!(b.as_mut().poll(&mut cx), Poll::Pending);
         assert_eq!((w.next(), w.len()), (Some(5), 2));

@@ -74,6 +74,10 @@ pub struct Rt<'a> {
     /// (a timer, the network, a peer, the driver) and left for the next tick;
     /// see [`Rt::is_woken`].
     woken: Arc<AtomicBool>,
+
+    /// Simulated time this runtime's clock is behind the simulation: the
+    /// steps it was left out of (see [`Sim::step_by_with`](crate::Sim::step_by_with)).
+    behind: Duration,
 }
 
 impl<'a> Rt<'a> {
@@ -93,6 +97,7 @@ impl<'a> Rt<'a> {
             handle: Some(handle),
             config,
             woken: Arc::new(AtomicBool::new(true)),
+            behind: Duration::ZERO,
         }
     }
 
@@ -114,6 +119,7 @@ impl<'a> Rt<'a> {
             handle: Some(handle),
             config,
             woken: Arc::new(AtomicBool::new(true)),
+            behind: Duration::ZERO,
         }
     }
 
@@ -129,6 +135,7 @@ impl<'a> Rt<'a> {
             handle: None,
             config,
             woken: Arc::new(AtomicBool::new(false)),
+            behind: Duration::ZERO,
         }
     }
 
@@ -151,6 +158,29 @@ impl<'a> Rt<'a> {
     /// already ran; never `false` for one that waits to run.
     pub(crate) fn is_woken(&self) -> bool {
         self.woken.load(Ordering::Relaxed)
+    }
+
+    /// Leave this runtime out of a step of `duration`: nothing of it runs, and
+    /// its clock stays where it is until [`catch_up`](Self::catch_up).
+    pub(crate) fn fall_behind(&mut self, duration: Duration) {
+        self.behind += duration;
+    }
+
+    /// How far this runtime's clock is behind the simulation.
+    #[cfg(test)]
+    pub(crate) fn behind(&self) -> Duration {
+        self.behind
+    }
+
+    /// Move this runtime's clock to the simulation's time, running no task.
+    /// Only the caller's promise (no timer of the host ends before then)
+    /// keeps a task from being woken on the way; one that were would run at
+    /// the next tick.
+    pub(crate) fn catch_up(&mut self) {
+        let behind = mem::take(&mut self.behind);
+        if !behind.is_zero() {
+            self.tokio.block_on(async { sleep(behind).await });
+        }
     }
 
     pub(crate) fn now(&self) -> Instant {
@@ -272,6 +302,7 @@ impl<'a> Rt<'a> {
     /// Both the [`Runtime`] and [`LocalSet`] are replaced with new instances.
     fn cancel_tasks(&mut self) {
         let (tokio, local) = init(&mut self.config);
+        self.behind = Duration::ZERO;
 
         _ = mem::replace(&mut self.tokio, tokio);
         drop(mem::replace(&mut self.local, local));

@@ -464,6 +464,39 @@ impl<'a> Sim<'a> {
     ///
     /// Panics if `duration` is zero.
     pub fn step_by(&mut self, duration: Duration) -> Result<bool> {
+        self.step_hosts(duration, None)
+    }
+
+    /// [`step_by`](Self::step_by), ticking only the hosts with work in this
+    /// step.
+    ///
+    /// A running host is ticked when it has a task woken since its last tick
+    /// began (by a message delivered to it in this step, a peer host, the
+    /// driver; see [`has_pending_work`](Self::has_pending_work)), when its
+    /// software has just started, or when `timer_due(nodename)` says it has a
+    /// timer ending by the end of this step (turmoil cannot see a host's
+    /// timers: the caller keeps track of them). Any other host is left behind:
+    /// nothing of it can run in this step. Before its next tick its clock
+    /// catches up with the simulation without running any task, so it sees the
+    /// same instants, and the simulation the same events in the same order, as
+    /// when every host ticks every step, at the cost of one tick for all the
+    /// steps it was left out of.
+    ///
+    /// A `timer_due` that misses a timer makes that timer fire late (when the
+    /// host is next ticked). Panics if `duration` is zero.
+    pub fn step_by_with(
+        &mut self,
+        duration: Duration,
+        timer_due: &mut dyn FnMut(&str) -> bool,
+    ) -> Result<bool> {
+        self.step_hosts(duration, Some(timer_due))
+    }
+
+    fn step_hosts(
+        &mut self,
+        duration: Duration,
+        mut timer_due: Option<&mut dyn FnMut(&str) -> bool>,
+    ) -> Result<bool> {
         assert!(!duration.is_zero(), "step_by: duration must be positive");
         tracing::trace!(target: TRACING_TARGET, "step {} by {:?}", self.steps, duration);
 
@@ -500,6 +533,16 @@ impl<'a> Sim<'a> {
                     ..
                 } = world.deref_mut();
                 topology.deliver_messages(rng, hosts.get_mut(&addr).expect("missing host"));
+                // A host with nothing to run in this step is left behind
+                // (`step_by_with`); its clock catches up before its next tick.
+                if let Some(due) = timer_due.as_mut() {
+                    if !rt.is_client() && !rt.is_woken() && !due(&rt.nodename) {
+                        rt.fall_behind(tick);
+                        world.tick(addr, tick);
+                        continue;
+                    }
+                }
+                rt.catch_up();
 
                 // Set the current host (see method docs)
                 world.current = Some(addr);
@@ -750,6 +793,64 @@ mod test {
         // A bounced host has work.
         sim.bounce("waiter");
         assert!(sim.has_pending_work());
+        Ok(())
+    }
+
+    /// `step_by_with` leaves a host with nothing to do out of a step, and its
+    /// clock catches up before it next runs: a server that only answers
+    /// messages sees the same instants as when every host ticks every step.
+    #[test]
+    fn step_by_with_leaves_idle_hosts_behind() -> Result {
+        fn run(lazy: bool) -> Result<(Vec<(Duration, Duration)>, Duration)> {
+            let mut sim = Builder::new()
+                .min_message_latency(Duration::from_millis(3))
+                .max_message_latency(Duration::from_millis(3))
+                .build();
+            let log = Rc::new(std::cell::RefCell::new(Vec::new()));
+            let l = log.clone();
+            sim.host("server", move || {
+                let l = l.clone();
+                async move {
+                    let start = tokio::time::Instant::now();
+                    let sock = UdpSocket::bind((IpAddr::V4(Ipv4Addr::UNSPECIFIED), 1234)).await?;
+                    let mut buf = [0u8; 8];
+                    loop {
+                        sock.recv_from(&mut buf).await?;
+                        // The host's own clock and the simulation's, at each message.
+                        l.borrow_mut().push((start.elapsed(), sim_elapsed().unwrap()));
+                    }
+                }
+            });
+            sim.host("client", || async {
+                let sock = UdpSocket::bind((IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0)).await?;
+                loop {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    sock.send_to(b"ping", ("server", 1234)).await?;
+                }
+            });
+            let mut most_behind = Duration::ZERO;
+            while sim.elapsed() < Duration::from_millis(60) {
+                if lazy {
+                    // The client's timer ends every 10 ms; the server has none.
+                    let end = sim.elapsed() + Duration::from_millis(1);
+                    let due = end.as_millis() % 10 == 1;
+                    sim.step_by_with(Duration::from_millis(1), &mut |h| h == "client" && due)?;
+                } else {
+                    sim.step()?;
+                }
+                for rt in sim.rts.values() {
+                    most_behind = most_behind.max(rt.behind());
+                }
+            }
+            let v = log.borrow().clone();
+            Ok((v, most_behind))
+        }
+        let (every, _) = run(false)?;
+        let (lazy, most_behind) = run(true)?;
+        assert_eq!(every.len(), 5);
+        assert_eq!(every, lazy);
+        // The server was left out of the steps between messages.
+        assert!(most_behind >= Duration::from_millis(5), "{most_behind:?}");
         Ok(())
     }
 

@@ -19,10 +19,11 @@ pub(crate) struct Topology {
     /// Specific configuration overrides between specific hosts.
     links: IndexMap<Pair, Link>,
 
-    /// We don't use a Rt for async. Right now, we just use it to tick time
-    /// forward in the same way we do it elsewhere. We'd like to represent
-    /// network state with async in the future.
-    rt: Rt<'static>,
+    /// The network's clock. It is only read and moved forward by whole
+    /// steps, so it is kept as an instant (taken from a paused runtime, as a
+    /// host's clock) moved by plain arithmetic rather than by ticking a
+    /// runtime of its own, which cost a `block_on` every step.
+    now: Instant,
 }
 
 /// This type is used as the key in the [`Topology::links`] map. See [`new`]
@@ -177,14 +178,14 @@ impl Topology {
         Topology {
             config,
             links: IndexMap::new(),
-            rt: Rt::no_software(),
+            now: Rt::no_software().now(),
         }
     }
 
     /// Register a link between two hosts
     pub(crate) fn register(&mut self, a: IpAddr, b: IpAddr) {
         let pair = Pair::new(a, b);
-        assert!(self.links.insert(pair, Link::new(self.rt.now())).is_none());
+        assert!(self.links.insert(pair, Link::new(self.now)).is_none());
     }
 
     pub(crate) fn set_max_message_latency(&mut self, value: Duration) {
@@ -284,9 +285,11 @@ impl Topology {
     }
 
     pub(crate) fn tick_by(&mut self, duration: Duration) {
-        let _ = self.rt.tick(duration);
+        // As a paused runtime's clock moves when it sleeps `duration`: to the
+        // next whole millisecond at or after it.
+        self.now += Duration::from_millis(duration.as_nanos().div_ceil(1_000_000) as u64);
         for link in self.links.values_mut() {
-            link.tick(self.rt.now());
+            link.tick(self.now);
         }
     }
 
