@@ -62,10 +62,18 @@ pub fn run_one(
 
 /// Check a history and summarize it.
 pub fn result_of(scenario: &str, design: Design, seed: u64, h: &History) -> RunResult {
-    let verdicts = checkers::check_all(h);
-    let facts = checkers::Facts::of(h);
+    // The history as the checkers read it, and its facts, made once for every use below.
+    let view = checkers::agent_view(h);
+    let facts = checkers::Facts::of(&view);
+    let verdicts = checkers::check_view(&view, &facts);
+    // The classes are of the history as recorded; the view is that history unless a cluster's
+    // nodes were renamed.
+    let classes_of = match &view {
+        std::borrow::Cow::Borrowed(_) => facts.classes(),
+        std::borrow::Cow::Owned(_) => checkers::Facts::of(h).classes(),
+    };
     let mut classes = BTreeMap::new();
-    for c in facts.classes().values() {
+    for c in classes_of.values() {
         *classes.entry(*c).or_insert(0) += 1;
     }
     RunResult {
@@ -75,11 +83,11 @@ pub fn result_of(scenario: &str, design: Design, seed: u64, h: &History) -> RunR
         hash: h.hash(),
         verdicts,
         classes,
-        events: checkers::events(h),
+        events: checkers::events_in_view(h, &view),
         ops: h.ops.len(),
         sim_ms: h.ops.last().map(|o| o.time_ms).unwrap_or(0),
         rerun_hash: None,
-        fault_cells: checkers::fault_states(h),
+        fault_cells: checkers::fault_states_in_view(&view),
     }
 }
 

@@ -278,10 +278,15 @@ pub struct Missing {
 /// cluster's nodes and store are one Agent: [`super::agent_view`]). Empty for a history the
 /// probe recorded (see the module docs).
 pub fn missing(h: &History) -> Vec<Missing> {
+    missing_in_view(&super::agent_view(h))
+}
+
+/// [`missing`] of a history already as the checkers read it ([`super::agent_view`]).
+fn missing_in_view(h: &History) -> Vec<Missing> {
     if h.header["plan"]["probe"].is_object() {
         return Vec::new();
     }
-    let ix = Index::of(&super::agent_view(h));
+    let ix = Index::of(h);
     DEPENDENCIES
         .iter()
         .filter(|d| {
@@ -305,7 +310,13 @@ pub fn missing(h: &History) -> Vec<Missing> {
 /// ops that show the effects owed; any other keeps its status, witnesses and party (a
 /// violation is never overridden) and gains a note naming the missing effects.
 pub fn apply(h: &History, verdicts: &mut [Verdict]) {
-    let missing = missing(h);
+    apply_to_view(&super::agent_view(h), verdicts)
+}
+
+/// [`apply`] to the verdicts of a history already as the checkers read it
+/// ([`super::agent_view`]).
+pub(super) fn apply_to_view(h: &History, verdicts: &mut [Verdict]) {
+    let missing = missing_in_view(h);
     if missing.is_empty() {
         return;
     }

@@ -99,7 +99,11 @@ impl ProtocolState {
 /// For every fault the nemesis fired: (protocol state at that moment, fault kind); see
 /// [`ProtocolState`].
 pub fn fault_states(h: &History) -> Vec<(&'static str, String)> {
-    let h = agent_view(h);
+    fault_states_in_view(&agent_view(h))
+}
+
+/// [`fault_states`] of a history already as the checkers read it ([`agent_view`]).
+pub fn fault_states_in_view(h: &History) -> Vec<(&'static str, String)> {
     let kinds: BTreeSet<&str> = crate::nemesis::FaultKind::ALL
         .iter()
         .map(|k| k.as_str())
@@ -162,6 +166,11 @@ const PLAIN_EVENTS: &[(&str, &str, &str)] = &[
 
 /// Events of a run, for the scenario's `sometimes` guard.
 pub fn events(h: &History) -> BTreeSet<&'static str> {
+    events_in_view(h, &agent_view(h))
+}
+
+/// [`events`] of `h`, given `view`, `h` as the checkers read it ([`agent_view`]).
+pub fn events_in_view(h: &History, view: &History) -> BTreeSet<&'static str> {
     let mut e = BTreeSet::new();
     // Cluster: which node each connection reached, then which nodes each submission's
     // attempts reached.
@@ -183,7 +192,7 @@ pub fn events(h: &History) -> BTreeSet<&'static str> {
     if nodes.values().any(|s| s.len() > 1) {
         e.insert("other-node");
     }
-    let h = agent_view(h);
+    let h = view;
     let mut attempts: BTreeMap<u64, u32> = BTreeMap::new();
     let mut open_ids: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
     let mut client_conns = 0;

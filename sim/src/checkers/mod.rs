@@ -39,7 +39,10 @@ mod retention_tests;
 mod tests;
 
 pub use contract::{Dependency, Missing, DEPENDENCIES};
-pub use coverage::{events, fault_states, protocol_states_at, ProtocolState, EVENTS, FAULT_STATES};
+pub use coverage::{
+    events, events_in_view, fault_states, fault_states_in_view, protocol_states_at, ProtocolState,
+    EVENTS, FAULT_STATES,
+};
 pub use facts::{agent_view, Facts, Insert, SubmissionClass};
 pub use p01_at_most_once::p1_at_most_once;
 pub use p02_no_silent_drop::p2_no_silent_drop;
@@ -185,10 +188,16 @@ pub const CHECKERS: &[Checker] = &[
 /// Run every checker, then the effect contract ([`contract::apply`]): a property that rests
 /// on an effect the Agent owed and never emitted is not checked (unknown), never valid.
 pub fn check_all(h: &History) -> Vec<Verdict> {
-    let h = agent_view(h);
-    let facts = Facts::of(&h);
-    let mut verdicts: Vec<Verdict> = CHECKERS.iter().map(|c| (c.check)(&facts)).collect();
-    contract::apply(&h, &mut verdicts);
+    let view = agent_view(h);
+    check_view(&view, &Facts::of(&view))
+}
+
+/// [`check_all`] of a history already as the checkers read it (`view`: [`agent_view`]) and its
+/// [`Facts`], for a caller that reads them for more than the verdicts (one pass, not one per
+/// use).
+pub fn check_view(view: &History, facts: &Facts) -> Vec<Verdict> {
+    let mut verdicts: Vec<Verdict> = CHECKERS.iter().map(|c| (c.check)(facts)).collect();
+    contract::apply_to_view(view, &mut verdicts);
     verdicts
 }
 
