@@ -306,7 +306,10 @@ impl Io {
                 // reader logs it, so the two ends match and it counts as in flight.
                 let frame: Value =
                     serde_json::from_str(&line).unwrap_or_else(|_| Value::String(line.clone()));
-                let decision = ledger.borrow_mut().on_send(id, from, &frame);
+                // The frame goes into the send op; only a request the remote transport drops
+                // needs its id after.
+                let rpc_id = frame.get("id").cloned().unwrap_or(Value::Null);
+                let decision = ledger.borrow_mut().on_send(id, from, frame);
                 if matches!(decision, FrameDecision::Lose { silent: false }) {
                     ledger.borrow_mut().writer_gone(id, from);
                 } else {
@@ -355,7 +358,7 @@ impl Io {
                     FrameDecision::Lose { silent: true } => continue,
                     FrameDecision::Drop { not_accepted } => {
                         if not_accepted {
-                            let _ = tx.send(Ev::NotAccepted(id, frame["id"].clone()));
+                            let _ = tx.send(Ev::NotAccepted(id, rpc_id));
                         }
                         continue;
                     }

@@ -251,12 +251,12 @@ impl Ledger {
     }
 
     /// A writer is about to send `frame` on `conn`; `from` is `client` or `agent`.
-    /// Logs the send and decides the frame's fate.
+    /// Logs the send (the frame moves into its op) and decides the frame's fate.
     ///
     /// Long on purpose: the per-frame decision in the order it is made: a silently broken
     /// connection, a dead update stream, which exchange the frame belongs to, each armed fault,
     /// what is in flight, the log.
-    pub fn on_send(&mut self, conn: ConnId, from: &str, frame: &Value) -> FrameDecision {
+    pub fn on_send(&mut self, conn: ConnId, from: &str, frame: Value) -> FrameDecision {
         if self.blackholed.contains(&conn) {
             return FrameDecision::Lose { silent: true };
         }
@@ -403,7 +403,7 @@ impl Ledger {
         }
         // A line that is not JSON has no id, but the Agent still owes it a `-32700`: it is in
         // flight until the Agent reads it, or the run could end before that answer.
-        if let (Value::String(line), false) = (frame, is_agent_host(from)) {
+        if let (Value::String(line), false) = (&frame, is_agent_host(from)) {
             if !matches!(decision, FrameDecision::Drop { .. }) {
                 self.outstanding
                     .insert((conn, format!("raw:{line}")), from.to_string());
@@ -417,7 +417,7 @@ impl Ledger {
                 process::NET,
                 OpType::Info,
                 op::SEND,
-                frame_op(conn, from, frame.clone()),
+                frame_op(conn, from, frame),
             );
             self.sends += 1;
             self.last_send
