@@ -51,36 +51,31 @@ pub struct ParseError(pub String);
 /// Decode one line. Errors only when the line is not JSON (answer `-32700`, `id: null`).
 pub fn parse(line: &str) -> Result<Frame, ParseError> {
     let v: Value = serde_json::from_str(line).map_err(|e| ParseError(e.to_string()))?;
-    Ok(frame_of(&v))
+    Ok(frame_of(v))
 }
 
-/// The frame a decoded JSON value is.
-fn frame_of(v: &Value) -> Frame {
-    let Some(obj) = v.as_object() else {
+/// The frame a decoded JSON value is (its parts move into the frame: no copy).
+fn frame_of(v: Value) -> Frame {
+    let Value::Object(mut obj) = v else {
         return Frame::Invalid { id: Value::Null };
     };
-    let id = obj.get("id").cloned();
-    match (obj.get("method"), id) {
-        (Some(Value::String(m)), Some(id)) => Frame::Request {
+    let id = obj.remove("id");
+    let mut take = |k: &str| obj.remove(k);
+    match (take("method"), id) {
+        (Some(Value::String(method)), Some(id)) => Frame::Request {
             id,
-            method: m.clone(),
-            params: obj.get("params").cloned().unwrap_or(Value::Null),
+            method,
+            params: take("params").unwrap_or(Value::Null),
         },
-        (Some(Value::String(m)), None) => Frame::Notification {
-            method: m.clone(),
-            params: obj.get("params").cloned().unwrap_or(Value::Null),
+        (Some(Value::String(method)), None) => Frame::Notification {
+            method,
+            params: take("params").unwrap_or(Value::Null),
         },
         (None, Some(id)) => {
-            if let Some(e) = obj.get("error") {
-                Frame::Response {
-                    id,
-                    result: Err(e.clone()),
-                }
-            } else if let Some(r) = obj.get("result") {
-                Frame::Response {
-                    id,
-                    result: Ok(r.clone()),
-                }
+            if let Some(e) = take("error") {
+                Frame::Response { id, result: Err(e) }
+            } else if let Some(r) = take("result") {
+                Frame::Response { id, result: Ok(r) }
             } else {
                 Frame::Invalid { id }
             }
@@ -110,7 +105,8 @@ pub fn valid_id(id: &Value) -> bool {
 /// when the line is not JSON (`-32700`).
 pub fn parse_request(line: &str) -> Result<Frame, ParseError> {
     let v: Value = serde_json::from_str(line).map_err(|e| ParseError(e.to_string()))?;
-    let frame = frame_of(&v);
+    let envelope_ok = v.get("jsonrpc").and_then(Value::as_str) == Some("2.0");
+    let frame = frame_of(v);
     let id = match &frame {
         Frame::Request { id, .. } => Some(id),
         Frame::Notification { .. } => None,
@@ -120,7 +116,7 @@ pub fn parse_request(line: &str) -> Result<Frame, ParseError> {
     if id.is_some_and(|i| !valid_id(i)) {
         return Ok(Frame::Invalid { id: Value::Null });
     }
-    if v.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+    if !envelope_ok {
         return Ok(Frame::Invalid {
             id: id.cloned().unwrap_or(Value::Null),
         });
