@@ -116,6 +116,8 @@ pub enum SubmissionClass {
 pub struct Facts<'a> {
     /// The history.
     pub history: &'a History,
+    /// [`prompt_answers`], made on first use.
+    answers: std::cell::OnceCell<Vec<Answer>>,
     /// Every insertion, in order.
     pub inserts: Vec<Insert>,
     /// User submissions: number → op index of the `submit` invoke.
@@ -199,6 +201,7 @@ impl<'a> Facts<'a> {
             .as_u64()
             .filter(|w| *w > 0);
         Facts {
+            answers: std::cell::OnceCell::new(),
             history: h,
             inserts,
             submissions,
@@ -510,23 +513,33 @@ impl Scan {
 /// One Agent answer to a `session/prompt` attempt: (conn, id), op index, messageId or code.
 pub(super) type Answer = ((u64, String), usize, Result<String, i64>);
 
-/// Agent answers to `session/prompt` attempts, in order.
-pub(super) fn prompt_answers(f: &Facts) -> Vec<Answer> {
+/// Agent answers to `session/prompt` attempts, in order (made once per [`Facts`]: P3 and P4
+/// read them).
+pub(super) fn prompt_answers<'f>(f: &'f Facts) -> &'f [Answer] {
+    f.answers.get_or_init(|| answers_of(f.history))
+}
+
+fn answers_of(h: &History) -> Vec<Answer> {
     let mut prompts: BTreeSet<(u64, String)> = BTreeSet::new();
     let mut out = Vec::new();
-    for op in &f.history.ops {
+    for op in &h.ops {
         if op.process != process::NET || op.f != op::SEND {
             continue;
         }
         let fr = &op.value["frame"];
-        let key = (op.value["conn"].as_u64().unwrap_or(0), fr["id"].to_string());
-        if op.value["from"] == "proxy" || (op.value["from"] == "client") {
+        let key = || (op.value["conn"].as_u64().unwrap_or(0), fr["id"].to_string());
+        let from = &op.value["from"];
+        if from == "proxy" || from == "client" {
             if fr["method"] == "session/prompt" {
-                prompts.insert(key);
+                prompts.insert(key());
             }
             continue;
         }
-        if op.value["from"] != "agent" || !prompts.contains(&key) {
+        if from != "agent" {
+            continue;
+        }
+        let key = key();
+        if !prompts.contains(&key) {
             continue;
         }
         if let Some(m) = fr["result"]["messageId"].as_str() {

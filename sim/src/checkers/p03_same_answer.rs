@@ -77,7 +77,7 @@ fn key_malformed(k: &str) -> bool {
 /// its own (A7: "still in progress" is not an answer).
 pub fn p3_same_answer(f: &Facts) -> Verdict {
     let answers = prompt_answers(f);
-    let mut v = p3_messageids(f, &answers);
+    let mut v = p3_messageids(f, answers);
     if v.status == Status::Invalid {
         return v;
     }
@@ -85,7 +85,7 @@ pub fn p3_same_answer(f: &Facts) -> Verdict {
     // When the Agent decided each attempt: its answer, or its own log of the decision (an
     // answer lost on the way was decided all the same).
     let mut answered_at: BTreeMap<(u64, String), usize> = BTreeMap::new();
-    for (a, op, _) in &answers {
+    for (a, op, _) in answers {
         answered_at.entry(a.clone()).or_insert(*op);
     }
     for op in &f.history.ops {
@@ -104,7 +104,7 @@ pub fn p3_same_answer(f: &Facts) -> Verdict {
         }
     }
     // Cross-wired answers: a success whose messageId the Agent inserted for another key.
-    for (attempt, op, ans) in &answers {
+    for (attempt, op, ans) in answers {
         let Ok(mid) = ans else { continue };
         let Some(r) = reads.get(attempt) else {
             continue;
@@ -162,7 +162,7 @@ pub fn p3_same_answer(f: &Facts) -> Verdict {
         let v = &f.history.ops[i.op].value;
         (v["conn"].as_u64().unwrap_or(0), v["id"].to_string())
     };
-    for (attempt, op, ans) in &answers {
+    for (attempt, op, ans) in answers {
         let Err(code) = ans else { continue };
         if request_error(*code) || excused.contains(attempt) {
             continue;

@@ -28,12 +28,12 @@ pub fn p4_error_means_not_inserted(f: &Facts) -> Verdict {
             )
         })
         .collect();
-    for (attempt, op, ans) in prompt_answers(f) {
-        let Err(code) = ans else { continue };
+    for &(ref attempt, op, ref ans) in prompt_answers(f) {
+        let &Err(code) = ans else { continue };
         if code == acp_chaos_models::rpc::code::REQUEST_CANCELLED {
             continue;
         }
-        if let Some(&i) = inserted.get(&attempt) {
+        if let Some(&i) = inserted.get(attempt) {
             v.status = Status::Invalid;
             v.party = Some(Party::Agent);
             v.rules = vec!["A2".into(), "A3".into()];
