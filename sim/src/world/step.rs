@@ -196,8 +196,8 @@ pub(super) fn run_plan(plan: &Plan, parties: &Parties, skip: bool) -> (History, 
         let stepped = if w.skip && !w.acted {
             // Only the hosts with work tick: one woken (by a message delivered in this step,
             // a peer), or one whose timer ends by the step's end.
-            let wakes = w.wakes.clone();
-            w.sim.step_by_with(Duration::from_millis(ms), &mut |host| {
+            let (sim, wakes) = (&mut w.sim, &w.wakes);
+            sim.step_by_with(Duration::from_millis(ms), &mut |host| {
                 wakes.due(host, now + ms)
             })
         } else {
