@@ -83,7 +83,7 @@ pub fn result_of(scenario: &str, design: Design, seed: u64, h: &History) -> RunR
         hash: h.hash(),
         verdicts,
         classes,
-        events: checkers::events_in_view(h, &view),
+        events: checkers::events_in_view(h, &facts),
         ops: h.ops.len(),
         sim_ms: h.ops.last().map(|o| o.time_ms).unwrap_or(0),
         rerun_hash: None,

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use super::facts::agent_view;
+use super::facts::{agent_view, Facts};
 use crate::history::{op, process, History, Op};
 
 /// Protocol states a fault can land in, for the coverage map (most specific first).
@@ -166,11 +166,12 @@ const PLAIN_EVENTS: &[(&str, &str, &str)] = &[
 
 /// Events of a run, for the scenario's `sometimes` guard.
 pub fn events(h: &History) -> BTreeSet<&'static str> {
-    events_in_view(h, &agent_view(h))
+    let view = agent_view(h);
+    events_in_view(h, &Facts::of(&view))
 }
 
-/// [`events`] of `h`, given `view`, `h` as the checkers read it ([`agent_view`]).
-pub fn events_in_view(h: &History, view: &History) -> BTreeSet<&'static str> {
+/// [`events`] of `h`, given the facts of `h` as the checkers read it ([`agent_view`]).
+pub fn events_in_view(h: &History, view: &Facts) -> BTreeSet<&'static str> {
     let mut e = BTreeSet::new();
     // Cluster: which node each connection reached, then which nodes each submission's
     // attempts reached.
@@ -192,7 +193,6 @@ pub fn events_in_view(h: &History, view: &History) -> BTreeSet<&'static str> {
     if nodes.values().any(|s| s.len() > 1) {
         e.insert("other-node");
     }
-    let h = view;
     let mut attempts: BTreeMap<u64, u32> = BTreeMap::new();
     let mut open_ids: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
     let mut client_conns = 0;
@@ -201,31 +201,28 @@ pub fn events_in_view(h: &History, view: &History) -> BTreeSet<&'static str> {
     // The Agent's `session/request_permission` requests still unanswered: (connection, id) →
     // the session each asked about.
     let mut asking: BTreeMap<(u64, String), &serde_json::Value> = BTreeMap::new();
-    for op in &h.ops {
+    for (op, w) in view.ops_with_wire() {
         // A6: the user stops the session while the Agent waits on the user's permission.
-        let frame = &op.value["frame"];
-        let conn_id = || {
-            (
-                op.value["conn"].as_u64().unwrap_or(0),
-                frame["id"].to_string(),
-            )
-        };
-        match (op.process.as_str(), op.f.as_str(), frame["method"].as_str()) {
-            (process::NET, op::SEND, Some("session/request_permission"))
-                if op.value["from"] == "agent" =>
+        let method = w.and_then(|w| w.method);
+        match (op.process.as_str(), op.f.as_str(), w) {
+            (process::NET, op::SEND, Some(w))
+                if method == Some("session/request_permission") && w.from == "agent" =>
             {
-                asking.insert(conn_id(), &frame["params"]["sessionId"]);
+                asking.insert(w.key(), &w.frame["params"]["sessionId"]);
             }
-            (process::NET, op::RECV, None) if op.value["from"] == "client" => {
-                asking.remove(&conn_id());
+            (process::NET, op::RECV, Some(w)) if method.is_none() && w.from == "client" => {
+                asking.remove(&w.key());
             }
             // Withdrawn by the Agent: no longer asked.
-            (process::NET, op::SEND, Some("$/cancel_request")) if op.value["from"] == "agent" => {
-                let c = op.value["conn"].as_u64().unwrap_or(0);
-                asking.remove(&(c, frame["params"]["requestId"].to_string()));
+            (process::NET, op::SEND, Some(w))
+                if method == Some("$/cancel_request") && w.from == "agent" =>
+            {
+                asking.remove(&(w.conn, w.frame["params"]["requestId"].to_string()));
             }
-            (process::NET, op::RECV, Some("session/cancel")) if op.value["from"] == "client" => {
-                let sid = &frame["params"]["sessionId"];
+            (process::NET, op::RECV, Some(w))
+                if method == Some("session/cancel") && w.from == "client" =>
+            {
+                let sid = &w.frame["params"]["sessionId"];
                 if asking.values().any(|s| *s == sid) {
                     e.insert("stop-while-asking");
                 }
@@ -241,9 +238,10 @@ pub fn events_in_view(h: &History, view: &History) -> BTreeSet<&'static str> {
             _ => {}
         }
         let has = |o: &Op, p: &str, f: &str| o.process == p && o.f == f;
+        // (No plain event is a frame: most ops are.)
         if let Some((_, _, ev)) = PLAIN_EVENTS
             .iter()
-            .find(|(p, f, _)| op.process == *p && op.f == *f)
+            .find(|(p, f, _)| w.is_none() && op.process == *p && op.f == *f)
         {
             e.insert(ev);
         }
@@ -263,20 +261,18 @@ pub fn events_in_view(h: &History, view: &History) -> BTreeSet<&'static str> {
         }
         // The same JSON-RPC id awaiting the Agent's answer on two connections at once (legal:
         // ids are per connection, and dedup must go by key, never by id).
-        let fr = &op.value["frame"];
-        let conn = op.value["conn"].as_u64().unwrap_or(0);
-        if op.process == process::NET && fr.get("id").is_some_and(|i| !i.is_null()) {
-            let id = fr["id"].to_string();
-            match (op.f.as_str(), op.value["from"].as_str(), fr.get("method")) {
-                ("recv", Some("client"), Some(_)) => {
-                    let conns = open_ids.entry(id).or_default();
+        let conn = w.map_or_else(|| op.value["conn"].as_u64().unwrap_or(0), |w| w.conn);
+        if let Some(w) = w.filter(|w| w.has_id()) {
+            match (w.sent, w.from, w.has_method) {
+                (false, "client", true) => {
+                    let conns = open_ids.entry(w.id_key.clone()).or_default();
                     if conns.iter().any(|c| *c != conn) {
                         e.insert("id-shared");
                     }
                     conns.insert(conn);
                 }
-                ("send", Some("agent"), None) => {
-                    if let Some(c) = open_ids.get_mut(&id) {
+                (true, "agent", false) => {
+                    if let Some(c) = open_ids.get_mut(&w.id_key) {
                         c.remove(&conn);
                     }
                 }
@@ -325,10 +321,7 @@ pub fn events_in_view(h: &History, view: &History) -> BTreeSet<&'static str> {
         if has(op, "agent", "insert") && op.value["live_only"] == true {
             e.insert("live-only");
         }
-        if has(op, "net", "send")
-            && op.value["from"] == "client"
-            && op.value["frame"]["method"] == "initialize"
-        {
+        if w.is_some_and(|w| w.sent && w.from == "client" && w.method == Some("initialize")) {
             client_conns += 1;
         }
     }

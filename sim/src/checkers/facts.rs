@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::wire::{wire_of, WireFrame};
 use crate::history::{is_agent_host, op, process, History, Op};
 
 /// The history as the checkers read it: a cluster's nodes and store are one Agent (the rules
@@ -116,6 +117,8 @@ pub enum SubmissionClass {
 pub struct Facts<'a> {
     /// The history.
     pub history: &'a History,
+    /// The frame of each op, by position in `history.ops` (`None`: not a `send` or `recv`).
+    pub wire: Vec<Option<WireFrame<'a>>>,
     /// [`prompt_answers`], made on first use.
     answers: std::cell::OnceCell<Vec<Answer>>,
     /// Every insertion, in order.
@@ -202,6 +205,7 @@ impl<'a> Facts<'a> {
             .filter(|w| *w > 0);
         Facts {
             answers: std::cell::OnceCell::new(),
+            wire: wire_of(&h.ops),
             history: h,
             inserts,
             submissions,
@@ -217,6 +221,14 @@ impl<'a> Facts<'a> {
             pending_at_end,
             recoveries,
         }
+    }
+
+    /// Each op with its frame, if it is a `send` or `recv` ([`WireFrame`]).
+    pub fn ops_with_wire(&self) -> impl Iterator<Item = (&'a Op, Option<&WireFrame<'a>>)> + '_ {
+        self.history
+            .ops
+            .iter()
+            .zip(self.wire.iter().map(Option::as_ref))
     }
 
     /// The submission an attempt (connection, JSON-RPC id) belongs to, through proxy rewrites.
@@ -516,32 +528,30 @@ pub(super) type Answer = ((u64, String), usize, Result<String, i64>);
 /// Agent answers to `session/prompt` attempts, in order (made once per [`Facts`]: P3 and P4
 /// read them).
 pub(super) fn prompt_answers<'f>(f: &'f Facts) -> &'f [Answer] {
-    f.answers.get_or_init(|| answers_of(f.history))
+    f.answers.get_or_init(|| answers_of(f))
 }
 
-fn answers_of(h: &History) -> Vec<Answer> {
+fn answers_of(f: &Facts) -> Vec<Answer> {
     let mut prompts: BTreeSet<(u64, String)> = BTreeSet::new();
     let mut out = Vec::new();
-    for op in &h.ops {
-        if op.process != process::NET || op.f != op::SEND {
+    for (op, w) in f.ops_with_wire() {
+        let Some(w) = w.filter(|w| w.sent) else {
             continue;
-        }
-        let fr = &op.value["frame"];
-        let key = || (op.value["conn"].as_u64().unwrap_or(0), fr["id"].to_string());
-        let from = &op.value["from"];
-        if from == "proxy" || from == "client" {
-            if fr["method"] == "session/prompt" {
-                prompts.insert(key());
+        };
+        if w.from == "proxy" || w.from == "client" {
+            if w.method == Some("session/prompt") {
+                prompts.insert(w.key());
             }
             continue;
         }
-        if from != "agent" {
+        if w.from != "agent" {
             continue;
         }
-        let key = key();
+        let key = w.key();
         if !prompts.contains(&key) {
             continue;
         }
+        let fr = w.frame;
         if let Some(m) = fr["result"]["messageId"].as_str() {
             out.push((key, op.index, Ok(m.to_string())));
         } else if let Some(c) = fr["error"]["code"].as_i64() {

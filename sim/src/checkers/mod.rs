@@ -31,6 +31,7 @@ pub mod p15_echo;
 pub mod p16_active_session;
 pub mod p17_turn_stop;
 pub mod verdict;
+pub mod wire;
 pub mod x4_resume_order;
 
 #[cfg(test)]
@@ -63,6 +64,7 @@ pub use p15_echo::p15_echo;
 pub use p16_active_session::p16_active_session;
 pub use p17_turn_stop::p17_turn_stop;
 pub use verdict::{Status, Verdict};
+pub use wire::WireFrame;
 pub use x4_resume_order::x4_resume_order;
 
 use crate::history::History;

@@ -55,27 +55,21 @@ fn cancels_through_the_proxy(
     let mut cancelled: BTreeMap<(u64, String), usize> = BTreeMap::new();
     let mut inserted: BTreeMap<(u64, String), usize> = BTreeMap::new();
     let mut rewritten: BTreeMap<(u64, String), (Value, usize)> = BTreeMap::new();
-    for op in &f.history.ops {
+    for (op, w) in f.ops_with_wire() {
         let val = &op.value;
-        match (op.process.as_str(), op.f.as_str()) {
-            (process::NET, op::SEND)
-                if val["from"] == "agent" && val["frame"]["error"]["code"] == rpc_cancelled() =>
+        match (op.process.as_str(), op.f.as_str(), w) {
+            (process::NET, op::SEND, Some(w))
+                if w.from == "agent" && w.frame["error"]["code"] == rpc_cancelled() =>
             {
-                cancelled.insert(
-                    (
-                        val["conn"].as_u64().unwrap_or(0),
-                        val["frame"]["id"].to_string(),
-                    ),
-                    op.index,
-                );
+                cancelled.insert(w.key(), op.index);
             }
-            (process::AGENT, op::INSERT) => {
+            (process::AGENT, op::INSERT, _) => {
                 inserted.insert(
                     (val["conn"].as_u64().unwrap_or(0), val["id"].to_string()),
                     op.index,
                 );
             }
-            (process::PROXY, op::FORWARD) if val["method"] == "$/cancel_request" => {
+            (process::PROXY, op::FORWARD, _) if val["method"] == "$/cancel_request" => {
                 let up = (
                     val["up_conn"].as_u64().unwrap_or(0),
                     val["up_request_id"].to_string(),
@@ -95,7 +89,7 @@ fn cancels_through_the_proxy(
                     }
                 }
             }
-            (process::PROXY, op::FORWARD) => {
+            (process::PROXY, op::FORWARD, _) => {
                 let up = (
                     val["up_conn"].as_u64().unwrap_or(0),
                     val["up_id"].to_string(),
@@ -125,21 +119,20 @@ fn withdrawals_answered(f: &Facts) -> Option<Verdict> {
     let mut crashes: Vec<usize> = Vec::new();
     // Cluster: every stop the store recorded, per session, in order.
     let mut stops: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-    for op in &f.history.ops {
+    for (op, w) in f.ops_with_wire() {
         let val = &op.value;
-        match (op.process.as_str(), op.f.as_str()) {
+        match (op.process.as_str(), op.f.as_str(), w) {
             // What the Agent read (its peer is the Client or a proxy).
-            (process::NET, op::RECV) if val["from"] == "client" => {
-                let fr = &val["frame"];
-                let conn = val["conn"].as_u64().unwrap_or(0);
-                if fr["method"] == "session/prompt" {
+            (process::NET, op::RECV, Some(w)) if w.from == "client" => {
+                let fr = w.frame;
+                if w.method == Some("session/prompt") {
                     let session = fr["params"]["sessionId"]
                         .as_str()
                         .unwrap_or_default()
                         .to_string();
                     let key = fr["params"]["idempotencyKey"].as_str().map(str::to_string);
-                    recv.insert((conn, fr["id"].to_string()), (op.index, key, session));
-                } else if fr["method"] == "session/cancel" {
+                    recv.insert(w.key(), (op.index, key, session));
+                } else if w.method == Some("session/cancel") {
                     last_cancel.insert(
                         fr["params"]["sessionId"]
                             .as_str()
@@ -149,20 +142,14 @@ fn withdrawals_answered(f: &Facts) -> Option<Verdict> {
                     );
                 }
             }
-            (process::NET, op::SEND)
-                if val["from"] == "agent" && val["frame"].get("method").is_none() =>
-            {
-                let k = (
-                    val["conn"].as_u64().unwrap_or(0),
-                    val["frame"]["id"].to_string(),
-                );
+            (process::NET, op::SEND, Some(w)) if w.from == "agent" && !w.has_method => {
                 answered
-                    .entry(k)
-                    .or_insert((op.index, val["frame"]["error"]["code"].as_i64()));
+                    .entry(w.key())
+                    .or_insert((op.index, w.frame["error"]["code"].as_i64()));
             }
             // An answer the network lost after the Agent wrote it (the remote transport's
             // lost exchange, or the break at that very frame; not a request of the Agent's own).
-            ("nemesis", "lose-exchange" | "lose-frame")
+            ("nemesis", "lose-exchange" | "lose-frame", _)
                 if val["detail"]["from"].as_str().is_some_and(is_agent_host)
                     && val["detail"]["frame"].get("method").is_none() =>
             {
@@ -177,29 +164,29 @@ fn withdrawals_answered(f: &Facts) -> Option<Verdict> {
             }
             // Either end (the later one): a crashed process logs no end of its own, its peer
             // does; and an end may read a last frame before it notices the close.
-            ("agent" | "client", "conn-end") => {
+            ("agent" | "client", "conn-end", _) => {
                 ended.insert(val["conn"].as_u64().unwrap_or(0), op.index);
             }
-            (process::AGENT, op::WITHDRAW) => {
+            (process::AGENT, op::WITHDRAW, _) => {
                 let stop_at = val["session"]
                     .as_str()
                     .and_then(|s| last_stop.get(s))
                     .copied();
                 withdrawals.push((op, stop_at));
             }
-            (process::AGENT, op::STOP_RECORDED) if is_store_op(op) => {
+            (process::AGENT, op::STOP_RECORDED, _) if is_store_op(op) => {
                 let s = val["session"].as_str().unwrap_or_default().to_string();
                 last_stop.insert(s.clone(), op.index);
                 stops.entry(s).or_default().push(op.index);
             }
             // The Agent's own decisions, logged before the writer sends the answer: a
             // request already rejected or inserted was not pending any more.
-            (process::AGENT, op::REJECT | op::INSERT | op::DEDUP_HIT) => {
+            (process::AGENT, op::REJECT | op::INSERT | op::DEDUP_HIT, _) => {
                 let k = (val["conn"].as_u64().unwrap_or(0), val["id"].to_string());
                 decided.entry(k).or_insert(op.index);
             }
-            (process::AGENT, op::RECOVER) => boots.push(op.index),
-            (process::NEMESIS, op::CRASH) if val["host"] == "agent" => crashes.push(op.index),
+            (process::AGENT, op::RECOVER, _) => boots.push(op.index),
+            (process::NEMESIS, op::CRASH, _) if val["host"] == "agent" => crashes.push(op.index),
             _ => {}
         }
     }
@@ -335,10 +322,10 @@ fn a6_earlier_held(f: &Facts) -> Option<Verdict> {
         ),
     }
     };
-    for op in &f.history.ops {
+    for (op, w) in f.ops_with_wire() {
         let val = &op.value;
-        match (op.process.as_str(), op.f.as_str()) {
-            (process::NET, op::CONN_OPEN) => {
+        match (op.process.as_str(), op.f.as_str(), w) {
+            (process::NET, op::CONN_OPEN, _) => {
                 if let (Some(c), Some(n)) = (val["conn"].as_u64(), val["seen_by"].as_str()) {
                     node_of.insert(c, n.to_string());
                 }
@@ -348,23 +335,20 @@ fn a6_earlier_held(f: &Facts) -> Option<Verdict> {
                 held.clear();
                 covered.clear();
             }
-            (process::AGENT, op::HOLD) => {
+            (process::AGENT, op::HOLD, _) => {
                 held.insert(
                     attempt(val),
                     val["session"].as_str().unwrap_or_default().to_string(),
                 );
             }
-            (process::AGENT, op::WITHDRAW | op::RELEASE | op::DROP_HELD) => {
+            (process::AGENT, op::WITHDRAW | op::RELEASE | op::DROP_HELD, _) => {
                 held.remove(&attempt(val));
             }
-            (process::NET, op::RECV)
-                if matches!(val["from"].as_str(), Some("client" | "proxy"))
-                    && val["frame"]["method"] == "session/cancel" =>
+            (process::NET, op::RECV, Some(w))
+                if matches!(w.from, "client" | "proxy") && w.method == Some("session/cancel") =>
             {
-                let sid = val["frame"]["params"]["sessionId"]
-                    .as_str()
-                    .unwrap_or_default();
-                let conn = val["conn"].as_u64().unwrap_or(0);
+                let sid = w.frame["params"]["sessionId"].as_str().unwrap_or_default();
+                let conn = w.conn;
                 if active.get(sid).is_some_and(|c| c.contains(&conn)) {
                     let reader = node_of.get(&conn).filter(|n| n.starts_with("node"));
                     for (a, s) in &held {
@@ -380,7 +364,7 @@ fn a6_earlier_held(f: &Facts) -> Option<Verdict> {
                 }
             }
             // The stop reached the store: every stop on its way for this session arrived.
-            (process::AGENT, op::STOP_RECORDED) if is_store_op(op) => {
+            (process::AGENT, op::STOP_RECORDED, _) if is_store_op(op) => {
                 let sid = val["session"].as_str().unwrap_or_default();
                 for (_, on_way, s) in covered.values_mut() {
                     if s == sid {
@@ -390,7 +374,7 @@ fn a6_earlier_held(f: &Facts) -> Option<Verdict> {
                 in_flight.retain(|(a, _, _)| covered.get(a).is_some_and(|c| c.1.is_some()));
             }
             // The reading node crashed before its stop reached the store: the stop died with it.
-            (process::NEMESIS, op::CRASH) => {
+            (process::NEMESIS, op::CRASH, _) => {
                 let host = val["host_was"].as_str().unwrap_or_default();
                 let dead: Vec<(u64, String)> = covered
                     .iter()
@@ -402,7 +386,7 @@ fn a6_earlier_held(f: &Facts) -> Option<Verdict> {
                     in_flight.retain(|(x, _, _)| *x != a);
                 }
             }
-            (process::AGENT, op::INSERT) if val["mode"] == "held" => {
+            (process::AGENT, op::INSERT, _) if val["mode"] == "held" => {
                 let a = attempt(val);
                 held.remove(&a);
                 match covered.get(&a) {

@@ -3,7 +3,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use acp_chaos_models::{methods, Party};
-use serde_json::Value;
 
 use super::facts::Facts;
 use super::verdict::{Status, Verdict};
@@ -26,19 +25,17 @@ pub fn p7_every_request_answered(f: &Facts) -> Verdict {
     // Connections where the Agent read a line the history could not parse (not JSON): what it
     // answers there afterwards is P5's to judge (K3), not an answer to nothing.
     let mut garbled: BTreeMap<u64, Vec<(usize, &str)>> = BTreeMap::new();
-    for op in &f.history.ops {
+    for (op, w) in f.ops_with_wire() {
         let val = &op.value;
-        let key = |fr: &Value| (val["conn"].as_u64().unwrap_or(0), fr["id"].to_string());
-        match (op.process.as_str(), op.f.as_str()) {
+        match (op.process.as_str(), op.f.as_str(), w) {
             // A request, or an invalid one with an id (no method: answered -32600 under it).
-            (process::NET, op::RECV)
-                if val["from"] == "client"
-                    && val["frame"].get("id").is_some_and(|i| !i.is_null())
-                    && (val["frame"].get("method").is_some()
-                        || (val["frame"].get("result").is_none()
-                            && val["frame"].get("error").is_none())) =>
+            (process::NET, op::RECV, Some(w))
+                if w.from == "client"
+                    && w.has_id()
+                    && (w.has_method
+                        || (w.frame.get("result").is_none() && w.frame.get("error").is_none())) =>
             {
-                let k = key(&val["frame"]);
+                let k = w.key();
                 read.insert(k.clone(), op.index);
                 answers.remove(&k);
             }
@@ -46,17 +43,15 @@ pub fn p7_every_request_answered(f: &Facts) -> Verdict {
             // first request there awaits an answer. Only requests toward the Agent: a proxy
             // also writes the Agent's own requests (`session/request_permission`) to the
             // Client, in the other direction's id space.
-            (process::NET, op::SEND)
-                if !val["from"].as_str().is_some_and(is_agent_host)
-                    && val["frame"]["method"]
-                        .as_str()
-                        .is_some_and(|m| methods::get(m).is_some())
-                    && val["frame"].get("id").is_some_and(|i| !i.is_null()) =>
+            (process::NET, op::SEND, Some(w))
+                if !w.from_agent
+                    && w.method.is_some_and(|m| methods::get(m).is_some())
+                    && w.has_id() =>
             {
-                let k = key(&val["frame"]);
+                let k = w.key();
                 if let Some(first) = awaiting.get(&k) {
                     v.status = Status::Invalid;
-                    v.party = Some(if val["from"] == "proxy" {
+                    v.party = Some(if w.from == "proxy" {
                         Party::Intermediary
                     } else {
                         Party::Client
@@ -72,27 +67,20 @@ pub fn p7_every_request_answered(f: &Facts) -> Verdict {
                 }
                 awaiting.insert(k, op.index);
             }
-            (process::NET, op::RECV) if val["from"] == "client" && val["frame"].is_string() => {
+            (process::NET, op::RECV, Some(w)) if w.from == "client" && w.frame.is_string() => {
                 garbled
-                    .entry(val["conn"].as_u64().unwrap_or(0))
+                    .entry(w.conn)
                     .or_default()
-                    .push((op.index, val["frame"].as_str().unwrap_or_default()));
+                    .push((op.index, w.frame.as_str().unwrap_or_default()));
             }
-            (process::NET, op::RECV)
-                if val["from"] == "agent" && val["frame"].get("method").is_none() =>
-            {
-                awaiting.remove(&key(&val["frame"]));
+            (process::NET, op::RECV, Some(w)) if w.from == "agent" && !w.has_method => {
+                awaiting.remove(&w.key());
             }
-            (process::NET, op::SEND)
-                if val["from"] == "agent" && val["frame"].get("method").is_none() =>
-            {
-                answers
-                    .entry(key(&val["frame"]))
-                    .or_default()
-                    .push(op.index);
+            (process::NET, op::SEND, Some(w)) if w.from == "agent" && !w.has_method => {
+                answers.entry(w.key()).or_default().push(op.index);
             }
             // A response the remote transport lost (not an Agent request it lost).
-            ("nemesis", "lose-exchange")
+            ("nemesis", "lose-exchange", _)
                 if val["detail"]["from"].as_str().is_some_and(is_agent_host)
                     && val["detail"]["frame"].get("method").is_none() =>
             {
@@ -103,21 +91,21 @@ pub fn p7_every_request_answered(f: &Facts) -> Verdict {
                 );
                 answers.entry(k).or_default().push(op.index);
             }
-            (_, op::CONN_END) => {
+            (_, op::CONN_END, _) => {
                 if let Some(c) = val["conn"].as_u64() {
                     ended.insert(c);
                     awaiting.retain(|k, _| k.0 != c);
                 }
             }
-            (process::NEMESIS, op::CRASH) => crashes.push(op.index),
+            (process::NEMESIS, op::CRASH, _) => crashes.push(op.index),
             // A lost frame breaks its connection there (a silent break logs no end until a
             // heartbeat gives up): nothing after it can be delivered.
-            ("nemesis", "lose-frame") => {
+            ("nemesis", "lose-frame", _) => {
                 if let Some(c) = val["detail"]["conn"].as_u64() {
                     ended.insert(c);
                 }
             }
-            (process::WORLD, op::END) => quiescent = val["outcome"] == "quiescent",
+            (process::WORLD, op::END, _) => quiescent = val["outcome"] == "quiescent",
             _ => {}
         }
     }

@@ -7,7 +7,7 @@ use acp_chaos_models::Party;
 
 use super::facts::{track_active, Facts};
 use super::verdict::{Status, Verdict};
-use crate::history::{is_agent_host, op, process};
+use crate::history::{op, process};
 
 /// P10 retry-class: each method behaves on a repeat as its class says (RULES.md "Retry
 /// classes"), on both ends:
@@ -35,22 +35,17 @@ pub fn p10_retry_class(f: &Facts) -> Verdict {
     let stale_ms = f.history.header["plan"]["client"]["stale_ms"]
         .as_u64()
         .unwrap_or(0);
-    for op in &f.history.ops {
+    for (op, w) in f.ops_with_wire() {
         let val = &op.value;
-        match (op.process.as_str(), op.f.as_str()) {
-            (process::NET, op::RECV)
-                if val["frame"]["error"].is_object() && val["frame"].get("method").is_none() =>
-            {
-                failed.insert((
-                    val["conn"].as_u64().unwrap_or(0),
-                    val["frame"]["id"].to_string(),
-                ));
+        match (op.process.as_str(), op.f.as_str(), w) {
+            (process::NET, op::RECV, Some(w)) if w.frame["error"].is_object() && !w.has_method => {
+                failed.insert(w.key());
             }
             // X5: it failed before it was accepted, so it reached nobody.
-            (process::CLIENT, op::NOT_ACCEPTED) => {
+            (process::CLIENT, op::NOT_ACCEPTED, _) => {
                 failed.insert((val["conn"].as_u64().unwrap_or(0), val["id"].to_string()));
             }
-            (process::CLIENT, op::ATTEMPT) => {
+            (process::CLIENT, op::ATTEMPT, _) => {
                 let n = val["submission"].as_u64().unwrap_or(0);
                 let key = val["key"].as_str().map(str::to_string);
                 let earlier = sent.entry(n).or_default();
@@ -111,7 +106,7 @@ pub fn p10_retry_class(f: &Facts) -> Verdict {
                     Some(_) => {}
                 }
             }
-            (process::CLIENT, op::SDK_RESEND)
+            (process::CLIENT, op::SDK_RESEND, _)
                 if finding.is_none()
                     && matches!(val["method"].as_str(), Some("session/new" | "session/fork")) =>
             {
@@ -129,32 +124,24 @@ pub fn p10_retry_class(f: &Facts) -> Verdict {
                 });
             }
             _ if track_active(&mut active, op) => {}
-            (process::NET, op::RECV)
-                if matches!(val["from"].as_str(), Some("client" | "proxy"))
-                    && val["frame"]["method"] == "session/resume" =>
+            (process::NET, op::RECV, Some(w))
+                if matches!(w.from, "client" | "proxy") && w.method == Some("session/resume") =>
             {
-                let sid = val["frame"]["params"]["sessionId"]
+                let sid = w.frame["params"]["sessionId"]
                     .as_str()
                     .unwrap_or_default()
                     .to_string();
-                let conn = val["conn"].as_u64().unwrap_or(0);
+                let conn = w.conn;
                 let elsewhere = active
                     .get(&sid)
                     .is_some_and(|c| c.iter().any(|x| *x != conn));
-                resumes.insert(
-                    (conn, val["frame"]["id"].to_string()),
-                    (op.index, sid, elsewhere),
-                );
+                resumes.insert(w.key(), (op.index, sid, elsewhere));
             }
-            (process::NET, op::SEND)
-                if val["from"].as_str().is_some_and(is_agent_host)
-                    && val["frame"]["error"]["code"].is_i64() =>
+            (process::NET, op::SEND, Some(w))
+                if w.from_agent && w.frame["error"]["code"].is_i64() =>
             {
-                let code = val["frame"]["error"]["code"].as_i64().unwrap_or(0);
-                let a = (
-                    val["conn"].as_u64().unwrap_or(0),
-                    val["frame"]["id"].to_string(),
-                );
+                let code = w.frame["error"]["code"].as_i64().unwrap_or(0);
+                let a = w.key();
                 if let Some((r, sid, true)) = resumes.remove(&a) {
                     // A malformed request, or one its sender cancelled (A5), may fail.
                     if code != rpc_code::INVALID_PARAMS && code != rpc_code::REQUEST_CANCELLED {

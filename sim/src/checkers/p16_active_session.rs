@@ -25,30 +25,31 @@ const NEED_ACTIVE: [&str; 2] = ["session/prompt", "session/set_config_option"];
 /// that connection.
 pub fn p16_active_session(f: &Facts) -> Verdict {
     let mut v = Verdict::valid("P16", &["X2", "C6"]);
-    let ops = &f.history.ops;
     // The Agent's first answer to each (connection, id): (op index, the frame).
     let mut answers: BTreeMap<(u64, String), (usize, &Value)> = BTreeMap::new();
-    for o in ops {
+    for (o, w) in f.ops_with_wire() {
         let val = &o.value;
-        let frame = match (o.process.as_str(), o.f.as_str()) {
-            (process::NET, op::SEND) if val["from"].as_str().is_some_and(is_agent_host) => {
-                &val["frame"]
+        let (conn, frame) = match (o.process.as_str(), o.f.as_str(), w) {
+            (process::NET, op::SEND, Some(w)) if w.from_agent => {
+                if w.has_method || w.id.is_none() {
+                    continue;
+                }
+                answers.entry(w.key()).or_insert((o.index, w.frame));
+                continue;
             }
             // An answer the network lost after the Agent wrote it.
-            (process::NEMESIS, "lose-exchange" | "lose-frame")
+            (process::NEMESIS, "lose-exchange" | "lose-frame", _)
                 if val["detail"]["from"].as_str().is_some_and(is_agent_host) =>
             {
-                &val["detail"]["frame"]
+                (val["detail"]["conn"].as_u64(), &val["detail"]["frame"])
             }
             _ => continue,
         };
         if frame.get("method").is_some() || frame.get("id").is_none() {
             continue;
         }
-        let conn = val["conn"]
-            .as_u64()
-            .or(val["detail"]["conn"].as_u64())
-            .unwrap_or(0);
+        // (A nemesis op has no `conn` of its own: its detail names it.)
+        let conn = val["conn"].as_u64().or(conn).unwrap_or(0);
         answers
             .entry((conn, frame["id"].to_string()))
             .or_insert((o.index, frame));
@@ -60,29 +61,29 @@ pub fn p16_active_session(f: &Facts) -> Verdict {
     let key = |logical: &BTreeMap<u64, String>, c: u64| {
         logical.get(&c).cloned().unwrap_or_else(|| c.to_string())
     };
-    for o in ops {
+    for (o, w) in f.ops_with_wire() {
         let val = &o.value;
-        match (o.process.as_str(), o.f.as_str()) {
-            (process::AGENT, op::LOGICAL) => {
+        match (o.process.as_str(), o.f.as_str(), w) {
+            (process::AGENT, op::LOGICAL, _) => {
                 if let (Some(c), Some(l)) = (val["conn"].as_u64(), val["logical"].as_str()) {
                     logical.insert(c, format!("logical {l}"));
                 }
             }
             // The Agent's own end of it (the Client may end it first and frames still in flight
             // reach the Agent, which still has the session active).
-            (process::AGENT, "conn-end") => {
+            (process::AGENT, "conn-end", _) => {
                 let c = val["conn"].as_u64().unwrap_or(0);
                 if !logical.contains_key(&c) {
                     active.remove(&c.to_string());
                 }
             }
-            (process::NET, op::RECV) if !val["from"].as_str().is_some_and(is_agent_host) => {
-                let fr = &val["frame"];
-                let (Some(method), Some(id)) = (fr["method"].as_str(), fr.get("id")) else {
+            (process::NET, op::RECV, Some(w)) if !w.from_agent => {
+                let fr = w.frame;
+                let (Some(method), Some(_)) = (w.method, w.id) else {
                     continue;
                 };
-                let conn = val["conn"].as_u64().unwrap_or(0);
-                let Some((at, answer)) = answers.get(&(conn, id.to_string())).copied() else {
+                let (conn, id) = (w.conn, &w.id_key);
+                let Some((at, answer)) = answers.get(&(conn, id.clone())).copied() else {
                     continue;
                 };
                 let sid = fr["params"]["sessionId"].as_str().unwrap_or_default();
@@ -152,16 +153,14 @@ pub fn p16_active_session(f: &Facts) -> Verdict {
 fn client_waits_for_resume(f: &Facts, v: &mut Verdict) {
     // (connection, session) → the id of the resume the Client awaits there.
     let mut resuming: BTreeMap<(u64, String), String> = BTreeMap::new();
-    for o in &f.history.ops {
-        let val = &o.value;
-        let conn = val["conn"].as_u64().unwrap_or(0);
-        let fr = &val["frame"];
-        match (o.process.as_str(), o.f.as_str()) {
-            (process::NET, op::SEND) if val["from"] == "client" => {
+    for (o, w) in f.ops_with_wire() {
+        match (o.process.as_str(), o.f.as_str(), w) {
+            (process::NET, op::SEND, Some(w)) if w.from == "client" => {
+                let (conn, fr) = (w.conn, w.frame);
                 let sid = fr["params"]["sessionId"].as_str().unwrap_or_default();
-                match fr["method"].as_str() {
+                match w.method {
                     Some("session/resume") => {
-                        resuming.insert((conn, sid.to_string()), fr["id"].to_string());
+                        resuming.insert((conn, sid.to_string()), w.id_key.clone());
                     }
                     Some("session/prompt") if resuming.contains_key(&(conn, sid.to_string())) => {
                         v.status = Status::Finding;
@@ -178,14 +177,13 @@ fn client_waits_for_resume(f: &Facts, v: &mut Verdict) {
                     _ => {}
                 }
             }
-            (process::NET, op::RECV)
-                if val["from"].as_str().is_some_and(is_agent_host)
-                    && fr.get("method").is_none() =>
-            {
-                let id = fr["id"].to_string();
-                resuming.retain(|(c, _), r| !(*c == conn && *r == id));
+            (process::NET, op::RECV, Some(w)) if w.from_agent && !w.has_method => {
+                resuming.retain(|(c, _), r| !(*c == w.conn && *r == w.id_key));
             }
-            (_, op::CONN_END) => resuming.retain(|(c, _), _| *c != conn),
+            (_, op::CONN_END, _) => {
+                let conn = o.value["conn"].as_u64().unwrap_or(0);
+                resuming.retain(|(c, _), _| *c != conn);
+            }
             _ => {}
         }
     }

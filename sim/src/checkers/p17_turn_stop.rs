@@ -7,7 +7,8 @@ use serde_json::Value;
 
 use super::facts::{is_store_op, malformed_request, track_active, Facts};
 use super::verdict::{Status, Verdict};
-use crate::history::{is_agent_host, op, process};
+use super::wire::WireFrame;
+use crate::history::{op, process};
 use acp_chaos_models::rpc::code::INVALID_PARAMS;
 
 /// P17 turn-stop:
@@ -37,8 +38,8 @@ use acp_chaos_models::rpc::code::INVALID_PARAMS;
 /// those), but not work they already run, a known gap of the cluster model.
 pub fn p17_turn_stop(f: &Facts) -> Verdict {
     let mut w = Wire::default();
-    for o in &f.history.ops {
-        if let Some(breach) = w.step(o) {
+    for (o, frame) in f.ops_with_wire() {
+        if let Some(breach) = w.step(o, frame) {
             return verdict(f, Status::Invalid, breach);
         }
     }
@@ -110,9 +111,9 @@ struct Wire {
 }
 
 impl Wire {
-    fn step(&mut self, o: &crate::history::Op) -> Option<Breach> {
+    fn step(&mut self, o: &crate::history::Op, w: Option<&WireFrame>) -> Option<Breach> {
         let val = &o.value;
-        let conn = val["conn"].as_u64().unwrap_or(0);
+        let conn = w.map_or_else(|| val["conn"].as_u64().unwrap_or(0), |w| w.conn);
         let sid = || val["session"].as_str().unwrap_or_default().to_string();
         let host = || val["renamed_from"].as_str().unwrap_or("agent").to_string();
         // (No arm below reads the ops `track_active` consumes.)
@@ -130,31 +131,31 @@ impl Wire {
             }
             return None;
         }
-        match (o.process.as_str(), o.f.as_str()) {
-            (process::NET, op::SEND) if val["from"].as_str().is_some_and(is_agent_host) => {
+        match (o.process.as_str(), o.f.as_str(), w) {
+            (process::NET, op::SEND, Some(w)) if w.from_agent => {
                 let h = self.host_of(conn);
                 self.conns_of.entry(h).or_default().insert(conn);
-                return self.agent_wrote(conn, &val["frame"], o.index);
+                return self.agent_wrote(conn, w.frame, o.index);
             }
-            (process::NET, op::RECV) if val["from"] == "client" => {
+            (process::NET, op::RECV, Some(w)) if w.from == "client" => {
                 let h = self.host_of(conn);
                 self.conns_of.entry(h).or_default().insert(conn);
                 if !self.lifted.contains(&conn) {
-                    self.agent_read(conn, &val["frame"], o.index);
+                    self.agent_read(conn, w.frame, o.index);
                 }
             }
-            (process::NET, op::CONN_OPEN) => {
+            (process::NET, op::CONN_OPEN, _) => {
                 if let Some(n) = val["seen_by"].as_str().filter(|n| n.starts_with("node")) {
                     self.node_of.insert(conn, n.to_string());
                 }
             }
-            (process::NET, op::DROPPED) => self.lift(conn),
-            (process::NEMESIS, "lose-frame" | "lose-exchange" | "drop-updates") => {
+            (process::NET, op::DROPPED, _) => self.lift(conn),
+            (process::NEMESIS, "lose-frame" | "lose-exchange" | "drop-updates", _) => {
                 self.lift(val["detail"]["conn"].as_u64().unwrap_or(0));
             }
             // An Agent host crashed (not the Client or a proxy): what it owed died with it,
             // and so did its connections (only the peer logs their end, if it notices).
-            (process::NEMESIS, op::CRASH) if val["host"] == "agent" => {
+            (process::NEMESIS, op::CRASH, _) if val["host"] == "agent" => {
                 let dead = val["host_was"].as_str().unwrap_or("agent").to_string();
                 self.forget_host(&dead);
                 let conns = self.conns_of.remove(&dead).unwrap_or_default();
@@ -162,8 +163,8 @@ impl Wire {
                     self.lift(c);
                 }
             }
-            (_, op::CONN_END) => self.lift(conn),
-            (process::AGENT, op::TURN_START) => {
+            (_, op::CONN_END, _) => self.lift(conn),
+            (process::AGENT, op::TURN_START, _) => {
                 let at = (host(), sid());
                 if let Some((mid, c)) = self.stop_owed.get(&at) {
                     return Some((
@@ -178,11 +179,11 @@ impl Wire {
                 let mid = val["messageId"].as_str().unwrap_or_default().to_string();
                 self.turns.insert(at, mid);
             }
-            (process::AGENT, op::WORK_FAILED) => {
+            (process::AGENT, op::WORK_FAILED, _) => {
                 let mid = val["messageId"].as_str().unwrap_or_default().to_string();
                 self.failed.insert((host(), sid()), (mid, o.index));
             }
-            (process::AGENT, op::TURN_END) => {
+            (process::AGENT, op::TURN_END, _) => {
                 let at = (host(), sid());
                 self.turns.remove(&at);
                 let reason = &val["stopReason"];

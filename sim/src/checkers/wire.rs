@@ -1,0 +1,126 @@
+//! The frames on the wire, read once per run: [`WireFrame`], one per `net` `send` or `recv` op.
+//!
+//! Most checkers key what the Agent read and wrote by (connection, JSON-RPC id). Reading
+//! `conn`, `from`, `frame`, `method` and `id` out of an op's JSON in every checker cost more
+//! than the checks themselves (each field a hashed map lookup, each key a new string), so
+//! [`Facts`](super::Facts) reads them once here and the checkers share the result.
+
+use serde_json::Value;
+
+use crate::history::{is_agent_host, op, process, Op};
+
+/// A frame a host wrote (`send`) or read (`recv`), as its `net` op logged it. Every field is
+/// what the op's JSON says, with the same defaults the checkers used on it (`conn` 0 when
+/// absent, `from` empty, `id_key` `"null"` when the frame has no id).
+#[derive(Debug, Clone)]
+pub struct WireFrame<'h> {
+    /// A `send` op (the writer's side); `false`: a `recv` op.
+    pub sent: bool,
+    /// The connection (`value.conn`), 0 when absent.
+    pub conn: u64,
+    /// Who wrote it (`value.from`: `client`, `proxy`, `agent`, a cluster node, …), empty when
+    /// absent.
+    pub from: &'h str,
+    /// `from` is an Agent host (the Agent, a cluster node or the store).
+    pub from_agent: bool,
+    /// The frame (`value.frame`): a JSON-RPC object, or the string of a line that was not JSON.
+    pub frame: &'h Value,
+    /// `frame.method` when it is a string.
+    pub method: Option<&'h str>,
+    /// The frame has a `method` member (of any type): a request or a notification.
+    pub has_method: bool,
+    /// `frame.id`, when the frame has one (it may be `null`).
+    pub id: Option<&'h Value>,
+    /// `frame.id` as JSON text (`"null"` when absent): the id half of a (connection, id) key.
+    pub id_key: String,
+}
+
+impl<'h> WireFrame<'h> {
+    /// The frame of `op`, if it is a `net` `send` or `recv` op.
+    pub fn of(op: &'h Op) -> Option<WireFrame<'h>> {
+        if op.process != process::NET {
+            return None;
+        }
+        let sent = match op.f.as_str() {
+            op::SEND => true,
+            op::RECV => false,
+            _ => return None,
+        };
+        let val = &op.value;
+        let frame = &val["frame"];
+        let from = val["from"].as_str().unwrap_or_default();
+        let method = frame.get("method");
+        let id = frame.get("id");
+        Some(WireFrame {
+            sent,
+            conn: val["conn"].as_u64().unwrap_or(0),
+            from,
+            from_agent: is_agent_host(from),
+            frame,
+            method: method.and_then(Value::as_str),
+            has_method: method.is_some(),
+            id,
+            id_key: id.map_or_else(|| "null".to_string(), Value::to_string),
+        })
+    }
+
+    /// (connection, id): how the checkers key a request and its answers.
+    pub fn key(&self) -> (u64, String) {
+        (self.conn, self.id_key.clone())
+    }
+
+    /// The frame has a non-null id.
+    pub fn has_id(&self) -> bool {
+        self.id.is_some_and(|i| !i.is_null())
+    }
+}
+
+/// The frame of each op of `ops`, in order (`None` for an op that is not a `send` or `recv`).
+pub fn wire_of(ops: &[Op]) -> Vec<Option<WireFrame<'_>>> {
+    ops.iter().map(WireFrame::of).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::OpType;
+    use serde_json::json;
+
+    fn net(f: &str, value: Value) -> Op {
+        Op {
+            index: 0,
+            time_ms: 0,
+            process: process::NET.into(),
+            kind: OpType::Info,
+            f: f.into(),
+            value,
+        }
+    }
+
+    #[test]
+    fn reads_a_frame_as_the_checkers_did() {
+        let o = net(
+            op::SEND,
+            json!({"conn": 3, "from": "node1", "frame": {"jsonrpc": "2.0", "id": 7, "result": {}}}),
+        );
+        let w = WireFrame::of(&o).expect("a send op");
+        assert!(w.sent && w.from_agent && !w.has_method && w.has_id());
+        assert_eq!((w.key(), w.method), ((3, "7".to_string()), None));
+        // A line that was not JSON: no method, no id, keyed as `null`.
+        let o = net(
+            op::RECV,
+            json!({"conn": 1, "from": "client", "frame": "{oops"}),
+        );
+        let w = WireFrame::of(&o).expect("a recv op");
+        assert!(!w.sent && !w.from_agent && !w.has_method && w.id.is_none());
+        assert_eq!(w.key(), (1, "null".to_string()));
+        // `method` of another type is a method all the same, but not a method name.
+        let o = net(
+            op::RECV,
+            json!({"conn": 1, "from": "client", "frame": {"method": 5, "id": null}}),
+        );
+        let w = WireFrame::of(&o).expect("a recv op");
+        assert!(w.has_method && w.method.is_none() && !w.has_id() && w.id.is_some());
+        assert!(WireFrame::of(&net(op::CONN_END, json!({"conn": 1}))).is_none());
+    }
+}
