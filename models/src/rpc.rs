@@ -126,26 +126,85 @@ pub fn parse_request(line: &str) -> Result<Frame, ParseError> {
 
 /// A request line.
 pub fn request(id: u64, method: &str, params: Value) -> String {
-    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
+    line(&Line {
+        jsonrpc: "2.0",
+        id: Some(&Value::from(id)),
+        method: Some(method),
+        params: Some(&params),
+        result: None,
+        error: None,
+    })
 }
 
 /// A notification line.
 pub fn notification(method: &str, params: Value) -> String {
-    json!({"jsonrpc": "2.0", "method": method, "params": params}).to_string()
+    line(&Line {
+        jsonrpc: "2.0",
+        id: None,
+        method: Some(method),
+        params: Some(&params),
+        result: None,
+        error: None,
+    })
 }
 
 /// A success response line.
 pub fn ok(id: &Value, result: Value) -> String {
-    json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string()
+    line(&Line {
+        jsonrpc: "2.0",
+        id: Some(id),
+        method: None,
+        params: None,
+        result: Some(&result),
+        error: None,
+    })
 }
 
 /// An error response line; `data` is omitted when `None`.
 pub fn err(id: &Value, code: i64, message: &str, data: Option<Value>) -> String {
-    let mut e = json!({"code": code, "message": message});
-    if let Some(d) = data {
-        e["data"] = d;
-    }
-    json!({"jsonrpc": "2.0", "id": id, "error": e}).to_string()
+    line(&Line {
+        jsonrpc: "2.0",
+        id: Some(id),
+        method: None,
+        params: None,
+        result: None,
+        error: Some(ErrorObject {
+            code,
+            message,
+            data: data.as_ref(),
+        }),
+    })
+}
+
+/// The members of a line, in the order the lines have always been written (`jsonrpc`, `id`,
+/// then `method` and `params`, `result` or `error`). Written from borrowed parts: building a
+/// [`Value`] map only to print it cost a map and a hash per member, per frame.
+#[derive(serde::Serialize)]
+struct Line<'a> {
+    jsonrpc: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    method: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    params: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<ErrorObject<'a>>,
+}
+
+/// A JSON-RPC error object: `code`, `message`, and `data` when there is any.
+#[derive(serde::Serialize)]
+struct ErrorObject<'a> {
+    code: i64,
+    message: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data: Option<&'a Value>,
+}
+
+fn line(l: &Line) -> String {
+    serde_json::to_string(l).expect("a JSON-RPC line serializes")
 }
 
 /// `initialize` params of a Client called `name` at `version`, speaking ACP v2.
@@ -171,6 +230,36 @@ pub fn error_code(error: &Value) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lines_are_byte_for_byte_the_json_maps_they_were_built_as() {
+        let params = json!({"sessionId": "s\"1", "prompt": [{"type": "text", "text": "héllo\n"}]});
+        for id in [json!(7), json!("a/b"), Value::Null] {
+            assert_eq!(
+                ok(&id, params.clone()),
+                json!({"jsonrpc": "2.0", "id": id, "result": params}).to_string()
+            );
+            for data in [None, Some(Value::Null), Some(json!({"sessionId": "s"}))] {
+                let mut e = json!({"code": -32002, "message": "not \"found\""});
+                if let Some(d) = data.clone() {
+                    e["data"] = d;
+                }
+                assert_eq!(
+                    err(&id, -32002, "not \"found\"", data),
+                    json!({"jsonrpc": "2.0", "id": id, "error": e}).to_string()
+                );
+            }
+        }
+        assert_eq!(
+            request(u64::MAX, "session/prompt", params.clone()),
+            json!({"jsonrpc": "2.0", "id": u64::MAX, "method": "session/prompt", "params": params})
+                .to_string()
+        );
+        assert_eq!(
+            notification("session/update", Value::Null),
+            json!({"jsonrpc": "2.0", "method": "session/update", "params": null}).to_string()
+        );
+    }
 
     #[test]
     fn parses_each_kind() {
