@@ -126,7 +126,7 @@ pub fn parse_request(line: &str) -> Result<Frame, ParseError> {
 
 /// A request line.
 pub fn request(id: u64, method: &str, params: Value) -> String {
-    line(&Line {
+    line(&Line::<Value, Value> {
         jsonrpc: "2.0",
         id: Some(&Value::from(id)),
         method: Some(method),
@@ -138,11 +138,17 @@ pub fn request(id: u64, method: &str, params: Value) -> String {
 
 /// A notification line.
 pub fn notification(method: &str, params: Value) -> String {
-    line(&Line {
+    notification_of(method, &params)
+}
+
+/// A notification line whose params are written straight from `params` (a schema type, say),
+/// as [`notification`] would write `serde_json::to_value(params)`.
+pub fn notification_of<P: serde::Serialize>(method: &str, params: &P) -> String {
+    line(&Line::<P, Value> {
         jsonrpc: "2.0",
         id: None,
         method: Some(method),
-        params: Some(&params),
+        params: Some(params),
         result: None,
         error: None,
     })
@@ -150,19 +156,25 @@ pub fn notification(method: &str, params: Value) -> String {
 
 /// A success response line.
 pub fn ok(id: &Value, result: Value) -> String {
-    line(&Line {
+    ok_of(id, &result)
+}
+
+/// A success response line whose result is written straight from `result` (a schema type,
+/// say), as [`ok`] would write `serde_json::to_value(result)`.
+pub fn ok_of<R: serde::Serialize>(id: &Value, result: &R) -> String {
+    line(&Line::<Value, R> {
         jsonrpc: "2.0",
         id: Some(id),
         method: None,
         params: None,
-        result: Some(&result),
+        result: Some(result),
         error: None,
     })
 }
 
 /// An error response line; `data` is omitted when `None`.
 pub fn err(id: &Value, code: i64, message: &str, data: Option<Value>) -> String {
-    line(&Line {
+    line(&Line::<Value, Value> {
         jsonrpc: "2.0",
         id: Some(id),
         method: None,
@@ -180,16 +192,16 @@ pub fn err(id: &Value, code: i64, message: &str, data: Option<Value>) -> String 
 /// then `method` and `params`, `result` or `error`). Written from borrowed parts: building a
 /// [`Value`] map only to print it cost a map and a hash per member, per frame.
 #[derive(serde::Serialize)]
-struct Line<'a> {
+struct Line<'a, P, R> {
     jsonrpc: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     id: Option<&'a Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     method: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    params: Option<&'a Value>,
+    params: Option<&'a P>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    result: Option<&'a Value>,
+    result: Option<&'a R>,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<ErrorObject<'a>>,
 }
@@ -203,7 +215,7 @@ struct ErrorObject<'a> {
     data: Option<&'a Value>,
 }
 
-fn line(l: &Line) -> String {
+fn line<P: serde::Serialize, R: serde::Serialize>(l: &Line<P, R>) -> String {
     serde_json::to_string(l).expect("a JSON-RPC line serializes")
 }
 
@@ -259,6 +271,35 @@ mod tests {
             notification("session/update", Value::Null),
             json!({"jsonrpc": "2.0", "method": "session/update", "params": null}).to_string()
         );
+        // Written straight from a type, as through its Value.
+        #[derive(serde::Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Update {
+            session_id: &'static str,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            stop_reason: Option<&'static str>,
+            #[serde(flatten)]
+            rest: std::collections::BTreeMap<&'static str, u8>,
+        }
+        for u in [
+            Update {
+                session_id: "s",
+                stop_reason: None,
+                rest: [("z", 1), ("a", 2)].into(),
+            },
+            Update {
+                session_id: "s",
+                stop_reason: Some("end_turn"),
+                rest: Default::default(),
+            },
+        ] {
+            let v = serde_json::to_value(&u).expect("serializes");
+            assert_eq!(
+                notification_of("session/update", &u),
+                notification("session/update", v.clone())
+            );
+            assert_eq!(ok_of(&json!(3), &u), ok(&json!(3), v));
+        }
     }
 
     #[test]

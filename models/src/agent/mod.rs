@@ -472,9 +472,9 @@ impl ModelAgent {
     }
 
     fn note(sid: &str, update: SessionUpdate) -> String {
-        rpc::notification(
+        rpc::notification_of(
             "session/update",
-            to_value(UpdateSessionNotification::new(sid.to_string(), update)),
+            &UpdateSessionNotification::new(sid.to_string(), update),
         )
     }
 

@@ -145,7 +145,7 @@ impl ModelAgent {
                     op::DEDUP_HIT,
                     json!({"session": sid, "key": k, "messageId": mid, "conn": conn, "id": id}),
                 ));
-                return self.send(conn, rpc::ok(&id, to_value(PromptResponse::new(mid))), out);
+                return self.send(conn, rpc::ok_of(&id, &PromptResponse::new(mid)), out);
             }
         }
         if let (Some(k), Some(AgentMutant::KeyRecordedOnArrival)) = (&key, self.cfg.mutant) {
@@ -163,11 +163,7 @@ impl ModelAgent {
                         out.push(effect(op::DEDUP_HIT,
                             json!({"session": sid, "key": k, "messageId": mid, "conn": conn, "id": id}),
                         ));
-                        return self.send(
-                            conn,
-                            rpc::ok(&id, to_value(PromptResponse::new(mid))),
-                            out,
-                        );
+                        return self.send(conn, rpc::ok_of(&id, &PromptResponse::new(mid)), out);
                     }
                 } else {
                     let mid = format!("arrival-{}-{}", self.boot, self.arrivals.len());
@@ -201,7 +197,7 @@ impl ModelAgent {
                     op::DEDUP_HIT,
                     json!({"session": sid, "key": key, "messageId": mid, "conn": conn, "id": id}),
                 ));
-                return self.send(conn, rpc::ok(&id, to_value(PromptResponse::new(mid))), out);
+                return self.send(conn, rpc::ok_of(&id, &PromptResponse::new(mid)), out);
             }
         }
         if self.cfg.mutant == Some(AgentMutant::StopCancelsLater) && self.cancel_later.remove(&sid)
@@ -262,7 +258,7 @@ impl ModelAgent {
                     op::DEDUP_HIT,
                     json!({"session": sid, "key": k, "messageId": mid, "conn": conn, "id": id}),
                 ));
-                return self.send(conn, rpc::ok(&id, to_value(PromptResponse::new(mid))), out);
+                return self.send(conn, rpc::ok_of(&id, &PromptResponse::new(mid)), out);
             }
             // A7: a retry of a held prompt waits for the original's outcome.
             let storing = self
@@ -638,7 +634,7 @@ impl ModelAgent {
             op::VISIBLE,
             json!({"session": sid, "messageId": mid}),
         ));
-        let ok = to_value(PromptResponse::new(mid.clone()));
+        let ok = PromptResponse::new(mid.clone());
         if std::mem::take(&mut self.fail_next_insert) {
             // Mutant: a failure after insertion answered as an error (breaks A3).
             let e = rpc::err(
@@ -649,10 +645,10 @@ impl ModelAgent {
             );
             self.send(p.conn, e, out);
         } else {
-            self.send(p.conn, rpc::ok(&p.id, ok.clone()), out);
+            self.send(p.conn, rpc::ok_of(&p.id, &ok), out);
         }
         for (c, id) in &p.waiters {
-            self.send(*c, rpc::ok(id, ok.clone()), out);
+            self.send(*c, rpc::ok_of(id, &ok), out);
         }
         // A14 lets the echo come before or after the response: after, so a crash can land
         // between them.
@@ -1018,7 +1014,7 @@ impl ModelAgent {
             ));
             self.send(
                 c,
-                rpc::ok(&id, to_value(PromptResponse::new(mid.to_string()))),
+                rpc::ok_of(&id, &PromptResponse::new(mid.to_string())),
                 out,
             );
         }
