@@ -329,7 +329,7 @@ pub(crate) struct Tcp {
     server_socket_capacity: usize,
 
     /// Active stream sockets
-    sockets: IndexMap<SocketPair, StreamSocket>,
+    sockets: crate::FastMap<SocketPair, StreamSocket>,
 
     /// TcpStream channel capacity
     socket_capacity: usize,
@@ -346,7 +346,7 @@ struct ServerSocket {
 }
 
 struct StreamSocket {
-    buf: IndexMap<u64, SequencedSegment>,
+    buf: crate::FastMap<u64, SequencedSegment>,
     next_send_seq: u64,
     recv_seq: u64,
     sender: mpsc::Sender<SequencedSegment>,
@@ -378,7 +378,7 @@ impl StreamSocket {
         let (tx, rx) = mpsc::channel(capacity);
         let flow_control = BidiFlowControl::new(capacity);
         let sock = Self {
-            buf: IndexMap::new(),
+            buf: crate::FastMap::default(),
             next_send_seq: 1,
             recv_seq: 0,
             sender: tx,
@@ -428,7 +428,7 @@ impl Tcp {
     fn new(capacity: usize) -> Self {
         Self {
             binds: IndexMap::new(),
-            sockets: IndexMap::new(),
+            sockets: crate::FastMap::default(),
             server_socket_capacity: capacity,
             socket_capacity: capacity,
         }
