@@ -65,7 +65,7 @@ pub fn result_of(scenario: &str, design: Design, seed: u64, h: &History) -> RunR
     // The history as the checkers read it, and its facts, made once for every use below.
     let view = checkers::agent_view(h);
     let facts = checkers::Facts::of(&view);
-    let verdicts = checkers::check_view(&view, &facts);
+    let verdicts = checkers::check_view(&facts);
     // The classes are of the history as recorded; the view is that history unless a cluster's
     // nodes were renamed.
     let classes_of = match &view {
@@ -87,7 +87,7 @@ pub fn result_of(scenario: &str, design: Design, seed: u64, h: &History) -> RunR
         ops: h.ops.len(),
         sim_ms: h.ops.last().map(|o| o.time_ms).unwrap_or(0),
         rerun_hash: None,
-        fault_cells: checkers::fault_states_in_view(&view),
+        fault_cells: checkers::fault_states_in_view(&facts),
     }
 }
 

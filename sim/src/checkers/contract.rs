@@ -21,8 +21,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
+use super::facts::Facts;
 use super::verdict::{Status, Verdict};
-use crate::history::{is_agent_host, op, process, History};
+use crate::history::{op, process, History};
 
 /// One Agent effect some properties cannot be judged without, and what on the wire shows
 /// the Agent owed it.
@@ -168,7 +169,7 @@ struct Index {
 }
 
 impl Index {
-    fn of(h: &History) -> Index {
+    fn of(f: &Facts) -> Index {
         let mut ix = Index::default();
         // (conn, id) → method of every request written to the Agent.
         let mut requests: BTreeMap<(u64, String), String> = BTreeMap::new();
@@ -177,7 +178,7 @@ impl Index {
         // messageId → the attempt first answered with it.
         let mut answered: BTreeMap<String, (u64, String)> = BTreeMap::new();
         let attempt = |v: &Value| (v["conn"].as_u64().unwrap_or(0), v["id"].to_string());
-        for o in &h.ops {
+        for (o, w) in f.ops_with_wire() {
             let val = &o.value;
             if o.process == process::AGENT {
                 ix.emitted.insert(o.f.clone());
@@ -201,18 +202,17 @@ impl Index {
                 }
                 continue;
             }
-            if o.process != process::NET || o.f != op::SEND {
+            let Some(w) = w.filter(|w| w.sent) else {
                 continue;
-            }
-            let fr = &val["frame"];
-            let conn = val["conn"].as_u64().unwrap_or(0);
-            if !val["from"].as_str().is_some_and(is_agent_host) {
-                if let (Some(m), Some(id)) = (fr["method"].as_str(), fr.get("id")) {
-                    requests.insert((conn, id.to_string()), m.to_string());
+            };
+            let fr = w.frame;
+            if !w.from_agent {
+                if let (Some(m), Some(_)) = (w.method, w.id) {
+                    requests.insert(w.key(), m.to_string());
                 }
                 continue;
             }
-            if let Some(m) = fr["method"].as_str() {
+            if let Some(m) = w.method {
                 let u = &fr["params"]["update"];
                 if m != "session/update" {
                     continue;
@@ -235,7 +235,7 @@ impl Index {
                 }
                 continue;
             }
-            let a = (conn, fr["id"].to_string());
+            let a = w.key();
             match requests.get(&a).map(String::as_str) {
                 Some("session/prompt") => {
                     if let Some(mid) = fr["result"]["messageId"].as_str() {
@@ -278,15 +278,15 @@ pub struct Missing {
 /// cluster's nodes and store are one Agent: [`super::agent_view`]). Empty for a history the
 /// probe recorded (see the module docs).
 pub fn missing(h: &History) -> Vec<Missing> {
-    missing_in_view(&super::agent_view(h))
+    missing_in_view(&Facts::of(&super::agent_view(h)))
 }
 
 /// [`missing`] of a history already as the checkers read it ([`super::agent_view`]).
-fn missing_in_view(h: &History) -> Vec<Missing> {
-    if h.header["plan"]["probe"].is_object() {
+fn missing_in_view(f: &Facts) -> Vec<Missing> {
+    if f.history.header["plan"]["probe"].is_object() {
         return Vec::new();
     }
-    let ix = Index::of(h);
+    let ix = Index::of(f);
     DEPENDENCIES
         .iter()
         .filter(|d| {
@@ -310,13 +310,14 @@ fn missing_in_view(h: &History) -> Vec<Missing> {
 /// ops that show the effects owed; any other keeps its status, witnesses and party (a
 /// violation is never overridden) and gains a note naming the missing effects.
 pub fn apply(h: &History, verdicts: &mut [Verdict]) {
-    apply_to_view(&super::agent_view(h), verdicts)
+    let view = super::agent_view(h);
+    apply_to_view(&Facts::of(&view), verdicts)
 }
 
 /// [`apply`] to the verdicts of a history already as the checkers read it
 /// ([`super::agent_view`]).
-pub(super) fn apply_to_view(h: &History, verdicts: &mut [Verdict]) {
-    let missing = missing_in_view(h);
+pub(super) fn apply_to_view(f: &Facts, verdicts: &mut [Verdict]) {
+    let missing = missing_in_view(f);
     if missing.is_empty() {
         return;
     }

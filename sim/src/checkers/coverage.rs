@@ -4,9 +4,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde_json::Value;
-
 use super::facts::{agent_view, Facts};
+use super::wire::WireFrame;
 use crate::history::{op, process, History, Op};
 
 /// Protocol states a fault can land in, for the coverage map (most specific first).
@@ -34,42 +33,37 @@ pub struct ProtocolState {
 
 impl ProtocolState {
     /// Take one op into the state.
-    pub fn feed(&mut self, op: &Op) {
+    pub fn feed(&mut self, op: &Op, w: Option<&WireFrame>) {
         let v = &op.value;
-        let id = |fr: &Value| (v["conn"].as_u64().unwrap_or(0), fr["id"].to_string());
-        match (op.process.as_str(), op.f.as_str()) {
-            (process::AGENT, op::HISTORY_READ_START) => self.filling += 1,
-            (process::AGENT, op::HISTORY_READ) => self.filling = (self.filling - 1).max(0),
-            (process::AGENT, op::HOLD) => self.held += 1,
-            (process::AGENT, op::INSERT) => {
+        match (op.process.as_str(), op.f.as_str(), w) {
+            (process::AGENT, op::HISTORY_READ_START, _) => self.filling += 1,
+            (process::AGENT, op::HISTORY_READ, _) => self.filling = (self.filling - 1).max(0),
+            (process::AGENT, op::HOLD, _) => self.held += 1,
+            (process::AGENT, op::INSERT, _) => {
                 if v["mode"] == "held" {
                     self.held = (self.held - 1).max(0);
                 }
                 self.unanswered
                     .insert((v["conn"].as_u64().unwrap_or(0), v["id"].to_string()));
             }
-            (process::AGENT, op::WITHDRAW | op::DROP_HELD) => self.held = (self.held - 1).max(0),
-            (process::AGENT, op::RECOVER | op::BOOT) => {
+            (process::AGENT, op::WITHDRAW | op::DROP_HELD, _) => self.held = (self.held - 1).max(0),
+            (process::AGENT, op::RECOVER | op::BOOT, _) => {
                 self.held = 0;
                 self.filling = 0;
                 self.unanswered.clear();
             }
-            (process::NET, op::SEND)
-                if v["from"] == "client" && v["frame"]["method"] == "session/resume" =>
+            (process::NET, op::SEND, Some(w))
+                if w.from == "client" && w.method == Some("session/resume") =>
             {
-                self.resuming.insert(id(&v["frame"]));
+                self.resuming.insert(w.key());
             }
-            (process::NET, op::RECV)
-                if v["from"] == "agent" && v["frame"].get("method").is_none() =>
-            {
-                self.resuming.remove(&id(&v["frame"]));
+            (process::NET, op::RECV, Some(w)) if w.from == "agent" && !w.has_method => {
+                self.resuming.remove(&w.key());
             }
-            (process::NET, op::SEND)
-                if v["from"] == "agent" && v["frame"].get("method").is_none() =>
-            {
-                self.answered |= self.unanswered.remove(&id(&v["frame"]));
+            (process::NET, op::SEND, Some(w)) if w.from == "agent" && !w.has_method => {
+                self.answered |= self.unanswered.remove(&w.key());
             }
-            (_, op::CONN_END) => {
+            (_, op::CONN_END, _) => {
                 let c = v["conn"].as_u64().unwrap_or(0);
                 self.resuming.retain(|k| k.0 != c);
                 self.unanswered.retain(|k| k.0 != c);
@@ -99,18 +93,19 @@ impl ProtocolState {
 /// For every fault the nemesis fired: (protocol state at that moment, fault kind); see
 /// [`ProtocolState`].
 pub fn fault_states(h: &History) -> Vec<(&'static str, String)> {
-    fault_states_in_view(&agent_view(h))
+    fault_states_in_view(&Facts::of(&agent_view(h)))
 }
 
-/// [`fault_states`] of a history already as the checkers read it ([`agent_view`]).
-pub fn fault_states_in_view(h: &History) -> Vec<(&'static str, String)> {
+/// [`fault_states`] given the facts of a history already as the checkers read it
+/// ([`agent_view`]).
+pub fn fault_states_in_view(f: &Facts) -> Vec<(&'static str, String)> {
     let kinds: BTreeSet<&str> = crate::nemesis::FaultKind::ALL
         .iter()
         .map(|k| k.as_str())
         .collect();
     let mut st = ProtocolState::default();
     let mut out = Vec::new();
-    for op in &h.ops {
+    for (op, w) in f.ops_with_wire() {
         // The op the ledger logs when a fault fires (it names its fault index).
         if op.process == process::NEMESIS
             && kinds.contains(op.f.as_str())
@@ -118,7 +113,7 @@ pub fn fault_states_in_view(h: &History) -> Vec<(&'static str, String)> {
         {
             out.push((st.state(), op.f.clone()));
         } else {
-            st.feed(op);
+            st.feed(op, w);
         }
     }
     out
@@ -136,7 +131,7 @@ pub fn protocol_states_at(h: &History, at: &BTreeSet<usize>) -> BTreeMap<usize, 
             out.insert(i, st.state());
             want.next();
         }
-        st.feed(op);
+        st.feed(op, WireFrame::of(op).as_ref());
     }
     for w in want {
         out.insert(*w, st.state());

@@ -191,15 +191,15 @@ pub const CHECKERS: &[Checker] = &[
 /// on an effect the Agent owed and never emitted is not checked (unknown), never valid.
 pub fn check_all(h: &History) -> Vec<Verdict> {
     let view = agent_view(h);
-    check_view(&view, &Facts::of(&view))
+    check_view(&Facts::of(&view))
 }
 
-/// [`check_all`] of a history already as the checkers read it (`view`: [`agent_view`]) and its
-/// [`Facts`], for a caller that reads them for more than the verdicts (one pass, not one per
-/// use).
-pub fn check_view(view: &History, facts: &Facts) -> Vec<Verdict> {
+/// [`check_all`] given the [`Facts`] of a history already as the checkers read it
+/// ([`agent_view`]), for a caller that reads them for more than the verdicts (one pass, not one
+/// per use).
+pub fn check_view(facts: &Facts) -> Vec<Verdict> {
     let mut verdicts: Vec<Verdict> = CHECKERS.iter().map(|c| (c.check)(facts)).collect();
-    contract::apply_to_view(view, &mut verdicts);
+    contract::apply_to_view(facts, &mut verdicts);
     verdicts
 }
 

@@ -27,29 +27,27 @@ struct Read {
 fn prompt_reads(f: &Facts) -> BTreeMap<(u64, String), Read> {
     let mut out: BTreeMap<(u64, String), Read> = BTreeMap::new();
     let mut boot = 0;
-    for op in &f.history.ops {
-        let val = &op.value;
-        match (op.process.as_str(), op.f.as_str()) {
-            (process::AGENT, op::RECOVER) if !is_store_op(op) => boot = op.index,
-            (process::NET, op::RECV)
-                if matches!(val["from"].as_str(), Some("client" | "proxy"))
-                    && val["frame"]["method"] == "session/prompt"
-                    && val["frame"].get("id").is_some() =>
+    for (op, w) in f.ops_with_wire() {
+        match (op.process.as_str(), op.f.as_str(), w) {
+            (process::AGENT, op::RECOVER, _) if !is_store_op(op) => boot = op.index,
+            (process::NET, op::RECV, Some(w))
+                if matches!(w.from, "client" | "proxy")
+                    && w.method == Some("session/prompt")
+                    && w.id.is_some() =>
             {
-                let fr = &val["frame"];
-                out.entry((val["conn"].as_u64().unwrap_or(0), fr["id"].to_string()))
-                    .or_insert(Read {
-                        at: op.index,
-                        boot,
-                        session: fr["params"]["sessionId"]
-                            .as_str()
-                            .unwrap_or_default()
-                            .to_string(),
-                        key: fr["params"]["idempotencyKey"].as_str().map(str::to_string),
-                        empty: fr["params"]["prompt"]
-                            .as_array()
-                            .is_some_and(|p| p.is_empty()),
-                    });
+                let fr = w.frame;
+                out.entry(w.key()).or_insert(Read {
+                    at: op.index,
+                    boot,
+                    session: fr["params"]["sessionId"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                    key: fr["params"]["idempotencyKey"].as_str().map(str::to_string),
+                    empty: fr["params"]["prompt"]
+                        .as_array()
+                        .is_some_and(|p| p.is_empty()),
+                });
             }
             _ => {}
         }

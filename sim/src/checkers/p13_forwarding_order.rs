@@ -3,10 +3,10 @@
 use std::collections::BTreeMap;
 
 use acp_chaos_models::Party;
-use serde_json::Value;
 
 use super::facts::Facts;
 use super::verdict::{Status, Verdict};
+use super::wire::WireFrame;
 use crate::history::{op, process};
 
 /// P13 forwarding-order *(ours; DESIGN.md: faults keep transport guarantees)*: an intermediary
@@ -24,12 +24,11 @@ pub fn p13_forwarding_order(f: &Facts) -> Verdict {
     let mut up_of: BTreeMap<(u64, String), usize> = BTreeMap::new();
     // Per down conn: (read index, send index) of the newest request written there.
     let mut last: BTreeMap<u64, (usize, usize)> = BTreeMap::new();
-    let is_request =
-        |fr: &Value| fr.get("method").is_some() && fr.get("id").is_some_and(|i| !i.is_null());
-    for op in &f.history.ops {
+    let is_request = |w: &WireFrame| w.has_method && w.has_id();
+    for (op, w) in f.ops_with_wire() {
         let val = &op.value;
-        match (op.process.as_str(), op.f.as_str()) {
-            (process::PROXY, op::FORWARD) if val.get("up_id").is_some() => {
+        match (op.process.as_str(), op.f.as_str(), w) {
+            (process::PROXY, op::FORWARD, _) if val.get("up_id").is_some() => {
                 let up = (
                     val["up_conn"].as_u64().unwrap_or(0),
                     val["up_id"].to_string(),
@@ -44,15 +43,11 @@ pub fn p13_forwarding_order(f: &Facts) -> Verdict {
                     );
                 }
             }
-            (process::NET, op::RECV) if is_request(&val["frame"]) && val["from"] == "peer" => {
-                let c = val["conn"].as_u64().unwrap_or(0);
-                read_at.insert((c, val["frame"]["id"].to_string()), op.index);
+            (process::NET, op::RECV, Some(w)) if is_request(w) && w.from == "peer" => {
+                read_at.insert(w.key(), op.index);
             }
-            (process::NET, op::SEND) if val["from"] == "proxy" && is_request(&val["frame"]) => {
-                let down = (
-                    val["conn"].as_u64().unwrap_or(0),
-                    val["frame"]["id"].to_string(),
-                );
+            (process::NET, op::SEND, Some(w)) if w.from == "proxy" && is_request(w) => {
+                let down = w.key();
                 let Some(r) = up_of.get(&down).copied() else {
                     continue;
                 };
@@ -88,7 +83,7 @@ pub fn p13_forwarding_order(f: &Facts) -> Verdict {
                 }
                 last.insert(down.0, (r, op.index));
             }
-            (_, op::CONN_END) => {
+            (_, op::CONN_END, _) => {
                 if let Some(c) = val["conn"].as_u64() {
                     last.remove(&c);
                 }

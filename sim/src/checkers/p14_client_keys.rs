@@ -21,12 +21,12 @@ pub fn p14_client_keys(f: &Facts) -> Verdict {
     let mut sub: BTreeMap<u64, (u64, String, usize)> = BTreeMap::new();
     // (slot, key) → (submission, attempt op).
     let mut owner: BTreeMap<(u64, String), (u64, usize)> = BTreeMap::new();
-    for op in &f.history.ops {
-        match (op.process.as_str(), op.f.as_str()) {
-            (process::NET, op::SEND)
-                if op.value["from"] == "client"
-                    && op.value["frame"]["method"] == "session/prompt"
-                    && op.value["frame"]["params"]["prompt"]
+    for (op, w) in f.ops_with_wire() {
+        match (op.process.as_str(), op.f.as_str(), w) {
+            (process::NET, op::SEND, Some(w))
+                if w.from == "client"
+                    && w.method == Some("session/prompt")
+                    && w.frame["params"]["prompt"]
                         .as_array()
                         .is_some_and(|p| p.is_empty()) =>
             {
@@ -41,7 +41,7 @@ pub fn p14_client_keys(f: &Facts) -> Verdict {
                 );
                 return v;
             }
-            (process::USER, op::SUBMIT) => {
+            (process::USER, op::SUBMIT, _) => {
                 if let Some(n) = op.value["submission"].as_u64() {
                     sub.insert(
                         n,
@@ -53,7 +53,7 @@ pub fn p14_client_keys(f: &Facts) -> Verdict {
                     );
                 }
             }
-            (process::CLIENT, op::ATTEMPT) => {
+            (process::CLIENT, op::ATTEMPT, _) => {
                 let (Some(n), Some(key)) =
                     (op.value["submission"].as_u64(), op.value["key"].as_str())
                 else {

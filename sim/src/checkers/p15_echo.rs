@@ -4,7 +4,7 @@ use acp_chaos_models::Party;
 
 use super::facts::Facts;
 use super::verdict::{Status, Verdict};
-use crate::history::{is_agent_host, op, process};
+use crate::history::op;
 
 /// P15 echo (A14): every `user_message` update an Agent host writes (live, or replayed on a
 /// resume) carries a `messageId`, and that message was inserted before the update was
@@ -26,17 +26,16 @@ pub fn p15_echo(f: &Facts) -> Verdict {
     for i in &f.inserts {
         inserted.entry(i.message_id.as_str()).or_insert(i.op);
     }
-    for o in &f.history.ops {
-        let val = &o.value;
-        if !(o.process == process::NET
-            && o.f == op::SEND
-            && val["from"].as_str().is_some_and(is_agent_host)
-            && val["frame"]["method"] == "session/update"
-            && val["frame"]["params"]["update"]["sessionUpdate"] == "user_message")
-        {
+    for (o, w) in f.ops_with_wire() {
+        let Some(w) = w.filter(|w| {
+            w.sent
+                && w.from_agent
+                && w.method == Some("session/update")
+                && w.frame["params"]["update"]["sessionUpdate"] == "user_message"
+        }) else {
             continue;
-        }
-        let message = match val["frame"]["params"]["update"]["messageId"].as_str() {
+        };
+        let message = match w.frame["params"]["update"]["messageId"].as_str() {
             None => "a user_message update carries no messageId".to_string(),
             Some(mid) if !inferred && inserted.get(mid).is_none_or(|at| *at > o.index) => {
                 format!("the user_message echo of {mid} was written before {mid} was inserted")
