@@ -309,7 +309,7 @@ impl Io {
                 // The frame goes into the send op; only a request the remote transport drops
                 // needs its id after.
                 let rpc_id = frame.get("id").cloned().unwrap_or(Value::Null);
-                let decision = ledger.borrow_mut().on_send(id, from, frame);
+                let decision = ledger.borrow_mut().on_send(id, from, &line, frame);
                 if matches!(decision, FrameDecision::Lose { silent: false }) {
                     ledger.borrow_mut().writer_gone(id, from);
                 } else {
@@ -419,9 +419,10 @@ impl Io {
     /// Log a line this host read (its `recv` op) and say what an Agent host must know of it
     /// (other hosts get [`Recv::default`]); the parsed frame goes into the op, not copied.
     pub(super) fn log_recv(&self, id: ConnId, line: &str) -> Recv {
-        let frame: Value =
-            serde_json::from_str(line).unwrap_or_else(|_| Value::String(line.to_string()));
         let mut ledger = self.ctx.ledger.borrow_mut();
+        let frame: Value = ledger.take_written(line).unwrap_or_else(|| {
+            serde_json::from_str(line).unwrap_or_else(|_| Value::String(line.to_string()))
+        });
         ledger.on_recv(id, self.process, &frame);
         let recv = if is_agent_host(self.process) {
             Recv {

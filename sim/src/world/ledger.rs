@@ -3,7 +3,7 @@
 //!
 //! One simulation runs on one thread, so the ledger is an `Rc<RefCell<_>>`.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use acp_chaos_models::ConnId;
 use indexmap::IndexMap;
@@ -88,6 +88,10 @@ pub struct Ledger {
     pub trace: Trace,
     /// Per connection: (sequence number, op index) of its newest send.
     last_send: IndexMap<ConnId, (u64, usize)>,
+    /// Frames written and not yet read, by their line: the reader takes the value the writer
+    /// parsed instead of parsing the same text again ([`Ledger::take_written`]). Keyed by the
+    /// whole line, so a reader only ever gets what parsing its own line would give.
+    written: BTreeMap<String, Vec<Value>>,
 }
 
 impl Ledger {
@@ -96,6 +100,7 @@ impl Ledger {
         Ledger {
             now_ms: 0,
             ops: Vec::with_capacity(512),
+            written: BTreeMap::new(),
             faults: plan.faults.clone(),
             fired: vec![false; plan.faults.len()],
             armed: true,
@@ -256,7 +261,7 @@ impl Ledger {
     /// Long on purpose: the per-frame decision in the order it is made: a silently broken
     /// connection, a dead update stream, which exchange the frame belongs to, each armed fault,
     /// what is in flight, the log.
-    pub fn on_send(&mut self, conn: ConnId, from: &str, frame: Value) -> FrameDecision {
+    pub fn on_send(&mut self, conn: ConnId, from: &str, line: &str, frame: Value) -> FrameDecision {
         if self.blackholed.contains(&conn) {
             return FrameDecision::Lose { silent: true };
         }
@@ -413,6 +418,11 @@ impl Ledger {
             decision,
             FrameDecision::Lose { .. } | FrameDecision::Drop { .. }
         ) {
+            // On its way (now, or after a stall or reorder): its reader will want it parsed.
+            self.written
+                .entry(line.to_string())
+                .or_default()
+                .push(frame.clone());
             self.record(
                 process::NET,
                 OpType::Info,
@@ -427,6 +437,18 @@ impl Ledger {
             }
         }
         decision
+    }
+
+    /// The frame a writer parsed from `line` ([`Ledger::on_send`]), if one such line is still
+    /// unread; the reader parses the line itself otherwise (a line written before the
+    /// connection's writer ran, or split or joined on the way).
+    pub fn take_written(&mut self, line: &str) -> Option<Value> {
+        let frames = self.written.get_mut(line)?;
+        let frame = frames.pop();
+        if frames.is_empty() {
+            self.written.remove(line);
+        }
+        frame
     }
 
     /// `reorder-frame`: a connection other than `conn` that has sent a frame after send number
