@@ -46,14 +46,30 @@ impl<'h> WireFrame<'h> {
             op::RECV => false,
             _ => return None,
         };
-        let val = &op.value;
-        let frame = &val["frame"];
-        let from = val["from"].as_str().unwrap_or_default();
-        let method = frame.get("method");
-        let id = frame.get("id");
+        // One pass over the op's few members, then over the frame's: the same values as
+        // `op.value["conn"]` and the rest, without hashing each key (this runs on every frame
+        // of every run).
+        let (mut conn, mut from, mut frame) = (&Value::Null, &Value::Null, &Value::Null);
+        for (k, v) in op.value.as_object().into_iter().flatten() {
+            match k.as_str() {
+                "conn" => conn = v,
+                "from" => from = v,
+                "frame" => frame = v,
+                _ => {}
+            }
+        }
+        let (mut method, mut id) = (None, None);
+        for (k, v) in frame.as_object().into_iter().flatten() {
+            match k.as_str() {
+                "method" => method = Some(v),
+                "id" => id = Some(v),
+                _ => {}
+            }
+        }
+        let from = from.as_str().unwrap_or_default();
         Some(WireFrame {
             sent,
-            conn: val["conn"].as_u64().unwrap_or(0),
+            conn: conn.as_u64().unwrap_or(0),
             from,
             from_agent: is_agent_host(from),
             frame,
