@@ -255,8 +255,9 @@ impl Ledger {
         );
     }
 
-    /// A writer is about to send `frame` on `conn`; `from` is `client` or `agent`.
-    /// Logs the send (the frame moves into its op) and decides the frame's fate.
+    /// A writer is about to send `frame`, parsed from `line`, on `conn`; `from` is `client` or
+    /// `agent`. Logs the send (the frame moves into its op), keeps a copy for the reader of a
+    /// frame that is on its way ([`Ledger::take_written`]), and decides the frame's fate.
     ///
     /// Long on purpose: the per-frame decision in the order it is made: a silently broken
     /// connection, a dead update stream, which exchange the frame belongs to, each armed fault,
