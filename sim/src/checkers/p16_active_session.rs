@@ -29,27 +29,25 @@ pub fn p16_active_session(f: &Facts) -> Verdict {
     let mut answers: BTreeMap<(u64, String), (usize, &Value)> = BTreeMap::new();
     for (o, w) in f.ops_with_wire() {
         let val = &o.value;
-        let (conn, frame) = match (o.process.as_str(), o.f.as_str(), w) {
-            (process::NET, op::SEND, Some(w)) if w.from_agent => {
-                if w.has_method || w.id.is_none() {
-                    continue;
-                }
-                answers.entry(w.key()).or_insert((o.index, w.frame));
-                continue;
-            }
+        let frame = match (o.process.as_str(), o.f.as_str(), w) {
+            (process::NET, op::SEND, Some(w)) if w.from_agent => w.frame,
             // An answer the network lost after the Agent wrote it.
             (process::NEMESIS, "lose-exchange" | "lose-frame", _)
                 if val["detail"]["from"].as_str().is_some_and(is_agent_host) =>
             {
-                (val["detail"]["conn"].as_u64(), &val["detail"]["frame"])
+                &val["detail"]["frame"]
             }
             _ => continue,
         };
         if frame.get("method").is_some() || frame.get("id").is_none() {
             continue;
         }
-        // (A nemesis op has no `conn` of its own: its detail names it.)
-        let conn = val["conn"].as_u64().or(conn).unwrap_or(0);
+        // (A nemesis op has no `conn` of its own: its detail names it. A history from
+        // elsewhere may do the same for a send, so both read the detail when `conn` is absent.)
+        let conn = val["conn"]
+            .as_u64()
+            .or_else(|| val["detail"]["conn"].as_u64())
+            .unwrap_or(0);
         answers
             .entry((conn, frame["id"].to_string()))
             .or_insert((o.index, frame));

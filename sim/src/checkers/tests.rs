@@ -513,8 +513,25 @@ fn p16_a_prompt_on_a_session_not_active_on_its_connection_gets_32002() {
     );
     // Never resumed on this connection at all.
     assert_eq!(
-        p16(vec![recv(1, "session/prompt", prompt), send(1, served)]),
+        p16(vec![
+            recv(1, "session/prompt", prompt.clone()),
+            send(1, served)
+        ]),
         Status::Invalid
+    );
+    // An answer logged with its connection only in `detail` (a history written elsewhere)
+    // still answers the request on that connection: the resume succeeded, the prompt is fine.
+    let (p, f, mut resumed) = send(1, json!({"result": {}}));
+    resumed["detail"] = json!({"conn": resumed["conn"].take()});
+    resumed.as_object_mut().unwrap().remove("conn");
+    assert_eq!(
+        p16(vec![
+            recv(1, "session/resume", s.clone()),
+            (p, f, resumed),
+            recv(2, "session/prompt", prompt),
+            send(2, json!({"result": {"messageId": "m1"}})),
+        ]),
+        Status::Valid
     );
 }
 
