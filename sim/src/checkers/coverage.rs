@@ -166,7 +166,7 @@ pub fn events(h: &History) -> BTreeSet<&'static str> {
 }
 
 /// [`events`] of `h`, given the facts of `h` as the checkers read it ([`agent_view`]).
-pub fn events_in_view(h: &History, view: &Facts) -> BTreeSet<&'static str> {
+pub fn events_in_view(h: &History, facts: &Facts) -> BTreeSet<&'static str> {
     let mut e = BTreeSet::new();
     // Cluster: which node each connection reached, then which nodes each submission's
     // attempts reached.
@@ -196,7 +196,7 @@ pub fn events_in_view(h: &History, view: &Facts) -> BTreeSet<&'static str> {
     // The Agent's `session/request_permission` requests still unanswered: (connection, id) →
     // the session each asked about.
     let mut asking: BTreeMap<(u64, String), &serde_json::Value> = BTreeMap::new();
-    for (op, w) in view.ops_with_wire() {
+    for (op, w) in facts.ops_with_wire() {
         // A6: the user stops the session while the Agent waits on the user's permission.
         let method = w.and_then(|w| w.method);
         match (op.process.as_str(), op.f.as_str(), w) {
