@@ -51,11 +51,12 @@ pub struct ParseError(pub String);
 /// Decode one line. Errors only when the line is not JSON (answer `-32700`, `id: null`).
 pub fn parse(line: &str) -> Result<Frame, ParseError> {
     let v: Value = serde_json::from_str(line).map_err(|e| ParseError(e.to_string()))?;
-    Ok(frame_of(v))
+    Ok(decode(v))
 }
 
-/// The frame a decoded JSON value is (its parts move into the frame: no copy).
-fn frame_of(v: Value) -> Frame {
+/// The frame a decoded JSON value is: `decode(serde_json::from_str(line)?)` is [`parse`]`(line)`
+/// for a driver that already holds the value (its parts move into the frame: no copy).
+pub fn decode(v: Value) -> Frame {
     let Value::Object(mut obj) = v else {
         return Frame::Invalid { id: Value::Null };
     };
@@ -105,23 +106,29 @@ pub fn valid_id(id: &Value) -> bool {
 /// when the line is not JSON (`-32700`).
 pub fn parse_request(line: &str) -> Result<Frame, ParseError> {
     let v: Value = serde_json::from_str(line).map_err(|e| ParseError(e.to_string()))?;
+    Ok(decode_request(v))
+}
+
+/// [`parse_request`] of a value already decoded from the line:
+/// `decode_request(serde_json::from_str(line)?)` is `parse_request(line)`.
+pub fn decode_request(v: Value) -> Frame {
     let envelope_ok = v.get("jsonrpc").and_then(Value::as_str) == Some("2.0");
-    let frame = frame_of(v);
+    let frame = decode(v);
     let id = match &frame {
         Frame::Request { id, .. } => Some(id),
         Frame::Notification { .. } => None,
-        Frame::Invalid { id } if !valid_id(id) => return Ok(Frame::Invalid { id: Value::Null }),
-        _ => return Ok(frame),
+        Frame::Invalid { id } if !valid_id(id) => return Frame::Invalid { id: Value::Null },
+        _ => return frame,
     };
     if id.is_some_and(|i| !valid_id(i)) {
-        return Ok(Frame::Invalid { id: Value::Null });
+        return Frame::Invalid { id: Value::Null };
     }
     if !envelope_ok {
-        return Ok(Frame::Invalid {
+        return Frame::Invalid {
             id: id.cloned().unwrap_or(Value::Null),
-        });
+        };
     }
-    Ok(frame)
+    frame
 }
 
 /// A request line.

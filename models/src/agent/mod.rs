@@ -127,6 +127,20 @@ pub enum AgentInput {
 pub trait AgentModel {
     /// Handle one input; push the actions to run, in order.
     fn handle(&mut self, input: AgentInput, out: &mut Vec<Action>);
+    /// [`AgentInput::Frame`]`(conn, line)` from a driver that has already decoded the line:
+    /// `decoded` is exactly `serde_json::from_str(&line)` (given only when that succeeded), so
+    /// a model may read it instead of parsing the same text again. The default hands the line
+    /// to [`AgentModel::handle`] as is.
+    fn handle_decoded(
+        &mut self,
+        conn: ConnId,
+        line: String,
+        decoded: Value,
+        out: &mut Vec<Action>,
+    ) {
+        let _ = decoded;
+        self.handle(AgentInput::Frame(conn, line), out);
+    }
     /// No foreground work and no held prompts (used to decide quiescence).
     fn is_idle(&self) -> bool;
     /// The user messages this process holds, as `{sessionId: [messageId, ...]}`, logged in the
@@ -498,20 +512,30 @@ impl ModelAgent {
         t
     }
 
-    fn frame(&mut self, conn: ConnId, line: &str, out: &mut Vec<Action>) {
+    /// What runs before every input: a restart starts the retention window again for what it
+    /// recovered (the process does not know when an earlier one inserted it): kept at least
+    /// the window.
+    fn before_input(&mut self, out: &mut Vec<Action>) {
+        if self.cfg.retention_ms > 0 && !std::mem::replace(&mut self.armed, true) {
+            self.arm_recovered(out);
+        }
+    }
+
+    /// One line read on `conn`; `decoded` is the line's JSON when the driver already decoded it
+    /// ([`AgentModel::handle_decoded`]).
+    fn frame(&mut self, conn: ConnId, line: &str, decoded: Option<Value>, out: &mut Vec<Action>) {
         if line.trim().is_empty() {
             return;
         }
-        let lenient;
-        let line = if self.cfg.mutant == Some(AgentMutant::LenientJson) {
-            // Mutant: lone surrogates read as a character.
-            lenient = replace_lone_surrogates(line);
-            lenient.as_str()
-        } else {
-            line
-        };
+        let lenient = self.cfg.mutant == Some(AgentMutant::LenientJson);
         // The envelope is checked: a bad id or version is -32600, never executed.
-        let frame = match rpc::parse_request(line) {
+        let parsed = match decoded {
+            Some(v) if !lenient => Ok(rpc::decode_request(v)),
+            // Mutant: lone surrogates read as a character.
+            _ if lenient => rpc::parse_request(&replace_lone_surrogates(line)),
+            _ => rpc::parse_request(line),
+        };
+        let frame = match parsed {
             Ok(f) => f,
             Err(e) => {
                 return self.fail(
@@ -944,16 +968,12 @@ pub fn derive_id(session: &str, key: &str) -> String {
 
 impl AgentModel for ModelAgent {
     fn handle(&mut self, input: AgentInput, out: &mut Vec<Action>) {
-        if self.cfg.retention_ms > 0 && !std::mem::replace(&mut self.armed, true) {
-            // A restart starts the window again for what it recovered (the process does not
-            // know when an earlier one inserted it): kept at least the window.
-            self.arm_recovered(out);
-        }
+        self.before_input(out);
         match input {
             AgentInput::Connected(c) => {
                 self.conns.insert(c, BTreeSet::new());
             }
-            AgentInput::Frame(c, line) => self.frame(c, &line, out),
+            AgentInput::Frame(c, line) => self.frame(c, &line, None, out),
             AgentInput::Disconnected(c) => self.disconnected(c, out),
             AgentInput::Timer(t) => self.timer_fired(t, out),
             AgentInput::InjectTransientError => self.transient_errors += 1,
@@ -964,6 +984,17 @@ impl AgentModel for ModelAgent {
             AgentInput::StoreReply { req, reply } => self.store_reply(req, reply, out),
             AgentInput::NotAccepted { conn, id } => self.not_accepted(conn, &id, out),
         }
+    }
+
+    fn handle_decoded(
+        &mut self,
+        conn: ConnId,
+        line: String,
+        decoded: Value,
+        out: &mut Vec<Action>,
+    ) {
+        self.before_input(out);
+        self.frame(conn, &line, Some(decoded), out);
     }
 
     fn retained(&self) -> Value {

@@ -1615,3 +1615,48 @@ fn a_forks_copies_are_kept_the_window_from_the_fork() {
         "the original keeps its own window"
     );
 }
+
+// ---- a frame the driver already decoded ---------------------------------------------------
+
+/// `handle_decoded` with the line's own JSON does what `handle(Frame)` does with the line, for
+/// requests, notifications, answers and every kind of bad envelope (the driver hands over a
+/// value only for a line that decoded to an object).
+#[test]
+fn a_decoded_frame_is_handled_as_its_line() {
+    let lines = [
+        rpc::request(
+            1,
+            "initialize",
+            json!({"protocolVersion": 2, "info": {"name": "c", "version": "1"}}),
+        ),
+        rpc::request(2, "session/new", json!({"cwd": "/w"})),
+        r#"{"jsonrpc":"1.0","id":3,"method":"session/new","params":{"cwd":"/w"}}"#.to_string(),
+        r#"{"jsonrpc":"2.0","id":1.5,"method":"session/new","params":{"cwd":"/w"}}"#.to_string(),
+        r#"{"jsonrpc":"2.0","id":{"a":1},"method":"session/list"}"#.to_string(),
+        r#"{"jsonrpc":"2.0","method":"session/list"}"#.to_string(),
+        r#"{"jsonrpc":"2.0","id":4}"#.to_string(),
+        r#"{"nothing":"here"}"#.to_string(),
+        rpc::ok(&json!(77), json!({"outcome": {"outcome": "cancelled"}})),
+        rpc::request(5, "no/such_method", json!({})),
+    ];
+    for mutant in [None, Some(AgentMutant::LenientJson)] {
+        let (mut by_line, mut by_value) = (
+            ModelAgent::recover(cfg(Design::Stored, mutant), 0, 1, &[]),
+            ModelAgent::recover(cfg(Design::Stored, mutant), 0, 1, &[]),
+        );
+        connect(&mut by_line, 1);
+        connect(&mut by_value, 1);
+        let mut answered = 0;
+        for line in &lines {
+            let (mut a, mut b) = (vec![], vec![]);
+            by_line.handle(AgentInput::Frame(1, line.clone()), &mut a);
+            let decoded: Value = serde_json::from_str(line).unwrap();
+            by_value.handle_decoded(1, line.clone(), decoded, &mut b);
+            answered += usize::from(!sends(&a).is_empty());
+            assert_eq!(a, b, "{line} ({mutant:?})");
+        }
+        // Every line but the notification and the Client's answer gets an answer (an error for
+        // each bad envelope).
+        assert_eq!(answered, lines.len() - 2, "{mutant:?}");
+    }
+}

@@ -111,6 +111,20 @@ pub trait ClientModel {
     ///
     /// Long on purpose: the Client's event dispatch, one arm per input.
     fn handle(&mut self, input: ClientInput, out: &mut Vec<Action>);
+    /// [`ClientInput::Frame`]`(conn, line)` from a driver that has already decoded the line:
+    /// `decoded` is exactly `serde_json::from_str(&line)` (given only when that succeeded), so
+    /// a model may read it instead of parsing the same text again. The default hands the line
+    /// to [`ClientModel::handle`] as is.
+    fn handle_decoded(
+        &mut self,
+        conn: ConnId,
+        line: String,
+        decoded: Value,
+        out: &mut Vec<Action>,
+    ) {
+        let _ = decoded;
+        self.handle(ClientInput::Frame(conn, line), out);
+    }
     /// Submissions the Client still holds pending (neither acknowledged nor shown to the user).
     fn pending(&self) -> Vec<u64>;
     /// The driver's clock (simulated ms), set before each input.
@@ -1007,7 +1021,77 @@ impl SpecClient {
     }
 }
 
+impl SpecClient {
+    /// One line read on `conn`, decoded ([`rpc::parse`], or the driver's value through
+    /// [`ClientModel::handle_decoded`]).
+    fn frame(
+        &mut self,
+        conn: ConnId,
+        parsed: Result<Frame, rpc::ParseError>,
+        out: &mut Vec<Action>,
+    ) {
+        match parsed {
+            // The answer to a raw probe, or to a frame that was not valid JSON (id
+            // null): the checkers read it from the wire; the Client has nothing to do.
+            Ok(Frame::Response { id, .. })
+                if id.is_null() || id.as_u64().is_some_and(|i| i >= RAW_ID_BASE) => {}
+            Ok(Frame::Response { id, result }) => self.response(conn, &id, result, out),
+            Ok(Frame::Request { id, method, .. }) => {
+                // The user approves tool calls (after `permission_ms`); every Agent
+                // request gets one answer.
+                let asked = method == "session/request_permission";
+                match id.as_u64() {
+                    Some(req) if asked && self.cfg.permission_ms > 0 => self.timer(
+                        TimerKind::PermissionAnswer { conn, req },
+                        self.cfg.permission_ms,
+                        out,
+                    ),
+                    _ if asked => out.push(Action::Send {
+                        conn,
+                        line: permission_allowed(&id),
+                    }),
+                    _ => out.push(Action::Send {
+                        conn,
+                        line: rpc::err(&id, code::METHOD_NOT_FOUND, "Method not found", None),
+                    }),
+                }
+            }
+            // A6: the Agent withdrew a question the user has not answered yet: close
+            // it, and answer it with the `cancelled` outcome (the schema's
+            // `RequestPermissionOutcome::Cancelled`).
+            Ok(Frame::Notification { method, params }) if method == "$/cancel_request" => {
+                let asked = |k: &TimerKind| {
+                    matches!(k, TimerKind::PermissionAnswer { conn: c, req }
+                        if *c == conn && params["requestId"].as_u64() == Some(*req))
+                };
+                if self.timers.values().any(asked) {
+                    self.timers.retain(|_, k| !asked(k));
+                    let line = rpc::ok(
+                        &params["requestId"],
+                        json!({"outcome": {"outcome": "cancelled"}}),
+                    );
+                    out.push(Action::Send { conn, line });
+                }
+            }
+            // Updates are shown; `$/cancel_request` for a permission we already
+            // answered is ignored.
+            _ => {}
+        }
+    }
+}
+
 impl ClientModel for SpecClient {
+    fn handle_decoded(
+        &mut self,
+        conn: ConnId,
+        line: String,
+        decoded: Value,
+        out: &mut Vec<Action>,
+    ) {
+        let _ = line;
+        self.frame(conn, Ok(rpc::decode(decoded)), out);
+    }
+
     fn handle(&mut self, input: ClientInput, out: &mut Vec<Action>) {
         match input {
             ClientInput::Boot => out.push(Action::Connect {
@@ -1045,60 +1129,7 @@ impl ClientModel for SpecClient {
                     self.reconnect(out);
                 }
             }
-            ClientInput::Frame(conn, line) => {
-                match rpc::parse(&line) {
-                    // The answer to a raw probe, or to a frame that was not valid JSON (id
-                    // null): the checkers read it from the wire; the Client has nothing to do.
-                    Ok(Frame::Response { id, .. })
-                        if id.is_null() || id.as_u64().is_some_and(|i| i >= RAW_ID_BASE) => {}
-                    Ok(Frame::Response { id, result }) => self.response(conn, &id, result, out),
-                    Ok(Frame::Request { id, method, .. }) => {
-                        // The user approves tool calls (after `permission_ms`); every Agent
-                        // request gets one answer.
-                        let asked = method == "session/request_permission";
-                        match id.as_u64() {
-                            Some(req) if asked && self.cfg.permission_ms > 0 => self.timer(
-                                TimerKind::PermissionAnswer { conn, req },
-                                self.cfg.permission_ms,
-                                out,
-                            ),
-                            _ if asked => out.push(Action::Send {
-                                conn,
-                                line: permission_allowed(&id),
-                            }),
-                            _ => out.push(Action::Send {
-                                conn,
-                                line: rpc::err(
-                                    &id,
-                                    code::METHOD_NOT_FOUND,
-                                    "Method not found",
-                                    None,
-                                ),
-                            }),
-                        }
-                    }
-                    // A6: the Agent withdrew a question the user has not answered yet: close
-                    // it, and answer it with the `cancelled` outcome (the schema's
-                    // `RequestPermissionOutcome::Cancelled`).
-                    Ok(Frame::Notification { method, params }) if method == "$/cancel_request" => {
-                        let asked = |k: &TimerKind| {
-                            matches!(k, TimerKind::PermissionAnswer { conn: c, req }
-                                if *c == conn && params["requestId"].as_u64() == Some(*req))
-                        };
-                        if self.timers.values().any(asked) {
-                            self.timers.retain(|_, k| !asked(k));
-                            let line = rpc::ok(
-                                &params["requestId"],
-                                json!({"outcome": {"outcome": "cancelled"}}),
-                            );
-                            out.push(Action::Send { conn, line });
-                        }
-                    }
-                    // Updates are shown; `$/cancel_request` for a permission we already
-                    // answered is ignored.
-                    _ => {}
-                }
-            }
+            ClientInput::Frame(conn, line) => self.frame(conn, rpc::parse(&line), out),
             ClientInput::Timer(t) => match self.timers.shift_remove(&t) {
                 Some(TimerKind::PromptTimeout { conn, req }) => {
                     let live = self.conn.as_ref().filter(|c| c.id == conn);

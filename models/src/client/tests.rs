@@ -310,3 +310,32 @@ fn close_then_prompt_resumes_first_and_fork_prompts_in_the_fork() {
     assert_eq!(p.len(), 1, "{p:?}");
     assert_eq!(p[0]["params"]["sessionId"], "f");
 }
+
+/// `handle_decoded` with the line's own JSON does what `handle(Frame)` does with the line:
+/// answers, errors, an Agent's request, an answer to a raw probe and a stray object.
+#[test]
+fn a_decoded_frame_is_handled_as_its_line() {
+    let lines = [
+        rpc::ok(&json!(1), json!({})),
+        rpc::ok(&json!(2), json!({})),
+        rpc::err(&json!(3), -32603, "Internal error", None),
+        rpc::request(9, "session/request_permission", json!({"sessionId": "s"})),
+        rpc::request(10, "fs/unknown", json!({})),
+        rpc::ok(&Value::Null, json!({})),
+        r#"{"nothing":"here"}"#.to_string(),
+        r#"{"jsonrpc":"1.0","id":11,"method":"session/request_permission"}"#.to_string(),
+    ];
+    let (mut by_line, mut by_value) = (restored(0), restored(0));
+    by_line.handle(ClientInput::Connected(1), &mut vec![]);
+    by_value.handle(ClientInput::Connected(1), &mut vec![]);
+    let mut answered = 0;
+    for line in &lines {
+        let (mut a, mut b) = (vec![], vec![]);
+        by_line.handle(ClientInput::Frame(1, line.clone()), &mut a);
+        let decoded: Value = serde_json::from_str(line).unwrap();
+        by_value.handle_decoded(1, line.clone(), decoded, &mut b);
+        answered += a.len();
+        assert_eq!(a, b, "{line}");
+    }
+    assert!(answered > 0, "the script made the Client do nothing");
+}

@@ -66,10 +66,14 @@ pub async fn agent(ctx: Rc<Ctx>) -> turmoil::Result {
                 model.handle(AgentInput::Connected(id), &mut out);
             }
             Ev::Frame(id, line) if io.conns.contains_key(&id) => {
-                if io.log_recv(id, &line).transient_error {
+                let (recv, decoded) = io.log_recv_decoded(id, &line, true);
+                if recv.transient_error {
                     model.handle(AgentInput::InjectTransientError, &mut out);
                 }
-                model.handle(AgentInput::Frame(id, line), &mut out);
+                match decoded {
+                    Some(v) => model.handle_decoded(id, line, v, &mut out),
+                    None => model.handle(AgentInput::Frame(id, line), &mut out),
+                }
             }
             Ev::Closed(id, why) => {
                 if io.close(id, why) {
@@ -131,7 +135,7 @@ pub async fn node(ctx: Rc<Ctx>, name: &'static str) -> turmoil::Result {
                     io.record(OpType::Info, op::LOGICAL, json!({"conn": id, "logical": l}));
                     model.handle(AgentInput::Logical(id, l), &mut out);
                 } else {
-                    let recv = io.log_recv(id, &line);
+                    let (recv, decoded) = io.log_recv_decoded(id, &line, true);
                     if recv.transient_error {
                         model.handle(AgentInput::InjectTransientError, &mut out);
                     }
@@ -139,7 +143,10 @@ pub async fn node(ctx: Rc<Ctx>, name: &'static str) -> turmoil::Result {
                         let view = io.store_load().await;
                         model.handle(AgentInput::StoreSnapshot(view), &mut out);
                     }
-                    model.handle(AgentInput::Frame(id, line), &mut out);
+                    match decoded {
+                        Some(v) => model.handle_decoded(id, line, v, &mut out),
+                        None => model.handle(AgentInput::Frame(id, line), &mut out),
+                    }
                 }
             }
             Ev::Closed(id, why) => {
@@ -366,8 +373,10 @@ pub async fn client(ctx: Rc<Ctx>) -> turmoil::Result {
                 model.handle(ClientInput::ConnectFailed, &mut out);
             }
             Some(Ev::Frame(id, line)) if io.conns.contains_key(&id) => {
-                io.log_recv(id, &line);
-                model.handle(ClientInput::Frame(id, line), &mut out);
+                match io.log_recv_decoded(id, &line, true).1 {
+                    Some(v) => model.handle_decoded(id, line, v, &mut out),
+                    None => model.handle(ClientInput::Frame(id, line), &mut out),
+                }
             }
             Some(Ev::Closed(id, why)) => {
                 if io.close(id, why) {

@@ -419,10 +419,25 @@ impl Io {
     /// Log a line this host read (its `recv` op) and say what an Agent host must know of it
     /// (other hosts get [`Recv::default`]); the parsed frame goes into the op, not copied.
     pub(super) fn log_recv(&self, id: ConnId, line: &str) -> Recv {
+        self.log_recv_decoded(id, line, false).0
+    }
+
+    /// [`Io::log_recv`], and with `want` a copy of the frame for the host's model
+    /// (`AgentModel::handle_decoded`) when the line decoded to a JSON object: exactly
+    /// `serde_json::from_str(line)`, so the model need not parse the line again. (Anything else
+    /// it parses itself: a line that is not JSON is logged as a string, which a JSON string
+    /// also decodes to.)
+    pub(super) fn log_recv_decoded(
+        &self,
+        id: ConnId,
+        line: &str,
+        want: bool,
+    ) -> (Recv, Option<Value>) {
         let mut ledger = self.ctx.ledger.borrow_mut();
         let frame: Value = ledger.take_written(line).unwrap_or_else(|| {
             serde_json::from_str(line).unwrap_or_else(|_| Value::String(line.to_string()))
         });
+        let decoded = (want && frame.is_object()).then(|| frame.clone());
         ledger.on_recv(id, self.process, &frame);
         let recv = if is_agent_host(self.process) {
             Recv {
@@ -438,7 +453,7 @@ impl Io {
             op::RECV,
             super::ledger::frame_op(id, peer(self.process), frame),
         );
-        recv
+        (recv, decoded)
     }
 
     /// Send one op to the store and wait up to the store timeout for its reply (`None`: no
