@@ -81,11 +81,35 @@ struct Up {
 pub trait ProxyModel {
     /// Handle one input; push the actions to run, in order.
     fn handle(&mut self, input: ProxyInput, out: &mut Vec<Action>);
+    /// [`ProxyInput::Frame`]`(conn, line)` from a driver that has already decoded the line:
+    /// `decoded` is exactly `serde_json::from_str(&line)` (given only when that succeeded), so
+    /// a proxy may read it instead of parsing the same text again. The default hands the line
+    /// to [`ProxyModel::handle`] as is.
+    fn handle_decoded(
+        &mut self,
+        conn: ConnId,
+        line: String,
+        decoded: Value,
+        out: &mut Vec<Action>,
+    ) {
+        let _ = decoded;
+        self.handle(ProxyInput::Frame(conn, line), out);
+    }
 }
 
 impl ProxyModel for Proxy {
     fn handle(&mut self, input: ProxyInput, out: &mut Vec<Action>) {
         Proxy::handle(self, input, out)
+    }
+
+    fn handle_decoded(
+        &mut self,
+        conn: ConnId,
+        line: String,
+        decoded: Value,
+        out: &mut Vec<Action>,
+    ) {
+        self.frame(conn, &line, Some(decoded), out);
     }
 }
 
@@ -133,7 +157,7 @@ impl Proxy {
                 u.down = Some(conn);
                 self.downs.insert(conn, tag);
                 for line in std::mem::take(&mut u.queue) {
-                    self.upstream_line(tag, &line, out);
+                    self.upstream_line(tag, &line, None, out);
                 }
             }
             ProxyInput::DownFailed { tag } => {
@@ -141,13 +165,7 @@ impl Proxy {
                     out.push(Action::Connect { after_ms: 20, tag });
                 }
             }
-            ProxyInput::Frame(conn, line) => {
-                if self.ups.contains_key(&conn) {
-                    self.upstream_line(conn, &line, out);
-                } else if let Some(&up) = self.downs.get(&conn) {
-                    self.downstream_line(conn, up, &line, out);
-                }
-            }
+            ProxyInput::Frame(conn, line) => self.frame(conn, &line, None, out),
             ProxyInput::Disconnected(conn) => {
                 // Either side ending ends the pair: the Client then reconnects and resumes.
                 if let Some(u) = self.ups.shift_remove(&conn) {
@@ -166,14 +184,30 @@ impl Proxy {
         }
     }
 
-    fn upstream_line(&mut self, up: ConnId, line: &str, out: &mut Vec<Action>) {
+    /// One line read on `conn`; `decoded` is the line's JSON when the driver already decoded it
+    /// ([`ProxyModel::handle_decoded`]).
+    fn frame(&mut self, conn: ConnId, line: &str, decoded: Option<Value>, out: &mut Vec<Action>) {
+        if self.ups.contains_key(&conn) {
+            self.upstream_line(conn, line, decoded, out);
+        } else if let Some(&up) = self.downs.get(&conn) {
+            self.downstream_line(conn, up, line, decoded, out);
+        }
+    }
+
+    fn upstream_line(
+        &mut self,
+        up: ConnId,
+        line: &str,
+        decoded: Option<Value>,
+        out: &mut Vec<Action>,
+    ) {
         let Some(down) = self.ups.get(&up).and_then(|u| u.down) else {
             if let Some(u) = self.ups.get_mut(&up) {
                 u.queue.push(line.to_string());
             }
             return;
         };
-        let parsed = rpc::parse(line);
+        let parsed = decoded.map_or_else(|| rpc::parse(line), |v| Ok(rpc::decode(v)));
         if self.mutant == Some(ProxyMutant::ReordersPrompt) {
             if let Ok(Frame::Request { method, .. }) = &parsed {
                 let u = self.ups.get_mut(&up).expect("checked above");
@@ -276,8 +310,15 @@ impl Proxy {
         }
     }
 
-    fn downstream_line(&mut self, down: ConnId, up: ConnId, line: &str, out: &mut Vec<Action>) {
-        match rpc::parse(line) {
+    fn downstream_line(
+        &mut self,
+        down: ConnId,
+        up: ConnId,
+        line: &str,
+        decoded: Option<Value>,
+        out: &mut Vec<Action>,
+    ) {
+        match decoded.map_or_else(|| rpc::parse(line), |v| Ok(rpc::decode(v))) {
             Ok(Frame::Response { id, result }) => {
                 let Some((u, cid)) = id.as_u64().and_then(|i| self.fwd.shift_remove(&(down, i)))
                 else {
@@ -477,5 +518,55 @@ mod tests {
         let mut out = vec![];
         p.handle(ProxyInput::Disconnected(2), &mut out);
         assert_eq!(out, vec![Action::Close { conn: 1 }]);
+    }
+
+    /// `handle_decoded` with the line's own JSON does what `handle(Frame)` does with the line,
+    /// both ways through the proxy, under each mutant.
+    #[test]
+    fn a_decoded_frame_is_handled_as_its_line() {
+        let lines: [(ConnId, String); 7] = [
+            (1, prompt(7)),
+            (
+                1,
+                rpc::notification("$/cancel_request", json!({"requestId": 7})),
+            ),
+            (1, r#"{"nothing":"here"}"#.to_string()),
+            (2, rpc::ok(&json!(101), json!({"messageId": "m"}))),
+            (
+                2,
+                rpc::request(5, "session/request_permission", json!({"sessionId": "s"})),
+            ),
+            (
+                2,
+                rpc::notification("$/cancel_request", json!({"requestId": 5})),
+            ),
+            (
+                1,
+                rpc::ok(&json!(102), json!({"outcome": {"outcome": "cancelled"}})),
+            ),
+        ];
+        let mutants = [
+            None,
+            Some(ProxyMutant::DropsKey),
+            Some(ProxyMutant::UnmappedCancel),
+            Some(ProxyMutant::DuplicatesPrompt),
+            Some(ProxyMutant::ReordersPrompt),
+        ];
+        for m in mutants {
+            let (mut by_line, mut by_value) = (paired(m), paired(m));
+            let mut sent = 0;
+            for (conn, line) in &lines {
+                let (mut a, mut b) = (vec![], vec![]);
+                by_line.handle(ProxyInput::Frame(*conn, line.clone()), &mut a);
+                let decoded: Value = serde_json::from_str(line).unwrap();
+                ProxyModel::handle_decoded(&mut by_value, *conn, line.clone(), decoded, &mut b);
+                sent += sends(&a).len();
+                assert_eq!(a, b, "{line} ({m:?})");
+            }
+            assert!(
+                sent >= 3,
+                "{m:?}: the script forwarded almost nothing ({sent})"
+            );
+        }
     }
 }

@@ -430,8 +430,10 @@ pub async fn proxy(ctx: Rc<Ctx>) -> turmoil::Result {
             }
             Ev::ConnectFailed(tag) => model.handle(ProxyInput::DownFailed { tag }, &mut out),
             Ev::Frame(id, line) if io.conns.contains_key(&id) => {
-                io.log_recv(id, &line);
-                model.handle(ProxyInput::Frame(id, line), &mut out);
+                match io.log_recv_decoded(id, &line, true).1 {
+                    Some(v) => model.handle_decoded(id, line, v, &mut out),
+                    None => model.handle(ProxyInput::Frame(id, line), &mut out),
+                }
             }
             Ev::Closed(id, why) => {
                 if io.close(id, why) {
