@@ -39,6 +39,22 @@ pub fn rewrite(line: &str, program: &str) -> String {
     }
 }
 
+/// `text` (an error message) with every command it quotes, `` `acp-chaos …` ``, as it runs from
+/// the user's shell ([`program`]): "see `acp-chaos list`" reads "see `cargo run --release --
+/// list`" under `cargo run`.
+pub fn runnable_in(text: &str) -> String {
+    rewrite_in(text, program())
+}
+
+/// [`runnable_in`] for a given program (pure).
+pub fn rewrite_in(text: &str, program: &str) -> String {
+    if program == "acp-chaos" {
+        return text.to_string();
+    }
+    text.replace("`acp-chaos ", &format!("`{program} "))
+        .replace("`acp-chaos`", &format!("`{program}`"))
+}
+
 /// True when `cargo run` started this process. On Unix cargo `exec`s the binary, so the
 /// process keeps cargo's `CARGO` variable and has the user's shell as its parent; a binary a
 /// test starts (`cargo test` sets `CARGO` too) has the test (under `target/*/deps/`) or
@@ -82,6 +98,24 @@ mod tests {
         assert_eq!(
             rewrite("ACP_CHAOS_SEED=3 cargo test", "cargo run --"),
             "ACP_CHAOS_SEED=3 cargo test"
+        );
+    }
+
+    #[test]
+    fn an_error_quotes_its_commands_as_the_user_launched_the_binary() {
+        let e = "no scenario named `x` (see `acp-chaos list`); mutants: `acp-chaos list mutants`";
+        assert_eq!(
+            rewrite_in(e, "cargo run --release --"),
+            "no scenario named `x` (see `cargo run --release -- list`); mutants: \
+             `cargo run --release -- list mutants`"
+        );
+        assert_eq!(rewrite_in(e, "acp-chaos"), e);
+        // A path or a word that only contains the name is left alone.
+        let p = "cannot read /tmp/acp-chaos-run/summary.json";
+        assert_eq!(rewrite_in(p, "cargo run --"), p);
+        assert_eq!(
+            rewrite_in("run `acp-chaos`", "cargo run --"),
+            "run `cargo run --`"
         );
     }
 }

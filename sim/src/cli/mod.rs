@@ -154,7 +154,8 @@ pub fn main() -> i32 {
     match dispatch(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e}");
+            // A command the message quotes (`acp-chaos list`) reads as the user can run it.
+            eprintln!("error: {}", crate::launch::runnable_in(&e.to_string()));
             e.code
         }
     }
