@@ -968,6 +968,8 @@ pub fn derive_id(session: &str, key: &str) -> String {
 
 impl AgentModel for ModelAgent {
     fn handle(&mut self, input: AgentInput, out: &mut Vec<Action>) {
+        // Whatever must run before every input goes in `before_input`: `handle_decoded`
+        // (a frame that skips this match) calls it too.
         self.before_input(out);
         match input {
             AgentInput::Connected(c) => {

@@ -1092,6 +1092,8 @@ impl ClientModel for SpecClient {
         self.frame(conn, Ok(rpc::decode(decoded)), out);
     }
 
+    // `handle_decoded` skips `handle`: anything that must run before every input would have
+    // to run in both (nothing does today).
     fn handle(&mut self, input: ClientInput, out: &mut Vec<Action>) {
         match input {
             ClientInput::Boot => out.push(Action::Connect {

@@ -438,6 +438,11 @@ impl Io {
             serde_json::from_str(line).unwrap_or_else(|_| Value::String(line.to_string()))
         });
         let decoded = (want && frame.is_object()).then(|| frame.clone());
+        // The model acts on this value instead of the line: it must be the line's own parse.
+        debug_assert!(
+            decoded.is_none() || decoded == serde_json::from_str::<Value>(line).ok(),
+            "the frame handed to the model is not what its line decodes to: {line}"
+        );
         ledger.on_recv(id, self.process, &frame);
         let recv = if is_agent_host(self.process) {
             Recv {
