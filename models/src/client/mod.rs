@@ -1019,9 +1019,7 @@ impl SpecClient {
         });
         self.backoff_ms = (self.backoff_ms * 2).min(self.cfg.backoff_ms_max);
     }
-}
 
-impl SpecClient {
     /// One line read on `conn`, decoded ([`rpc::parse`], or the driver's value through
     /// [`ClientModel::handle_decoded`]).
     fn frame(
