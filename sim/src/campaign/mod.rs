@@ -5,6 +5,7 @@ pub mod bench;
 mod counterexample;
 pub(crate) mod folders;
 pub mod merge;
+pub mod paired;
 pub(crate) mod progress;
 pub mod scoreboard;
 pub(crate) mod staging;

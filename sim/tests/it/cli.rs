@@ -352,3 +352,94 @@ fn absurd_seeds_are_refused_and_jobs_are_capped_at_the_machine() {
     assert!(err.contains("--jobs 100000 is more than"), "{err}");
     let _ = std::fs::remove_dir_all(&out_dir);
 }
+
+#[test]
+fn bench_vs_measures_both_builds_in_alternating_pairs_and_refuses_a_bad_binary() {
+    // The same binary on both sides: two rounds, the order alternating, one JSON report.
+    let me = env!("CARGO_BIN_EXE_acp-chaos");
+    let out = bin()
+        .args([
+            "bench",
+            "rfd-01-retry-same-connection",
+            "--seeds",
+            "2",
+            "--rounds",
+            "2",
+            "--vs",
+            me,
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("round 1:") && text.contains("(this first)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("round 2:") && text.contains("(other first)"),
+        "{text}"
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(text.lines().last().unwrap()).expect("the last line is the report");
+    assert_eq!(report["ratios"].as_array().unwrap().len(), 2, "{report}");
+    for side in ["this", "other"] {
+        let figures = report[side]["seeds_per_s_per_core"].as_array().unwrap();
+        assert!(
+            figures.iter().all(|f| f.as_f64().unwrap() > 0.0),
+            "{report}"
+        );
+    }
+    // Both builds were handed the scenario folder, so they measure the same files.
+    assert!(
+        report["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a == "--scenarios"),
+        "{report}"
+    );
+    // Without `--vs`, rounds in this process and their median; no rounds is a usage error.
+    let out = bin()
+        .args([
+            "bench",
+            "rfd-01-retry-same-connection",
+            "--seeds",
+            "1",
+            "--rounds",
+            "2",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("median of 2 rounds"), "{text}");
+    let summary: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(
+        summary["seeds_per_s_per_core_rounds"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    let out = bin().args(["bench", "--rounds", "0"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    // A path that is not a binary, and a binary that is not acp-chaos: exit 2, named.
+    for (other, says) in [
+        ("/no/such/acp-chaos", "no such file"),
+        ("/bin/false", "failed"),
+    ] {
+        let out = bin()
+            .args(["bench", "--seeds", "1", "--vs", other])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{other}: {err}");
+        assert!(err.contains(other) && err.contains(says), "{other}: {err}");
+        assert!(!err.contains("panicked"), "{other}: {err}");
+    }
+}
