@@ -124,18 +124,47 @@ fn bench_once(binary: &Path, args: &[String]) -> anyhow::Result<Figures> {
         .args(args)
         .output()
         .map_err(|e| anyhow::anyhow!("--vs: cannot run {shown}: {e}"))?;
+    // The line that says why: a panic's message rather than Rust's `note:` after it.
     let last_err = || {
-        String::from_utf8_lossy(&out.stderr)
+        let err = String::from_utf8_lossy(&out.stderr);
+        let lines: Vec<&str> = err
             .lines()
-            .rfind(|l| !l.trim().is_empty())
-            .map(|l| format!(": {}", l.trim()))
-            .unwrap_or_default()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect();
+        let why = match lines.iter().rposition(|l| l.contains("panicked at")) {
+            Some(i) => lines[i..]
+                .iter()
+                .take(2)
+                .copied()
+                .collect::<Vec<_>>()
+                .join(" "),
+            None => lines
+                .iter()
+                .rfind(|l| !l.starts_with("note:"))
+                .map(|l| l.to_string())
+                .unwrap_or_default(),
+        };
+        if why.is_empty() {
+            why
+        } else {
+            format!(": {why}")
+        }
     };
     if !out.status.success() {
         anyhow::bail!("`{shown} bench` failed ({}){}", out.status, last_err());
     }
-    figures(&String::from_utf8_lossy(&out.stdout))
-        .ok_or_else(|| anyhow::anyhow!("`{shown} bench` printed no JSON line with `seeds_per_s`"))
+    let f = figures(&String::from_utf8_lossy(&out.stdout)).ok_or_else(|| {
+        anyhow::anyhow!("`{shown} bench` printed no JSON line with `seeds_per_s`")
+    })?;
+    // A ratio of zeros or of nonsense would shift the median quietly.
+    if !(f.0.is_finite() && f.0 > 0.0) {
+        anyhow::bail!(
+            "`{shown} bench` reported {} seeds/s: not a positive number",
+            f.0
+        );
+    }
+    Ok(f)
 }
 
 /// The figures of a `bench` output: its last JSON line's per-core seeds/s (or, from a build

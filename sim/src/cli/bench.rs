@@ -38,14 +38,19 @@ pub(super) struct BenchArgs {
     dir: DirArgs,
 }
 
+/// The most rounds one `bench` takes (each is a full measurement; with `--vs`, two).
+const ROUNDS_MAX: usize = 1000;
+
 pub(super) fn exec(b: &BenchArgs) -> Outcome {
     if b.seeds == 0 || b.jobs == 0 {
         return Err(CliError::usage(
             "--seeds and --jobs must be at least 1".to_string(),
         ));
     }
-    if b.rounds == 0 {
-        return Err(CliError::usage("--rounds must be at least 1".to_string()));
+    if b.rounds == 0 || b.rounds > ROUNDS_MAX {
+        return Err(CliError::usage(format!(
+            "--rounds must be at least 1 and at most {ROUNDS_MAX}"
+        )));
     }
     super::args::check_seeds(b.seeds)?;
     let dir = scenarios_dir(&b.dir);
@@ -54,12 +59,12 @@ pub(super) fn exec(b: &BenchArgs) -> Outcome {
     if let Some(other) = &b.vs {
         return vs(b, other, &dir, jobs);
     }
-    let mut per_core = Vec::new();
-    let mut sim_to_real = Vec::new();
+    let (mut per_core, mut sim_to_real, mut seeds_per_s) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..b.rounds {
         let r = crate::campaign::bench::measure(&s, b.seeds, jobs, b.agent)?;
         print_one(&r)?;
         per_core.push(r.seeds_per_s_per_core);
+        seeds_per_s.push(r.seeds_per_s);
         sim_to_real.push(r.sim_to_real_per_core);
     }
     if b.rounds > 1 {
@@ -74,7 +79,8 @@ pub(super) fn exec(b: &BenchArgs) -> Outcome {
             "{}",
             serde_json::json!({
                 "scenario": s.name, "agent": b.agent, "seeds": b.seeds, "jobs": jobs,
-                "rounds": b.rounds, "seeds_per_s_per_core": m, "sim_to_real_per_core": sr,
+                "rounds": b.rounds, "seeds_per_s": median(&seeds_per_s),
+                "seeds_per_s_per_core": m, "sim_to_real_per_core": sr,
                 "seeds_per_s_per_core_rounds": per_core,
                 "sim_to_real_per_core_rounds": sim_to_real,
             })
@@ -103,9 +109,17 @@ fn print_one(r: &crate::campaign::bench::BenchReport) -> Result<(), CliError> {
 
 /// `--vs BINARY`: pairs of child processes, this build and the other, order alternating.
 fn vs(b: &BenchArgs, other: &std::path::Path, dir: &std::path::Path, jobs: usize) -> Outcome {
+    // The file checked is the file run: a bare name is not looked up on `PATH`, where an
+    // installed acp-chaos would be measured instead.
+    let other = &std::path::absolute(other)?;
     if !other.is_file() {
+        let why = if other.exists() {
+            "not a file"
+        } else {
+            "no such file"
+        };
         return Err(CliError::usage(format!(
-            "--vs {}: no such file (give the path of another acp-chaos binary)",
+            "--vs {}: {why} (give the path of another acp-chaos binary)",
             other.display()
         )));
     }
@@ -124,11 +138,11 @@ fn vs(b: &BenchArgs, other: &std::path::Path, dir: &std::path::Path, jobs: usize
         dir.display().to_string(),
     ];
     println!(
-        "bench {}@{} --vs {}: {} rounds of {} seeds, jobs={jobs}, each round both builds, the order alternating",
+        "bench {}@{} --vs {}: {} of {} seeds, jobs={jobs}, each round both builds, the order alternating",
         b.scenario,
         b.agent.as_str(),
         other.display(),
-        b.rounds,
+        if b.rounds == 1 { "1 round".to_string() } else { format!("{} rounds", b.rounds) },
         b.seeds
     );
     let r = paired::compare(&this, other, &args, b.rounds, |round, x, y| {

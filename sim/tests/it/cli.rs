@@ -429,9 +429,22 @@ fn bench_vs_measures_both_builds_in_alternating_pairs_and_refuses_a_bad_binary()
     let out = bin().args(["bench", "--rounds", "0"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     // A path that is not a binary, and a binary that is not acp-chaos: exit 2, named.
+    // A folder; a program that reports no speed (a ratio of it would shift the median).
+    let dir = std::env::temp_dir().join("acp-chaos-cli-bench-vs");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let zero = dir.join("zero.sh");
+    std::fs::write(&zero, "#!/bin/sh\necho '{\"seeds_per_s\":0}'\n").unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&zero, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let (dir_s, zero_s) = (dir.display().to_string(), zero.display().to_string());
     for (other, says) in [
         ("/no/such/acp-chaos", "no such file"),
         ("/bin/false", "failed"),
+        (dir_s.as_str(), "not a file"),
+        (zero_s.as_str(), "not a positive number"),
     ] {
         let out = bin()
             .args(["bench", "--seeds", "1", "--vs", other])
@@ -442,4 +455,5 @@ fn bench_vs_measures_both_builds_in_alternating_pairs_and_refuses_a_bad_binary()
         assert!(err.contains(other) && err.contains(says), "{other}: {err}");
         assert!(!err.contains("panicked"), "{other}: {err}");
     }
+    let _ = std::fs::remove_dir_all(&dir);
 }
