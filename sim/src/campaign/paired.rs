@@ -63,6 +63,14 @@ pub fn median(xs: &[f64]) -> f64 {
     }
 }
 
+/// The smallest and largest of `xs` (`(inf, -inf)` when empty).
+pub fn spread(xs: &[f64]) -> (f64, f64) {
+    xs.iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| {
+            (lo.min(x), hi.max(x))
+        })
+}
+
 /// One round's figures of one build: (seeds/s per core, simulated:real per core).
 type Figures = (f64, Option<f64>);
 
@@ -103,11 +111,12 @@ pub fn compare(
         ratios.push(x.0 / y.0);
         each(round, x, y);
     }
+    let (ratio_min, ratio_max) = spread(&ratios);
     Ok(PairedReport {
         args: args.to_vec(),
         ratio_median: median(&ratios),
-        ratio_min: ratios.iter().copied().fold(f64::INFINITY, f64::min),
-        ratio_max: ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        ratio_min,
+        ratio_max,
         this_median: median(&a.seeds_per_s_per_core),
         other_median: median(&b.seeds_per_s_per_core),
         ratios,
@@ -197,6 +206,7 @@ mod tests {
         assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
         assert!(median(&[]).is_nan());
+        assert_eq!(spread(&[2.0, 5.0, 1.0]), (1.0, 5.0));
     }
 
     #[test]

@@ -7,7 +7,7 @@ use clap::Args;
 
 use super::args::{parse_design, scenarios_dir, DirArgs};
 use super::{CliError, Outcome};
-use crate::campaign::paired::{self, median};
+use crate::campaign::paired::{self, median, spread};
 use crate::exit;
 use crate::models::Design;
 use crate::scenario;
@@ -69,11 +69,10 @@ pub(super) fn exec(b: &BenchArgs) -> Outcome {
     }
     if b.rounds > 1 {
         let (m, sr) = (median(&per_core), median(&sim_to_real));
+        let (lo, hi) = spread(&per_core);
         println!(
-            "median of {} rounds: {m:.0} seeds/s per core (min {:.0}, max {:.0}), simulated:real {sr:.0}x per core",
+            "median of {} rounds: {m:.0} seeds/s per core (min {lo:.0}, max {hi:.0}), simulated:real {sr:.0}x per core",
             b.rounds,
-            per_core.iter().copied().fold(f64::INFINITY, f64::min),
-            per_core.iter().copied().fold(f64::NEG_INFINITY, f64::max),
         );
         println!(
             "{}",
