@@ -123,6 +123,10 @@ fn vs(b: &BenchArgs, other: &std::path::Path, dir: &std::path::Path, jobs: usize
         )));
     }
     let this = std::env::current_exe()?;
+    if std::fs::canonicalize(&this).ok() == std::fs::canonicalize(other).ok() {
+        // Worth measuring (it shows the machine's noise), but not to be read as a speed-up.
+        println!("note: --vs names this binary: every ratio measures the machine's noise alone");
+    }
     // Both builds read the same scenario files, wherever they were launched from.
     let dir = std::path::absolute(dir)?;
     let args: Vec<String> = vec![

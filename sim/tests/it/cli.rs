@@ -377,6 +377,7 @@ fn bench_vs_measures_both_builds_in_alternating_pairs_and_refuses_a_bad_binary()
         "{text}{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    assert!(text.contains("--vs names this binary"), "{text}");
     assert!(
         text.contains("round 1:") && text.contains("(this first)"),
         "{text}"
