@@ -10,6 +10,7 @@ pub mod action;
 pub mod agent;
 pub mod client;
 pub mod cluster;
+pub mod digest;
 pub mod methods;
 pub mod mutant;
 pub mod op;
@@ -27,4 +28,4 @@ pub use client::{
     ClientConfig, ClientInput, ClientKind, ClientModel, ClientMutant, KeyScheme, SpecClient,
 };
 pub use methods::RetryClass;
-pub use mutant::{Mutant, Party, MUTANTS};
+pub use mutant::{Mutant, Need, Party, MUTANTS};

@@ -51,6 +51,11 @@ pub struct Mutant {
     pub summary: &'static str,
     /// Agent designs it applies to (empty: every design).
     pub designs: &'static [Design],
+    /// What a trace must hold before any fault schedule over it can show the mutant (empty:
+    /// any trace with a prompt can, given the right faults). Faults lose, delay, crash and
+    /// restart; they never add a user action, a second session or a probe, so a trace
+    /// without these cannot show it (`explore --mutants` says so and spends no run on it).
+    pub needs: &'static [Need],
     /// Whether a catch is a finding, not a violation: the rule it breaks is a SHOULD (C9) or
     /// inferred, so its verdict never fails a campaign (RULES.md "Verdicts").
     pub finding: bool,
@@ -62,6 +67,69 @@ pub struct Mutant {
     /// both a swarm seed and a dedicated scenario for them (only the scenario for a mutant the
     /// swarm has never caught: `SWARM_NEVER` in the mutant tests).
     pub swarm_finds: bool,
+}
+
+/// What a trace holds that some mutant needs ([`Mutant::needs`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub enum Need {
+    /// The user cancels a request (`$/cancel_request`).
+    CancelRequest,
+    /// The user stops a turn (`session/cancel`).
+    Stop,
+    /// The user closes a session (`session/close`).
+    Close,
+    /// Raw frames written as they are (`[[raw]]`: probes of keys, frames that are not JSON,
+    /// a `session/cancel` nobody pressed).
+    RawProbe,
+    /// A raw probe whose key is `null` (K1).
+    NullKeyProbe,
+    /// A prompt sent without a key (`sdk-auto-retry` Client, `unkeyed_rate`).
+    UnkeyedPrompt,
+    /// The same text submitted twice.
+    RepeatedText,
+    /// Two sessions.
+    TwoSessions,
+    /// A command the Agent answers locally (`/status`).
+    Command,
+    /// Two submissions (a second prompt to confuse with the first).
+    TwoSubmissions,
+    /// An Agent that holds a prompt arriving during a turn (O4 `hold`, not `steer`), and two
+    /// submissions to hold one behind the other.
+    Holding,
+    /// A cluster of two nodes or more: a retry can reach a node other than the one working on
+    /// the first attempt (one node serialises a session's inserts itself).
+    TwoNodes,
+    /// A Client with a staleness limit (`[client] stale_ms` > 0): without one nothing is ever
+    /// too old to resend (C7).
+    StaleLimit,
+    /// An Agent whose work asks the user (`tool_rate` and `permission_rate` above 0): a
+    /// `session/request_permission` to withdraw.
+    PermissionAsk,
+    /// An Agent whose work can fail (`fail_rate` above 0).
+    FailingWork,
+}
+
+impl Need {
+    /// What is missing, as a sentence fragment: "the trace has no {this}".
+    pub fn what(self) -> &'static str {
+        match self {
+            Need::CancelRequest => "$/cancel_request",
+            Need::Stop => "session/cancel (user stop)",
+            Need::Close => "session/close",
+            Need::RawProbe => "raw frame ([[raw]] probe)",
+            Need::NullKeyProbe => "raw session/prompt probe with a null key",
+            Need::UnkeyedPrompt => "prompt without a key",
+            Need::RepeatedText => "text submitted twice",
+            Need::TwoSessions => "second session",
+            Need::Command => "locally answered command (/status)",
+            Need::TwoSubmissions => "second submission",
+            Need::Holding => "prompt the Agent can hold (O4 hold and two submissions)",
+            Need::TwoNodes => "second cluster node",
+            Need::StaleLimit => "Client staleness limit (stale_ms)",
+            Need::PermissionAsk => "work that asks the user (session/request_permission)",
+            Need::FailingWork => "work that can fail (fail_rate)",
+        }
+    }
 }
 
 /// Every shipped mutant.
@@ -78,6 +146,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: true,
         swarm_finds: true,
         designs: &[],
+        needs: &[],
     },
     Mutant {
         name: "record-unsynced",
@@ -90,6 +159,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: true,
         swarm_finds: true,
         designs: &[Design::Stored],
+        needs: &[],
     },
     Mutant {
         name: "error-after-insert",
@@ -102,6 +172,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: true,
         swarm_finds: true,
         designs: &[],
+        needs: &[],
     },
     Mutant {
         name: "cancel-answers-one",
@@ -114,6 +185,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: false,
         swarm_finds: false,
         designs: &[],
+        needs: &[Need::CancelRequest],
     },
     Mutant {
         name: "key-in-updates",
@@ -126,6 +198,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: false,
         swarm_finds: true,
         designs: &[],
+        needs: &[],
     },
     Mutant {
         name: "adapter-no-history-fill",
@@ -138,6 +211,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: true,
         swarm_finds: true,
         designs: &[Design::Adapter],
+        needs: &[],
     },
     Mutant {
         name: "cluster-node-local-keys",
@@ -150,6 +224,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: true,
         swarm_finds: true,
         designs: &[Design::Cluster],
+        needs: &[],
     },
     Mutant {
         name: "cluster-check-then-insert",
@@ -162,6 +237,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: true,
         swarm_finds: false,
         designs: &[Design::Cluster],
+        needs: &[Need::TwoNodes],
     },
     Mutant {
         name: "cluster-stop-node-local",
@@ -174,6 +250,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: true,
         swarm_finds: false,
         designs: &[Design::Cluster],
+        needs: &[Need::Stop, Need::TwoNodes],
     },
     Mutant {
         name: "inserts-other-prompt",
@@ -186,6 +263,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: false,
         swarm_finds: false,
         designs: &[Design::InMemory, Design::Stored],
+        needs: &[Need::RawProbe],
     },
     Mutant {
         name: "answers-unknown-cancel",
@@ -198,6 +276,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: false,
         swarm_finds: true,
         designs: &[],
+        needs: &[Need::CancelRequest],
     },
     Mutant {
         name: "serves-inactive-session",
@@ -210,6 +289,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: false,
         swarm_finds: true,
         designs: &[],
+        needs: &[],
     },
     Mutant {
         name: "cluster-error-on-store-timeout",
@@ -222,6 +302,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: true,
         swarm_finds: true,
         designs: &[Design::Cluster],
+        needs: &[],
     },
     Mutant {
         name: "close-forgets-held",
@@ -234,6 +315,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: false,
         swarm_finds: false,
         designs: &[],
+        needs: &[Need::Close],
     },
     Mutant {
         name: "null-key-rejected",
@@ -246,6 +328,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: false,
         swarm_finds: true,
         designs: &[],
+        needs: &[Need::NullKeyProbe],
     },
     Mutant {
         name: "echo-before-insert",
@@ -258,6 +341,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: false,
         swarm_finds: true,
         designs: &[],
+        needs: &[Need::Holding],
     },
     Mutant {
         name: "key-length-in-bytes",
@@ -270,6 +354,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: false,
         swarm_finds: true,
         designs: &[],
+        needs: &[Need::RawProbe],
     },
     Mutant {
         name: "invalid-key-as-omitted",
@@ -282,6 +367,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: false,
         swarm_finds: true,
         designs: &[],
+        needs: &[Need::RawProbe],
     },
     Mutant {
         name: "key-from-text",
@@ -294,6 +380,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: false,
         swarm_finds: true,
         designs: &[],
+        needs: &[Need::RepeatedText],
     },
     Mutant {
         name: "same-key-new-prompt",
@@ -306,6 +393,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: false,
         swarm_finds: true,
         designs: &[],
+        needs: &[Need::TwoSubmissions],
     },
     Mutant {
         name: "keys-across-sessions",
@@ -318,6 +406,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: false,
         swarm_finds: true,
         designs: &[],
+        needs: &[Need::TwoSessions],
     },
     Mutant {
         name: "stop-cancels-later",
@@ -330,6 +419,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: false,
         swarm_finds: true,
         designs: &[],
+        needs: &[Need::Stop, Need::TwoSubmissions],
     },
     Mutant {
         name: "gives-up-silently",
@@ -342,6 +432,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: true,
         swarm_finds: true,
         designs: &[],
+        needs: &[],
     },
     Mutant {
         name: "key-recorded-on-arrival",
@@ -354,6 +445,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: true,
         swarm_finds: true,
         designs: &[Design::Stored],
+        needs: &[],
     },
     Mutant {
         name: "forgets-live-while-active",
@@ -366,6 +458,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: true,
         swarm_finds: true,
         designs: &[Design::InMemory, Design::Stored, Design::Adapter],
+        needs: &[Need::Command],
     },
     Mutant {
         name: "client-reuses-id",
@@ -378,6 +471,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: true,
         swarm_finds: true,
         designs: &[],
+        needs: &[],
     },
     Mutant {
         name: "proxy-drops-key",
@@ -390,6 +484,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: true,
         swarm_finds: true,
         designs: &[],
+        needs: &[],
     },
     Mutant {
         name: "proxy-unmapped-cancel",
@@ -402,6 +497,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: false,
         swarm_finds: true,
         designs: &[],
+        needs: &[Need::CancelRequest],
     },
     Mutant {
         name: "proxy-duplicates-prompt",
@@ -414,6 +510,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: false,
         swarm_finds: true,
         designs: &[],
+        needs: &[],
     },
     Mutant {
         name: "proxy-reorders-prompt",
@@ -426,6 +523,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: false,
         swarm_finds: true,
         designs: &[],
+        needs: &[],
     },
     Mutant {
         name: "new-key-per-attempt",
@@ -438,6 +536,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: true,
         swarm_finds: true,
         designs: &[],
+        needs: &[],
     },
     Mutant {
         name: "volatile-pending",
@@ -450,6 +549,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: true,
         swarm_finds: true,
         designs: &[],
+        needs: &[],
     },
     Mutant {
         name: "held-retry-errors",
@@ -462,6 +562,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: true,
         swarm_finds: true,
         designs: &[Design::InMemory, Design::Stored, Design::Adapter],
+        needs: &[Need::Holding],
     },
     Mutant {
         name: "drop-held-drops-retries",
@@ -474,6 +575,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: true,
         swarm_finds: false,
         designs: &[Design::InMemory, Design::Stored, Design::Adapter],
+        needs: &[Need::Holding],
     },
     Mutant {
         name: "keys-per-connection",
@@ -486,6 +588,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: true,
         swarm_finds: true,
         designs: &[Design::InMemory, Design::Stored, Design::Adapter],
+        needs: &[],
     },
     Mutant {
         name: "two-step-write",
@@ -498,6 +601,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: true,
         swarm_finds: true,
         designs: &[Design::Stored],
+        needs: &[],
     },
     Mutant {
         name: "cancel-skips-held",
@@ -510,6 +614,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: false,
         swarm_finds: true,
         designs: &[],
+        needs: &[Need::Stop],
     },
     Mutant {
         name: "cancel-answers-none",
@@ -522,6 +627,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: false,
         swarm_finds: true,
         designs: &[],
+        needs: &[Need::CancelRequest],
     },
     Mutant {
         name: "dedup-by-id",
@@ -534,6 +640,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: false,
         swarm_finds: true,
         designs: &[Design::InMemory, Design::Stored, Design::Adapter],
+        needs: &[Need::TwoSubmissions],
     },
     Mutant {
         name: "resume-active-errors",
@@ -546,6 +653,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: true,
         swarm_finds: true,
         designs: &[],
+        needs: &[],
     },
     Mutant {
         name: "resume-only",
@@ -558,6 +666,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: true,
         swarm_finds: true,
         designs: &[],
+        needs: &[],
     },
     Mutant {
         name: "resends-unkeyed",
@@ -570,6 +679,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: true,
         swarm_finds: false,
         designs: &[],
+        needs: &[Need::UnkeyedPrompt],
     },
     Mutant {
         name: "resends-stale",
@@ -582,6 +692,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: true,
         swarm_finds: true,
         designs: &[],
+        needs: &[Need::StaleLimit],
     },
     Mutant {
         name: "resends-empty-prompt",
@@ -594,6 +705,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: true,
         swarm_finds: true,
         designs: &[],
+        needs: &[],
     },
     Mutant {
         name: "withdraws-recovered",
@@ -606,6 +718,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: true,
         swarm_finds: false,
         designs: &[],
+        needs: &[Need::CancelRequest],
     },
     Mutant {
         name: "prompts-before-resume",
@@ -618,6 +731,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: true,
         swarm_finds: true,
         designs: &[],
+        needs: &[],
     },
     Mutant {
         name: "lenient-json",
@@ -630,6 +744,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: false,
         swarm_finds: true,
         designs: &[],
+        needs: &[Need::RawProbe],
     },
     Mutant {
         name: "any-cancel-withdraws",
@@ -642,6 +757,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: false,
         swarm_finds: false,
         designs: &[],
+        needs: &[Need::RawProbe],
     },
     Mutant {
         name: "cancel-ends-as-error",
@@ -654,6 +770,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: false,
         swarm_finds: true,
         designs: &[],
+        needs: &[Need::Stop],
     },
     Mutant {
         name: "cancel-keeps-asking",
@@ -666,6 +783,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: false,
         swarm_finds: true,
         designs: &[],
+        needs: &[Need::Stop, Need::PermissionAsk],
     },
     Mutant {
         name: "close-answers-first",
@@ -678,6 +796,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: false,
         swarm_finds: true,
         designs: &[],
+        needs: &[Need::Close],
     },
     Mutant {
         name: "failure-ends-as-end-turn",
@@ -690,6 +809,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: false,
         swarm_finds: true,
         designs: &[],
+        needs: &[Need::FailingWork],
     },
     Mutant {
         name: "close-inactive-errors",
@@ -702,6 +822,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: false,
         swarm_finds: false,
         designs: &[],
+        needs: &[Need::Close],
     },
     Mutant {
         name: "error-records-key",
@@ -714,6 +835,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: true,
         swarm_finds: true,
         designs: &[],
+        needs: &[],
     },
 ];
 

@@ -95,6 +95,13 @@ pub trait ProxyModel {
         let _ = decoded;
         self.handle(ProxyInput::Frame(conn, line), out);
     }
+    /// Everything this model holds that what it does next can depend on, as one number
+    /// ([`crate::digest::of`]): exploration merges two placements of a fault only when every
+    /// party's digest (and the rest of the world's state) is equal. Default `None`: unknown,
+    /// so exploration never merges a placement in a run with this model, it runs each one.
+    fn state_digest(&self) -> Option<u64> {
+        None
+    }
 }
 
 impl ProxyModel for Proxy {
@@ -110,6 +117,10 @@ impl ProxyModel for Proxy {
         out: &mut Vec<Action>,
     ) {
         self.frame(conn, &line, Some(decoded), out);
+    }
+
+    fn state_digest(&self) -> Option<u64> {
+        Some(crate::digest::of(self, &[]))
     }
 }
 

@@ -154,6 +154,13 @@ pub trait AgentModel {
     fn retained(&self) -> Value {
         Value::Null
     }
+    /// Everything this model holds that what it does next can depend on, as one number
+    /// ([`crate::digest::of`]): exploration merges two placements of a fault only when every
+    /// party's digest (and the rest of the world's state) is equal. Default `None`: unknown,
+    /// so exploration never merges a placement in a run with this model, it runs each one.
+    fn state_digest(&self) -> Option<u64> {
+        None
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -241,6 +248,7 @@ struct Storing {
 const CANCELLED: &str = "Request cancelled";
 
 /// The model Agent for every [`Design`].
+#[derive(Debug)]
 pub struct ModelAgent {
     cfg: AgentConfig,
     boot: u32,
@@ -1009,6 +1017,10 @@ impl AgentModel for ModelAgent {
                 .sessions
                 .values()
                 .all(|s| s.turn.is_none() && s.held.is_empty() && s.fill_queue.is_empty())
+    }
+
+    fn state_digest(&self) -> Option<u64> {
+        Some(crate::digest::of(self, &[self.rng.get_word_pos()]))
     }
 }
 

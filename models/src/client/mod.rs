@@ -129,6 +129,13 @@ pub trait ClientModel {
     fn pending(&self) -> Vec<u64>;
     /// The driver's clock (simulated ms), set before each input.
     fn set_clock(&mut self, now_ms: u64);
+    /// Everything this model holds that what it does next can depend on, as one number
+    /// ([`crate::digest::of`]): exploration merges two placements of a fault only when every
+    /// party's digest (and the rest of the world's state) is equal. Default `None`: unknown,
+    /// so exploration never merges a placement in a run with this model, it runs each one.
+    fn state_digest(&self) -> Option<u64> {
+        None
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -165,6 +172,7 @@ enum Phase {
     Ready,
 }
 
+#[derive(Debug)]
 struct Conn {
     id: ConnId,
     next_req: u64,
@@ -200,6 +208,7 @@ enum TimerKind {
 const SLOTS_MAX: usize = 64;
 
 /// The spec Client.
+#[derive(Debug)]
 pub struct SpecClient {
     cfg: ClientConfig,
     rng: ChaCha8Rng,
@@ -1259,6 +1268,10 @@ impl ClientModel for SpecClient {
 
     fn pending(&self) -> Vec<u64> {
         self.pending.keys().copied().collect()
+    }
+
+    fn state_digest(&self) -> Option<u64> {
+        Some(crate::digest::of(self, &[self.rng.get_word_pos()]))
     }
 }
 

@@ -17,6 +17,7 @@ use turmoil::net::UdpSocket;
 
 use super::io::{Ctx, Ev, Io, PointHit, StoreLink, STORE_PORT};
 use super::parties::Boot;
+use super::snapshot::of_debug;
 use crate::history::{op, process, OpType, NODES};
 use crate::plan::UserEvent;
 
@@ -56,6 +57,7 @@ pub async fn agent(ctx: Rc<Ctx>) -> turmoil::Result {
         .borrow_mut()
         .idle
         .insert("agent", model.is_idle());
+    ctx.digest("agent", || model.state_digest());
     io.listen().await?;
     let mut out = Vec::new();
     while let Some(ev) = rx.recv().await {
@@ -88,6 +90,7 @@ pub async fn agent(ctx: Rc<Ctx>) -> turmoil::Result {
             Ev::Timer(t) => model.handle(AgentInput::Timer(t), &mut out),
             Ev::Frame(..) | Ev::Connected(..) | Ev::ConnectFailed(_) | Ev::NotAccepted(..) => {}
         }
+        ctx.digest("agent", || model.state_digest());
         io.run_agent(&mut *model, &mut out).await?;
         ctx.ledger
             .borrow_mut()
@@ -118,6 +121,7 @@ pub async fn node(ctx: Rc<Ctx>, name: &'static str) -> turmoil::Result {
     .node(&short);
     io.record(OpType::Info, op::BOOT, json!({"boot": boot}));
     ctx.ledger.borrow_mut().idle.insert(name, model.is_idle());
+    ctx.digest(name, || model.state_digest());
     io.listen().await?;
     let mut out = Vec::new();
     while let Some(ev) = rx.recv().await {
@@ -165,6 +169,7 @@ pub async fn node(ctx: Rc<Ctx>, name: &'static str) -> turmoil::Result {
             }
             Ev::Frame(..) | Ev::Connected(..) | Ev::ConnectFailed(_) | Ev::NotAccepted(..) => {}
         }
+        ctx.digest(name, || model.state_digest());
         io.run_agent(&mut model, &mut out).await?;
         ctx.ledger.borrow_mut().idle.insert(name, model.is_idle());
     }
@@ -185,6 +190,7 @@ pub async fn store(ctx: Rc<Ctx>) -> turmoil::Result {
         op::RECOVER,
         json!({"boot": boot, "retained": st.retained()}),
     );
+    ctx.digest("store", || Some(of_debug(&st)));
     let sock = UdpSocket::bind((IpAddr::V4(Ipv4Addr::UNSPECIFIED), STORE_PORT)).await?;
     let mut buf = vec![0u8; 1 << 16];
     loop {
@@ -193,6 +199,7 @@ pub async fn store(ctx: Rc<Ctx>) -> turmoil::Result {
             continue;
         };
         let applied = st.handle(&op);
+        ctx.digest("store", || Some(of_debug(&st)));
         for e in applied.effects {
             io.record(OpType::Info, e.f, e.value);
         }
@@ -252,6 +259,7 @@ pub async fn client(ctx: Rc<Ctx>) -> turmoil::Result {
     let mut out = Vec::new();
     model.set_clock(ctx.ledger.borrow().now_ms);
     model.handle(ClientInput::Boot, &mut out);
+    ctx.digest("client", || model.state_digest());
     io.execute(&mut out).await?;
     ctx.ledger.borrow_mut().client_pending = model.pending();
     loop {
@@ -331,27 +339,33 @@ pub async fn client(ctx: Rc<Ctx>) -> turmoil::Result {
                                 },
                                 &mut out,
                             );
+                            ctx.digest("client", || model.state_digest());
                             io.execute(&mut out).await?;
                             ctx.ledger.borrow_mut().on_submission(n);
                         }
                         UserEvent::Cancel { n } => {
                             model.handle(ClientInput::Cancel { submission: n }, &mut out);
+                            ctx.digest("client", || model.state_digest());
                             io.execute(&mut out).await?;
                         }
                         UserEvent::Stop { slot } => {
                             model.handle(ClientInput::Stop { slot }, &mut out);
+                            ctx.digest("client", || model.state_digest());
                             io.execute(&mut out).await?;
                         }
                         UserEvent::Close { slot } => {
                             model.handle(ClientInput::Close { slot }, &mut out);
+                            ctx.digest("client", || model.state_digest());
                             io.execute(&mut out).await?;
                         }
                         UserEvent::Fork { slot, into } => {
                             model.handle(ClientInput::Fork { slot, into }, &mut out);
+                            ctx.digest("client", || model.state_digest());
                             io.execute(&mut out).await?;
                         }
                         UserEvent::Raw { n, line } => {
                             model.handle(ClientInput::Raw { n, line }, &mut out);
+                            ctx.digest("client", || model.state_digest());
                             io.execute(&mut out).await?;
                         }
                     }
@@ -394,6 +408,7 @@ pub async fn client(ctx: Rc<Ctx>) -> turmoil::Result {
             }
             Some(Ev::Frame(..) | Ev::Accepted(_) | Ev::NotAccepted(..)) => {}
         }
+        ctx.digest("client", || model.state_digest());
         io.execute(&mut out).await?;
         ctx.ledger.borrow_mut().client_pending = model.pending();
     }
@@ -442,6 +457,7 @@ pub async fn proxy(ctx: Rc<Ctx>) -> turmoil::Result {
             }
             Ev::Frame(..) | Ev::Timer(_) | Ev::NotAccepted(..) => {}
         }
+        ctx.digest("proxy", || model.state_digest());
         io.execute(&mut out).await?;
     }
     Ok(())
@@ -490,6 +506,7 @@ pub async fn watcher(ctx: Rc<Ctx>) -> turmoil::Result {
             Some(Ev::Timer(t)) => model.handle(WatcherInput::Timer(t), &mut out),
             Some(Ev::Frame(..) | Ev::Accepted(_) | Ev::NotAccepted(..)) | None => {}
         }
+        ctx.digest("watcher", || Some(of_debug(&(&model, told))));
         io.execute(&mut out).await?;
     }
 }

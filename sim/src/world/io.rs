@@ -60,6 +60,20 @@ pub struct Ctx {
     pub parties: Parties,
     /// The simulated clock and every timer a host has armed (all host timers go through it).
     pub wakes: Rc<Wakes>,
+    /// Snapshot the world at every place a fault can land (exploration): hosts hand the
+    /// ledger their party's digest after each input ([`super::snapshot`]).
+    pub snapshots: bool,
+}
+
+impl Ctx {
+    /// In a snapshotting run, tell the ledger what `host`'s party holds now.
+    pub(super) fn digest(&self, host: &'static str, digest: impl FnOnce() -> Option<u64>) {
+        if self.snapshots {
+            if let Some(s) = &mut self.ledger.borrow_mut().snapshots {
+                s.set_digest(host, digest());
+            }
+        }
+    }
 }
 
 /// What an Agent host must know of a frame it read ([`Io::log_recv`]).
@@ -218,6 +232,9 @@ impl Io {
         f.write_all(&store::encode(
             &serde_json::to_vec(record).expect("serializes"),
         ))?;
+        if let Some(s) = &mut self.ctx.ledger.borrow_mut().snapshots {
+            s.persisted(self.process, sync);
+        }
         if sync {
             f.sync_all()?;
             if !existed {
@@ -615,6 +632,7 @@ impl Io {
             let reply = self.store_call(&op).await;
             let mut next = Vec::new();
             model.handle(AgentInput::StoreReply { req, reply }, &mut next);
+            self.ctx.digest(self.process, || model.state_digest());
             next.append(out);
             *out = next;
         }

@@ -9,6 +9,7 @@ use acp_chaos_models::ConnId;
 use indexmap::IndexMap;
 use serde_json::{json, Value};
 
+use super::snapshot::{of_debug, Snapshots};
 use super::trace::{Accepted, PointPass, Trace};
 use crate::history::{is_agent_host, op, process, Op, OpType};
 use crate::models::Point;
@@ -92,6 +93,9 @@ pub struct Ledger {
     /// parsed instead of parsing the same text again ([`Ledger::take_written`]). Keyed by the
     /// whole line, so a reader only ever gets what parsing its own line would give.
     written: BTreeMap<String, Vec<Value>>,
+    /// In a run exploration places faults over: what a snapshot of the world needs beside
+    /// the ledger ([`super::snapshot`]).
+    pub snapshots: Option<Snapshots>,
 }
 
 impl Ledger {
@@ -138,6 +142,7 @@ impl Ledger {
             sends: 0,
             last_send: IndexMap::new(),
             trace: Trace::default(),
+            snapshots: None,
         }
     }
 
@@ -263,6 +268,12 @@ impl Ledger {
     /// connection, a dead update stream, which exchange the frame belongs to, each armed fault,
     /// what is in flight, the log.
     pub fn on_send(&mut self, conn: ConnId, from: &str, line: &str, frame: Value) -> FrameDecision {
+        // The state where this frame's place is: the op that logs it is the `nemesis` op of a
+        // fault that loses it (the first op this call records), or its `send` (below).
+        if self.snapshots.is_some() {
+            let s = self.snapshot();
+            self.trace.frame_states.insert(self.ops.len(), s);
+        }
         if self.blackholed.contains(&conn) {
             return FrameDecision::Lose { silent: true };
         }
@@ -424,6 +435,12 @@ impl Ledger {
                 .entry(line.to_string())
                 .or_default()
                 .push(frame.clone());
+            if self.snapshots.is_some() {
+                // After any fault that fired at this frame, with what it decided (a stall's
+                // length is the writer's, not yet a timer).
+                let s = self.snapshot().map(|s| of_debug(&(s, decision)));
+                self.trace.frame_states.insert(self.ops.len(), s);
+            }
             self.record(
                 process::NET,
                 OpType::Info,
@@ -516,6 +533,9 @@ impl Ledger {
 
     /// A host crashed: the requests it wrote will never be read as answered.
     pub fn on_crash(&mut self, host: &str) {
+        if let Some(s) = &mut self.snapshots {
+            s.crashed(host);
+        }
         self.outstanding.retain(|_, from| from != host);
     }
 
@@ -530,10 +550,12 @@ impl Ledger {
 
     /// The Client accepted submission `n`: queue faults triggered by it.
     pub fn on_submission(&mut self, n: u64) {
+        let state = self.snapshot();
         self.trace.accepted.push(Accepted {
             submission: n,
             ops_before: self.ops.len(),
             time_ms: self.now_ms,
+            state,
         });
         if !self.armed {
             return;
@@ -549,12 +571,35 @@ impl Ledger {
 
     /// Host `host` passed protocol point `point` (the trace, not the history, keeps it).
     pub fn on_point(&mut self, point: Point, host: &'static str) {
+        let state = self.snapshot();
         self.trace.points.push(PointPass {
             point,
             host,
             ops_before: self.ops.len(),
             time_ms: self.now_ms,
+            state,
         });
+    }
+
+    /// The world's state now as one number ([`super::snapshot`]): `None` in a run that takes
+    /// no snapshots, or when a party gives no digest.
+    pub fn snapshot(&self) -> Option<u64> {
+        let s = self.snapshots.as_ref()?;
+        let ledger = of_debug(&(
+            (
+                self.now_ms,
+                &self.fired,
+                self.armed,
+                self.transient,
+                &self.queue,
+            ),
+            (self.delivered, &self.client_pending, &self.idle),
+            (self.serving, self.routing.get_word_pos(), self.avoid),
+            (&self.outstanding, self.stdio_exit, self.flip_pending),
+            (&self.updates_dead, &self.queued, &self.known_session),
+            (&self.boots, &self.blackholed),
+        ));
+        s.take(ledger)
     }
 
     /// Whether fault `i` may still fire (used by the step loop for time and point triggers).

@@ -23,6 +23,7 @@ pub mod hosts;
 pub mod io;
 pub mod ledger;
 pub mod parties;
+pub mod snapshot;
 pub mod step;
 pub mod trace;
 pub mod wakes;
@@ -38,13 +39,13 @@ use step::run_plan;
 
 /// Run one plan to its end and return the history.
 pub fn run(plan: &Plan) -> History {
-    run_plan(plan, &Parties::default(), true).0
+    run_plan(plan, &Parties::default(), true, false).0
 }
 
 /// [`run`] stepping every tick, idle or not: the reference the skipping of idle ticks must
 /// match byte for byte (tests and `bench` compare the two). Slower; same history.
 pub fn run_every_tick(plan: &Plan) -> History {
-    run_plan(plan, &Parties::default(), false).0
+    run_plan(plan, &Parties::default(), false, false).0
 }
 
 /// Run one plan with the given [`Parties`] (your Agent, Client or proxy in place of the
@@ -62,14 +63,21 @@ pub fn run_parties_traced(plan: &Plan, parties: &Parties) -> (History, Trace) {
         parties.agent.is_none() || !plan.cluster(),
         "world: a cluster plan runs model Agent nodes; give a single-process plan (nodes = 0) for your Agent"
     );
-    run_plan(plan, parties, true)
+    run_plan(plan, parties, true, false)
 }
 
 /// Run one plan to its end and return the history and the run's [`Trace`] (the protocol points
 /// passed and the submissions accepted, placed among the ops): what exploration needs to place
 /// faults. The history is the one [`run`] returns.
 pub fn run_traced(plan: &Plan) -> (History, Trace) {
-    run_plan(plan, &Parties::default(), true)
+    run_plan(plan, &Parties::default(), true, false)
+}
+
+/// [`run_traced`], taking a snapshot of the world at every place a fault can land (the
+/// trace's `frame_states` and each point's and submission's `state`): for a run exploration
+/// places further faults over. The history is the one [`run`] returns.
+pub fn run_snapshotted(plan: &Plan) -> (History, Trace) {
+    run_plan(plan, &Parties::default(), true, true)
 }
 
 /// Run one plan with your own Agent in place of the project's model Agent, and return the

@@ -16,6 +16,7 @@ use super::hosts;
 use super::io::{Ctx, PointHit};
 use super::ledger::Ledger;
 use super::parties::Parties;
+use super::snapshot::{of_debug, Snapshots};
 use super::trace::Trace;
 use super::wakes::Wakes;
 use crate::history::{op, process, History, OpType, FORMAT};
@@ -179,13 +180,22 @@ struct StepLoop<'a> {
 
 /// Run a plan. `skip`: skip the ticks where nothing can happen (the same history as stepping
 /// every tick, faster).
-pub(super) fn run_plan(plan: &Plan, parties: &Parties, skip: bool) -> (History, Trace) {
-    let mut w = StepLoop::build(plan, parties.clone(), skip);
+///
+/// `snapshots`: take a snapshot of the world at every place a fault can land
+/// ([`super::snapshot`], for exploration); the history is the same either way.
+pub(super) fn run_plan(
+    plan: &Plan,
+    parties: &Parties,
+    skip: bool,
+    snapshots: bool,
+) -> (History, Trace) {
+    let mut w = StepLoop::build(plan, parties.clone(), skip, snapshots);
     let waker = Waker::noop();
     let mut cx = Context::from_waker(waker);
     let outcome = loop {
         let now = w.sim.elapsed().as_millis() as u64;
         w.set_now(now);
+        w.publish();
         let ms = w.idle_ms(now);
         if ms > 1 {
             w.steps.skips += 1;
@@ -236,15 +246,19 @@ pub(super) fn run_plan(plan: &Plan, parties: &Parties, skip: bool) -> (History, 
 impl<'a> StepLoop<'a> {
     /// Build the world: one turmoil host per process of the plan, and the nemesis's
     /// protocol-point barriers and timed faults.
-    fn build(plan: &'a Plan, parties: Parties, skip: bool) -> StepLoop<'a> {
+    fn build(plan: &'a Plan, parties: Parties, skip: bool, snapshots: bool) -> StepLoop<'a> {
         let ledger = Rc::new(RefCell::new(Ledger::new(plan)));
         let wakes = Rc::new(Wakes::default());
+        if snapshots {
+            ledger.borrow_mut().snapshots = Some(Snapshots::new(wakes.clone()));
+        }
         let mut sim = builder(plan).build();
         let ctx = Rc::new(Ctx {
             ledger: ledger.clone(),
             plan: plan.clone(),
             parties,
             wakes: wakes.clone(),
+            snapshots,
         });
         if plan.cluster() {
             for &name in plan.agent_hosts() {
@@ -324,6 +338,18 @@ impl<'a> StepLoop<'a> {
             liveness: false,
             end_ms: plan.safety_ms + plan.liveness_ms,
         }
+    }
+
+    /// In a snapshotting run, hand the ledger the nemesis's state as the next step will see
+    /// it: what is in force and when each restart, heal or release is due.
+    fn publish(&self) {
+        let mut l = self.ledger.borrow_mut();
+        let Some(s) = &mut l.snapshots else { return };
+        let points: Vec<_> = self.barriers.iter().map(|b| (b.0.get(), &b.1)).collect();
+        s.set_nemesis(of_debug(&(
+            (&self.timed, &self.down, self.partitioned, self.store_cut),
+            (self.oneway, self.held, self.liveness, self.end_ms, points),
+        )));
     }
 
     /// The simulated time the hosts run at in the next step, ms.

@@ -3,6 +3,8 @@
 //! ([`crate::explore`]) reads it to place faults at points and submissions; the history, and so
 //! its hash, stays as it was.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
 use crate::models::Point;
@@ -18,6 +20,8 @@ pub struct PointPass {
     pub ops_before: usize,
     /// Simulated time, ms.
     pub time_ms: u64,
+    /// The world's state then ([`super::snapshot`]; `None` unless the run took snapshots).
+    pub state: Option<u64>,
 }
 
 /// A submission the Client accepted (where a `submission` trigger fires).
@@ -29,6 +33,8 @@ pub struct Accepted {
     pub ops_before: usize,
     /// Simulated time, ms.
     pub time_ms: u64,
+    /// The world's state then ([`super::snapshot`]; `None` unless the run took snapshots).
+    pub state: Option<u64>,
 }
 
 /// A run's trace beside its history.
@@ -39,4 +45,8 @@ pub struct Trace {
     pub points: Vec<PointPass>,
     /// Submissions accepted, in order.
     pub accepted: Vec<Accepted>,
+    /// In a snapshotting run: the world's state ([`super::snapshot`]) when each frame was
+    /// handed to its writer, by the index of the op that logged it (its `send`, or the
+    /// `nemesis` op that lost it).
+    pub frame_states: BTreeMap<usize, Option<u64>>,
 }

@@ -73,6 +73,15 @@ impl Wakes {
         self.armed.borrow().is_empty()
     }
 
+    /// Feed every armed deadline (ms of simulated time, host, how many) to `h`: part of a
+    /// world snapshot ([`super::snapshot`]).
+    pub fn hash_armed(&self, h: &mut impl std::hash::Hasher) {
+        use std::hash::Hash;
+        for (k, n) in self.armed.borrow().iter() {
+            (k, n).hash(h);
+        }
+    }
+
     fn arm(&self, host: &'static str, after: Duration) -> Armed<'_> {
         // tokio rounds a deadline up to the next millisecond.
         let at = (

@@ -1,0 +1,133 @@
+//! The world's state at a place, as one number: what exploration needs to merge two
+//! placements of a fault soundly ([`crate::explore::state`]). Taken only in runs that
+//! exploration places faults over ([`super::run_snapshotted`]); other runs pay nothing.
+//!
+//! A run's future depends on (and a snapshot holds):
+//! - the simulated time (the workload, the end of the safety phase and the run's bound are at
+//!   fixed times, so two placements merge only at the same instant);
+//! - every timer a host has armed, with its deadline ([`Wakes`]): heartbeats, request and
+//!   store timeouts, backoffs, turn ends, stalled frames' releases, connects;
+//! - each party's whole memory ([`acp_chaos_models::digest`]: its `Debug` form and its seeded
+//!   streams' positions); a party that cannot say (a user's model without `state_digest`)
+//!   makes the snapshot `None`, and exploration then never merges there;
+//! - the nemesis's work in force with its end times (hosts down, partitions, holds, the store
+//!   cut, restarts and heals due), published by the step loop;
+//! - the ledger's run state (faults fired, routing stream position and the node serving the
+//!   Client, reroutes, armed transient errors, silently broken connections and dead update
+//!   streams, requests outstanding, frames queued, boots, the Client's pending list);
+//! - each host's records written and not yet synced (a crash loses exactly those).
+//!
+//! Frames in flight and the protocol state are read off the history itself
+//! ([`crate::explore::state`]). Not in it: the order in which turmoil runs the hosts within
+//! one simulated millisecond (its own random stream): hosts only meet through frames and
+//! datagrams that take at least a millisecond, so that order moves ops of one millisecond
+//! past each other without changing what any host reads.
+
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::rc::Rc;
+
+use indexmap::IndexMap;
+
+use super::wakes::Wakes;
+
+/// What a snapshotting run keeps beside its ledger.
+#[derive(Debug)]
+pub struct Snapshots {
+    wakes: Rc<Wakes>,
+    /// Each running party's digest (`None`: the party gives none). A host that is down has
+    /// no entry.
+    digests: IndexMap<&'static str, Option<u64>>,
+    /// The step loop's nemesis state.
+    nemesis: u64,
+    /// Records written and not synced since, per host.
+    unsynced: IndexMap<&'static str, u32>,
+}
+
+impl Snapshots {
+    /// Snapshots over the hosts' clock and timers.
+    pub fn new(wakes: Rc<Wakes>) -> Snapshots {
+        Snapshots {
+            wakes,
+            digests: IndexMap::new(),
+            nemesis: 0,
+            unsynced: IndexMap::new(),
+        }
+    }
+
+    /// `host`'s party now holds the state `digest` (after it handled an input).
+    pub fn set_digest(&mut self, host: &'static str, digest: Option<u64>) {
+        self.digests.insert(host, digest);
+    }
+
+    /// The step loop's nemesis state changed to `digest`.
+    pub fn set_nemesis(&mut self, digest: u64) {
+        self.nemesis = digest;
+    }
+
+    /// `host` wrote a record, synced (`true`: everything before it is durable too) or not.
+    pub fn persisted(&mut self, host: &'static str, synced: bool) {
+        if synced {
+            self.unsynced.shift_remove(host);
+        } else {
+            *self.unsynced.entry(host).or_insert(0) += 1;
+        }
+    }
+
+    /// `host` crashed: its memory and its unsynced records are gone.
+    pub fn crashed(&mut self, host: &str) {
+        self.digests.shift_remove(host);
+        self.unsynced.shift_remove(host);
+    }
+
+    /// The snapshot, given the ledger's own part (`ledger`, already hashed); `None` when a
+    /// party gives no digest.
+    pub fn take(&self, ledger: u64) -> Option<u64> {
+        let mut h = DefaultHasher::new();
+        ledger.hash(&mut h);
+        self.nemesis.hash(&mut h);
+        self.wakes.hash_armed(&mut h);
+        for (host, d) in &self.digests {
+            host.hash(&mut h);
+            d.as_ref()?.hash(&mut h);
+        }
+        for (host, n) in &self.unsynced {
+            (host, n).hash(&mut h);
+        }
+        Some(h.finish())
+    }
+}
+
+/// The hash of anything `Debug` ([`acp_chaos_models::digest::of`] without streams), for the
+/// ledger's and the step loop's parts.
+pub fn of_debug(x: &impl std::fmt::Debug) -> u64 {
+    acp_chaos_models::digest::of(x, &[])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_party_without_a_digest_makes_no_snapshot() {
+        let mut s = Snapshots::new(Rc::new(Wakes::default()));
+        s.set_digest("agent", Some(1));
+        assert!(s.take(0).is_some());
+        s.set_digest("client", None);
+        assert_eq!(s.take(0), None);
+        s.crashed("client");
+        assert!(s.take(0).is_some());
+    }
+
+    #[test]
+    fn unsynced_records_and_the_nemesis_are_part_of_it() {
+        let mut s = Snapshots::new(Rc::new(Wakes::default()));
+        let a = s.take(7);
+        s.persisted("agent", false);
+        let b = s.take(7);
+        assert_ne!(a, b);
+        s.persisted("agent", true);
+        s.set_nemesis(3);
+        assert_ne!(s.take(7), b);
+        assert_ne!(s.take(7), s.take(8), "the ledger's part is part of it");
+    }
+}
