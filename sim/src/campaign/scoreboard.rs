@@ -175,6 +175,7 @@ pub fn first_catch(
                                 stop_at_first: true,
                                 target: Some(target.clone()),
                                 budget: Some(budget),
+                                merge: Default::default(),
                             },
                             pool,
                         )

@@ -31,6 +31,16 @@ pub(super) fn parse_shard(s: &str) -> Result<(u64, u64), String> {
     Ok((k, n))
 }
 
+/// `--audit-pruning`: a number of pruned schedules, or `all` (every one: `usize::MAX`).
+pub(super) fn parse_audit(s: &str) -> Result<usize, String> {
+    if s == "all" {
+        return Ok(usize::MAX);
+    }
+    s.trim()
+        .parse()
+        .map_err(|_| format!("`{s}`: expected a number of pruned schedules or `all`"))
+}
+
 pub(super) fn parse_design(s: &str) -> Result<Design, String> {
     Design::ALL
         .into_iter()

@@ -5,7 +5,9 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::args::{check_mutant, jobs, parse_design, parse_shard, scenarios_dir, DirArgs};
+use super::args::{
+    check_mutant, jobs, parse_audit, parse_design, parse_shard, scenarios_dir, DirArgs,
+};
 use super::{CliError, Outcome};
 use crate::explore::certificate;
 use crate::explore::exhaustive::{self, Options};
@@ -46,10 +48,17 @@ pub(super) struct ExploreArgs {
     /// levels below it. `acp-chaos merge` joins the shards' folders.
     #[arg(long, value_parser = parse_shard)]
     shard: Option<(u64, u64)>,
-    /// Also run this many pruned schedules (a seeded sample) and fail if a verdict differs
-    /// from its representative's.
-    #[arg(long, default_value_t = 0)]
+    /// Also run this many pruned schedules (a seeded sample), or `all` of them, and fail if a
+    /// pruned placement changed its parent run's verdicts otherwise than its representative
+    /// changed its own parent's (a prefix violation is never counted).
+    #[arg(long, default_value = "0", value_parser = parse_audit)]
     audit_pruning: usize,
+    /// What two placements must share to be merged: `snapshot` (the protocol state and the
+    /// world's snapshot: time, timers, every party's memory, the nemesis's work in force) or
+    /// `protocol-state` (the protocol state alone: the unsound key of earlier versions, kept
+    /// as the pruning's mutant so `--audit-pruning` can be seen to catch what it merges)
+    #[arg(long, default_value = "snapshot", value_parser = ["snapshot", "protocol-state"])]
+    merge: String,
     /// How to choose the schedules: `exhaustive` (every schedule, pruned), `lineage` (faults
     /// that cut what each good outcome depended on, weakest window first), `guided` (a swarm
     /// steered by what its runs covered; a `[swarm]` scenario), `swarm` (the plain swarm, seeds
@@ -109,6 +118,23 @@ pub(super) fn exec(a: &ExploreArgs) -> Outcome {
                 .collect::<Vec<_>>()
                 .join(", ")
         )));
+    }
+    if let Some(m) = a.mutant.as_deref().and_then(crate::models::mutant::find) {
+        if !(m.designs.is_empty() || m.designs.contains(&design)) {
+            // A mutant of another design changes nothing here: a certificate under it would
+            // be the correct model's, under the mutant's name.
+            return Err(CliError::usage(format!(
+                "--mutant {}: it changes the {} design{}, not {}",
+                m.name,
+                m.designs
+                    .iter()
+                    .map(|d| d.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if m.designs.len() > 1 { "s" } else { "" },
+                design.as_str()
+            )));
+        }
     }
     if a.mutants {
         if a.mode != "exhaustive" && a.mode != "lineage" {
@@ -287,6 +313,11 @@ pub(super) fn exec(a: &ExploreArgs) -> Outcome {
                 stop_at_first: a.stop_at_first,
                 target: None,
                 budget: None,
+                merge: if a.merge == "protocol-state" {
+                    exhaustive::Merge::ProtocolStateOnly
+                } else {
+                    exhaustive::Merge::Snapshot
+                },
             },
             &pool,
         )
@@ -327,16 +358,30 @@ pub(super) fn exec(a: &ExploreArgs) -> Outcome {
             x.audited,
             x.mismatches.len()
         );
+        let show = |d: &[(String, String)]| {
+            if d.is_empty() {
+                "no change".to_string()
+            } else {
+                d.iter()
+                    .map(|(p, c)| format!("{p} {c}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        };
         for m in &x.mismatches {
             println!(
-                "AUDIT pruned [{}] vs representative [{}]: {:?}",
+                "AUDIT pruned [{}] changed {}; its representative [{}] changed {}",
                 m.pruned.join("; "),
+                show(&m.pruned_delta),
                 m.representative.join("; "),
-                m.differs
+                show(&m.representative_delta)
             );
         }
     }
     println!("{}  ({} runs, {secs:.1} s)", c.line, x.runs);
+    println!("  shapes: {}", c.scope.shapes_line());
+    println!("  not placed: {}", c.scope.not_placed.join("; "));
+    println!("  fixed: {}", c.scope.fixed.join("; "));
     if a.mode == "lineage" {
         println!(
             "  (lineage runs the schedules its cuts propose, at most --budget {}: evidence, not a certificate)",
@@ -451,91 +496,83 @@ fn every_mutant(a: &ExploreArgs, s: &scenario::Scenario, design: Design) -> Outc
             String::new()
         }
     );
-    // One mutant after the other, each exploration parallel inside: explorations side by side
-    // would each hold their level's runs at once (gigabytes on a two-session trace).
-    let results: Vec<(&str, exhaustive::Exploration)> = pool.install(|| {
-        applies
-            .iter()
-            .map(|m| {
-                let plan = Plan::derive(s, a.seed, Some(m.name), design);
-                let target = Some(Target::of_mutant(m));
-                let x = if a.mode == "lineage" {
-                    lineage::lineage(
-                        &plan,
-                        &lineage::Options {
-                            faults: a.faults,
-                            budget: a.budget,
-                            stop_at_first: true,
-                            target,
-                        },
-                    )
-                } else {
-                    exhaustive::explore(
-                        &plan,
-                        &Options {
-                            faults: a.faults,
-                            kinds: exhaustive::default_kinds(&plan),
-                            shard: None,
-                            audit: 0,
-                            stop_at_first: true,
-                            target,
-                            budget: None,
-                        },
-                        &pool,
-                    )
-                };
-                (m.name, x)
-            })
-            .collect()
-    });
+    // What the trace holds decides, before any run, which mutants it cannot show: those cost
+    // nothing (a fault never adds a user action, a session or a probe).
     let trace_plan = exhaustive::trace_plan(&Plan::derive(s, a.seed, None, design));
     let trace = world::run(&trace_plan);
-    let mut caught = 0;
-    let mut could_not = Vec::new();
-    for (name, x) in &results {
-        let lacks = needs::missing(name, &trace_plan, &trace);
-        match x.first_catch {
-            Some(r) => {
-                caught += 1;
-                let target = MUTANTS
-                    .iter()
-                    .find(|m| m.name == *name)
-                    .map(Target::of_mutant);
-                let e = x
-                    .violations
-                    .iter()
-                    .find(|e| e.catches(target.as_ref()))
-                    .expect("a catch is a violation");
-                let c = certificate::write(&out.join(name), x, None)?;
-                let replay = c
-                    .violations
-                    .iter()
-                    .find(|v| v.id == e.id)
-                    .and_then(|v| v.replay.clone())
-                    .unwrap_or_default();
+    let mut tally = Tally::default();
+    // One mutant after the other, each exploration parallel inside: explorations side by side
+    // would each hold their level's runs at once.
+    for m in applies {
+        let lacks = needs::missing(m.name, &trace_plan, &trace);
+        if !lacks.is_empty() {
+            tally.cannot += 1;
+            let what: Vec<&str> = lacks.iter().map(|n| n.what()).collect();
+            println!(
+                "  {:<32} cannot show: the trace has no {} (no schedule run)",
+                m.name,
+                what.join(", no ")
+            );
+            continue;
+        }
+        let plan = Plan::derive(s, a.seed, Some(m.name), design);
+        let target = Target::of_mutant(m);
+        let x = if a.mode == "lineage" {
+            lineage::lineage(
+                &plan,
+                &lineage::Options {
+                    faults: a.faults,
+                    budget: a.budget,
+                    stop_at_first: true,
+                    target: Some(target.clone()),
+                },
+            )
+        } else {
+            exhaustive::explore(
+                &plan,
+                &Options {
+                    faults: a.faults,
+                    kinds: exhaustive::default_kinds(&plan),
+                    shard: None,
+                    audit: 0,
+                    stop_at_first: true,
+                    target: Some(target.clone()),
+                    budget: None,
+                    merge: Default::default(),
+                },
+                &pool,
+            )
+        };
+        match (x.first_catch, &x.caught) {
+            (Some(r), Some(e)) => {
+                let verdict = e.verdicts.iter().find(|v| target.matches(v));
+                let dir = out.join(m.name);
+                certificate::prepare_explore_folder(&dir)?;
+                let replay = certificate::write_run(&dir.join("catch"), e, verdict)?;
                 let faults = if e.plan.faults.is_empty() {
                     "the fault-free trace itself".to_string()
                 } else {
                     fault_lines(&e.plan)
                 };
+                let how = if m.finding {
+                    tally.findings += 1;
+                    "caught (a finding)"
+                } else {
+                    tally.caught += 1;
+                    "caught"
+                };
                 println!(
-                    "  {name:<32} caught at run {r:>5}: {faults}\n  {:<32} {replay}",
-                    ""
+                    "  {:<32} {how} at run {r:>5}: {faults}\n  {:<32} {}",
+                    m.name,
+                    "",
+                    crate::launch::runnable(&replay)
                 );
             }
-            None if !lacks.is_empty() => println!(
-                "  {name:<32} cannot show: the trace has no {} ({} schedules, none caught it)",
-                lacks
-                    .iter()
-                    .map(|n| n.what())
-                    .collect::<Vec<_>>()
-                    .join(", no "),
-                x.explored()
-            ),
-            None => {
-                could_not.push(*name);
+            _ => {
+                tally.missed.push(m.name);
                 println!(
-                    "  {name:<32} not shown: {} schedules of <= {} faults, none caught it",
+                    "  {:<32} not shown: {} schedules of <= {} faults, none caught it",
+                    m.name,
                     x.explored(),
                     a.faults
                 )
@@ -548,18 +585,33 @@ fn every_mutant(a: &ExploreArgs, s: &scenario::Scenario, design: Design) -> Outc
         format!("by any schedule of <= {} faults", a.faults)
     };
     println!(
-        "{caught} of {} mutants caught on this trace, {} cannot show on it (it lacks what they need), {} not caught {searched}{}; report: {}",
-        results.len(),
-        results.len() - caught - could_not.len(),
-        could_not.len(),
-        if could_not.is_empty() {
+        "{} mutants caught on this trace ({} as the violation they cause, {} as the finding they cause), {} cannot show on it (it lacks what they need), {} not caught {searched}{}; report: {}",
+        tally.caught + tally.findings,
+        tally.caught,
+        tally.findings,
+        tally.cannot,
+        tally.missed.len(),
+        if tally.missed.is_empty() {
             String::new()
         } else {
-            format!(" ({})", could_not.join(", "))
+            format!(" ({})", tally.missed.join(", "))
         },
         out.display()
     );
     Ok(crate::exit::VALID)
+}
+
+/// How `--mutants` ended for the mutants that apply.
+#[derive(Default)]
+struct Tally {
+    /// Caught as the violation they cause.
+    caught: usize,
+    /// Caught as the finding they cause (a SHOULD or an inferred class).
+    findings: usize,
+    /// The trace lacks what they need.
+    cannot: usize,
+    /// Not caught by any schedule searched.
+    missed: Vec<&'static str>,
 }
 
 /// The default report folder's seed part: none for seed 0, `-seed<N>` otherwise (each seed's

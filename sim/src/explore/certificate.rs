@@ -8,15 +8,157 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::exhaustive::{Exploration, Explored, Level};
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::exhaustive::{default_kinds, Exploration, Explored, Level, STORE_FAULT_LONG_MS};
 use crate::campaign::{prepare_folder, write_atomic};
 use crate::checkers::{verdict_line, Status};
 use crate::nemesis::fault_line;
+use crate::nemesis::FaultKind;
 use crate::report::{counterexample_html, counterexample_md, Counterexample};
 use crate::world;
 
-/// `certificate.json`'s format version.
-pub const CERTIFICATE_FORMAT: u32 = 1;
+/// `certificate.json`'s format version (2: the certificate names its [`Scope`]).
+pub const CERTIFICATE_FORMAT: u32 = 2;
+
+/// What a certificate covers, read off the exploration itself: the trace (scenario and seed),
+/// the design, the bound, the fixed latency, every fault shape placed with how many schedules
+/// placed it, the fault kinds it did not place and why, and what no schedule varies. A claim
+/// "no schedule breaks the trace" is about these and nothing else.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Scope {
+    /// The scenario whose fault-free run is the trace.
+    pub scenario: String,
+    /// The seed its plan was derived with.
+    pub seed: u64,
+    /// Agent design.
+    pub design: String,
+    /// Mutant, if any.
+    pub mutant: Option<String>,
+    /// Most faults per schedule.
+    pub faults: usize,
+    /// The one latency every frame takes, ms.
+    pub latency_ms: u64,
+    /// Each shape placed (`kind settings @ frames | point P | submissions`) → how many
+    /// schedules placed it (run or pruned).
+    pub shapes: BTreeMap<String, usize>,
+    /// Fault kinds no schedule placed, each with why (`drop-updates: not in the kinds placed`).
+    pub not_placed: Vec<String>,
+    /// What no schedule varies.
+    pub fixed: Vec<String>,
+}
+
+impl Scope {
+    /// The scope of an exploration.
+    pub fn of(x: &Exploration) -> Scope {
+        let placed = |k: FaultKind| {
+            x.shapes.keys().any(|s| {
+                s.strip_prefix(k.as_str())
+                    .is_some_and(|r| r.starts_with(' '))
+            })
+        };
+        let not_placed = FaultKind::ALL
+            .iter()
+            .filter(|k| !placed(**k))
+            .map(|k| format!("{} ({})", k.as_str(), not_placed_why(x, *k)))
+            .collect();
+        let mut fixed = vec![
+            format!(
+                "latency: every frame takes {} ms",
+                x.base.latency_ms_min
+            ),
+            "durations: only those in the shapes (a stall, heal or restart of another length is not covered)"
+                .to_string(),
+            "delivery order: the trace's; concurrent deliveries are not reordered".to_string(),
+            format!(
+                "workload and the parties' seeded draws: those of seed {}",
+                x.base.seed
+            ),
+        ];
+        if x.base.cluster() {
+            fixed.push(format!(
+                "store faults last 100 or {STORE_FAULT_LONG_MS} ms (lineage widens one to outlast a later break: longer windows are not covered)"
+            ));
+        }
+        Scope {
+            scenario: x.base.scenario.clone(),
+            seed: x.base.seed,
+            design: x.base.agent.design.as_str().to_string(),
+            mutant: x.base.mutant.clone(),
+            faults: x.levels.len().saturating_sub(1),
+            latency_ms: x.base.latency_ms_min,
+            shapes: x.shapes.clone(),
+            not_placed,
+            fixed,
+        }
+    }
+
+    /// The shapes, one entry per fault kind: its settings and where it lands
+    /// (`lose-frame (silent | visible close) @ frames`).
+    pub fn shapes_line(&self) -> String {
+        let mut by_kind: BTreeMap<&str, (BTreeSet<&str>, BTreeSet<&str>)> = BTreeMap::new();
+        for s in self.shapes.keys() {
+            let (fault, at) = s.split_once(" @ ").unwrap_or((s, ""));
+            let (kind, settings) = fault.split_once(' ').unwrap_or((fault, ""));
+            let e = by_kind.entry(kind).or_default();
+            if !settings.is_empty() {
+                e.0.insert(settings);
+            }
+            e.1.insert(at);
+        }
+        by_kind
+            .iter()
+            .map(|(k, (settings, at))| {
+                let s = if settings.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        " [{}]",
+                        settings.iter().copied().collect::<Vec<_>>().join(" | ")
+                    )
+                };
+                let at: Vec<&str> = at.iter().copied().collect();
+                format!("{k}{s} @ {}", at.join(", "))
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
+/// Why exploration `x` placed no fault of kind `k`.
+fn not_placed_why(x: &Exploration, k: FaultKind) -> &'static str {
+    if x.kinds.contains(&k) {
+        return "no place of the trace takes it";
+    }
+    if default_kinds(&x.base).contains(&k) {
+        return "left out by --kinds";
+    }
+    match k {
+        FaultKind::CrashProxy => "the trace has no proxy",
+        FaultKind::CrashStore | FaultKind::PartitionStore => "the trace is not a cluster",
+        FaultKind::LoseExchange => "the trace has no remote transport",
+        FaultKind::DropUpdates => "left out by default: a request on a dead update stream waits forever, a gap of the proposal; --kinds drop-updates places it",
+        _ => "not placed by default: --kinds places it",
+    }
+}
+
+/// The certificate line ([`Exploration::certificate`]; a merge of shards writes the same).
+pub fn certificate_line(
+    scope: &Scope,
+    explored: usize,
+    pruned: usize,
+    violations: usize,
+) -> String {
+    format!(
+        "explored: {explored} schedules of <={} faults over {} under {} (seed {}, latency {} ms, {} fault shapes), {pruned} pruned as equivalent, {violations} violations",
+        scope.faults,
+        scope.scenario,
+        scope.design,
+        scope.seed,
+        scope.latency_ms,
+        scope.shapes.len()
+    )
+}
 
 /// One violating schedule, as `certificate.json` lists it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -56,6 +198,8 @@ pub struct Certificate {
     pub kinds: Vec<String>,
     /// `[K, N]` for shard K of N (the last level is split).
     pub shard: Option<(u64, u64)>,
+    /// What the certificate covers.
+    pub scope: Scope,
     /// Counts per level (level 0 is the fault-free trace).
     pub levels: Vec<Level>,
     /// Schedules run over every level.
@@ -105,7 +249,7 @@ pub fn prepare_explore_folder(out: &Path) -> anyhow::Result<()> {
         matches!(
             name.trim_end_matches(".tmp"),
             "certificate.json" | "summary.md"
-        ) || (path.join("schedule.toml").exists() && name.starts_with('v'))
+        ) || (path.join("schedule.toml").exists() && (name.starts_with('v') || name == "catch"))
     })?;
     Ok(())
 }
@@ -160,6 +304,7 @@ pub fn write(
         faults: x.levels.len().saturating_sub(1),
         kinds: x.kinds.iter().map(|k| k.as_str().to_string()).collect(),
         shard,
+        scope: Scope::of(x),
         levels: x.levels.clone(),
         explored: x.explored(),
         pruned: x.pruned(),
@@ -180,6 +325,21 @@ pub fn write(
 
 /// One violating schedule's folder; returns its replay line.
 fn write_violation(dir: &Path, e: &Explored) -> anyhow::Result<String> {
+    let failed = e
+        .verdicts
+        .iter()
+        .find(|v| matches!(v.status, Status::Invalid | Status::Unknown));
+    write_run(dir, e, failed)
+}
+
+/// One explored schedule's folder (`schedule.toml`, `history.jsonl`, `verdicts.json`, and
+/// with `verdict` its report), e.g. a mutant's catch, which may be a finding; returns the
+/// line that replays it.
+pub fn write_run(
+    dir: &Path,
+    e: &Explored,
+    verdict: Option<&crate::checkers::Verdict>,
+) -> anyhow::Result<String> {
     std::fs::create_dir_all(dir)?;
     let file: PathBuf = dir.join("schedule.toml");
     let replay = format!("acp-chaos replay --schedule {}", file.display());
@@ -208,11 +368,7 @@ fn write_violation(dir: &Path, e: &Explored) -> anyhow::Result<String> {
         &serde_json::to_vec_pretty(&e.verdicts)?,
     )?;
     let schedule = std::fs::read_to_string(&file)?;
-    if let Some(v) = e
-        .verdicts
-        .iter()
-        .find(|v| matches!(v.status, Status::Invalid | Status::Unknown))
-    {
+    if let Some(v) = verdict {
         let c = Counterexample {
             scenario: &e.plan.scenario,
             verdict: v,
@@ -241,9 +397,12 @@ pub fn summary_md(c: &Certificate) -> String {
             .unwrap_or_default()
     );
     let _ = writeln!(s, "**{}**\n", c.line);
+    let _ = writeln!(s, "Shapes placed: {}.\n", c.scope.shapes_line());
+    let _ = writeln!(s, "Not placed: {}.\n", c.scope.not_placed.join("; "));
+    let _ = writeln!(s, "Fixed: {}.\n", c.scope.fixed.join("; "));
     let _ = writeln!(
         s,
-        "Kinds placed: {}. Order hash `{}`.{}\n",
+        "Kinds asked for: {}. Order hash `{}`.{}\n",
         c.kinds.join(", "),
         c.order_hash,
         c.shard
@@ -378,13 +537,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> anyhow::Result<Certificate> {
         }
     }
     m.explored = m.levels.iter().map(|l| l.explored).sum();
-    m.line = format!(
-        "explored: {} schedules of <={} faults, {} pruned as equivalent, {} violations",
-        m.explored,
-        m.faults,
-        m.pruned,
-        m.violations.len()
-    );
+    m.line = certificate_line(&m.scope, m.explored, m.pruned, m.violations.len());
     let invalid = m
         .violations
         .iter()

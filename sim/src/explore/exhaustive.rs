@@ -23,7 +23,7 @@ use sha2::{Digest, Sha256};
 
 use super::places::{places, Place, Spot};
 use super::shrink::Target;
-use super::state::states_at;
+use super::state::{placement_class, states_at};
 use crate::checkers::{self, Status, Verdict};
 use crate::history::{process, History};
 use crate::models::Point;
@@ -49,6 +49,22 @@ pub struct Options {
     pub target: Option<Target>,
     /// With `stop_at_first`: most schedules run (the trace's run included).
     pub budget: Option<usize>,
+    /// What two placements must share to be merged ([`Merge`]).
+    pub merge: Merge,
+}
+
+/// What two placements must share to be merged (the second pruned).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Merge {
+    /// The abstract protocol state and the world's snapshot (time, timers, every party's
+    /// memory, the nemesis's work in force): sound as far as the snapshot holds everything a
+    /// future depends on, which `--audit-pruning all` checks by running what it pruned.
+    #[default]
+    Snapshot,
+    /// The abstract protocol state alone, as exploration merged before snapshots: unsound
+    /// (a stall that outlasts the Client's timeout and one that does not were one class).
+    /// Kept as the pruning's mutant: a test shows the audit catches what it merges wrongly.
+    ProtocolStateOnly,
 }
 
 /// The fault kinds placed by default for a plan's topology: losing and stalling frames,
@@ -127,15 +143,19 @@ pub struct Level {
     pub sharded: bool,
 }
 
-/// A pruned schedule run anyway, with its representative's and its own verdicts.
+/// A pruned schedule run anyway whose placement changed its parent's verdicts otherwise than
+/// its representative's placement changed its own parent's ([`delta`]): pruning merged two
+/// placements whose futures differ.
 #[derive(Debug, Clone, Serialize)]
 pub struct AuditMismatch {
     /// The pruned schedule's faults.
     pub pruned: Vec<String>,
     /// Its representative's faults.
     pub representative: Vec<String>,
-    /// Property: (representative's status, pruned one's status).
-    pub differs: Vec<(String, Status, Status)>,
+    /// What the pruned placement changed: (property, `parent -> run`).
+    pub pruned_delta: Vec<(String, String)>,
+    /// What the representative's placement changed.
+    pub representative_delta: Vec<(String, String)>,
 }
 
 /// The result of exploring a trace.
@@ -160,6 +180,11 @@ pub struct Exploration {
     pub mismatches: Vec<AuditMismatch>,
     /// The 1-based run (the trace's run is the first) of the first catch, if any.
     pub first_catch: Option<usize>,
+    /// The run of the first catch (a violation, or a finding when the target is one).
+    pub caught: Option<Explored>,
+    /// Every shape placed ([`shape_family`]) with how many schedules placed it (run or
+    /// pruned): what the certificate covers, read off the placements made.
+    pub shapes: BTreeMap<String, usize>,
 }
 
 impl Exploration {
@@ -173,15 +198,15 @@ impl Exploration {
         self.levels.iter().map(|l| l.pruned).sum()
     }
 
-    /// The certificate line: `explored: N schedules of <=k faults, M pruned as equivalent,
-    /// V violations`.
+    /// The certificate line: `explored: N schedules of <=k faults over TRACE under DESIGN
+    /// (seed S, latency L ms, F fault shapes), M pruned as equivalent, V violations`; the
+    /// shapes and what was left out are in [`super::certificate::Scope`].
     pub fn certificate(&self) -> String {
-        format!(
-            "explored: {} schedules of <={} faults, {} pruned as equivalent, {} violations",
+        super::certificate::certificate_line(
+            &super::certificate::Scope::of(self),
             self.explored(),
-            self.levels.len().saturating_sub(1),
             self.pruned(),
-            self.violations.len()
+            self.violations.len(),
         )
     }
 }
@@ -302,6 +327,78 @@ pub fn shapes(place: &Place, plan: &Plan, kinds: &[FaultKind]) -> Vec<FaultSpec>
     out
 }
 
+/// How long a store fault lasts in its long shape, ms: past a break placed after it and the
+/// Client's reconnect, resume and resend on another node (lineage widens a store fault to
+/// outlast the break it follows up with; exhaustive places this one length).
+pub const STORE_FAULT_LONG_MS: u64 = 400;
+
+/// Every shape exhaustive exploration places at `place`: the [`shapes`] the other modes draw
+/// from, and on a cluster of two nodes or more the shapes lineage also uses, so a certificate
+/// covers them: a visible break and a Client restart with `reroute` (the Client's next
+/// connection goes to another node), the store cut from the node that passed
+/// `after-insert-before-sync` (it decided to insert and its write waits), and every store
+/// fault also held [`STORE_FAULT_LONG_MS`].
+pub fn exhaustive_shapes(place: &Place, plan: &Plan, kinds: &[FaultKind]) -> Vec<FaultSpec> {
+    let mut out = shapes(place, plan, kinds);
+    if !(plan.cluster() && plan.nodes >= 2) {
+        return out;
+    }
+    let mut more = Vec::new();
+    for f in &out {
+        match f.kind {
+            FaultKind::LoseFrame | FaultKind::RestartClient if !f.silent => {
+                more.push(FaultSpec {
+                    reroute: true,
+                    ..f.clone()
+                });
+            }
+            FaultKind::PartitionStore => more.push(FaultSpec {
+                heal_after_ms: Some(STORE_FAULT_LONG_MS),
+                ..f.clone()
+            }),
+            FaultKind::CrashStore => more.push(FaultSpec {
+                restart_after_ms: Some(STORE_FAULT_LONG_MS),
+                ..f.clone()
+            }),
+            _ => {}
+        }
+    }
+    out.extend(more);
+    let before_write = matches!(
+        place.spot,
+        Spot::Point {
+            point: Point::AfterInsertBeforeSync,
+            ..
+        }
+    );
+    if before_write && kinds.contains(&FaultKind::PartitionStore) {
+        for ms in [100, STORE_FAULT_LONG_MS] {
+            out.push(FaultSpec {
+                on: place.on.clone(),
+                heal_after_ms: Some(ms),
+                ..FaultSpec::new(FaultKind::PartitionStore)
+            });
+        }
+    }
+    out
+}
+
+/// The family of a shape for a certificate's scope: the fault without its trigger, and what
+/// kind of place it lands on (`frames`, a protocol point, `submissions`).
+pub fn shape_family(f: &FaultSpec, spot: &Spot) -> String {
+    let line = fault_line(&FaultSpec {
+        on: Default::default(),
+        ..f.clone()
+    })
+    .replacen(" on at 0ms", "", 1);
+    let at = match spot {
+        Spot::Frame { .. } => "frames".to_string(),
+        Spot::Point { point, .. } => format!("point {}", point.as_str()),
+        Spot::Submission(_) => "submissions".to_string(),
+    };
+    format!("{line} @ {at}")
+}
+
 /// A fault and where it lands, without the occurrence numbers: with the abstract state, the
 /// key of an equivalence class.
 fn shape_key(f: &FaultSpec, spot: &Spot) -> String {
@@ -329,6 +426,8 @@ struct Node {
     trace: Trace,
     /// Faults may be placed from this op on (after the last fault fired).
     from: usize,
+    /// Its run's position in the list of runs (`None`: the trace).
+    pos: Option<usize>,
 }
 
 /// The op index where fault `i` of the plan fired in `h`, if it did.
@@ -339,8 +438,26 @@ fn fired_at(h: &History, i: usize) -> Option<usize> {
         .map(|o| o.index)
 }
 
-fn run(plan: &Plan, id: String) -> (Explored, History, Trace) {
-    let (h, t) = world::run_traced(plan);
+/// One schedule's run as a level keeps it: its verdicts, the op where its newest fault fired
+/// (`None`: it never fired), and, for a run further faults are placed over, its history and
+/// trace (a run of the last level keeps neither: memory stays that of the levels below).
+type Ran = (Explored, Option<usize>, Option<(History, Trace)>);
+
+/// [`run`] as a level keeps it ([`Ran`]).
+fn run_kept(plan: &Plan, id: String, parent: bool) -> Ran {
+    let (e, h, t) = run(plan, id, parent);
+    let fired = fired_at(&h, plan.faults.len() - 1);
+    (e, fired, parent.then_some((h, t)))
+}
+
+/// Run `plan`; `parent`: its run will have further faults placed over it, so it takes
+/// snapshots of the world at its places ([`world::run_snapshotted`]).
+fn run(plan: &Plan, id: String, parent: bool) -> (Explored, History, Trace) {
+    let (h, t) = if parent {
+        world::run_snapshotted(plan)
+    } else {
+        world::run_traced(plan)
+    };
     let verdicts = checkers::check_all(&h);
     let e = Explored {
         plan: plan.clone(),
@@ -351,12 +468,23 @@ fn run(plan: &Plan, id: String) -> (Explored, History, Trace) {
     (e, h, t)
 }
 
+/// A schedule of one level, not run yet.
+struct Candidate {
+    plan: Plan,
+    /// Its parent's run (`None`: the trace).
+    parent: Option<usize>,
+}
+
+/// A pruned schedule: its plan, its parent's run and its representative's run (positions in
+/// the list of runs; `None`: the trace).
+type Pruned = (Plan, Option<usize>, usize);
+
 /// Explore `plan`'s trace (see the module doc). `pool` runs the schedules of a level in
 /// parallel; results keep the schedules' order, so the exploration is the same for any
 /// number of threads.
 pub fn explore(plan: &Plan, opts: &Options, pool: &rayon::ThreadPool) -> Exploration {
     let base = trace_plan(plan);
-    let (e0, h0, t0) = run(&base, "0.0".into());
+    let (e0, h0, t0) = run(&base, "0.0".into(), opts.faults > 0);
     let mut order = Sha256::new();
     let mut levels = vec![Level {
         explored: 1,
@@ -365,6 +493,8 @@ pub fn explore(plan: &Plan, opts: &Options, pool: &rayon::ThreadPool) -> Explora
     let mut violations = Vec::new();
     let mut runs = 1usize;
     let mut first_catch = e0.catches(opts.target.as_ref()).then_some(1);
+    let mut caught = first_catch.map(|_| e0.clone());
+    let trace_verdicts = e0.verdicts.clone();
     if e0.failed() {
         violations.push(e0);
     }
@@ -373,11 +503,14 @@ pub fn explore(plan: &Plan, opts: &Options, pool: &rayon::ThreadPool) -> Explora
         history: h0,
         trace: t0,
         from: 0,
+        pos: None,
     }];
     // Equivalence class → the representative's position in `ran` (for the audit).
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
-    let mut ran: Vec<Explored> = Vec::new();
-    let mut pruned_list: Vec<(Plan, usize)> = Vec::new();
+    // Every schedule run (or, of another shard's slice, listed), with its parent.
+    let mut ran: Vec<(Explored, Option<usize>)> = Vec::new();
+    let mut pruned_list: Vec<Pruned> = Vec::new();
+    let mut shapes_placed: BTreeMap<String, usize> = BTreeMap::new();
     for k in 1..=opts.faults {
         if opts.stop_at_first && (first_catch.is_some() || opts.budget.is_some_and(|b| runs >= b)) {
             break;
@@ -386,7 +519,7 @@ pub fn explore(plan: &Plan, opts: &Options, pool: &rayon::ThreadPool) -> Explora
             faults: k,
             ..Level::default()
         };
-        let mut cands: Vec<Plan> = Vec::new();
+        let mut cands: Vec<Candidate> = Vec::new();
         for node in &nodes {
             let ps: Vec<Place> = places(&node.history, &node.trace)
                 .into_iter()
@@ -396,18 +529,28 @@ pub fn explore(plan: &Plan, opts: &Options, pool: &rayon::ThreadPool) -> Explora
             let at: BTreeSet<usize> = ps.iter().map(|p| p.at).collect();
             let states = states_at(&node.history, &at);
             for p in &ps {
-                for f in shapes(p, &node.plan, &opts.kinds) {
-                    let key = format!("{}#{}", states[&p.at], shape_key(&f, &p.spot));
+                for f in exhaustive_shapes(p, &node.plan, &opts.kinds) {
+                    *shapes_placed.entry(shape_family(&f, &p.spot)).or_default() += 1;
+                    let snapshot = match opts.merge {
+                        Merge::Snapshot => p.state,
+                        Merge::ProtocolStateOnly => Some(0),
+                    };
+                    let class = placement_class(&states[&p.at], snapshot, &shape_key(&f, &p.spot));
                     let mut child = node.plan.clone();
                     child.faults.push(f);
-                    match seen.get(&key) {
+                    match class.as_ref().and_then(|c| seen.get(c)) {
                         Some(&rep) => {
                             level.pruned += 1;
-                            pruned_list.push((child, rep));
+                            pruned_list.push((child, node.pos, rep));
                         }
                         None => {
-                            seen.insert(key, ran.len() + cands.len());
-                            cands.push(child);
+                            if let Some(c) = class {
+                                seen.insert(c, ran.len() + cands.len());
+                            }
+                            cands.push(Candidate {
+                                plan: child,
+                                parent: node.pos,
+                            });
                         }
                     }
                 }
@@ -426,22 +569,21 @@ pub fn explore(plan: &Plan, opts: &Options, pool: &rayon::ThreadPool) -> Explora
         let slice = &cands[lo..hi];
         // Every candidate of the level, also in a shard (whose slice is part of the same list).
         for c in &cands {
-            for f in &c.faults {
+            for f in &c.plan.faults {
                 order.update(fault_line(f).as_bytes());
                 order.update(b";");
             }
             order.update(b"\n");
         }
-        let results: Vec<(Explored, History, Trace)> = if opts.stop_at_first {
+        let results: Vec<Ran> = if opts.stop_at_first {
             // In order, one at a time: runs to the first catch.
             let mut out = Vec::new();
             for (i, c) in slice.iter().enumerate() {
                 if opts.budget.is_some_and(|b| runs + out.len() >= b) {
                     break;
                 }
-                let r = run(c, format!("{k}.{}", lo + i));
-                let failed = r.0.catches(opts.target.as_ref())
-                    && fired_at(&r.1, c.faults.len() - 1).is_some();
+                let r = run_kept(&c.plan, format!("{k}.{}", lo + i), !last);
+                let failed = r.0.catches(opts.target.as_ref()) && r.1.is_some();
                 out.push(r);
                 if failed {
                     break;
@@ -453,7 +595,7 @@ pub fn explore(plan: &Plan, opts: &Options, pool: &rayon::ThreadPool) -> Explora
                 slice
                     .par_iter()
                     .enumerate()
-                    .map(|(i, c)| run(c, format!("{k}.{}", lo + i)))
+                    .map(|(i, c)| run_kept(&c.plan, format!("{k}.{}", lo + i), !last))
                     .collect()
             })
         };
@@ -461,40 +603,49 @@ pub fn explore(plan: &Plan, opts: &Options, pool: &rayon::ThreadPool) -> Explora
         let results_len = results.len();
         // Representatives of other shards' slices never run here: keep positions aligned.
         for (i, c) in cands[..lo].iter().enumerate() {
-            ran.push(Explored {
-                plan: c.clone(),
+            let listed = Explored {
+                plan: c.plan.clone(),
                 id: format!("{k}.{i}"),
                 verdicts: Vec::new(),
                 hash: String::new(),
-            });
+            };
+            ran.push((listed, c.parent));
         }
         let mut next = Vec::new();
-        for (e, h, t) in results {
+        for ((e, fired, kept), c) in results.into_iter().zip(slice) {
             level.explored += 1;
-            let i = e.plan.faults.len() - 1;
-            match fired_at(&h, i) {
+            match fired {
                 None => level.not_fired += 1,
                 Some(at) => {
                     if e.catches(opts.target.as_ref()) && first_catch.is_none() {
                         first_catch = Some(runs - results_len + level.explored);
+                        caught = Some(e.clone());
                     }
                     if e.failed() {
                         violations.push(e.clone());
                     }
-                    next.push(Node {
-                        plan: e.plan.clone(),
-                        history: h,
-                        trace: t,
-                        from: at + 1,
-                    });
+                    if let Some((history, trace)) = kept {
+                        next.push(Node {
+                            plan: e.plan.clone(),
+                            history,
+                            trace,
+                            from: at + 1,
+                            pos: Some(ran.len()),
+                        });
+                    }
                 }
             }
-            ran.push(e);
+            ran.push((e, c.parent));
         }
         levels.push(level);
         nodes = if last { Vec::new() } else { next };
     }
-    let (audited, mismatches) = audit(&pruned_list, &ran, opts.audit, pool);
+    let sample = Audit {
+        pruned: &pruned_list,
+        ran: &ran,
+        trace: &trace_verdicts,
+    };
+    let (audited, mismatches) = sample.run(opts.audit, pool);
     runs += audited;
     let digest = order.finalize();
     Exploration {
@@ -507,47 +658,110 @@ pub fn explore(plan: &Plan, opts: &Options, pool: &rayon::ThreadPool) -> Explora
         audited,
         mismatches,
         first_catch,
+        caught,
+        shapes: shapes_placed,
     }
 }
 
-/// Run a seeded sample of `n` pruned schedules (whose representatives ran here) and compare
-/// each one's verdicts, by property and status, with its representative's.
-fn audit(
-    pruned: &[(Plan, usize)],
-    ran: &[Explored],
-    n: usize,
-    pool: &rayon::ThreadPool,
-) -> (usize, Vec<AuditMismatch>) {
-    if n == 0 {
-        return (0, Vec::new());
-    }
-    let mut eligible: Vec<&(Plan, usize)> = pruned
+/// The equivalence class exploration gives to placing `fault` (at its trigger) over the run
+/// of `parent`, after `parent`'s own faults fired: two placements with equal classes are
+/// merged, the second pruned ([`super::state::placement_class`]). `None` when the run has no
+/// such place or no snapshot there (then the placement is never merged). For tests and for a
+/// reader who wants to know why two schedules were, or were not, taken to be the same.
+pub fn class_of(parent: &Plan, fault: &FaultSpec) -> Option<String> {
+    let (h, t) = world::run_snapshotted(parent);
+    let from = match parent.faults.len() {
+        0 => 0,
+        n => fired_at(&h, n - 1)? + 1,
+    };
+    let p = places(&h, &t)
+        .into_iter()
+        .find(|p| p.at >= from && p.on == fault.on)?;
+    let states = states_at(&h, &BTreeSet::from([p.at]));
+    placement_class(&states[&p.at], p.state, &shape_key(fault, &p.spot))
+}
+
+/// What a run's verdicts changed against its parent's: for each property whose status or
+/// party differs, the parent's and the run's (`valid → invalid (agent)`). A placement is
+/// judged by this delta only, so a violation its parent already had (before or after the
+/// placement) is never counted against it.
+pub fn delta(parent: &[Verdict], run: &[Verdict]) -> Vec<(String, String)> {
+    let show = |v: &Verdict| match v.party {
+        Some(p) => format!(
+            "{} ({})",
+            v.status.as_str(),
+            format!("{p:?}").to_lowercase()
+        ),
+        None => v.status.as_str().to_string(),
+    };
+    parent
         .iter()
-        .filter(|(_, rep)| ran.get(*rep).is_some_and(|r| !r.verdicts.is_empty()))
-        .collect();
-    eligible.shuffle(&mut stream(0, "explore.audit"));
-    eligible.truncate(n);
-    let lines = |p: &Plan| p.faults.iter().map(fault_line).collect::<Vec<_>>();
-    let results: Vec<Option<AuditMismatch>> = pool.install(|| {
-        eligible
-            .par_iter()
-            .map(|(plan, rep)| {
-                let (e, _, _) = run(plan, String::new());
-                let r = &ran[*rep];
-                let differs: Vec<(String, Status, Status)> = r
-                    .verdicts
-                    .iter()
-                    .zip(&e.verdicts)
-                    .filter(|(a, b)| a.status != b.status || a.party != b.party)
-                    .map(|(a, b)| (a.property.clone(), a.status, b.status))
-                    .collect();
-                (!differs.is_empty()).then(|| AuditMismatch {
-                    pruned: lines(plan),
-                    representative: lines(&r.plan),
-                    differs,
-                })
+        .zip(run)
+        .filter(|(a, b)| a.status != b.status || a.party != b.party)
+        .map(|(a, b)| (b.property.clone(), format!("{} -> {}", show(a), show(b))))
+        .collect()
+}
+
+/// The pruned schedules of an exploration, with the runs their representatives and parents
+/// are among.
+struct Audit<'a> {
+    pruned: &'a [Pruned],
+    ran: &'a [(Explored, Option<usize>)],
+    /// The trace's verdicts (the parent of every level-1 schedule).
+    trace: &'a [Verdict],
+}
+
+impl Audit<'_> {
+    /// The verdicts of the run at `pos` (`None`: the trace); `None` when it ran in another
+    /// shard.
+    fn verdicts(&self, pos: Option<usize>) -> Option<&[Verdict]> {
+        match pos {
+            None => Some(self.trace),
+            Some(i) => {
+                let v = &self.ran.get(i)?.0.verdicts;
+                (!v.is_empty()).then_some(v.as_slice())
+            }
+        }
+    }
+
+    /// Run `n` pruned schedules (a seeded sample; all of them when `n` is at least their
+    /// number) whose representatives and parents ran here, and compare each one's delta
+    /// against its parent ([`delta`]) with its representative's against its own parent.
+    fn run(&self, n: usize, pool: &rayon::ThreadPool) -> (usize, Vec<AuditMismatch>) {
+        if n == 0 {
+            return (0, Vec::new());
+        }
+        let mut eligible: Vec<&Pruned> = self
+            .pruned
+            .iter()
+            .filter(|(_, parent, rep)| {
+                self.verdicts(*parent).is_some()
+                    && self.verdicts(Some(*rep)).is_some()
+                    && self.verdicts(self.ran[*rep].1).is_some()
             })
-            .collect()
-    });
-    (eligible.len(), results.into_iter().flatten().collect())
+            .collect();
+        if n < eligible.len() {
+            eligible.shuffle(&mut stream(0, "explore.audit"));
+            eligible.truncate(n);
+        }
+        let lines = |p: &Plan| p.faults.iter().map(fault_line).collect::<Vec<_>>();
+        let results: Vec<Option<AuditMismatch>> = pool.install(|| {
+            eligible
+                .par_iter()
+                .map(|(plan, parent, rep)| {
+                    let (e, _, _) = run(plan, String::new(), false);
+                    let (r, rep_parent) = &self.ran[*rep];
+                    let ours = delta(self.verdicts(*parent)?, &e.verdicts);
+                    let theirs = delta(self.verdicts(*rep_parent)?, &r.verdicts);
+                    (ours != theirs).then(|| AuditMismatch {
+                        pruned: lines(plan),
+                        representative: lines(&r.plan),
+                        pruned_delta: ours,
+                        representative_delta: theirs,
+                    })
+                })
+                .collect()
+        });
+        (eligible.len(), results.into_iter().flatten().collect())
+    }
 }

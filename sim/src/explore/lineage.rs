@@ -22,10 +22,10 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use sha2::{Digest, Sha256};
 
-use super::exhaustive::{shapes, trace_plan, Exploration, Explored, Level};
+use super::exhaustive::{shape_family, shapes, trace_plan, Exploration, Explored, Level};
 use super::places::{places, Place, Spot};
 use super::shrink::Target;
-use super::state::states_at;
+use super::state::{placement_class, states_at};
 use crate::checkers;
 use crate::history::{is_agent_host, op, process, History, Op};
 use crate::models::Point;
@@ -532,6 +532,9 @@ struct Search<'a> {
     order: Vec<Vec<String>>,
     violations: Vec<Explored>,
     first_catch: Option<usize>,
+    caught: Option<Explored>,
+    /// Every shape tried (run or pruned), by family ([`shape_family`]).
+    shapes: BTreeMap<String, usize>,
 }
 
 impl Search<'_> {
@@ -587,15 +590,20 @@ impl Search<'_> {
     /// Run `parent` plus the cut's fault as a level-`k` schedule, unless its abstract state
     /// (`state`) and fault were tried already.
     fn try_cut(&mut self, k: usize, parent: &Plan, c: &Cut, state: &str) -> Tried {
-        let key = format!(
-            "{state}#{}#{:?}",
+        let shape = format!(
+            "{}#{:?}",
             fault_line(&FaultSpec {
                 on: Default::default(),
                 ..c.fault.clone()
             }),
             c.place.spot
         );
-        let pruned = self.seen.contains(&key);
+        *self
+            .shapes
+            .entry(shape_family(&c.fault, &c.place.spot))
+            .or_default() += 1;
+        let class = placement_class(state, c.place.state, &shape);
+        let pruned = class.as_ref().is_some_and(|k| self.seen.contains(k));
         if !pruned && self.runs >= self.opts.budget {
             return Tried::Spent;
         }
@@ -603,10 +611,12 @@ impl Search<'_> {
             self.level(k).pruned += 1;
             return Tried::Pruned;
         }
-        self.seen.insert(key);
+        if let Some(class) = class {
+            self.seen.insert(class);
+        }
         let mut child = parent.clone();
         child.faults.push(c.fault.clone());
-        let (h2, t2) = world::run_traced(&child);
+        let (h2, t2) = world::run_snapshotted(&child);
         self.runs += 1;
         let level = self.level(k);
         level.explored += 1;
@@ -632,6 +642,7 @@ impl Search<'_> {
         let caught = e.catches(self.opts.target.as_ref());
         if caught && self.first_catch.is_none() {
             self.first_catch = Some(self.runs);
+            self.caught = Some(e.clone());
         }
         if e.failed() {
             self.violations.push(e);
@@ -754,7 +765,7 @@ fn widen(plan: &Plan, h: &History, fired: usize, at: usize) -> Plan {
 /// first attempt, and that window is rare in a fault-free trace.
 pub fn lineage(plan: &Plan, opts: &Options) -> Exploration {
     let base = trace_plan(plan);
-    let (h0, t0) = world::run_traced(&base);
+    let (h0, t0) = world::run_snapshotted(&base);
     let v0 = checkers::check_all(&h0);
     let first = Explored {
         plan: base.clone(),
@@ -773,6 +784,8 @@ pub fn lineage(plan: &Plan, opts: &Options) -> Exploration {
         order: Vec::new(),
         violations: Vec::new(),
         first_catch: first.catches(opts.target.as_ref()).then_some(1),
+        caught: first.catches(opts.target.as_ref()).then(|| first.clone()),
+        shapes: BTreeMap::new(),
     };
     if first.failed() {
         search.violations.push(first);
@@ -829,6 +842,8 @@ pub fn lineage(plan: &Plan, opts: &Options) -> Exploration {
         audited: 0,
         mismatches: Vec::new(),
         first_catch: search.first_catch,
+        caught: search.caught,
+        shapes: search.shapes,
     }
 }
 

@@ -10,82 +10,17 @@ use crate::history::{op, process, History};
 use crate::models::DuringTurn;
 use crate::plan::Plan;
 
-/// What a trace holds that some mutant needs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Need {
-    /// The user cancels a request (`$/cancel_request`).
-    CancelRequest,
-    /// The user stops a turn (`session/cancel`).
-    Stop,
-    /// The user closes a session (`session/close`).
-    Close,
-    /// Raw `session/prompt` probes with hand-written keys (`[[raw]]`).
-    RawProbe,
-    /// A raw probe whose key is `null` (K1).
-    NullKeyProbe,
-    /// A prompt sent without a key (`sdk-auto-retry` Client, `unkeyed_rate`).
-    UnkeyedPrompt,
-    /// The same text submitted twice.
-    RepeatedText,
-    /// Two sessions.
-    TwoSessions,
-    /// A command the Agent answers locally (`/status`).
-    Command,
-    /// Two submissions (a second prompt to confuse with the first).
-    TwoSubmissions,
-    /// An Agent that holds a prompt arriving during a turn (O4 `hold`, not `steer`), and two
-    /// submissions to hold one behind the other.
-    Holding,
-    /// A cluster of two nodes or more: a retry can reach a node other than the one working on
-    /// the first attempt (one node serialises a session's inserts itself).
-    TwoNodes,
-    /// A Client with a staleness limit (`[client] stale_ms` > 0): without one nothing is ever
-    /// too old to resend (C7).
-    StaleLimit,
-}
+pub use crate::models::mutant::Need;
+use crate::models::mutant::MUTANTS;
 
-impl Need {
-    /// What is missing, as a sentence fragment: "the trace has no {this}".
-    pub fn what(self) -> &'static str {
-        match self {
-            Need::CancelRequest => "$/cancel_request",
-            Need::Stop => "session/cancel (user stop)",
-            Need::Close => "session/close",
-            Need::RawProbe => "raw session/prompt probe",
-            Need::NullKeyProbe => "raw session/prompt probe with a null key",
-            Need::UnkeyedPrompt => "prompt without a key",
-            Need::RepeatedText => "text submitted twice",
-            Need::TwoSessions => "second session",
-            Need::Command => "locally answered command (/status)",
-            Need::TwoSubmissions => "second submission",
-            Need::Holding => "prompt the Agent can hold (O4 hold and two submissions)",
-            Need::TwoNodes => "second cluster node",
-            Need::StaleLimit => "Client staleness limit (stale_ms)",
-        }
-    }
-}
-
-/// The needs of a mutant, by name (every shipped mutant is listed; a test checks it). Empty:
-/// any trace with a prompt can show it, given the right faults.
+/// The needs of a mutant, by name: its registry row's ([`crate::models::Mutant::needs`]; every
+/// shipped mutant has one). Empty: any trace with a prompt can show it, given the right
+/// faults; also for a name that is no shipped mutant.
 pub fn of_mutant(name: &str) -> &'static [Need] {
-    match name {
-        "cancel-answers-one" | "cancel-answers-none" | "proxy-unmapped-cancel" => {
-            &[Need::CancelRequest]
-        }
-        "stop-cancels-later" | "cancel-skips-held" => &[Need::Stop],
-        "close-forgets-held" => &[Need::Close],
-        "invalid-key-as-omitted" => &[Need::RawProbe],
-        "null-key-rejected" => &[Need::NullKeyProbe],
-        "resends-unkeyed" => &[Need::UnkeyedPrompt],
-        "key-from-text" => &[Need::RepeatedText],
-        "keys-across-sessions" => &[Need::TwoSessions],
-        "forgets-live-while-active" => &[Need::Command],
-        "same-key-new-prompt" | "dedup-by-id" => &[Need::TwoSubmissions],
-        "held-retry-errors" | "echo-before-insert" => &[Need::Holding],
-        "cluster-check-then-insert" => &[Need::TwoNodes],
-        "resends-stale" => &[Need::StaleLimit],
-        _ => &[],
-    }
+    MUTANTS
+        .iter()
+        .find(|m| m.name == name)
+        .map_or(&[], |m| m.needs)
 }
 
 /// Every need the run of `plan` whose history is `h` meets.
@@ -139,6 +74,12 @@ pub fn met(plan: &Plan, h: &History) -> BTreeSet<Need> {
     if plan.client.stale_ms > 0 {
         out.insert(Need::StaleLimit);
     }
+    if plan.agent.tool_rate > 0.0 && plan.agent.permission_rate > 0.0 {
+        out.insert(Need::PermissionAsk);
+    }
+    if plan.agent.fail_rate > 0.0 {
+        out.insert(Need::FailingWork);
+    }
     if sessions.len() > 1 {
         out.insert(Need::TwoSessions);
     }
@@ -166,34 +107,22 @@ mod tests {
     use super::*;
     use crate::models::mutant::MUTANTS;
 
-    /// The table names only shipped mutants, and every mutant that needs a user action or a
-    /// workload shape the rfd traces lack is in it (else `--mutants` would report it as a trace
-    /// that should show it).
+    /// The registry's rows are what `of_mutant` answers, and the needs most mutants of a kind
+    /// share are there (a cancel mutant needs a cancel).
     #[test]
-    fn needs_name_shipped_mutants() {
-        let names: BTreeSet<&str> = MUTANTS.iter().map(|m| m.name).collect();
-        for n in [
-            "cancel-answers-one",
-            "cancel-answers-none",
-            "proxy-unmapped-cancel",
-            "stop-cancels-later",
-            "cancel-skips-held",
-            "close-forgets-held",
-            "invalid-key-as-omitted",
-            "null-key-rejected",
-            "resends-unkeyed",
-            "key-from-text",
-            "keys-across-sessions",
-            "forgets-live-while-active",
-            "same-key-new-prompt",
-            "dedup-by-id",
-            "held-retry-errors",
-            "echo-before-insert",
-            "cluster-check-then-insert",
-            "resends-stale",
-        ] {
-            assert!(names.contains(n), "{n} is not a shipped mutant");
-            assert!(!of_mutant(n).is_empty());
+    fn every_mutant_row_answers_its_needs() {
+        for m in MUTANTS {
+            assert_eq!(of_mutant(m.name), m.needs, "{}", m.name);
         }
+        for (name, need) in [
+            ("cancel-answers-one", Need::CancelRequest),
+            ("close-forgets-held", Need::Close),
+            ("cluster-check-then-insert", Need::TwoNodes),
+            ("cancel-keeps-asking", Need::PermissionAsk),
+            ("failure-ends-as-end-turn", Need::FailingWork),
+        ] {
+            assert!(of_mutant(name).contains(&need), "{name}");
+        }
+        assert!(of_mutant("no such mutant").is_empty());
     }
 }

@@ -54,11 +54,13 @@ pub struct Place {
     pub spot: Spot,
     /// The fault fires after `ops[..at]` of the run it was read from.
     pub at: usize,
+    /// The world's state there ([`crate::world::snapshot`]), in a run that took snapshots.
+    pub state: Option<u64>,
 }
 
 /// Every place of a run, in the order they come.
 pub fn places(h: &History, trace: &Trace) -> Vec<Place> {
-    let mut out = frames(h);
+    let mut out = frames(h, trace);
     let mut nth: BTreeMap<&'static str, u32> = BTreeMap::new();
     for p in &trace.points {
         let n = nth.entry(p.point.as_str()).or_insert(0);
@@ -74,6 +76,7 @@ pub fn places(h: &History, trace: &Trace) -> Vec<Place> {
                 host: p.host,
             },
             at: p.ops_before,
+            state: p.state,
         });
     }
     for a in &trace.accepted {
@@ -84,6 +87,7 @@ pub fn places(h: &History, trace: &Trace) -> Vec<Place> {
             },
             spot: Spot::Submission(a.submission),
             at: a.ops_before,
+            state: a.state,
         });
     }
     // In time order; ties keep frames, then points, then submissions.
@@ -92,7 +96,7 @@ pub fn places(h: &History, trace: &Trace) -> Vec<Place> {
 }
 
 /// The frames of a run, each as the ledger counts it.
-fn frames(h: &History) -> Vec<Place> {
+fn frames(h: &History, trace: &Trace) -> Vec<Place> {
     let mut out = Vec::new();
     let mut client_counts: BTreeMap<String, u32> = BTreeMap::new();
     let mut agent_counts: BTreeMap<String, u32> = BTreeMap::new();
@@ -146,6 +150,7 @@ fn frames(h: &History) -> Vec<Place> {
                 submission,
             },
             at: o.index,
+            state: trace.frame_states.get(&o.index).copied().flatten(),
         };
         match (method, &id) {
             (Some(m), _) if from == "client" => {

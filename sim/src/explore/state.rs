@@ -53,8 +53,9 @@ pub struct Scan {
     active: BTreeSet<(String, u64)>,
     turns: i64,
     held: i64,
-    /// Frames written and not read: (conn, frame text) → (label, count).
-    in_flight: BTreeMap<(u64, String), (String, u32)>,
+    /// Frames written and not read: (conn, frame text) → (label, the times they were
+    /// written, ms).
+    in_flight: BTreeMap<(u64, String), (String, Vec<u64>)>,
     /// (conn, id) → method of every request written, to label responses.
     request_method: BTreeMap<(u64, String), String>,
     down: BTreeSet<String>,
@@ -107,7 +108,7 @@ impl Scan {
                     self.agent_conns.insert(c);
                 }
             }
-            (process::NET, op::SEND) => self.sent(v),
+            (process::NET, op::SEND) => self.sent(v, o.time_ms),
             (process::NET, op::RECV) => self.read(v),
             (process::NET, op::STALL_END) => self.stalls -= 1,
             (p, f) if is_agent_host(p) => self.agent(f, v),
@@ -252,7 +253,7 @@ impl Scan {
         }
     }
 
-    fn sent(&mut self, v: &Value) {
+    fn sent(&mut self, v: &Value, time_ms: u64) {
         let conn = v["conn"].as_u64().unwrap_or(0);
         let fr = &v["frame"];
         if let (Some(m), Some(id)) = (fr["method"].as_str(), fr.get("id")) {
@@ -266,8 +267,8 @@ impl Scan {
         let e = self
             .in_flight
             .entry((conn, fr.to_string()))
-            .or_insert((label, 0));
-        e.1 += 1;
+            .or_insert((label, Vec::new()));
+        e.1.push(time_ms);
     }
 
     fn read(&mut self, v: &Value) {
@@ -275,8 +276,9 @@ impl Scan {
         let fr = &v["frame"];
         let k = (conn, fr.to_string());
         if let Some(e) = self.in_flight.get_mut(&k) {
-            e.1 -= 1;
-            if e.1 == 0 {
+            // One connection is FIFO: the earliest copy is read first.
+            e.1.remove(0);
+            if e.1.is_empty() {
                 self.in_flight.remove(&k);
             }
         }
@@ -314,9 +316,14 @@ impl Scan {
             self.turns,
             self.held
         );
-        let mut flight: BTreeMap<&str, u32> = BTreeMap::new();
-        for (label, n) in self.in_flight.values() {
-            *flight.entry(label.as_str()).or_default() += n;
+        // Each frame on its way with the time it was written: with a fixed latency, when it
+        // arrives.
+        let mut flight: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
+        for (label, times) in self.in_flight.values() {
+            flight.entry(label.as_str()).or_default().extend(times);
+        }
+        for times in flight.values_mut() {
+            times.sort_unstable();
         }
         let _ = write!(
             k,
@@ -344,4 +351,13 @@ pub fn states_at(h: &History, at: &BTreeSet<usize>) -> BTreeMap<usize, String> {
         out.insert(*w, scan.key());
     }
     out
+}
+
+/// The equivalence class of a placement: a fault of shape `shape` (the fault without its
+/// occurrence number, and what it lands on) at a place whose abstract protocol state is
+/// `protocol` ([`states_at`]) and whose world snapshot is `snapshot`
+/// ([`crate::world::snapshot`]: time, timers, every party's memory, the nemesis's work in
+/// force). `None` when the place has no snapshot: such a placement is never merged, it runs.
+pub fn placement_class(protocol: &str, snapshot: Option<u64>, shape: &str) -> Option<String> {
+    Some(format!("{protocol}#{:016x}#{shape}", snapshot?))
 }

@@ -8,6 +8,7 @@ use acp_chaos::explore::shrink::Target;
 use acp_chaos::explore::{certificate, guided, lineage, needs};
 use acp_chaos::models::mutant::MUTANTS;
 use acp_chaos::models::Design;
+use acp_chaos::nemesis::{FaultKind, FaultSpec, Side, Trigger};
 use acp_chaos::plan::Plan;
 
 use crate::common::scenario;
@@ -34,6 +35,7 @@ fn options(plan: &Plan, faults: usize) -> Options {
         stop_at_first: false,
         target: None,
         budget: None,
+        merge: Default::default(),
     }
 }
 
@@ -120,6 +122,135 @@ fn the_correct_model_certifies_rfd02_and_pruned_schedules_agree_with_their_repre
         );
         assert!(x.certificate().contains("0 violations"));
     }
+}
+
+/// A fault at a frame trigger: the `nth` `side` frame of `method` (the Client's).
+fn at_frame(kind: FaultKind, side: Side, method: &str, nth: u32) -> FaultSpec {
+    FaultSpec {
+        on: Trigger {
+            frame: Some(side),
+            method: Some(method.to_string()),
+            nth,
+            ..Trigger::default()
+        },
+        ..FaultSpec::new(kind)
+    }
+}
+
+/// The first unsound merge: a stall that outlasts the Client's 140 ms prompt timeout
+/// and one that does not, each followed by a partition at the same frame, were one class
+/// (the abstract state counted stalls, not when each ends). Now the stall's end is part of
+/// the world's snapshot, and the audit of every pruned schedule under the mutant that needs
+/// the long stall finds no placement whose change differs from its representative's.
+#[test]
+fn a_stall_past_the_clients_timeout_is_never_merged_with_a_shorter_one() {
+    let p = exhaustive::trace_plan(&plan(RFD02, Design::Stored, Some("keys-per-connection")));
+    let stalled = |ms| {
+        let mut q = p.clone();
+        let mut f = at_frame(FaultKind::StallFrame, Side::Request, "session/prompt", 2);
+        f.stall_ms = Some(ms);
+        q.faults.push(f);
+        q
+    };
+    let mut partition = at_frame(FaultKind::Partition, Side::Request, "session/prompt", 2);
+    partition.heal_after_ms = Some(100);
+    let long = exhaustive::class_of(&stalled(160), &partition).expect("a class");
+    let short = exhaustive::class_of(&stalled(100), &partition).expect("a class");
+    assert_ne!(long, short, "merged again");
+    let x = exhaustive::explore(
+        &p,
+        &Options {
+            audit: usize::MAX,
+            ..options(&p, 2)
+        },
+        &pool(2),
+    );
+    assert_eq!(x.audited, x.pruned(), "every pruned schedule is run");
+    assert!(x.mismatches.is_empty(), "{:?}", x.mismatches);
+    // The pruning's mutant: merging by the protocol state alone, the same audit finds
+    // placements whose change differs from their representative's (it can fail).
+    let coarse = exhaustive::explore(
+        &p,
+        &Options {
+            audit: usize::MAX,
+            merge: exhaustive::Merge::ProtocolStateOnly,
+            ..options(&p, 2)
+        },
+        &pool(2),
+    );
+    assert!(
+        !coarse.mismatches.is_empty(),
+        "the audit found nothing wrong with the unsound merge"
+    );
+    let faults = |e: &exhaustive::Explored| {
+        e.plan
+            .faults
+            .iter()
+            .map(acp_chaos::nemesis::fault_line)
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    assert!(
+        x.violations.iter().any(|e| faults(e)
+            == "stall-frame on request of session/prompt #2 stall_ms=160; partition on request of session/prompt #2 heal_after_ms=100"),
+        "the long stall's schedule is run and caught"
+    );
+}
+
+/// The second: a store cut from a node after its write, then a lost prompt, was
+/// merged with a stalled `session/list` (the abstract state held nothing of the store). The
+/// cut and its heal are in the nemesis's part of the snapshot, the store's records in the
+/// store's digest.
+#[test]
+fn a_store_cut_is_never_merged_with_a_stalled_list() {
+    let p = exhaustive::trace_plan(&plan(
+        "rfd-04-retry-while-held",
+        Design::Cluster,
+        Some("cluster-check-then-insert"),
+    ));
+    let lost = at_frame(FaultKind::LoseFrame, Side::Request, "session/prompt", 4);
+    let mut cut = p.clone();
+    cut.faults.push(FaultSpec {
+        on: Trigger {
+            point: Some(acp_chaos::models::Point::AfterStoreWrite),
+            nth: 2,
+            ..Trigger::default()
+        },
+        heal_after_ms: Some(100),
+        ..FaultSpec::new(FaultKind::PartitionStore)
+    });
+    let after_cut = exhaustive::class_of(&cut, &lost).expect("a class");
+    for side in [Side::Request, Side::Response] {
+        let mut stall = p.clone();
+        let mut f = at_frame(FaultKind::StallFrame, side, "session/list", 1);
+        f.stall_ms = Some(100);
+        stall.faults.push(f);
+        assert_ne!(exhaustive::class_of(&stall, &lost), Some(after_cut.clone()));
+    }
+}
+
+/// Every pruned schedule of a cluster certificate, under the mutant whose window needs two
+/// nodes deciding at once, changes its parent's verdicts as its representative changes its
+/// own (the delta, not the whole-run verdicts: a violation the parent already had is not
+/// the placement's).
+#[test]
+fn every_pruned_cluster_schedule_changes_what_its_representative_changes() {
+    let p = plan(
+        "rfd-01-retry-same-connection",
+        Design::Cluster,
+        Some("cluster-check-then-insert"),
+    );
+    let x = exhaustive::explore(
+        &p,
+        &Options {
+            audit: usize::MAX,
+            ..options(&p, 2)
+        },
+        &pool(2),
+    );
+    assert!(x.pruned() > 0, "{}", x.certificate());
+    assert_eq!(x.audited, x.pruned());
+    assert!(x.mismatches.is_empty(), "{:?}", x.mismatches);
 }
 
 #[test]
