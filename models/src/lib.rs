@@ -28,4 +28,4 @@ pub use client::{
     ClientConfig, ClientInput, ClientKind, ClientModel, ClientMutant, KeyScheme, SpecClient,
 };
 pub use methods::RetryClass;
-pub use mutant::{Mutant, Need, Party, MUTANTS};
+pub use mutant::{Mutant, Need, Party, Witness, MUTANTS};

@@ -56,6 +56,10 @@ pub struct Mutant {
     /// restart; they never add a user action, a second session or a probe, so a trace
     /// without these cannot show it (`explore --mutants` says so and spends no run on it).
     pub needs: &'static [Need],
+    /// The run that shows it: a shipped scenario, a design it applies to and a seed. `acp-chaos
+    /// list rules` replays it (and the scenario's other seeds) and reads the rule ids its
+    /// failing verdicts cite: the rules table is built from these runs, not from `rules`.
+    pub witness: Witness,
     /// Whether a catch is a finding, not a violation: the rule it breaks is a SHOULD (C9) or
     /// inferred, so its verdict never fails a campaign (RULES.md "Verdicts").
     pub finding: bool,
@@ -67,6 +71,18 @@ pub struct Mutant {
     /// both a swarm seed and a dedicated scenario for them (only the scenario for a mutant the
     /// swarm has never caught: `SWARM_NEVER` in the mutant tests).
     pub swarm_finds: bool,
+}
+
+/// Where a mutant shows ([`Mutant::witness`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Witness {
+    /// A shipped scenario's name.
+    pub scenario: &'static str,
+    /// The Agent design.
+    pub design: Design,
+    /// The seed pinned (the scenario's other seeds show it too, in the share `list rules`
+    /// measures).
+    pub seed: u64,
 }
 
 /// What a trace holds that some mutant needs ([`Mutant::needs`]).
@@ -147,11 +163,16 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: true,
         designs: &[],
         needs: &[],
+        witness: Witness {
+            scenario: "rfd-02-retry-after-resume-new-connection",
+            design: Design::Stored,
+            seed: 0,
+        },
     },
     Mutant {
         name: "record-unsynced",
         kind: MutantKind::Agent(AgentMutant::RecordUnsynced),
-        rules: &["D1", "A10", "A13"],
+        rules: &["D1"],
         property: "P11",
         party: Party::Agent,
         summary: "Agent writes message+key without sync_all: a crash loses an acknowledged message",
@@ -160,6 +181,11 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: true,
         designs: &[Design::Stored],
         needs: &[],
+        witness: Witness {
+            scenario: "rfd-03-retry-after-agent-restart",
+            design: Design::Stored,
+            seed: 0,
+        },
     },
     Mutant {
         name: "error-after-insert",
@@ -173,6 +199,11 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: true,
         designs: &[],
         needs: &[],
+        witness: Witness {
+            scenario: "rfd-05-retry-after-error",
+            design: Design::Stored,
+            seed: 0,
+        },
     },
     Mutant {
         name: "cancel-answers-one",
@@ -186,6 +217,11 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: false,
         designs: &[],
         needs: &[Need::CancelRequest],
+        witness: Witness {
+            scenario: "cancel-01-withdraw-every-attempt",
+            design: Design::Stored,
+            seed: 0,
+        },
     },
     Mutant {
         name: "key-in-updates",
@@ -199,6 +235,11 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: true,
         designs: &[],
         needs: &[],
+        witness: Witness {
+            scenario: "rfd-01-retry-same-connection",
+            design: Design::InMemory,
+            seed: 0,
+        },
     },
     Mutant {
         name: "adapter-no-history-fill",
@@ -212,6 +253,11 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: true,
         designs: &[Design::Adapter],
         needs: &[],
+        witness: Witness {
+            scenario: "adapter-01-crash-windows",
+            design: Design::Adapter,
+            seed: 0,
+        },
     },
     Mutant {
         name: "cluster-node-local-keys",
@@ -225,6 +271,11 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: true,
         designs: &[Design::Cluster],
         needs: &[],
+        witness: Witness {
+            scenario: "cluster-01-retry-on-another-node",
+            design: Design::Cluster,
+            seed: 0,
+        },
     },
     Mutant {
         name: "cluster-check-then-insert",
@@ -238,6 +289,11 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: false,
         designs: &[Design::Cluster],
         needs: &[Need::TwoNodes],
+        witness: Witness {
+            scenario: "rfd-04-retry-while-held",
+            design: Design::Cluster,
+            seed: 0,
+        },
     },
     Mutant {
         name: "cluster-stop-node-local",
@@ -251,6 +307,11 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: false,
         designs: &[Design::Cluster],
         needs: &[Need::Stop, Need::TwoNodes],
+        witness: Witness {
+            scenario: "cluster-06-stop-reaches-every-node",
+            design: Design::Cluster,
+            seed: 0,
+        },
     },
     Mutant {
         name: "inserts-other-prompt",
@@ -264,6 +325,11 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: false,
         designs: &[Design::InMemory, Design::Stored],
         needs: &[Need::RawProbe],
+        witness: Witness {
+            scenario: "key-01-recorded-key-other-prompt",
+            design: Design::Stored,
+            seed: 0,
+        },
     },
     Mutant {
         name: "answers-unknown-cancel",
@@ -277,6 +343,11 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: true,
         designs: &[],
         needs: &[Need::CancelRequest],
+        witness: Witness {
+            scenario: "cancel-02-unknown-or-answered-id",
+            design: Design::Stored,
+            seed: 0,
+        },
     },
     Mutant {
         name: "serves-inactive-session",
@@ -290,6 +361,11 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: true,
         designs: &[],
         needs: &[],
+        witness: Witness {
+            scenario: "session-02-prompt-after-close",
+            design: Design::Stored,
+            seed: 0,
+        },
     },
     Mutant {
         name: "cluster-error-on-store-timeout",
@@ -303,11 +379,16 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: true,
         designs: &[Design::Cluster],
         needs: &[],
+        witness: Witness {
+            scenario: "cluster-02-store-answer-lost",
+            design: Design::Cluster,
+            seed: 0,
+        },
     },
     Mutant {
         name: "close-forgets-held",
         kind: MutantKind::Agent(AgentMutant::CloseForgetsHeld),
-        rules: &["A15", "A5"],
+        rules: &["A15"],
         property: "P7",
         party: Party::Agent,
         summary: "session/close drops held prompts without answering them (A15: -32800)",
@@ -316,6 +397,11 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: false,
         designs: &[],
         needs: &[Need::Close],
+        witness: Witness {
+            scenario: "field-f08-held-prompts-on-teardown",
+            design: Design::Stored,
+            seed: 0,
+        },
     },
     Mutant {
         name: "null-key-rejected",
@@ -329,6 +415,11 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: true,
         designs: &[],
         needs: &[Need::NullKeyProbe],
+        witness: Witness {
+            scenario: "field-f19-key-validation",
+            design: Design::Stored,
+            seed: 0,
+        },
     },
     Mutant {
         name: "echo-before-insert",
@@ -342,6 +433,11 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: true,
         designs: &[],
         needs: &[Need::Holding],
+        witness: Witness {
+            scenario: "rfd-04-retry-while-held",
+            design: Design::Stored,
+            seed: 0,
+        },
     },
     Mutant {
         name: "key-length-in-bytes",
@@ -355,6 +451,11 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: true,
         designs: &[],
         needs: &[Need::RawProbe],
+        witness: Witness {
+            scenario: "field-f19-key-validation",
+            design: Design::Stored,
+            seed: 0,
+        },
     },
     Mutant {
         name: "invalid-key-as-omitted",
@@ -368,6 +469,11 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: true,
         designs: &[],
         needs: &[Need::RawProbe],
+        witness: Witness {
+            scenario: "field-f19-key-validation",
+            design: Design::Stored,
+            seed: 0,
+        },
     },
     Mutant {
         name: "key-from-text",
@@ -381,6 +487,11 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: true,
         designs: &[],
         needs: &[Need::RepeatedText],
+        witness: Witness {
+            scenario: "field-f06-key-from-text",
+            design: Design::Stored,
+            seed: 0,
+        },
     },
     Mutant {
         name: "same-key-new-prompt",
@@ -394,6 +505,11 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: true,
         designs: &[],
         needs: &[Need::TwoSubmissions],
+        witness: Witness {
+            scenario: "field-f20-same-key-other-prompt",
+            design: Design::InMemory,
+            seed: 0,
+        },
     },
     Mutant {
         name: "keys-across-sessions",
@@ -407,6 +523,11 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: true,
         designs: &[],
         needs: &[Need::TwoSessions],
+        witness: Witness {
+            scenario: "rfd-06-same-key-other-session",
+            design: Design::Stored,
+            seed: 0,
+        },
     },
     Mutant {
         name: "stop-cancels-later",
@@ -420,6 +541,11 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: true,
         designs: &[],
         needs: &[Need::Stop, Need::TwoSubmissions],
+        witness: Witness {
+            scenario: "cancel-03-stop-nobody-pressed",
+            design: Design::Stored,
+            seed: 0,
+        },
     },
     Mutant {
         name: "gives-up-silently",
@@ -433,6 +559,11 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: true,
         designs: &[],
         needs: &[],
+        witness: Witness {
+            scenario: "rfd-05-retry-after-error",
+            design: Design::Stored,
+            seed: 0,
+        },
     },
     Mutant {
         name: "key-recorded-on-arrival",
@@ -446,6 +577,11 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: true,
         designs: &[Design::Stored],
         needs: &[],
+        witness: Witness {
+            scenario: "field-f23-key-recorded-on-arrival",
+            design: Design::Stored,
+            seed: 0,
+        },
     },
     Mutant {
         name: "forgets-live-while-active",
@@ -459,6 +595,11 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: true,
         designs: &[Design::InMemory, Design::Stored, Design::Adapter],
         needs: &[Need::Command],
+        witness: Witness {
+            scenario: "live-01-command-retried-while-active",
+            design: Design::Stored,
+            seed: 0,
+        },
     },
     Mutant {
         name: "client-reuses-id",
@@ -472,6 +613,11 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: true,
         designs: &[],
         needs: &[],
+        witness: Witness {
+            scenario: "rfd-01-retry-same-connection",
+            design: Design::Stored,
+            seed: 0,
+        },
     },
     Mutant {
         name: "proxy-drops-key",
@@ -485,11 +631,16 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: true,
         designs: &[],
         needs: &[],
+        witness: Witness {
+            scenario: "proxy-01-retry-through-rewritten-ids",
+            design: Design::Stored,
+            seed: 0,
+        },
     },
     Mutant {
         name: "proxy-unmapped-cancel",
         kind: MutantKind::Proxy(ProxyMutant::UnmappedCancel),
-        rules: &["X1", "A5"],
+        rules: &["X1"],
         property: "P6",
         party: Party::Intermediary,
         summary: "proxy forwards $/cancel_request with the Client's id, not the rewritten one",
@@ -498,6 +649,11 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: true,
         designs: &[],
         needs: &[Need::CancelRequest],
+        witness: Witness {
+            scenario: "proxy-02-cancel-through-rewritten-ids",
+            design: Design::Adapter,
+            seed: 0,
+        },
     },
     Mutant {
         name: "proxy-duplicates-prompt",
@@ -511,6 +667,11 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: true,
         designs: &[],
         needs: &[],
+        witness: Witness {
+            scenario: "proxy-01-retry-through-rewritten-ids",
+            design: Design::Stored,
+            seed: 0,
+        },
     },
     Mutant {
         name: "proxy-reorders-prompt",
@@ -524,6 +685,11 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: true,
         designs: &[],
         needs: &[],
+        witness: Witness {
+            scenario: "proxy-01-retry-through-rewritten-ids",
+            design: Design::InMemory,
+            seed: 0,
+        },
     },
     Mutant {
         name: "new-key-per-attempt",
@@ -537,11 +703,16 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: true,
         designs: &[],
         needs: &[],
+        witness: Witness {
+            scenario: "rfd-02-retry-after-resume-new-connection",
+            design: Design::Stored,
+            seed: 0,
+        },
     },
     Mutant {
         name: "volatile-pending",
         kind: MutantKind::Client(ClientMutant::VolatilePending),
-        rules: &["C1", "C8"],
+        rules: &["C1"],
         property: "P2",
         party: Party::Client,
         summary: "Client keeps pending input in memory only: a client restart loses it",
@@ -550,6 +721,11 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: true,
         designs: &[],
         needs: &[],
+        witness: Witness {
+            scenario: "rfd-06-same-key-other-session",
+            design: Design::Stored,
+            seed: 0,
+        },
     },
     Mutant {
         name: "held-retry-errors",
@@ -563,6 +739,11 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: true,
         designs: &[Design::InMemory, Design::Stored, Design::Adapter],
         needs: &[Need::Holding],
+        witness: Witness {
+            scenario: "rfd-04-retry-while-held",
+            design: Design::InMemory,
+            seed: 0,
+        },
     },
     Mutant {
         name: "drop-held-drops-retries",
@@ -576,6 +757,11 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: false,
         designs: &[Design::InMemory, Design::Stored, Design::Adapter],
         needs: &[Need::Holding],
+        witness: Witness {
+            scenario: "held-01-retry-becomes-submission",
+            design: Design::Stored,
+            seed: 0,
+        },
     },
     Mutant {
         name: "keys-per-connection",
@@ -589,6 +775,11 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: true,
         designs: &[Design::InMemory, Design::Stored, Design::Adapter],
         needs: &[],
+        witness: Witness {
+            scenario: "rfd-02-retry-after-resume-new-connection",
+            design: Design::Stored,
+            seed: 0,
+        },
     },
     Mutant {
         name: "two-step-write",
@@ -602,6 +793,11 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: true,
         designs: &[Design::Stored],
         needs: &[],
+        witness: Witness {
+            scenario: "rfd-03-retry-after-agent-restart",
+            design: Design::Stored,
+            seed: 0,
+        },
     },
     Mutant {
         name: "cancel-skips-held",
@@ -615,6 +811,11 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: true,
         designs: &[],
         needs: &[Need::Stop],
+        witness: Witness {
+            scenario: "field-f13-cancel-before-insertion",
+            design: Design::Stored,
+            seed: 0,
+        },
     },
     Mutant {
         name: "cancel-answers-none",
@@ -628,11 +829,16 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: true,
         designs: &[],
         needs: &[Need::CancelRequest],
+        witness: Witness {
+            scenario: "field-f16-cancel-gets-an-answer",
+            design: Design::Stored,
+            seed: 0,
+        },
     },
     Mutant {
         name: "dedup-by-id",
         kind: MutantKind::Agent(AgentMutant::DedupById),
-        rules: &["A1", "A4"],
+        rules: &["A1"],
         property: "P3",
         party: Party::Agent,
         summary: "duplicates detected by (session, JSON-RPC id) instead of key: a new prompt reusing an id on another connection gets the old messageId",
@@ -641,11 +847,16 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: true,
         designs: &[Design::InMemory, Design::Stored, Design::Adapter],
         needs: &[Need::TwoSubmissions],
+        witness: Witness {
+            scenario: "field-f17-same-id-two-connections",
+            design: Design::Stored,
+            seed: 0,
+        },
     },
     Mutant {
         name: "resume-active-errors",
         kind: MutantKind::Agent(AgentMutant::ResumeActiveErrors),
-        rules: &["X3", "X4"],
+        rules: &["R1"],
         property: "P10",
         party: Party::Agent,
         summary: "session/resume of a session still active on another connection is refused instead of synchronizing it again",
@@ -654,6 +865,11 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: true,
         designs: &[],
         needs: &[],
+        witness: Witness {
+            scenario: "net-02-reorder-across-connections",
+            design: Design::Stored,
+            seed: 0,
+        },
     },
     Mutant {
         name: "resume-only",
@@ -667,6 +883,11 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: true,
         designs: &[],
         needs: &[],
+        witness: Witness {
+            scenario: "field-f04-resume-then-resend",
+            design: Design::Stored,
+            seed: 0,
+        },
     },
     Mutant {
         name: "resends-unkeyed",
@@ -680,6 +901,11 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: false,
         designs: &[],
         needs: &[Need::UnkeyedPrompt],
+        witness: Witness {
+            scenario: "field-f26-auto-retry-wrapper",
+            design: Design::Stored,
+            seed: 0,
+        },
     },
     Mutant {
         name: "resends-stale",
@@ -693,6 +919,11 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: true,
         designs: &[],
         needs: &[Need::StaleLimit],
+        witness: Witness {
+            scenario: "client-01-stale-pending",
+            design: Design::Stored,
+            seed: 0,
+        },
     },
     Mutant {
         name: "resends-empty-prompt",
@@ -706,6 +937,11 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: true,
         designs: &[],
         needs: &[],
+        witness: Witness {
+            scenario: "rfd-02-retry-after-resume-new-connection",
+            design: Design::Stored,
+            seed: 0,
+        },
     },
     Mutant {
         name: "withdraws-recovered",
@@ -719,6 +955,11 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: false,
         designs: &[],
         needs: &[Need::CancelRequest],
+        witness: Witness {
+            scenario: "client-04-cancel-after-restart",
+            design: Design::Stored,
+            seed: 0,
+        },
     },
     Mutant {
         name: "prompts-before-resume",
@@ -732,6 +973,11 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: true,
         designs: &[],
         needs: &[],
+        witness: Witness {
+            scenario: "rfd-02-retry-after-resume-new-connection",
+            design: Design::Stored,
+            seed: 0,
+        },
     },
     Mutant {
         name: "lenient-json",
@@ -745,6 +991,11 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: true,
         designs: &[],
         needs: &[Need::RawProbe],
+        witness: Witness {
+            scenario: "field-f19-key-validation",
+            design: Design::Stored,
+            seed: 0,
+        },
     },
     Mutant {
         name: "any-cancel-withdraws",
@@ -758,6 +1009,11 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: false,
         designs: &[],
         needs: &[Need::RawProbe],
+        witness: Witness {
+            scenario: "cancel-03-stop-nobody-pressed",
+            design: Design::Stored,
+            seed: 0,
+        },
     },
     Mutant {
         name: "cancel-ends-as-error",
@@ -771,6 +1027,11 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: true,
         designs: &[],
         needs: &[Need::Stop],
+        witness: Witness {
+            scenario: "cancel-04-stop-while-asking",
+            design: Design::Stored,
+            seed: 0,
+        },
     },
     Mutant {
         name: "cancel-keeps-asking",
@@ -784,6 +1045,11 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: true,
         designs: &[],
         needs: &[Need::Stop, Need::PermissionAsk],
+        witness: Witness {
+            scenario: "cancel-04-stop-while-asking",
+            design: Design::Stored,
+            seed: 0,
+        },
     },
     Mutant {
         name: "close-answers-first",
@@ -797,6 +1063,29 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: true,
         designs: &[],
         needs: &[Need::Close],
+        witness: Witness {
+            scenario: "session-03-close-while-running",
+            design: Design::Stored,
+            seed: 0,
+        },
+    },
+    Mutant {
+        name: "resume-answers-first",
+        kind: MutantKind::Agent(AgentMutant::ResumeAnswersFirst),
+        rules: &["X4"],
+        property: "X4",
+        party: Party::Agent,
+        summary: "session/resume is answered before its replay, replay_complete and state snapshot",
+        finding: false,
+        needs_fault: true,
+        swarm_finds: true,
+        designs: &[],
+        needs: &[],
+        witness: Witness {
+            scenario: "rfd-02-retry-after-resume-new-connection",
+            design: Design::Stored,
+            seed: 0,
+        },
     },
     Mutant {
         name: "failure-ends-as-end-turn",
@@ -810,6 +1099,11 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: true,
         designs: &[],
         needs: &[Need::FailingWork],
+        witness: Witness {
+            scenario: "turn-01-work-fails",
+            design: Design::Stored,
+            seed: 0,
+        },
     },
     Mutant {
         name: "close-inactive-errors",
@@ -823,6 +1117,11 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: false,
         designs: &[],
         needs: &[Need::Close],
+        witness: Witness {
+            scenario: "session-03-close-while-running",
+            design: Design::Stored,
+            seed: 0,
+        },
     },
     Mutant {
         name: "error-records-key",
@@ -836,6 +1135,11 @@ pub const MUTANTS: &[Mutant] = &[
         swarm_finds: true,
         designs: &[],
         needs: &[],
+        witness: Witness {
+            scenario: "rfd-05-retry-after-error",
+            design: Design::Stored,
+            seed: 0,
+        },
     },
 ];
 

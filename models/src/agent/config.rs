@@ -107,7 +107,7 @@ pub enum AgentMutant {
     /// `capabilities.session`) (P1, Agent at fault).
     NoDedup,
     /// Writes message and key without `sync_all`: a crash loses an acknowledged message and the
-    /// retry inserts it again. Breaks D1/A10 (P11 and P1, Agent at fault).
+    /// retry inserts it again. Breaks D1 (P11 and P1, Agent at fault).
     RecordUnsynced,
     /// A failure after insertion is answered with an error (`-32603`) instead of the
     /// `messageId`. Breaks A3/A2 (P4, Agent at fault).
@@ -190,7 +190,7 @@ pub enum AgentMutant {
     CancelAnswersNone,
     /// Duplicates are detected by (session, JSON-RPC id) instead of (session, key): a new
     /// prompt that happens to reuse an id on another connection gets the old messageId.
-    /// Breaks A1/A4 (P3, Agent at fault).
+    /// Breaks A1 (P3, Agent at fault).
     DedupById,
     /// `session/resume` of a session still active on another connection is refused
     /// (`-32603`, "attached elsewhere") instead of synchronizing it again. Breaks the
@@ -229,6 +229,10 @@ pub enum AgentMutant {
     /// Work that failed ends with `stopReason: "end_turn"`, as if it had succeeded, instead of
     /// `error`. Breaks A3 (P17, Agent at fault).
     FailureEndsAsEndTurn,
+    /// `session/resume` is answered first, and the replay, `replay_complete` and the state
+    /// snapshot follow the response instead of preceding it. Breaks X4's order (X4, Agent at
+    /// fault).
+    ResumeAnswersFirst,
 }
 
 /// Settings of a model Agent.

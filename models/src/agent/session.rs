@@ -187,14 +187,18 @@ impl ModelAgent {
             SessionUpdate::StateUpdate(Self::snapshot(s)),
         ));
         self.activate(conn, &sid, out);
+        let answer = rpc::ok(&id, to_value(ResumeSessionResponse::new()));
+        // Mutant: the response before what X4 orders ahead of it.
+        let first = self.cfg.mutant == Some(AgentMutant::ResumeAnswersFirst);
+        if first {
+            self.send(conn, answer.clone(), out);
+        }
         for l in lines {
             self.send(conn, l, out);
         }
-        self.send(
-            conn,
-            rpc::ok(&id, to_value(ResumeSessionResponse::new())),
-            out,
-        );
+        if !first {
+            self.send(conn, answer, out);
+        }
     }
 
     pub(super) fn disconnected(&mut self, conn: ConnId, out: &mut Vec<Action>) {

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 pub enum ClientMutant {
     /// A fresh key for every attempt. Breaks C1 (P1, Client at fault).
     NewKeyPerAttempt,
-    /// Pending inputs kept in memory only: a client restart loses them. Breaks C1/C8 (P2, Client).
+    /// Pending inputs kept in memory only: a client restart loses them. Breaks C1 (P2, Client).
     VolatilePending,
     /// A resend on the same connection reuses the pending attempt's JSON-RPC id. Breaks C4
     /// (P7, Client at fault).

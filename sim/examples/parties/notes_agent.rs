@@ -5,7 +5,8 @@
 //! It gets connections, JSON-RPC lines and timers as [`AgentInput`]s and answers with
 //! [`Action`]s (lines to send, records to write to its disk, effects for the history). It
 //! speaks the part of ACP v2 the simulated Client uses: `initialize`, `session/new`,
-//! `session/resume` and `session/prompt` with an `idempotencyKey`, deduplicated per session in
+//! `session/resume` (with the state snapshot X4 wants before its response) and
+//! `session/prompt` with an `idempotencyKey`, deduplicated per session in
 //! a table kept on the simulated disk; every other method gets `-32601` and a line that is not
 //! JSON `-32700`. The effects it emits (`insert`, `durable`, `dedup-hit`, `reject`, `activate`) are the
 //! ones the checkers read for an Agent that answers every prompt in the step it arrives (see
@@ -112,6 +113,15 @@ impl NotesAgent {
                         "activate",
                         json!({"session": params["sessionId"], "conn": conn}),
                     ));
+                    // X4: the current state before the response (it answers every prompt in
+                    // the step it arrives, so it is always idle here).
+                    let snapshot = json!({"jsonrpc": "2.0", "method": "session/update", "params": {
+                        "sessionId": params["sessionId"],
+                        "update": {"sessionUpdate": "state_update", "state": "idle"}}});
+                    out.push(Action::Send {
+                        conn,
+                        line: snapshot.to_string(),
+                    });
                     Ok(json!({}))
                 } else {
                     Err((RESOURCE_NOT_FOUND, "Session not found"))

@@ -11,6 +11,7 @@ pub mod scoreboard;
 pub(crate) mod staging;
 mod summarize;
 mod unwritten;
+pub mod witness;
 
 use std::path::PathBuf;
 

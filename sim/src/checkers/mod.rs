@@ -65,7 +65,7 @@ pub use p16_active_session::p16_active_session;
 pub use p17_turn_stop::p17_turn_stop;
 pub use verdict::{Status, Verdict};
 pub use wire::WireFrame;
-pub use x4_resume_order::x4_resume_order;
+pub use x4_resume_order::{x4_check, x4_resume_order};
 
 use crate::history::History;
 
@@ -86,25 +86,27 @@ pub const CHECKERS: &[Checker] = &[
     Checker {
         property: "P1",
         title: "at-most-once",
-        rules: &["A1", "A4", "A10", "A11", "A12", "A13", "A16", "C1", "K4"],
+        rules: &[
+            "A1", "A4", "A10", "A11", "A13", "A16", "C1", "C9", "D1", "K4", "X1",
+        ],
         check: p1_at_most_once,
     },
     Checker {
         property: "P2",
         title: "no-silent-drop",
-        rules: &["C1", "C6", "C7", "C8", "A2", "A15"],
+        rules: &["C1", "C2", "C3", "C6", "C8", "A1", "A2", "A9", "A12"],
         check: p2_no_silent_drop,
     },
     Checker {
         property: "P3",
         title: "same-answer",
-        rules: &["A1", "A7"],
+        rules: &["A1", "A7", "A9", "A11", "A16", "C1", "C9", "X1"],
         check: p3_same_answer,
     },
     Checker {
         property: "P4",
         title: "error-means-not-inserted",
-        rules: &["A2", "A3", "A12"],
+        rules: &["A2", "A3"],
         check: p4_error_means_not_inserted,
     },
     Checker {
@@ -116,13 +118,13 @@ pub const CHECKERS: &[Checker] = &[
     Checker {
         property: "P6",
         title: "cancel",
-        rules: &["A5", "A6", "A15", "X1"],
+        rules: &["A2", "A5", "A6", "A15", "X1"],
         check: p6_cancel,
     },
     Checker {
         property: "P7",
         title: "every-request-answered",
-        rules: &["A5", "A7", "A15"],
+        rules: &["A5", "A7", "A15", "C4"],
         check: p7_every_request_answered,
     },
     Checker {
@@ -140,19 +142,19 @@ pub const CHECKERS: &[Checker] = &[
     Checker {
         property: "P10",
         title: "retry-class",
-        rules: &["C1", "C7", "C9", "X4"],
+        rules: &["C1", "C7", "C9", "R1"],
         check: p10_retry_class,
     },
     Checker {
         property: "P11",
         title: "durability",
-        rules: &["D1"],
+        rules: &["D1", "A16"],
         check: p11_durability,
     },
     Checker {
         property: "P12",
         title: "id-uniqueness",
-        rules: &["A11", "A16"],
+        rules: &["A1", "A11", "A16"],
         check: p12_id_uniqueness,
     },
     Checker {
@@ -184,6 +186,12 @@ pub const CHECKERS: &[Checker] = &[
         title: "turn-stop",
         rules: &["A3", "A6", "A15"],
         check: p17_turn_stop,
+    },
+    Checker {
+        property: "X4",
+        title: "resume-order",
+        rules: &["X4"],
+        check: x4_check,
     },
 ];
 

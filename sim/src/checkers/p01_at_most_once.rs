@@ -15,7 +15,7 @@ use crate::history::{op, process};
 /// A16: the earlier message was lost as the retention allows, discarded at the end of the
 /// Agent's retention window, or a live-only key forgotten) are findings.
 pub fn p1_at_most_once(f: &Facts) -> Verdict {
-    let mut v = Verdict::valid("P1", &["A1", "A4", "A10", "A11", "A13", "A16", "C1", "K4"]);
+    let mut v = Verdict::valid("P1");
     // K4: an Agent that advertises `capabilities.session` honours keys, with no other flag.
     let advertised = f.history.ops.iter().any(|o| {
         o.process == crate::history::process::NET
@@ -86,18 +86,16 @@ pub fn p1_at_most_once(f: &Facts) -> Verdict {
                 (
                     Status::Finding,
                     Party::Client,
-                    vec!["C9", "K1"],
+                    vec!["C9"],
                     "without a key: the Client sent it again although it could not rule out a duplicate".to_string(),
                 )
             } else if gone.is_none() {
-                let rule = if e.live_only { "A11" } else { "A10" };
                 let key = e.key.as_deref().unwrap_or("");
                 // A1 is about retries; a new prompt under a recorded key breaks A4 alone.
-                let mut rules = if cross {
-                    vec!["A4", rule]
-                } else {
-                    vec!["A1", "A4", rule]
-                };
+                let mut rules = if cross { vec!["A4"] } else { vec!["A1", "A4"] };
+                if !cross {
+                    rules.extend(lifetime_rules(f, e, later));
+                }
                 if advertised {
                     rules.push("K4");
                 }
@@ -116,18 +114,18 @@ pub fn p1_at_most_once(f: &Facts) -> Verdict {
                 (
                     Status::Finding,
                     Party::Spec,
-                    vec!["A16", "C7"],
+                    vec!["A16"],
                     format!("after the Agent's retention window{window} discarded the first with its key, as A16 allows (C7: a Client shows a prompt that old to the user instead of resending it)"),
                 )
             } else if durable && !e.live_only {
                 (
                     Status::Invalid,
                     Party::Agent,
-                    vec!["D1", "A10"],
+                    vec!["D1"],
                     "after a restart lost the first, which a durable design must keep".to_string(),
                 )
             } else if e.live_only {
-                (Status::Finding, Party::Spec, vec!["A11", "O3"], "after the session was active nowhere and the live-only key was forgotten (allowed)".to_string())
+                (Status::Finding, Party::Spec, vec!["A11"], "after the session was active nowhere and the live-only key was forgotten (allowed)".to_string())
             } else {
                 (
                     Status::Finding,
@@ -204,4 +202,56 @@ pub fn p1_at_most_once(f: &Facts) -> Verdict {
         }
     }
     v
+}
+
+/// Which of the key's lifetime clauses a second insertion of the submission of `first`
+/// (`second`, while `first` is retained) broke, besides A1 and A4:
+/// - a live-only message whose key is forgotten while its session is active: A11;
+/// - across connections or a restart of the host that inserted it: A10 (the key is
+///   recognised for as long as the message is retained, across connections and restarts);
+/// - where the record lives (A13, ours): on a cluster, by another node than the first or by a
+///   node that restarted since (the record belongs in the store the session is loaded from,
+///   never per node); on one process, after a recovery that kept the first message but not
+///   its key.
+///
+/// Two insertions on one connection with no restart between break neither lifetime clause:
+/// the key was simply not honoured (A1, A4).
+fn lifetime_rules(f: &Facts, first: &Insert, second: &Insert) -> Vec<&'static str> {
+    let ops = &f.history.ops;
+    if first.live_only {
+        return vec!["A11"];
+    }
+    // The host that inserted: a cluster's store logs the insertion with the node that made it.
+    let host = |i: usize| {
+        let v = &ops[i].value;
+        v["node"]
+            .as_str()
+            .or(v["renamed_from"].as_str())
+            .unwrap_or(process::AGENT)
+            .to_string()
+    };
+    let (a, b) = (host(first.op), host(second.op));
+    let cluster = ops[first.op].value["node"].is_string();
+    let conn = |i: usize| ops[i].value["conn"].as_u64();
+    let starts = |o: &&crate::history::Op| {
+        o.process == process::AGENT && (o.f == op::RECOVER || o.f == op::BOOT) && host(o.index) == a
+    };
+    let between = &ops[first.op + 1..second.op];
+    let restarted = between.iter().any(|o| starts(&o));
+    let kept_across_recovery = between.iter().filter(starts).any(|o| {
+        o.value["retained"].as_object().is_some_and(|r| {
+            r.values()
+                .filter_map(|m| m.as_array())
+                .flatten()
+                .any(|m| m == first.message_id.as_str())
+        })
+    });
+    let mut rules = Vec::new();
+    if conn(first.op) != conn(second.op) || restarted || a != b {
+        rules.push("A10");
+    }
+    if (cluster && (a != b || restarted)) || kept_across_recovery {
+        rules.push("A13");
+    }
+    rules
 }

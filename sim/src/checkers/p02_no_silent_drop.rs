@@ -12,7 +12,7 @@ use acp_chaos_models::rpc::code;
 
 /// P2 no-silent-drop: after heal and quiescence every submission is acknowledged or surfaced.
 pub fn p2_no_silent_drop(f: &Facts) -> Verdict {
-    let mut v = Verdict::valid("P2", &["C1", "C6", "C8", "A2"]);
+    let mut v = Verdict::valid("P2");
     let classes: BTreeMap<u64, SubmissionClass> = f
         .submissions
         .keys()
@@ -37,7 +37,7 @@ pub fn p2_no_silent_drop(f: &Facts) -> Verdict {
                     .find(|o| o.process == process::NEMESIS && o.value["host"] == "client");
                 v.status = Status::Invalid;
                 v.party = Some(Party::Client);
-                v.rules = vec!["C1".into(), "C8".into()];
+                v.rules = lost_rules(f, *n, at);
                 v.witnesses = vec![at];
                 v.fault = last_client_op
                     .map(|o| o.index)
@@ -102,9 +102,27 @@ pub fn p2_no_silent_drop(f: &Facts) -> Verdict {
                     v.witnesses = std::iter::once(*op).chain(other.map(|o| o.op)).collect();
                     v.fault = f.fault_before(*op);
                     if reused {
+                        // C3 when the reused key came with another prompt, C2 when with the
+                        // same text (a key derived from content).
+                        let text = |s: Option<u64>| {
+                            f.history
+                                .ops
+                                .iter()
+                                .find(|o| {
+                                    o.process == process::USER
+                                        && o.f == op::SUBMIT
+                                        && o.value["submission"].as_u64() == s
+                                })
+                                .map(|o| o.value["text"].clone())
+                        };
+                        let rule = if text(Some(*n)) == text(other.and_then(|o| o.submission)) {
+                            "C2"
+                        } else {
+                            "C3"
+                        };
                         v.party = Some(Party::Client);
-                        v.rules = vec!["C2".into()];
-                        v.message = format!("submission {n} was acknowledged with {mid}, the message of an earlier submission whose key it reused (C2)");
+                        v.rules = vec![rule.into()];
+                        v.message = format!("submission {n} was acknowledged with {mid}, the message of an earlier submission whose key it reused ({rule})");
                     } else if let (None, Some(err)) = (other, errored_before(f, &attempts, *op)) {
                         // No message has that id, and an attempt of it failed first: the
                         // failure left its key behind.
@@ -114,8 +132,29 @@ pub fn p2_no_silent_drop(f: &Facts) -> Verdict {
                         v.message = format!("submission {n} was acknowledged with {mid}, which no message has; an earlier attempt was answered with an error (op {err}), and an error records nothing for the key");
                     } else {
                         v.party = Some(Party::Agent);
-                        v.rules = vec!["A1".into(), "A9".into()];
-                        v.message = format!("submission {n} was acknowledged with {mid}, which is not one of its insertions");
+                        // The clause the answer broke: an id no message has is a key recorded
+                        // without an insertion (A12: recorded when inserted, not on arrival);
+                        // another session's message crosses key scopes (A9); another message
+                        // of the same session is not the original's answer (A1).
+                        let (rule, why) = match other {
+                            None => (
+                                "A12",
+                                "which no message has: its key was recorded without an insertion",
+                            ),
+                            Some(o)
+                                if !sessions.is_empty()
+                                    && !sessions.contains(o.session.as_str()) =>
+                            {
+                                ("A9", "the message of a submission in another session")
+                            }
+                            Some(_) => (
+                                "A1",
+                                "another message of its session, not its own insertion",
+                            ),
+                        };
+                        v.rules = vec![rule.into()];
+                        v.message =
+                            format!("submission {n} was acknowledged with {mid}, {why} ({rule})");
                     }
                     return v;
                 }
@@ -252,4 +291,43 @@ fn errored_before(f: &Facts, attempts: &BTreeSet<(u64, String)>, before: usize) 
                 ))
         })
         .map(|o| o.index)
+}
+
+/// The clause a lost or unacknowledged submission `n` (submitted at op `at`) broke, from the
+/// wire and the nemesis's ops: the Client restarted after its last attempt and never sent it
+/// again (C1: the pending input and its key are stored before the first attempt); it resumed
+/// a session after its last attempt and never resent it (C6: resend pending prompts once the
+/// resume is answered); otherwise it let it go without telling the user (C8).
+fn lost_rules(f: &Facts, n: u64, at: usize) -> Vec<String> {
+    let ops = &f.history.ops;
+    let last_attempt = ops
+        .iter()
+        .filter(|o| {
+            o.process == process::CLIENT
+                && o.f == op::ATTEMPT
+                && o.value["submission"].as_u64() == Some(n)
+        })
+        .map(|o| o.index)
+        .max();
+    let from = last_attempt.unwrap_or(at);
+    let restarted = ops[from..].iter().any(|o| {
+        o.process == process::NEMESIS
+            && (o.f == op::CRASH || o.f == op::RESTART)
+            && o.value["host"] == process::CLIENT
+    });
+    let resumed = last_attempt.is_some()
+        && ops[from..].iter().any(|o| {
+            o.process == process::NET
+                && o.f == op::SEND
+                && o.value["from"] == process::CLIENT
+                && o.value["frame"]["method"] == "session/resume"
+        });
+    let rules: &[&str] = if restarted {
+        &["C1"]
+    } else if resumed {
+        &["C6", "C8"]
+    } else {
+        &["C8"]
+    };
+    rules.iter().map(|r| r.to_string()).collect()
 }

@@ -128,7 +128,14 @@ pub fn p3_same_answer(f: &Facts) -> Verdict {
         }
         v.status = Status::Invalid;
         v.party = Some(Party::Agent);
-        v.rules = vec!["A1".into(), "A4".into()];
+        // Another session's message crosses key scopes (A9); one of its own session is not
+        // the original's answer (A1).
+        v.rules = vec![if other.session == r.session {
+            "A1"
+        } else {
+            "A9"
+        }
+        .into()];
         v.witnesses = vec![other.op, r.at, *op];
         v.fault = f.fault_before(*op);
         v.message = format!(
@@ -212,7 +219,7 @@ pub fn p3_same_answer(f: &Facts) -> Verdict {
 
 /// P3's first half: every success for one submission carries the same `messageId`.
 fn p3_messageids(f: &Facts, answers: &[Answer]) -> Verdict {
-    let mut v = Verdict::valid("P3", &["A1", "A7"]);
+    let mut v = Verdict::valid("P3");
     let mut first: BTreeMap<u64, (usize, String)> = BTreeMap::new();
     for (attempt, op, ans) in answers {
         let (attempt, op) = (attempt.clone(), *op);
@@ -247,22 +254,38 @@ fn p3_messageids(f: &Facts, answers: &[Answer]) -> Verdict {
                 let changed = |i: Option<&Insert>| {
                     i.is_some_and(|i| i.sent_key.as_ref().is_some_and(|k| *k != i.key))
                 };
-                // Two answers for a prompt sent twice without a key: no key, no duplicate
+                // Two answers for a prompt the Client sent twice without a key (from the
+                // frames it wrote, not from what reached the Agent): no key, no duplicate
                 // detection (K1); the Client's resend is C9's business.
-                let unkeyed = e
-                    .zip(l)
-                    .is_some_and(|(e, l)| e.key.is_none() && l.key.is_none());
-                let status = if unkeyed { Status::Finding } else { status };
-                let (party, rules) = if unkeyed {
-                    (Party::Client, vec!["C9".into(), "K1".into()])
+                let sent_unkeyed = |i: Option<&Insert>| {
+                    i.is_some_and(|i| i.sent_key.as_ref().is_some_and(Option::is_none))
+                };
+                let unkeyed = sent_unkeyed(e) && sent_unkeyed(l);
+                // An intermediary that changed the key is to blame first: the Client's attempts
+                // carried it.
+                let (status, party, rules) = if changed(e) || changed(l) {
+                    (Status::Invalid, Party::Intermediary, vec!["X1".into()])
+                } else if unkeyed {
+                    (Status::Finding, Party::Client, vec!["C9".into()])
                 } else if forgotten {
-                    (Party::Spec, vec!["A11".into(), "A16".into()])
-                } else if changed(e) || changed(l) {
-                    (Party::Intermediary, vec!["X1".into()])
+                    (status, Party::Spec, vec!["A11".into(), "A16".into()])
                 } else if e.zip(l).is_some_and(|(e, l)| e.key != l.key) {
-                    (Party::Client, vec!["C1".into()])
+                    (status, Party::Client, vec!["C1".into()])
                 } else {
-                    (Party::Agent, vec!["A1".into(), "A7".into()])
+                    // A7 when the later attempt waited while the first was held.
+                    let held = f.history.ops[..op].iter().any(|o| {
+                        o.process == process::AGENT
+                            && o.f == op::HOLD
+                            && f.attempts.get(&(
+                                o.value["conn"].as_u64().unwrap_or(0),
+                                o.value["id"].to_string(),
+                            )) == Some(&sub)
+                    });
+                    let mut rules = vec!["A1".to_string()];
+                    if held {
+                        rules.push("A7".into());
+                    }
+                    (status, Party::Agent, rules)
                 };
                 if status > v.status {
                     v.status = status;

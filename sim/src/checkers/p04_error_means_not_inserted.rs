@@ -12,7 +12,7 @@ use crate::history::{op, process};
 /// attempt inserted nothing (A2, A3, A12). Errors from a proxy or Client timeouts are not
 /// Agent errors; `-32800` is P6's.
 pub fn p4_error_means_not_inserted(f: &Facts) -> Verdict {
-    let mut v = Verdict::valid("P4", &["A2", "A3", "A12"]);
+    let mut v = Verdict::valid("P4");
     let inserted: BTreeMap<(u64, String), usize> = f
         .history
         .ops

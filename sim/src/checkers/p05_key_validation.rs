@@ -76,7 +76,7 @@ fn written(o: &Op) -> Option<&Value> {
 /// as no key); a frame that is not JSON gets `-32700`. A probe whose
 /// connection ended before any answer is not judged (P7 judges unanswered requests).
 pub fn p5_key_validation(f: &Facts) -> Verdict {
-    let mut v = Verdict::valid("P5", &["K1", "K2", "K3"]);
+    let mut v = Verdict::valid("P5");
     let ops = &f.history.ops;
     // Connections the nemesis broke silently, from that op on: what is written there after it
     // reaches nobody, so a probe sent then is not judged.
@@ -170,6 +170,7 @@ pub fn p5_key_validation(f: &Facts) -> Verdict {
                 format!(
                     "a malformed key ({what}) was treated as omitted: the prompt was inserted (K3)"
                 ),
+                "K3",
             )),
             (KeyForm::Malformed(what), Some(a), None) if code != Some(rpc_code::INVALID_PARAMS) => {
                 Some((
@@ -178,6 +179,7 @@ pub fn p5_key_validation(f: &Facts) -> Verdict {
                         "a malformed key ({what}) was answered {} instead of -32602 (K3)",
                         code.map_or("with a result".to_string(), |c| c.to_string())
                     ),
+                    "K3",
                 ))
             }
             // A4 lets the Agent reject a key already recorded in the session (another prompt
@@ -186,8 +188,9 @@ pub fn p5_key_validation(f: &Facts) -> Verdict {
                 if code == Some(rpc_code::INVALID_PARAMS) && !recorded_before(f, sent) =>
             {
                 Some((
-                a.index,
+                    a.index,
                     "a valid key (1 to 255 characters) was rejected -32602 (K2)".to_string(),
+                    "K2",
                 ))
             }
             (KeyForm::Omitted, Some(a), _)
@@ -197,15 +200,18 @@ pub fn p5_key_validation(f: &Facts) -> Verdict {
                 Some((
                     a.index,
                     "a null key was rejected -32602: it is the same as no key (K1)".to_string(),
+                    "K1",
                 ))
             }
             (KeyForm::NotJson, _, Some(i)) => Some((
                 i.index,
                 "a frame that is not JSON was parsed anyway and its prompt inserted (K3: -32700, nothing inserted)".to_string(),
+                "K3",
             )),
             (KeyForm::NotJson, _, None) if served.is_some() => Some((
                 served.map_or(sent.index, |o| o.index),
                 "a frame that is not JSON was parsed anyway and answered under its id (K3: -32700 with id null)".to_string(),
+                "K3",
             )),
             // A crash logs no end of its connections: after one, the frame may never be read,
             // and a frame written after a crash that came after the connection opened (the
@@ -222,14 +228,17 @@ pub fn p5_key_validation(f: &Facts) -> Verdict {
             {
                 Some((
                     sent.index,
-                    "a frame that is not JSON got no -32700".to_string(),
+                    "a frame that is not JSON got no -32700 (K3)".to_string(),
+                    "K3",
                 ))
             }
             _ => None,
         };
-        if let Some((at, message)) = bad {
+        if let Some((at, message, rule)) = bad {
             v.status = Status::Invalid;
             v.party = Some(Party::Agent);
+            // The clause this branch tested, not the property's whole list.
+            v.rules = vec![rule.to_string()];
             v.witnesses = vec![sent.index, at];
             v.fault = f.fault_before(at);
             v.message = format!("raw probe {}: {message}", sent.value["n"]);

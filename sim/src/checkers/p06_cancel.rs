@@ -13,7 +13,7 @@ use crate::history::{is_agent_host, op, process};
 /// `$/cancel_request` reaches the Agent naming the request its sender meant: a proxy maps it to
 /// the id it rewrote that request to (X1, A5).
 pub fn p6_cancel(f: &Facts) -> Verdict {
-    let mut v = Verdict::valid("P6", &["A5", "A6", "A15", "X1"]);
+    let mut v = Verdict::valid("P6");
     let (cancelled, inserted) = match cancels_through_the_proxy(f) {
         Ok(x) => x,
         Err(bad) => return bad,
@@ -26,9 +26,24 @@ pub fn p6_cancel(f: &Facts) -> Verdict {
     }
     for (attempt, c_op) in &cancelled {
         if let Some(i_op) = inserted.get(attempt) {
+            // The clause of what withdrew it (the Agent's `withdraw` of that attempt), and A2:
+            // an error answer means the attempt inserted nothing.
+            let by = f.history.ops[..*c_op]
+                .iter()
+                .rev()
+                .find(|o| {
+                    o.process == process::AGENT
+                        && o.f == op::WITHDRAW
+                        && (
+                            o.value["conn"].as_u64().unwrap_or(0),
+                            o.value["id"].to_string(),
+                        ) == *attempt
+                })
+                .and_then(|o| o.value["by"].as_str())
+                .unwrap_or("$/cancel_request");
             v.status = Status::Invalid;
             v.party = Some(Party::Agent);
-            v.rules = vec!["A5".into(), "A6".into(), "A2".into()];
+            v.rules = vec![withdrawal_rule(by).into(), "A2".into()];
             v.witnesses = vec![*i_op, *c_op];
             v.fault = f.fault_before(*c_op);
             v.message =
@@ -51,7 +66,7 @@ fn cancels_through_the_proxy(
     ),
     Verdict,
 > {
-    let mut v = Verdict::valid("P6", &["A5", "A6", "A15", "X1"]);
+    let mut v = Verdict::valid("P6");
     let mut cancelled: BTreeMap<(u64, String), usize> = BTreeMap::new();
     let mut inserted: BTreeMap<(u64, String), usize> = BTreeMap::new();
     let mut rewritten: BTreeMap<(u64, String), (Value, usize)> = BTreeMap::new();
@@ -78,7 +93,7 @@ fn cancels_through_the_proxy(
                     if *down_id != val["down_request_id"] {
                         v.status = Status::Invalid;
                         v.party = Some(Party::Intermediary);
-                        v.rules = vec!["X1".into(), "A5".into()];
+                        v.rules = vec!["X1".into()];
                         v.witnesses = vec![*fwd_op, op.index];
                         v.fault = f.fault_before(op.index);
                         v.message = format!(
@@ -106,7 +121,7 @@ fn cancels_through_the_proxy(
 /// that key it had received and not answered gets -32800 (unless its connection ended);
 /// and `session/cancel` withdraws only prompts received before it.
 fn withdrawals_answered(f: &Facts) -> Option<Verdict> {
-    let mut v = Verdict::valid("P6", &["A5", "A6", "A15", "X1"]);
+    let mut v = Verdict::valid("P6");
     let mut recv: BTreeMap<(u64, String), (usize, Option<String>, String)> = BTreeMap::new();
     let mut answered: BTreeMap<(u64, String), (usize, Option<i64>)> = BTreeMap::new();
     let mut ended: BTreeMap<u64, usize> = BTreeMap::new();
@@ -181,7 +196,9 @@ fn withdrawals_answered(f: &Facts) -> Option<Verdict> {
             }
             // The Agent's own decisions, logged before the writer sends the answer: a
             // request already rejected or inserted was not pending any more.
-            (process::AGENT, op::REJECT | op::INSERT | op::DEDUP_HIT, _) => {
+            // A held prompt the Agent dropped (O1, or a close) was not pending either: what
+            // it owed that one is P7's to judge, under the clause that dropped it.
+            (process::AGENT, op::REJECT | op::INSERT | op::DEDUP_HIT | op::DROP_HELD, _) => {
                 let k = (val["conn"].as_u64().unwrap_or(0), val["id"].to_string());
                 decided.entry(k).or_insert(op.index);
             }
@@ -274,7 +291,7 @@ fn withdrawals_answered(f: &Facts) -> Option<Verdict> {
             if !ok {
                 v.status = Status::Invalid;
                 v.party = Some(Party::Agent);
-                v.rules = vec!["A5".into()];
+                v.rules = vec![withdrawal_rule(val["by"].as_str().unwrap_or_default()).into()];
                 v.witnesses = vec![*r, w.index];
                 v.fault = f.fault_before(w.index);
                 v.message = format!(
@@ -410,4 +427,16 @@ fn a6_earlier_held(f: &Facts) -> Option<Verdict> {
 
 fn rpc_cancelled() -> Value {
     Value::from(acp_chaos_models::rpc::code::REQUEST_CANCELLED)
+}
+
+/// The clause that governs a withdrawal by `by` (the Agent's `withdraw` effect): a
+/// `$/cancel_request` (A5: every pending attempt of the key gets `-32800`), a user stop
+/// (`session/cancel`, or one recorded at a cluster's store: A6), or the end of the session
+/// (`session/close`, delete, archive: A15).
+pub(crate) fn withdrawal_rule(by: &str) -> &'static str {
+    match by {
+        "$/cancel_request" => "A5",
+        "session/cancel" | "stop" => "A6",
+        _ => "A15",
+    }
 }

@@ -12,7 +12,7 @@ use crate::history::{is_agent_host, op, process};
 /// response, and exactly one when its connection was still open at quiescence (A5, A7, A15). A
 /// response the network dropped after the Agent wrote it (`lose-exchange`) counts as sent.
 pub fn p7_every_request_answered(f: &Facts) -> Verdict {
-    let mut v = Verdict::valid("P7", &["A5", "A7", "A15"]);
+    let mut v = Verdict::valid("P7");
     // (conn, id) → op index of the request the Agent read, and of its responses.
     let mut read: BTreeMap<(u64, String), usize> = BTreeMap::new();
     let mut answers: BTreeMap<(u64, String), Vec<usize>> = BTreeMap::new();
@@ -137,6 +137,8 @@ pub fn p7_every_request_answered(f: &Facts) -> Verdict {
         if a.len() > 1 {
             v.status = Status::Invalid;
             v.party = Some(Party::Agent);
+            // A5's "exactly one response to the original request".
+            v.rules = vec!["A5".into()];
             v.witnesses = std::iter::once(*r).chain(a.iter().copied()).collect();
             v.fault = f.fault_before(a[1]);
             v.message = format!(
@@ -154,6 +156,7 @@ pub fn p7_every_request_answered(f: &Facts) -> Verdict {
                 Status::Unknown
             };
             v.party = quiescent.then_some(Party::Agent);
+            v.rules = vec![unanswered_rule(f, k).into()];
             v.witnesses = vec![*r];
             v.fault = f.fault_before(*r);
             v.message = format!(
@@ -166,4 +169,34 @@ pub fn p7_every_request_answered(f: &Facts) -> Verdict {
         }
     }
     v
+}
+
+/// The clause an unanswered request `k` (connection, id) falls under, from what the Agent
+/// logged about it: withdrawn or dropped by a `$/cancel_request` (A5: every pending attempt
+/// gets `-32800`), a stop (A6) or a close (A15); a held prompt dropped when its connection
+/// ended (O1) or a retry that waited on a held prompt (A7: answered when the original is,
+/// or it becomes the submission); anything else, A5's "exactly one response".
+fn unanswered_rule(f: &Facts, k: &(u64, String)) -> &'static str {
+    let about = |o: &&crate::history::Op| {
+        o.process == process::AGENT
+            && (
+                o.value["conn"].as_u64().unwrap_or(0),
+                o.value["id"].to_string(),
+            ) == *k
+    };
+    let last = f
+        .history
+        .ops
+        .iter()
+        .rev()
+        .filter(about)
+        .find(|o| [op::DROP_HELD, op::WITHDRAW, op::WAIT_HELD].contains(&o.f.as_str()));
+    match last {
+        Some(o) if o.f == op::WAIT_HELD => "A7",
+        Some(o) => match o.value["by"].as_str() {
+            Some(by) => super::p06_cancel::withdrawal_rule(by),
+            None => "A7",
+        },
+        None => "A5",
+    }
 }

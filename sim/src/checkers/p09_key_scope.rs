@@ -12,7 +12,7 @@ use crate::history::process;
 /// every `dedup-hit` answers with a messageId inserted in the same session (a fork copies the
 /// history, never the keys, so a hit on a copied message is out of scope too).
 pub fn p9_key_scope(f: &Facts) -> Verdict {
-    let mut v = Verdict::valid("P9", &["A9"]);
+    let mut v = Verdict::valid("P9");
     // messageId → sessions it was inserted in (with the op).
     let mut inserted: BTreeMap<String, Vec<(String, usize)>> = BTreeMap::new();
     for op in &f.history.ops {

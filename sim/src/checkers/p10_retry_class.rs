@@ -1,4 +1,4 @@
-//! P10 retry-class (C1 C7 C9 X4): [`p10_retry_class`].
+//! P10 retry-class (C1 C7 C9 R1): [`p10_retry_class`].
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -23,7 +23,7 @@ use crate::history::{op, process};
 ///   again"): a `session/resume` answered with an error while the session is active on
 ///   another of the Agent's connections: invalid, Agent at fault.
 pub fn p10_retry_class(f: &Facts) -> Verdict {
-    let mut v = Verdict::valid("P10", &["C1", "C7", "C9", "X4"]);
+    let mut v = Verdict::valid("P10");
     let mut keys: BTreeMap<u64, (usize, Option<String>)> = BTreeMap::new();
     // Attempts the Client saw fail: an error means nothing was inserted (A2), so the
     // outcome is known and sending again without a key is safe.
@@ -94,7 +94,7 @@ pub fn p10_retry_class(f: &Facts) -> Verdict {
                         finding = Some(Verdict {
                             property: "P10".into(),
                             status: Status::Finding,
-                            rules: vec!["C9".into(), "K1".into()],
+                            rules: vec!["C9".into()],
                             witnesses: vec![*first, op.index],
                             fault: f.fault_before(op.index),
                             party: Some(Party::Client),
@@ -147,7 +147,8 @@ pub fn p10_retry_class(f: &Facts) -> Verdict {
                     if code != rpc_code::INVALID_PARAMS && code != rpc_code::REQUEST_CANCELLED {
                         v.status = Status::Invalid;
                         v.party = Some(Party::Agent);
-                        v.rules = vec!["X4".into(), "X3".into()];
+                        // R1: a class the proposal states (resume is idempotent).
+                        v.rules = vec!["R1".into()];
                         v.witnesses = vec![r, op.index];
                         v.fault = f.fault_before(r);
                         v.message = format!(

@@ -9,7 +9,7 @@ use super::verdict::{Status, Verdict};
 /// For other designs, work that started on a message a crash then lost, redone by a retry, is a
 /// finding: nothing in the spec requires durability before visible effects.
 pub fn p11_durability(f: &Facts) -> Verdict {
-    let mut v = Verdict::valid("P11", &["D1"]);
+    let mut v = Verdict::valid("P11");
     let durable = f.retention == acp_chaos_models::Retention::Durable;
     for i in f.inserts.iter().filter(|i| !i.live_only) {
         let (Some(t), Some(lost)) = (i.took_effect, i.lost_at) else {
@@ -18,7 +18,7 @@ pub fn p11_durability(f: &Facts) -> Verdict {
         if durable {
             v.status = Status::Invalid;
             v.party = Some(Party::Agent);
-            v.rules = vec!["D1".into(), "A10".into()];
+            v.rules = vec!["D1".into()];
             v.witnesses = vec![i.op, t, lost];
             v.fault = f.fault_before(lost);
             v.message = format!(
@@ -34,7 +34,7 @@ pub fn p11_durability(f: &Facts) -> Verdict {
         if let (Some(r), Status::Valid) = (redone, v.status) {
             v.status = Status::Finding;
             v.party = Some(Party::Spec);
-            v.rules = vec!["D1".into(), "A16".into()];
+            v.rules = vec!["A16".into()];
             v.witnesses = vec![i.op, t, lost, r.op];
             v.fault = f.fault_before(lost);
             v.message = format!(

@@ -16,7 +16,7 @@ use crate::history::{op, process};
 /// fault, never the Agent's. Read from the proxy's `forward` log (up id ↔ down id), its reads
 /// on the upstream connection and its writes downstream; valid when there is no proxy.
 pub fn p13_forwarding_order(f: &Facts) -> Verdict {
-    let mut v = Verdict::valid("P13", &["X1"]);
+    let mut v = Verdict::valid("P13");
     // (up conn, up id) → op index of the proxy's read of that request.
     let mut read_at: BTreeMap<(u64, String), usize> = BTreeMap::new();
     // (down conn, down id) → op index of the proxy's read of the request it forwards there,

@@ -16,7 +16,7 @@ use crate::history::{op, process};
 /// empty: the Client never sends `session/prompt` with `prompt: []` (A17). The Client is at
 /// fault.
 pub fn p14_client_keys(f: &Facts) -> Verdict {
-    let mut v = Verdict::valid("P14", &["C2", "C3", "C5", "A17"]);
+    let mut v = Verdict::valid("P14");
     // submission → (slot, text), from the user's submits.
     let mut sub: BTreeMap<u64, (u64, String, usize)> = BTreeMap::new();
     // (slot, key) → (submission, attempt op).

@@ -15,7 +15,7 @@ use crate::history::op;
 /// Under `probe` a real Agent's insertions are inferred from its echoes themselves, so only
 /// the `messageId` is judged there, not the order.
 pub fn p15_echo(f: &Facts) -> Verdict {
-    let mut v = Verdict::valid("P15", &["A14"]);
+    let mut v = Verdict::valid("P15");
     let inferred = f
         .history
         .ops

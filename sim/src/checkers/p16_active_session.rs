@@ -24,7 +24,7 @@ const NEED_ACTIVE: [&str; 2] = ["session/prompt", "session/set_config_option"];
 /// (C6, a finding): no prompt for a session before the response to its `session/resume` on
 /// that connection.
 pub fn p16_active_session(f: &Facts) -> Verdict {
-    let mut v = Verdict::valid("P16", &["X2", "C6"]);
+    let mut v = Verdict::valid("P16");
     // The Agent's first answer to each (connection, id): (op index, the frame).
     let mut answers: BTreeMap<(u64, String), (usize, &Value)> = BTreeMap::new();
     for (o, w) in f.ops_with_wire() {
@@ -118,6 +118,7 @@ pub fn p16_active_session(f: &Facts) -> Verdict {
                         }
                         v.status = Status::Invalid;
                         v.party = Some(Party::Agent);
+                        v.rules = vec!["X2".into()];
                         v.witnesses = vec![o.index, at];
                         v.fault = f.fault_before(o.index);
                         v.message = match code {

@@ -278,7 +278,7 @@ fn a_second_insertion_after_a_retention_discard_is_an_a16_finding() {
         let p1 = verdict(&h, "P1");
         assert_eq!(p1.status, Status::Finding, "{retention}: {}", p1.message);
         assert_eq!(p1.party, Some(Party::Spec));
-        assert_eq!(p1.rules, vec!["A16".to_string(), "C7".to_string()]);
+        assert_eq!(p1.rules, vec!["A16".to_string()]);
         assert!(
             p1.message.contains("retention window (600 ms)"),
             "{}",

@@ -206,7 +206,7 @@ fn p1_a_recorded_key_with_another_submission_or_frame_inserts_nothing() {
         .find(|v| v.property == "P1")
         .unwrap();
     assert_eq!((v.status, v.party), (Status::Invalid, Some(Party::Agent)));
-    assert_eq!(v.rules, ["A4", "A10"]);
+    assert_eq!(v.rules, ["A4"]);
     // Another key in the same session, or the same key in another session: nothing to say.
     let mut ops = submit_and_attempt(1, 1, 3, "k");
     ops.extend(insert("m1", 1, 3, "k"));

@@ -1,18 +1,46 @@
-//! X4 resume order, judged on the histories `acp-chaos probe` records from real Agent
-//! processes: [`x4_resume_order`].
+//! X4 resume order, from the frames: [`x4_resume_order`] on a simulated run's history (as the
+//! checkers read it, [`super::agent_view`]) and on the histories `acp-chaos probe` records from
+//! real Agent processes alike.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use acp_chaos_models::Party;
 
+use super::facts::Facts;
 use super::verdict::{Status, Verdict};
-use crate::history::{op, process, History};
+use crate::history::{is_agent_host, op, process, History};
 
-/// X4 resume order, from the frames on each connection: a `session/resume` answered with
-/// success got, before its response and for its session, with `replayFrom`: the replayed
-/// history, exactly one `replay_complete`, then a `state_update` snapshot; without it: no
-/// `replay_complete` and a `state_update` snapshot. A resume never answered on a connection
-/// that stayed open is unknown (what never came).
+/// The kind recorded for an update of an open resume's connection that the transport lost.
+const LOST: &str = "(lost)";
+
+/// An update on `conn` was lost at op `at`: every resume open there has a gap.
+fn lost_update(open: &mut BTreeMap<(u64, u64), Open>, conn: u64, at: usize) {
+    for ((c, _), o) in open.iter_mut() {
+        if *c == conn {
+            o.3.push((LOST.to_string(), at));
+        }
+    }
+}
+
+/// An open resume: (its request's op, its session, with `replayFrom`, the updates seen on
+/// its connection since: (kind, op)).
+type Open = (usize, String, bool, Vec<(String, usize)>);
+
+/// X4 as a checker of the registry ([`super::CHECKERS`]).
+pub fn x4_check(f: &Facts) -> Verdict {
+    let mut v = x4_resume_order(f.history);
+    if let Some(&w) = v.witnesses.last() {
+        v.fault = f.fault_before(w);
+    }
+    v
+}
+
+/// X4 resume order, from the frames on each of the Agent's connections: a `session/resume`
+/// written to the Agent (by a Client, a watcher or a proxy) and answered with success got,
+/// before its response and for its session, with `replayFrom`: the replayed history, exactly
+/// one `replay_complete`, then a `state_update` snapshot; without it: no `replay_complete`
+/// and a `state_update` snapshot. A resume never answered on a connection that stayed open
+/// and whose answer no fault lost is unknown (what never came).
 pub fn x4_resume_order(h: &History) -> Verdict {
     let mut v = Verdict {
         property: "X4".into(),
@@ -23,15 +51,26 @@ pub fn x4_resume_order(h: &History) -> Verdict {
         party: None,
         message: String::new(),
     };
-    // (conn, id) → (op, session, replay, updates seen: (kind, op)).
-    type Open = (usize, String, bool, Vec<(String, usize)>);
+    // (conn, id) → the resume open there.
     let mut open: BTreeMap<(u64, u64), Open> = BTreeMap::new();
     let mut unknown: Option<(usize, String)> = None;
+    // The Agent's connections: a proxy's upstream leg carries the proxy's answers, not the
+    // Agent's (the Agent's order is judged on the leg it writes).
+    let agent_conns: BTreeSet<u64> = h
+        .ops
+        .iter()
+        .filter(|o| o.process == process::NET && o.f == op::SEND)
+        .filter(|o| o.value["from"].as_str().is_some_and(is_agent_host))
+        .filter_map(|o| o.value["conn"].as_u64())
+        .collect();
     for op in &h.ops {
         let val = &op.value;
         let conn = val["conn"].as_u64().unwrap_or(0);
         match (op.process.as_str(), op.f.as_str()) {
-            (process::NET, op::SEND) if val["from"] == "client" => {
+            (process::NET, op::SEND)
+                if val["from"].as_str().is_some_and(|f| !is_agent_host(f))
+                    && agent_conns.contains(&conn) =>
+            {
                 let fr = &val["frame"];
                 if let (Some("session/resume"), Some(id)) =
                     (fr["method"].as_str(), fr["id"].as_u64())
@@ -41,7 +80,7 @@ pub fn x4_resume_order(h: &History) -> Verdict {
                     open.insert((conn, id), (op.index, sid, replay, Vec::new()));
                 }
             }
-            (process::NET, op::SEND) if val["from"] == "agent" => {
+            (process::NET, op::SEND) if val["from"].as_str().is_some_and(is_agent_host) => {
                 let fr = &val["frame"];
                 if fr["method"] == "session/update" {
                     let sid = fr["params"]["sessionId"].as_str().unwrap_or("");
@@ -62,7 +101,9 @@ pub fn x4_resume_order(h: &History) -> Verdict {
                 let Some((req, sid, replay, ups)) = open.remove(&(conn, id)) else {
                     continue;
                 };
-                if fr.get("error").is_some() {
+                // An update the transport lost (a dead update stream, a lost exchange): what the
+                // Agent wrote cannot be read off the wire, so its order is not judged.
+                if fr.get("error").is_some() || ups.iter().any(|(k, _)| k == LOST) {
                     continue;
                 }
                 let rc: Vec<usize> = ups
@@ -110,7 +151,48 @@ pub fn x4_resume_order(h: &History) -> Verdict {
                     return v;
                 }
             }
+            // The Agent read the resume (a simulated run logs it; a probe's wire log from the
+            // Client's side does not): what it wrote before was written before it knew of
+            // the request, live updates crossing it in the pipe.
+            (process::NET, op::RECV)
+                if val["from"].as_str().is_some_and(|f| !is_agent_host(f))
+                    && val["frame"]["method"] == "session/resume" =>
+            {
+                if let Some(id) = val["frame"]["id"].as_u64() {
+                    if let Some(o) = open.get_mut(&(conn, id)) {
+                        o.3.clear();
+                    }
+                }
+            }
+            // The Agent takes the resume up (a simulated Agent logs `activate` right before its
+            // replay): what it wrote on the connection before, it wrote as live updates of a
+            // session already active there (a cluster's logical connection keeps it active
+            // across a reconnect), not inside the replay.
+            (process::AGENT, op::ACTIVATE) => {
+                let sid = val["session"].as_str().unwrap_or_default();
+                for ((c, _), o) in open.iter_mut() {
+                    if *c == conn && o.1 == sid {
+                        o.3.clear();
+                    }
+                }
+            }
             (_, op::CONN_END) => open.retain(|k, _| k.0 != conn),
+            // A fault lost the answer (a remote transport's lost exchange keeps the
+            // connection): nothing more can come for it. A lost update leaves a gap.
+            (process::NEMESIS, _) => {
+                let d = &val["detail"];
+                let c = d["conn"].as_u64().unwrap_or(0);
+                if d["frame"]["method"] == "session/update" {
+                    lost_update(&mut open, c, op.index);
+                } else if let Some(id) = d["frame"]["id"].as_u64() {
+                    if d["frame"].get("method").is_none() {
+                        open.remove(&(c, id));
+                    }
+                }
+            }
+            (process::NET, op::DROPPED) if val["method"] == "session/update" => {
+                lost_update(&mut open, conn, op.index);
+            }
             _ => {}
         }
     }

@@ -129,8 +129,18 @@ pub(super) fn exec(a: &ListArgs) -> Outcome {
     if want(ListSection::Rules) {
         use crate::report::witnesses;
         println!("rules (spec/RULES.md; docs/rules.md):\n");
-        let all = scenario::load_dir(&scenarios_dir(d))?;
-        print!("{}", witnesses::markdown(&witnesses::witnesses(&all)));
+        let dir = scenarios_dir(d);
+        let all = scenario::load_dir(&dir)?;
+        // The witnesses are runs: each mutant's witness scenario, its first seeds.
+        let pool = rayon::ThreadPoolBuilder::new()
+            .build()
+            .map_err(|e| super::CliError::usage(format!("threads: {e}")))?;
+        let shown =
+            crate::campaign::witness::shown(&dir, crate::campaign::witness::WITNESS_SEEDS, &pool)?;
+        print!(
+            "{}",
+            witnesses::markdown(&witnesses::witnesses(&all, &shown))
+        );
     }
     if want(ListSection::Events) {
         println!("sometimes events:");

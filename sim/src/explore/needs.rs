@@ -55,6 +55,16 @@ pub fn met(plan: &Plan, h: &History) -> BTreeSet<Need> {
             (process::CLIENT, op::RAW_SENT) => {
                 out.insert(Need::RawProbe);
                 let line = v["line"].as_str().unwrap_or_default();
+                // A raw stop, cancel or close reaches the Agent as the user's would.
+                for (method, need) in [
+                    ("\"session/cancel\"", Need::Stop),
+                    ("\"$/cancel_request\"", Need::CancelRequest),
+                    ("\"session/close\"", Need::Close),
+                ] {
+                    if line.contains(method) {
+                        out.insert(need);
+                    }
+                }
                 if crate::checkers::null_key_alone(line) {
                     out.insert(Need::NullKeyProbe);
                 }

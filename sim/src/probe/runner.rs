@@ -285,13 +285,12 @@ fn launch(
     Ok((launch, mock))
 }
 
-/// The reported verdicts of one history: the simulator's checkers and X4, with the probe's
+/// The reported verdicts of one history: the simulator's checkers (X4 among them), with the probe's
 /// own verdicts ([`verdicts`]) folded into their property's column where that column was not
 /// already broken; an X4 that judged nothing is `unknown` (vacuous); an aborted run's valid
 /// verdicts become unknown.
 pub fn judge(h: &History, aborted: Option<&str>) -> Vec<Verdict> {
-    let mut all = checkers::check_all(h);
-    all.push(crate::checkers::x4_resume_order(h));
+    let all = checkers::check_all(h);
     let mut out: Vec<Verdict> = PROPERTIES
         .iter()
         .filter_map(|p| all.iter().find(|v| v.property == *p).cloned())

@@ -1,13 +1,26 @@
-//! Which rule of `spec/RULES.md` has a witness that can fail: for every rule id, the
-//! properties whose checker cites it, the mutants that break it (each caught by the default
-//! tests: `sim/tests/it/mutants.rs`), the scenarios that name it, and the findings that measure
-//! it (`acp-chaos findings`: what a MAY leaves open is measured, not broken). `acp-chaos list
-//! rules` prints it and `docs/rules.md` holds it (a test keeps the two equal).
+//! Which rule of `spec/RULES.md` has a witness that fails, derived by running: for every rule
+//! id, the properties whose checker enforces it, the mutants whose witness runs
+//! ([`crate::campaign::witness`]) fail with a verdict citing it (with how many of the witness
+//! scenario's seeds caught the mutant), the mutants that declare it but whose runs never cite
+//! it, the scenarios that name it, and the findings that measure it (`acp-chaos findings`:
+//! what a MAY leaves open is measured, not broken). `acp-chaos list rules` prints it and
+//! `docs/rules.md` holds it (a test keeps the two equal).
 
 use super::rules::{rule_text, RULES_MD};
+use crate::campaign::witness::Shown;
 use crate::checkers::CHECKERS;
-use crate::models::mutant::MUTANTS;
 use crate::scenario::Scenario;
+
+/// A mutant whose witness runs cite a rule: its name, the runs that caught it, the runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cited {
+    /// The mutant.
+    pub mutant: &'static str,
+    /// Runs of its witness scenario that caught it.
+    pub caught: u64,
+    /// Runs made.
+    pub seeds: u64,
+}
 
 /// One rule's row.
 #[derive(Debug, Clone, PartialEq)]
@@ -17,10 +30,12 @@ pub struct Witnesses {
     /// Its RFC 2119 keywords in the order of strength (`MUST NOT`, `MUST`, `SHOULD NOT`,
     /// `SHOULD`, `MAY`), or `ours` for a rule of our own with none.
     pub strength: Vec<&'static str>,
-    /// Properties whose checker cites the rule (`P1`, ...; `X4` is its own checker).
+    /// Properties whose checker enforces the rule (`P1`, ...; `X4` is its own checker).
     pub properties: Vec<&'static str>,
-    /// Mutants that break it.
-    pub mutants: Vec<&'static str>,
+    /// Mutants whose witness runs failed with a verdict citing the rule.
+    pub mutants: Vec<Cited>,
+    /// Mutants that declare the rule but whose witness runs never cited it.
+    pub declared: Vec<&'static str>,
     /// Scenarios that name it.
     pub scenarios: Vec<String>,
     /// Claims of `acp-chaos findings` that measure it (`docs/findings/spec.md`).
@@ -28,7 +43,8 @@ pub struct Witnesses {
 }
 
 impl Witnesses {
-    /// What the rule lacks to have a failing witness: a checker, a mutant, or both (empty:
+    /// What the rule lacks to have a failing witness: a checker, a mutant whose runs cite it,
+    /// or (for a MUST) a mutant caught in at least half of its witness scenario's runs (empty:
     /// none). A rule whose only keyword is MAY breaks nothing when an Agent or Client takes
     /// either side: a finding that measures the choice is its witness.
     pub fn gap(&self) -> Vec<&'static str> {
@@ -40,18 +56,22 @@ impl Witnesses {
             out.push("checker");
         }
         if self.mutants.is_empty() {
-            out.push("mutant");
+            out.push("mutant whose runs cite it");
+        } else if self.strength.iter().any(|s| s.starts_with("MUST"))
+            && !self.mutants.iter().any(|m| m.caught * 2 >= m.seeds)
+        {
+            out.push("mutant caught in half its runs");
         }
         out
     }
 }
 
 /// Whether `id` has the shape of a rule id: one of the letters of RULES.md's rule sections
-/// (K, C, A, D, X) and a number. The open points (O1..O4) are policies, not rules; the
+/// (K, C, A, D, X, R) and a number. The open points (O1..O4) are policies, not rules; the
 /// properties (P1..) check rules.
 pub fn is_rule_id(id: &str) -> bool {
     id.len() >= 2
-        && matches!(&id[..1], "K" | "C" | "A" | "D" | "X")
+        && matches!(&id[..1], "K" | "C" | "A" | "D" | "X" | "R")
         && id[1..].chars().all(|c| c.is_ascii_digit())
 }
 
@@ -81,8 +101,9 @@ fn strength(text: &str) -> Vec<&'static str> {
     out
 }
 
-/// The table's rows, one per rule id, in RULES.md's order.
-pub fn witnesses(scenarios: &[Scenario]) -> Vec<Witnesses> {
+/// The table's rows, one per rule id, in RULES.md's order, from the witness runs `shown`
+/// ([`crate::campaign::witness::shown`]).
+pub fn witnesses(scenarios: &[Scenario], shown: &[Shown]) -> Vec<Witnesses> {
     rule_ids()
         .into_iter()
         .map(|id| {
@@ -94,10 +115,19 @@ pub fn witnesses(scenarios: &[Scenario]) -> Vec<Witnesses> {
                     .filter(|c| c.rules.contains(&id.as_str()) || c.property == id)
                     .map(|c| c.property)
                     .collect(),
-                mutants: MUTANTS
+                mutants: shown
                     .iter()
-                    .filter(|m| m.rules.contains(&id.as_str()))
-                    .map(|m| m.name)
+                    .filter(|s| s.cited.contains_key(&id))
+                    .map(|s| Cited {
+                        mutant: s.mutant.name,
+                        caught: s.caught,
+                        seeds: s.seeds,
+                    })
+                    .collect(),
+                declared: shown
+                    .iter()
+                    .filter(|s| s.mutant.rules.contains(&id.as_str()) && !s.cited.contains_key(&id))
+                    .map(|s| s.mutant.name)
                     .collect(),
                 scenarios: scenarios
                     .iter()
@@ -119,7 +149,7 @@ pub fn witnesses(scenarios: &[Scenario]) -> Vec<Witnesses> {
 /// The rows as a Markdown table, then a line counting the gaps.
 pub fn markdown(rows: &[Witnesses]) -> String {
     let mut out = String::from(
-        "| rule | strength | properties | mutants | scenarios | findings | gap |\n|---|---|---|---|---|---|---|\n",
+        "| rule | strength | properties | mutants whose runs cite it (runs that caught it) | declared, never cited | scenarios | findings | gap |\n|---|---|---|---|---|---|---|---|\n",
     );
     let list = |v: &[&str]| {
         if v.is_empty() {
@@ -147,8 +177,17 @@ pub fn markdown(rows: &[Witnesses]) -> String {
             ),
         };
         let gap = r.gap();
+        let cited = if r.mutants.is_empty() {
+            "-".to_string()
+        } else {
+            r.mutants
+                .iter()
+                .map(|m| format!("`{}` ({}/{})", m.mutant, m.caught, m.seeds))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
         out.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
             r.rule,
             r.strength.join(", "),
             if r.properties.is_empty() {
@@ -156,7 +195,8 @@ pub fn markdown(rows: &[Witnesses]) -> String {
             } else {
                 r.properties.join(" ")
             },
-            list(&r.mutants),
+            cited,
+            list(&r.declared),
             scenarios,
             list(&r.findings),
             if gap.is_empty() {
@@ -168,9 +208,10 @@ pub fn markdown(rows: &[Witnesses]) -> String {
     }
     let gaps = rows.iter().filter(|r| !r.gap().is_empty()).count();
     out.push_str(&format!(
-        "\n{} rules, {} with a witness (a checker and a mutant; for a rule that is only a MAY, a finding that measures it), {gaps} with a gap.\n",
+        "\n{} rules, {} with a witness (a checker, and a mutant whose runs fail citing the rule, caught in at least half of them for a MUST; for a rule that is only a MAY, a finding that measures it), {gaps} with a gap. Derived by running each mutant's witness scenario over its first {} seeds.\n",
         rows.len(),
-        rows.len() - gaps
+        rows.len() - gaps,
+        rows.iter().flat_map(|r| &r.mutants).map(|m| m.seeds).max().unwrap_or(0)
     ));
     out
 }

@@ -8,37 +8,15 @@ use acp_chaos::checkers::Status;
 use acp_chaos::models::mutant::MUTANTS;
 use acp_chaos::models::Design;
 
-/// (mutant, scenario, design, seed) pinned to detect each mutant.
-const PINNED: &[(&str, &str, Design, u64)] = &[
-    (
-        "no-dedup",
-        "rfd-02-retry-after-resume-new-connection",
-        Design::Stored,
-        0,
-    ),
+/// (mutant, scenario, design, seed) pinned to detect each mutant beside its registry witness
+/// ([`acp_chaos::models::Mutant::witness`]): other designs, and the seeds of other scenarios
+/// that show it.
+const EXTRA: &[(&str, &str, Design, u64)] = &[
     ("no-dedup", "rfd-04-retry-while-held", Design::InMemory, 1),
     (
         "no-dedup",
         "rfd-01-retry-same-connection",
         Design::Adapter,
-        0,
-    ),
-    (
-        "record-unsynced",
-        "rfd-03-retry-after-agent-restart",
-        Design::Stored,
-        0,
-    ),
-    (
-        "adapter-no-history-fill",
-        "adapter-01-crash-windows",
-        Design::Adapter,
-        0,
-    ),
-    (
-        "new-key-per-attempt",
-        "rfd-02-retry-after-resume-new-connection",
-        Design::Stored,
         0,
     ),
     (
@@ -48,58 +26,10 @@ const PINNED: &[(&str, &str, Design, u64)] = &[
         2,
     ),
     (
-        "volatile-pending",
-        "rfd-06-same-key-other-session",
-        Design::Stored,
-        0,
-    ),
-    (
-        "error-after-insert",
-        "rfd-05-retry-after-error",
-        Design::Stored,
-        0,
-    ),
-    (
-        "key-in-updates",
-        "rfd-01-retry-same-connection",
-        Design::InMemory,
-        0,
-    ),
-    (
-        "cancel-answers-one",
-        "cancel-01-withdraw-every-attempt",
-        Design::Stored,
-        0,
-    ),
-    (
         "error-after-insert",
         "rfd-05-retry-after-error",
         Design::Adapter,
         1,
-    ),
-    (
-        "cluster-node-local-keys",
-        "cluster-01-retry-on-another-node",
-        Design::Cluster,
-        0,
-    ),
-    (
-        "cluster-check-then-insert",
-        "rfd-04-retry-while-held",
-        Design::Cluster,
-        0,
-    ),
-    (
-        "cluster-error-on-store-timeout",
-        "cluster-02-store-answer-lost",
-        Design::Cluster,
-        0,
-    ),
-    (
-        "cluster-stop-node-local",
-        "cluster-06-stop-reaches-every-node",
-        Design::Cluster,
-        0,
     ),
     (
         "close-forgets-held",
@@ -108,247 +38,22 @@ const PINNED: &[(&str, &str, Design, u64)] = &[
         15,
     ),
     (
-        "client-reuses-id",
-        "rfd-01-retry-same-connection",
-        Design::Stored,
-        0,
-    ),
-    (
-        "proxy-drops-key",
-        "proxy-01-retry-through-rewritten-ids",
-        Design::Stored,
-        0,
-    ),
-    (
-        "key-recorded-on-arrival",
-        "field-f23-key-recorded-on-arrival",
-        Design::Stored,
-        0,
-    ),
-    (
         "forgets-live-while-active",
         "swarm-basic",
         Design::Stored,
         30,
     ),
-    (
-        "keys-across-sessions",
-        "rfd-06-same-key-other-session",
-        Design::Stored,
-        0,
-    ),
     ("stop-cancels-later", "swarm-basic", Design::Stored, 2),
-    (
-        "gives-up-silently",
-        "rfd-05-retry-after-error",
-        Design::Stored,
-        0,
-    ),
-    (
-        "key-from-text",
-        "field-f06-key-from-text",
-        Design::Stored,
-        0,
-    ),
-    (
-        "same-key-new-prompt",
-        "field-f20-same-key-other-prompt",
-        Design::InMemory,
-        0,
-    ),
-    (
-        "invalid-key-as-omitted",
-        "field-f19-key-validation",
-        Design::Stored,
-        0,
-    ),
-    (
-        "key-length-in-bytes",
-        "field-f19-key-validation",
-        Design::Stored,
-        0,
-    ),
-    (
-        "null-key-rejected",
-        "field-f19-key-validation",
-        Design::Stored,
-        0,
-    ),
-    (
-        "echo-before-insert",
-        "rfd-04-retry-while-held",
-        Design::Stored,
-        0,
-    ),
-    (
-        "resends-stale",
-        "client-01-stale-pending",
-        Design::Stored,
-        0,
-    ),
-    (
-        "inserts-other-prompt",
-        "key-01-recorded-key-other-prompt",
-        Design::Stored,
-        0,
-    ),
-    (
-        "withdraws-recovered",
-        "client-04-cancel-after-restart",
-        Design::Stored,
-        0,
-    ),
-    (
-        "answers-unknown-cancel",
-        "cancel-02-unknown-or-answered-id",
-        Design::Stored,
-        0,
-    ),
-    (
-        "prompts-before-resume",
-        "rfd-02-retry-after-resume-new-connection",
-        Design::Stored,
-        0,
-    ),
-    (
-        "lenient-json",
-        "field-f19-key-validation",
-        Design::Stored,
-        0,
-    ),
-    (
-        "any-cancel-withdraws",
-        "cancel-03-stop-nobody-pressed",
-        Design::Stored,
-        0,
-    ),
-    (
-        "serves-inactive-session",
-        "session-02-prompt-after-close",
-        Design::Stored,
-        0,
-    ),
-    (
-        "resends-empty-prompt",
-        "rfd-02-retry-after-resume-new-connection",
-        Design::Stored,
-        0,
-    ),
-    (
-        "proxy-duplicates-prompt",
-        "proxy-01-retry-through-rewritten-ids",
-        Design::Stored,
-        0,
-    ),
-    (
-        "proxy-reorders-prompt",
-        "proxy-01-retry-through-rewritten-ids",
-        Design::InMemory,
-        0,
-    ),
-    (
-        "proxy-unmapped-cancel",
-        "proxy-02-cancel-through-rewritten-ids",
-        Design::Adapter,
-        0,
-    ),
-    (
-        "held-retry-errors",
-        "rfd-04-retry-while-held",
-        Design::InMemory,
-        0,
-    ),
-    (
-        "keys-per-connection",
-        "rfd-02-retry-after-resume-new-connection",
-        Design::Stored,
-        0,
-    ),
-    (
-        "two-step-write",
-        "rfd-03-retry-after-agent-restart",
-        Design::Stored,
-        0,
-    ),
-    (
-        "cancel-skips-held",
-        "field-f13-cancel-before-insertion",
-        Design::Stored,
-        0,
-    ),
-    (
-        "cancel-answers-none",
-        "field-f16-cancel-gets-an-answer",
-        Design::Stored,
-        0,
-    ),
-    (
-        "dedup-by-id",
-        "field-f17-same-id-two-connections",
-        Design::Stored,
-        0,
-    ),
-    (
-        "resume-active-errors",
-        "net-02-reorder-across-connections",
-        Design::Stored,
-        0,
-    ),
-    (
-        "resume-only",
-        "field-f04-resume-then-resend",
-        Design::Stored,
-        0,
-    ),
-    (
-        "resends-unkeyed",
-        "field-f26-auto-retry-wrapper",
-        Design::Stored,
-        0,
-    ),
-    (
-        "cancel-ends-as-error",
-        "cancel-04-stop-while-asking",
-        Design::Stored,
-        0,
-    ),
-    (
-        "cancel-keeps-asking",
-        "cancel-04-stop-while-asking",
-        Design::Stored,
-        0,
-    ),
-    (
-        "close-answers-first",
-        "session-03-close-while-running",
-        Design::Stored,
-        0,
-    ),
-    (
-        "error-records-key",
-        "rfd-05-retry-after-error",
-        Design::Stored,
-        0,
-    ),
-    (
-        "drop-held-drops-retries",
-        "held-01-retry-becomes-submission",
-        Design::Stored,
-        0,
-    ),
-    (
-        "close-inactive-errors",
-        "session-03-close-while-running",
-        Design::Stored,
-        0,
-    ),
-    (
-        "failure-ends-as-end-turn",
-        "turn-01-work-fails",
-        Design::Stored,
-        0,
-    ),
 ];
+
+/// Every pinned run: each mutant's registry witness, then [`EXTRA`].
+fn pinned() -> Vec<(&'static str, &'static str, Design, u64)> {
+    MUTANTS
+        .iter()
+        .map(|m| (m.name, m.witness.scenario, m.witness.design, m.witness.seed))
+        .chain(EXTRA.iter().copied())
+        .collect()
+}
 
 fn acceptable(s: Status) -> bool {
     matches!(s, Status::Valid | Status::Finding)
@@ -356,7 +61,7 @@ fn acceptable(s: Status) -> bool {
 
 #[test]
 fn every_mutant_is_caught_on_its_property_and_party_on_pinned_seeds() {
-    for &(name, scen, design, seed) in PINNED {
+    for (name, scen, design, seed) in pinned() {
         let m = MUTANTS.iter().find(|m| m.name == name).unwrap();
         let s = common::scenario(scen);
         let (_, bad) = acp_chaos::run::run_one(&s, seed, Some(name), design);
@@ -384,14 +89,25 @@ fn every_mutant_is_caught_on_its_property_and_party_on_pinned_seeds() {
     }
 }
 
+/// Each mutant's registry witness is a run it applies to, and that run holds what the
+/// mutant needs (a witness that lacks a need proves the need wrong: faults add no user
+/// action, session or probe).
 #[test]
-fn every_shipped_mutant_has_a_pinned_seed() {
+fn every_mutant_witness_applies_and_holds_what_the_mutant_needs() {
     for m in MUTANTS {
+        let w = m.witness;
         assert!(
-            PINNED.iter().any(|p| p.0 == m.name),
-            "{} has no pinned seed",
-            m.name
+            m.designs.is_empty() || m.designs.contains(&w.design),
+            "{}: witness design {:?}",
+            m.name,
+            w.design
         );
+        let s = common::scenario(w.scenario);
+        assert!(s.agent.designs.contains(&w.design), "{}", m.name);
+        let plan = acp_chaos::plan::Plan::derive(&s, w.seed, None, w.design);
+        let h = acp_chaos::world::run(&plan);
+        let lacks = acp_chaos::explore::needs::missing(m.name, &plan, &h);
+        assert!(lacks.is_empty(), "{}: its witness lacks {lacks:?}", m.name);
     }
 }
 
@@ -443,7 +159,7 @@ const SWARM_PINNED: &[(&str, Design, u64)] = &[
     ("close-inactive-errors", Design::Stored, 97),
 ];
 
-/// Mutants the swarm has never caught, pinned by their own scenario only (in `PINNED`).
+/// Mutants the swarm has never caught, pinned by their own scenario only (their witness).
 /// `drop-held-drops-retries`: 0 catches in `swarm-basic` seeds 0..6400 under each of its
 /// designs; its window needs the held original's connection to end at the Agent after its
 /// retry arrived on a new connection, while both ends' heartbeats notice a dead connection
@@ -528,7 +244,7 @@ fn every_mutant_shrinks_to_a_handful_of_faults_and_ops() {
     use acp_chaos::explore::shrink::{self, Target};
     use acp_chaos::plan::Plan;
     let mut seen = std::collections::BTreeSet::new();
-    for &(name, scen, design, seed) in PINNED {
+    for (name, scen, design, seed) in pinned() {
         if !seen.insert(name) {
             continue;
         }
