@@ -43,7 +43,7 @@ for m in "${mutants[@]}"; do
       if [ $code -eq 2 ]; then
         continue # the mutant does not apply to this design
       fi
-      read -r user sys rss <"$dir.time"
+      read -r user sys rss < <(tail -n 1 "$dir.time")
       cpu=$(echo "$user + $sys" | bc)
       line=$(grep '^explored:' "$log" | head -1)
       audit=$(grep '^pruning audited' "$log" | head -1)

@@ -21,8 +21,8 @@ pub mod watcher;
 
 pub use action::{Action, ConnId, Effect, Point};
 pub use agent::{
-    AgentConfig, AgentInput, AgentModel, AgentMutant, Design, DuringTurn, HeldOnDisconnect,
-    ModelAgent, Retention, StoredAgent, WorkOnDisconnect,
+    AgentConfig, AgentInput, AgentModel, AgentMutant, CancelRequest, Design, DuringTurn,
+    HeldOnDisconnect, ModelAgent, Retention, StoredAgent, WorkOnDisconnect,
 };
 pub use client::{
     ClientConfig, ClientInput, ClientKind, ClientModel, ClientMutant, KeyScheme, SpecClient,

@@ -187,6 +187,36 @@ const fn same(a: &str, b: &str) -> bool {
 }
 
 /// The requests (not notifications), in table order: the methods a frame trigger may name.
+const NO_CHAINS: &str = "the models build no proxy chain (feature unstable_proxy_chains, not enabled): ordinary Clients and Agents never send or receive it";
+
+/// Every method between a conductor and the proxies of its chain (`unstable_proxy_chains` in
+/// the schema crate, both directions): `proxy/initialize` is the conductor's `initialize` of
+/// a proxy, and `proxy/successor` carries a message to or from the next hop, whose own class
+/// applies end to end (a hop never resends the envelope: that would deliver the message
+/// twice).
+pub const PROXY_METHODS: &[MethodInfo] = &[
+    m("proxy/initialize", Idempotent, true).unspoken(NO_CHAINS),
+    m("proxy/successor", NotResent, true).unspoken(NO_CHAINS),
+];
+
+/// Methods of ACP v1 that v2 no longer has, so in no table above: a v2 Agent answers them
+/// `-32601` (method not found), and a v2 Client never sends them. `session/load` became
+/// `session/resume` with `replayFrom`; `session/set_mode` became a config option;
+/// `authenticate` became `auth/login`; the file-system and terminal methods the Agent called
+/// on the Client have no v2 counterpart in the schema crate.
+pub const V1_ONLY: &[&str] = &[
+    "session/load",
+    "session/set_mode",
+    "authenticate",
+    "fs/read_text_file",
+    "fs/write_text_file",
+    "terminal/create",
+    "terminal/output",
+    "terminal/release",
+    "terminal/wait_for_exit",
+    "terminal/kill",
+];
+
 pub fn requests() -> impl Iterator<Item = &'static MethodInfo> {
     METHODS.iter().filter(|m| !m.notification)
 }
@@ -199,6 +229,8 @@ pub enum Direction {
     ClientToAgent,
     /// The Agent sends it to the Client ([`AGENT_METHODS`]).
     AgentToClient,
+    /// Between a conductor and a proxy of its chain, either way ([`PROXY_METHODS`]).
+    ConductorProxy,
 }
 
 impl Direction {
@@ -207,16 +239,19 @@ impl Direction {
         match self {
             Direction::ClientToAgent => "client->agent",
             Direction::AgentToClient => "agent->client",
+            Direction::ConductorProxy => "conductor<->proxy",
         }
     }
 }
 
-/// Every method of both tables with its direction: [`METHODS`], then [`AGENT_METHODS`].
+/// Every method of the tables with its direction: [`METHODS`], then [`AGENT_METHODS`], then
+/// [`PROXY_METHODS`].
 pub fn all() -> impl Iterator<Item = (Direction, &'static MethodInfo)> {
     METHODS
         .iter()
         .map(|m| (Direction::ClientToAgent, m))
         .chain(AGENT_METHODS.iter().map(|m| (Direction::AgentToClient, m)))
+        .chain(PROXY_METHODS.iter().map(|m| (Direction::ConductorProxy, m)))
 }
 
 #[cfg(test)]
@@ -305,13 +340,43 @@ mod tests {
             "auth/status_update",
             "mcp/message",
         ];
-        for (table, names) in [(METHODS, &to_agent[..]), (AGENT_METHODS, &to_client[..])] {
+        // Behind unstable_proxy_chains, not enabled: the crate's `v2/proxy.rs` constants.
+        let chain = ["proxy/initialize", "proxy/successor"];
+        for (table, names) in [
+            (METHODS, &to_agent[..]),
+            (AGENT_METHODS, &to_client[..]),
+            (PROXY_METHODS, &chain[..]),
+        ] {
             for name in names {
                 assert!(table.iter().any(|m| m.name == *name), "{name} has no row");
             }
             for m in table {
                 assert!(names.contains(&m.name), "{} is not a v2 method", m.name);
             }
+        }
+    }
+
+    /// The v1-only list names methods of the crate's v1 surface, none of which has a row.
+    #[test]
+    fn the_v1_only_methods_are_v1_methods_without_a_v2_row() {
+        use agent_client_protocol_schema::v1::{
+            AGENT_METHOD_NAMES as A1, CLIENT_METHOD_NAMES as C1,
+        };
+        let v1 = [
+            A1.session_load,
+            A1.session_set_mode,
+            A1.authenticate,
+            C1.fs_read_text_file,
+            C1.fs_write_text_file,
+            C1.terminal_create,
+            C1.terminal_output,
+            C1.terminal_release,
+            C1.terminal_wait_for_exit,
+            C1.terminal_kill,
+        ];
+        assert_eq!(V1_ONLY, v1);
+        for name in V1_ONLY {
+            assert!(all().all(|(_, m)| m.name != *name), "{name} has a v2 row");
         }
     }
 }

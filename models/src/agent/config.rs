@@ -270,6 +270,39 @@ pub struct AgentConfig {
     /// out of the history header then.
     #[serde(default, skip_serializing_if = "is_zero_rate")]
     pub fail_rate: f64,
+    /// What the Agent does with a `$/cancel_request` naming a held prompt: honour it (withdraw
+    /// the prompt, `-32800`) or take the MAY of A5 and ignore it (the prompt is inserted when
+    /// its turn comes and answered with its `messageId`). Left out of the history header when
+    /// `honour`, the default.
+    #[serde(default, skip_serializing_if = "CancelRequest::is_honour")]
+    pub cancel_request: CancelRequest,
+}
+
+/// A5's MAY: what the Agent does with a `$/cancel_request` for a prompt it holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CancelRequest {
+    /// Withdraw the held prompt and answer every pending attempt of its key `-32800`.
+    #[default]
+    Honour,
+    /// Ignore it: the prompt stays held, is inserted in turn and answered with its
+    /// `messageId` (A5: the receiver MAY cancel; it still answers exactly once).
+    Ignore,
+}
+
+impl CancelRequest {
+    /// Whether this is the default (`honour`).
+    pub fn is_honour(&self) -> bool {
+        *self == CancelRequest::Honour
+    }
+
+    /// `honour` or `ignore`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CancelRequest::Honour => "honour",
+            CancelRequest::Ignore => "ignore",
+        }
+    }
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -300,6 +333,7 @@ impl AgentConfig {
             mutant,
             retention_ms: 0,
             fail_rate: 0.0,
+            cancel_request: CancelRequest::Honour,
         }
     }
 }

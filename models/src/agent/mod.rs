@@ -44,7 +44,8 @@ use crate::rpc::{self, code, Frame};
 
 use crate::op;
 pub use config::{
-    AgentConfig, AgentMutant, Design, DuringTurn, HeldOnDisconnect, Retention, WorkOnDisconnect,
+    AgentConfig, AgentMutant, CancelRequest, Design, DuringTurn, HeldOnDisconnect, Retention,
+    WorkOnDisconnect,
 };
 
 /// What the driver feeds an Agent.

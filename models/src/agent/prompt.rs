@@ -939,6 +939,11 @@ impl ModelAgent {
     /// `$/cancel_request` for a prompt attempt: withdraw the un-inserted prompt and answer every
     /// pending attempt for its key `-32800` (A5). Inserted or unknown: ignored.
     pub(super) fn cancel_request(&mut self, conn: ConnId, rid: &Value, out: &mut Vec<Action>) {
+        // A5: the receiver MAY cancel. Under `ignore` it does not: the held prompt goes on as
+        // if no cancel had come, and is answered once, with its messageId, when inserted.
+        if self.cfg.cancel_request == CancelRequest::Ignore {
+            return;
+        }
         for sid in self.sessions.keys().cloned().collect::<Vec<_>>() {
             let s = self.sessions.get_mut(&sid).expect("listed");
             let pos = s.held.iter().position(|h| {

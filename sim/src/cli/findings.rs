@@ -7,7 +7,7 @@ use clap::Args;
 
 use super::args::{scenarios_dir, DirArgs};
 use super::{CliError, Outcome};
-use crate::{exit, findings, scenario};
+use crate::{exit, findings};
 
 #[derive(Args, Debug, Clone)]
 pub(super) struct FindingsArgs {
@@ -44,40 +44,45 @@ pub(super) fn exec(a: &FindingsArgs) -> Outcome {
         std::fs::create_dir_all(dir)
             .map_err(|e| CliError::usage(format!("{}: {e}", dir.display())))?;
     }
-    let s = scenario::resolve(&scenarios_dir(&a.dir), &a.scenario)?;
-    let mut m = findings::measure(&s, a.seeds, super::args::jobs(a.jobs, u64::MAX))?;
-    // The retention table, when the scenarios folder has its scenario.
-    let rs = scenario::resolve(&scenarios_dir(&a.dir), findings::RETENTION_SCENARIO).ok();
-    if let Some(rs) = &rs {
-        m.retention = Some(findings::measure_retention(
-            rs,
-            findings::RETENTION_SEEDS,
-            super::args::jobs(a.jobs, u64::MAX),
-        )?);
+    let dir = a
+        .out
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("."));
+    let witnesses = dir.join("witnesses");
+    let g = findings::generate(
+        &scenarios_dir(&a.dir),
+        &a.scenario,
+        a.seeds,
+        super::args::jobs(a.jobs, u64::MAX),
+        &witnesses.display().to_string(),
+    )?;
+    let (m, r, block) = (&g.measured, &g.rendered, &g.retry_classes);
+    let write = |path: &std::path::Path, text: &str| {
+        crate::campaign::write_atomic(path, text.as_bytes())
+            .map_err(|e| CliError::usage(format!("{}: {e}", path.display())))
+    };
+    std::fs::create_dir_all(&witnesses)
+        .map_err(|e| CliError::usage(format!("{}: {e}", witnesses.display())))?;
+    write(&a.out, &r.page)?;
+    for (name, text) in &r.files {
+        write(&witnesses.join(name), text)?;
     }
-    let command = format!("acp-chaos findings {} --seeds {}", a.scenario, a.seeds);
-    let page = findings::page::markdown(&m, &s, rs.as_ref(), &command);
-    if let Some(dir) = a.out.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| CliError::usage(format!("{}: {e}", dir.display())))?;
-    }
-    std::fs::write(&a.out, &page)
-        .map_err(|e| CliError::usage(format!("{}: {e}", a.out.display())))?;
+    // The retry-classes page's generated block (the page is made with it when missing).
+    let classes = dir.join("retry-classes.md");
+    let old = std::fs::read_to_string(&classes).unwrap_or_default();
+    write(&classes, &findings::matrix::with_block(&old, block))?;
     for (id, _) in findings::CLAIMS {
-        let c = &m.claims[id];
-        let figures: Vec<String> = c
-            .ordered()
+        let Some(c) = m.claims().get(id) else {
+            continue;
+        };
+        let figures: Vec<String> = findings::ROWS
             .iter()
-            .map(|(k, v)| format!("{k} {v}"))
+            .filter(|r| r.0 == id)
+            .map(|r| format!("{} {}", r.1, c.get(r.1)))
             .collect();
-        println!(
-            "{id}: {}",
-            if figures.is_empty() {
-                "not seen".to_string()
-            } else {
-                figures.join(", ")
-            }
-        );
+        println!("{id}: {}", figures.join(", "));
     }
     if let Some(t) = &m.retention {
         let rows: Vec<String> = findings::RETENTION_ROWS
@@ -96,6 +101,14 @@ pub(super) fn exec(a: &FindingsArgs) -> Outcome {
             rows.join("; ")
         );
     }
-    println!("findings: {} ({} runs)", a.out.display(), m.runs);
+    println!(
+        "findings: {} and {} ({} runs, {} with an Agent ignoring $/cancel_request; {} violations, {} unknown)",
+        a.out.display(),
+        classes.display(),
+        m.runs,
+        m.ignoring.runs,
+        m.main.violations + m.ignoring.violations,
+        m.main.unknown + m.ignoring.unknown
+    );
     Ok(exit::VALID)
 }

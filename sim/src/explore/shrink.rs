@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::checkers::{self, Status, Verdict};
-use crate::history::{op, process};
+use crate::history::{op, process, History};
 use crate::models::Party;
 use crate::plan::Plan;
 use crate::world::{self, Parties};
@@ -253,16 +253,58 @@ pub fn shrink(plan: &Plan, target: &Target) -> anyhow::Result<Shrunk> {
 
 /// [`shrink`] with the given parties (your Agent, Client or proxy) in every run.
 pub fn shrink_with(plan: &Plan, target: &Target, parties: &Parties) -> anyhow::Result<Shrunk> {
+    let fails = |h: &History| checkers::check_all(h).iter().any(|v| target.matches(v));
+    let k = shrink_while(plan, parties, &fails).map_err(|_| {
+        anyhow::anyhow!(
+            "the run does not fail on {} ({:?}): nothing to shrink",
+            target.property,
+            target.status
+        )
+    })?;
+    let verdict = failing_with(&k.plan, target, parties)
+        .ok_or_else(|| anyhow::anyhow!("the shrunk schedule no longer fails (nondeterminism)"))?;
+    Ok(Shrunk {
+        target: target.clone(),
+        before: (plan.faults.len(), plan.workload.len(), plan.raw.len()),
+        after: (k.plan.faults.len(), k.plan.workload.len(), k.plan.raw.len()),
+        plan: k.plan,
+        kept: k.kept,
+        latency_ms: k.latency_ms,
+        runs: k.runs + 1,
+        verdict,
+    })
+}
+
+/// What [`shrink_while`] kept.
+#[derive(Debug, Clone)]
+pub struct Kept {
+    /// The minimal plan (fixed latency, if a fixed value still held).
+    pub plan: Plan,
+    /// Units kept, as indices into the original plan.
+    pub kept: Vec<Unit>,
+    /// The latency it was fixed at (ms), or `None` if no fixed value held.
+    pub latency_ms: Option<u64>,
+    /// Simulated runs it took.
+    pub runs: usize,
+}
+
+/// Shrink `plan` to a 1-minimal set of its faults, submissions and raw probes on whose run
+/// `holds` (any property of the history: a verdict, a finding's statement) still holds, as
+/// [`shrink`] does for a verdict: fixed latency first, prompt faults re-anchored to their
+/// submissions, then ddmin. Errors when `holds` is false on `plan`'s own run.
+pub fn shrink_while(
+    plan: &Plan,
+    parties: &Parties,
+    holds: &dyn Fn(&History) -> bool,
+) -> anyhow::Result<Kept> {
     let runs = Cell::new(0usize);
     let fails = |p: &Plan| {
         runs.set(runs.get() + 1);
-        failing_with(p, target, parties).is_some()
+        holds(&world::run_parties(p, parties))
     };
     anyhow::ensure!(
         fails(plan),
-        "the run does not fail on {} ({:?}): nothing to shrink",
-        target.property,
-        target.status
+        "it does not hold on the run: nothing to shrink"
     );
     // Fixed latency first, so that removing a unit does not move the others' frames.
     let mut base = plan.clone();
@@ -288,19 +330,11 @@ pub fn shrink_with(plan: &Plan, target: &Target, parties: &Parties) -> anyhow::R
         .chain((0..base.raw.len()).map(Unit::Raw))
         .collect();
     let kept = ddmin(units, &mut |u: &[Unit]| fails(&restrict(&base, u)));
-    let min = restrict(&base, &kept);
-    let verdict = failing_with(&min, target, parties)
-        .ok_or_else(|| anyhow::anyhow!("the shrunk schedule no longer fails (nondeterminism)"))?;
-    runs.set(runs.get() + 1);
-    Ok(Shrunk {
-        target: target.clone(),
-        before: (plan.faults.len(), plan.workload.len(), plan.raw.len()),
-        after: (min.faults.len(), min.workload.len(), min.raw.len()),
-        plan: min,
+    Ok(Kept {
+        plan: restrict(&base, &kept),
         kept,
         latency_ms,
         runs: runs.get(),
-        verdict,
     })
 }
 

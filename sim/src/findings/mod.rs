@@ -1,73 +1,255 @@
 //! Findings on the spec: what the correct models do where the rules leave a choice (a MAY), say
 //! nothing, or have a consequence a spec editor should see, measured over seeded runs
-//! (`acp-chaos findings`; the page is `docs/findings/spec.md`).
+//! (`acp-chaos findings`; the pages are `docs/findings/spec.md` and the generated part of
+//! `docs/findings/retry-classes.md`).
 //!
-//! - [`measure`]: runs a scenario's seeds under every design and folds each history into
-//!   per-claim counters ([`Claim`]), keeping the shortest run that shows each claim (its
-//!   witness: the fewest ops, then the first design, then the lowest seed).
-//! - [`page`]: the Markdown page, each claim with its figures, the command that measures them,
-//!   the witness's replay line and sequence diagram, and a suggested wording.
+//! - [`measure`]: runs a scenario's seeds under every design (its raw probes left out: every
+//!   stop and prompt is a user's), folds each history into per-claim counters ([`Claim`],
+//!   each row with the row it is counted out of, [`ROWS`]), keeps the shortest run that shows
+//!   each claim's statement, and counts the runs' violations; A5's MAY is measured twice, with
+//!   an Agent that honours `$/cancel_request` and one that ignores it;
+//! - [`witness`]: each claim's shortest run, shrunk to the fewest faults and submissions that
+//!   still show the statement, written as a schedule file, and drawn cut to the ops it names;
+//! - [`matrix`]: what the retry-class matrix shows a spec editor, and the generated part of
+//!   the retry-classes page;
+//! - [`page`]: the Markdown page.
 //!
 //! Everything is a pure function of the scenario, the seeds and the designs: the page is the
-//! same bytes on every machine and with any `--jobs`.
+//! same bytes on every machine and with any `--jobs` (a test regenerates it).
 
+pub mod matrix;
+mod observe;
 pub mod page;
+pub mod witness;
 
 use std::collections::BTreeMap;
 
 use rayon::prelude::*;
 
-use crate::checkers::{agent_view, Status};
-use crate::history::{op, process, History};
-use crate::models::Design;
+use crate::checkers::Status;
+use crate::history::{op, process};
+use crate::models::{CancelRequest, Design};
+use crate::plan::Plan;
 use crate::scenario::Scenario;
 
 /// The claims measured, in page order: (id, the rule ids it is about).
-pub const CLAIMS: [(&str, &[&str]); 6] = [
+pub const CLAIMS: [(&str, &[&str]); 8] = [
     ("stop-withdraws-earlier", &["A6", "C8"]),
     ("cancel-request-effect", &["A5"]),
     ("stop-reaches-other-nodes", &["A6", "A13"]),
     ("forgotten-keys", &["A11", "A16"]),
     ("connection-ends-mid-work", &["X3"]),
     ("resend-before-acceptance", &["X5"]),
+    ("late-copy-undoes-next-op", &["R1"]),
+    ("unkeyed-held-prompt-twice", &["C9", "K1"]),
 ];
 
-/// Every counter, in the order the page lists them: each total, then the rows that break it
-/// down (which add up to it).
-pub const ORDER: &[&str] = &[
-    "stops pressed",
-    "queued prompts withdrawn by a stop",
-    "of them, shown to the user as withdrawn by its user",
-    "of them, acknowledged anyway (another attempt inserted)",
-    "of them, shown to the user as failed",
-    "of them, no outcome at the Client (a probe, or still pending)",
-    "user cancels",
-    "ended acknowledged: inserted, the cancel had no effect",
-    "ended withdrawn: the Agent answered -32800",
-    "ended withdrawn before any attempt was sent",
-    "ended before the cancel (nothing left to cancel)",
-    "ended shown to the user as failed",
-    "still pending at the end",
-    "held prompts withdrawn on another node than the one that read the stop",
-    "runs with a second insertion the rules allow",
-    "turns running when their connection ended",
-    "of the turns, cancelled (O2 cancel)",
-    "of the turns, ran to their end (O2 continue)",
-    "of the turns, still running when the run ended, or lost in a crash",
-    "prompts held when their connection ended",
-    "of the held, kept and inserted after the end (O1 keep)",
-    "of the held, dropped unanswered (O1 drop)",
-    "of the held, withdrawn by a cancel or close, or still held when the run ended",
-    "requests resent on the same connection after a not-accepted failure (X5)",
-    "of them, prompts that ended acknowledged",
-    "of them, prompts that ended withdrawn",
-    "of them, prompts that ended shown to the user as failed",
-    "of them, prompts still pending at the end",
-    "of them, not a prompt",
+/// What a count is counted out of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Of {
+    /// Every run measured.
+    Runs,
+    /// The runs of one design.
+    Design(Design),
+    /// Another row of the same claim.
+    Row(&'static str),
+    /// Nothing: a total of its own (e.g. submissions, the denominator of rows below).
+    Total,
+}
+
+/// Every row of every claim, in page order: (claim, row, what it is counted out of).
+pub const ROWS: &[(&str, &str, Of)] = &[
+    ("stop-withdraws-earlier", "user stops", Of::Runs),
+    (
+        "stop-withdraws-earlier",
+        "user stops the Client wrote as session/cancel",
+        Of::Row("user stops"),
+    ),
+    (
+        "stop-withdraws-earlier",
+        "of them, read by the Agent while a prompt of the session was held",
+        Of::Row("user stops the Client wrote as session/cancel"),
+    ),
+    (
+        "stop-withdraws-earlier",
+        "queued prompts those stops withdrew",
+        Of::Total,
+    ),
+    (
+        "stop-withdraws-earlier",
+        "of the withdrawn, shown to the user as withdrawn by its user",
+        Of::Row("queued prompts those stops withdrew"),
+    ),
+    (
+        "stop-withdraws-earlier",
+        "of the withdrawn, acknowledged anyway (another attempt inserted)",
+        Of::Row("queued prompts those stops withdrew"),
+    ),
+    (
+        "stop-withdraws-earlier",
+        "of the withdrawn, shown to the user as failed",
+        Of::Row("queued prompts those stops withdrew"),
+    ),
+    (
+        "stop-withdraws-earlier",
+        "of the withdrawn, still pending at the end",
+        Of::Row("queued prompts those stops withdrew"),
+    ),
+    (
+        "cancel-request-effect",
+        "user cancels of a submission",
+        Of::Runs,
+    ),
+    (
+        "cancel-request-effect",
+        "of them, written as $/cancel_request",
+        Of::Row("user cancels of a submission"),
+    ),
+    (
+        "cancel-request-effect",
+        "of those, read by the Agent while the prompt they name was held",
+        Of::Row("of them, written as $/cancel_request"),
+    ),
+    (
+        "cancel-request-effect",
+        "of the held, withdrawn (-32800, nothing inserted)",
+        Of::Row("of those, read by the Agent while the prompt they name was held"),
+    ),
+    (
+        "cancel-request-effect",
+        "of the held, inserted in turn and answered with its messageId",
+        Of::Row("of those, read by the Agent while the prompt they name was held"),
+    ),
+    (
+        "cancel-request-effect",
+        "of the held, neither (a crash or a close first)",
+        Of::Row("of those, read by the Agent while the prompt they name was held"),
+    ),
+    (
+        "stop-reaches-other-nodes",
+        "stops recorded at the store",
+        Of::Design(Design::Cluster),
+    ),
+    (
+        "stop-reaches-other-nodes",
+        "held prompts withdrawn on another node than the one that read the stop",
+        Of::Row("stops recorded at the store"),
+    ),
+    (
+        "forgotten-keys",
+        "runs with a second insertion the rules allow",
+        Of::Runs,
+    ),
+    ("forgotten-keys", "submissions", Of::Total),
+    (
+        "forgotten-keys",
+        "submissions inserted a second time, as the rules allow",
+        Of::Row("submissions"),
+    ),
+    (
+        "connection-ends-mid-work",
+        "connections the Agent saw end",
+        Of::Runs,
+    ),
+    (
+        "connection-ends-mid-work",
+        "turns running when their connection ended",
+        Of::Row("connections the Agent saw end"),
+    ),
+    (
+        "connection-ends-mid-work",
+        "of the turns, under O2 cancel",
+        Of::Row("turns running when their connection ended"),
+    ),
+    (
+        "connection-ends-mid-work",
+        "of the turns, under O2 continue",
+        Of::Row("turns running when their connection ended"),
+    ),
+    (
+        "connection-ends-mid-work",
+        "of the turns, cancelled",
+        Of::Row("turns running when their connection ended"),
+    ),
+    (
+        "connection-ends-mid-work",
+        "of the turns, ran to their end",
+        Of::Row("turns running when their connection ended"),
+    ),
+    (
+        "connection-ends-mid-work",
+        "of the turns, still running at the end, or lost in a crash",
+        Of::Row("turns running when their connection ended"),
+    ),
+    (
+        "connection-ends-mid-work",
+        "prompts held when their connection ended",
+        Of::Row("connections the Agent saw end"),
+    ),
+    (
+        "connection-ends-mid-work",
+        "of the held, under O1 keep",
+        Of::Row("prompts held when their connection ended"),
+    ),
+    (
+        "connection-ends-mid-work",
+        "of the held, under O1 drop",
+        Of::Row("prompts held when their connection ended"),
+    ),
+    (
+        "connection-ends-mid-work",
+        "of the held, kept and inserted after the end",
+        Of::Row("prompts held when their connection ended"),
+    ),
+    (
+        "connection-ends-mid-work",
+        "of the held, dropped unanswered",
+        Of::Row("prompts held when their connection ended"),
+    ),
+    (
+        "connection-ends-mid-work",
+        "of the held, withdrawn by a cancel or close, or still held at the end",
+        Of::Row("prompts held when their connection ended"),
+    ),
+    (
+        "resend-before-acceptance",
+        "requests the remote transport refused before acceptance",
+        Of::Design(Design::Cluster),
+    ),
+    (
+        "resend-before-acceptance",
+        "of them, resent on the same connection (X5)",
+        Of::Row("requests the remote transport refused before acceptance"),
+    ),
+    (
+        "resend-before-acceptance",
+        "of the resent, prompts that ended acknowledged",
+        Of::Row("of them, resent on the same connection (X5)"),
+    ),
+    (
+        "resend-before-acceptance",
+        "of the resent, prompts that ended withdrawn",
+        Of::Row("of them, resent on the same connection (X5)"),
+    ),
+    (
+        "resend-before-acceptance",
+        "of the resent, prompts that ended shown to the user as failed",
+        Of::Row("of them, resent on the same connection (X5)"),
+    ),
+    (
+        "resend-before-acceptance",
+        "of the resent, prompts still pending at the end",
+        Of::Row("of them, resent on the same connection (X5)"),
+    ),
+    (
+        "resend-before-acceptance",
+        "of the resent, not a prompt",
+        Of::Row("of them, resent on the same connection (X5)"),
+    ),
 ];
 
-/// The shortest run that shows a claim.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+/// The shortest run that shows a claim's statement.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Witness {
     /// Ops in the run (the first sort key).
     pub ops: usize,
@@ -75,11 +257,11 @@ pub struct Witness {
     pub design_index: usize,
     /// Seed.
     pub seed: u64,
-    /// The two ops that show it (highlighted in the diagram).
-    pub at: (usize, usize),
+    /// The ops that show the statement (what its diagram draws).
+    pub named: Vec<usize>,
 }
 
-/// One claim's counters (name → count, in name order) and its shortest witness.
+/// One claim's counters (row → count) and its shortest witness.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Claim {
     /// Counters.
@@ -93,14 +275,6 @@ impl Claim {
         *self.counts.entry(counter).or_default() += n;
     }
 
-    /// The counters in the page's order ([`ORDER`]: each total, then its breakdown).
-    pub fn ordered(&self) -> Vec<(&'static str, u64)> {
-        let rank = |k: &str| ORDER.iter().position(|o| *o == k).unwrap_or(ORDER.len());
-        let mut v: Vec<(&'static str, u64)> = self.counts.iter().map(|(k, n)| (*k, *n)).collect();
-        v.sort_by_key(|(k, _)| (rank(k), *k));
-        v
-    }
-
     /// A counter (0 when never counted).
     pub fn get(&self, counter: &str) -> u64 {
         self.counts.get(counter).copied().unwrap_or(0)
@@ -110,14 +284,29 @@ impl Claim {
         for (k, v) in o.counts {
             self.add(k, v);
         }
-        self.witness = match (self.witness, o.witness) {
+        self.witness = match (self.witness.take(), o.witness) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
     }
 }
 
-/// What [`measure`] found: the claims by id, over `runs` runs.
+/// One measurement of a scenario: the claims by id, over `runs` runs.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Measurement {
+    /// Claim id → counters and witness.
+    pub claims: BTreeMap<&'static str, Claim>,
+    /// Runs made.
+    pub runs: u64,
+    /// Runs per design.
+    pub runs_of: BTreeMap<Design, u64>,
+    /// Invalid verdicts in those runs (the correct models: none expected).
+    pub violations: u64,
+    /// Unknown verdicts in those runs.
+    pub unknown: u64,
+}
+
+/// What [`measure`] found.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Measured {
     /// The retention table ([`measure_retention`]), when it was measured too.
@@ -128,303 +317,157 @@ pub struct Measured {
     pub seeds: u64,
     /// Designs, in the order they ran.
     pub designs: Vec<Design>,
-    /// Runs (seeds × designs).
+    /// Runs (seeds × designs) of the scenario as drawn, its Agent honouring
+    /// `$/cancel_request`.
     pub runs: u64,
-    /// Claim id → counters and witness.
-    pub claims: BTreeMap<&'static str, Claim>,
+    /// Every claim, from those runs.
+    pub main: Measurement,
+    /// The same seeds with an Agent that takes A5's MAY and ignores `$/cancel_request`.
+    pub ignoring: Measurement,
+    /// The retry-class matrix's observations ([`matrix::Observed`]), when measured.
+    pub matrix: Option<matrix::Observed>,
+}
+
+impl Measured {
+    /// The claims of the main runs.
+    pub fn claims(&self) -> &BTreeMap<&'static str, Claim> {
+        &self.main.claims
+    }
+}
+
+/// The plan a findings run makes for (`s`, `seed`, `design`): the scenario's, without its raw
+/// probes (every stop and prompt a user's: a probe's `session/cancel` is not a stop anyone
+/// pressed), and with A5's MAY as given.
+pub fn plan_of(s: &Scenario, seed: u64, design: Design, cancel: CancelRequest) -> Plan {
+    let mut p = Plan::derive(s, seed, None, design);
+    p.raw.clear();
+    p.agent.cancel_request = cancel;
+    p
 }
 
 /// Run seeds `0..seeds` of `s` under each of its designs on the correct models, on `jobs`
-/// threads, and fold every history into the claims.
+/// threads, once with an Agent that honours `$/cancel_request` and once with one that
+/// ignores it, and fold every history into the claims.
 ///
 /// Errors: only the thread pool's (the runs themselves cannot fail).
 pub fn measure(s: &Scenario, seeds: u64, jobs: usize) -> anyhow::Result<Measured> {
-    let designs: Vec<Design> = s.agent.designs.clone();
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(jobs.max(1))
         .build()?;
-    let cells: Vec<(usize, u64)> = (0..designs.len())
-        .flat_map(|d| (0..seeds).map(move |seed| (d, seed)))
-        .collect();
-    let per_run: Vec<BTreeMap<&'static str, Claim>> = pool.install(|| {
-        cells
-            .par_iter()
-            .map(|&(d, seed)| {
-                let (h, r) = crate::run::run_one(s, seed, None, designs[d]);
-                let forgotten = r
-                    .verdicts
-                    .iter()
-                    .filter(|v| {
-                        v.status == Status::Finding && ["P1", "P12"].contains(&v.property.as_str())
-                    })
-                    .map(|v| {
-                        (
-                            v.witnesses.first().copied().unwrap_or(0),
-                            v.witnesses.last().copied().unwrap_or(0),
-                        )
-                    })
-                    .collect::<Vec<_>>();
-                observe(&h, &forgotten, d, seed)
-            })
-            .collect()
-    });
-    let mut claims: BTreeMap<&'static str, Claim> = CLAIMS
-        .iter()
-        .map(|(id, _)| (*id, Claim::default()))
-        .collect();
-    for run in per_run {
-        for (id, c) in run {
-            claims.entry(id).or_default().merge(c);
-        }
-    }
+    let designs: Vec<Design> = s.agent.designs.clone();
+    let main = measure_with(s, seeds, &designs, CancelRequest::Honour, &pool);
+    let ignoring = measure_with(s, seeds, &designs, CancelRequest::Ignore, &pool);
     Ok(Measured {
         retention: None,
         scenario: s.name.clone(),
         seeds,
         runs: seeds * designs.len() as u64,
         designs,
-        claims,
+        main,
+        ignoring,
+        matrix: None,
     })
 }
 
-/// One run's contribution to each claim. `forgotten`: the witnesses (first, last) of its P1
-/// and P12 findings.
-fn observe(
-    h: &History,
-    forgotten: &[(usize, usize)],
-    design_index: usize,
-    seed: u64,
-) -> BTreeMap<&'static str, Claim> {
-    let h = agent_view(h);
-    let ops = h.ops.len();
-    let witness = |at| Witness {
-        ops,
-        design_index,
-        seed,
-        at,
-    };
-    let mut out: BTreeMap<&'static str, Claim> = BTreeMap::new();
-    // The Client's attempts, (conn, id) → submission; each submission's last outcome.
-    let mut submission_of: BTreeMap<(u64, String), u64> = BTreeMap::new();
-    let mut outcome: BTreeMap<u64, (&'static str, usize)> = BTreeMap::new();
-    let mut last_stop: Option<usize> = None;
-    // X3: each insertion's connection, running turns by messageId, prompts held by attempt;
-    // at the Agent's end of a connection, what was running or held on it, to see how it ended.
-    let mut conn_of_message: BTreeMap<String, u64> = BTreeMap::new();
-    let mut running: BTreeMap<String, u64> = BTreeMap::new();
-    let mut held: BTreeMap<(u64, String), usize> = BTreeMap::new();
-    let mut cut_turns: BTreeMap<String, usize> = BTreeMap::new();
-    let mut cut_held: BTreeMap<(u64, String), usize> = BTreeMap::new();
-    let mut resent: Vec<((u64, String), usize)> = Vec::new();
-    let mut cancels: Vec<(u64, usize)> = Vec::new();
-    let mut by_stop: Vec<((u64, String), usize, Option<usize>)> = Vec::new();
-    for o in &h.ops {
-        let v = &o.value;
-        let attempt = || (v["conn"].as_u64().unwrap_or(0), v["id"].to_string());
-        match (o.process.as_str(), o.f.as_str()) {
-            (process::CLIENT, op::ATTEMPT) => {
-                if let Some(n) = v["submission"].as_u64() {
-                    submission_of.insert(attempt(), n);
-                }
-            }
-            // A proxy rewrote the attempt's id on its own connection to the Agent.
-            (process::PROXY, op::FORWARD) if v["method"] == "session/prompt" => {
-                let up = (v["up_conn"].as_u64().unwrap_or(0), v["up_id"].to_string());
-                if let Some(&n) = submission_of.get(&up) {
-                    let down = (
-                        v["down_conn"].as_u64().unwrap_or(0),
-                        v["down_id"].to_string(),
-                    );
-                    submission_of.insert(down, n);
-                }
-            }
-            (process::CLIENT, f @ (op::ACK | op::SURFACE | op::WITHDRAWN)) => {
-                if let Some(n) = v["submission"].as_u64() {
-                    let what = match f {
-                        op::ACK => "acknowledged",
-                        op::SURFACE => "surfaced",
-                        _ if v["local"] == true => "withdrawn before it was sent",
-                        _ => "withdrawn",
-                    };
-                    outcome.insert(n, (what, o.index));
-                }
-            }
-            (process::USER, op::STOP) => {
-                out.entry("stop-withdraws-earlier")
-                    .or_default()
-                    .add("stops pressed", 1);
-                last_stop = Some(o.index);
-            }
-            (process::USER, op::CANCEL) => {
-                if let Some(n) = v["submission"].as_u64() {
-                    cancels.push((n, o.index));
-                }
-            }
-            (process::AGENT, op::INSERT) => {
-                if let (Some(m), Some(c)) = (v["messageId"].as_str(), v["conn"].as_u64()) {
-                    conn_of_message.insert(m.to_string(), c);
-                }
-                if let Some(at) = cut_held.remove(&attempt()) {
-                    let c = out.entry("connection-ends-mid-work").or_default();
-                    c.add("of the held, kept and inserted after the end (O1 keep)", 1);
-                    c.witness.get_or_insert(witness((at, o.index)));
-                }
-                held.remove(&attempt());
-            }
-            // A restart ends what the process was running or holding.
-            (process::AGENT, op::RECOVER) if o.value["renamed_from"] != "store" => {
-                running.clear();
-                held.clear();
-            }
-            (process::AGENT, op::TURN_START) => {
-                if let Some(m) = v["messageId"].as_str() {
-                    if let Some(&c) = conn_of_message.get(m) {
-                        running.insert(m.to_string(), c);
-                    }
-                }
-            }
-            (process::AGENT, op::TURN_END) => {
-                let m = v["messageId"].as_str().unwrap_or_default();
-                running.remove(m);
-                if cut_turns.remove(m).is_some() {
-                    let c = out.entry("connection-ends-mid-work").or_default();
-                    c.add(
-                        if v["stopReason"] == "cancelled" {
-                            "of the turns, cancelled (O2 cancel)"
-                        } else {
-                            "of the turns, ran to their end (O2 continue)"
-                        },
-                        1,
-                    );
-                }
-            }
-            (process::AGENT, op::HOLD) => {
-                held.insert(attempt(), o.index);
-            }
-            (process::AGENT, op::RELEASE) => {
-                held.remove(&attempt());
-            }
-            (process::AGENT, op::DROP_HELD) => {
-                held.remove(&attempt());
-                if cut_held.remove(&attempt()).is_some() {
-                    out.entry("connection-ends-mid-work")
-                        .or_default()
-                        .add("of the held, dropped unanswered (O1 drop)", 1);
-                }
-            }
-            (process::AGENT, "conn-end") => {
-                let conn = v["conn"].as_u64().unwrap_or(0);
-                let c = out.entry("connection-ends-mid-work").or_default();
-                for (m, _) in running.iter().filter(|(_, c)| **c == conn) {
-                    if cut_turns.insert(m.clone(), o.index).is_none() {
-                        c.add("turns running when their connection ended", 1);
-                    }
-                }
-                for (a, _) in held.iter().filter(|(a, _)| a.0 == conn) {
-                    if cut_held.insert(a.clone(), o.index).is_none() {
-                        c.add("prompts held when their connection ended", 1);
-                    }
-                }
-            }
-            (process::CLIENT, op::RESEND_NOT_ACCEPTED) => resent.push((attempt(), o.index)),
-            (process::AGENT, op::WITHDRAW) => {
-                match v["by"].as_str() {
-                    Some("session/cancel") => by_stop.push((attempt(), o.index, last_stop)),
-                    Some("stop") => {
-                        by_stop.push((attempt(), o.index, last_stop));
-                        let c = out.entry("stop-reaches-other-nodes").or_default();
-                        c.add("held prompts withdrawn on another node than the one that read the stop", 1);
-                        c.witness = Some(witness((last_stop.unwrap_or(o.index), o.index)));
-                    }
-                    _ => {}
-                }
-            }
-            _ => {}
+fn measure_with(
+    s: &Scenario,
+    seeds: u64,
+    designs: &[Design],
+    cancel: CancelRequest,
+    pool: &rayon::ThreadPool,
+) -> Measurement {
+    let cells: Vec<(usize, u64)> = (0..designs.len())
+        .flat_map(|d| (0..seeds).map(move |seed| (d, seed)))
+        .collect();
+    let per_run: Vec<(observe::Seen, u64, u64, usize)> = pool.install(|| {
+        cells
+            .par_iter()
+            .map(|&(d, seed)| {
+                let plan = plan_of(s, seed, designs[d], cancel);
+                let h = crate::world::run(&plan);
+                let r = crate::run::result_of(&s.name, designs[d], seed, &h);
+                let count =
+                    |st: Status| r.verdicts.iter().filter(|v| v.status == st).count() as u64;
+                let seen = observe::observe(&h, &r.verdicts, &r.classes);
+                (
+                    seen,
+                    count(Status::Invalid),
+                    count(Status::Unknown),
+                    h.ops.len(),
+                )
+            })
+            .collect()
+    });
+    let mut m = Measurement::default();
+    for (&(d, seed), (seen, invalid, unknown, ops)) in cells.iter().zip(per_run) {
+        m.runs += 1;
+        *m.runs_of.entry(designs[d]).or_default() += 1;
+        m.violations += invalid;
+        m.unknown += unknown;
+        for (id, (mut c, named)) in seen {
+            c.witness = named.map(|named| Witness {
+                ops,
+                design_index: d,
+                seed,
+                named,
+            });
+            m.claims.entry(id).or_default().merge(c);
         }
     }
-    if !cut_turns.is_empty() || !cut_held.is_empty() {
-        let c = out.entry("connection-ends-mid-work").or_default();
-        if !cut_turns.is_empty() {
-            c.add(
-                "of the turns, still running when the run ended, or lost in a crash",
-                cut_turns.len() as u64,
-            );
-        }
-        if !cut_held.is_empty() {
-            c.add(
-                "of the held, withdrawn by a cancel or close, or still held when the run ended",
-                cut_held.len() as u64,
-            );
-        }
+    m
+}
+
+/// Everything `acp-chaos findings` writes, made in memory: the measurement, the findings page
+/// with its witness schedule files, and the retry-classes page's generated block.
+#[derive(Debug, Clone)]
+pub struct Generated {
+    /// What was measured.
+    pub measured: Measured,
+    /// The page and the witness files.
+    pub rendered: page::Rendered,
+    /// The block between the retry-classes page's markers ([`matrix::with_block`]).
+    pub retry_classes: String,
+}
+
+/// Measure `scenario` (from `dir`, or the built-in scenarios) over seeds `0..seeds` per design,
+/// the retention table (when `dir` has its scenario) and the retry-class matrix, on `jobs`
+/// threads, and render the pages; `witnesses` is the folder the page's replay lines name for
+/// the witness files. The same inputs give the same bytes on every machine.
+///
+/// Errors: a scenario that does not load; the thread pool's.
+pub fn generate(
+    dir: &std::path::Path,
+    scenario: &str,
+    seeds: u64,
+    jobs: usize,
+    witnesses: &str,
+) -> anyhow::Result<Generated> {
+    let s = crate::scenario::resolve(dir, scenario)?;
+    let mut m = measure(&s, seeds, jobs)?;
+    let rs = crate::scenario::resolve(dir, RETENTION_SCENARIO).ok();
+    if let Some(rs) = &rs {
+        m.retention = Some(measure_retention(rs, RETENTION_SEEDS, jobs)?);
     }
-    for (a, at, stop) in by_stop {
-        let c = out.entry("stop-withdraws-earlier").or_default();
-        c.add("queued prompts withdrawn by a stop", 1);
-        let what = submission_of
-            .get(&a)
-            .and_then(|n| outcome.get(n))
-            .map(|(w, _)| *w)
-            .unwrap_or("");
-        c.add(
-            match what {
-                "withdrawn" => "of them, shown to the user as withdrawn by its user",
-                "acknowledged" => "of them, acknowledged anyway (another attempt inserted)",
-                "surfaced" => "of them, shown to the user as failed",
-                _ => "of them, no outcome at the Client (a probe, or still pending)",
-            },
-            1,
-        );
-        c.witness.get_or_insert(witness((stop.unwrap_or(at), at)));
-    }
-    for (n, at) in cancels {
-        let c = out.entry("cancel-request-effect").or_default();
-        c.add("user cancels", 1);
-        let (what, end) = outcome.get(&n).copied().unwrap_or(("pending", at));
-        c.add(
-            match what {
-                _ if end < at => "ended before the cancel (nothing left to cancel)",
-                "acknowledged" => "ended acknowledged: inserted, the cancel had no effect",
-                "withdrawn" => "ended withdrawn: the Agent answered -32800",
-                "withdrawn before it was sent" => "ended withdrawn before any attempt was sent",
-                "surfaced" => "ended shown to the user as failed",
-                _ => "still pending at the end",
-            },
-            1,
-        );
-        if what == "acknowledged" && end > at {
-            c.witness.get_or_insert(witness((at, end)));
-        }
-    }
-    for (a, at) in resent {
-        let c = out.entry("resend-before-acceptance").or_default();
-        c.add(
-            "requests resent on the same connection after a not-accepted failure (X5)",
-            1,
-        );
-        let Some(&n) = submission_of.get(&a) else {
-            c.add("of them, not a prompt", 1);
-            continue;
-        };
-        let (what, end) = outcome.get(&n).copied().unwrap_or(("pending", at));
-        c.add(
-            match what {
-                "acknowledged" => "of them, prompts that ended acknowledged",
-                "surfaced" => "of them, prompts that ended shown to the user as failed",
-                "pending" => "of them, prompts still pending at the end",
-                _ => "of them, prompts that ended withdrawn",
-            },
-            1,
-        );
-        if what == "acknowledged" {
-            c.witness.get_or_insert(witness((at, end)));
-        }
-    }
-    if let Some(&(first, last)) = forgotten.first() {
-        let c = out.entry("forgotten-keys").or_default();
-        c.add("runs with a second insertion the rules allow", 1);
-        c.witness = Some(witness((first, last)));
-    }
-    out
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs.max(1))
+        .build()?;
+    let mx = pool.install(|| {
+        crate::retry_class::matrix::sweep(&crate::retry_class::matrix::Spec {
+            seed_start: 0,
+            seeds: matrix::SEEDS,
+            mutant: None,
+            mutant_name: None,
+            only: None,
+        })
+    });
+    m.matrix = Some(matrix::observe(&mx));
+    let command = format!("acp-chaos findings {scenario} --seeds {seeds}");
+    let rendered = page::markdown(&m, &s, rs.as_ref(), &command, witnesses);
+    Ok(Generated {
+        measured: m,
+        rendered,
+        retry_classes: matrix::retry_classes_md(&mx, matrix::COMMAND),
+    })
 }
 
 /// The retention table's claim: (id, the rule ids it is about), listed beside [`CLAIMS`] by
@@ -540,10 +583,7 @@ pub fn measure_retention(s: &Scenario, seeds: u64, jobs: usize) -> anyhow::Resul
                     ops: h.ops.len(),
                     design_index: r,
                     seed,
-                    at: (
-                        v.witnesses.first().copied().unwrap_or(0),
-                        v.witnesses.last().copied().unwrap_or(0),
-                    ),
+                    named: v.witnesses.clone(),
                 });
                 (r, c, cell, witness)
             })

@@ -424,6 +424,7 @@ pub(super) fn model_round(r: &Round, report: &mut Report) {
             mutant: None,
             retention_ms: 0,
             fail_rate: 0.0,
+            cancel_request: Default::default(),
         };
         let mut model = ModelAgent::recover(cfg.clone(), 1, r.seed, &[]);
         let mut out = Vec::new();

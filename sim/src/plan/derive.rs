@@ -82,6 +82,7 @@ impl Plan {
                 mutant: agent_mutant,
                 retention_ms: s.agent.retention_ms,
                 fail_rate: s.agent.fail_rate,
+                cancel_request: s.agent.cancel_request,
             },
             retention: design.retention(),
             client: ClientConfig {

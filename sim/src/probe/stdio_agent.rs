@@ -154,6 +154,7 @@ pub fn main(a: &AgentArgs) -> i32 {
         mutant: agent_mutant,
         retention_ms: 0,
         fail_rate: 0.0,
+        cancel_request: Default::default(),
     };
     match serve(cfg, a) {
         Ok(()) => exit::VALID,

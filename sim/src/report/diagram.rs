@@ -680,5 +680,53 @@ impl Diagram {
     }
 }
 
+impl Diagram {
+    /// Keep only the rows that draw one of the ops `named` (highlighted as witnesses), each gap
+    /// between them one note counting the rows left out: the diagram of a statement that
+    /// names its ops (a findings witness), however long its run.
+    pub fn only(mut self, named: &std::collections::BTreeSet<usize>) -> Diagram {
+        let last = self.participants.len().saturating_sub(1);
+        let note = |n: usize, time_ms: u64| Item::Note {
+            first: 0,
+            last,
+            text: format!("… {n} {} not drawn", if n == 1 { "row" } else { "rows" }),
+            time_ms,
+            op: NO_OP,
+            mark: Mark::None,
+            nemesis: false,
+        };
+        let mut items = Vec::new();
+        let mut skipped = 0;
+        let mut skipped_at = 0;
+        for it in std::mem::take(&mut self.items) {
+            let keep = named.iter().any(|i| it.draws_op(*i));
+            let time_ms = match &it {
+                Item::Arrow { time_ms, .. } | Item::Note { time_ms, .. } => *time_ms,
+            };
+            if !keep {
+                if skipped == 0 {
+                    skipped_at = time_ms;
+                }
+                skipped += 1;
+                continue;
+            }
+            if skipped > 0 {
+                items.push(note(skipped, skipped_at));
+                skipped = 0;
+            }
+            let mut it = it;
+            match &mut it {
+                Item::Arrow { mark, .. } | Item::Note { mark, .. } => *mark = Mark::Witness,
+            }
+            items.push(it);
+        }
+        if skipped > 0 {
+            items.push(note(skipped, skipped_at));
+        }
+        self.items = items;
+        self
+    }
+}
+
 /// Rows a counterexample diagram keeps (see [`Diagram::window`]).
 pub const DIAGRAM_ROWS_MAX: usize = 300;

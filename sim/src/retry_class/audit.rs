@@ -153,6 +153,9 @@ pub fn audit() -> Vec<AuditRow> {
                 "not measured: sent by the Agent to the Client; the audit sends to the Agent".into()
             }
             (None, Direction::ClientToAgent) => "not measured".into(),
+            (None, Direction::ConductorProxy) => {
+                "not measured: between a conductor and its proxies".into()
+            }
         };
         rows.push(AuditRow {
             method: m.name,
@@ -437,6 +440,10 @@ pub fn table_text(rows: &[AuditRow]) -> String {
             r.repeat
         ));
     }
+    s.push_str(&format!(
+        "v1 only, not in v2 (no class; a v2 Agent answers -32601): {}\n",
+        methods::V1_ONLY.join(", ")
+    ));
     s
 }
 

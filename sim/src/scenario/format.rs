@@ -1,7 +1,9 @@
 //! The tables of a scenario file and their defaults (see `scenarios/README.md`). Unknown
 //! fields are refused.
 
-use acp_chaos_models::{Design, DuringTurn, HeldOnDisconnect, KeyScheme, WorkOnDisconnect};
+use acp_chaos_models::{
+    CancelRequest, Design, DuringTurn, HeldOnDisconnect, KeyScheme, WorkOnDisconnect,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::nemesis::FaultKind;
@@ -150,6 +152,10 @@ pub struct AgentSpec {
     /// no window, the design keeps what its retention declares. Not for `cluster`.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub retention_ms: u64,
+    /// A5's MAY for a `$/cancel_request` naming a held prompt: `honour` (default: withdraw it)
+    /// or `ignore` (insert it in turn and answer its `messageId`).
+    #[serde(default, skip_serializing_if = "CancelRequest::is_honour")]
+    pub cancel_request: CancelRequest,
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -441,6 +447,7 @@ pub(super) fn agent_default() -> AgentSpec {
         turn_ms_max: turn_max(),
         retention_ms: 0,
         fail_rate: 0.0,
+        cancel_request: CancelRequest::Honour,
     }
 }
 

@@ -1,10 +1,39 @@
 //! `acp-chaos findings`: the measurement is a pure function of scenario and seeds (any number
-//! of threads), its breakdowns add up to their totals, and its witnesses show what they claim.
+//! of threads), every row is counted out of what it names and its breakdowns add up, its
+//! witnesses show what they claim, and the committed pages are their regeneration, byte for
+//! byte.
 
-use acp_chaos::findings::{self, CLAIMS};
-use acp_chaos::history::{op, process};
+use acp_chaos::findings::{self, Of, CLAIMS, ROWS};
+use acp_chaos::history::op;
 
 use super::common;
+
+/// Each row's count is at most what it is counted out of, and the rows that break a total
+/// down add up to it.
+fn rows_fit(c: &findings::Claim, id: &str) {
+    for (_, row, of) in ROWS.iter().filter(|r| r.0 == id) {
+        if let Of::Row(total) = of {
+            assert!(c.get(row) <= c.get(total), "{id}: {row} > {total}");
+        }
+    }
+    let parts = |prefix: &str| -> u64 {
+        ROWS.iter()
+            .filter(|r| r.0 == id && r.1.starts_with(prefix))
+            .map(|r| c.get(r.1))
+            .sum()
+    };
+    match id {
+        "stop-withdraws-earlier" => assert_eq!(
+            parts("of the withdrawn"),
+            c.get("queued prompts those stops withdrew")
+        ),
+        "cancel-request-effect" => assert_eq!(
+            parts("of the held"),
+            c.get("of those, read by the Agent while the prompt they name was held")
+        ),
+        _ => {}
+    }
+}
 
 #[test]
 fn findings_are_the_same_on_any_threads_and_their_parts_add_up() {
@@ -12,75 +41,60 @@ fn findings_are_the_same_on_any_threads_and_their_parts_add_up() {
     let a = findings::measure(&s, 30, 1).unwrap();
     let b = findings::measure(&s, 30, 2).unwrap();
     assert_eq!(a, b, "the measurement depends on the thread count");
-    let page = findings::page::markdown(&a, &s, None, "acp-chaos findings swarm-basic --seeds 30");
-    assert_eq!(
-        page,
-        findings::page::markdown(&b, &s, None, "acp-chaos findings swarm-basic --seeds 30")
-    );
-    assert_eq!(
-        page.matches("\n## ").count(),
-        CLAIMS.len(),
-        "one section per claim"
-    );
-    let stop = &a.claims["stop-withdraws-earlier"];
-    let parts: u64 = stop
-        .ordered()
-        .iter()
-        .filter(|(k, _)| k.starts_with("of them"))
-        .map(|(_, n)| n)
-        .sum();
-    assert_eq!(parts, stop.get("queued prompts withdrawn by a stop"));
-    let cancel = &a.claims["cancel-request-effect"];
-    let ends: u64 = cancel
-        .ordered()
-        .iter()
-        .filter(|(k, _)| k.starts_with("ended") || k.starts_with("still"))
-        .map(|(_, n)| n)
-        .sum();
-    assert!(cancel.get("user cancels") > 0, "swarm-basic draws cancels");
-    assert_eq!(ends, cancel.get("user cancels"));
-    let x3 = &a.claims["connection-ends-mid-work"];
-    for (total, prefix) in [
-        ("turns running when their connection ended", "of the turns"),
-        ("prompts held when their connection ended", "of the held"),
-    ] {
-        let parts: u64 = x3
-            .ordered()
-            .iter()
-            .filter(|(k, _)| k.starts_with(prefix))
-            .map(|(_, n)| n)
-            .sum();
-        assert_eq!(parts, x3.get(total), "{total}");
+    for (id, _) in CLAIMS {
+        for m in [&a.main, &a.ignoring] {
+            if let Some(c) = m.claims.get(id) {
+                rows_fit(c, id);
+            }
+        }
     }
-    // The witness of "the cancel had no effect": the user's cancel, then that submission's ack.
-    let w = cancel
+    let honour = &a.main.claims["cancel-request-effect"];
+    let ignore = &a.ignoring.claims["cancel-request-effect"];
+    let held = "of those, read by the Agent while the prompt they name was held";
+    assert!(honour.get(held) > 0, "swarm-basic reaches the MAY's choice");
+    // An Agent that honours the cancel withdraws every held prompt it names; one that takes
+    // the MAY inserts them in turn.
+    assert_eq!(
+        honour.get("of the held, withdrawn (-32800, nothing inserted)"),
+        honour.get(held)
+    );
+    assert!(ignore.get("of the held, inserted in turn and answered with its messageId") > 0);
+    assert_eq!(
+        honour.get("of the held, inserted in turn and answered with its messageId"),
+        0
+    );
+    assert_eq!(a.main.violations + a.ignoring.violations, 0);
+    // The stop witness names the stop, the Agent's withdrawal and the Client's `withdrawn`.
+    let w = a.main.claims["stop-withdraws-earlier"]
         .witness
-        .expect("a cancel that had no effect in 30 seeds");
-    let (h, _) = acp_chaos::run::run_one(&s, w.seed, None, a.designs[w.design_index]);
+        .clone()
+        .expect("a stop withdrew a queued prompt in 30 seeds");
+    let plan = findings::plan_of(
+        &s,
+        w.seed,
+        a.designs[w.design_index],
+        acp_chaos::models::CancelRequest::Honour,
+    );
+    assert!(plan.raw.is_empty(), "probes are left out");
+    let h = acp_chaos::world::run(&plan);
     assert_eq!(h.ops.len(), w.ops);
-    let (c, ack) = (&h.ops[w.at.0], &h.ops[w.at.1]);
-    assert_eq!(
-        (c.process.as_str(), c.f.as_str()),
-        (process::USER, op::CANCEL)
-    );
-    assert_eq!(
-        (ack.process.as_str(), ack.f.as_str()),
-        (process::CLIENT, op::ACK)
-    );
-    assert_eq!(c.value["submission"], ack.value["submission"]);
-    assert!(w.at.0 < w.at.1, "acknowledged after the cancel");
+    let fs: Vec<&str> = w.named.iter().map(|i| h.ops[*i].f.as_str()).collect();
+    for f in [op::STOP, op::WITHDRAW, op::WITHDRAWN] {
+        assert!(fs.contains(&f), "{fs:?}");
+    }
 }
 
 #[test]
 fn a_stop_read_on_one_node_is_seen_withdrawing_a_prompt_held_on_another() {
     let s = common::scenario("cluster-06-stop-reaches-every-node");
     let m = findings::measure(&s, 3, 2).unwrap();
-    let c = &m.claims["stop-reaches-other-nodes"];
+    let c = &m.main.claims["stop-reaches-other-nodes"];
     assert_eq!(
         c.get("held prompts withdrawn on another node than the one that read the stop"),
         3,
         "one per seed"
     );
+    assert!(c.get("stops recorded at the store") >= 3);
 }
 
 #[test]
@@ -106,31 +120,60 @@ fn the_retention_table_is_the_same_on_any_threads_and_has_duplicates_only_past_t
         "no second insertion while the limit is at most the window"
     );
     assert!(past > 0, "a Client with no limit resends past the window");
-    // The page gets one more section, with the witness of the file as written.
     let w = a
         .witness
         .expect("the file as written inserts a resend twice");
     let (h, _) =
         acp_chaos::run::run_one(&s, w.seed, None, findings::RETENTION_ROWS[w.design_index].1);
-    let (first, second) = (&h.ops[w.at.0], &h.ops[w.at.1]);
+    let (first, second) = (
+        &h.ops[*w.named.first().unwrap()],
+        &h.ops[*w.named.last().unwrap()],
+    );
     assert_eq!(first.f, op::INSERT);
     assert_eq!(second.f, op::INSERT);
-    let discard = h.ops[w.at.0..w.at.1]
-        .iter()
-        .any(|o| o.f == op::DISCARD && o.value["messageId"] == first.value["messageId"]);
-    assert!(
-        discard,
-        "the first was discarded before the second insertion"
-    );
-    let m = findings::Measured {
-        retention: Some(a),
-        ..findings::measure(&common::scenario("swarm-basic"), 1, 1).unwrap()
+}
+
+/// The committed findings pages are what `acp-chaos findings` writes today, byte for byte:
+/// the spec page, each witness schedule, and the retry-classes page's generated block. A
+/// change to a model, a checker or a diagram that moves any figure fails here until the
+/// pages are regenerated (`cargo run --release -- findings`).
+#[test]
+fn the_findings_pages_equal_their_regeneration() {
+    let docs = common::scenarios_dir().join("../docs/findings");
+    let g = findings::generate(
+        &common::scenarios_dir(),
+        "swarm-basic",
+        500,
+        2,
+        "docs/findings/witnesses",
+    )
+    .expect("findings generate");
+    let read = |name: &str| {
+        std::fs::read_to_string(docs.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
     };
-    let page = findings::page::markdown(&m, &common::scenario("swarm-basic"), Some(&s), "x");
-    assert_eq!(page.matches("\n## ").count(), CLAIMS.len() + 1);
-    assert!(page.contains(&format!(
-        "acp-chaos replay {} --seed {}",
-        findings::RETENTION_SCENARIO,
-        w.seed
-    )));
+    let regen = "regenerate: cargo run --release -- findings";
+    assert!(
+        g.rendered.page == read("spec.md"),
+        "docs/findings/spec.md is stale; {regen}"
+    );
+    for (name, text) in &g.rendered.files {
+        assert!(
+            *text == read(&format!("witnesses/{name}")),
+            "docs/findings/witnesses/{name} is stale; {regen}"
+        );
+    }
+    let classes = read("retry-classes.md");
+    assert!(
+        findings::matrix::with_block(&classes, &g.retry_classes) == classes,
+        "the generated block of docs/findings/retry-classes.md is stale; {regen}"
+    );
+    // Every witness file the page names is one it wrote, and no other is left behind.
+    let mut on_disk: Vec<String> = std::fs::read_dir(docs.join("witnesses"))
+        .expect("docs/findings/witnesses")
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    on_disk.sort();
+    let mut written: Vec<String> = g.rendered.files.iter().map(|f| f.0.clone()).collect();
+    written.sort();
+    assert_eq!(on_disk, written);
 }

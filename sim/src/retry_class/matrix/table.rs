@@ -77,6 +77,10 @@ pub fn table_text(mx: &Matrix) -> String {
                 n.why
             ));
         }
+        s.push_str(&format!(
+            "  v1 only, not in v2 (no class; a v2 Agent answers -32601): {}\n",
+            crate::models::methods::V1_ONLY.join(", ")
+        ));
     }
     s.push('\n');
     for c in &mx.classes {
