@@ -144,6 +144,10 @@ pub async fn node(ctx: Rc<Ctx>, name: &'static str) -> turmoil::Result {
                         model.handle(AgentInput::InjectTransientError, &mut out);
                     }
                     if recv.request {
+                        // It holds the frame (and what the model decided so far) until the
+                        // store answers.
+                        ctx.digest(name, || model.state_digest());
+                        ctx.busy(name, &("load", &line, &out));
                         let view = io.store_load().await;
                         model.handle(AgentInput::StoreSnapshot(view), &mut out);
                     }
@@ -213,6 +217,8 @@ pub async fn store(ctx: Rc<Ctx>) -> turmoil::Result {
                 );
             }
             if matches!(r["t"].as_str(), Some("msg" | "live")) {
+                // It holds the reply (and whom it is for) until the barrier lets it go.
+                ctx.busy("store", &(&applied.reply, &op["req"], from));
                 ctx.ledger
                     .borrow_mut()
                     .on_point(Point::AfterStoreWrite, "store");
@@ -224,6 +230,7 @@ pub async fn store(ctx: Rc<Ctx>) -> turmoil::Result {
         let _ = sock
             .send_to(&serde_json::to_vec(&reply).expect("serializes"), from)
             .await;
+        ctx.settled("store");
     }
 }
 

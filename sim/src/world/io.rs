@@ -74,6 +74,25 @@ impl Ctx {
             }
         }
     }
+
+    /// In a snapshotting run, tell the ledger that `host` is about to await in the middle of
+    /// an input, holding `what` (its `Debug` form is hashed).
+    pub(super) fn busy(&self, host: &'static str, what: &impl std::fmt::Debug) {
+        if self.snapshots {
+            if let Some(s) = &mut self.ledger.borrow_mut().snapshots {
+                s.set_busy(host, Some(super::snapshot::of_debug(what)));
+            }
+        }
+    }
+
+    /// In a snapshotting run, tell the ledger that `host` is done with its input.
+    pub(super) fn settled(&self, host: &'static str) {
+        if self.snapshots {
+            if let Some(s) = &mut self.ledger.borrow_mut().snapshots {
+                s.set_busy(host, None);
+            }
+        }
+    }
 }
 
 /// What an Agent host must know of a frame it read ([`Io::log_recv`]).
@@ -546,16 +565,18 @@ impl Io {
                 }
                 Action::Send { conn, line } => {
                     if let Some(c) = self.conns.get(&conn) {
+                        let queued = self.ctx.snapshots.then(|| super::snapshot::of_hash(&line));
                         if c.out.send(line).is_ok() {
                             self.ctx
                                 .ledger
                                 .borrow_mut()
-                                .frame_queued(conn, self.process);
+                                .frame_queued(conn, self.process, queued);
                         }
                     }
                 }
                 Action::Persist { record, sync } => {
                     if self.link.is_some() {
+                        self.ctx.busy(self.process, &("persist", actions.as_slice()));
                         self.store_append(&record).await;
                     } else {
                         self.persist(&record, sync)?;
@@ -570,6 +591,7 @@ impl Io {
                     });
                 }
                 Action::Point(p) => {
+                    self.ctx.busy(self.process, &("point", actions.as_slice()));
                     self.ctx.ledger.borrow_mut().on_point(p, self.process);
                     turmoil::barriers::trigger(PointHit(p, self.process)).await
                 }
@@ -618,6 +640,7 @@ impl Io {
                 }
             }
         }
+        self.ctx.settled(self.process);
         Ok(None)
     }
 
@@ -629,6 +652,7 @@ impl Io {
         out: &mut Vec<Action>,
     ) -> std::io::Result<()> {
         while let Some((req, op)) = self.execute(out).await? {
+            self.ctx.busy(self.process, &("store", req, &op, &out));
             let reply = self.store_call(&op).await;
             let mut next = Vec::new();
             model.handle(AgentInput::StoreReply { req, reply }, &mut next);

@@ -3,7 +3,7 @@
 //!
 //! One simulation runs on one thread, so the ledger is an `Rc<RefCell<_>>`.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use acp_chaos_models::ConnId;
 use indexmap::IndexMap;
@@ -79,7 +79,7 @@ pub struct Ledger {
     updates_dead: BTreeSet<ConnId>,
     /// Frames handed to a connection's writer and not yet written, dropped or lost, by
     /// (connection, writer): a stalled writer keeps the run from being quiet.
-    pub queued: IndexMap<(ConnId, &'static str), usize>,
+    pub queued: IndexMap<(ConnId, &'static str), VecDeque<u64>>,
     /// The first session the user's Client created (the watcher resumes it).
     pub known_session: Option<String>,
     boots: IndexMap<&'static str, u32>,
@@ -507,15 +507,21 @@ impl Ledger {
     }
 
     /// A frame was handed to the writer of `conn` at `from`.
-    pub fn frame_queued(&mut self, conn: ConnId, from: &'static str) {
-        *self.queued.entry((conn, from)).or_insert(0) += 1;
+    ///
+    /// `line` is the frame's hash in a snapshotting run (the snapshot holds what is queued,
+    /// not only how much); `None` otherwise.
+    pub fn frame_queued(&mut self, conn: ConnId, from: &'static str, line: Option<u64>) {
+        self.queued
+            .entry((conn, from))
+            .or_default()
+            .push_back(line.unwrap_or(0));
     }
 
     /// The writer is done with one frame (written, dropped or lost).
     pub fn frame_done(&mut self, conn: ConnId, from: &'static str) {
-        if let Some(n) = self.queued.get_mut(&(conn, from)) {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
+        if let Some(q) = self.queued.get_mut(&(conn, from)) {
+            q.pop_front();
+            if q.is_empty() {
                 self.queued.shift_remove(&(conn, from));
             }
         }

@@ -15,7 +15,12 @@
 //! - the ledger's run state (faults fired, routing stream position and the node serving the
 //!   Client, reroutes, armed transient errors, silently broken connections and dead update
 //!   streams, requests outstanding, frames queued, boots, the Client's pending list);
-//! - each host's records written and not yet synced (a crash loses exactly those).
+//! - each host's records written and not yet synced (a crash loses exactly those);
+//! - what each host is in the middle of while it awaits within one input (a point's barrier,
+//!   a store call): the actions its party decided and it has not run yet, the store request
+//!   it awaits, the frame it holds until the store answers;
+//! - the frames a host has queued on a connection and its writer has not taken yet (their
+//!   bytes, not only their number).
 //!
 //! Frames in flight and the protocol state are read off the history itself
 //! ([`crate::explore::state`]). Not in it: the order in which turmoil runs the hosts within
@@ -41,6 +46,10 @@ pub struct Snapshots {
     nemesis: u64,
     /// Records written and not synced since, per host.
     unsynced: IndexMap<&'static str, u32>,
+    /// What each host is in the middle of while it awaits (a point's barrier, a store call):
+    /// the actions its party decided and it has not run yet, the request it awaits, the
+    /// frame it holds. Absent when the host waits for its next input.
+    busy: IndexMap<&'static str, u64>,
 }
 
 impl Snapshots {
@@ -51,6 +60,7 @@ impl Snapshots {
             digests: IndexMap::new(),
             nemesis: 0,
             unsynced: IndexMap::new(),
+            busy: IndexMap::new(),
         }
     }
 
@@ -73,10 +83,25 @@ impl Snapshots {
         }
     }
 
-    /// `host` crashed: its memory and its unsynced records are gone.
+    /// `host` awaits in the middle of an input holding `what` (`None`: it is done with the
+    /// input and waits for the next one).
+    pub fn set_busy(&mut self, host: &'static str, what: Option<u64>) {
+        match what {
+            Some(d) => {
+                self.busy.insert(host, d);
+            }
+            None => {
+                self.busy.shift_remove(host);
+            }
+        }
+    }
+
+    /// `host` crashed: its memory, what it was in the middle of and its unsynced records are
+    /// gone.
     pub fn crashed(&mut self, host: &str) {
         self.digests.shift_remove(host);
         self.unsynced.shift_remove(host);
+        self.busy.shift_remove(host);
     }
 
     /// The snapshot, given the ledger's own part (`ledger`, already hashed); `None` when a
@@ -93,8 +118,18 @@ impl Snapshots {
         for (host, n) in &self.unsynced {
             (host, n).hash(&mut h);
         }
+        for (host, d) in &self.busy {
+            (host, d).hash(&mut h);
+        }
         Some(h.finish())
     }
+}
+
+/// The hash of anything `Hash` (a frame's bytes: cheaper than its `Debug` form).
+pub fn of_hash(x: &impl Hash) -> u64 {
+    let mut h = DefaultHasher::new();
+    x.hash(&mut h);
+    h.finish()
 }
 
 /// The hash of anything `Debug` ([`acp_chaos_models::digest::of`] without streams), for the

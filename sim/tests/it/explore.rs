@@ -229,6 +229,40 @@ fn a_store_cut_is_never_merged_with_a_stalled_list() {
     }
 }
 
+/// Found by `--audit-pruning all` under `error-after-insert`: a crash where the Agent passes
+/// a point, after a prompt it will answer with an error, was merged with the same crash after
+/// a prompt it will answer normally (its memory agreed; the answers it had decided and not
+/// sent yet were in no snapshot). What a host holds while it awaits in the middle of an
+/// input (its party's actions not run yet, the request or frame it holds) is now part of it.
+#[test]
+fn decided_actions_not_yet_run_keep_two_placements_apart() {
+    let p = exhaustive::trace_plan(&plan(
+        "rfd-06-same-key-other-session",
+        Design::InMemory,
+        Some("error-after-insert"),
+    ));
+    let crash = FaultSpec {
+        on: Trigger {
+            point: Some(acp_chaos::models::Point::AfterReceive),
+            nth: 3,
+            ..Trigger::default()
+        },
+        restart_after_ms: Some(50),
+        ..FaultSpec::new(FaultKind::CrashAgent)
+    };
+    let mut erred = p.clone();
+    erred
+        .faults
+        .push(at_frame(FaultKind::TransientError, Side::Request, "session/prompt", 3));
+    let mut stalled = p.clone();
+    let mut f = at_frame(FaultKind::StallFrame, Side::Response, "session/list", 1);
+    f.stall_ms = Some(100);
+    stalled.faults.push(f);
+    let a = exhaustive::class_of(&erred, &crash).expect("a class");
+    let b = exhaustive::class_of(&stalled, &crash).expect("a class");
+    assert_ne!(a, b, "merged again");
+}
+
 /// Every pruned schedule of a cluster certificate, under the mutant whose window needs two
 /// nodes deciding at once, changes its parent's verdicts as its representative changes its
 /// own (the delta, not the whole-run verdicts: a violation the parent already had is not
