@@ -179,6 +179,12 @@ pub fn x4_resume_order(h: &History) -> Verdict {
             (_, op::CONN_END) => open.retain(|k, _| k.0 != conn),
             // A fault lost the answer (a remote transport's lost exchange keeps the
             // connection): nothing more can come for it. A lost update leaves a gap.
+            // A lost frame breaks its connection there (visibly or silently, as P7 reads
+            // it): nothing after it is delivered, so a resume open there is not judged.
+            (process::NEMESIS, "lose-frame") => {
+                let c = val["detail"]["conn"].as_u64().unwrap_or(0);
+                open.retain(|k, _| k.0 != c);
+            }
             (process::NEMESIS, _) => {
                 let d = &val["detail"];
                 let c = d["conn"].as_u64().unwrap_or(0);

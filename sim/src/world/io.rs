@@ -576,7 +576,8 @@ impl Io {
                 }
                 Action::Persist { record, sync } => {
                     if self.link.is_some() {
-                        self.ctx.busy(self.process, &("persist", actions.as_slice()));
+                        self.ctx
+                            .busy(self.process, &("persist", actions.as_slice()));
                         self.store_append(&record).await;
                     } else {
                         self.persist(&record, sync)?;

@@ -251,9 +251,12 @@ fn decided_actions_not_yet_run_keep_two_placements_apart() {
         ..FaultSpec::new(FaultKind::CrashAgent)
     };
     let mut erred = p.clone();
-    erred
-        .faults
-        .push(at_frame(FaultKind::TransientError, Side::Request, "session/prompt", 3));
+    erred.faults.push(at_frame(
+        FaultKind::TransientError,
+        Side::Request,
+        "session/prompt",
+        3,
+    ));
     let mut stalled = p.clone();
     let mut f = at_frame(FaultKind::StallFrame, Side::Response, "session/list", 1);
     f.stall_ms = Some(100);
@@ -261,6 +264,30 @@ fn decided_actions_not_yet_run_keep_two_placements_apart() {
     let a = exhaustive::class_of(&erred, &crash).expect("a class");
     let b = exhaustive::class_of(&stalled, &crash).expect("a class");
     assert_ne!(a, b, "merged again");
+}
+
+/// Found by `--audit-pruning all` on the correct models (rfd-01, in-memory): a resume whose
+/// connection a silent lost update broke is never answered, and X4 called it unknown. The
+/// connection broke there (P7 reads it the same way): X4 does not judge it.
+#[test]
+fn a_resume_on_a_connection_a_lost_frame_broke_is_not_judged() {
+    let mut p = exhaustive::trace_plan(&plan(
+        "rfd-01-retry-same-connection",
+        Design::InMemory,
+        None,
+    ));
+    for (nth, silent) in [(1, false), (2, true)] {
+        let mut f = at_frame(FaultKind::LoseFrame, Side::Request, "session/update", nth);
+        f.on.by = Some(acp_chaos::nemesis::Sender::Agent);
+        f.silent = silent;
+        p.faults.push(f);
+    }
+    let verdicts = acp_chaos::checkers::check_all(&acp_chaos::world::run(&p));
+    let x4 = verdicts
+        .iter()
+        .find(|v| v.property.starts_with("X4"))
+        .expect("X4 judged");
+    assert_eq!(x4.status, Status::Valid, "{}", x4.message);
 }
 
 /// Every pruned schedule of a cluster certificate, under the mutant whose window needs two
