@@ -54,5 +54,7 @@ mod tests {
         );
         let z = S { a: 2, b: vec!["k"] };
         assert_ne!(of(&x, &[3]), of(&z, &[3]));
+        // Only the `Debug` form counts: the fields are read through it.
+        assert_eq!((z.a, z.b.len()), (2, 1));
     }
 }
