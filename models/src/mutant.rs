@@ -112,6 +112,9 @@ pub enum Need {
     /// An Agent that holds a prompt arriving during a turn (O4 `hold`, not `steer`), and two
     /// submissions to hold one behind the other.
     Holding,
+    /// An Agent that drops a held prompt whose connection ends (O1 `drop`, not `keep`): only
+    /// then does a waiting retry have to become the submission (A7).
+    DropHeld,
     /// A cluster of two nodes or more: a retry can reach a node other than the one working on
     /// the first attempt (one node serialises a session's inserts itself).
     TwoNodes,
@@ -140,6 +143,7 @@ impl Need {
             Need::Command => "locally answered command (/status)",
             Need::TwoSubmissions => "second submission",
             Need::Holding => "prompt the Agent can hold (O4 hold and two submissions)",
+            Need::DropHeld => "Agent that drops a held prompt when its connection ends (O1 drop)",
             Need::TwoNodes => "second cluster node",
             Need::StaleLimit => "Client staleness limit (stale_ms)",
             Need::PermissionAsk => "work that asks the user (session/request_permission)",
@@ -756,7 +760,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: true,
         swarm_finds: false,
         designs: &[Design::InMemory, Design::Stored, Design::Adapter],
-        needs: &[Need::Holding],
+        needs: &[Need::Holding, Need::DropHeld],
         witness: Witness {
             scenario: "held-01-retry-becomes-submission",
             design: Design::Stored,

@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 
 use crate::history::{op, process, History};
-use crate::models::DuringTurn;
+use crate::models::{DuringTurn, HeldOnDisconnect};
 use crate::plan::Plan;
 
 pub use crate::models::mutant::Need;
@@ -99,6 +99,9 @@ pub fn met(plan: &Plan, h: &History) -> BTreeSet<Need> {
             out.insert(Need::Holding);
         }
     }
+    if plan.agent.o1 == HeldOnDisconnect::Drop {
+        out.insert(Need::DropHeld);
+    }
     out
 }
 
@@ -130,6 +133,7 @@ mod tests {
             ("cluster-check-then-insert", Need::TwoNodes),
             ("cancel-keeps-asking", Need::PermissionAsk),
             ("failure-ends-as-end-turn", Need::FailingWork),
+            ("drop-held-drops-retries", Need::DropHeld),
         ] {
             assert!(of_mutant(name).contains(&need), "{name}");
         }
