@@ -9,6 +9,7 @@ use super::verdict::{Status, Verdict};
 use crate::history::is_agent_host;
 use crate::history::{op, process};
 use acp_chaos_models::rpc::code;
+use serde_json::Value;
 
 /// P2 no-silent-drop: after heal and quiescence every submission is acknowledged or surfaced.
 pub fn p2_no_silent_drop(f: &Facts) -> Verdict {
@@ -190,7 +191,18 @@ pub fn p2_no_silent_drop(f: &Facts) -> Verdict {
                 }
                 // The Agent answered `-32800` to the inserted attempt, or to a retry of it after
                 // the insertion took effect (A1, A6: an inserted prompt succeeds with its
-                // messageId): the Client believed the Agent.
+                // messageId), or to another attempt of it while it held the one it then
+                // inserted (A5: a withdrawn key's pending attempts all get -32800): the Client
+                // believed the Agent, and P6 blames the Agent.
+                let read_by = |conn: &Value, id: &Value, before: usize| {
+                    f.history.ops[..before].iter().any(|o| {
+                        o.process == process::NET
+                            && o.f == op::RECV
+                            && o.value["conn"] == *conn
+                            && o.value["frame"]["id"] == *id
+                            && o.value["frame"]["method"] == "session/prompt"
+                    })
+                };
                 let told_cancelled = |i: &Insert| {
                     let iv = &f.history.ops[i.op].value;
                     let after = i.took_effect.unwrap_or(i.op);
@@ -205,7 +217,10 @@ pub fn p2_no_silent_drop(f: &Facts) -> Verdict {
                             && o.value["frame"]["error"]["code"] == code::REQUEST_CANCELLED
                             && ((o.value["conn"] == iv["conn"]
                                 && o.value["frame"]["id"] == iv["id"])
-                                || (o.index > after && f.attempts.get(&(conn, id)) == Some(n)))
+                                || (f.attempts.get(&(conn, id)) == Some(n)
+                                    && (o.index > after
+                                        || (o.index < i.op
+                                            && read_by(&iv["conn"], &iv["id"], o.index)))))
                     })
                 };
                 let inserted = f.inserts.iter().find(|i| {

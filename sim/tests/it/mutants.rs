@@ -308,3 +308,18 @@ fn derived_plans_pass_the_schedule_checks() {
         }
     }
 }
+
+/// A verdict blames the party whose frames broke the rule: under `no-dedup`, the Agent
+/// answered one attempt of a withdrawn prompt `-32800` while it held another, which it then
+/// inserted. The Client showed the input withdrawn, as the `-32800` told it (A5: every pending
+/// attempt of a withdrawn key gets it): P6 blames the Agent, and P2 does not blame the Client.
+#[test]
+fn an_insertion_after_the_agent_withdrew_the_key_is_the_agents() {
+    let s = common::scenario("cancel-01-withdraw-every-attempt");
+    let plan = acp_chaos::plan::Plan::derive(&s, 0, Some("no-dedup"), Design::InMemory);
+    let verdicts = acp_chaos::checkers::check_all(&acp_chaos::world::run(&plan));
+    let of = |p: &str| verdicts.iter().find(|v| v.property.starts_with(p)).unwrap();
+    assert_eq!(of("P6").status, Status::Invalid);
+    assert_eq!(of("P6").party, Some(acp_chaos::models::Party::Agent));
+    assert_eq!(of("P2").status, Status::Valid, "{}", of("P2").message);
+}
