@@ -612,12 +612,12 @@ fn a_trace_without_a_cancel_says_so_for_cancel_mutants() {
 
 /// The matrix: every pruned schedule of the k=2 certificates of the seven RFD traces
 /// under the four designs, with the correct models and under the mutants that need a
-/// placement, changes its parent as its representative changes its own. About 1,700 CPU
+/// placement, changes its parent as its representative changes its own. About 1,500 CPU
 /// seconds in a release build (`scripts/audit-pruning.sh` runs the same with ten mutants and
 /// prints the table of docs/explore.md), so it is not in the default run:
 /// `cargo test --release -p acp-chaos --test it -- --ignored every_pruned_schedule_of_the_rfd`.
 #[test]
-#[ignore = "about 1,700 CPU seconds in release: run with --ignored"]
+#[ignore = "about 1,500 CPU seconds in release: run with --ignored"]
 fn every_pruned_schedule_of_the_rfd_certificates_changes_what_its_representative_changes() {
     const TRACES: [&str; 7] = [
         "rfd-01-retry-same-connection",
