@@ -191,18 +191,7 @@ pub fn p2_no_silent_drop(f: &Facts) -> Verdict {
                 }
                 // The Agent answered `-32800` to the inserted attempt, or to a retry of it after
                 // the insertion took effect (A1, A6: an inserted prompt succeeds with its
-                // messageId), or to another attempt of it while it held the one it then
-                // inserted (A5: a withdrawn key's pending attempts all get -32800): the Client
-                // believed the Agent, and P6 blames the Agent.
-                let read_by = |conn: &Value, id: &Value, before: usize| {
-                    f.history.ops[..before].iter().any(|o| {
-                        o.process == process::NET
-                            && o.f == op::RECV
-                            && o.value["conn"] == *conn
-                            && o.value["frame"]["id"] == *id
-                            && o.value["frame"]["method"] == "session/prompt"
-                    })
-                };
+                // messageId): the Client believed the Agent.
                 let told_cancelled = |i: &Insert| {
                     let iv = &f.history.ops[i.op].value;
                     let after = i.took_effect.unwrap_or(i.op);
@@ -211,23 +200,38 @@ pub fn p2_no_silent_drop(f: &Facts) -> Verdict {
                             o.value["conn"].as_u64().unwrap_or(0),
                             o.value["frame"]["id"].to_string(),
                         );
-                        o.process == process::NET
-                            && o.f == op::SEND
-                            && o.value["from"].as_str().is_some_and(is_agent_host)
-                            && o.value["frame"]["error"]["code"] == code::REQUEST_CANCELLED
+                        is_cancelled_answer(o)
                             && ((o.value["conn"] == iv["conn"]
                                 && o.value["frame"]["id"] == iv["id"])
-                                || (f.attempts.get(&(conn, id)) == Some(n)
-                                    && (o.index > after
-                                        || (o.index < i.op
-                                            && read_by(&iv["conn"], &iv["id"], o.index)))))
+                                || (o.index > after && f.attempts.get(&(conn, id)) == Some(n)))
                     })
+                };
+                // Or, on the connection where it held the keyed attempt it then inserted, it
+                // answered another attempt of that key `-32800` while the held one was still
+                // pending there (read, unanswered, its connection open, no crash since), and
+                // the Client read that answer before it showed the input withdrawn. A5 says a
+                // withdrawn key's pending attempts all get `-32800`: P6 blames the Agent.
+                let withdrew_while_held = |i: &Insert| {
+                    let iv = &f.history.ops[i.op].value;
+                    let keyed = iv["key"].as_str().is_some_and(|k| !k.is_empty());
+                    keyed
+                        && f.history.ops[..i.op].iter().any(|o| {
+                            let id = o.value["frame"]["id"].to_string();
+                            is_cancelled_answer(o)
+                                && o.value["conn"] == iv["conn"]
+                                && o.value["frame"]["id"] != iv["id"]
+                                && f.attempts.get(&(o.value["conn"].as_u64().unwrap_or(0), id))
+                                    == Some(n)
+                                && pending_at(f, &iv["conn"], &iv["id"], o.index)
+                                && client_read_before(f, o, at)
+                        })
                 };
                 let inserted = f.inserts.iter().find(|i| {
                     i.submission == Some(*n)
                         && i.took_effect.is_some()
                         && i.gone_before(at.max(i.op)).is_none()
                         && !told_cancelled(i)
+                        && !withdrew_while_held(i)
                 });
                 if let Some(i) = inserted {
                     v.status = Status::Invalid;
@@ -345,4 +349,47 @@ fn lost_rules(f: &Facts, n: u64, at: usize) -> Vec<String> {
         &["C8"]
     };
     rules.iter().map(|r| r.to_string()).collect()
+}
+
+/// An Agent host wrote a `-32800` answer.
+fn is_cancelled_answer(o: &crate::history::Op) -> bool {
+    o.process == process::NET
+        && o.f == op::SEND
+        && o.value["from"].as_str().is_some_and(is_agent_host)
+        && o.value["frame"]["error"]["code"] == code::REQUEST_CANCELLED
+}
+
+/// The Agent had read the prompt `id` on `conn` before op `at` and, at `at`, had not
+/// answered it, its connection had not ended and no process had crashed since the read.
+fn pending_at(f: &Facts, conn: &Value, id: &Value, at: usize) -> bool {
+    let ops = &f.history.ops[..at];
+    let Some(read) = ops.iter().position(|o| {
+        o.process == process::NET
+            && o.f == op::RECV
+            && o.value["conn"] == *conn
+            && o.value["frame"]["id"] == *id
+            && o.value["frame"]["method"] == "session/prompt"
+    }) else {
+        return false;
+    };
+    !ops[read..].iter().any(|o| {
+        (o.process == process::NET
+            && o.f == op::SEND
+            && o.value["conn"] == *conn
+            && o.value["frame"]["id"] == *id
+            && o.value["frame"].get("method").is_none())
+            || (o.f == op::CONN_END && o.value["conn"] == *conn)
+            || (o.process == process::NEMESIS && o.f == op::CRASH)
+    })
+}
+
+/// The Client read the answer `sent` wrote before op `at`.
+fn client_read_before(f: &Facts, sent: &crate::history::Op, at: usize) -> bool {
+    f.history.ops[sent.index..at].iter().any(|o| {
+        o.process == process::NET
+            && o.f == op::RECV
+            && o.value["conn"] == sent.value["conn"]
+            && o.value["frame"]["id"] == sent.value["frame"]["id"]
+            && o.value["frame"]["error"]["code"] == code::REQUEST_CANCELLED
+    })
 }

@@ -185,7 +185,9 @@ pub fn x4_resume_order(h: &History) -> Verdict {
                 let c = val["detail"]["conn"].as_u64().unwrap_or(0);
                 open.retain(|k, _| k.0 != c);
             }
-            (process::NEMESIS, _) => {
+            // Only a fault that loses the frame: a stall or reorder delays it (X4 judges the
+            // order frames were written in), a transient error is an answer.
+            (process::NEMESIS, "lose-exchange") => {
                 let d = &val["detail"];
                 let c = d["conn"].as_u64().unwrap_or(0);
                 if d["frame"]["method"] == "session/update" {

@@ -667,3 +667,26 @@ fn every_pruned_schedule_of_the_rfd_certificates_changes_what_its_representative
         }
     }
 }
+
+/// X4 judges the order frames were written in: a stall on the resume's response delays it,
+/// it does not lose it, so `resume-answers-first` is still caught (X4 took any nemesis op
+/// naming the frame for a loss and stopped judging the resume).
+#[test]
+fn a_stalled_resume_answer_is_still_judged() {
+    let mut p = exhaustive::trace_plan(&plan(RFD02, Design::Stored, Some("resume-answers-first")));
+    p.faults.push(at_frame(
+        FaultKind::LoseFrame,
+        Side::Request,
+        "session/list",
+        1,
+    ));
+    let mut stall = at_frame(FaultKind::StallFrame, Side::Response, "session/resume", 1);
+    stall.stall_ms = Some(100);
+    p.faults.push(stall);
+    let verdicts = acp_chaos::checkers::check_all(&acp_chaos::world::run(&p));
+    let x4 = verdicts
+        .iter()
+        .find(|v| v.property.starts_with("X4"))
+        .expect("X4 judged");
+    assert_eq!(x4.status, Status::Invalid, "{}", x4.message);
+}
