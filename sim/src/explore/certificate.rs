@@ -77,7 +77,7 @@ impl Scope {
         ];
         if x.base.cluster() {
             fixed.push(format!(
-                "store faults last 100 or {STORE_FAULT_LONG_MS} ms (lineage widens one to outlast a later break: longer windows are not covered)"
+                "a store cut heals after 100 or {STORE_FAULT_LONG_MS} ms and a crashed store restarts after 50 or {STORE_FAULT_LONG_MS} ms (lineage widens a store fault to outlast a later break: other lengths are not covered)"
             ));
         }
         Scope {

@@ -519,6 +519,7 @@ pub fn explore(plan: &Plan, opts: &Options, pool: &rayon::ThreadPool) -> Explora
             faults: k,
             ..Level::default()
         };
+        let pruned_from = pruned_list.len();
         let mut cands: Vec<Candidate> = Vec::new();
         for node in &nodes {
             let ps: Vec<Place> = places(&node.history, &node.trace)
@@ -636,6 +637,14 @@ pub fn explore(plan: &Plan, opts: &Options, pool: &rayon::ThreadPool) -> Explora
                 }
             }
             ran.push((e, c.parent));
+        }
+        if opts.stop_at_first {
+            // Stopped at a catch or the budget: a placement counts as pruned only when the
+            // representative it was merged into ran.
+            level.pruned = pruned_list[pruned_from..]
+                .iter()
+                .filter(|(_, _, rep)| *rep < ran.len())
+                .count();
         }
         levels.push(level);
         nodes = if last { Vec::new() } else { next };
