@@ -39,6 +39,14 @@ fn options(plan: &Plan, faults: usize) -> Options {
     }
 }
 
+/// The X4 verdict of one run of `plan`.
+fn x4_of(plan: &Plan) -> acp_chaos::checkers::Verdict {
+    acp_chaos::checkers::check_all(&acp_chaos::world::run(plan))
+        .into_iter()
+        .find(|v| v.property.starts_with("X4"))
+        .expect("X4 judged")
+}
+
 fn target(mutant: &str) -> Target {
     Target::of_mutant(MUTANTS.iter().find(|m| m.name == mutant).unwrap())
 }
@@ -282,11 +290,7 @@ fn a_resume_on_a_connection_a_lost_frame_broke_is_not_judged() {
         f.silent = silent;
         p.faults.push(f);
     }
-    let verdicts = acp_chaos::checkers::check_all(&acp_chaos::world::run(&p));
-    let x4 = verdicts
-        .iter()
-        .find(|v| v.property.starts_with("X4"))
-        .expect("X4 judged");
+    let x4 = x4_of(&p);
     assert_eq!(x4.status, Status::Valid, "{}", x4.message);
 }
 
@@ -683,10 +687,6 @@ fn a_stalled_resume_answer_is_still_judged() {
     let mut stall = at_frame(FaultKind::StallFrame, Side::Response, "session/resume", 1);
     stall.stall_ms = Some(100);
     p.faults.push(stall);
-    let verdicts = acp_chaos::checkers::check_all(&acp_chaos::world::run(&p));
-    let x4 = verdicts
-        .iter()
-        .find(|v| v.property.starts_with("X4"))
-        .expect("X4 judged");
+    let x4 = x4_of(&p);
     assert_eq!(x4.status, Status::Invalid, "{}", x4.message);
 }
