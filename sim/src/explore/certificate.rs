@@ -142,6 +142,22 @@ fn not_placed_why(x: &Exploration, k: FaultKind) -> &'static str {
     }
 }
 
+// The certificate line is written here, beside the scope it names (the exploration knows
+// nothing of certificates: no import circle).
+impl Exploration {
+    /// The certificate line: `explored: N schedules of <=k faults over TRACE under DESIGN
+    /// (seed S, latency L ms, F fault shapes), M pruned as equivalent, V violations`; the
+    /// shapes and what was left out are in [`Scope`].
+    pub fn certificate(&self) -> String {
+        certificate_line(
+            &Scope::of(self),
+            self.explored(),
+            self.pruned(),
+            self.violations.len(),
+        )
+    }
+}
+
 /// The certificate line ([`Exploration::certificate`]; a merge of shards writes the same).
 pub fn certificate_line(
     scope: &Scope,

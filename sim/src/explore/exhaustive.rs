@@ -197,18 +197,6 @@ impl Exploration {
     pub fn pruned(&self) -> usize {
         self.levels.iter().map(|l| l.pruned).sum()
     }
-
-    /// The certificate line: `explored: N schedules of <=k faults over TRACE under DESIGN
-    /// (seed S, latency L ms, F fault shapes), M pruned as equivalent, V violations`; the
-    /// shapes and what was left out are in [`super::certificate::Scope`].
-    pub fn certificate(&self) -> String {
-        super::certificate::certificate_line(
-            &super::certificate::Scope::of(self),
-            self.explored(),
-            self.pruned(),
-            self.violations.len(),
-        )
-    }
 }
 
 /// The trace a scenario's plan explores: no faults, latency fixed at its minimum.
