@@ -264,6 +264,9 @@ pub struct ModelAgent {
     timers: IndexMap<u64, (String, TimerKind)>,
     /// Agent-side request id → session (permission requests awaiting an answer).
     asks: IndexMap<u64, String>,
+    /// Cluster: permission requests asked again ([`ASK_AGAIN_MS`]) and not answered yet: a
+    /// copy may still be open at the Client after the first answer arrives.
+    reasked: BTreeSet<u64>,
     transient_errors: u32,
     tool_effects: u64,
     /// Mutant `error-after-insert`: answer the next insertion with an error.
@@ -424,6 +427,7 @@ impl ModelAgent {
             next_req: 0,
             timers: IndexMap::new(),
             asks: IndexMap::new(),
+            reasked: BTreeSet::new(),
             transient_errors: 0,
             tool_effects: 0,
             fail_next_insert: false,
@@ -938,6 +942,16 @@ impl ModelAgent {
         let Some(sid) = self.asks.shift_remove(&req) else {
             return;
         };
+        if self.reasked.remove(&req) {
+            // A copy asked again may still be open at the Client (the first answer crossed
+            // it, or it was decided while the node awaited its store): the question is
+            // settled, so withdraw it, or the turn ends with a request of its own open (A6).
+            self.send(
+                conn,
+                rpc::notification("$/cancel_request", json!({"requestId": req})),
+                out,
+            );
+        }
         let approved = matches!(&result, Ok(v) if v["outcome"]["outcome"] == "selected" && v["outcome"]["optionId"] == "allow");
         let Some(turn) = self.sessions.get(&sid).and_then(|s| s.turn.clone()) else {
             return;

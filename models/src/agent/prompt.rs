@@ -860,6 +860,22 @@ impl ModelAgent {
                 ));
                 continue;
             }
+            if let (Design::Cluster, Some(k)) = (self.cfg.design, h.key.clone()) {
+                // Another node may have inserted the key meanwhile: the store decides in one
+                // step, as for `$/cancel_request` (A5 A6 across nodes, A7: an inserted key's
+                // attempts get its messageId, never -32800); `withdraw_reply` answers.
+                let op = json!({"op": "withdraw", "session": sid, "key": k, "by": why});
+                let st = Storing {
+                    sid: sid.to_string(),
+                    held: h,
+                    mode: "withdraw",
+                    message_id: String::new(),
+                    turn: None,
+                    op,
+                };
+                self.store_op(st, out);
+                continue;
+            }
             out.push(effect(
                 op::WITHDRAW,
                 json!({"session": sid, "conn": h.conn, "id": h.id, "key": h.key, "by": why}),
@@ -895,6 +911,7 @@ impl ModelAgent {
                 // `cancel-keeps-asking` leaves it out there).
                 if self.cfg.mutant != Some(AgentMutant::CancelKeepsAsking) {
                     self.asks.shift_remove(&req);
+                    self.reasked.remove(&req);
                     self.send(
                         conn,
                         rpc::notification("$/cancel_request", json!({"requestId": req})),
@@ -996,6 +1013,19 @@ impl ModelAgent {
         out.push(effect(op::WITHDRAW, json!({"session": sid, "conn": h.conn, "id": h.id, "key": h.key, "by": "$/cancel_request"})));
         let only_named = self.cfg.mutant == Some(AgentMutant::CancelAnswersOne);
         let none = self.cfg.mutant == Some(AgentMutant::CancelAnswersNone);
+        self.answer_cancelled(h, (conn, rid), only_named, none, out);
+    }
+
+    /// Answer `-32800` to the attempts of withdrawn prompt `h` (all, only the one named
+    /// `(conn, rid)`, or none).
+    fn answer_cancelled(
+        &mut self,
+        h: Held,
+        (conn, rid): (ConnId, &Value),
+        only_named: bool,
+        none: bool,
+        out: &mut Vec<Action>,
+    ) {
         let attempts = std::iter::once((h.conn, h.id)).chain(h.waiters);
         for (c, id) in attempts.filter(|_| !none) {
             if !only_named || (c == conn && &id == rid) {
@@ -1038,6 +1068,16 @@ impl ModelAgent {
         };
         if let Some(mid) = r["exists"].as_str() {
             return self.answer_inserted(&st.sid, &st.held, mid, out);
+        }
+        if let Some(why) = st.op["by"].as_str() {
+            // A stop or close (`cancel_work`): every attempt is answered.
+            let h = st.held;
+            out.push(effect(
+                op::WITHDRAW,
+                json!({"session": st.sid, "conn": h.conn, "id": h.id, "key": h.key, "by": why}),
+            ));
+            let named = (h.conn, h.id.clone());
+            return self.answer_cancelled(h, (named.0, &named.1), false, false, out);
         }
         let named = (
             st.op["named_conn"].as_u64().unwrap_or(0),

@@ -248,6 +248,7 @@ impl ModelAgent {
                     s.turn.as_ref().map(|t| t.phase.clone())
                 {
                     self.asks.shift_remove(&req);
+                    self.reasked.remove(&req);
                 }
                 out.push(effect(
                     op::PERMISSION,
@@ -310,6 +311,7 @@ impl ModelAgent {
                         _ => None,
                     });
                 if let Some(conn) = waits.filter(|c| self.conns.contains_key(c)) {
+                    self.reasked.insert(req);
                     self.send(conn, prompt::permission_request(req, &sid), out);
                     self.timer(&sid, TimerKind::AskAgain(req), ASK_AGAIN_MS, out);
                 }

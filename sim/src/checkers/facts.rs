@@ -464,8 +464,15 @@ impl Scan {
                 });
             }
             ("agent", "durable") | (process::AGENT, op::VISIBLE) => {
+                // A fork copies messages under their ids into another session: only the
+                // insertion's own session dates it (an op that names none dates it too).
                 if let Some(&i) = v["messageId"].as_str().and_then(|m| self.by_mid.get(m)) {
-                    self.inserts[i].took_effect.get_or_insert(op.index);
+                    if v["session"]
+                        .as_str()
+                        .is_none_or(|s| s == self.inserts[i].session)
+                    {
+                        self.inserts[i].took_effect.get_or_insert(op.index);
+                    }
                 }
             }
             (process::AGENT, op::DISCARD) => {
@@ -500,6 +507,18 @@ impl Scan {
                             .filter_map(|x| x.as_str().map(str::to_string))
                             .collect();
                         m.insert(sid.clone(), set);
+                    }
+                }
+                // What a restart recovered had taken effect by then at the latest, though the
+                // Agent may log it `durable` only later in this boot (the adapter's history
+                // read): a crash between sync and response leaves no earlier op to date it.
+                for (sid, set) in &m {
+                    for mid in set {
+                        if let Some(&i) = self.by_mid.get(mid) {
+                            if self.inserts[i].session == *sid {
+                                self.inserts[i].took_effect.get_or_insert(op.index);
+                            }
+                        }
                     }
                 }
                 if !v["retained"].is_object() {

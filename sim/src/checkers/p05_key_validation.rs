@@ -213,11 +213,14 @@ pub fn p5_key_validation(f: &Facts) -> Verdict {
                 "a frame that is not JSON was parsed anyway and answered under its id (K3: -32700 with id null)".to_string(),
                 "K3",
             )),
-            // A crash logs no end of its connections: after one, the frame may never be read,
-            // and a frame written after a crash that came after the connection opened (the
-            // reader is down, or back on new connections) is never read at all.
+            // A connection that ended, before the frame was written (its reader had already
+            // left; a one-way partition can keep the writer from hearing so) or after it,
+            // may never have delivered it. A crash logs no end of its connections: after one,
+            // the frame may never be read, and a frame written after a crash that came after
+            // the connection opened (the reader is down, or back on new connections) is never
+            // read at all.
             (KeyForm::NotJson, None, _)
-                if !later().any(|o| o.f == op::CONN_END && on_conn(&o))
+                if !since_open().any(|o| o.f == op::CONN_END && on_conn(&o))
                     && !since_open().any(|o| {
                         // The reader (the Agent, or a proxy in front of it) crashed.
                         o.f == op::CRASH

@@ -20,7 +20,9 @@ const NEED_ACTIVE: [&str; 2] = ["session/prompt", "session/set_config_option"];
 /// its TCP connections). A `session/prompt` or `session/set_config_option` for a session not
 /// active on its connection must be answered `-32002` with `data.sessionId` (a request error
 /// such as `-32602` for a malformed request is allowed too); a success, or any other answer,
-/// is a violation, the Agent at fault. Unanswered requests are P7's. From the Client's side
+/// is a violation, the Agent at fault. Unanswered requests are P7's; a `session/resume` the
+/// Agent read and never answered may have activated its session, so requests for it on that
+/// (logical) connection are not judged until a close or delete settles it. From the Client's side
 /// (C6, a finding): no prompt for a session before the response to its `session/resume` on
 /// that connection.
 pub fn p16_active_session(f: &Facts) -> Verdict {
@@ -56,6 +58,11 @@ pub fn p16_active_session(f: &Facts) -> Verdict {
     let mut logical: BTreeMap<u64, String> = BTreeMap::new();
     // Connection (or logical connection) → sessions active on it.
     let mut active: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    // Sessions a `session/resume` the Agent read and never answered may have activated
+    // (its response was never written: the connection died under it, on a remote transport
+    // the logical connection lives on): neither active nor inactive from the wire, so
+    // requests for them are not judged.
+    let mut maybe: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let key = |logical: &BTreeMap<u64, String>, c: u64| {
         logical.get(&c).cloned().unwrap_or_else(|| c.to_string())
     };
@@ -81,11 +88,14 @@ pub fn p16_active_session(f: &Facts) -> Verdict {
                     continue;
                 };
                 let (conn, id) = (w.conn, &w.id_key);
-                let Some((at, answer)) = answers.get(&(conn, id.clone())).copied() else {
-                    continue;
-                };
                 let sid = fr["params"]["sessionId"].as_str().unwrap_or_default();
                 let k = key(&logical, conn);
+                let Some((at, answer)) = answers.get(&(conn, id.clone())).copied() else {
+                    if method == "session/resume" {
+                        maybe.entry(k).or_default().insert(sid.to_string());
+                    }
+                    continue;
+                };
                 let ok = answer.get("result").is_some();
                 match method {
                     "session/new" | "session/fork" if ok => {
@@ -97,17 +107,20 @@ pub fn p16_active_session(f: &Facts) -> Verdict {
                         active.entry(k).or_default().insert(sid.to_string());
                     }
                     "session/close" => {
-                        if let Some(a) = active.get_mut(&k) {
-                            a.remove(sid);
+                        for sets in [&mut active, &mut maybe] {
+                            if let Some(a) = sets.get_mut(&k) {
+                                a.remove(sid);
+                            }
                         }
                     }
                     "session/delete" => {
-                        for a in active.values_mut() {
+                        for a in active.values_mut().chain(maybe.values_mut()) {
                             a.remove(sid);
                         }
                     }
                     m if NEED_ACTIVE.contains(&m)
-                        && !active.get(&k).is_some_and(|a| a.contains(sid)) =>
+                        && !active.get(&k).is_some_and(|a| a.contains(sid))
+                        && !maybe.get(&k).is_some_and(|a| a.contains(sid)) =>
                     {
                         let code = answer["error"]["code"].as_i64();
                         let named = answer["error"]["data"]["sessionId"] == sid;

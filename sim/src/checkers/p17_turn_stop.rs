@@ -26,7 +26,8 @@ use acp_chaos_models::rpc::code::INVALID_PARAMS;
 /// - **A15**, from the frames on each connection alone (so `probe` judges a real Agent the
 ///   same way): no work still `running` there when the `session/close` is answered (the idle
 ///   `cancelled` state comes first), and after that response nothing more names the session
-///   on that connection until it is activated there again. Prompt responses may follow (A15
+///   on that connection until it is activated there again (on a remote transport, on the
+///   logical connection: through any of its connections). Prompt responses may follow (A15
 ///   says so): they carry no `sessionId`. Closing a missing or inactive session SHOULD
 ///   succeed: an error for it is a finding.
 ///
@@ -78,6 +79,9 @@ struct Wire {
     active: BTreeMap<String, BTreeSet<u64>>,
     /// Cluster: the node each connection reached.
     node_of: BTreeMap<u64, String>,
+    /// Remote transport: the logical connection each connection carries (A15's "that
+    /// connection" is the logical one there, as X2's is).
+    logical: BTreeMap<u64, String>,
     /// Work running, by (host, session): its `messageId`.
     turns: BTreeMap<(String, String), String>,
     /// Work a cancel ended, by (host, session): (its `messageId`, the cancel's op).
@@ -121,8 +125,22 @@ impl Wire {
             match o.f.as_str() {
                 // The session is active there again: updates may name it.
                 op::ACTIVATE => {
-                    self.closed.remove(&(conn, sid()));
-                    *self.activations.entry((conn, sid())).or_default() += 1;
+                    // On a remote transport, on every connection of its logical connection
+                    // (a late resume read on one the Client left reactivates it on them all).
+                    let l = self.logical.get(&conn);
+                    let same: Vec<u64> = self
+                        .logical
+                        .iter()
+                        .filter(|(_, x)| Some(*x) == l)
+                        .map(|(c, _)| *c)
+                        .chain([conn])
+                        .collect::<BTreeSet<u64>>()
+                        .into_iter()
+                        .collect();
+                    for c in same {
+                        self.closed.remove(&(c, sid()));
+                        *self.activations.entry((c, sid())).or_default() += 1;
+                    }
                 }
                 op::CONN_END => self.lift(conn),
                 // A restarted process (also one a broken stdio pipe ended) runs nothing yet.
@@ -142,6 +160,11 @@ impl Wire {
                 self.conns_of.entry(h).or_default().insert(conn);
                 if !self.lifted.contains(&conn) {
                     self.agent_read(conn, w.frame, o.index);
+                }
+            }
+            (process::AGENT, op::LOGICAL, _) => {
+                if let (Some(c), Some(l)) = (val["conn"].as_u64(), val["logical"].as_str()) {
+                    self.logical.insert(c, l.to_string());
                 }
             }
             (process::NET, op::CONN_OPEN, _) => {
