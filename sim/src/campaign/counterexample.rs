@@ -137,7 +137,7 @@ pub(super) fn shrink_into(
     let leaf = format!("{prefix}schedule.toml");
     let file = shown.join(run_dir_name(r)).join(&leaf);
     let replay = format!("acp-chaos replay --schedule {}", file.display());
-    let body = toml::to_string(&shrunk.plan)?;
+    let body = crate::plan::file::to_toml(&shrunk.plan)?;
     write_atomic(
         &dir.join(&leaf),
         format!(

@@ -35,6 +35,11 @@ pub(super) struct ReplayArgs {
     /// Print the history as JSON Lines instead of readable lines.
     #[arg(long)]
     json: bool,
+    /// Also write this run's plan as a schedule file (every setting, fault and op explicit,
+    /// as `shrink` writes one, unshrunk): the start of a regression file for a run a sweep
+    /// found. Written before the run, so a run that fails still leaves it.
+    #[arg(long, value_name = "FILE")]
+    save_schedule: Option<PathBuf>,
     #[command(flatten)]
     dir: DirArgs,
 }
@@ -59,6 +64,20 @@ pub(super) fn exec(a: &ReplayArgs) -> Result<(i32, String), CliError> {
         } else {
             println!("# {l}");
         }
+    }
+    if let Some(file) = &a.save_schedule {
+        let header = format!(
+            "# the plan of: acp-chaos replay {} --seed {} --agent {}{}\n",
+            plan.scenario,
+            plan.seed,
+            plan.agent.design.as_str(),
+            plan.mutant
+                .as_deref()
+                .map_or(String::new(), |m| format!(" --mutant {m}"))
+        );
+        let text = format!("{header}{}", crate::plan::file::to_toml(&plan)?);
+        crate::campaign::write_atomic(file, text.as_bytes())
+            .map_err(|e| CliError::usage(format!("{}: {e:#}", file.display())))?;
     }
     let h = crate::world::run(&plan);
     let r = crate::run::result_of(&plan.scenario, plan.agent.design, plan.seed, &h);

@@ -54,12 +54,6 @@ pub(super) fn exec(a: &ShrinkArgs) -> Outcome {
         .agent
         .or(s.agent.designs.first().copied())
         .unwrap_or(Design::Stored);
-    if i64::try_from(seed).is_err() {
-        return Err(CliError::usage(
-            "--seed: a schedule file keeps the seed as a TOML integer, at most 2^63 - 1"
-                .to_string(),
-        ));
-    }
     let plan = Plan::derive(&s, seed, a.mutant.as_deref(), design);
     for l in plan.describe() {
         println!("# {l}");
@@ -155,7 +149,7 @@ pub(super) fn exec(a: &ShrinkArgs) -> Outcome {
         };
         crate::explore::regression::file_text(&header, &out.plan, &expect)?
     } else {
-        format!("{header}{}", toml::to_string(&out.plan)?)
+        format!("{header}{}", crate::plan::file::to_toml(&out.plan)?)
     };
     let replaced = file.exists();
     campaign::write_atomic(&file, text.as_bytes())?;

@@ -192,7 +192,7 @@ pub fn file_text(header: &str, plan: &Plan, expect: &Expect) -> anyhow::Result<S
     }
     Ok(format!(
         "{header}{}\n{}",
-        toml::to_string(plan)?,
+        crate::plan::file::to_toml(plan)?,
         toml::to_string(&E { expect })?
     ))
 }

@@ -76,6 +76,6 @@ pub fn shrink(
 pub fn schedule_file(w: &Shrunk, what: &str, path: &str) -> String {
     format!(
         "# a witness of the findings page (docs/findings/spec.md): {what}\n# replay: acp-chaos replay --schedule {path}\n{}",
-        toml::to_string(&w.plan).expect("a plan serializes")
+        crate::plan::file::to_toml(&w.plan).expect("a plan serializes")
     )
 }

@@ -153,3 +153,46 @@ impl<'de, K: DeserializeSeed<'de>> DeserializeSeed<'de> for KeyOrExpect<'_, K> {
             .map(Some)
     }
 }
+
+/// A plan as the TOML of a schedule file. TOML integers are signed 64-bit, so a seed above
+/// 2^63 - 1 is written as a string (`seed = "18446744073709551199"`), which [`seed_of`] reads
+/// back; every other seed is the integer it always was.
+pub fn to_toml(plan: &Plan) -> anyhow::Result<String> {
+    if i64::try_from(plan.seed).is_ok() {
+        return Ok(toml::to_string(plan)?);
+    }
+    let mut low = plan.clone();
+    low.seed = 0;
+    let text = toml::to_string(&low)?;
+    let line = "\nseed = 0\n";
+    anyhow::ensure!(
+        text.contains(line),
+        "a plan's TOML has no top-level seed line"
+    );
+    Ok(text.replacen(line, &format!("\nseed = \"{}\"\n", plan.seed), 1))
+}
+
+/// A plan's seed: an integer, or a string of decimal digits (a schedule file's form for seeds
+/// above 2^63 - 1, [`to_toml`]).
+pub fn seed_of<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    struct SeedVisitor;
+    impl Visitor<'_> for SeedVisitor {
+        type Value = u64;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str(
+                "a seed from 0 to 2^64 - 1 (an integer, or a string of digits above 2^63 - 1)",
+            )
+        }
+        fn visit_u64<E: de::Error>(self, n: u64) -> Result<u64, E> {
+            Ok(n)
+        }
+        fn visit_i64<E: de::Error>(self, n: i64) -> Result<u64, E> {
+            u64::try_from(n).map_err(|_| E::invalid_value(de::Unexpected::Signed(n), &self))
+        }
+        fn visit_str<E: de::Error>(self, t: &str) -> Result<u64, E> {
+            t.parse()
+                .map_err(|_| E::invalid_value(de::Unexpected::Str(t), &self))
+        }
+    }
+    d.deserialize_any(SeedVisitor)
+}

@@ -111,7 +111,9 @@ pub enum UserEvent {
 pub struct Plan {
     /// Scenario name.
     pub scenario: String,
-    /// The seed.
+    /// The seed (a schedule file may write one above 2^63 - 1 as a string: TOML integers are
+    /// signed 64-bit; see [`file::to_toml`]).
+    #[serde(deserialize_with = "file::seed_of")]
     pub seed: u64,
     /// Mutant name, if any.
     pub mutant: Option<String>,
