@@ -12,3 +12,11 @@ use std::time::Instant;
 pub fn now() -> Instant {
     Instant::now()
 }
+
+/// 64 bits of the operating system's randomness, for what picks where to look before any run
+/// starts (`acp-chaos sweep --base random`, which prints the value so the sweep can be run
+/// again). Never inside a run: a run's randomness comes from its seed.
+#[allow(clippy::disallowed_methods)]
+pub fn entropy() -> u64 {
+    rand::random()
+}

@@ -25,10 +25,22 @@ pub(super) struct SweepArgs {
     /// First seed of the swarm scenarios.
     #[arg(long, default_value_t = 100_000)]
     swarm_seed_start: u64,
+    /// Look somewhere new: derive both first seeds from BASE (a number; `commit`, the
+    /// checked-out commit from `GITHUB_SHA` or `git rev-parse HEAD`; or `random`, printed) into
+    /// [2^32, 2^64), far from every seed the tests and the default campaign run. Overrides
+    /// `--seed-start` and `--swarm-seed-start`; the first line printed says the ranges.
+    #[arg(long, value_name = "BASE", conflicts_with_all = ["seed_start", "swarm_seed_start"])]
+    base: Option<String>,
+    /// Run only the K-th of N disjoint slices of each seed range (`--shard 2/4`), as `run`
+    /// does; `acp-chaos merge` joins the shards' `scripted/` (and `swarm/`) folders.
+    #[arg(long, value_parser = super::args::parse_shard, env = "ACP_CHAOS_SHARD")]
+    shard: Option<(u64, u64)>,
     /// Worker threads (default: the number of cores).
     #[arg(long, env = "ACP_CHAOS_JOBS", value_parser = super::args::parse_jobs)]
     jobs: Option<usize>,
-    /// Report folder: `scripted/` and `swarm/` inside it (default `reports/sweep`).
+    /// Report folder: `scripted/` and `swarm/` inside it, each with `rows.md` (every
+    /// scenario@design row's runs, violations, unknowns, findings) beside the campaign's
+    /// report (default `reports/sweep`, under `--shard K/N` `reports/sweep-shard-K-of-N`).
     #[arg(long)]
     out: Option<PathBuf>,
     /// No progress bar or progress lines on stderr.
@@ -65,19 +77,46 @@ pub(super) fn exec(a: &SweepArgs) -> Outcome {
             )));
         }
     }
+    let (seed_start, swarm_seed_start) = match &a.base {
+        None => (a.seed_start, a.swarm_seed_start),
+        Some(b) => {
+            let (base, named) = base_of(b)?;
+            let (x, y) = (
+                far_start(base, 1, a.seeds),
+                far_start(base, 2, a.swarm_seeds),
+            );
+            println!(
+                "sweep base {named}: scripted seeds {x}..{} , swarm seeds {y}..{} (again: acp-chaos sweep --seed-start {x} --seeds {} --swarm-seed-start {y} --swarm-seeds {})",
+                x + a.seeds,
+                y + a.swarm_seeds,
+                a.seeds,
+                a.swarm_seeds
+            );
+            (x, y)
+        }
+    };
+    if let Some((_, n)) = a.shard {
+        if n > a.seeds.min(a.swarm_seeds) {
+            return Err(CliError::usage(format!(
+                "--shard ?/{n}: more shards than the {} seeds of a range",
+                a.seeds.min(a.swarm_seeds)
+            )));
+        }
+    }
     if a.jobs == Some(0) {
         return Err(CliError::usage("--jobs must be at least 1".to_string()));
     }
     let all = load(&a.dir, &[])?;
     let (swarm, scripted): (Vec<_>, Vec<_>) = all.iter().partition(|s| s.swarm.is_some());
-    let out = a
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("reports/sweep"));
+    let out = a.out.clone().unwrap_or_else(|| match a.shard {
+        // Each shard its own folder, so shards on one machine never share one.
+        Some((k, n)) => PathBuf::from(format!("reports/sweep-shard-{k}-of-{n}")),
+        None => PathBuf::from("reports/sweep"),
+    });
     let mut parts = Vec::new();
     for (kind, list, start, seeds) in [
-        ("scripted", scripted, a.seed_start, a.seeds),
-        ("swarm", swarm, a.swarm_seed_start, a.swarm_seeds),
+        ("scripted", scripted, seed_start, a.seeds),
+        ("swarm", swarm, swarm_seed_start, a.swarm_seeds),
     ] {
         if list.is_empty() {
             continue;
@@ -91,7 +130,7 @@ pub(super) fn exec(a: &SweepArgs) -> Outcome {
             jobs: a.jobs,
             mutant: None,
             agent: None,
-            shard: None,
+            shard: a.shard,
             no_progress: a.no_progress,
             no_regressions: true,
             check_determinism: false,
@@ -101,15 +140,39 @@ pub(super) fn exec(a: &SweepArgs) -> Outcome {
         };
         let s = campaign(&args)?;
         let (mut runs, mut violations, mut unknown, mut findings) = (0, 0, 0, 0);
-        for cells in s.table.values() {
+        let mut rows = String::from(
+            "| row | runs | violations | unknown | findings |\n|---|---:|---:|---:|---:|\n",
+        );
+        for (row, cells) in &s.table {
             // Every property of a row ran on the same seeds: count a row's runs once.
-            runs += cells.values().map(|t| t.seeds).max().unwrap_or(0);
-            for t in cells.values() {
-                violations += t.violations;
-                unknown += t.unknown;
-                findings += t.findings;
+            let n = cells.values().map(|t| t.seeds).max().unwrap_or(0);
+            let v: u64 = cells.values().map(|t| t.violations).sum();
+            let u: u64 = cells.values().map(|t| t.unknown).sum();
+            let fi: u64 = cells.values().map(|t| t.findings).sum();
+            runs += n;
+            violations += v;
+            unknown += u;
+            findings += fi;
+            rows.push_str(&format!("| {row} | {n} | {v} | {u} | {fi} |\n"));
+            if v + u > 0 {
+                println!(
+                    "sweep {kind} row {row}: {n} runs, {v} violations, {u} unknown (see {})",
+                    out.join(kind).join("summary.md").display()
+                );
             }
         }
+        let page = out.join(kind).join("rows.md");
+        crate::campaign::write_atomic(
+            &page,
+            format!(
+                "# sweep {kind}: seeds {start}..{} per scenario@design{}\n\n{rows}",
+                start + seeds,
+                a.shard
+                    .map_or(String::new(), |(k, n)| format!(", shard {k}/{n}"))
+            )
+            .as_bytes(),
+        )
+        .map_err(|e| CliError::usage(format!("{}: {e:#}", page.display())))?;
         parts.push((
             kind,
             start,
@@ -146,4 +209,98 @@ pub(super) fn exec(a: &SweepArgs) -> Outcome {
     } else {
         codes.into_iter().max().unwrap_or(exit::VALID)
     })
+}
+
+/// `--base`: the number it names, and how to print it.
+fn base_of(b: &str) -> Result<(u64, String), CliError> {
+    match b {
+        "random" => {
+            let n = crate::wall_clock::entropy();
+            Ok((n, format!("random {n} (again: --base {n})")))
+        }
+        "commit" => {
+            let sha = std::env::var("GITHUB_SHA")
+                .ok()
+                .filter(|s| !s.trim().is_empty())
+                .or_else(|| {
+                    std::process::Command::new("git")
+                        .args(["rev-parse", "HEAD"])
+                        .output()
+                        .ok()
+                        .filter(|o| o.status.success())
+                        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+                })
+                .ok_or_else(|| {
+                    CliError::usage(
+                        "--base commit: no GITHUB_SHA and `git rev-parse HEAD` failed (run it in a git checkout, or give --base a number)".to_string(),
+                    )
+                })?;
+            let hex: String = sha.chars().take(16).collect();
+            let n = u64::from_str_radix(&hex, 16).map_err(|_| {
+                CliError::usage(format!("--base commit: `{sha}` is not a commit hash"))
+            })?;
+            Ok((n, format!("commit {}", &sha[..sha.len().min(12)])))
+        }
+        n => n
+            .trim()
+            .parse::<u64>()
+            .map(|v| (v, v.to_string()))
+            .map_err(|_| {
+                CliError::usage(format!(
+                    "--base: `{n}` is not a number from 0 to 2^64 - 1, `commit` or `random`"
+                ))
+            }),
+    }
+}
+
+/// The first seed of range `which` (1 scripted, 2 swarm) for `base`: a splitmix64 step of
+/// both, placed in [2^32, 2^64 - seeds] so the range neither overlaps the seeds the tests and
+/// the default campaign run nor overflows.
+fn far_start(base: u64, which: u64, seeds: u64) -> u64 {
+    let mut z = base ^ which.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    let low = 1u64 << 32;
+    let span = u64::MAX - low - seeds;
+    low + z % span
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn far_ranges_stay_far_and_in_range() {
+        for base in [0, 1, 42, u64::MAX, u64::MAX / 3] {
+            for which in [1, 2] {
+                for seeds in [1, 1_000, u64::MAX / 2] {
+                    let s = far_start(base, which, seeds);
+                    assert!(s >= 1 << 32, "{base} {which} {seeds}: {s}");
+                    assert!(
+                        s.checked_add(seeds).is_some(),
+                        "{base} {which} {seeds}: {s}"
+                    );
+                }
+            }
+        }
+        assert_ne!(
+            far_start(7, 1, 10),
+            far_start(7, 2, 10),
+            "the two ranges differ"
+        );
+        assert_ne!(
+            far_start(7, 1, 10),
+            far_start(8, 1, 10),
+            "a new base looks elsewhere"
+        );
+    }
+
+    #[test]
+    fn a_base_is_a_number_commit_or_random() {
+        assert_eq!(base_of("12").unwrap().0, 12);
+        assert!(base_of("twelve").is_err());
+        assert!(base_of("random").is_ok());
+    }
 }
