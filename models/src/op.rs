@@ -135,12 +135,22 @@ pub const BOOT: &str = "boot";
 pub const RECOVER: &str = "recover";
 /// A torn tail was cut from a stored log on recovery: `{from, to}`.
 pub const TRUNCATE_TORN_TAIL: &str = "truncate-torn-tail";
-/// A process found its stored log damaged in the middle on recovery (a bad record at byte
-/// `at` with a valid one at `resumes`) and refused to start: `{file, at, resumes}`.
+/// A process found its stored log damaged below its synced watermark on recovery (the first
+/// record not whole at byte `at`, before the synced length `synced` of a file `len` bytes
+/// long: a bad record, or the file cut short) and refused to start: `{file, at, synced,
+/// len}`; `{file, at, why}` when the watermark file itself is damaged.
 pub const STORE_CORRUPT: &str = "store-corrupt";
 /// The `flip-bit` fault flipped one bit of a stored record while its process was down:
 /// `{file, record, of, offset}` (`{file, of}` when fewer than 2 records: nothing flipped).
 pub const FLIPPED: &str = "flipped";
+/// The `zero-sector` fault zeroed a sector of a stored log inside its synced part while its
+/// process was down: `{file, synced, from, to}` (`{file, synced}`: nothing synced, nothing
+/// zeroed).
+pub const ZEROED_SECTOR: &str = "zeroed-sector";
+/// The `lose-synced-record` fault cut a stored log before its last synced record while its
+/// process was down: `{file, record, of, from, to}` (`{file, of}`: no synced record, nothing
+/// cut).
+pub const LOST_SYNCED_RECORD: &str = "lost-synced-record";
 /// A connection was opened: `{conn, client_addr, seen_by}`.
 pub const CONN_OPEN: &str = "conn-open";
 /// A connection ended at this end: `{conn, reason}`.

@@ -391,7 +391,7 @@ pub const EVENTS: &[(&str, &str)] = &[
     ),
     (
         "store-corrupt",
-        "a restart found a store damaged in the middle and refused to start (flip-bit)",
+        "a restart found its store damaged below its synced watermark and refused to start (flip-bit, zero-sector, lose-synced-record)",
     ),
     (
         "forked",

@@ -263,7 +263,8 @@ pub fn p2_no_silent_drop(f: &Facts) -> Verdict {
         v.message =
             format!("liveness: {undelivered} user actions were never made before the bound");
     }
-    // An Agent that refused to start on a store damaged in the middle (the `flip-bit` fault)
+    // An Agent that refused to start on a store damaged below its synced watermark (the
+    // `flip-bit`, `zero-sector` and `lose-synced-record` faults)
     // cannot serve until an operator repairs its disk: inputs the Client still holds are not
     // dropped, and no correct Agent could have finished them.
     let refused = f

@@ -100,7 +100,7 @@ pub(super) fn exec(a: &ListArgs) -> Outcome {
             println!("  {:<16} {}", k.as_str(), k.summary());
         }
         println!(
-            "  protocol points for crash-agent and flip-bit: {}\n  protocol point of the cluster store (crash-store, partition-store): {}\n  partition-store also at {} (cuts the node that reached it)\n  reroute = true (lose-frame, restart-client; cluster of >= 2 nodes): the Client's next connection goes to another node",
+            "  protocol points for crash-agent, flip-bit, zero-sector and lose-synced-record: {}\n  protocol point of the cluster store (crash-store, partition-store): {}\n  partition-store also at {} (cuts the node that reached it)\n  reroute = true (lose-frame, restart-client; cluster of >= 2 nodes): the Client's next connection goes to another node",
             Point::AGENT.map(|p| p.as_str()).join(", "),
             Point::AfterStoreWrite.as_str(),
             Point::AfterInsertBeforeSync.as_str()

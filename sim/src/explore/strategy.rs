@@ -415,6 +415,8 @@ pub fn fault_of(kind: FaultKind, space: &Space) -> BoxedStrategy<FaultSpec> {
             .boxed(),
         FaultKind::CrashAgent
         | FaultKind::FlipBit
+        | FaultKind::ZeroSector
+        | FaultKind::LoseSyncedRecord
         | FaultKind::CrashProxy
         | FaultKind::CrashStore => {
             let on = if kind == FaultKind::CrashStore {

@@ -45,8 +45,12 @@ impl NemesisAction {
     pub fn of(f: &FaultSpec) -> Option<NemesisAction> {
         let restart_after_ms = f.restart_after_ms.unwrap_or(50);
         let host = match f.kind {
-            // flip-bit: the step loop also marks the Agent's log for a flip before it restarts.
-            FaultKind::CrashAgent | FaultKind::FlipBit => "agent",
+            // flip-bit, zero-sector, lose-synced-record: the step loop also marks the Agent's
+            // log for damage before it restarts.
+            FaultKind::CrashAgent
+            | FaultKind::FlipBit
+            | FaultKind::ZeroSector
+            | FaultKind::LoseSyncedRecord => "agent",
             FaultKind::RestartClient => "client",
             FaultKind::CrashProxy => "proxy",
             FaultKind::CrashStore => "store",

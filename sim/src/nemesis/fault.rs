@@ -59,11 +59,22 @@ pub enum FaultKind {
     /// damage. Not drawn by the swarm unless a scenario's `[swarm] faults` lists it; no
     /// effect on a cluster (its nodes keep no log).
     FlipBit,
+    /// Crash the Agent as `crash-agent` does, and while it is down zero one 512-byte sector
+    /// of its stored log inside the part its watermark says is synced (the sector holding its
+    /// middle byte), then restart it: a bad sector. A correct recovery refuses to start
+    /// (`store-corrupt`); one that trusts the log alone reads zeros as a torn tail or as
+    /// empty records and loses acknowledged ones. Opt-in and cluster-less as `flip-bit`.
+    ZeroSector,
+    /// Crash the Agent as `crash-agent` does, and while it is down cut its stored log before
+    /// its last synced record (a disk that lost an acknowledged write), then restart it. The
+    /// log alone reads whole; a correct recovery sees it is shorter than its synced watermark
+    /// and refuses to start (`store-corrupt`). Opt-in and cluster-less as `flip-bit`.
+    LoseSyncedRecord,
 }
 
 impl FaultKind {
     /// Every kind, for `acp-chaos list` and the swarm.
-    pub const ALL: [FaultKind; 15] = [
+    pub const ALL: [FaultKind; 17] = [
         FaultKind::LoseFrame,
         FaultKind::StallFrame,
         FaultKind::ReorderFrame,
@@ -79,7 +90,18 @@ impl FaultKind {
         FaultKind::LoseExchange,
         FaultKind::DropUpdates,
         FaultKind::FlipBit,
+        FaultKind::ZeroSector,
+        FaultKind::LoseSyncedRecord,
     ];
+
+    /// The kinds that crash the Agent and damage its stored log while it is down (`flip-bit`,
+    /// `zero-sector`, `lose-synced-record`): opt-in, and without effect on a cluster.
+    pub fn damages_disk(self) -> bool {
+        matches!(
+            self,
+            FaultKind::FlipBit | FaultKind::ZeroSector | FaultKind::LoseSyncedRecord
+        )
+    }
 
     /// Name as written in scenario files.
     pub fn as_str(self) -> &'static str {
@@ -99,6 +121,8 @@ impl FaultKind {
             FaultKind::DropUpdates => "drop-updates",
             FaultKind::PartitionStore => "partition-store",
             FaultKind::FlipBit => "flip-bit",
+            FaultKind::ZeroSector => "zero-sector",
+            FaultKind::LoseSyncedRecord => "lose-synced-record",
         }
     }
 
@@ -129,7 +153,9 @@ impl FaultKind {
             FaultKind::PartitionStore => {
                 "cluster: partition the store from the node serving the Client (at after-insert-before-sync: the node that reached it), healed after heal_after_ms"
             }
-            FaultKind::FlipBit => "crash the Agent, flip one bit in a record in the middle of its stored log, restart it (a correct Agent refuses to start); only where a scenario lists it"
+            FaultKind::FlipBit => "crash the Agent, flip one bit in a record in the middle of its stored log, restart it (a correct Agent refuses to start); only where a scenario lists it",
+            FaultKind::ZeroSector => "crash the Agent, zero a 512-byte sector inside the synced part of its stored log, restart it (a correct Agent refuses to start); only where a scenario lists it",
+            FaultKind::LoseSyncedRecord => "crash the Agent, cut its stored log before its last synced record, restart it (a correct Agent refuses to start); only where a scenario lists it",
         }
     }
 }
@@ -253,14 +279,14 @@ impl FaultSpec {
         {
             return Some("stall_ms`: only for stall-frame, reorder-frame".into());
         }
-        let crash = matches!(
-            self.kind,
-            FaultKind::CrashAgent
-                | FaultKind::FlipBit
-                | FaultKind::RestartClient
-                | FaultKind::CrashProxy
-                | FaultKind::CrashStore
-        );
+        let crash = self.kind.damages_disk()
+            || matches!(
+                self.kind,
+                FaultKind::CrashAgent
+                    | FaultKind::RestartClient
+                    | FaultKind::CrashProxy
+                    | FaultKind::CrashStore
+            );
         let partition = matches!(
             self.kind,
             FaultKind::Partition
@@ -278,7 +304,7 @@ impl FaultSpec {
         }
         if self.restart_after_ms.is_some() && !crash {
             return Some(
-                "restart_after_ms`: only for crash-agent, flip-bit, restart-client, crash-proxy, crash-store"
+                "restart_after_ms`: only for crash-agent, flip-bit, zero-sector, lose-synced-record, restart-client, crash-proxy, crash-store"
                     .into(),
             );
         }
@@ -341,8 +367,8 @@ impl FaultSpec {
                         .into(),
                 )
             }
-            FaultKind::CrashAgent | FaultKind::FlipBit | FaultKind::CrashProxy
-                if t.point == Some(Point::AfterStoreWrite) =>
+            k if (k.damages_disk() || matches!(k, FaultKind::CrashAgent | FaultKind::CrashProxy))
+                && t.point == Some(Point::AfterStoreWrite) =>
             {
                 Some(
                     "on.point`: `after-store-write` is the store's point (crash-store, partition-store)"
@@ -350,17 +376,17 @@ impl FaultSpec {
                 )
             }
             k if t.point.is_some()
+                && !k.damages_disk()
                 && !matches!(
                     k,
                     FaultKind::CrashAgent
-                        | FaultKind::FlipBit
                         | FaultKind::CrashProxy
                         | FaultKind::CrashStore
                         | FaultKind::PartitionStore
                 ) =>
             {
                 Some(
-                    "on.point`: only crash-agent, flip-bit, crash-proxy, crash-store and partition-store fire at a protocol point"
+                    "on.point`: only crash-agent, flip-bit, zero-sector, lose-synced-record, crash-proxy, crash-store and partition-store fire at a protocol point"
                         .into(),
                 )
             }

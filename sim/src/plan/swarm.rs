@@ -345,7 +345,7 @@ pub(super) fn draw_swarm(
         );
         if (kind == FaultKind::CrashProxy && !s.topology.proxy)
             || (store && design != Design::Cluster)
-            || (kind == FaultKind::FlipBit && design == Design::Cluster)
+            || (kind.damages_disk() && design == Design::Cluster)
         {
             // Nothing to fault in this topology (its own stream, so no other draw moves).
             continue;
@@ -450,7 +450,10 @@ pub(super) fn draw_swarm(
                     }
                     f.restart_after_ms = Some(r.gen_range(10..=200));
                 }
-                FaultKind::CrashAgent | FaultKind::FlipBit => {
+                FaultKind::CrashAgent
+                | FaultKind::FlipBit
+                | FaultKind::ZeroSector
+                | FaultKind::LoseSyncedRecord => {
                     if r.gen_bool(0.5) {
                         let p = *Point::AGENT.choose(&mut r).expect("non-empty");
                         f.on = Trigger {

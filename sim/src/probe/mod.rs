@@ -31,6 +31,7 @@ mod runner;
 pub mod stdio_agent;
 pub mod stdio_client;
 pub(crate) mod stdio_envelope;
+mod store_dir;
 mod target;
 pub mod traces;
 pub mod verdicts;

@@ -5,26 +5,28 @@
 //!
 //! It runs the same sans-IO [`ModelAgent`] as the simulator's Agent host (`hosts::agent`),
 //! with the simulator's effects replaced by the real thing:
-//! - `Persist` appends a framed record (`models::store`: length, CRC, JSON) to
-//!   `DIR/sessions.log`; `sync: true` is `sync_all` (and a sync of `DIR` when the file is new);
+//! - `Persist` appends a framed record (`models::store`: length, check over length and
+//!   payload, JSON) to `DIR/sessions.log`; `sync: true` is `sync_all` (and a sync of `DIR` when
+//!   the file is new), then the watermark `DIR/sessions.synced` (the log's synced length and
+//!   the highest boot started) is written and synced (`store_dir`);
 //! - `Timer` is a real timer (turns take `--turn-ms` of wall time);
 //! - `Send` writes one line on stdout; `Point` and `Effect` do nothing (a real kill comes from
 //!   outside: `acp-chaos probe` SIGKILLs the process group);
 //! - each start appends a synced boot record to `DIR/sessions.log` and takes one more than the
-//!   highest boot its records show (boot records, ids handed out), so session and message ids
-//!   stay unique across restarts, as the simulator's boot counter keeps them, even when an
-//!   older store's `DIR/boots` file is damaged or deleted;
-//! - recovery cuts a torn tail (a bad last record with nothing valid after it) and refuses to
-//!   start (exit 2, naming the file and the byte offset) when a bad record has valid records
-//!   after it: a damaged store is reported, never cut back to its damage.
+//!   highest boot its records or its watermark show (boot records, ids handed out), so session
+//!   and message ids stay unique across restarts, as the simulator's boot counter keeps them,
+//!   even when the log was cut or an older store's `DIR/boots` file is damaged or deleted;
+//! - recovery cuts a torn tail after the watermark and refuses to start (exit 2, naming the
+//!   file and the byte offset) when the log is damaged below it or shorter than it: a damaged
+//!   store is reported, never cut back to its damage (`--salvage` does, saying what it drops).
 //!
 //! One process serves one connection (stdio): EOF on stdin ends it. Bad input never panics:
 //! the model answers `-32700`, `-32600` (a bad id or `jsonrpc` too), `-32601` or `-32602`;
 //! batches and ids beyond 64 bits are handled around it (`stdio_envelope`).
 
 use std::collections::BinaryHeap;
-use std::io::{BufRead, Write};
-use std::path::{Path, PathBuf};
+use std::io::BufRead;
+use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -33,10 +35,11 @@ use clap::Args;
 use crate::exit;
 use crate::models::agent::{AgentConfig, AgentInput, AgentModel, ModelAgent};
 use crate::models::mutant::{self, MutantKind};
-use crate::models::{store, Action, Design, DuringTurn, HeldOnDisconnect, WorkOnDisconnect};
+use crate::models::{Action, Design, DuringTurn, HeldOnDisconnect, WorkOnDisconnect};
 use crate::wall_clock::now;
 
 use super::stdio_envelope::Envelope;
+use super::store_dir::StoreDir;
 use super::wire_log::{die, Pipe, ServedFault, WireLog};
 
 /// `acp-chaos agent` arguments.
@@ -49,10 +52,16 @@ pub struct AgentArgs {
     #[arg(long)]
     pub mutant: Option<String>,
     /// Folder of the stored sessions and boot records (`sessions.log`); created if missing.
-    /// Without it nothing is stored (every start is boot 1). A log damaged in the middle
-    /// stops the start with exit 2.
+    /// Without it nothing is stored (every start is boot 1). Beside the log, `sessions.synced`
+    /// keeps its synced length: a log damaged below it, or cut short of it, stops the start
+    /// with exit 2 naming the file and the byte offset (a torn tail after it is cut).
     #[arg(long)]
     pub store: Option<PathBuf>,
+    /// With `--store`: on a log damaged below its synced length, keep the whole records
+    /// before the damage, say on stderr what was dropped (file, offset, bytes, records), and
+    /// start, instead of exit 2. Acknowledged records after the damage are lost.
+    #[arg(long, requires = "store")]
+    pub salvage: bool,
     /// Length of a turn in wall ms: `N` or `MIN..MAX`.
     #[arg(long, default_value = "30")]
     pub turn_ms: String,
@@ -178,148 +187,6 @@ fn parse_range(s: &str) -> Option<(u64, u64)> {
     }
 }
 
-/// The store folder: `sessions.log`, framed records (`models::store`) that begin each start
-/// with a boot record `{"t": "boot", "boot": N}` (the model skips it).
-struct StoreDir {
-    dir: PathBuf,
-    log: Option<std::fs::File>,
-    /// `--lose-unsynced`: records not synced yet, written at the next sync.
-    unsynced: Option<Vec<u8>>,
-}
-
-/// The boot number a record shows was used: a boot record's, an arrival's `boot`, or the
-/// boot in a session or message id the model handed out (`s<boot>.<n>`, `m<boot>.<n>`). 0
-/// when none.
-fn boot_of(r: &serde_json::Value) -> u64 {
-    let from_id = |v: &serde_json::Value, letter: char| {
-        v.as_str()
-            .and_then(|s| s.strip_prefix(letter))
-            .and_then(|s| s.split_once('.'))
-            .and_then(|(b, _)| b.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    [
-        r["boot"].as_u64().unwrap_or(0),
-        from_id(&r["id"], 's'),
-        from_id(&r["session"], 's'),
-        from_id(&r["from"], 's'),
-        from_id(&r["messageId"], 'm'),
-    ]
-    .into_iter()
-    .max()
-    .unwrap_or(0)
-}
-
-impl StoreDir {
-    fn log_path(&self) -> PathBuf {
-        self.dir.join("sessions.log")
-    }
-
-    /// Read the records, cutting a torn tail, and count this start: its boot number is one
-    /// more than any boot the records show ([`boot_of`]) or the `boots` file of a store from
-    /// before boot records counts, so a damaged or deleted file never hands out an id again.
-    /// Errors (exit 2) when the log is damaged in the middle (`store::Damage::Corrupt`), naming
-    /// the file and the byte offset: cutting there would drop acknowledged records.
-    fn open(dir: &Path) -> anyhow::Result<(StoreDir, u32, Vec<serde_json::Value>)> {
-        std::fs::create_dir_all(dir).map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))?;
-        let mut disk = StoreDir {
-            dir: dir.to_path_buf(),
-            log: None,
-            unsynced: None,
-        };
-        let path = disk.log_path();
-        let named = |e: std::io::Error| anyhow::anyhow!("{}: {e}", path.display());
-        let mut records = Vec::new();
-        if path.exists() {
-            let bytes = std::fs::read(&path).map_err(named)?;
-            let found = store::recover(&bytes);
-            match found.damage {
-                Some(store::Damage::Corrupt { at, resumes }) => anyhow::bail!(
-                    "{}: damaged at byte {at}: the record there fails its checksum and a valid record follows at byte {resumes}; refusing to start rather than drop the records after it (restore the file or move it away)",
-                    path.display()
-                ),
-                Some(store::Damage::TornTail { at }) => {
-                    let f = std::fs::OpenOptions::new()
-                        .write(true)
-                        .open(&path)
-                        .map_err(named)?;
-                    f.set_len(at as u64).map_err(named)?;
-                    f.sync_all().map_err(named)?;
-                    eprintln!(
-                        "acp-chaos agent: {}: cut a torn tail ({} bytes from byte {at})",
-                        path.display(),
-                        bytes.len() - at
-                    );
-                }
-                None => {}
-            }
-            records = found
-                .records
-                .iter()
-                .filter_map(|r| serde_json::from_slice(r).ok())
-                .collect();
-        }
-        // A store from before boot records counted its starts in `boots`, one line each.
-        let legacy = std::fs::read_to_string(dir.join("boots"))
-            .map(|s| s.lines().count() as u64)
-            .unwrap_or(0);
-        let last = records.iter().map(boot_of).max().unwrap_or(0).max(legacy);
-        let Some(boot) = last.checked_add(1).and_then(|b| u32::try_from(b).ok()) else {
-            anyhow::bail!("{}: boot counter at its limit ({last})", path.display());
-        };
-        disk.persist(&serde_json::json!({"t": "boot", "boot": boot}), true)
-            .map_err(|e| anyhow::anyhow!("{}: {e:#}", path.display()))?;
-        Ok((disk, boot, records))
-    }
-
-    fn persist(&mut self, record: &serde_json::Value, sync: bool) -> anyhow::Result<()> {
-        let path = self.log_path();
-        self.append(record, sync, &path)
-            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
-    }
-
-    fn append(
-        &mut self,
-        record: &serde_json::Value,
-        sync: bool,
-        path: &Path,
-    ) -> anyhow::Result<()> {
-        let created = !path.exists();
-        if self.log.is_none() {
-            self.log = Some(
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(path)?,
-            );
-        }
-        let framed = store::encode(&serde_json::to_vec(record)?);
-        if let Some(held) = self.unsynced.as_mut() {
-            held.extend_from_slice(&framed);
-            if !sync {
-                return Ok(());
-            }
-        }
-        let f = self.log.as_mut().expect("opened above");
-        match self.unsynced.as_mut() {
-            // Everything held, this record included, goes out in order before the sync.
-            Some(held) => f.write_all(&std::mem::take(held))?,
-            None => f.write_all(&framed)?,
-        }
-        if sync {
-            f.sync_all()?;
-            if created {
-                sync_dir(&self.dir)?;
-            }
-        }
-        Ok(())
-    }
-}
-
-fn sync_dir(dir: &Path) -> std::io::Result<()> {
-    std::fs::File::open(dir)?.sync_all()
-}
-
 enum In {
     Line(String),
     Eof,
@@ -331,7 +198,7 @@ fn serve(cfg: AgentConfig, a: &AgentArgs) -> anyhow::Result<()> {
     let persists = cfg.design != Design::InMemory;
     let (mut disk, boot, records) = match &a.store {
         Some(dir) => {
-            let (mut d, b, mut r) = StoreDir::open(dir)?;
+            let (mut d, b, mut r) = StoreDir::open(dir, a.salvage)?;
             if !persists {
                 r.clear();
             }

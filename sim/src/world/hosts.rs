@@ -19,6 +19,7 @@ use super::io::{Ctx, Ev, Io, PointHit, StoreLink, STORE_PORT};
 use super::parties::Boot;
 use super::snapshot::of_debug;
 use crate::history::{op, process, OpType, NODES};
+use crate::nemesis::FaultKind;
 use crate::plan::UserEvent;
 
 /// The Agent host: recover the stored sessions, listen, run the model (the Agent of [`Ctx::parties`], or
@@ -26,11 +27,16 @@ use crate::plan::UserEvent;
 pub async fn agent(ctx: Rc<Ctx>) -> turmoil::Result {
     let boot = ctx.ledger.borrow_mut().boot("agent");
     let (mut io, mut rx) = Io::new("agent", ctx.clone(), "/data/sessions.log");
-    if std::mem::take(&mut ctx.ledger.borrow_mut().flip_pending) {
-        let flipped = io.flip_bit()?;
-        io.record(OpType::Info, op::FLIPPED, flipped);
+    let disk_fault = ctx.ledger.borrow_mut().disk_fault.take();
+    if let Some(kind) = disk_fault {
+        let (f, done) = match kind {
+            FaultKind::ZeroSector => (op::ZEROED_SECTOR, io.zero_sector()?),
+            FaultKind::LoseSyncedRecord => (op::LOST_SYNCED_RECORD, io.lose_synced_record()?),
+            _ => (op::FLIPPED, io.flip_bit()?),
+        };
+        io.record(OpType::Info, f, done);
     }
-    let Some(records) = io.recover()? else {
+    let Some(records) = io.recover(boot)? else {
         // A damaged store: the Agent refuses to start (logged by `recover`) and stays down.
         return Ok(());
     };
@@ -185,7 +191,7 @@ pub async fn node(ctx: Rc<Ctx>, name: &'static str) -> turmoil::Result {
 pub async fn store(ctx: Rc<Ctx>) -> turmoil::Result {
     let boot = ctx.ledger.borrow_mut().boot("store");
     let (io, _rx) = Io::new("store", ctx.clone(), "/store/records.log");
-    let Some(records) = io.recover()? else {
+    let Some(records) = io.recover(boot)? else {
         return Ok(());
     };
     let mut st = ClusterStore::recover(&records);
@@ -241,7 +247,7 @@ pub async fn store(ctx: Rc<Ctx>) -> turmoil::Result {
 pub async fn client(ctx: Rc<Ctx>) -> turmoil::Result {
     let boot = ctx.ledger.borrow_mut().boot("client");
     let (mut io, mut rx) = Io::new("client", ctx.clone(), "/client/store.log");
-    let Some(records) = io.recover()? else {
+    let Some(records) = io.recover(boot)? else {
         return Ok(());
     };
     let mut model: Box<dyn ClientModel> = match &ctx.parties.client {

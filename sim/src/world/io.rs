@@ -2,10 +2,11 @@
 //! (an idle writer sends an empty line every `heartbeat_ms`; a reader that hears nothing for
 //! `dead_ms` ends the connection, since turmoil never ends a partitioned stream by itself);
 //! frame faults decided per frame by the [`Ledger`] at the writer; the process's file on the
-//! simulated disk (framed records, a torn tail cut on recovery, damage in the middle refused); a cluster node's datagram
-//! link to the store. [`Ctx`] is what every host of one run shares.
+//! simulated disk (framed records and a synced watermark beside them: a torn tail after the
+//! watermark cut on recovery, damage before it refused); a cluster node's datagram link to
+//! the store. [`Ctx`] is what every host of one run shares.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::net::{IpAddr, Ipv4Addr};
 use std::rc::Rc;
 use std::time::Duration;
@@ -31,6 +32,9 @@ pub const AGENT_PORT: u16 = 9000;
 
 /// The cluster store's UDP port (one datagram per op and per reply).
 pub const STORE_PORT: u16 = 9100;
+
+/// The sector the `zero-sector` fault zeroes, bytes.
+pub const SECTOR: usize = 512;
 
 /// What a host's event loop reacts to.
 pub(super) enum Ev {
@@ -140,6 +144,16 @@ pub(super) struct Io {
     pub(super) store: String,
     /// Cluster node: persist through the store host instead of a local file.
     pub(super) link: Option<StoreLink>,
+    /// The store's length in bytes as this process wrote it (what a sync covers).
+    len: Cell<u64>,
+    /// The watermark last written beside the store ([`store::Watermark`]).
+    mark: Cell<store::Watermark>,
+    /// This process's boot number (kept in the watermark).
+    boot: Cell<u64>,
+    /// Whether the store's directory entry is durable (it existed when this process started,
+    /// or a directory sync since made it so): a synced write into a file whose entry is not
+    /// would vanish with the file at a crash.
+    entry_durable: Cell<bool>,
 }
 
 impl Io {
@@ -157,6 +171,10 @@ impl Io {
                 conns: IndexMap::new(),
                 store: store.to_string(),
                 link: None,
+                len: Cell::new(0),
+                mark: Cell::new(store::Watermark::default()),
+                boot: Cell::new(0),
+                entry_durable: Cell::new(false),
             },
             rx,
         )
@@ -169,40 +187,87 @@ impl Io {
             .record(self.process, kind, f, value);
     }
 
-    /// Read the store, cutting a torn tail (framed records, A13/D1). `None`: the middle of the
-    /// store is damaged ([`store::Damage::Corrupt`]); the process refuses to start (logged as
-    /// `store-corrupt`) rather than cut the records after the damage.
-    pub(super) fn recover(&self) -> std::io::Result<Option<Vec<Value>>> {
+    /// The watermark file beside the store (`sessions.log` → `sessions.synced`).
+    fn synced_path(&self) -> String {
+        let stem = self.store.strip_suffix(".log").unwrap_or(&self.store);
+        format!("{stem}.synced")
+    }
+
+    /// The store's bytes and its watermark file's bytes, each empty when missing.
+    fn read_store(&self) -> std::io::Result<(Vec<u8>, Vec<u8>)> {
+        let read = |p: &str| -> std::io::Result<Vec<u8>> {
+            if simfs::exists(p) {
+                simfs::read(p)
+            } else {
+                Ok(Vec::new())
+            }
+        };
+        Ok((read(&self.store)?, read(&self.synced_path())?))
+    }
+
+    /// Read the store against its watermark, cutting a torn tail after it (framed records,
+    /// A13/D1), and write the watermark for boot `boot`. `None`: the store is damaged below
+    /// its watermark, or shorter than it ([`store::Damaged`]), or the watermark itself is
+    /// damaged; the process refuses to start (logged as `store-corrupt`) rather than lose
+    /// acknowledged records.
+    pub(super) fn recover(&self, boot: u32) -> std::io::Result<Option<Vec<Value>>> {
         let dir = std::path::Path::new(&self.store)
             .parent()
             .expect("absolute path");
         simfs::create_dir_all(dir)?;
-        if !simfs::exists(&self.store) {
-            return Ok(Some(Vec::new()));
-        }
-        let bytes = simfs::read(&self.store)?;
-        let found = store::recover(&bytes);
-        match found.damage {
-            Some(store::Damage::Corrupt { at, resumes }) => {
-                self.record(
-                    OpType::Info,
-                    op::STORE_CORRUPT,
-                    json!({"file": self.store, "at": at, "resumes": resumes}),
+        let (bytes, mark) = self.read_store()?;
+        let refuse = |file: &str, value: Value| {
+            let mut v = json!({ "file": file });
+            v.as_object_mut()
+                .expect("an object")
+                .extend(value.as_object().cloned().unwrap_or_default());
+            self.record(OpType::Info, op::STORE_CORRUPT, v);
+        };
+        let mark = match store::Watermark::read(&mark) {
+            Ok(m) => m,
+            Err(at) => {
+                refuse(
+                    &self.synced_path(),
+                    json!({"at": at, "why": "no valid watermark slot"}),
                 );
                 return Ok(None);
             }
-            Some(store::Damage::TornTail { at }) => {
-                let f = simfs::OpenOptions::new().write(true).open(&self.store)?;
-                f.set_len(at as u64)?;
-                f.sync_all()?;
-                self.record(
-                    OpType::Info,
-                    op::TRUNCATE_TORN_TAIL,
-                    json!({"from": bytes.len(), "to": at}),
+        };
+        // The simulated stores always have a watermark once they have a log (it is written at
+        // every start, before any record); a log without one counts every byte as synced.
+        let found = match store::recover_synced(&bytes, mark.map(|m| m.synced)) {
+            Ok(found) => found,
+            Err(d) => {
+                refuse(
+                    &self.store,
+                    json!({"at": d.at, "synced": d.synced, "len": d.len}),
                 );
+                return Ok(None);
             }
-            None => {}
+        };
+        let exists = simfs::exists(&self.store);
+        if found.valid < bytes.len() {
+            let f = simfs::OpenOptions::new().write(true).open(&self.store)?;
+            f.set_len(found.valid as u64)?;
+            f.sync_all()?;
+            self.record(
+                OpType::Info,
+                op::TRUNCATE_TORN_TAIL,
+                json!({"from": bytes.len(), "to": found.valid}),
+            );
+        } else if exists {
+            // Whole records past the watermark (written, never synced) are kept: sync them
+            // before the watermark says so.
+            simfs::OpenOptions::new()
+                .write(true)
+                .open(&self.store)?
+                .sync_all()?;
         }
+        self.entry_durable.set(exists);
+        self.len.set(found.valid as u64);
+        self.mark.set(mark.unwrap_or_default());
+        self.boot.set(u64::from(boot));
+        self.write_mark()?;
         Ok(Some(
             found
                 .records
@@ -210,6 +275,28 @@ impl Io {
                 .filter_map(|r| serde_json::from_slice(r).ok())
                 .collect(),
         ))
+    }
+
+    /// Write and sync the watermark: the store's whole length as written so far is synced.
+    fn write_mark(&self) -> std::io::Result<()> {
+        use std::io::{Seek, Write};
+        let path = self.synced_path();
+        let created = !simfs::exists(&path);
+        let next = self.mark.get().next(self.len.get(), self.boot.get());
+        let (at, bytes) = next.slot();
+        let mut f = simfs::OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(false)
+            .open(&path)?;
+        f.seek(std::io::SeekFrom::Start(at))?;
+        f.write_all(&bytes)?;
+        f.sync_all()?;
+        if created {
+            simfs::sync_dir(std::path::Path::new(&path).parent().expect("absolute path"))?;
+        }
+        self.mark.set(next);
+        Ok(())
     }
 
     /// The `flip-bit` fault, while the process is down: flip the lowest bit of the middle
@@ -241,28 +328,82 @@ impl Io {
         Ok(json!({"file": self.store, "record": k, "of": n, "offset": offset}))
     }
 
+    /// The `zero-sector` fault, while the process is down: zero the [`SECTOR`]-byte sector
+    /// (aligned, cut at the file's end) that holds the middle byte of the store's synced part,
+    /// as a bad sector reads. Returns `{file, synced, from, to}`, or `{file, synced}` with
+    /// nothing zeroed when nothing is synced yet.
+    pub(super) fn zero_sector(&self) -> std::io::Result<Value> {
+        let (bytes, mark) = self.read_store()?;
+        let synced = store::Watermark::read(&mark)
+            .ok()
+            .flatten()
+            .map_or(0, |m| m.synced as usize)
+            .min(bytes.len());
+        if synced == 0 {
+            return Ok(json!({"file": self.store, "synced": synced}));
+        }
+        let from = synced / 2 / SECTOR * SECTOR;
+        let to = (from + SECTOR).min(bytes.len());
+        let mut f = simfs::OpenOptions::new().write(true).open(&self.store)?;
+        use std::io::{Seek, Write};
+        f.seek(std::io::SeekFrom::Start(from as u64))?;
+        f.write_all(&vec![0; to - from])?;
+        f.sync_all()?;
+        Ok(json!({"file": self.store, "synced": synced, "from": from, "to": to}))
+    }
+
+    /// The `lose-synced-record` fault, while the process is down: cut the store before its
+    /// last synced record (the last whole record that ends at or before the watermark), as a
+    /// disk that lost its last write after acknowledging the sync. Returns `{file, record,
+    /// of, from, to}` (record `record` of `of` whole records; the file cut from `from` bytes
+    /// to `to`), or `{file, of}` with nothing cut when no record is synced.
+    pub(super) fn lose_synced_record(&self) -> std::io::Result<Value> {
+        let (bytes, mark) = self.read_store()?;
+        let synced = store::Watermark::read(&mark)
+            .ok()
+            .flatten()
+            .map_or(0, |m| m.synced as usize);
+        let found = store::recover(&bytes);
+        let n = found.records.len();
+        // Record k ends at ends[k + 1].
+        let mut ends = vec![0usize];
+        for r in &found.records {
+            ends.push(ends.last().copied().unwrap_or(0) + r.len() + 8);
+        }
+        let Some(k) = (0..n).rev().find(|k| ends[k + 1] <= synced) else {
+            return Ok(json!({"file": self.store, "of": n}));
+        };
+        let f = simfs::OpenOptions::new().write(true).open(&self.store)?;
+        f.set_len(ends[k] as u64)?;
+        f.sync_all()?;
+        Ok(json!({"file": self.store, "record": k, "of": n, "from": bytes.len(), "to": ends[k]}))
+    }
+
+    /// Append one record to the store; `sync`: sync it (and every earlier write), then the
+    /// watermark.
     pub(super) fn persist(&self, record: &Value, sync: bool) -> std::io::Result<()> {
         use std::io::Write;
-        let existed = simfs::exists(&self.store);
         let mut f = simfs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(&self.store)?;
-        f.write_all(&store::encode(
-            &serde_json::to_vec(record).expect("serializes"),
-        ))?;
+        let framed = store::encode(&serde_json::to_vec(record).expect("serializes"));
+        f.write_all(&framed)?;
+        self.len.set(self.len.get() + framed.len() as u64);
         if let Some(s) = &mut self.ctx.ledger.borrow_mut().snapshots {
             s.persisted(self.process, sync);
         }
         if sync {
             f.sync_all()?;
-            if !existed {
+            if !self.entry_durable.get() {
                 simfs::sync_dir(
                     std::path::Path::new(&self.store)
                         .parent()
                         .expect("absolute path"),
                 )?;
+                self.entry_durable.set(true);
             }
+            self.write_mark()?;
         }
         Ok(())
     }

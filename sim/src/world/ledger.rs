@@ -73,8 +73,9 @@ pub struct Ledger {
     pub outstanding: IndexMap<(ConnId, String), String>,
     /// Stdio: the Agent's pipe ended, so the process exits; the Client starts it again.
     pub stdio_exit: bool,
-    /// `flip-bit` fired: the Agent host flips a bit in its log before it next recovers.
-    pub flip_pending: bool,
+    /// A disk fault fired (`flip-bit`, `zero-sector`, `lose-synced-record`): the Agent host
+    /// damages its log so before it next recovers.
+    pub disk_fault: Option<crate::nemesis::FaultKind>,
     /// Remote transport: connections whose update stream died (`drop-updates`).
     updates_dead: BTreeSet<ConnId>,
     /// Frames handed to a connection's writer and not yet written, dropped or lost, by
@@ -130,7 +131,7 @@ impl Ledger {
             outstanding: IndexMap::new(),
             updates_dead: BTreeSet::new(),
             stdio_exit: false,
-            flip_pending: false,
+            disk_fault: None,
             queued: IndexMap::new(),
             nodes: if plan.agent.design == acp_chaos_models::Design::Cluster {
                 plan.nodes
@@ -601,7 +602,7 @@ impl Ledger {
             ),
             (self.delivered, &self.client_pending, &self.idle),
             (self.serving, self.routing.get_word_pos(), self.avoid),
-            (&self.outstanding, self.stdio_exit, self.flip_pending),
+            (&self.outstanding, self.stdio_exit, self.disk_fault),
             (&self.updates_dead, &self.queued, &self.known_session),
             (&self.boots, &self.blackholed),
         ));

@@ -176,6 +176,8 @@ fn skipping_idle_ticks_gives_the_histories_of_stepping_every_tick() {
         "net-02-reorder-across-connections",
         "disk-01-torn-writes",
         "disk-02-flipped-bit",
+        "disk-03-zeroed-sector",
+        "disk-04-lost-synced-record",
         "stdio-01-pipe-break-ends-agent",
         "cluster-02-store-answer-lost",
         "multi-01-watcher-key-privacy",

@@ -328,13 +328,54 @@ const CASES: &[(&str, &str, Design, u64, Effect)] = &[
                 flipped.value
             ))?;
             (flipped.value["record"].as_u64() < flipped.value["of"].as_u64().map(|n| n - 1)
-                && refused.value["at"].as_u64() < refused.value["resumes"].as_u64()
+                && refused.value["at"].as_u64() < refused.value["synced"].as_u64()
                 && !booted_again(h, refused.index, "agent"))
             .then_some(())
             .ok_or(format!(
                 "flipped {} refused {}",
                 flipped.value, refused.value
             ))
+        },
+    ),
+    (
+        "zero-sector",
+        "disk-03-zeroed-sector",
+        Design::Stored,
+        0,
+        |h, f| {
+            // A sector zeroed inside the synced part while the Agent was down; it refused.
+            let zeroed = next(h, f.index, "agent", "zeroed-sector").ok_or("no zeroed op")?;
+            let refused = next(h, zeroed.index, "agent", "store-corrupt").ok_or(format!(
+                "zeroed {} but the Agent did not refuse",
+                zeroed.value
+            ))?;
+            let v = &zeroed.value;
+            (v["from"].as_u64() < v["synced"].as_u64()
+                && v["to"].as_u64() > v["from"].as_u64()
+                && refused.value["at"].as_u64() <= v["from"].as_u64()
+                && !booted_again(h, refused.index, "agent"))
+            .then_some(())
+            .ok_or(format!("zeroed {v} refused {}", refused.value))
+        },
+    ),
+    (
+        "lose-synced-record",
+        "disk-04-lost-synced-record",
+        Design::Stored,
+        0,
+        |h, f| {
+            // The log cut before its last synced record; it reads whole, and the Agent refused.
+            let cut = next(h, f.index, "agent", "lost-synced-record").ok_or("no cut op")?;
+            let refused = next(h, cut.index, "agent", "store-corrupt")
+                .ok_or(format!("cut {} but the Agent did not refuse", cut.value))?;
+            let r = &refused.value;
+            (cut.value["to"].as_u64() < cut.value["from"].as_u64()
+                && r["at"] == cut.value["to"]
+                && r["len"] == cut.value["to"]
+                && r["synced"].as_u64() > r["len"].as_u64()
+                && !booted_again(h, refused.index, "agent"))
+            .then_some(())
+            .ok_or(format!("cut {} refused {r}", cut.value))
         },
     ),
 ];
@@ -401,6 +442,30 @@ fn a_flipped_bit_is_refused_not_cut_and_judged_valid() {
             .map(|v| format!("{} {:?}: {}", v.property, v.status, v.message))
             .collect();
         assert!(bad.is_empty(), "seed {seed}: {bad:?}");
+    }
+}
+
+/// The disk faults that damage the synced part of the log are refused, never served around,
+/// and judged valid on the correct design.
+#[test]
+fn a_zeroed_sector_or_a_lost_synced_record_is_refused_and_judged_valid() {
+    for name in ["disk-03-zeroed-sector", "disk-04-lost-synced-record"] {
+        let s = common::scenario(name);
+        for seed in 0..3 {
+            let (h, r) = acp_chaos::run::run_one(&s, seed, None, Design::Stored);
+            assert!(
+                h.ops.iter().any(|o| o.f == "store-corrupt"),
+                "{name} seed {seed}: no refusal"
+            );
+            assert!(!h.ops.iter().any(|o| o.f == "truncate-torn-tail"), "{name}");
+            let bad: Vec<_> = r
+                .verdicts
+                .iter()
+                .filter(|v| v.status != acp_chaos::checkers::Status::Valid)
+                .map(|v| format!("{} {:?}: {}", v.property, v.status, v.message))
+                .collect();
+            assert!(bad.is_empty(), "{name} seed {seed}: {bad:?}");
+        }
     }
 }
 

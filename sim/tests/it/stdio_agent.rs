@@ -30,8 +30,14 @@ fn store(name: &str) -> PathBuf {
 
 /// Run the stored Agent on `store` with `lines` on stdin: (stdout lines, stderr, exit code).
 fn serve(store: &Path, lines: &[String]) -> (Vec<String>, String, Option<i32>) {
+    serve_with(store, &[], lines)
+}
+
+/// [`serve`] with more arguments.
+fn serve_with(store: &Path, args: &[&str], lines: &[String]) -> (Vec<String>, String, Option<i32>) {
     let mut c = Command::new(BIN)
         .args(["agent", "--store", store.to_str().unwrap()])
+        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -257,10 +263,135 @@ fn a_deleted_or_damaged_boots_file_does_not_reuse_ids() {
     }
     std::fs::write(&path, kept).unwrap();
     let _ = std::fs::remove_file(dir.join("boots"));
+    // An older store had no watermark either (with it, the shorter log is refused).
+    let _ = std::fs::remove_file(dir.join("sessions.synced"));
     let (out, err, _) = serve(&dir, &[INIT.to_string(), new_session("10")]);
     let ids = created(&out);
     assert!(
         !ids.is_empty() && !seen.contains(&ids[0]),
         "{ids:?} {seen:?} {err}"
     );
+}
+
+/// The three defects a user found, through the real binary: a zeroed record whose length is a
+/// multiple of 8 (once read as empty records and dropped), a flipped bit in the last record
+/// (once cut as a torn tail), a log cut before its last synced record (once read as whole, and
+/// its boot's ids handed out again). Each stops the start with exit 2 naming the file and the
+/// byte offset; `--salvage` keeps what comes before the damage, says what it dropped, and
+/// hands out no id of a lost boot again.
+#[test]
+fn damage_below_the_watermark_is_refused_and_salvage_says_what_it_drops() {
+    let path_of = |dir: &Path| dir.join("sessions.log");
+    let refused = |dir: &Path, at: usize, what: &str| {
+        let (out, err, code) = serve(dir, &[INIT.to_string(), LIST.to_string()]);
+        assert_eq!(code, Some(2), "{what}: {err} {out:?}");
+        assert!(out.is_empty(), "{what}: {out:?}");
+        assert!(
+            err.contains(&path_of(dir).display().to_string())
+                && err.contains(&format!("byte {at}")),
+            "{what}: {err}"
+        );
+    };
+    // A zeroed middle record (the whole record: 8-byte multiples read as empty ones before).
+    let dir = store("zeroed");
+    three_sessions(&dir);
+    let mut log = std::fs::read(path_of(&dir)).unwrap();
+    let starts = record_starts(&log);
+    log[starts[3]..starts[4]].fill(0);
+    std::fs::write(path_of(&dir), &log).unwrap();
+    refused(&dir, starts[3], "zeroed record");
+    assert_eq!(std::fs::read(path_of(&dir)).unwrap(), log, "nothing cut");
+    // A flipped bit in the last record, synced and acknowledged.
+    let dir = store("last-flip");
+    three_sessions(&dir);
+    let mut log = std::fs::read(path_of(&dir)).unwrap();
+    let last = *record_starts(&log).last().unwrap();
+    log[last + 10] ^= 0x04;
+    std::fs::write(path_of(&dir), &log).unwrap();
+    refused(&dir, last, "flipped last record");
+    // The log cut before its last record (the third start's session).
+    let dir = store("cut");
+    let seen = three_sessions(&dir);
+    let log = std::fs::read(path_of(&dir)).unwrap();
+    let last = *record_starts(&log).last().unwrap();
+    std::fs::write(path_of(&dir), &log[..last]).unwrap();
+    refused(&dir, last, "cut before the last record");
+    // --salvage: starts with what came before the cut, says what was lost, reuses no id.
+    let (out, err, code) = serve_with(
+        &dir,
+        &["--salvage"],
+        &[INIT.to_string(), new_session("7"), LIST.to_string()],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("--salvage")
+            && err.contains(&format!("byte {last}"))
+            && err.contains("kept 5 records"),
+        "{err}"
+    );
+    let ids = created(&out);
+    assert_eq!(ids.len(), 1, "{out:?}");
+    assert!(
+        !seen.contains(&ids[0]),
+        "{} handed out again ({seen:?})",
+        ids[0]
+    );
+    assert_eq!(
+        listed(&out),
+        vec![seen[0].clone(), seen[1].clone(), ids[0].clone()]
+    );
+    // And the salvaged store opens again without a word of damage.
+    let (_, err, code) = serve(&dir, &[INIT.to_string()]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains("damaged"), "{err}");
+}
+
+/// A store from before the watermark (payload-only CRCs, no `sessions.synced`) is read in its
+/// framing and rewritten in the new one; damage in it stops the start.
+#[test]
+fn a_store_from_before_the_watermark_is_migrated_and_its_damage_refused() {
+    let old = |p: &[u8]| {
+        let mut out = (p.len() as u32).to_le_bytes().to_vec();
+        out.extend(crc32fast_hash(p).to_le_bytes());
+        out.extend(p);
+        out
+    };
+    let dir = store("legacy");
+    std::fs::create_dir_all(&dir).unwrap();
+    let log: Vec<u8> = [
+        &br#"{"t":"boot","boot":1}"#[..],
+        br#"{"t":"session","id":"s1.0","cwd":"/"}"#,
+    ]
+    .iter()
+    .flat_map(|p| old(p))
+    .collect();
+    std::fs::write(dir.join("sessions.log"), &log).unwrap();
+    let mut torn = log.clone();
+    torn.extend([1, 0, 0]);
+    std::fs::write(dir.join("sessions.log"), &torn).unwrap();
+    let (_, err, code) = serve(&dir, &[INIT.to_string()]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains(&format!("byte {}", log.len())), "{err}");
+    std::fs::write(dir.join("sessions.log"), &log).unwrap();
+    let (out, err, code) = serve(&dir, &[INIT.to_string(), new_session("1")]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("rewrote 2 records"), "{err}");
+    assert_eq!(created(&out), vec!["s2.0".to_string()]);
+    assert!(dir.join("sessions.synced").exists());
+}
+
+/// CRC-32 (IEEE), bitwise: the framing before the watermark, without a dependency.
+fn crc32fast_hash(bytes: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for b in bytes {
+        crc ^= u32::from(*b);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
 }
