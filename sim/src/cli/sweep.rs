@@ -61,7 +61,9 @@ pub(super) fn exec(a: &SweepArgs) -> Outcome {
         })?;
         if start.checked_add(seeds).is_none() {
             return Err(CliError::usage(format!(
-                "{start_flag} + {flag} must stay below 2^64"
+                "{start_flag} {start}: with {seeds} seeds ({flag}) the range would end past \
+                 2^64; the largest start for {seeds} seeds is {}",
+                u64::MAX - seeds
             )));
         }
     }
@@ -74,6 +76,7 @@ pub(super) fn exec(a: &SweepArgs) -> Outcome {
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from("reports/sweep"));
+    super::writable::into_folder(&out, "--out")?;
     let mut parts = Vec::new();
     for (kind, list, start, seeds) in [
         ("scripted", scripted, a.seed_start, a.seeds),

@@ -337,7 +337,8 @@ fn lines_not_utf8_overlong_or_too_deep_are_refused_unexecuted_and_memory_stays_b
     w.write_all(b"\n").unwrap();
     drop(big);
     writeln!(w, "{}{}", "[".repeat(200), "]".repeat(200)).unwrap();
-    w.write_all(&prompt_bytes(4, "k\u{fffd}A".as_bytes())).unwrap();
+    w.write_all(&prompt_bytes(4, "k\u{fffd}A".as_bytes()))
+        .unwrap();
     w.flush().unwrap();
     let got = next(&|v| v["id"] == 4);
     let peak = peak_kib(pid);
@@ -352,7 +353,12 @@ fn lines_not_utf8_overlong_or_too_deep_are_refused_unexecuted_and_memory_stays_b
     let null = Value::Null;
     assert_eq!(
         refused,
-        [(-32700, &null), (-32700, &null), (-32600, &null), (-32700, &null)],
+        [
+            (-32700, &null),
+            (-32700, &null),
+            (-32600, &null),
+            (-32700, &null)
+        ],
         "{got:?}"
     );
     // Neither refused prompt was answered or executed: the valid one is the only insertion.
