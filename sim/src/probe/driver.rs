@@ -754,7 +754,11 @@ impl Driver {
             );
         }
         let Ok(frame) = serde_json::from_str::<Value>(&line) else {
-            return self.not_json(&line, "the agent wrote lines that are not JSON on stdout", t);
+            return self.not_json(
+                &line,
+                "the agent wrote lines that are not JSON on stdout",
+                t,
+            );
         };
         for f in ["send", "recv"] {
             self.op_at(

@@ -97,7 +97,9 @@ impl<R: BufRead> LineReader<R> {
         self.buf.clear();
         // One byte past the bound, so a line of exactly `max` bytes and its `\n` fit.
         let limit = self.max as u64 + 1;
-        let n = (&mut self.inner).take(limit).read_until(b'\n', &mut self.buf)?;
+        let n = (&mut self.inner)
+            .take(limit)
+            .read_until(b'\n', &mut self.buf)?;
         if n == 0 {
             return Ok(None);
         }
@@ -205,7 +207,10 @@ mod tests {
         assert_eq!(
             lines(&input, 8),
             [
-                Line::Overlong { len: 10_000, max: 8 },
+                Line::Overlong {
+                    len: 10_000,
+                    max: 8
+                },
                 text("12345678"),
                 Line::Overlong { len: 9, max: 8 },
                 text("next")

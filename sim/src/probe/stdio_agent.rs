@@ -34,9 +34,9 @@ use std::time::{Duration, Instant};
 use clap::Args;
 
 use crate::exit;
-use crate::models::rpc::{self, code};
 use crate::models::agent::{AgentConfig, AgentInput, AgentModel, ModelAgent};
 use crate::models::mutant::{self, MutantKind};
+use crate::models::rpc::{self, code};
 use crate::models::{store, Action, Design, DuringTurn, HeldOnDisconnect, WorkOnDisconnect};
 use crate::wall_clock::now;
 
@@ -104,7 +104,9 @@ pub struct AgentArgs {
 fn parse_max_line(s: &str) -> Result<usize, String> {
     match s.parse::<usize>() {
         Ok(n) if (1..=1 << 30).contains(&n) => Ok(n),
-        _ => Err(format!("`{s}`: expected a whole number of bytes from 1 to 1073741824 (1 GiB)")),
+        _ => Err(format!(
+            "`{s}`: expected a whole number of bytes from 1 to 1073741824 (1 GiB)"
+        )),
     }
 }
 
@@ -358,7 +360,12 @@ fn refusal(line: &Line) -> Option<In> {
         _ => (code::INVALID_REQUEST, "Invalid Request"),
     };
     Some(In::Refused {
-        answer: rpc::err(&serde_json::Value::Null, c, message, Some(why.clone().into())),
+        answer: rpc::err(
+            &serde_json::Value::Null,
+            c,
+            message,
+            Some(why.clone().into()),
+        ),
         shown: line.shown().unwrap_or(why),
     })
 }
