@@ -129,10 +129,12 @@ impl History {
     pub fn read_jsonl(path: &Path) -> anyhow::Result<History> {
         let f =
             std::fs::File::open(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        // A line that cannot be read (not UTF-8) is named by its number too.
+        let at =
+            |n: usize, e: &dyn std::fmt::Display| anyhow::anyhow!("{}:{n}: {e}", path.display());
         let mut lines = std::io::BufReader::new(f).lines();
         let header: Value = match lines.next() {
-            Some(l) => serde_json::from_str(&l?)
-                .map_err(|e| anyhow::anyhow!("{}:1: {e}", path.display()))?,
+            Some(l) => serde_json::from_str(&l.map_err(|e| at(1, &e))?).map_err(|e| at(1, &e))?,
             None => anyhow::bail!("{}: empty history", path.display()),
         };
         if header["format"] != FORMAT {
@@ -140,8 +142,8 @@ impl History {
         }
         let mut ops = Vec::new();
         for (i, l) in lines.enumerate() {
-            let op: Op = serde_json::from_str(&l?)
-                .map_err(|e| anyhow::anyhow!("{}:{}: {e}", path.display(), i + 2))?;
+            let op: Op =
+                serde_json::from_str(&l.map_err(|e| at(i + 2, &e))?).map_err(|e| at(i + 2, &e))?;
             ops.push(op);
         }
         Ok(History { header, ops })

@@ -271,14 +271,12 @@ impl<'a> Summarizer<'a> {
                 }
             }
         }
-        let hashes = match self.hashes.finish() {
-            Ok(h) => h,
-            Err(e) => {
-                let what = format!("{}: {e}", self.dir.join(".hashes").display());
-                self.write_error.get_or_insert(what);
-                Default::default()
-            }
-        };
+        // A log that could not be written still counts its runs (the result line's count).
+        let (hashes, written) = self.hashes.finish();
+        if let Err(e) = written {
+            let what = format!("{}: {e}", self.dir.join(".hashes").display());
+            self.write_error.get_or_insert(what);
+        }
         let (seed_start, end) = spec.seed_range();
         let mut summary = Summary {
             format: SUMMARY_FORMAT,

@@ -64,10 +64,18 @@ fn classify(path: &Path) -> Result<Input, CliError> {
     }
     let f = std::fs::File::open(path)
         .map_err(|e| CliError::usage(format!("{}: {e} ({EXPECTS})", path.display())))?;
-    let first = std::io::BufReader::new(f)
-        .lines()
-        .map(|l| l.unwrap_or_default())
-        .find(|l| !l.trim().is_empty());
+    // The first line that is not blank; a line that cannot be read (not UTF-8) is refused by
+    // its number, never taken for a blank one.
+    let mut first = None;
+    for (i, l) in std::io::BufReader::new(f).lines().enumerate() {
+        let l = l.map_err(|e| {
+            CliError::usage(format!("{}:{}: {e} ({EXPECTS})", path.display(), i + 1))
+        })?;
+        if !l.trim().is_empty() {
+            first = Some(l);
+            break;
+        }
+    }
     let Some(first) = first else {
         return Err(CliError::usage(format!(
             "{}: empty file ({EXPECTS})",

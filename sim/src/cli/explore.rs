@@ -187,6 +187,7 @@ pub(super) fn exec(a: &ExploreArgs) -> Outcome {
         (None, Some((k, n))) => PathBuf::from("reports").join(format!("{name}-shard{k}of{n}")),
         (None, None) => PathBuf::from("reports").join(&name),
     };
+    super::writable::into_folder(&out, "--out")?;
     println!(
         "acp-chaos explore {}: design {}, {}, mutant={}, jobs={jobs}{}",
         s.reference,
@@ -480,6 +481,7 @@ fn every_mutant(a: &ExploreArgs, s: &scenario::Scenario, design: Design) -> Outc
             if a.mode == "lineage" { "-lineage" } else { "" }
         ))
     });
+    super::writable::into_folder(&out, "--out")?;
     let applies: Vec<_> = MUTANTS
         .iter()
         .filter(|m| m.designs.is_empty() || m.designs.contains(&design))

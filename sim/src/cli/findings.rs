@@ -39,11 +39,9 @@ pub(super) fn exec(a: &FindingsArgs) -> Outcome {
             a.seeds
         )));
     }
-    if let Some(dir) = a.out.parent().filter(|d| !d.as_os_str().is_empty()) {
-        // Before measuring: a path that cannot be written fails at once.
-        std::fs::create_dir_all(dir)
-            .map_err(|e| CliError::usage(format!("{}: {e}", dir.display())))?;
-    }
+    // Before measuring: a path that cannot be written fails at once, and so does a
+    // retry-classes page that cannot be read (its text is kept around the generated block).
+    super::writable::file(&a.out, "--out")?;
     let dir = a
         .out
         .parent()
@@ -51,6 +49,12 @@ pub(super) fn exec(a: &FindingsArgs) -> Outcome {
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("."));
     let witnesses = dir.join("witnesses");
+    let classes = dir.join("retry-classes.md");
+    let old = match std::fs::read_to_string(&classes) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(CliError::usage(format!("{}: {e}", classes.display()))),
+    };
     let g = findings::generate(
         &scenarios_dir(&a.dir),
         &a.scenario,
@@ -70,8 +74,6 @@ pub(super) fn exec(a: &FindingsArgs) -> Outcome {
         write(&witnesses.join(name), text)?;
     }
     // The retry-classes page's generated block (the page is made with it when missing).
-    let classes = dir.join("retry-classes.md");
-    let old = std::fs::read_to_string(&classes).unwrap_or_default();
     write(&classes, &findings::matrix::with_block(&old, block))?;
     for (id, _) in findings::CLAIMS {
         let Some(c) = m.claims().get(id) else {

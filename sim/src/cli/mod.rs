@@ -33,6 +33,7 @@ mod replay;
 mod run;
 mod shrink;
 mod sweep;
+mod writable;
 
 pub use error::{CliError, Outcome};
 pub use list::ListSection;

@@ -87,6 +87,14 @@ pub(super) fn exec(a: &MutantsArgs) -> Outcome {
         }
         Err(e) => return Err(e.into()),
     };
+    // The baseline is a campaign of the correct models; its report carries the scoreboard.
+    let name = format!("mutants-{}-seeds{}", s.name, a.seeds);
+    let out = a
+        .out
+        .clone()
+        .unwrap_or_else(|| campaign::default_out(&name, None));
+    // Before the scoreboard's minutes of runs.
+    super::writable::report_folder(&out, "--out")?;
     let jobs = jobs(a.jobs, u64::MAX);
     if let Some(p) = &a.json {
         // Fail before the run, not after it.
@@ -188,12 +196,6 @@ pub(super) fn exec(a: &MutantsArgs) -> Outcome {
         }
     }
     let base_seeds = a.baseline_seeds.unwrap_or(a.seeds);
-    // The baseline is a campaign of the correct models; its report carries the scoreboard.
-    let name = format!("mutants-{}-seeds{}", s.name, a.seeds);
-    let out = a
-        .out
-        .clone()
-        .unwrap_or_else(|| campaign::default_out(&name, None));
     let scoreboard = format!(
         "{}{}\nmutant × checker (share of swarm seeds on which the checker was invalid):\n{}",
         crate::campaign::scoreboard::header(),

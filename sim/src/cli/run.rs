@@ -80,6 +80,14 @@ pub(super) fn exec(a: &RunArgs) -> Outcome {
 pub(super) fn campaign(a: &RunArgs) -> Result<crate::summary::Summary, CliError> {
     let mut a = a.clone();
     if let Some(seed) = a.seed {
+        // A campaign's seeds are `start..start + seeds`, an end past u64 for this one seed.
+        if seed == u64::MAX {
+            return Err(CliError::usage(format!(
+                "--seed {seed}: the last seed a campaign runs is {} (its range of seeds ends \
+                 below 2^64); `acp-chaos replay SCENARIO --seed {seed}` runs this one",
+                u64::MAX - 1
+            )));
+        }
         (a.seed_start, a.seeds) = (seed, 1);
     }
     let a = &a;
@@ -89,9 +97,14 @@ pub(super) fn campaign(a: &RunArgs) -> Result<crate::summary::Summary, CliError>
         return Err(CliError::usage("--jobs must be at least 1".to_string()));
     }
     if a.seed_start.checked_add(a.seeds).is_none() {
-        return Err(CliError::usage(
-            "--seed-start + --seeds must stay below 2^64".to_string(),
-        ));
+        return Err(CliError::usage(format!(
+            "--seed-start {}: with {} seeds per scenario the range would end past 2^64; the \
+             largest start for {} seeds is {}",
+            a.seed_start,
+            a.seeds,
+            a.seeds,
+            u64::MAX - a.seeds
+        )));
     }
     // The same scenario named twice runs once.
     let mut names = a.scenario.clone();
@@ -117,6 +130,7 @@ pub(super) fn campaign(a: &RunArgs) -> Result<crate::summary::Summary, CliError>
         Some(o) => (o.clone(), false),
         None => (campaign::default_out(&name, a.shard), true),
     };
+    super::writable::report_folder(&out, "--out")?;
     // Ctrl-C: the first stops the campaign (runs in flight finish, the report is written);
     // a second exits at once.
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));

@@ -91,10 +91,6 @@ pub(super) fn exec(a: &ShrinkArgs) -> Outcome {
         plan.workload.len(),
         plan.raw.len()
     );
-    // Wall time of the whole command, outside every run (determinism is about the runs).
-    let started = crate::wall_clock::now();
-    let out = crate::explore::shrink::shrink(&plan, &target)?;
-    let secs = started.elapsed().as_secs_f64();
     let leaf = format!(
         "{}-{}-seed{}{}",
         s.name,
@@ -123,9 +119,12 @@ pub(super) fn exec(a: &ShrinkArgs) -> Outcome {
             PathBuf::from("reports/shrunk").join(format!("{leaf}.schedule.toml"))
         })
     };
-    if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)?;
-    }
+    // Before shrinking: a path that cannot be written fails at once.
+    super::writable::file(&file, if a.save { "--save" } else { "--out" })?;
+    // Wall time of the whole command, outside every run (determinism is about the runs).
+    let started = crate::wall_clock::now();
+    let out = crate::explore::shrink::shrink(&plan, &target)?;
+    let secs = started.elapsed().as_secs_f64();
     let header = format!(
         "# acp-chaos shrink {} --seed {} --agent {}{}\n# keeps {} {} (party {}): {}\n# replay: acp-chaos replay --schedule {}\n",
         s.reference,
@@ -195,7 +194,8 @@ pub(super) fn exec(a: &ShrinkArgs) -> Outcome {
     let drawn = crate::world::run(&out.plan);
     let replay_line = format!("acp-chaos replay --schedule {}", file.display());
     let original = crate::run::repro(&s.reference, design, seed, a.mutant.as_deref());
-    let schedule_text = std::fs::read_to_string(&file)?;
+    let schedule_text = std::fs::read_to_string(&file)
+        .map_err(|e| CliError::usage(format!("{}: {e}", file.display())))?;
     let c = crate::report::Counterexample {
         scenario: &s.name,
         verdict: &out.verdict,

@@ -73,7 +73,9 @@ pub(super) fn exec(a: &SweepArgs) -> Outcome {
         })?;
         if start.checked_add(seeds).is_none() {
             return Err(CliError::usage(format!(
-                "{start_flag} + {flag} must stay below 2^64"
+                "{start_flag} {start}: with {seeds} seeds ({flag}) the range would end past \
+                 2^64; the largest start for {seeds} seeds is {}",
+                u64::MAX - seeds
             )));
         }
     }
@@ -86,7 +88,7 @@ pub(super) fn exec(a: &SweepArgs) -> Outcome {
                 far_start(base, 2, a.swarm_seeds),
             );
             println!(
-                "sweep base {named}: scripted seeds {x}..{} , swarm seeds {y}..{} (again: acp-chaos sweep --seed-start {x} --seeds {} --swarm-seed-start {y} --swarm-seeds {})",
+                "sweep base {named}: scripted seeds {x}..{}, swarm seeds {y}..{} (again: acp-chaos sweep --seed-start {x} --seeds {} --swarm-seed-start {y} --swarm-seeds {})",
                 x + a.seeds,
                 y + a.swarm_seeds,
                 a.seeds,
@@ -113,6 +115,7 @@ pub(super) fn exec(a: &SweepArgs) -> Outcome {
         Some((k, n)) => PathBuf::from(format!("reports/sweep-shard-{k}-of-{n}")),
         None => PathBuf::from("reports/sweep"),
     });
+    super::writable::into_folder(&out, "--out")?;
     let mut parts = Vec::new();
     for (kind, list, start, seeds) in [
         ("scripted", scripted, seed_start, a.seeds),

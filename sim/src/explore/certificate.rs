@@ -383,7 +383,8 @@ pub fn write_run(
         &dir.join("verdicts.json"),
         &serde_json::to_vec_pretty(&e.verdicts)?,
     )?;
-    let schedule = std::fs::read_to_string(&file)?;
+    let schedule =
+        std::fs::read_to_string(&file).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
     if let Some(v) = verdict {
         let c = Counterexample {
             scenario: &e.plan.scenario,
@@ -579,7 +580,8 @@ fn copy_dir(from: &Path, to: &Path, src: &Path, out: &Path) -> anyhow::Result<()
     std::fs::create_dir_all(to)?;
     for e in std::fs::read_dir(from)? {
         let e = e?;
-        let bytes = std::fs::read(e.path())?;
+        let bytes =
+            std::fs::read(e.path()).map_err(|x| anyhow::anyhow!("{}: {x}", e.path().display()))?;
         let bytes = match String::from_utf8(bytes) {
             Ok(text) => text
                 .replace(&src.display().to_string(), &out.display().to_string())

@@ -20,39 +20,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::checkers::{self, Status};
-use crate::models::Party;
 use crate::plan::Plan;
 
-/// What a regression's run must show (the file's `[expect]` table).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Expect {
-    /// `valid` (no invalid or unknown verdict), or `invalid` / `finding` on `property`.
-    pub verdict: Status,
-    /// The property (`P1` ...); required unless `verdict = "valid"`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub property: Option<String>,
-    /// The party blamed; required unless `verdict = "valid"`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub party: Option<Party>,
-}
-
-impl Expect {
-    /// One line: `P1 invalid (party agent)` or `valid`.
-    pub fn line(&self) -> String {
-        match self.verdict {
-            Status::Valid => "valid".into(),
-            s => format!(
-                "{} {} (party {})",
-                self.property.as_deref().unwrap_or("?"),
-                format!("{s:?}").to_lowercase(),
-                self.party
-                    .map(|p| format!("{p:?}").to_lowercase())
-                    .unwrap_or_else(|| "none".into())
-            ),
-        }
-    }
-}
+pub use crate::plan::expect::Expect;
 
 /// One regression file, loaded.
 #[derive(Debug, Clone)]
@@ -101,26 +71,7 @@ pub fn parse(path: &Path, text: &str) -> anyhow::Result<Regression> {
                 path.display()
             )
         })?;
-    if expect.verdict != Status::Valid {
-        let Some(p) = &expect.property else {
-            anyhow::bail!(
-                "{}: field `expect.property` is required when `expect.verdict` is not \"valid\"",
-                path.display()
-            );
-        };
-        if !checkers::CHECKERS.iter().any(|c| c.property == p) {
-            anyhow::bail!(
-                "{}: field `expect.property`: unknown property `{p}` (P1 to P17)",
-                path.display()
-            );
-        }
-        if expect.party.is_none() {
-            anyhow::bail!(
-                "{}: field `expect.party` is required when `expect.verdict` is not \"valid\" (agent, client, intermediary, nemesis, spec)",
-                path.display()
-            );
-        }
-    }
+    expect.check(path)?;
     Ok(Regression {
         file: path.to_path_buf(),
         plan,

@@ -153,8 +153,11 @@ fn load(kind: Kind, path: &Path, text: &str) -> Result<Vec<Plan>, String> {
                 .map(|d| Plan::derive(&s, 0, None, *d))
                 .collect())
         }
-        Kind::Schedule => plan::file::parse::<plan::file::ExpectShape>(path, text)
-            .map(|(p, _)| vec![p])
+        Kind::Schedule => plan::file::parse::<plan::expect::Expect>(path, text)
+            .and_then(|(p, e)| match e {
+                Some(e) => e.check(path).map(|_| vec![p]),
+                None => Ok(vec![p]),
+            })
             .map_err(|e| format!("{e:#}")),
         Kind::Regression => regression::parse(path, text)
             .map(|r| vec![r.plan])

@@ -1,10 +1,13 @@
 //! Arbitrary frames to the stdio Agent: `acp-chaos agent` as a child process (stored with a
 //! store folder, in-memory and adapter in turn, a fresh process every [`LIFETIME`] batches),
 //! fed batches of [`BATCH`] frames (JSON-RPC requests and notifications of every method with
-//! odd ids, versions and params, batches, cut and random bytes, deep nesting), each batch
-//! followed by a ping request. The ping must be answered within [`HANG`] (else a hang), the
-//! process must not end or panic, and every line it writes must be a JSON-RPC 2.0 message (a
-//! response with `result` or `error`, or a request or notification with `method`).
+//! odd ids, versions and params, batches, cut and random bytes, deep nesting, prompts whose
+//! `idempotencyKey` holds bytes that are not UTF-8, lines past its `--max-line-bytes`), each
+//! batch followed by a ping request. The ping must be answered within [`HANG`] (else a hang),
+//! the process must not end or panic, every line it writes must be a JSON-RPC 2.0 message (a
+//! response with `result` or `error`, or a request or notification with `method`), and every
+//! line that is not UTF-8 or is past the bound must be refused unread: one `-32700` or
+//! `-32600` with `id: null` saying so each, never executed.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -25,6 +28,8 @@ pub const BATCH: u64 = 32;
 const LIFETIME: u64 = 250;
 /// How long a ping may wait for its answer.
 const HANG: Duration = Duration::from_secs(10);
+/// The fuzzed Agent's `--max-line-bytes`: small, so a line past it costs little to send.
+const MAX_LINE: usize = 64 << 10;
 
 const METHODS: &[&str] = &[
     "initialize",
@@ -69,7 +74,8 @@ impl Agent {
         let design = ["stored", "in-memory", "adapter"][(life % 3) as usize];
         let mut c = Command::new(&r.bin);
         c.args(["agent", "--design", design, "--turn-ms", "0..2"])
-            .args(["--tool-rate", "0.5", "--seed", &life.to_string()]);
+            .args(["--tool-rate", "0.5", "--seed", &life.to_string()])
+            .args(["--max-line-bytes", &MAX_LINE.to_string()]);
         let store = (design == "stored").then(|| {
             TempDir(std::env::temp_dir().join(format!(
                 "acp-chaos-fuzz-{}-{}-{life}",
@@ -205,6 +211,39 @@ fn check_message(v: &Value) -> Result<(), String> {
     Ok(())
 }
 
+/// Every line of `frames` past the bound or not UTF-8 got its refusal in `got`: `-32600`
+/// (past the bound) or `-32700` (not UTF-8), `id: null`, saying why. None of them is executed:
+/// a line the model read would have been answered by its id or its own error, not these.
+fn refused_unread(frames: &[Vec<u8>], got: &[Value]) -> Result<(), String> {
+    let said = |code: i64, what: &str| {
+        got.iter()
+            .filter(|v| {
+                v["id"].is_null()
+                    && v["error"]["code"] == code
+                    && v["error"]["data"]
+                        .as_str()
+                        .is_some_and(|d| d.contains(what))
+            })
+            .count()
+    };
+    let overlong = frames.iter().filter(|f| f.len() > MAX_LINE).count();
+    let not_utf8 = frames
+        .iter()
+        .filter(|f| f.len() <= MAX_LINE && std::str::from_utf8(f).is_err())
+        .count();
+    let (a, b) = (
+        said(-32600, "longer than the limit"),
+        said(-32700, "not UTF-8"),
+    );
+    if (a, b) != (overlong, not_utf8) {
+        return Err(format!(
+            "{overlong} lines past --max-line-bytes {MAX_LINE} and {not_utf8} lines not UTF-8, \
+             but {a} -32600 and {b} -32700 refusals saying so"
+        ));
+    }
+    Ok(())
+}
+
 fn lossy(b: &[u8]) -> String {
     String::from_utf8_lossy(b).trim_end().to_string()
 }
@@ -238,8 +277,11 @@ pub(super) fn round(r: &Round, report: &mut Report) -> anyhow::Result<()> {
             let _ = a.exchange(&frames, &format!("fuzz-sentinel-{b}"));
             continue;
         }
-        match a.exchange(&frames, &format!("fuzz-sentinel-{b}")) {
-            Ok(_) => {
+        match a
+            .exchange(&frames, &format!("fuzz-sentinel-{b}"))
+            .and_then(|got| refused_unread(&frames, &got))
+        {
+            Ok(()) => {
                 *report.counts.entry("frames.sent".into()).or_default() += n;
             }
             Err(e) => {
@@ -306,6 +348,26 @@ fn frame(rng: &mut ChaCha8Rng, sessions: &[String]) -> Vec<u8> {
             format!("{}{}", "[".repeat(depth), "]".repeat(depth)).into_bytes()
         }
         4 => Vec::new(),
+        // A prompt whose key holds a byte that is not UTF-8 (a repair would make two such
+        // keys one).
+        5 => {
+            let bad = [0x80u8, 0xc0, 0xed, 0xfe, 0xff][rng.gen_range(0..5)];
+            let s = sessions.choose(rng).map_or("s1.0", |s| s.as_str());
+            let p = acp_chaos_models::rpc::prompt_params(s, "hi", Some(json!("k\u{1}")));
+            let mut f = rpc(id(rng), "session/prompt", p).into_bytes();
+            let at = f
+                .windows(6)
+                .position(|w| w == b"\\u0001")
+                .unwrap_or(f.len());
+            f.splice(at..(at + 6).min(f.len()), [bad]);
+            f
+        }
+        // A line past the Agent's bound: a valid request padded, or plain bytes.
+        6 => {
+            let pad = "x".repeat(rng.gen_range(MAX_LINE..MAX_LINE * 4));
+            let p = json!({"sessionId": sessions.choose(rng), "cwd": pad});
+            rpc(id(rng), "session/new", p).into_bytes()
+        }
         _ => message(rng, sessions).to_string().into_bytes(),
     }
 }

@@ -1,6 +1,6 @@
 //! A schedule file: a [`Plan`] as TOML (what `acp-chaos shrink` writes), with one table
 //! allowed beside the plan's fields, `[expect]` (what a regression must show; the regression
-//! corpus reads it, `replay --schedule` ignores it). Any other field the format does not know
+//! corpus and `replay --schedule` read it, see [`super::expect`]). Any other field the format does not know
 //! is refused, naming the file, its line and the field, and every number is checked against
 //! [`crate::bounds`] ([`Plan::check`]).
 
@@ -14,17 +14,6 @@ use super::Plan;
 
 /// The one table a schedule file may hold beside the plan's fields.
 pub const EXPECT: &str = "expect";
-
-/// The shape of `[expect]` as a plain schedule file reads it (`replay --schedule`): its
-/// fields known, their values left to the regression corpus (`explore::regression::Expect`).
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-#[allow(dead_code)]
-pub struct ExpectShape {
-    verdict: toml::Value,
-    property: Option<toml::Value>,
-    party: Option<toml::Value>,
-}
 
 /// Read a schedule file: its plan, checked, and its `[expect]` table read as `T` (if present).
 ///
@@ -63,7 +52,7 @@ pub fn toml_error(path: &Path, text: &str, e: &toml::de::Error) -> anyhow::Error
                 .count()
                 + 1;
             let field = crate::scenario::key_at(text, line)
-                .filter(|_| !message.contains('`'))
+                .filter(|k| !message.contains(&format!("`{k}`")))
                 .map(|k| format!(" (field `{k}`)"))
                 .unwrap_or_default();
             anyhow::anyhow!("{}:{line}: {message}{field}", path.display())

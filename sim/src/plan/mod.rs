@@ -12,6 +12,7 @@
 
 mod check;
 mod derive;
+pub mod expect;
 pub mod file;
 mod swarm;
 
@@ -203,14 +204,19 @@ impl Plan {
     }
 
     /// Read a schedule file: a plan as TOML, written by `acp-chaos shrink` (maybe edited since),
-    /// with an optional `[expect]` table (a regression file is a schedule file too), which
-    /// this ignores (see [`file::parse`]).
+    /// with an optional `[expect]` table (a regression file is a schedule file too), checked
+    /// as the regression corpus checks it ([`expect::Expect::check`]) and not used further.
     ///
     /// Errors: the file cannot be read, is not TOML of a plan or has a field the format does
-    /// not know (`FILE:LINE: message` naming the field), or a field is out of bounds or
-    /// inconsistent (`FILE: field `F`: reason`, see [`Plan::check`]).
+    /// not know (`FILE:LINE: message` naming the field), a field is out of bounds or
+    /// inconsistent (`FILE: field `F`: reason`, see [`Plan::check`]), or `[expect]` is
+    /// malformed (naming `expect.F`).
     pub fn load(path: &std::path::Path) -> anyhow::Result<Plan> {
-        Ok(file::read::<file::ExpectShape>(path)?.0)
+        let (plan, expect) = file::read::<expect::Expect>(path)?;
+        if let Some(e) = expect {
+            e.check(path)?;
+        }
+        Ok(plan)
     }
 
     /// The Agent hosts: `agent`, or the cluster's nodes.

@@ -7,7 +7,7 @@
 //! `recv_timeout`, so a process that never answers costs at most the timeout.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, Read, Write};
+use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
@@ -18,6 +18,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
 
+use super::line_reader::{Line, LineReader, AGENT_OUTPUT_MAX_LINE_BYTES};
 use crate::history::{op, process, OpType};
 use crate::models::rpc::{self, code};
 use crate::report::clip;
@@ -69,6 +70,9 @@ pub struct Launch {
 pub(super) enum Ev {
     /// One line of its stdout.
     Line(String),
+    /// A line of its stdout that is not UTF-8 or is longer than
+    /// [`AGENT_OUTPUT_MAX_LINE_BYTES`]: what it was (`Line::shown`), never the line repaired.
+    Malformed(String),
     /// Its stdout ended.
     Eof,
 }
@@ -104,23 +108,19 @@ impl Proc {
         let mut stderr = child.stderr.take().expect("piped");
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
-            let mut r = std::io::BufReader::new(stdout);
-            let mut buf = Vec::new();
+            let stdout = std::io::BufReader::new(stdout);
+            let mut r = LineReader::new(stdout, AGENT_OUTPUT_MAX_LINE_BYTES);
             loop {
-                buf.clear();
-                match r.read_until(b'\n', &mut buf) {
-                    Ok(0) | Err(_) => {
+                let ev = match r.next_line() {
+                    Ok(None) | Err(_) => {
                         let _ = tx.send(Ev::Eof);
                         return;
                     }
-                    Ok(_) => {
-                        let line = String::from_utf8_lossy(&buf)
-                            .trim_end_matches(['\n', '\r'])
-                            .to_string();
-                        if tx.send(Ev::Line(line)).is_err() {
-                            return;
-                        }
-                    }
+                    Ok(Some(Line::Text(line))) => Ev::Line(line),
+                    Ok(Some(bad)) => Ev::Malformed(bad.shown().unwrap_or_default()),
+                };
+                if tx.send(ev).is_err() {
+                    return;
                 }
             }
         });
@@ -660,6 +660,10 @@ impl Driver {
                     let t = self.ms();
                     self.on_line(l, t)?
                 }
+                Ok(Ev::Malformed(l)) => {
+                    let t = self.ms();
+                    self.on_malformed(l, t)?
+                }
                 Ok(Ev::Eof) | Err(RecvTimeoutError::Disconnected) => self.on_exit(),
                 Err(RecvTimeoutError::Timeout) => {}
             }
@@ -702,6 +706,42 @@ impl Driver {
         self.exited = Some(why);
     }
 
+    /// A line of the Agent's that is no frame: logged as `not-json` (so no checker reads it
+    /// as a message), and noted once with `note`. Before any answer it ends the run: the
+    /// command does not speak JSON-RPC.
+    fn not_json(&mut self, line: &str, note: &str, t: u64) -> Result<(), Abort> {
+        let conn = self.conn;
+        self.op_at(
+            t,
+            "net",
+            OpType::Info,
+            "not-json",
+            json!({"conn": conn, "from": "agent", "line": clip(line, 500)}),
+        );
+        if self.answers.is_empty() {
+            return Err(format!(
+                "it wrote a line that is not JSON-RPC before answering initialize: {}",
+                clip(line, 120)
+            ));
+        }
+        let n = note.to_string();
+        if !self.notes.contains(&n) {
+            self.notes.push(n);
+        }
+        Ok(())
+    }
+
+    /// A line the reader refused (`Ev::Malformed`: not UTF-8, or past the bound): not JSON
+    /// text (RFC 8259 §8.1 asks for UTF-8), so no frame. A repaired line could read as a valid
+    /// answer the Agent never wrote; as no frame, a request it answers stays unanswered.
+    fn on_malformed(&mut self, shown: String, t: u64) -> Result<(), Abort> {
+        let note = format!(
+            "the agent wrote lines that are not UTF-8 or longer than {} MiB on stdout (no frame)",
+            AGENT_OUTPUT_MAX_LINE_BYTES >> 20
+        );
+        self.not_json(&shown, &note, t)
+    }
+
     fn on_line(&mut self, line: String, t: u64) -> Result<(), Abort> {
         let conn = self.conn;
         if line.trim().is_empty() {
@@ -714,24 +754,11 @@ impl Driver {
             );
         }
         let Ok(frame) = serde_json::from_str::<Value>(&line) else {
-            self.op_at(
+            return self.not_json(
+                &line,
+                "the agent wrote lines that are not JSON on stdout",
                 t,
-                "net",
-                OpType::Info,
-                "not-json",
-                json!({"conn": conn, "from": "agent", "line": clip(&line, 500)}),
             );
-            if self.answers.is_empty() {
-                return Err(format!(
-                    "it wrote a line that is not JSON-RPC before answering initialize: {}",
-                    clip(&line, 120)
-                ));
-            }
-            let n = "the agent wrote lines that are not JSON on stdout".to_string();
-            if !self.notes.contains(&n) {
-                self.notes.push(n);
-            }
-            return Ok(());
         };
         for f in ["send", "recv"] {
             self.op_at(
@@ -894,9 +921,13 @@ impl Driver {
             loop {
                 let left = drain_until.saturating_duration_since(now());
                 match p.rx.recv_timeout(left) {
-                    Ok(Ev::Line(l)) => {
+                    Ok(ev @ (Ev::Line(_) | Ev::Malformed(_))) => {
                         self.proc = Some(p);
-                        let r = self.on_line(l, t);
+                        let r = match ev {
+                            Ev::Line(l) => self.on_line(l, t),
+                            Ev::Malformed(l) => self.on_malformed(l, t),
+                            Ev::Eof => Ok(()),
+                        };
                         p = self.proc.take().expect("put back above");
                         if r.is_err() {
                             break;

@@ -23,6 +23,7 @@ pub mod client_rules;
 pub(crate) mod driver;
 pub(crate) mod infer;
 mod junit;
+pub(crate) mod line_reader;
 pub mod mock_model;
 pub mod profile;
 pub(crate) mod realtime;

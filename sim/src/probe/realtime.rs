@@ -318,6 +318,7 @@ impl World<'_> {
             };
             match ev {
                 Some(Ev::Line(line)) if !line.trim().is_empty() => self.pipe(Dir::ToClient, line),
+                Some(Ev::Malformed(shown)) => self.malformed(shown),
                 Some(Ev::Line(_)) | None => {}
                 Some(Ev::Eof) => self.exited(),
             }
@@ -623,6 +624,32 @@ impl World<'_> {
             f.kind.as_str(),
             json!({"fault": i, "spec": crate::nemesis::fault_line(f), "detail": {"black_box": true}}),
         );
+    }
+
+    /// A line of the Agent's the reader refused (not UTF-8, or past the bound): logged as
+    /// sent and received as what it was (a string, as a line that is not JSON is logged), never
+    /// repaired into a frame, and not handed to the Client, which could not parse it either.
+    fn malformed(&mut self, shown: String) {
+        self.traffic_ms = self.now();
+        self.heard = true;
+        if self.live {
+            let conn = self.conn;
+            for f in [op::SEND, op::RECV] {
+                self.op(
+                    process::NET,
+                    OpType::Info,
+                    f,
+                    json!({"conn": conn, "from": "agent", "frame": shown}),
+                );
+            }
+        }
+        let n = format!(
+            "the agent wrote lines that are not UTF-8 or longer than {} MiB",
+            super::line_reader::AGENT_OUTPUT_MAX_LINE_BYTES >> 20
+        );
+        if !self.notes.contains(&n) {
+            self.notes.push(n);
+        }
     }
 
     /// Write to the Agent, or hand to the Client; logged as received (its send was logged

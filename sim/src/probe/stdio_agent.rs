@@ -22,10 +22,12 @@
 //!
 //! One process serves one connection (stdio): EOF on stdin ends it. Bad input never panics:
 //! the model answers `-32700`, `-32600` (a bad id or `jsonrpc` too), `-32601` or `-32602`;
-//! batches and ids beyond 64 bits are handled around it (`stdio_envelope`).
+//! batches and ids beyond 64 bits are handled around it (`stdio_envelope`). Lines are read
+//! strictly (`line_reader`): a line that is not UTF-8 is answered `-32700` (`id: null`) and a
+//! line longer than `--max-line-bytes` `-32600` (`id: null`; it is discarded as it is read, so
+//! it was never parsed), and neither reaches the model.
 
 use std::collections::BinaryHeap;
-use std::io::BufRead;
 use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -35,9 +37,11 @@ use clap::Args;
 use crate::exit;
 use crate::models::agent::{AgentConfig, AgentInput, AgentModel, ModelAgent};
 use crate::models::mutant::{self, MutantKind};
+use crate::models::rpc::{self, code};
 use crate::models::{Action, Design, DuringTurn, HeldOnDisconnect, WorkOnDisconnect};
 use crate::wall_clock::now;
 
+use super::line_reader::{Line, LineReader, MAX_LINE_BYTES};
 use super::stdio_envelope::Envelope;
 use super::store_dir::StoreDir;
 use super::wire_log::{die, Pipe, ServedFault, WireLog};
@@ -99,6 +103,19 @@ pub struct AgentArgs {
     /// wire log (C6). Needs `--wire-log`.
     #[arg(long, default_value_t = 0)]
     pub slow_resume_ms: u64,
+    /// The longest line read, in bytes (its newline not counted). A longer line is discarded
+    /// as it is read and answered `-32600` with `id: null`; the next line is read as usual.
+    #[arg(long, default_value_t = MAX_LINE_BYTES, value_parser = parse_max_line)]
+    pub max_line_bytes: usize,
+}
+
+fn parse_max_line(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if (1..=1 << 30).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "`{s}`: expected a whole number of bytes from 1 to 1073741824 (1 GiB)"
+        )),
+    }
 }
 
 fn usage(msg: String) -> i32 {
@@ -189,7 +206,34 @@ fn parse_range(s: &str) -> Option<(u64, u64)> {
 
 enum In {
     Line(String),
+    /// A line refused unread (not UTF-8, or past the bound): its answer and how the wire log
+    /// shows it.
+    Refused {
+        answer: String,
+        shown: String,
+    },
     Eof,
+}
+
+/// The answer to a line the reader refused: `-32700` for bytes that are not UTF-8 (not JSON
+/// text, RFC 8259 §8.1), `-32600` for a line past the bound (discarded unread: whether it was
+/// JSON is not known, only that it is not a request this Agent takes). `id: null` both: no id
+/// was read.
+fn refusal(line: &Line) -> Option<In> {
+    let why = line.refusal()?;
+    let (c, message) = match line {
+        Line::NotUtf8 { .. } => (code::PARSE_ERROR, "Parse error"),
+        _ => (code::INVALID_REQUEST, "Invalid Request"),
+    };
+    Some(In::Refused {
+        answer: rpc::err(
+            &serde_json::Value::Null,
+            c,
+            message,
+            Some(why.clone().into()),
+        ),
+        shown: line.shown().unwrap_or(why),
+    })
 }
 
 const CONN: u64 = 1;
@@ -218,26 +262,20 @@ fn serve(cfg: AgentConfig, a: &AgentArgs) -> anyhow::Result<()> {
     });
     let mut model = ModelAgent::recover(cfg, boot, a.seed, &records);
     let (tx, rx) = mpsc::channel::<In>();
+    let max_line = a.max_line_bytes;
     std::thread::spawn(move || {
-        let stdin = std::io::stdin();
-        let mut r = stdin.lock();
-        let mut buf = Vec::new();
+        let mut r = LineReader::new(std::io::stdin().lock(), max_line);
         loop {
-            buf.clear();
-            match r.read_until(b'\n', &mut buf) {
-                Ok(0) | Err(_) => {
+            let ev = match r.next_line() {
+                Ok(None) | Err(_) => {
                     let _ = tx.send(In::Eof);
                     return;
                 }
-                Ok(_) => {
-                    // Bytes that are not UTF-8 reach the model as text it cannot parse (-32700).
-                    let line = String::from_utf8_lossy(&buf)
-                        .trim_end_matches(['\n', '\r'])
-                        .to_string();
-                    if tx.send(In::Line(line)).is_err() {
-                        return;
-                    }
-                }
+                Ok(Some(Line::Text(line))) => In::Line(line),
+                Ok(Some(bad)) => refusal(&bad).unwrap_or(In::Eof),
+            };
+            if tx.send(ev).is_err() {
+                return;
             }
         }
     });
@@ -295,6 +333,12 @@ fn serve(cfg: AgentConfig, a: &AgentArgs) -> anyhow::Result<()> {
                         model.handle(AgentInput::Timer(id), &mut out);
                     }
                 }
+            }
+            Some(In::Refused { answer, shown }) => {
+                if let Some(w) = pipe.log.as_mut() {
+                    w.refused(&shown);
+                }
+                pipe.send(answer, now(), &mut stdout.lock());
             }
             Some(In::Line(line)) => {
                 if pipe.log.as_mut().is_some_and(|w| w.received(&line)) {

@@ -11,6 +11,7 @@
 //! {"boot":1,"start":true}
 //! {"boot":1,"in":{"jsonrpc":"2.0","id":3,"method":"session/prompt",...}}
 //! {"boot":1,"effect":"insert","value":{...}}
+//! {"boot":1,"in":"a line of 9 bytes that is not UTF-8 (invalid byte at offset 3): ...","refused":true}
 //! {"boot":1,"crash":"before-response:1"}
 //! {"boot":2,"start":true}
 //! ```
@@ -217,6 +218,12 @@ impl WireLog {
             return self.fires(FaultPoint::Receive, n);
         }
         false
+    }
+
+    /// A line read from the Client and refused unread (not UTF-8, or past the bound), as
+    /// `shown`: the model never saw it, so it counts as no request.
+    pub fn refused(&mut self, shown: &str) {
+        self.write(json!({"in": shown, "refused": true}));
     }
 
     /// What to do with a line the model wants written (decided once, when it is produced).

@@ -24,6 +24,9 @@ pub struct Hashes(Inner);
 enum Inner {
     Map(BTreeMap<String, String>),
     Log(Arc<Log>),
+    /// A log that could not be written (a full disk): only how many runs had a hash, so the
+    /// verdict still counts them.
+    Lost(usize),
 }
 
 impl Default for Inner {
@@ -93,14 +96,18 @@ impl HashLogWriter {
         self.file.write_all(&rec)
     }
 
-    /// The log, written out, as [`Hashes`].
-    pub fn finish(mut self) -> std::io::Result<Hashes> {
-        self.file.flush()?;
-        Ok(Hashes(Inner::Log(Arc::new(Log {
+    /// The log, written out, as [`Hashes`]; when it could not be written, hashes that only
+    /// count the runs (from memory, never from the file that failed) and the error.
+    pub fn finish(mut self) -> (Hashes, std::io::Result<()>) {
+        if let Err(e) = self.file.flush() {
+            return (Hashes(Inner::Lost(self.len)), Err(e));
+        }
+        let log = Log {
             file: Mutex::new(self.reader),
             rows: self.rows,
             len: self.len,
-        }))))
+        };
+        (Hashes(Inner::Log(Arc::new(log))), Ok(()))
     }
 }
 
@@ -110,6 +117,7 @@ impl Hashes {
         match &self.0 {
             Inner::Map(m) => m.len(),
             Inner::Log(l) => l.len,
+            Inner::Lost(n) => *n,
         }
     }
 
@@ -141,6 +149,7 @@ impl Hashes {
         match &self.0 {
             Inner::Map(m) => m.iter().try_for_each(|(k, v)| f(k.clone(), v.clone())),
             Inner::Log(l) => l.each(f),
+            Inner::Lost(_) => anyhow::bail!("the hash log could not be written"),
         }
     }
 }
@@ -271,5 +280,32 @@ impl Serialize for Hashes {
 impl<'de> Deserialize<'de> for Hashes {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Hashes, D::Error> {
         BTreeMap::<String, String>::deserialize(d).map(Hashes::from)
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_log_that_cannot_be_written_still_counts_its_runs() {
+        // `/dev/full`: every write fails with ENOSPC, as on a full disk.
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let mut w = HashLogWriter {
+            file: BufWriter::new(full.try_clone().unwrap()),
+            reader: full,
+            rows: vec![("s@stored".into(), 0, 3)],
+            len: 0,
+        };
+        for h in [Some("h0"), None, Some("h2")] {
+            let _ = w.push(h);
+        }
+        let (hashes, written) = w.finish();
+        assert!(written.is_err());
+        assert_eq!(hashes.len(), 2);
+        assert!(hashes.to_map().is_err());
     }
 }

@@ -354,3 +354,124 @@ fn the_fuzz_round_reports_a_parser_that_panics_with_its_input_and_repro() {
         acp_chaos::fuzz::repro(&r, f)
     );
 }
+
+#[test]
+fn check_on_a_file_that_is_not_utf8_names_the_file_and_line() {
+    let dir = tmp("not-utf8");
+    // A history whose third line holds a byte that is not UTF-8, and a file whose first
+    // line does (it was taken for an empty file).
+    let history = dir.join("history.jsonl");
+    let run = bin()
+        .args([
+            "replay",
+            "cancel-01-withdraw-every-attempt",
+            "--seed",
+            "0",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", err(&run));
+    let mut lines: Vec<Vec<u8>> = run
+        .stdout
+        .split(|b| *b == b'\n')
+        .map(<[u8]>::to_vec)
+        .collect();
+    lines[2].insert(5, 0xff);
+    std::fs::write(&history, lines.join(&b'\n')).unwrap();
+    let first = dir.join("first.jsonl");
+    std::fs::write(&first, b"\xff\xfe{}\n").unwrap();
+    for (file, at) in [(&history, ":3: "), (&first, ":1: ")] {
+        let o = bin().arg("check").arg(file).output().unwrap();
+        let e = err(&o);
+        assert_eq!(o.status.code(), Some(2), "{e}");
+        assert!(e.contains(&format!("{}{at}", file.display())), "{e}");
+        assert!(e.contains("UTF-8"), "{e}");
+    }
+}
+
+#[test]
+fn replay_schedule_refuses_a_malformed_expect_table_naming_file_and_field() {
+    let dir = tmp("expect");
+    for (name, from, to, field) in [
+        (
+            "verdict.toml",
+            r#"verdict = "invalid""#,
+            r#"verdict = "broken""#,
+            "verdict",
+        ),
+        (
+            "property.toml",
+            r#"property = "P6""#,
+            r#"property = "P99""#,
+            "expect.property",
+        ),
+        ("party.toml", r#"party = "agent""#, "party = 5", "party"),
+        ("missing.toml", r#"party = "agent""#, "", "expect.party"),
+    ] {
+        let f = edited(&dir, name, from, to);
+        let o = bin()
+            .args(["replay", "--schedule"])
+            .arg(&f)
+            .output()
+            .unwrap();
+        let e = err(&o);
+        assert_eq!(o.status.code(), Some(2), "{name}: {e}");
+        assert!(e.contains(&f.display().to_string()), "{name}: {e}");
+        assert!(e.contains(field), "{name}: {e}");
+    }
+}
+
+#[test]
+fn the_last_seed_is_refused_naming_only_the_flag_given() {
+    let o = bin()
+        .args(["cancel-01-withdraw-every-attempt", "--no-progress"])
+        .args(["--seed", "18446744073709551615"])
+        .output()
+        .unwrap();
+    let e = err(&o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(e.contains("--seed 18446744073709551615"), "{e}");
+    assert!(!e.contains("--seeds") && !e.contains("--seed-start"), "{e}");
+}
+
+#[test]
+fn output_folders_that_cannot_be_written_are_refused_before_the_work() {
+    // A file where a folder must be made: nothing can be written under it, by root either.
+    let dir = tmp("unwritable");
+    let file = dir.join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let under = file.join("x");
+    for args in [
+        vec![
+            "cancel-01-withdraw-every-attempt",
+            "--no-progress",
+            "--seeds",
+            "1",
+            "--out",
+        ],
+        vec![
+            "findings",
+            "cancel-01-withdraw-every-attempt",
+            "--seeds",
+            "1",
+            "--out",
+        ],
+        vec!["mutants", "swarm-basic", "--seeds", "1", "--out"],
+        vec!["explore", "cancel-01-withdraw-every-attempt", "--out"],
+    ] {
+        let t = acp_chaos::wall_clock::now();
+        let o = bin().args(&args).arg(under.join("y")).output().unwrap();
+        let e = err(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {e}");
+        assert!(
+            e.contains(&format!("--out {}", under.join("y").display())),
+            "{args:?}: {e}"
+        );
+        assert!(
+            t.elapsed().as_secs() < 20,
+            "{args:?}: took {:?}",
+            t.elapsed()
+        );
+    }
+}

@@ -17,7 +17,7 @@
 //! - `sdk_author`: an Agent written from scratch against the library, found and shrunk;
 //! - `probe` and `mock_model`: real processes and the mock model server;
 //! - `probe_client`: a real Client process under test (`probe --client`);
-//! - `stdio_agent`: `acp-chaos agent` as a process: the JSON-RPC envelope, its store on start;
+//! - `stdio_agent`: `acp-chaos agent` as a process: the JSON-RPC envelope, lines refused unread (not UTF-8, overlong), its store on start;
 //! - `witnesses`: every rule of RULES.md has its row, and the gaps are the known ones.
 
 mod common;

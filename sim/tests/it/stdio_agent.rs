@@ -395,3 +395,114 @@ fn crc32fast_hash(bytes: &[u8]) -> u32 {
     }
     !crc
 }
+
+/// A `session/prompt` line in session `s1.0` with `key` as raw bytes inside its JSON string.
+fn prompt_bytes(id: u64, key: &[u8]) -> Vec<u8> {
+    let mut l = format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"session/prompt","params":{{"sessionId":"s1.0","prompt":[{{"type":"text","text":"hi {id}"}}],"idempotencyKey":""#
+    )
+    .into_bytes();
+    l.extend_from_slice(key);
+    l.extend_from_slice(b"\"}}\n");
+    l
+}
+
+/// The peak resident memory of process `pid` in KiB (`VmHWM`), where `/proc` tells it.
+fn peak_kib(pid: u32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let l = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    l.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[test]
+fn lines_not_utf8_overlong_or_too_deep_are_refused_unexecuted_and_memory_stays_bounded() {
+    let dir = store("strict-lines");
+    let wire = dir.with_extension("wire.jsonl");
+    let _ = std::fs::remove_file(&wire);
+    let mut c = Command::new(BIN)
+        .args(["agent", "--turn-ms", "1", "--store", dir.to_str().unwrap()])
+        .arg("--wire-log")
+        .arg(&wire)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = c.id();
+    let mut w = c.stdin.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = c.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for l in std::io::BufReader::new(stdout).lines() {
+            let Ok(l) = l else { return };
+            if tx.send(l).is_err() {
+                return;
+            }
+        }
+    });
+    let next = |want: &dyn Fn(&Value) -> bool| -> Vec<Value> {
+        let mut got = Vec::new();
+        loop {
+            let l = rx
+                .recv_timeout(std::time::Duration::from_secs(20))
+                .unwrap_or_else(|_| panic!("no answer; so far {got:?}"));
+            let v = json(&l);
+            let done = want(&v);
+            got.push(v);
+            if done {
+                return got;
+            }
+        }
+    };
+    writeln!(w, "{INIT}").unwrap();
+    writeln!(w, "{}", new_session("1")).unwrap();
+    next(&|v| v["id"] == 1);
+    // Two keys that differ only in bytes that are not UTF-8 (a repair made them one key), a
+    // 50 MB line, 200 nested arrays (past serde_json's 128), then a valid prompt whose key is
+    // what the repair made of the first two.
+    w.write_all(&prompt_bytes(2, b"k\xffA")).unwrap();
+    w.write_all(&prompt_bytes(3, b"k\xfeA")).unwrap();
+    let big = vec![b'x'; 50 << 20];
+    w.write_all(&big).unwrap();
+    w.write_all(b"\n").unwrap();
+    drop(big);
+    writeln!(w, "{}{}", "[".repeat(200), "]".repeat(200)).unwrap();
+    w.write_all(&prompt_bytes(4, "k\u{fffd}A".as_bytes()))
+        .unwrap();
+    w.flush().unwrap();
+    let got = next(&|v| v["id"] == 4);
+    let peak = peak_kib(pid);
+    drop(w);
+    let status = c.wait().unwrap();
+    assert!(status.success(), "{status}");
+    let refused: Vec<(i64, &Value)> = got
+        .iter()
+        .filter(|v| v.get("error").is_some())
+        .map(|v| (v["error"]["code"].as_i64().unwrap(), &v["id"]))
+        .collect();
+    let null = Value::Null;
+    assert_eq!(
+        refused,
+        [
+            (-32700, &null),
+            (-32700, &null),
+            (-32600, &null),
+            (-32700, &null)
+        ],
+        "{got:?}"
+    );
+    // Neither refused prompt was answered or executed: the valid one is the only insertion.
+    assert!(got.iter().all(|v| v["id"] != 2 && v["id"] != 3), "{got:?}");
+    assert!(got.last().unwrap()["result"].is_object(), "{got:?}");
+    let log = std::fs::read_to_string(&wire).unwrap();
+    let inserts = log.lines().filter(|l| l.contains(r#""effect":"insert""#));
+    assert_eq!(inserts.count(), 1, "{log}");
+    assert_eq!(log.matches(r#""refused":true"#).count(), 3, "{log}");
+    // The 50 MB line was never held whole.
+    if let Some(kib) = peak {
+        assert!(kib < 40 << 10, "peak resident memory {kib} KiB");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(&wire);
+}
