@@ -408,7 +408,7 @@ impl Harness {
                     self.parties.replaced().join(", "),
                     sh.verdict.property,
                     sh.verdict.message,
-                    toml::to_string(&sh.plan)?
+                    crate::plan::file::to_toml(&sh.plan)?
                 )
                 .as_bytes(),
             )?;

@@ -852,6 +852,14 @@ impl ModelAgent {
         let turn = s.turn.clone();
         let forget = closing && self.cfg.mutant == Some(AgentMutant::CloseForgetsHeld);
         for h in held {
+            if let Some(mid) = (!forget).then(|| self.recorded_id(sid, &h)).flatten() {
+                // A15: an inserted prompt succeeds with its messageId. A retry held while the
+                // adapter reads its runtime history after a restart may be of a message that
+                // survived the crash: the close answers it as that read would have (the
+                // model's shortcut for waiting for the read), never -32800.
+                self.answer_inserted(sid, &h, &mid, out);
+                continue;
+            }
             if forget {
                 // Mutant: gone without an answer.
                 out.push(effect(
@@ -894,7 +902,19 @@ impl ModelAgent {
                 );
             }
         }
-        for (c, id, _) in queued {
+        for (c, id, r) in queued {
+            // Queued behind the history read: one whose key the session already holds is
+            // answered as the read would have (A15), never -32800.
+            let h = Held {
+                conn: c,
+                id: id.clone(),
+                key: r.idempotency_key.as_ref().map(|k| k.as_str().to_string()),
+                ..Held::default()
+            };
+            if let Some(mid) = (!forget).then(|| self.recorded_id(sid, &h)).flatten() {
+                self.answer_inserted(sid, &h, &mid, out);
+                continue;
+            }
             out.push(effect(
                 op::WITHDRAW,
                 json!({"session": sid, "conn": c, "id": id, "by": why}),
@@ -1036,6 +1056,18 @@ impl ModelAgent {
                 );
             }
         }
+    }
+
+    /// The messageId the session already holds for held prompt `h`'s key, if any (by key; the
+    /// adapter by the id it derives from session and key).
+    fn recorded_id(&self, sid: &str, h: &Held) -> Option<String> {
+        let k = h.key.as_deref().filter(|k| !k.is_empty())?;
+        let s = self.sessions.get(sid)?;
+        let derived = (self.cfg.design == Design::Adapter).then(|| derive_id(sid, k));
+        s.messages
+            .iter()
+            .find(|m| m.key.as_deref() == Some(k) || Some(&m.message_id) == derived.as_ref())
+            .map(|m| m.message_id.clone())
     }
 
     /// Cluster: the key of held prompt `h` was inserted through another node as `mid`: every

@@ -79,11 +79,11 @@ pub const DEPENDENCIES: &[Dependency] = &[
         effect: op::DURABLE,
         or: &[op::VISIBLE],
         properties: &["P1", "P11", "P12"],
-        owed_when: "it answered a session/prompt with the messageId of an insertion",
+        owed_when: "it answered a session/prompt with the messageId of an insertion (one no restart reported kept)",
         witness: |i| {
             i.prompt_ok
                 .iter()
-                .find(|(_, _, mid)| i.inserted.contains(mid))
+                .find(|(_, _, mid)| i.inserted.contains(mid) && !i.recovered.contains(mid))
                 .map(|a| a.0)
         },
     },
@@ -164,6 +164,9 @@ struct Index {
     held_insert: Option<usize>,
     /// messageIds of the Agent's insertions.
     inserted: BTreeSet<String>,
+    /// messageIds a restart's `recover` listed as kept: the Agent's own word that those
+    /// insertions took effect (a crash between sync and response leaves no `durable`).
+    recovered: BTreeSet<String>,
     /// Attempts the Agent answered as retries (`dedup-hit`).
     deduplicated: BTreeSet<(u64, String)>,
 }
@@ -183,6 +186,14 @@ impl Index {
             if o.process == process::AGENT {
                 ix.emitted.insert(o.f.clone());
                 match o.f.as_str() {
+                    op::RECOVER => {
+                        let kept = val["retained"].as_object().into_iter().flatten();
+                        for m in kept.flat_map(|(_, ids)| ids.as_array().into_iter().flatten()) {
+                            if let Some(m) = m.as_str() {
+                                ix.recovered.insert(m.to_string());
+                            }
+                        }
+                    }
                     op::INSERT => {
                         if let Some(m) = val["messageId"].as_str() {
                             ix.inserted.insert(m.to_string());

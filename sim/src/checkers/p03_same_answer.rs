@@ -232,10 +232,14 @@ fn p3_messageids(f: &Facts, answers: &[Answer]) -> Verdict {
                 first.insert(sub, (op, mid));
             }
             Some((op0, mid0)) if *mid0 != mid => {
+                // Either insertion may be the one forgotten first: a late answer to the
+                // original attempt can arrive after the answer to the one that inserted again.
                 let forgotten = f
                     .inserts
                     .iter()
-                    .filter(|i| i.message_id == *mid0 && i.submission == Some(sub))
+                    .filter(|i| {
+                        (i.message_id == *mid0 || i.message_id == mid) && i.submission == Some(sub)
+                    })
                     .any(|i| i.gone_before(op).is_some() || i.took_effect.is_none());
                 let status = if forgotten {
                     Status::Finding

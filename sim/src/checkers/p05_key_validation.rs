@@ -221,6 +221,9 @@ pub fn p5_key_validation(f: &Facts) -> Verdict {
             // read at all.
             (KeyForm::NotJson, None, _)
                 if !since_open().any(|o| o.f == op::CONN_END && on_conn(&o))
+                    // A silent break after the send swallows what the reader writes there
+                    // from then on, its -32700 too, unlogged.
+                    && !silent_from.get(&conn).is_some_and(|b| *b > sent.index)
                     && !since_open().any(|o| {
                         // The reader (the Agent, or a proxy in front of it) crashed.
                         o.f == op::CRASH

@@ -22,7 +22,10 @@ const NEED_ACTIVE: [&str; 2] = ["session/prompt", "session/set_config_option"];
 /// such as `-32602` for a malformed request is allowed too); a success, or any other answer,
 /// is a violation, the Agent at fault. Unanswered requests are P7's; a `session/resume` the
 /// Agent read and never answered may have activated its session, so requests for it on that
-/// (logical) connection are not judged until a close or delete settles it. From the Client's side
+/// (logical) connection are not judged until a close or delete settles it; on a remote
+/// transport a close read while a resume of the same session is still unanswered there may
+/// come before or after it (the logical connection orders nothing), which leaves the session
+/// undecided too. From the Client's side
 /// (C6, a finding): no prompt for a session before the response to its `session/resume` on
 /// that connection.
 pub fn p16_active_session(f: &Facts) -> Verdict {
@@ -63,6 +66,11 @@ pub fn p16_active_session(f: &Facts) -> Verdict {
     // the logical connection lives on): neither active nor inactive from the wire, so
     // requests for them are not judged.
     let mut maybe: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    // Remote transport: (logical connection, session) → the op where the last resume read
+    // for it was answered (`usize::MAX`: never). The Agent may apply a resume any time before
+    // it answers, so a close read meanwhile, through another of the logical connection's
+    // streams or nodes, may come before or after it: the session is undecided after it.
+    let mut resuming: BTreeMap<(String, String), usize> = BTreeMap::new();
     let key = |logical: &BTreeMap<u64, String>, c: u64| {
         logical.get(&c).cloned().unwrap_or_else(|| c.to_string())
     };
@@ -90,11 +98,22 @@ pub fn p16_active_session(f: &Facts) -> Verdict {
                 let (conn, id) = (w.conn, &w.id_key);
                 let sid = fr["params"]["sessionId"].as_str().unwrap_or_default();
                 let k = key(&logical, conn);
-                let Some((at, answer)) = answers.get(&(conn, id.clone())).copied() else {
+                let answered = answers.get(&(conn, id.clone())).copied();
+                if method == "session/resume" && k.starts_with("logical ") {
+                    let until = answered.map_or(usize::MAX, |(at, _)| at);
+                    let e = resuming.entry((k.clone(), sid.to_string())).or_insert(0);
+                    *e = (*e).max(until);
+                }
+                let Some((at, answer)) = answered else {
                     if method == "session/resume" {
                         maybe.entry(k).or_default().insert(sid.to_string());
                     }
                     continue;
+                };
+                let undecided = |k: &str| {
+                    resuming
+                        .get(&(k.to_string(), sid.to_string()))
+                        .is_some_and(|until| *until > o.index)
                 };
                 let ok = answer.get("result").is_some();
                 match method {
@@ -107,15 +126,23 @@ pub fn p16_active_session(f: &Facts) -> Verdict {
                         active.entry(k).or_default().insert(sid.to_string());
                     }
                     "session/close" => {
-                        for sets in [&mut active, &mut maybe] {
-                            if let Some(a) = sets.get_mut(&k) {
-                                a.remove(sid);
-                            }
+                        if let Some(a) = active.get_mut(&k) {
+                            a.remove(sid);
+                        }
+                        if undecided(&k) {
+                            maybe.entry(k).or_default().insert(sid.to_string());
+                        } else if let Some(a) = maybe.get_mut(&k) {
+                            a.remove(sid);
                         }
                     }
                     "session/delete" => {
-                        for a in active.values_mut().chain(maybe.values_mut()) {
+                        for a in active.values_mut() {
                             a.remove(sid);
+                        }
+                        for (mk, a) in maybe.iter_mut() {
+                            if !undecided(mk) {
+                                a.remove(sid);
+                            }
                         }
                     }
                     m if NEED_ACTIVE.contains(&m)

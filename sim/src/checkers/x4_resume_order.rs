@@ -40,7 +40,8 @@ pub fn x4_check(f: &Facts) -> Verdict {
 /// before its response and for its session, with `replayFrom`: the replayed history, exactly
 /// one `replay_complete`, then a `state_update` snapshot; without it: no `replay_complete`
 /// and a `state_update` snapshot. A resume never answered on a connection that stayed open
-/// and whose answer no fault lost is unknown (what never came).
+/// (no end logged, no crash of either end) and whose answer no fault lost is unknown (what
+/// never came).
 pub fn x4_resume_order(h: &History) -> Verdict {
     let mut v = Verdict {
         property: "X4".into(),
@@ -63,9 +64,19 @@ pub fn x4_resume_order(h: &History) -> Verdict {
         .filter(|o| o.value["from"].as_str().is_some_and(is_agent_host))
         .filter_map(|o| o.value["conn"].as_u64())
         .collect();
+    // The hosts at the ends of each connection (its writers, and the one that accepted it):
+    // a crash of one ends the connection without a `conn-end`.
+    let mut ends: BTreeMap<u64, BTreeSet<String>> = BTreeMap::new();
     for op in &h.ops {
         let val = &op.value;
         let conn = val["conn"].as_u64().unwrap_or(0);
+        if op.process == process::NET {
+            for host in [&val["from"], &val["seen_by"]] {
+                if let Some(host) = host.as_str() {
+                    ends.entry(conn).or_default().insert(host.to_string());
+                }
+            }
+        }
         match (op.process.as_str(), op.f.as_str()) {
             (process::NET, op::SEND)
                 if val["from"].as_str().is_some_and(|f| !is_agent_host(f))
@@ -95,7 +106,9 @@ pub fn x4_resume_order(h: &History) -> Verdict {
                     }
                     continue;
                 }
-                let Some(id) = fr["id"].as_u64() else {
+                // A request of the Agent's (`session/request_permission #4`) shares the id
+                // space of nothing the Client sent: only a response answers a resume.
+                let Some(id) = fr["id"].as_u64().filter(|_| fr.get("method").is_none()) else {
                     continue;
                 };
                 let Some((req, sid, replay, ups)) = open.remove(&(conn, id)) else {
@@ -177,6 +190,14 @@ pub fn x4_resume_order(h: &History) -> Verdict {
                 }
             }
             (_, op::CONN_END) => open.retain(|k, _| k.0 != conn),
+            // A crash of either end (the Agent, the Client, a proxy or a node) ends its
+            // connections unlogged: a resume open there can never be answered.
+            (process::NEMESIS, op::CRASH) => {
+                let host = val["host_was"].as_str().or(val["host"].as_str());
+                open.retain(|k, _| {
+                    !host.is_some_and(|h| ends.get(&k.0).is_some_and(|e| e.contains(h)))
+                });
+            }
             // A fault lost the answer (a remote transport's lost exchange keeps the
             // connection): nothing more can come for it. A lost update leaves a gap.
             // A lost frame breaks its connection there (visibly or silently, as P7 reads

@@ -38,9 +38,10 @@ pub(super) struct SweepArgs {
     /// Worker threads (default: the number of cores).
     #[arg(long, env = "ACP_CHAOS_JOBS", value_parser = super::args::parse_jobs)]
     jobs: Option<usize>,
-    /// Report folder: `scripted/` and `swarm/` inside it, each with `rows.md` (every
-    /// scenario@design row's runs, violations, unknowns, findings) beside the campaign's
-    /// report (default `reports/sweep`, under `--shard K/N` `reports/sweep-shard-K-of-N`).
+    /// Report folder: the campaigns `scripted/` and `swarm/` inside it, and beside each its
+    /// `scripted-rows.md` / `swarm-rows.md` (every scenario@design row's runs, violations,
+    /// unknowns, findings) (default `reports/sweep`, under `--shard K/N`
+    /// `reports/sweep-shard-K-of-N`).
     #[arg(long)]
     out: Option<PathBuf>,
     /// No progress bar or progress lines on stderr.
@@ -79,6 +80,7 @@ pub(super) fn exec(a: &SweepArgs) -> Outcome {
             )));
         }
     }
+    let mut base_line = None;
     let (seed_start, swarm_seed_start) = match &a.base {
         None => (a.seed_start, a.swarm_seed_start),
         Some(b) => {
@@ -87,13 +89,26 @@ pub(super) fn exec(a: &SweepArgs) -> Outcome {
                 far_start(base, 1, a.seeds),
                 far_start(base, 2, a.swarm_seeds),
             );
-            println!(
-                "sweep base {named}: scripted seeds {x}..{}, swarm seeds {y}..{} (again: acp-chaos sweep --seed-start {x} --seeds {} --swarm-seed-start {y} --swarm-seeds {})",
+            if a.shard.is_some() && b == "random" {
+                return Err(CliError::usage(
+                    "--base random with --shard: every shard would draw its own range; draw the base once and give each shard --base N".to_string(),
+                ));
+            }
+            let again = format!(
+                "acp-chaos sweep --seed-start {x} --seeds {} --swarm-seed-start {y} --swarm-seeds {}{}{}",
+                a.seeds,
+                a.swarm_seeds,
+                a.shard.map_or(String::new(), |(k, n)| format!(" --shard {k}/{n}")),
+                a.dir
+                    .scenarios
+                    .as_ref()
+                    .map_or(String::new(), |d| format!(" --scenarios {}", d.display()))
+            );
+            base_line = Some(format!(
+                "sweep base {named}: scripted seeds {x}..{}, swarm seeds {y}..{} (again: {again})",
                 x + a.seeds,
                 y + a.swarm_seeds,
-                a.seeds,
-                a.swarm_seeds
-            );
+            ));
             (x, y)
         }
     };
@@ -107,6 +122,9 @@ pub(super) fn exec(a: &SweepArgs) -> Outcome {
     }
     if a.jobs == Some(0) {
         return Err(CliError::usage("--jobs must be at least 1".to_string()));
+    }
+    if let Some(line) = base_line {
+        println!("{line}");
     }
     let all = load(&a.dir, &[])?;
     let (swarm, scripted): (Vec<_>, Vec<_>) = all.iter().partition(|s| s.swarm.is_some());
@@ -164,7 +182,9 @@ pub(super) fn exec(a: &SweepArgs) -> Outcome {
                 );
             }
         }
-        let page = out.join(kind).join("rows.md");
+        // Beside the campaign's folder, not in it: a campaign refuses a folder holding what
+        // it did not write, so a second sweep into the same --out would fail.
+        let page = out.join(format!("{kind}-rows.md"));
         crate::campaign::write_atomic(
             &page,
             format!(
@@ -205,12 +225,24 @@ pub(super) fn exec(a: &SweepArgs) -> Outcome {
         );
     }
     let codes: Vec<i32> = parts.iter().map(|p| p.7).collect();
+    let (violations, unknown): (u64, u64) =
+        parts.iter().fold((0, 0), |a, p| (a.0 + p.4, a.1 + p.5));
+    // A sweep asks one question: does a correct model ever fail a checker? A short range that
+    // never reaches a scenario's `sometimes` event (a vacuous row, exit 4 for `run`) is not a
+    // failure of the checkers; it is noted, never the exit code.
+    if violations + unknown == 0 && codes.iter().any(|c| *c == exit::LIVENESS) {
+        println!("sweep: note: some rows were vacuous (a `sometimes` event never happened in so few seeds; see each summary.md); not counted as a failure");
+    }
     Ok(if codes.contains(&exit::INTERRUPTED) {
         exit::INTERRUPTED
-    } else if codes.contains(&exit::INVALID) {
+    } else if codes.contains(&exit::NONDETERMINISM) {
+        exit::NONDETERMINISM
+    } else if violations > 0 {
         exit::INVALID
+    } else if unknown > 0 {
+        exit::LIVENESS
     } else {
-        codes.into_iter().max().unwrap_or(exit::VALID)
+        exit::VALID
     })
 }
 
@@ -219,7 +251,7 @@ fn base_of(b: &str) -> Result<(u64, String), CliError> {
     match b {
         "random" => {
             let n = crate::wall_clock::entropy();
-            Ok((n, format!("random {n} (again: --base {n})")))
+            Ok((n, format!("random {n}")))
         }
         "commit" => {
             let sha = std::env::var("GITHUB_SHA")

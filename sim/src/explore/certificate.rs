@@ -371,7 +371,7 @@ pub fn write_run(
             "# found by acp-chaos explore {} (design {})\n{header}# replay: {replay}\n{}",
             e.plan.scenario,
             e.plan.agent.design.as_str(),
-            toml::to_string(&e.plan)?
+            crate::plan::file::to_toml(&e.plan)?
         )
         .as_bytes(),
     )?;
