@@ -223,7 +223,7 @@ pub fn p5_key_validation(f: &Facts) -> Verdict {
                 if !since_open().any(|o| o.f == op::CONN_END && on_conn(&o))
                     // A silent break after the send swallows what the reader writes there
                     // from then on, its -32700 too, unlogged.
-                    && !silent_from.get(&conn).is_some_and(|b| *b > sent.index)
+                    && silent_from.get(&conn).is_none_or(|b| *b <= sent.index)
                     && !since_open().any(|o| {
                         // The reader (the Agent, or a proxy in front of it) crashed.
                         o.f == op::CRASH

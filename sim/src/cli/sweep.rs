@@ -230,7 +230,7 @@ pub(super) fn exec(a: &SweepArgs) -> Outcome {
     // A sweep asks one question: does a correct model ever fail a checker? A short range that
     // never reaches a scenario's `sometimes` event (a vacuous row, exit 4 for `run`) is not a
     // failure of the checkers; it is noted, never the exit code.
-    if violations + unknown == 0 && codes.iter().any(|c| *c == exit::LIVENESS) {
+    if violations + unknown == 0 && codes.contains(&exit::LIVENESS) {
         println!("sweep: note: some rows were vacuous (a `sometimes` event never happened in so few seeds; see each summary.md); not counted as a failure");
     }
     Ok(if codes.contains(&exit::INTERRUPTED) {
