@@ -177,9 +177,10 @@ fn withdrawals_answered(f: &Facts) -> Option<Verdict> {
                     .entry(k)
                     .or_insert((op.index, d["frame"]["error"]["code"].as_i64()));
             }
-            // Either end (the later one): a crashed process logs no end of its own, its peer
-            // does; and an end may read a last frame before it notices the close.
-            ("agent" | "client", "conn-end", _) => {
+            // Either end (the later one), a proxy's too: a crashed process logs no end of its
+            // own, its peer does; an end may read a last frame before it notices the close; and
+            // a node busy awaiting its store reads frames a proxy wrote before it closed.
+            (_, op::CONN_END, _) => {
                 ended.insert(val["conn"].as_u64().unwrap_or(0), op.index);
             }
             (process::AGENT, op::WITHDRAW, _) => {

@@ -106,6 +106,13 @@ pub async fn agent(ctx: Rc<Ctx>) -> turmoil::Result {
     Ok(())
 }
 
+/// The Agent host `name` (a cluster node) is handling an input: not idle until its model says so after.
+fn working(ctx: &Ctx, name: &'static str) {
+    if let Some(i) = ctx.ledger.borrow_mut().idle.get_mut(name) {
+        *i = false;
+    }
+}
+
 /// A cluster node: no disk of its own; it reads the store's view before each request and
 /// writes through the store (A13).
 pub async fn node(ctx: Rc<Ctx>, name: &'static str) -> turmoil::Result {
@@ -131,6 +138,10 @@ pub async fn node(ctx: Rc<Ctx>, name: &'static str) -> turmoil::Result {
     io.listen().await?;
     let mut out = Vec::new();
     while let Some(ev) = rx.recv().await {
+        // Busy until it has handled this input: a notification, a timer or a close may await
+        // the store as a request does (`Ledger::on_recv`), and the run is not quiet meanwhile
+        // (a stop it is recording, a connection end still in its inbox).
+        working(&ctx, name);
         match ev {
             Ev::Accepted(s) => {
                 let addr = s.peer_addr().map(|a| a.to_string()).unwrap_or_default();
