@@ -95,8 +95,8 @@ impl<R: BufRead> LineReader<R> {
     /// Errors: the underlying read failed.
     pub fn next_line(&mut self) -> io::Result<Option<Line>> {
         self.buf.clear();
-        // One byte past the bound, so a line of exactly `max` bytes and its `\n` fit.
-        let limit = self.max as u64 + 1;
+        // Two bytes past the bound, so a line of exactly `max` bytes and its `\r\n` fit.
+        let limit = self.max as u64 + 2;
         let n = (&mut self.inner)
             .take(limit)
             .read_until(b'\n', &mut self.buf)?;
@@ -104,14 +104,22 @@ impl<R: BufRead> LineReader<R> {
             return Ok(None);
         }
         let ended = self.buf.last() == Some(&b'\n');
-        if !ended && self.buf.len() > self.max {
-            let len = self.buf.len() as u64 + self.skip_line()?;
+        if !ended && self.buf.len() as u64 == limit {
+            let (rest, cr) = self.skip_line(self.buf.last().copied())?;
+            // Its length without its line end (`\r\n` counts as `\n`).
+            let len = self.buf.len() as u64 + rest - u64::from(cr);
             // Keep the bound's worth of capacity, not more (it was reached, never passed).
             self.buf.clear();
             return Ok(Some(Line::Overlong { len, max: self.max }));
         }
         while matches!(self.buf.last(), Some(b'\n' | b'\r')) {
             self.buf.pop();
+        }
+        // Read whole (its line end within the two bytes past the bound), and still too long.
+        if self.buf.len() > self.max {
+            let len = self.buf.len() as u64;
+            self.buf.clear();
+            return Ok(Some(Line::Overlong { len, max: self.max }));
         }
         match std::str::from_utf8(&self.buf) {
             Ok(s) => Ok(Some(Line::Text(s.to_string()))),
@@ -129,10 +137,12 @@ impl<R: BufRead> LineReader<R> {
         }
     }
 
-    /// Discard the rest of the current line, its `\n` included; the bytes discarded before
-    /// the `\n`.
-    fn skip_line(&mut self) -> io::Result<u64> {
+    /// Discard the rest of the current line, its `\n` included: the bytes discarded before
+    /// the `\n`, and whether the byte before it was `\r` (`last`: the byte read before the
+    /// rest, in case the `\n` comes first).
+    fn skip_line(&mut self, last: Option<u8>) -> io::Result<(u64, bool)> {
         let mut skipped = 0u64;
+        let mut prev = last;
         loop {
             let chunk = match self.inner.fill_buf() {
                 Ok(c) => c,
@@ -140,15 +150,17 @@ impl<R: BufRead> LineReader<R> {
                 Err(e) => return Err(e),
             };
             if chunk.is_empty() {
-                return Ok(skipped);
+                return Ok((skipped, false));
             }
             match chunk.iter().position(|b| *b == b'\n') {
                 Some(i) => {
+                    let before = if i > 0 { Some(chunk[i - 1]) } else { prev };
                     self.inner.consume(i + 1);
-                    return Ok(skipped + i as u64);
+                    return Ok((skipped + i as u64, before == Some(b'\r')));
                 }
                 None => {
                     let n = chunk.len();
+                    prev = chunk.last().copied();
                     self.inner.consume(n);
                     skipped += n as u64;
                 }
@@ -214,6 +226,20 @@ mod tests {
                 text("12345678"),
                 Line::Overlong { len: 9, max: 8 },
                 text("next")
+            ]
+        );
+        // The bound counts the line, never its line end: `\r\n` as `\n`.
+        assert_eq!(
+            lines(
+                b"12345678\r\n123456789\r\n1234567890\r\n12\r34567890123\r\nok",
+                8
+            ),
+            [
+                text("12345678"),
+                Line::Overlong { len: 9, max: 8 },
+                Line::Overlong { len: 10, max: 8 },
+                Line::Overlong { len: 14, max: 8 },
+                text("ok")
             ]
         );
         // Cut by the end of input: still one overlong line.
