@@ -69,6 +69,25 @@ impl Watermark {
             (None, None) => Err(0),
         }
     }
+
+    /// The offset of a slot that was written and does not hold a valid watermark while the
+    /// other one does (what [`Watermark::read`] passes over: a write torn by a crash, or
+    /// damage), for a reader to say it used the older slot. `None` when both are valid, only
+    /// the first was ever written, or neither is valid (`read` refuses that).
+    pub fn damaged_slot(bytes: &[u8]) -> Option<usize> {
+        if bytes.len() <= SLOT {
+            return None;
+        }
+        let valid = |i: usize| {
+            record_at(bytes, i * SLOT, Framing::Current)
+                .is_some_and(|(p, _)| p.len() == 24 && p[0] as usize % 2 == i)
+        };
+        match (valid(0), valid(1)) {
+            (true, false) => Some(SLOT),
+            (false, true) => Some(0),
+            _ => None,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -101,7 +120,14 @@ mod tests {
             let mut bad = file.clone();
             bad[at as usize + i] ^= 0x40;
             assert_eq!(Watermark::read(&bad), Ok(Some(a)), "byte {i}");
+            assert_eq!(Watermark::damaged_slot(&bad), Some(at as usize), "byte {i}");
         }
+        assert_eq!(Watermark::damaged_slot(&file), None);
+        assert_eq!(
+            Watermark::damaged_slot(&file[..SLOT]),
+            None,
+            "one slot written"
+        );
         assert_eq!(Watermark::read(&[0; WATERMARK_FILE_LEN]), Err(0));
         assert_eq!(Watermark::read(&[0; 3]), Err(0));
         // The boot only grows.

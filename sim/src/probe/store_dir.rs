@@ -6,10 +6,11 @@
 //! On start: damage at or after the watermark is a torn tail of unsynced writes (cut, with a
 //! note); damage below it, a log shorter than it, or a damaged watermark stops the start with
 //! exit 2 naming the file and the byte offset, unless `--salvage` keeps the whole records
-//! before the damage and says what it dropped. A log without a watermark (a store from before
-//! it) counts every byte as synced: any damage stops the start; a log in the old framing is
-//! rewritten in the new one (through `sessions.log.new`, renamed over it) before anything is
-//! appended.
+//! before the damage and says what it dropped. A log in the old framing has no watermark (a
+//! store from before it): every byte counts as synced, any damage stops the start, and it is
+//! rewritten in the new framing (through `sessions.log.new`, renamed over it) before anything
+//! is appended. A log in the new framing without its watermark, holding more than boot records,
+//! stops the start too (a cut at a record boundary could not be seen).
 
 use std::io::{Seek, Write};
 use std::path::{Path, PathBuf};
@@ -28,6 +29,11 @@ pub(super) struct StoreDir {
     mark: store::Watermark,
     /// This start's boot number.
     boot: u64,
+}
+
+/// Whether a record is a start's boot record (`{"t": "boot", ...}`).
+fn is_boot_record(payload: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Value>(payload).is_ok_and(|r| r["t"] == "boot")
 }
 
 /// The boot number a record shows was used: a boot record's, an arrival's `boot`, or the
@@ -92,7 +98,17 @@ impl StoreDir {
         let (path, mark_path) = (disk.log_path(), disk.mark_path());
         let named = |e: std::io::Error| anyhow::anyhow!("{}: {e}", path.display());
         let bytes = read_or_empty(&path)?;
-        let mark = match store::Watermark::read(&read_or_empty(&mark_path)?) {
+        let mark_bytes = read_or_empty(&mark_path)?;
+        if let Some(at) = store::Watermark::damaged_slot(&mark_bytes) {
+            // A crash tears the slot being written; damage looks the same. Either way the
+            // other slot's synced length is older and smaller, never a claim the log cannot
+            // back: say which was used.
+            eprintln!(
+                "acp-chaos agent: {}: the slot at byte {at} is damaged (a torn write or damage); using the other, older slot",
+                mark_path.display()
+            );
+        }
+        let mark = match store::Watermark::read(&mark_bytes) {
             Ok(m) => m,
             Err(at) if !salvage => anyhow::bail!(
                 "{}: damaged at byte {at}: neither slot holds a valid watermark (the synced length of {}), so damage in the log could not be told from a torn tail; refusing to start (restore the file, or run with --salvage to read the log as if every byte were synced)",
@@ -149,6 +165,24 @@ impl StoreDir {
                 d.kept
             }
         };
+        // A log in the current framing always had a watermark once it held more than its
+        // first boot record (the first start writes one right after it): without one, a cut
+        // at a record boundary could not be seen.
+        let written_after_mark = found.records.iter().filter(|r| !is_boot_record(r)).count();
+        if mark.is_none() && found.framing == store::Framing::Current && written_after_mark > 0 {
+            if !salvage {
+                anyhow::bail!(
+                    "{}: missing or empty beside {} ({written_after_mark} records written after it existed), so a cut of the log could not be seen; refusing to start (restore the file, or run with --salvage to read the log as if every byte were synced)",
+                    mark_path.display(),
+                    path.display()
+                );
+            }
+            eprintln!(
+                "acp-chaos agent: {}: --salvage: missing or empty; reading {} as if every byte were synced (a cut at a record boundary cannot be seen)",
+                mark_path.display(),
+                path.display()
+            );
+        }
         disk.len = found.valid as u64;
         if found.framing == store::Framing::Legacy {
             disk.migrate(&found.records)?;

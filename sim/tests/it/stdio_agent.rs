@@ -263,9 +263,9 @@ fn a_deleted_or_damaged_boots_file_does_not_reuse_ids() {
     }
     std::fs::write(&path, kept).unwrap();
     let _ = std::fs::remove_file(dir.join("boots"));
-    // An older store had no watermark either (with it, the shorter log is refused).
+    // Without its watermark too, only `--salvage` reads it (with it, the shorter log is refused).
     let _ = std::fs::remove_file(dir.join("sessions.synced"));
-    let (out, err, _) = serve(&dir, &[INIT.to_string(), new_session("10")]);
+    let (out, err, _) = serve_with(&dir, &["--salvage"], &[INIT.to_string(), new_session("10")]);
     let ids = created(&out);
     assert!(
         !ids.is_empty() && !seen.contains(&ids[0]),
@@ -316,6 +316,25 @@ fn damage_below_the_watermark_is_refused_and_salvage_says_what_it_drops() {
     let last = *record_starts(&log).last().unwrap();
     std::fs::write(path_of(&dir), &log[..last]).unwrap();
     refused(&dir, last, "cut before the last record");
+    // The same cut with the watermark deleted or emptied: nothing else could tell the cut.
+    for (what, mark) in [("deleted", None), ("emptied", Some(&b""[..]))] {
+        let dir = store(&format!("cut-mark-{what}"));
+        three_sessions(&dir);
+        let log = std::fs::read(path_of(&dir)).unwrap();
+        let last = *record_starts(&log).last().unwrap();
+        std::fs::write(path_of(&dir), &log[..last]).unwrap();
+        let mark_path = dir.join("sessions.synced");
+        match mark {
+            None => std::fs::remove_file(&mark_path).unwrap(),
+            Some(b) => std::fs::write(&mark_path, b).unwrap(),
+        }
+        let (out, err, code) = serve(&dir, &[INIT.to_string(), LIST.to_string()]);
+        assert_eq!(code, Some(2), "watermark {what}: {err} {out:?}");
+        assert!(
+            out.is_empty() && err.contains(&mark_path.display().to_string()),
+            "watermark {what}: {err} {out:?}"
+        );
+    }
     // --salvage: starts with what came before the cut, says what was lost, reuses no id.
     let (out, err, code) = serve_with(
         &dir,
