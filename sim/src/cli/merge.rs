@@ -1,6 +1,6 @@
 //! `acp-chaos merge DIR...`: join the report folders of a campaign's shards.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 
@@ -78,5 +78,35 @@ pub(super) fn exec(a: &MergeArgs) -> Outcome {
         summary.seed_start + summary.seeds
     );
     print_summary(&summary, &out, true, a.verbose);
+    sweep_rows(a, &summary, &out)?;
     Ok(summary.exit_code)
+}
+
+/// Shards of a sweep (`sweep --shard K/N`: folders `scripted/` or `swarm/` with their
+/// `<kind>-rows.md` beside them): write the merged rows page beside the merged folder, as
+/// `<out>-rows.md`, as one unsharded sweep writes it.
+fn sweep_rows(a: &MergeArgs, summary: &crate::summary::Summary, out: &Path) -> Outcome {
+    let kind_of = |d: &Path| {
+        let kind = d.file_name()?.to_str()?;
+        (["scripted", "swarm"].contains(&kind)
+            && d.parent()?.join(format!("{kind}-rows.md")).exists())
+        .then(|| kind.to_string())
+    };
+    let kinds: Vec<Option<String>> = a.dirs.iter().map(|d| kind_of(d)).collect();
+    let (Some(Some(_)), true) = (kinds.first(), kinds.windows(2).all(|w| w[0] == w[1])) else {
+        return Ok(0);
+    };
+    let (Some(parent), Some(name)) = (out.parent(), out.file_name().and_then(|n| n.to_str()))
+    else {
+        return Ok(0);
+    };
+    let range = format!(
+        "seeds {}..{} per scenario@design, merged from {} shards",
+        summary.seed_start,
+        summary.seed_start + summary.seeds,
+        a.dirs.len()
+    );
+    super::sweep::write_rows(parent, name, summary, &range)?;
+    println!("rows: {}", parent.join(format!("{name}-rows.md")).display());
+    Ok(0)
 }

@@ -2,7 +2,7 @@
 //! the correct models, on seeds far outside the ones the tests and the default campaign run:
 //! a checker that is too strict shows up here as a violation or an unknown.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 
@@ -160,42 +160,17 @@ pub(super) fn exec(a: &SweepArgs) -> Outcome {
             dir: a.dir.clone(),
         };
         let s = campaign(&args)?;
-        let (mut runs, mut violations, mut unknown, mut findings) = (0, 0, 0, 0);
-        let mut rows = String::from(
-            "| row | runs | violations | unknown | findings |\n|---|---:|---:|---:|---:|\n",
-        );
-        for (row, cells) in &s.table {
-            // Every property of a row ran on the same seeds: count a row's runs once.
-            let n = cells.values().map(|t| t.seeds).max().unwrap_or(0);
-            let v: u64 = cells.values().map(|t| t.violations).sum();
-            let u: u64 = cells.values().map(|t| t.unknown).sum();
-            let fi: u64 = cells.values().map(|t| t.findings).sum();
-            runs += n;
-            violations += v;
-            unknown += u;
-            findings += fi;
-            rows.push_str(&format!("| {row} | {n} | {v} | {u} | {fi} |\n"));
-            if v + u > 0 {
-                println!(
-                    "sweep {kind} row {row}: {n} runs, {v} violations, {u} unknown (see {})",
-                    out.join(kind).join("summary.md").display()
-                );
-            }
-        }
-        // Beside the campaign's folder, not in it: a campaign refuses a folder holding what
-        // it did not write, so a second sweep into the same --out would fail.
-        let page = out.join(format!("{kind}-rows.md"));
-        crate::campaign::write_atomic(
-            &page,
-            format!(
-                "# sweep {kind}: seeds {start}..{} per scenario@design{}\n\n{rows}",
+        let (runs, violations, unknown, findings) = write_rows(
+            &out,
+            kind,
+            &s,
+            &format!(
+                "seeds {start}..{} per scenario@design{}",
                 start + seeds,
                 a.shard
                     .map_or(String::new(), |(k, n)| format!(", shard {k}/{n}"))
-            )
-            .as_bytes(),
-        )
-        .map_err(|e| CliError::usage(format!("{}: {e:#}", page.display())))?;
+            ),
+        )?;
         parts.push((
             kind,
             start,
@@ -244,6 +219,52 @@ pub(super) fn exec(a: &SweepArgs) -> Outcome {
     } else {
         exit::VALID
     })
+}
+
+/// Write `<out>/<kind>-rows.md` from campaign `s` (its folder `<out>/<kind>`): every
+/// scenario@design row's runs, violations, unknowns and findings, under the heading
+/// `# sweep <kind>: <range>`; print a line for each row with a violation or an unknown.
+/// Returns the totals (runs, violations, unknown, findings). Also what `merge` writes for a
+/// sweep's shards.
+///
+/// Errors: the page cannot be written (exit 2, naming it).
+pub(super) fn write_rows(
+    out: &Path,
+    kind: &str,
+    s: &crate::summary::Summary,
+    range: &str,
+) -> Result<(u64, u64, u64, u64), CliError> {
+    let (mut runs, mut violations, mut unknown, mut findings) = (0, 0, 0, 0);
+    let mut rows = String::from(
+        "| row | runs | violations | unknown | findings |\n|---|---:|---:|---:|---:|\n",
+    );
+    for (row, cells) in &s.table {
+        // Every property of a row ran on the same seeds: count a row's runs once.
+        let n = cells.values().map(|t| t.seeds).max().unwrap_or(0);
+        let v: u64 = cells.values().map(|t| t.violations).sum();
+        let u: u64 = cells.values().map(|t| t.unknown).sum();
+        let fi: u64 = cells.values().map(|t| t.findings).sum();
+        runs += n;
+        violations += v;
+        unknown += u;
+        findings += fi;
+        rows.push_str(&format!("| {row} | {n} | {v} | {u} | {fi} |\n"));
+        if v + u > 0 {
+            println!(
+                "sweep {kind} row {row}: {n} runs, {v} violations, {u} unknown (see {})",
+                out.join(kind).join("summary.md").display()
+            );
+        }
+    }
+    // Beside the campaign's folder, not in it: a campaign refuses a folder holding what it
+    // did not write, so a second sweep into the same --out would fail.
+    let page = out.join(format!("{kind}-rows.md"));
+    crate::campaign::write_atomic(
+        &page,
+        format!("# sweep {kind}: {range}\n\n{rows}").as_bytes(),
+    )
+    .map_err(|e| CliError::usage(format!("{}: {e:#}", page.display())))?;
+    Ok((runs, violations, unknown, findings))
 }
 
 /// `--base`: the number it names, and how to print it.

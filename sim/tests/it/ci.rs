@@ -243,3 +243,54 @@ fn junit_testcases_carry_time_design_mutant_seed_and_hash() {
         );
     }
 }
+
+/// A sweep run as shards (a CI matrix, an indexed job) and merged gives the rows page one
+/// unsharded sweep writes: `merge` of the shards' `scripted/` folders writes
+/// `scripted-rows.md` beside the merged folder, with the same rows.
+#[test]
+fn merged_sweep_shards_write_the_rows_page_of_the_unsharded_sweep() {
+    let root = std::env::temp_dir().join("acp-chaos-ci-sweep-shards");
+    let _ = std::fs::remove_dir_all(&root);
+    let scenarios = root.join("scenarios");
+    std::fs::create_dir_all(&scenarios).unwrap();
+    let one = "rfd-01-retry-same-connection.toml";
+    std::fs::copy(common::scenarios_dir().join(one), scenarios.join(one)).unwrap();
+    let sweep = |out: &Path, shard: Option<&str>| {
+        let mut c = bin();
+        c.env("ACP_CHAOS_SCENARIOS", &scenarios)
+            .args(["sweep", "--seeds", "4", "--jobs", "1", "--out"])
+            .arg(out);
+        if let Some(s) = shard {
+            c.args(["--shard", s]);
+        }
+        let o = c.output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    };
+    let rows = |page: &Path| -> Vec<String> {
+        let text = std::fs::read_to_string(page).unwrap_or_else(|e| panic!("{page:?}: {e}"));
+        text.lines()
+            .filter(|l| l.starts_with("| ") && !l.starts_with("| row"))
+            .map(str::to_string)
+            .collect()
+    };
+    sweep(&root.join("whole"), None);
+    sweep(&root.join("a"), Some("1/2"));
+    sweep(&root.join("b"), Some("2/2"));
+    let merged = root.join("merged").join("scripted");
+    let o = bin()
+        .arg("merge")
+        .arg(root.join("a").join("scripted"))
+        .arg(root.join("b").join("scripted"))
+        .arg("--out")
+        .arg(&merged)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let want = rows(&root.join("whole").join("scripted-rows.md"));
+    assert!(!want.is_empty());
+    assert_eq!(rows(&root.join("merged").join("scripted-rows.md")), want);
+    assert!(
+        rows(&root.join("a").join("scripted-rows.md")) != want,
+        "a shard's page holds half the runs"
+    );
+}
