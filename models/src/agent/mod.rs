@@ -245,6 +245,20 @@ struct Storing {
     op: Value,
 }
 
+impl Storing {
+    /// A store step that inserts nothing (a withdrawal, a stop): no messageId, no turn.
+    fn without_insertion(sid: &str, held: Held, mode: &'static str, op: Value) -> Storing {
+        Storing {
+            sid: sid.to_string(),
+            held,
+            mode,
+            message_id: String::new(),
+            turn: None,
+            op,
+        }
+    }
+}
+
 /// Why a prompt's wait ended without insertion.
 const CANCELLED: &str = "Request cancelled";
 

@@ -873,15 +873,7 @@ impl ModelAgent {
                 // step, as for `$/cancel_request` (A5 A6 across nodes, A7: an inserted key's
                 // attempts get its messageId, never -32800); `withdraw_reply` answers.
                 let op = json!({"op": "withdraw", "session": sid, "key": k, "by": why});
-                let st = Storing {
-                    sid: sid.to_string(),
-                    held: h,
-                    mode: "withdraw",
-                    message_id: String::new(),
-                    turn: None,
-                    op,
-                };
-                self.store_op(st, out);
+                self.store_op(Storing::without_insertion(sid, h, "withdraw", op), out);
                 continue;
             }
             out.push(effect(
@@ -960,14 +952,7 @@ impl ModelAgent {
             let stop = format!("{}.{}", self.prefix, self.next_stop);
             let op = json!({"op": "stop", "session": sid, "stop": stop});
             self.store_op(
-                Storing {
-                    sid: sid.to_string(),
-                    held: Held::default(),
-                    mode: "stop",
-                    message_id: String::new(),
-                    turn: None,
-                    op,
-                },
+                Storing::without_insertion(sid, Held::default(), "stop", op),
                 out,
             );
         }
@@ -994,14 +979,7 @@ impl ModelAgent {
                     // one step (A5 across nodes, A13); `withdraw_reply` answers.
                     let op = json!({"op": "withdraw", "session": sid, "key": k,
                                     "named_conn": conn, "named_id": rid});
-                    let st = Storing {
-                        sid: sid.clone(),
-                        held: h,
-                        mode: "withdraw",
-                        message_id: String::new(),
-                        turn: None,
-                        op,
-                    };
+                    let st = Storing::without_insertion(&sid, h, "withdraw", op);
                     return self.store_op(st, out);
                 }
                 self.withdrawn(&sid, h, (conn, rid), out);
