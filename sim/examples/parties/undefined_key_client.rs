@@ -17,16 +17,17 @@ use serde_json::Value;
 /// The Client under test.
 pub struct WireClient {
     inner: SpecClient,
-    undefined_keys: bool,
+    /// What the wire layer writes for every key (`None`: the key itself).
+    key_written: Option<&'static str>,
 }
 
 impl ClientModel for WireClient {
     fn handle(&mut self, input: ClientInput, out: &mut Vec<Action>) {
         let from = out.len();
         self.inner.handle(input, out);
-        if !self.undefined_keys {
+        let Some(written) = self.key_written else {
             return;
-        }
+        };
         for a in &mut out[from..] {
             match a {
                 // The frame as written: the key replaced by "undefined".
@@ -35,14 +36,14 @@ impl ClientModel for WireClient {
                         if v["method"] == "session/prompt"
                             && v["params"]["idempotencyKey"].is_string()
                         {
-                            v["params"]["idempotencyKey"] = "undefined".into();
+                            v["params"]["idempotencyKey"] = written.into();
                             *line = v.to_string();
                         }
                     }
                 }
                 // The attempt as the history records it: the key the wire carried.
                 Action::Effect(e) if e.f == op::ATTEMPT && e.value["key"].is_string() => {
-                    e.value["key"] = "undefined".into();
+                    e.value["key"] = written.into();
                 }
                 _ => {}
             }
@@ -58,12 +59,19 @@ impl ClientModel for WireClient {
     }
 }
 
-/// What the simulator calls at every start of the Client process.
+/// What the simulator calls at every start of the Client process (`undefined_keys`: the bug).
+#[allow(dead_code)] // A test that includes this file may use `wire_client_writing` only.
 pub fn wire_client(undefined_keys: bool) -> impl Fn(Boot<'_>) -> Box<dyn ClientModel> {
+    wire_client_writing(undefined_keys.then_some("undefined"))
+}
+
+/// The same Client whose wire layer writes `key` for every key (`None`: the key itself).
+#[allow(dead_code)] // The harness example uses `wire_client` only.
+pub fn wire_client_writing(key: Option<&'static str>) -> impl Fn(Boot<'_>) -> Box<dyn ClientModel> {
     move |b: Boot<'_>| -> Box<dyn ClientModel> {
         Box::new(WireClient {
             inner: SpecClient::recover(b.plan.client.clone(), b.boot, b.seed, b.records),
-            undefined_keys,
+            key_written: key,
         })
     }
 }

@@ -26,6 +26,11 @@ pub fn key_form(line: &str) -> KeyForm {
     let Ok(v) = serde_json::from_str::<Value>(line) else {
         return KeyForm::NotJson;
     };
+    key_form_of(&v)
+}
+
+/// Classify a `session/prompt` frame already parsed by K1–K3 ([`key_form`] without the parse).
+pub fn key_form_of(v: &Value) -> KeyForm {
     match v["params"].get("idempotencyKey") {
         None | Some(Value::Null) => KeyForm::Omitted,
         Some(Value::String(s)) if (1..=255).contains(&s.chars().count()) => KeyForm::Valid,
@@ -74,7 +79,9 @@ fn written(o: &Op) -> Option<&Value> {
 /// (nothing else is wrong in a probe), and inserts nothing (never treated as omitted); a
 /// valid key is never answered `-32602`, nor a `null` one ([`null_key_alone`]: K1, the same
 /// as no key); a frame that is not JSON gets `-32700`. A probe whose
-/// connection ended before any answer is not judged (P7 judges unanswered requests).
+/// connection ended before any answer is not judged (P7 judges unanswered requests). Then,
+/// from the frames alone, every `session/prompt` the Agent read, whoever wrote it
+/// (`prompts_read`): a malformed key is never answered with a result nor inserted (K3).
 pub fn p5_key_validation(f: &Facts) -> Verdict {
     let mut v = Verdict::valid("P5");
     let ops = &f.history.ops;
@@ -251,7 +258,56 @@ pub fn p5_key_validation(f: &Facts) -> Verdict {
             return v;
         }
     }
-    v
+    prompts_read(f).unwrap_or(v)
+}
+
+/// K3 on every `session/prompt` the Agent read, whoever wrote it (a user's Client, a proxy,
+/// a probe), judged from the frames: one whose key is malformed ([`key_form_of`] on the frame
+/// as read) is answered with a result (a `messageId`: inserted, the key treated as omitted or
+/// valid), or the Agent's own `insert` effect claims it. An error of any code is not judged
+/// here: such a frame may have more than its key wrong (the raw probes, where nothing else
+/// is, are held to `-32602` above).
+fn prompts_read(f: &Facts) -> Option<Verdict> {
+    // (connection, id) of each malformed prompt the Agent read: (its op, what the key was).
+    let mut read: std::collections::BTreeMap<(u64, String), (usize, String)> = Default::default();
+    for (o, w) in f.ops_with_wire() {
+        let bad = match w {
+            // What the Agent read (its peer, the Client or a proxy, is `client` to it).
+            Some(w) if !w.sent && w.method == Some("session/prompt") && w.from == "client" => {
+                if let KeyForm::Malformed(what) = key_form_of(w.frame) {
+                    read.insert((w.conn, w.id_key.clone()), (o.index, what));
+                }
+                None
+            }
+            Some(w) if w.sent && w.from_agent && !w.has_method => read
+                .remove(&(w.conn, w.id_key.clone()))
+                .filter(|_| w.frame.get("result").is_some())
+                .map(|r| (r, o.index, "was answered with a result")),
+            None if o.process == process::AGENT && o.f == op::INSERT => {
+                let k = (
+                    o.value["conn"].as_u64().unwrap_or(0),
+                    o.value["id"].to_string(),
+                );
+                read.get(&k)
+                    .cloned()
+                    .map(|r| (r, o.index, "was inserted (the Agent's insert)"))
+            }
+            _ => None,
+        };
+        if let Some(((at, what), by, how)) = bad {
+            let mut v = Verdict::valid("P5");
+            v.status = Status::Invalid;
+            v.party = Some(Party::Agent);
+            v.rules = vec!["K3".into()];
+            v.witnesses = vec![at, by];
+            v.fault = f.fault_before(by);
+            v.message = format!(
+                "a session/prompt read with a malformed key ({what}, op {at}) {how} (op {by}): K3 wants an error and nothing inserted"
+            );
+            return Some(v);
+        }
+    }
+    None
 }
 
 /// Whether the raw probe at `sent` carries a key already recorded (an insertion under it) in

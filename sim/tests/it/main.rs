@@ -42,4 +42,5 @@ mod reports;
 mod sdk_author;
 mod stdio_agent;
 mod surface;
+mod wire_judged;
 mod witnesses;
