@@ -22,6 +22,8 @@ use serde_json::{json, Value};
 #[derive(Default)]
 pub struct RelayProxy {
     unmapped_cancel: bool,
+    /// Report no `forward` effect: the checkers have only its frames to go by.
+    silent: bool,
     /// Upstream connection → its downstream connection, once open.
     down_of: BTreeMap<ConnId, Option<ConnId>>,
     /// Downstream connection → its upstream connection.
@@ -58,10 +60,12 @@ impl RelayProxy {
                 let ours = self.mint();
                 self.down_reqs.insert((down, ours), (up, id.clone()));
                 self.our_id.insert((up, id.to_string()), ours);
-                out.push(effect(
-                    op::FORWARD,
-                    json!({"method": method, "up_conn": up, "up_id": id, "down_conn": down, "down_id": ours}),
-                ));
+                if !self.silent {
+                    out.push(effect(
+                        op::FORWARD,
+                        json!({"method": method, "up_conn": up, "up_id": id, "down_conn": down, "down_id": ours}),
+                    ));
+                }
                 v["id"] = json!(ours);
             }
             (Some(method), None) if method == "$/cancel_request" => {
@@ -72,10 +76,12 @@ impl RelayProxy {
                     Some(ours) => json!(ours),
                     None => return, // nothing of ours to cancel
                 };
-                out.push(effect(
-                    op::FORWARD,
-                    json!({"method": method, "up_conn": up, "up_request_id": rid, "down_conn": down, "down_request_id": down_rid, "mapped": mapped}),
-                ));
+                if !self.silent {
+                    out.push(effect(
+                        op::FORWARD,
+                        json!({"method": method, "up_conn": up, "up_request_id": rid, "down_conn": down, "down_request_id": down_rid, "mapped": mapped}),
+                    ));
+                }
                 v["params"]["requestId"] = down_rid;
             }
             (Some(_), None) => {}
@@ -208,10 +214,23 @@ impl ProxyModel for RelayProxy {
 }
 
 /// What the simulator calls at every start of the proxy process.
+#[allow(dead_code)] // A test that includes this file may use `silent_relay_proxy` only.
 pub fn relay_proxy(unmapped_cancel: bool) -> impl Fn(Boot<'_>) -> Box<dyn ProxyModel> {
     move |_: Boot<'_>| -> Box<dyn ProxyModel> {
         Box::new(RelayProxy {
             unmapped_cancel,
+            ..RelayProxy::default()
+        })
+    }
+}
+
+/// The same proxy reporting no `forward` effect: only the frames it wrote show what it did.
+#[allow(dead_code)] // The harness example uses `relay_proxy` only.
+pub fn silent_relay_proxy(unmapped_cancel: bool) -> impl Fn(Boot<'_>) -> Box<dyn ProxyModel> {
+    move |_: Boot<'_>| -> Box<dyn ProxyModel> {
+        Box::new(RelayProxy {
+            unmapped_cancel,
+            silent: true,
             ..RelayProxy::default()
         })
     }

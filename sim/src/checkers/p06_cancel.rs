@@ -18,6 +18,9 @@ pub fn p6_cancel(f: &Facts) -> Verdict {
         Ok(x) => x,
         Err(bad) => return bad,
     };
+    if let Some(bad) = x1_cancels_from_frames(f) {
+        return bad;
+    }
     if let Some(bad) = withdrawals_answered(f) {
         return bad;
     }
@@ -115,6 +118,96 @@ fn cancels_through_the_proxy(
         }
     }
     Ok((cancelled, inserted))
+}
+
+/// X1 for `$/cancel_request` from the frames a proxy read and wrote, whatever it reports
+/// (a user's proxy may report no `forward` effect at all): each request it read from a Client
+/// and wrote on toward the Agent is paired by method and params (an intermediary passes them
+/// unchanged), oldest first, which gives the id it rewrote it to; a cancel it then writes
+/// toward the Agent for a Client's cancel of that request must name that id, not the Client's.
+/// A cancel of a request not yet written on (held, queued) is not judged.
+fn x1_cancels_from_frames(f: &Facts) -> Option<Verdict> {
+    // Connections a proxy accepted (its Clients'); the others it writes on are toward the Agent.
+    let mut upstream: BTreeSet<u64> = BTreeSet::new();
+    // Requests a proxy read from a Client, not yet seen written on: (conn, id, method, params).
+    let mut unforwarded: Vec<(u64, String, String, String)> = Vec::new();
+    // (upstream conn, Client's id) → (downstream conn, the id written there, that op).
+    let mut rewritten: BTreeMap<(u64, String), (u64, String, usize)> = BTreeMap::new();
+    let mut up_of: BTreeMap<u64, u64> = BTreeMap::new();
+    // Client cancels a proxy read and has not written on: (upstream conn, requestId, op).
+    let mut cancels: Vec<(u64, String, usize)> = Vec::new();
+    for (o, w) in f.ops_with_wire() {
+        if o.process == process::NET && o.f == op::CONN_OPEN {
+            if o.value["seen_by"] == "proxy" {
+                upstream.insert(o.value["conn"].as_u64().unwrap_or(0));
+            }
+            continue;
+        }
+        let Some(w) = w else { continue };
+        let up = upstream.contains(&w.conn);
+        // A proxy's reads are from its `peer`; what it writes is `from: proxy`.
+        let read_by_proxy = !w.sent && up && w.from == "peer";
+        let written_down = w.sent && !up && w.from == "proxy";
+        let (Some(method), true) = (w.method, read_by_proxy || written_down) else {
+            continue;
+        };
+        let params = || w.frame["params"].to_string();
+        match (method, w.id, read_by_proxy) {
+            ("$/cancel_request", None, true) => {
+                cancels.push((w.conn, w.frame["params"]["requestId"].to_string(), o.index));
+            }
+            (_, Some(_), true) => {
+                unforwarded.push((w.conn, w.id_key.clone(), method.to_string(), params()))
+            }
+            (_, Some(_), false) => {
+                let p = params();
+                if let Some(i) = unforwarded
+                    .iter()
+                    .position(|(_, _, m, q)| m == method && *q == p)
+                {
+                    let (u, id, _, _) = unforwarded.remove(i);
+                    up_of.entry(w.conn).or_insert(u);
+                    rewritten.insert((u, id), (w.conn, w.id_key.clone(), o.index));
+                }
+            }
+            ("$/cancel_request", None, false) => {
+                let Some(&u) = up_of.get(&w.conn) else {
+                    continue;
+                };
+                let named = w.frame["params"]["requestId"].to_string();
+                let target = |(c, r, _): &(u64, String, usize)| {
+                    (*c == u).then(|| rewritten.get(&(u, r.clone()))).flatten()
+                };
+                // The Client's cancel this one forwards: the one whose request it names.
+                if let Some(i) = cancels
+                    .iter()
+                    .position(|c| target(c).is_some_and(|(d, id, _)| *d == w.conn && *id == named))
+                {
+                    cancels.remove(i);
+                    continue;
+                }
+                // Otherwise: wrong if it names, unmapped, the Client's id of a pending cancel
+                // whose request was written on under another id. (A cancel of a request the
+                // proxy never forwarded may pass through as it came: not judged.)
+                if let Some(c) = cancels.iter().find(|c| c.1 == named && target(c).is_some()) {
+                    let (_, id, fwd) = target(c).expect("found");
+                    let mut v = Verdict::valid("P6");
+                    v.status = Status::Invalid;
+                    v.party = Some(Party::Intermediary);
+                    v.rules = vec!["X1".into()];
+                    v.witnesses = vec![*fwd, c.2, o.index];
+                    v.fault = f.fault_before(o.index);
+                    v.message = format!(
+                        "the proxy wrote request {} of connection {} on as {id} (op {fwd}); the Client cancelled it (op {}), and the proxy's $/cancel_request toward the Agent named {named} (op {})",
+                        c.1, c.0, c.2, o.index
+                    );
+                    return Some(v);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// A5 and A6 from the Agent's own log: after it withdraws a keyed prompt, every attempt of

@@ -18,6 +18,7 @@
 //! - `probe` and `mock_model`: real processes and the mock model server;
 //! - `probe_client`: a real Client process under test (`probe --client`);
 //! - `stdio_agent`: `acp-chaos agent` as a process: the JSON-RPC envelope, lines refused unread (not UTF-8, overlong), its store on start;
+//! - `wire_judged`: rules about sent frames judged from the frames (a user's Client, proxy);
 //! - `witnesses`: every rule of RULES.md has its row, and the gaps are the known ones.
 
 mod common;

@@ -50,3 +50,40 @@ fn an_agent_that_inserts_a_prompt_sent_with_an_empty_key_is_blamed_from_the_fram
     let good = verdict(&harness(None), 0, "P5");
     assert_eq!(good.status, Status::Valid, "{}", good.message);
 }
+
+#[path = "../../examples/parties/relay_proxy.rs"]
+mod relay;
+
+/// A proxy that rewrites ids, forwards `$/cancel_request` under the Client's id instead of the
+/// one it wrote the request under, and reports nothing of what it forwards: X1 is judged from
+/// the frames it read and wrote, the proxy blamed.
+#[test]
+fn a_proxy_that_reports_nothing_is_judged_on_x1_from_the_frames_it_wrote() {
+    let harness = |bug: bool| {
+        Harness::scenario("proxy-02-cancel-through-rewritten-ids")
+            .expect("the project's scenarios folder")
+            .design(Design::Stored)
+            .proxy(relay::silent_relay_proxy(bug))
+    };
+    let caught = (0..20).find_map(|seed| {
+        let v = verdict(&harness(true), seed, "P6");
+        (v.status == Status::Invalid).then_some((seed, v))
+    });
+    let (seed, v) = caught.expect("the unmapped cancel is caught within 20 seeds");
+    assert_eq!(
+        (v.party, v.rules.clone()),
+        (Some(Party::Intermediary), vec!["X1".to_string()]),
+        "seed {seed}: {}",
+        v.message
+    );
+    let history = harness(true).run_plan(&harness(true).plan(seed));
+    assert!(
+        !history.ops.iter().any(|o| o.f == "forward"),
+        "the proxy reported nothing"
+    );
+    // The same proxy mapping its cancels: nothing to blame on P6 over those seeds.
+    for seed in 0..20 {
+        let v = verdict(&harness(false), seed, "P6");
+        assert_eq!(v.status, Status::Valid, "seed {seed}: {}", v.message);
+    }
+}
