@@ -84,7 +84,14 @@ impl Watermark {
         };
         match (valid(0), valid(1)) {
             (true, false) => Some(SLOT),
-            (false, true) => Some(0),
+            (false, true) => {
+                // The first watermark (seq 1) goes to slot 1: zeros in slot 0 were never written.
+                let first = Watermark::read(bytes)
+                    .ok()
+                    .flatten()
+                    .is_some_and(|w| w.seq == 1);
+                (!(first && bytes[..SLOT].iter().all(|b| *b == 0))).then_some(0)
+            }
             _ => None,
         }
     }

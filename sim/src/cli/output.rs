@@ -136,11 +136,13 @@ fn print_failure_groups(summary: &crate::summary::Summary, out: &Path) {
         if let Some(shrunk) = &g.shrunk {
             println!("  shrunk: {}", launch::runnable(shrunk));
         }
-        if let Some(folder) = &g.folder {
-            let dir = out.join(folder);
-            let page = ["report.html", "report.md"]
-                .into_iter()
-                .map(|p| dir.join(p))
+        // This property's own page (a run failing two properties has one per property).
+        if let (Some(_), Some(md)) = (&g.folder, &g.report) {
+            let html = md.strip_suffix(".md").map(|stem| format!("{stem}.html"));
+            let page = html
+                .iter()
+                .chain([md])
+                .map(|p| out.join(p))
                 .find(|p| p.exists());
             if let Some(page) = page {
                 println!("  report: {}", page.display());

@@ -31,9 +31,27 @@ pub(super) struct StoreDir {
     boot: u64,
 }
 
-/// Whether a record is a start's boot record (`{"t": "boot", ...}`).
-fn is_boot_record(payload: &[u8]) -> bool {
-    serde_json::from_slice::<serde_json::Value>(payload).is_ok_and(|r| r["t"] == "boot")
+/// The record type that ends a log migrated from the old framing.
+const MIGRATED: &str = "migrated";
+
+/// How many records of a log in the current framing a watermark must have vouched for: those
+/// after the last `migrated` record (the ones before it come from a store without a
+/// watermark) that are not a start's boot record (the first start writes its boot record,
+/// then the first watermark).
+fn unvouched(records: &[Vec<u8>]) -> usize {
+    let kind = |payload: &[u8]| {
+        serde_json::from_slice::<serde_json::Value>(payload)
+            .ok()
+            .and_then(|r| r["t"].as_str().map(str::to_string))
+    };
+    let after = records
+        .iter()
+        .rposition(|r| kind(r).as_deref() == Some(MIGRATED))
+        .map_or(0, |i| i + 1);
+    records[after..]
+        .iter()
+        .filter(|r| kind(r).as_deref() != Some("boot"))
+        .count()
 }
 
 /// The boot number a record shows was used: a boot record's, an arrival's `boot`, or the
@@ -110,6 +128,17 @@ impl StoreDir {
         }
         let mark = match store::Watermark::read(&mark_bytes) {
             Ok(m) => m,
+            // The first watermark write torn by a crash: nothing it could vouch for was written
+            // yet, so the log is read as if it had none (and refused by the check below if it
+            // holds more).
+            Err(_) if unvouched(&store::recover(&bytes).records) == 0 => {
+                eprintln!(
+                    "acp-chaos agent: {}: no valid slot, and {} holds only what comes before the first watermark (a torn first write); reading it without one",
+                    mark_path.display(),
+                    path.display()
+                );
+                None
+            }
             Err(at) if !salvage => anyhow::bail!(
                 "{}: damaged at byte {at}: neither slot holds a valid watermark (the synced length of {}), so damage in the log could not be told from a torn tail; refusing to start (restore the file, or run with --salvage to read the log as if every byte were synced)",
                 mark_path.display(),
@@ -165,14 +194,14 @@ impl StoreDir {
                 d.kept
             }
         };
-        // A log in the current framing always had a watermark once it held more than its
-        // first boot record (the first start writes one right after it): without one, a cut
-        // at a record boundary could not be seen.
-        let written_after_mark = found.records.iter().filter(|r| !is_boot_record(r)).count();
-        if mark.is_none() && found.framing == store::Framing::Current && written_after_mark > 0 {
+        // A log in the current framing has had a watermark since its first start wrote its
+        // boot record (or, migrated from the old framing, since then): without one, a cut at
+        // a record boundary could not be seen.
+        let unvouched = unvouched(&found.records);
+        if mark.is_none() && found.framing == store::Framing::Current && unvouched > 0 {
             if !salvage {
                 anyhow::bail!(
-                    "{}: missing or empty beside {} ({written_after_mark} records written after it existed), so a cut of the log could not be seen; refusing to start (restore the file, or run with --salvage to read the log as if every byte were synced)",
+                    "{}: missing or empty beside {} ({unvouched} records written since a watermark was first written), so a cut of the log could not be seen; refusing to start (restore the file, or run with --salvage to read the log as if every byte were synced)",
                     mark_path.display(),
                     path.display()
                 );
@@ -235,11 +264,20 @@ impl StoreDir {
         f.sync_all().map_err(named)
     }
 
-    /// Rewrite a log read in the old framing in the current one: write `sessions.log.new`,
-    /// sync it, rename it over the log, sync the folder.
+    /// Rewrite a log read in the old framing in the current one, ending with a `migrated`
+    /// record: write `sessions.log.new`, sync it, rename it over the log, sync the folder.
     fn migrate(&mut self, records: &[Vec<u8>]) -> anyhow::Result<()> {
         let (path, new) = (self.log_path(), self.dir.join("sessions.log.new"));
-        let framed: Vec<u8> = records.iter().flat_map(|r| store::encode(r)).collect();
+        // Last, a `migrated` record: the records before it come from a store that never had a
+        // watermark, so a start that finds none (a kill before the first one) still opens.
+        let marker =
+            serde_json::to_vec(&serde_json::json!({"t": MIGRATED, "records": records.len()}))?;
+        let framed: Vec<u8> = records
+            .iter()
+            .map(Vec::as_slice)
+            .chain([marker.as_slice()])
+            .flat_map(store::encode)
+            .collect();
         let write = || -> std::io::Result<()> {
             let mut f = std::fs::File::create(&new)?;
             f.write_all(&framed)?;

@@ -36,6 +36,10 @@ pub struct FailureGroup {
     pub shrunk: Option<String>,
     /// The first failure's run folder (relative to the report folder), when kept.
     pub folder: Option<String>,
+    /// The first failure's page (`<folder>/[<property>.]report.md`, relative to the report
+    /// folder; an `.html` page beside it), when one was written: a run failing two properties
+    /// has a page per property.
+    pub report: Option<String>,
 }
 
 impl FailureGroup {
@@ -112,6 +116,7 @@ pub fn failure_groups(s: &Summary) -> Vec<FailureGroup> {
                 repro: str_of(f, "repro"),
                 shrunk: f["shrunk"]["replay"].as_str().map(str::to_string),
                 folder: f["folder"].as_str().map(str::to_string),
+                report: f["report"].as_str().map(str::to_string),
             });
             groups.len() - 1
         });
@@ -125,6 +130,7 @@ pub fn failure_groups(s: &Summary) -> Vec<FailureGroup> {
             g.repro = str_of(f, "repro");
             g.shrunk = f["shrunk"]["replay"].as_str().map(str::to_string);
             g.folder = f["folder"].as_str().map(str::to_string);
+            g.report = f["report"].as_str().map(str::to_string);
         }
         if f["status"] == "invalid" && g.status != "invalid" {
             g.status = "invalid".into();
@@ -195,6 +201,7 @@ pub fn failure_groups(s: &Summary) -> Vec<FailureGroup> {
                     repro: String::new(),
                     shrunk: None,
                     folder: None,
+                    report: None,
                 });
                 groups.len() - 1
             });

@@ -294,3 +294,49 @@ fn merged_sweep_shards_write_the_rows_page_of_the_unsharded_sweep() {
         "a shard's page holds half the runs"
     );
 }
+
+/// Every failure group's `report:` line opens its own property's page: a run failing three
+/// properties has a page per property, and each group names the one whose title is its own.
+#[test]
+fn each_failure_groups_report_line_opens_its_own_propertys_page() {
+    let out = std::env::temp_dir().join("acp-chaos-ci-report-lines");
+    let o = bin()
+        .args([
+            "cancel-01-withdraw-every-attempt",
+            "--seeds",
+            "1",
+            "--agent",
+            "in-memory",
+            "--mutant",
+            "no-dedup",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{stdout}");
+    let mut groups = 0;
+    let mut property = String::new();
+    for line in stdout.lines() {
+        if let Some(rest) = line.strip_prefix("FAIL ") {
+            property = rest.split(' ').next().unwrap().to_string();
+        } else if let Some(page) = line.strip_prefix("  report: ") {
+            groups += 1;
+            let html = std::fs::read_to_string(page).unwrap_or_else(|e| panic!("{page}: {e}"));
+            let title = html
+                .split("<title>")
+                .nth(1)
+                .and_then(|t| t.split("</title>").next())
+                .unwrap_or_default();
+            assert!(
+                title.contains(&format!("{property} ")),
+                "the {property} group's page {page} is titled {title:?}"
+            );
+        }
+    }
+    assert!(
+        groups >= 2,
+        "a run failing more than one property: {stdout}"
+    );
+}

@@ -525,3 +525,73 @@ fn lines_not_utf8_overlong_or_too_deep_are_refused_unexecuted_and_memory_stays_b
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_file(&wire);
 }
+
+/// States a crash leaves are never refused as damage: the first watermark only (its slot 0
+/// never written) is no damaged slot; a migrated store killed before its first watermark
+/// opens; a torn first watermark write beside boot records only opens. A missing watermark
+/// beside an acknowledged record is still refused.
+#[test]
+fn what_a_crash_leaves_around_the_first_watermark_opens_without_a_word_of_damage() {
+    let dir = store("first-mark");
+    for _ in 0..2 {
+        let (_, err, code) = serve(&dir, &[INIT.to_string()]);
+        assert_eq!(code, Some(0), "{err}");
+        assert!(!err.contains("damaged"), "{err}");
+    }
+    // A torn first watermark write (slot 1 half written) beside a boot record only.
+    let dir = store("torn-first-mark");
+    let (_, err, code) = serve(&dir, &[INIT.to_string()]);
+    assert_eq!(code, Some(0), "{err}");
+    let mark = dir.join("sessions.synced");
+    let bytes = std::fs::read(&mark).unwrap();
+    std::fs::write(&mark, &bytes[..48]).unwrap();
+    let (_, err, code) = serve(&dir, &[INIT.to_string()]);
+    assert_eq!(code, Some(0), "torn first write: {err}");
+    assert!(err.contains("torn first write"), "{err}");
+    // And the same beside an acknowledged session: refused.
+    let dir = store("torn-mark-acked");
+    three_sessions(&dir);
+    std::fs::write(dir.join("sessions.synced"), vec![7u8; 48]).unwrap();
+    let (_, err, code) = serve(&dir, &[INIT.to_string()]);
+    assert_eq!(code, Some(2), "{err}");
+}
+
+/// A store migrated from the old framing and killed before its first watermark was written
+/// opens (its old records came from a store without one); what it acknowledged after the
+/// first watermark is still refused without it.
+#[test]
+fn a_migrated_store_killed_before_its_first_watermark_opens() {
+    let old = |p: &[u8]| {
+        let mut out = (p.len() as u32).to_le_bytes().to_vec();
+        out.extend(crc32fast_hash(p).to_le_bytes());
+        out.extend(p);
+        out
+    };
+    let dir = store("migrated-kill");
+    std::fs::create_dir_all(&dir).unwrap();
+    let log: Vec<u8> = [
+        &br#"{"t":"boot","boot":1}"#[..],
+        br#"{"t":"session","id":"s1.0","cwd":"/"}"#,
+    ]
+    .iter()
+    .flat_map(|p| old(p))
+    .collect();
+    std::fs::write(dir.join("sessions.log"), &log).unwrap();
+    let (out, err, code) = serve(&dir, &[INIT.to_string(), new_session("1")]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(created(&out), vec!["s2.0".to_string()]);
+    let path = dir.join("sessions.log");
+    let migrated = std::fs::read(&path).unwrap();
+    let starts = record_starts(&migrated);
+    // Records: boot 1, s1.0, migrated, boot 2, s2.0. Without the watermark, the whole log
+    // (s2.0 was acknowledged after it) is refused...
+    assert_eq!(starts.len(), 5, "{starts:?}");
+    std::fs::remove_file(dir.join("sessions.synced")).unwrap();
+    let (_, err, code) = serve(&dir, &[INIT.to_string()]);
+    assert_eq!(code, Some(2), "{err}");
+    // ... and what a kill right after the migration leaves (no s2.0, no watermark) opens.
+    std::fs::write(&path, &migrated[..starts[3]]).unwrap();
+    let (out, err, code) = serve(&dir, &[INIT.to_string(), LIST.to_string()]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(listed(&out), vec!["s1.0".to_string()]);
+}
