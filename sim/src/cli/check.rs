@@ -144,9 +144,36 @@ fn check_history(file: &Path, github: bool) -> Outcome {
     Ok(code)
 }
 
+/// `s` with each shrunk failure's replay line naming its schedule from where `check` runs: the
+/// campaign wrote the path as seen from where it ran, and `summary.json` may be read from
+/// anywhere (its run folders sit beside it). A line whose schedule is not there is kept.
+fn from_here(s: &Summary, file: &Path) -> Summary {
+    let mut s = s.clone();
+    let dir = file.parent().unwrap_or(Path::new(""));
+    for f in &mut s.failures {
+        let (Some(folder), Some(line)) = (f["folder"].as_str(), f["shrunk"]["replay"].as_str())
+        else {
+            continue;
+        };
+        let Some(name) = line
+            .rsplit_once("--schedule ")
+            .and_then(|(_, p)| Path::new(p).file_name())
+        else {
+            continue;
+        };
+        let schedule = dir.join(folder).join(name);
+        if schedule.exists() {
+            f["shrunk"]["replay"] =
+                format!("acp-chaos replay --schedule {}", schedule.display()).into();
+        }
+    }
+    s
+}
+
 /// A campaign's summary as a gate: its failing groups (annotations with `--github`, and the
 /// step summary), then its exit code.
 fn check_summary(s: &Summary, file: &Path, github: bool) -> Outcome {
+    let s = &from_here(s, file);
     if github {
         for l in github::annotations(s) {
             println!("{l}");

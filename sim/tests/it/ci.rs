@@ -340,3 +340,43 @@ fn each_failure_groups_report_line_opens_its_own_propertys_page() {
         "a run failing more than one property: {stdout}"
     );
 }
+
+/// `check` read from another folder than the campaign ran in prints `shrunk:` lines whose
+/// schedule files exist from where it runs (the campaign wrote them relative to its own).
+#[test]
+fn check_from_another_folder_prints_shrunk_lines_that_run_from_there() {
+    let root = std::env::temp_dir().join("acp-chaos-ci-check-elsewhere");
+    let _ = std::fs::remove_dir_all(&root);
+    let elsewhere = root.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let o = bin()
+        .current_dir(&root)
+        .args([
+            "rfd-01-retry-same-connection",
+            "--seeds",
+            "1",
+            "--mutant",
+            "no-dedup",
+            "--out",
+            "rel/report",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let o = bin()
+        .current_dir(&elsewhere)
+        .arg("check")
+        .arg(root.join("rel/report/summary.json"))
+        .output()
+        .unwrap();
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    let schedules: Vec<&str> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("  shrunk: acp-chaos replay --schedule "))
+        .collect();
+    assert!(!schedules.is_empty(), "{out}");
+    for s in schedules {
+        assert!(elsewhere.join(s).exists(), "{s} from {elsewhere:?}: {out}");
+    }
+}
