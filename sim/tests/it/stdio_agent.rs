@@ -369,22 +369,7 @@ fn damage_below_the_watermark_is_refused_and_salvage_says_what_it_drops() {
 /// framing and rewritten in the new one; damage in it stops the start.
 #[test]
 fn a_store_from_before_the_watermark_is_migrated_and_its_damage_refused() {
-    let old = |p: &[u8]| {
-        let mut out = (p.len() as u32).to_le_bytes().to_vec();
-        out.extend(crc32fast_hash(p).to_le_bytes());
-        out.extend(p);
-        out
-    };
-    let dir = store("legacy");
-    std::fs::create_dir_all(&dir).unwrap();
-    let log: Vec<u8> = [
-        &br#"{"t":"boot","boot":1}"#[..],
-        br#"{"t":"session","id":"s1.0","cwd":"/"}"#,
-    ]
-    .iter()
-    .flat_map(|p| old(p))
-    .collect();
-    std::fs::write(dir.join("sessions.log"), &log).unwrap();
+    let (dir, log) = legacy_store("legacy");
     let mut torn = log.clone();
     torn.extend([1, 0, 0]);
     std::fs::write(dir.join("sessions.log"), &torn).unwrap();
@@ -397,6 +382,28 @@ fn a_store_from_before_the_watermark_is_migrated_and_its_damage_refused() {
     assert!(err.contains("rewrote 2 records"), "{err}");
     assert_eq!(created(&out), vec!["s2.0".to_string()]);
     assert!(dir.join("sessions.synced").exists());
+}
+
+/// A store folder `name` in the framing from before the watermark (payload-only CRCs, no
+/// `sessions.synced`): a boot record and session `s1.0`. Returns the folder and the log.
+fn legacy_store(name: &str) -> (PathBuf, Vec<u8>) {
+    let old = |p: &[u8]| {
+        let mut out = (p.len() as u32).to_le_bytes().to_vec();
+        out.extend(crc32fast_hash(p).to_le_bytes());
+        out.extend(p);
+        out
+    };
+    let dir = store(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    let log: Vec<u8> = [
+        &br#"{"t":"boot","boot":1}"#[..],
+        br#"{"t":"session","id":"s1.0","cwd":"/"}"#,
+    ]
+    .iter()
+    .flat_map(|p| old(p))
+    .collect();
+    std::fs::write(dir.join("sessions.log"), &log).unwrap();
+    (dir, log)
 }
 
 /// CRC-32 (IEEE), bitwise: the framing before the watermark, without a dependency.
@@ -561,22 +568,7 @@ fn what_a_crash_leaves_around_the_first_watermark_opens_without_a_word_of_damage
 /// first watermark is still refused without it.
 #[test]
 fn a_migrated_store_killed_before_its_first_watermark_opens() {
-    let old = |p: &[u8]| {
-        let mut out = (p.len() as u32).to_le_bytes().to_vec();
-        out.extend(crc32fast_hash(p).to_le_bytes());
-        out.extend(p);
-        out
-    };
-    let dir = store("migrated-kill");
-    std::fs::create_dir_all(&dir).unwrap();
-    let log: Vec<u8> = [
-        &br#"{"t":"boot","boot":1}"#[..],
-        br#"{"t":"session","id":"s1.0","cwd":"/"}"#,
-    ]
-    .iter()
-    .flat_map(|p| old(p))
-    .collect();
-    std::fs::write(dir.join("sessions.log"), &log).unwrap();
+    let (dir, _) = legacy_store("migrated-kill");
     let (out, err, code) = serve(&dir, &[INIT.to_string(), new_session("1")]);
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(created(&out), vec!["s2.0".to_string()]);
