@@ -47,6 +47,65 @@ mod tests {
     use acp_chaos::models::Party;
     use acp_chaos::plan::Plan;
 
+    /// Exhaustive exploration of the trace with the Agent under test certifies the correct
+    /// one, naming the party that was yours.
+    #[test]
+    fn exploring_certifies_the_notes_agent() {
+        use acp_chaos::harness::Mode;
+        if std::env::var_os("ACP_CHAOS_SCHEDULE").is_some() {
+            return; // the rerun below is of the other test's schedule
+        }
+        let ok = harness(false)
+            .quiet(true)
+            .explore(Mode::Exhaustive {
+                faults: 1,
+                audit: usize::MAX,
+            })
+            .unwrap();
+        ok.assert_expected();
+        let cert = ok.certificate.clone().expect("a full exploration certifies");
+        assert!(
+            cert.contains(", 0 violations;") && cert.ends_with("parties yours: agent"),
+            "{cert}"
+        );
+        assert!(ok.runs > 50, "{cert}");
+    }
+
+    /// The planted bug, caught by the same exploration with the property the test expects,
+    /// shrunk, and rerun from the printed line (the schedule file it wrote).
+    #[test]
+    fn exploring_catches_the_forgotten_keys() {
+        use acp_chaos::harness::Mode;
+        let name = "tests::exploring_catches_the_forgotten_keys";
+        let bad = harness(true)
+            .name(name)
+            .expect("P1")
+            .explore(Mode::Exhaustive {
+                faults: 2,
+                audit: 0,
+            })
+            .unwrap();
+        bad.assert_expected();
+        let f = bad.failure.as_ref().expect("caught");
+        assert_eq!(f.verdict.property, "P1", "{}", f.describe());
+        assert!(f.shrunk.is_some(), "{}", f.describe());
+        if std::env::var_os("ACP_CHAOS_SCHEDULE").is_none() {
+            // Found by exploring (not a full one: no certificate), at a run it counts.
+            assert!(bad.first_catch.is_some() && bad.certificate.is_none());
+            assert!(f.report.join("explored.toml").is_file());
+            let file = f.report.join("explored.toml");
+            assert!(f.rerun.starts_with("ACP_CHAOS_SCHEDULE="), "{}", f.rerun);
+            let child = std::process::Command::new(std::env::current_exe().unwrap())
+                .env("ACP_CHAOS_SCHEDULE", &file)
+                .args([name, "--exact", "--nocapture"])
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&child.stderr);
+            assert!(child.status.success(), "{err}");
+            assert!(err.contains("P1 invalid at seed"), "{err}");
+        }
+    }
+
     #[test]
     fn the_notes_agent_holds_every_property() {
         let outcome = harness(false).quiet(true).run().unwrap();

@@ -43,6 +43,36 @@ mod tests {
     use acp_chaos::models::Party;
     use acp_chaos::plan::Plan;
 
+    /// The guided swarm with the Client under test: the correct Client's runs hold P2, and
+    /// the planted bug is caught with the property the test expects (not whichever verdict
+    /// comes first), at a run the search counts.
+    #[test]
+    fn guided_search_catches_the_undefined_keys() {
+        use acp_chaos::harness::Mode;
+        let mode = Mode::Guided { runs: 40 };
+        harness(false)
+            .quiet(true)
+            .expect_holds("P2")
+            .explore(mode)
+            .unwrap()
+            .assert_expected();
+        let bad = harness(true)
+            .quiet(true)
+            .shrink(false)
+            .expect("P2")
+            .explore(mode)
+            .unwrap();
+        bad.assert_expected();
+        let f = bad.failure.as_ref().unwrap();
+        assert_eq!(
+            (f.verdict.property.as_str(), f.verdict.party),
+            ("P2", Some(Party::Client)),
+            "{}",
+            f.describe()
+        );
+        assert!(bad.first_catch.is_some_and(|n| n <= 40));
+    }
+
     #[test]
     fn the_client_holds_every_property() {
         harness(false).quiet(true).run().unwrap().assert_valid();

@@ -42,6 +42,30 @@ mod tests {
     use acp_chaos::models::Party;
     use acp_chaos::plan::Plan;
 
+    /// Lineage with the proxy under test: faults cut from what the trace's good outcomes
+    /// depended on find the planted bug (P6, the proxy at fault), and every schedule it tries
+    /// holds with the correct proxy.
+    #[test]
+    fn lineage_catches_the_unmapped_cancel() {
+        use acp_chaos::harness::Mode;
+        let mode = Mode::Lineage {
+            faults: 2,
+            budget: 300,
+        };
+        let ok = harness(false).quiet(true).explore(mode).unwrap();
+        ok.assert_expected();
+        assert!(ok.runs > 1 && ok.first_catch.is_none(), "{ok:?}");
+        let bad = harness(true)
+            .quiet(true)
+            .shrink(false)
+            .expect("P6")
+            .explore(mode)
+            .unwrap();
+        bad.assert_expected();
+        let f = bad.failure.as_ref().unwrap();
+        assert_eq!(f.verdict.party, Some(Party::Intermediary), "{}", f.describe());
+    }
+
     #[test]
     fn the_relay_proxy_holds_every_property() {
         harness(false).quiet(true).run().unwrap().assert_valid();

@@ -70,6 +70,56 @@ pub struct Harness {
     out: Option<PathBuf>,
     shrink: bool,
     quiet: bool,
+    expect: Option<Expect>,
+}
+
+/// What a test expects of one property ([`Harness::expect`], [`Harness::expect_holds`]):
+/// the campaign then stops at, shrinks and reports that property's first `invalid` verdict
+/// only (a symptom on another property does not hide the cause the test is about).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Expect {
+    /// The property must be found `invalid` (a seeded bug the test proves is caught).
+    Fails(String),
+    /// The property must never be found `invalid`.
+    Holds(String),
+}
+
+impl Expect {
+    /// The property expected of.
+    pub fn property(&self) -> &str {
+        match self {
+            Expect::Fails(p) | Expect::Holds(p) => p,
+        }
+    }
+}
+
+/// How [`Harness::explore`] searches, over the plan of the harness's first seed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Every schedule of at most `faults` faults placed over the plan's fault-free trace
+    /// ([`crate::explore::exhaustive`]), with the certificate naming its scope. Placements
+    /// are merged only where every party gives a state digest (`state_digest`); `audit`
+    /// pruned schedules are run anyway and compared (`usize::MAX`: all of them).
+    Exhaustive {
+        /// Most faults per schedule.
+        faults: usize,
+        /// Pruned schedules to run anyway.
+        audit: usize,
+    },
+    /// Faults cut from what each good outcome of the trace depended on
+    /// ([`crate::explore::lineage`]): at most `budget` schedules of at most `faults` faults.
+    Lineage {
+        /// Most faults per schedule.
+        faults: usize,
+        /// Most schedules run.
+        budget: usize,
+    },
+    /// The guided swarm over the scenario's draws from the first seed on
+    /// ([`crate::explore::guided`]), at most `runs` runs. Scenario harnesses only.
+    Guided {
+        /// Most runs.
+        runs: usize,
+    },
 }
 
 /// One failing run, shrunk.
@@ -104,6 +154,16 @@ pub struct Outcome {
     pub failing_seeds: Vec<(u64, String)>,
     /// The first failing seed's run, shrunk and written (the campaign stops there).
     pub failure: Option<Failure>,
+    /// What the test expects, if it said ([`Harness::expect`]).
+    pub expected: Option<Expect>,
+    /// [`Harness::explore`]: the 1-based run of the first catch (the expected property's
+    /// `invalid` verdict, else any `invalid` or `unknown` one); the trace's run is the first.
+    pub first_catch: Option<usize>,
+    /// [`Harness::explore`] in [`Mode::Exhaustive`]: the certificate line, naming the parties
+    /// that were yours.
+    pub certificate: Option<String>,
+    /// [`Harness::explore`] in [`Mode::Exhaustive`]: what the certificate covers.
+    pub scope: Option<crate::explore::certificate::Scope>,
 }
 
 impl Outcome {
@@ -112,6 +172,33 @@ impl Outcome {
     pub fn assert_valid(&self) {
         if let Some(f) = &self.failure {
             panic!("{}", f.describe());
+        }
+    }
+
+    /// Panics unless the runs met the expectation ([`Harness::expect`]): the expected
+    /// property was found `invalid` (`Fails`), or never was (`Holds`); without one, as
+    /// [`Outcome::assert_valid`]. The message names the property, the runs and the counts.
+    pub fn assert_expected(&self) {
+        match &self.expected {
+            Some(Expect::Fails(p)) if self.failure.is_none() => panic!(
+                "acp-chaos harness: expected {p} to be found invalid; it was not in {} runs ({p}: {})",
+                self.runs,
+                self.tally(p)
+            ),
+            Some(Expect::Fails(_)) => {}
+            _ => self.assert_valid(),
+        }
+    }
+
+    /// `valid 20, unknown 1`: the statuses of `property` over the runs counted.
+    fn tally(&self, property: &str) -> String {
+        match self.counts.get(property) {
+            Some(m) if !m.is_empty() => m
+                .iter()
+                .map(|(s, n)| format!("{s} {n}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            _ => "never judged".to_string(),
         }
     }
 
@@ -149,13 +236,33 @@ impl Failure {
 }
 
 impl Harness {
-    /// A harness over scenario `name_or_path`: a name from the `scenarios/` folder (the
-    /// current directory's, else the project's) or a path to a scenario file. Errors name the
-    /// file and field, as the CLI's do.
+    /// A harness over scenario `name_or_path`: a path to a scenario file, or a name looked up
+    /// first in your crate's own `scenarios/` folder (the current directory's, which
+    /// `cargo test` sets to your crate's root), then among the built-in scenarios
+    /// (`acp-chaos list`); a scenario of yours shadows a built-in one of the same name.
+    /// Errors name the file and field, as the CLI's do, or the two places looked in.
     pub fn scenario(name_or_path: &str) -> anyhow::Result<Harness> {
-        let dir = scenario::find_dir(None);
-        let s = scenario::resolve(&dir, name_or_path).map_err(|e| anyhow::anyhow!("{e}"))?;
-        Ok(Harness::of_scenario(s))
+        let own = Path::new("scenarios");
+        if own.is_dir() || Path::new(name_or_path).extension().is_some_and(|x| x == "toml") {
+            match scenario::resolve(own, name_or_path) {
+                Ok(s) => return Ok(Harness::of_scenario(s)),
+                Err(scenario::ScenarioError::NotFound(_)) => {}
+                Err(e) => anyhow::bail!("{e}"),
+            }
+        }
+        let builtin = scenario::builtin::dir()
+            .context("cannot unpack the built-in scenarios")?;
+        match scenario::resolve(&builtin, name_or_path) {
+            Ok(s) => Ok(Harness::of_scenario(s)),
+            Err(scenario::ScenarioError::NotFound(_)) => anyhow::bail!(
+                "no scenario named `{name_or_path}` in {} nor among the {} built-in scenarios (`acp-chaos list`)",
+                std::env::current_dir()
+                    .map(|d| d.join("scenarios").display().to_string())
+                    .unwrap_or_else(|_| "./scenarios".into()),
+                scenario::builtin::count()
+            ),
+            Err(e) => anyhow::bail!("{e}"),
+        }
     }
 
     /// A harness over a loaded scenario.
@@ -180,7 +287,24 @@ impl Harness {
             out: None,
             shrink: true,
             quiet: false,
+            expect: None,
         }
+    }
+
+    /// Expect `property` (`"P9"`) to be found `invalid`: the campaign stops at, shrinks and
+    /// reports that property's first `invalid` verdict, whoever it blames, and
+    /// [`Outcome::assert_expected`] panics if no run found it. Other properties' verdicts are
+    /// counted, not acted on.
+    pub fn expect(mut self, property: &str) -> Harness {
+        self.expect = Some(Expect::Fails(property.to_string()));
+        self
+    }
+
+    /// Expect `property` never to be found `invalid`: the campaign stops at, shrinks and
+    /// reports only that property's failures ([`Outcome::assert_expected`] panics on one).
+    pub fn expect_holds(mut self, property: &str) -> Harness {
+        self.expect = Some(Expect::Holds(property.to_string()));
+        self
     }
 
     /// The Agent design the plan declares (default `stored`): with your own Agent it declares
@@ -273,7 +397,10 @@ impl Harness {
     /// writes and prints. Errors: an unreadable schedule file or a bad `ACP_CHAOS_SEED`
     /// (naming it), or a report folder that cannot be written.
     pub fn run(&self) -> anyhow::Result<Outcome> {
-        let mut outcome = Outcome::default();
+        let mut outcome = Outcome {
+            expected: self.expect.clone(),
+            ..Outcome::default()
+        };
         if let Some(file) = env_nonempty("ACP_CHAOS_SCHEDULE") {
             let plan = Plan::load(Path::new(&file)).context("ACP_CHAOS_SCHEDULE")?;
             let folder = format!("schedule-seed{}", plan.seed);
@@ -302,6 +429,159 @@ impl Harness {
         Ok(outcome)
     }
 
+    /// Explore your parties' runs beyond seeds ([`Mode`]) over the plan of the first seed
+    /// (`Harness::seeds`), one run at a time on this thread. The first failing schedule (of
+    /// the expected property, if [`Harness::expect`] named one) is shrunk, written and printed
+    /// as [`Harness::run`] does, with a rerun line naming the schedule file (`explored.toml`):
+    /// with `ACP_CHAOS_SCHEDULE` or `ACP_CHAOS_SEED` set, the test reruns that one run instead
+    /// of the exploration. With `expect` (`Fails`) the search stops at the first catch and
+    /// writes no certificate (it did not explore everything); `counts` hold the failing
+    /// schedules' verdicts. Errors: [`Mode::Guided`] on a harness of plans (it draws from a
+    /// scenario), and as [`Harness::run`].
+    pub fn explore(&self, mode: Mode) -> anyhow::Result<Outcome> {
+        use crate::explore::{certificate::Scope, exhaustive, guided, lineage};
+        if env_nonempty("ACP_CHAOS_SCHEDULE").is_some() || env_nonempty("ACP_CHAOS_SEED").is_some()
+        {
+            return self.run();
+        }
+        let plan = self.plan(self.seeds.start);
+        let target = self.expect.as_ref().map(|e| Target::invalid(e.property()));
+        let stop_at_first = matches!(self.expect, Some(Expect::Fails(_)));
+        // One thread: with your parties runs are sequential anyway, and with the models it
+        // keeps `cargo test`'s own parallelism.
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build()?;
+        let mut outcome = Outcome {
+            expected: self.expect.clone(),
+            ..Outcome::default()
+        };
+        let yours = match self.parties.replaced() {
+            r if r.is_empty() => "none (every party the project's model)".to_string(),
+            r => r.join(", "),
+        };
+        let (violations, runs, first_catch) = match mode {
+            Mode::Exhaustive { faults, audit } => {
+                let opts = exhaustive::Options {
+                    faults,
+                    kinds: exhaustive::default_kinds(&plan),
+                    shard: None,
+                    audit,
+                    stop_at_first,
+                    target,
+                    budget: None,
+                    merge: exhaustive::Merge::Snapshot,
+                };
+                let x = exhaustive::explore_with(&plan, &opts, &pool, &self.parties);
+                if !stop_at_first {
+                    outcome.certificate = Some(format!(
+                        "{}; {} pruned audited, {} disagreed; parties yours: {yours}",
+                        x.certificate(),
+                        x.audited,
+                        x.mismatches.len()
+                    ));
+                    outcome.scope = Some(Scope::of(&x));
+                }
+                (x.violations, x.runs, x.first_catch)
+            }
+            Mode::Lineage { faults, budget } => {
+                let opts = lineage::Options {
+                    faults,
+                    budget,
+                    stop_at_first,
+                    target,
+                };
+                let x = lineage::lineage_with(&plan, &opts, &self.parties);
+                (x.violations, x.runs, x.first_catch)
+            }
+            Mode::Guided { runs } => {
+                let Source::Scenario(sc) = &self.source else {
+                    anyhow::bail!(
+                        "Harness::explore(Mode::Guided) draws runs from a scenario: build the harness with Harness::scenario or Harness::of_scenario"
+                    );
+                };
+                let opts = guided::Options {
+                    runs,
+                    seed_start: self.seeds.start,
+                    stop_at_first,
+                    target,
+                    stop_at_full_coverage: false,
+                };
+                let g = guided::guided_with(
+                    sc,
+                    self.design,
+                    self.mutant.as_deref(),
+                    &opts,
+                    &pool,
+                    &self.parties,
+                );
+                (g.violations, g.runs, g.first_catch)
+            }
+        };
+        outcome.runs = runs as u64;
+        outcome.first_catch = first_catch;
+        for e in &violations {
+            for v in &e.verdicts {
+                *outcome
+                    .counts
+                    .entry(v.property.clone())
+                    .or_default()
+                    .entry(v.status.as_str())
+                    .or_insert(0) += 1;
+            }
+            if let Some(v) = e.verdicts.iter().find(|v| self.acts_on(v)) {
+                outcome.failing_seeds.push((e.plan.seed, v.property.clone()));
+            }
+        }
+        if !self.quiet {
+            if let Some(c) = &outcome.certificate {
+                eprintln!("acp-chaos harness: {c}");
+            }
+        }
+        let Some(e) = violations
+            .iter()
+            .find(|e| e.verdicts.iter().any(|v| self.acts_on(v)))
+        else {
+            return Ok(outcome);
+        };
+        let folder = format!("explore-{}", e.id.replace('.', "-"));
+        let file = self.report_dir(&folder).join("explored.toml");
+        let rerun = self.command(
+            self.test_name().as_deref(),
+            &format!(
+                "ACP_CHAOS_SCHEDULE={}",
+                shell_quote(&file.display().to_string())
+            ),
+        );
+        let mut one = Outcome {
+            expected: self.expect.clone(),
+            ..Outcome::default()
+        };
+        self.judge(&mut one, e.plan.clone(), self.shrink, &folder, Some(rerun.clone()))?;
+        if one.failure.is_some() {
+            let body = format!(
+                "# schedule {} of the exploration ({} faults); rerun: {rerun}\n{}",
+                e.id,
+                e.plan.faults.len(),
+                crate::plan::file::to_toml(&e.plan)?
+            );
+            crate::campaign::folders::write_atomic(&file, body.as_bytes())
+                .with_context(|| format!("{}", file.display()))?;
+        }
+        outcome.failure = one.failure;
+        Ok(outcome)
+    }
+
+    /// The report folder `folder` of this test: under [`Harness::out`], else
+    /// `$ACP_CHAOS_OUT`, else `$TMPDIR/acp-chaos`, then the test's name.
+    fn report_dir(&self, folder: &str) -> PathBuf {
+        let root = self.out.clone().unwrap_or_else(|| {
+            env_nonempty("ACP_CHAOS_OUT")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| std::env::temp_dir().join("acp-chaos"))
+        });
+        root.join(self.test_name().unwrap_or_else(exe_name).replace("::", "-"))
+            .join(folder)
+    }
+
     /// Run and judge one plan; on an `invalid` verdict shrink (if `shrink`), write the report
     /// folder `folder`, print, and return true. `rerun`: the line that reran this plan, when
     /// it did not come from a seed.
@@ -324,15 +604,11 @@ impl Harness {
                 .entry(v.status.as_str())
                 .or_insert(0) += 1;
         }
-        let Some(v) = verdicts.iter().find(|v| v.status == Status::Invalid) else {
+        let Some(v) = verdicts.iter().find(|v| self.acts_on(v)) else {
             return Ok(false);
         };
         outcome.failing_seeds.push((plan.seed, v.property.clone()));
-        let target = Target {
-            property: v.property.clone(),
-            status: v.status,
-            party: v.party,
-        };
+        let target = Target::of_verdict(v);
         let shrunk = shrink
             .then(|| shrink_with(&plan, &target, &self.parties).ok())
             .flatten();
@@ -351,6 +627,16 @@ impl Harness {
         Ok(true)
     }
 
+    /// Whether the campaign stops at, shrinks and reports verdict `v`: an `invalid` one, of
+    /// the expected property if the test named one.
+    fn acts_on(&self, v: &Verdict) -> bool {
+        v.status == Status::Invalid
+            && self
+                .expect
+                .as_ref()
+                .is_none_or(|e| e.property() == v.property)
+    }
+
     /// Write the failing run's folder and build its [`Failure`].
     #[allow(clippy::too_many_arguments)] // the run's parts, each used once
     fn write(
@@ -364,14 +650,7 @@ impl Harness {
         rerun: Option<String>,
     ) -> anyhow::Result<Failure> {
         let name = self.test_name();
-        let root = self.out.clone().unwrap_or_else(|| {
-            env_nonempty("ACP_CHAOS_OUT")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| std::env::temp_dir().join("acp-chaos"))
-        });
-        let dir = root
-            .join(name.clone().unwrap_or_else(exe_name).replace("::", "-"))
-            .join(folder);
+        let dir = self.report_dir(folder);
         // Ours alone: a folder left by an earlier run of this test would mix two runs' files.
         if dir.is_dir() {
             std::fs::remove_dir_all(&dir).with_context(|| format!("{}", dir.display()))?;

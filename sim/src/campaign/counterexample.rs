@@ -123,11 +123,7 @@ pub(super) fn shrink_into(
     prefix: &str,
 ) -> anyhow::Result<Option<(Value, (History, Verdict))>> {
     let plan = Plan::derive(s, r.seed, mutant, r.design);
-    let target = crate::explore::shrink::Target {
-        property: v.property.clone(),
-        status: v.status,
-        party: v.party,
-    };
+    let target = crate::explore::shrink::Target::of_verdict(v);
     let Ok(shrunk) = crate::explore::shrink::shrink(&plan, &target) else {
         return Ok(None);
     };

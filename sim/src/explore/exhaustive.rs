@@ -17,11 +17,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use rand::seq::SliceRandom;
-use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::places::{places, Place, Spot};
+use super::runner::map_runs;
 use super::shrink::Target;
 use super::state::{placement_class, states_at};
 use crate::checkers::{self, Status, Verdict};
@@ -29,7 +29,7 @@ use crate::history::{process, History};
 use crate::models::Point;
 use crate::nemesis::{fault_line, Direction, FaultKind, FaultSpec, Sender, Side};
 use crate::plan::{stream, Plan};
-use crate::world::{self, Trace};
+use crate::world::{self, Parties, Trace};
 
 /// What to explore.
 #[derive(Debug, Clone)]
@@ -432,19 +432,19 @@ fn fired_at(h: &History, i: usize) -> Option<usize> {
 type Ran = (Explored, Option<usize>, Option<(History, Trace)>);
 
 /// [`run`] as a level keeps it ([`Ran`]).
-fn run_kept(plan: &Plan, id: String, parent: bool) -> Ran {
-    let (e, h, t) = run(plan, id, parent);
+fn run_kept(plan: &Plan, id: String, parent: bool, parties: &Parties) -> Ran {
+    let (e, h, t) = run(plan, id, parent, parties);
     let fired = fired_at(&h, plan.faults.len() - 1);
     (e, fired, parent.then_some((h, t)))
 }
 
 /// Run `plan`; `parent`: its run will have further faults placed over it, so it takes
 /// snapshots of the world at its places ([`world::run_snapshotted`]).
-fn run(plan: &Plan, id: String, parent: bool) -> (Explored, History, Trace) {
+fn run(plan: &Plan, id: String, parent: bool, parties: &Parties) -> (Explored, History, Trace) {
     let (h, t) = if parent {
-        world::run_snapshotted(plan)
+        world::run_parties_snapshotted(plan, parties)
     } else {
-        world::run_traced(plan)
+        world::run_parties_traced(plan, parties)
     };
     let verdicts = checkers::check_all(&h);
     let e = Explored {
@@ -471,8 +471,21 @@ type Pruned = (Plan, Option<usize>, usize);
 /// parallel; results keep the schedules' order, so the exploration is the same for any
 /// number of threads.
 pub fn explore(plan: &Plan, opts: &Options, pool: &rayon::ThreadPool) -> Exploration {
+    explore_with(plan, opts, pool, &Parties::default())
+}
+
+/// [`explore`] with your own parties in every run (`crate::harness::Harness::explore`):
+/// the same schedules, placed over your parties' own trace, run one at a time on this thread
+/// ([`super::runner`]). A party without `state_digest` is never merged, so nothing is pruned
+/// on a guess about its memory.
+pub fn explore_with(
+    plan: &Plan,
+    opts: &Options,
+    pool: &rayon::ThreadPool,
+    parties: &Parties,
+) -> Exploration {
     let base = trace_plan(plan);
-    let (e0, h0, t0) = run(&base, "0.0".into(), opts.faults > 0);
+    let (e0, h0, t0) = run(&base, "0.0".into(), opts.faults > 0, parties);
     let mut order = Sha256::new();
     let mut levels = vec![Level {
         explored: 1,
@@ -571,7 +584,7 @@ pub fn explore(plan: &Plan, opts: &Options, pool: &rayon::ThreadPool) -> Explora
                 if opts.budget.is_some_and(|b| runs + out.len() >= b) {
                     break;
                 }
-                let r = run_kept(&c.plan, format!("{k}.{}", lo + i), !last);
+                let r = run_kept(&c.plan, format!("{k}.{}", lo + i), !last, parties);
                 let failed = r.0.catches(opts.target.as_ref()) && r.1.is_some();
                 out.push(r);
                 if failed {
@@ -580,12 +593,9 @@ pub fn explore(plan: &Plan, opts: &Options, pool: &rayon::ThreadPool) -> Explora
             }
             out
         } else {
-            pool.install(|| {
-                slice
-                    .par_iter()
-                    .enumerate()
-                    .map(|(i, c)| run_kept(&c.plan, format!("{k}.{}", lo + i), !last))
-                    .collect()
+            let items: Vec<(usize, &Candidate)> = slice.iter().enumerate().collect();
+            map_runs(items, parties, pool, |(i, c), parties| {
+                run_kept(&c.plan, format!("{k}.{}", lo + i), !last, parties)
             })
         };
         runs += results.len();
@@ -642,7 +652,7 @@ pub fn explore(plan: &Plan, opts: &Options, pool: &rayon::ThreadPool) -> Explora
         ran: &ran,
         trace: &trace_verdicts,
     };
-    let (audited, mismatches) = sample.run(opts.audit, pool);
+    let (audited, mismatches) = sample.run(opts.audit, pool, parties);
     runs += audited;
     let digest = order.finalize();
     Exploration {
@@ -724,7 +734,12 @@ impl Audit<'_> {
     /// Run `n` pruned schedules (a seeded sample; all of them when `n` is at least their
     /// number) whose representatives and parents ran here, and compare each one's delta
     /// against its parent ([`delta`]) with its representative's against its own parent.
-    fn run(&self, n: usize, pool: &rayon::ThreadPool) -> (usize, Vec<AuditMismatch>) {
+    fn run(
+        &self,
+        n: usize,
+        pool: &rayon::ThreadPool,
+        parties: &Parties,
+    ) -> (usize, Vec<AuditMismatch>) {
         if n == 0 {
             return (0, Vec::new());
         }
@@ -742,23 +757,20 @@ impl Audit<'_> {
             eligible.truncate(n);
         }
         let lines = |p: &Plan| p.faults.iter().map(fault_line).collect::<Vec<_>>();
-        let results: Vec<Option<AuditMismatch>> = pool.install(|| {
-            eligible
-                .par_iter()
-                .map(|(plan, parent, rep)| {
-                    let (e, _, _) = run(plan, String::new(), false);
-                    let (r, rep_parent) = &self.ran[*rep];
-                    let ours = delta(self.verdicts(*parent)?, &e.verdicts);
-                    let theirs = delta(self.verdicts(*rep_parent)?, &r.verdicts);
-                    (ours != theirs).then(|| AuditMismatch {
-                        pruned: lines(plan),
-                        representative: lines(&r.plan),
-                        pruned_delta: ours,
-                        representative_delta: theirs,
-                    })
+        let n_eligible = eligible.len();
+        let results: Vec<Option<AuditMismatch>> =
+            map_runs(eligible, parties, pool, |(plan, parent, rep), parties| {
+                let (e, _, _) = run(plan, String::new(), false, parties);
+                let (r, rep_parent) = &self.ran[*rep];
+                let ours = delta(self.verdicts(*parent)?, &e.verdicts);
+                let theirs = delta(self.verdicts(*rep_parent)?, &r.verdicts);
+                (ours != theirs).then(|| AuditMismatch {
+                    pruned: lines(plan),
+                    representative: lines(&r.plan),
+                    pruned_delta: ours,
+                    representative_delta: theirs,
                 })
-                .collect()
-        });
-        (eligible.len(), results.into_iter().flatten().collect())
+            });
+        (n_eligible, results.into_iter().flatten().collect())
     }
 }

@@ -26,13 +26,14 @@ use rayon::prelude::*;
 
 use super::exhaustive::{shapes, Explored};
 use super::places::{places, Place};
+use super::runner::map_runs;
 use crate::checkers::{self, FAULT_STATES};
 use crate::history::{is_agent_host, op, process, History};
 use crate::models::Design;
 use crate::nemesis::FaultKind;
 use crate::plan::{stream, Plan};
 use crate::scenario::Scenario;
-use crate::world;
+use crate::world::{self, Parties};
 
 /// Runs per batch: the corpus grows between batches, so the same batch size gives the same
 /// runs for any number of threads.
@@ -650,6 +651,19 @@ pub fn guided(
     opts: &Options,
     pool: &rayon::ThreadPool,
 ) -> Guided {
+    guided_with(s, design, mutant, opts, pool, &Parties::default())
+}
+
+/// [`guided`] with your own parties in every run (`crate::harness::Harness::explore`), one
+/// run at a time on this thread ([`super::runner`]); the same plans in the same order.
+pub fn guided_with(
+    s: &Scenario,
+    design: Design,
+    mutant: Option<&str>,
+    opts: &Options,
+    pool: &rayon::ThreadPool,
+    parties: &Parties,
+) -> Guided {
     let kinds: Vec<FaultKind> = s
         .swarm
         .as_ref()
@@ -726,16 +740,11 @@ pub fn guided(
             batch.push(plan);
         }
         let results: Vec<(Plan, History, Vec<Place>, Vec<checkers::Verdict>)> =
-            pool.install(|| {
-                batch
-                    .into_par_iter()
-                    .map(|plan| {
-                        let (h, t) = world::run_traced(&plan);
-                        let verdicts = checkers::check_all(&h);
-                        let ps = places(&h, &t);
-                        (plan, h, ps, verdicts)
-                    })
-                    .collect()
+            map_runs(batch, parties, pool, |plan, parties| {
+                let (h, t) = world::run_parties_traced(&plan, parties);
+                let verdicts = checkers::check_all(&h);
+                let ps = places(&h, &t);
+                (plan, h, ps, verdicts)
             });
         for (plan, h, ps, verdicts) in results {
             out.runs += 1;

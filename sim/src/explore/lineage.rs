@@ -31,7 +31,7 @@ use crate::history::{is_agent_host, op, process, History, Op};
 use crate::models::Point;
 use crate::nemesis::{fault_line, FaultKind, FaultSpec, Sender, Side};
 use crate::plan::Plan;
-use crate::world::{self, Trace};
+use crate::world::{self, Parties, Trace};
 
 /// What to try.
 #[derive(Debug, Clone)]
@@ -525,6 +525,8 @@ enum Tried {
 /// The state of one lineage search.
 struct Search<'a> {
     opts: &'a Options,
+    /// The parties every run is made with.
+    parties: &'a Parties,
     /// Level 0 is the trace; level k has k faults.
     levels: Vec<Level>,
     seen: BTreeSet<String>,
@@ -616,7 +618,7 @@ impl Search<'_> {
         }
         let mut child = parent.clone();
         child.faults.push(c.fault.clone());
-        let (h2, t2) = world::run_snapshotted(&child);
+        let (h2, t2) = world::run_parties_snapshotted(&child, self.parties);
         self.runs += 1;
         let level = self.level(k);
         level.explored += 1;
@@ -764,8 +766,13 @@ fn widen(plan: &Plan, h: &History, fired: usize, at: usize) -> Plan {
 /// break (`widen`): the cut opened a window in which a retry on a new connection meets the
 /// first attempt, and that window is rare in a fault-free trace.
 pub fn lineage(plan: &Plan, opts: &Options) -> Exploration {
+    lineage_with(plan, opts, &Parties::default())
+}
+
+/// [`lineage`] with your own parties in every run (`crate::harness::Harness::explore`).
+pub fn lineage_with(plan: &Plan, opts: &Options, parties: &Parties) -> Exploration {
     let base = trace_plan(plan);
-    let (h0, t0) = world::run_snapshotted(&base);
+    let (h0, t0) = world::run_parties_snapshotted(&base, parties);
     let v0 = checkers::check_all(&h0);
     let first = Explored {
         plan: base.clone(),
@@ -775,6 +782,7 @@ pub fn lineage(plan: &Plan, opts: &Options) -> Exploration {
     };
     let mut search = Search {
         opts,
+        parties,
         levels: vec![Level {
             explored: 1,
             ..Level::default()

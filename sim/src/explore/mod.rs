@@ -7,6 +7,8 @@
 //!   abstract `state`, with a [`certificate`];
 //! - [`lineage`]: faults chosen from what each good outcome of a passing run depended on;
 //! - [`guided`]: a swarm that steers itself by what its runs covered;
+//! - [`runner`]: the schedules of a level run in parallel with the models, in order with a
+//!   user's parties;
 //! - [`needs`]: what a trace must hold before a fault can show a mutant (a cancel, a close).
 
 pub mod certificate;
@@ -16,6 +18,7 @@ pub mod lineage;
 pub mod needs;
 pub(crate) mod places;
 pub mod regression;
+pub mod runner;
 pub mod shrink;
 pub(crate) mod state;
 pub mod strategy;

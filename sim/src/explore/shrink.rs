@@ -36,12 +36,38 @@ pub struct Target {
     pub status: Status,
     /// Who the verdict blames.
     pub party: Option<Party>,
+    /// Whether a verdict blaming any party (or none) matches: `party` is then not compared
+    /// (`Harness::expect("P9")`, where the test names the property, not who breaks it).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub any_party: bool,
 }
 
 impl Target {
     /// Whether a verdict matches.
     pub fn matches(&self, v: &Verdict) -> bool {
-        v.property == self.property && v.status == self.status && v.party == self.party
+        v.property == self.property
+            && v.status == self.status
+            && (self.any_party || v.party == self.party)
+    }
+
+    /// What a verdict is: its property, status and party.
+    pub fn of_verdict(v: &Verdict) -> Target {
+        Target {
+            property: v.property.clone(),
+            status: v.status,
+            party: v.party,
+            any_party: false,
+        }
+    }
+
+    /// `property` invalid, whoever it blames.
+    pub fn invalid(property: &str) -> Target {
+        Target {
+            property: property.to_string(),
+            status: Status::Invalid,
+            party: None,
+            any_party: true,
+        }
     }
 
     /// What catches mutant `m`: its property and party, invalid (a finding for a mutant that
@@ -55,6 +81,7 @@ impl Target {
                 Status::Invalid
             },
             party: Some(m.party),
+            any_party: false,
         }
     }
 
@@ -68,11 +95,7 @@ impl Target {
         };
         pick(Status::Invalid)
             .or_else(|| pick(Status::Finding))
-            .map(|v| Target {
-                property: v.property.clone(),
-                status: v.status,
-                party: v.party,
-            })
+            .map(Target::of_verdict)
     }
 }
 

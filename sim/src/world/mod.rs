@@ -80,6 +80,17 @@ pub fn run_snapshotted(plan: &Plan) -> (History, Trace) {
     run_plan(plan, &Parties::default(), true, true)
 }
 
+/// [`run_snapshotted`] with the given [`Parties`]: what exploration runs a user's parties with
+/// (a party without `state_digest` makes its snapshots `None`, so nothing merges there).
+/// Panics on a cluster plan with `parties.agent` set, as [`run_parties`] does.
+pub fn run_parties_snapshotted(plan: &Plan, parties: &Parties) -> (History, Trace) {
+    assert!(
+        parties.agent.is_none() || !plan.cluster(),
+        "world: a cluster plan runs model Agent nodes; give a single-process plan (nodes = 0) for your Agent"
+    );
+    run_plan(plan, parties, true, true)
+}
+
 /// Run one plan with your own Agent in place of the project's model Agent, and return the
 /// history (check it with [`crate::checkers::check_all`]).
 ///

@@ -51,6 +51,7 @@ fn a_failing_campaign_shrinks_its_first_failing_seed() {
         property: "P1".into(),
         status: acp_chaos::checkers::Status::Invalid,
         party: Some(acp_chaos::models::Party::Agent),
+        any_party: false,
     };
     assert!(acp_chaos::explore::shrink::failing(&plan, &target).is_some());
 }

@@ -375,6 +375,7 @@ fn each_property_a_run_breaks_gets_its_own_schedule_and_page() {
             property: f["property"].as_str().unwrap().into(),
             status: acp_chaos::checkers::Status::Invalid,
             party: serde_json::from_value(f["party"].clone()).unwrap(),
+            any_party: false,
         };
         assert!(
             acp_chaos::explore::shrink::failing(&plan, &target).is_some(),
