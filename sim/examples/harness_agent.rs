@@ -63,7 +63,10 @@ mod tests {
             })
             .unwrap();
         ok.assert_expected();
-        let cert = ok.certificate.clone().expect("a full exploration certifies");
+        let cert = ok
+            .certificate
+            .clone()
+            .expect("a full exploration certifies");
         assert!(
             cert.contains(", 0 violations;") && cert.ends_with("parties yours: agent"),
             "{cert}"

@@ -63,7 +63,12 @@ mod tests {
             .unwrap();
         bad.assert_expected();
         let f = bad.failure.as_ref().unwrap();
-        assert_eq!(f.verdict.party, Some(Party::Intermediary), "{}", f.describe());
+        assert_eq!(
+            f.verdict.party,
+            Some(Party::Intermediary),
+            "{}",
+            f.describe()
+        );
     }
 
     #[test]

@@ -243,15 +243,18 @@ impl Harness {
     /// Errors name the file and field, as the CLI's do, or the two places looked in.
     pub fn scenario(name_or_path: &str) -> anyhow::Result<Harness> {
         let own = Path::new("scenarios");
-        if own.is_dir() || Path::new(name_or_path).extension().is_some_and(|x| x == "toml") {
+        if own.is_dir()
+            || Path::new(name_or_path)
+                .extension()
+                .is_some_and(|x| x == "toml")
+        {
             match scenario::resolve(own, name_or_path) {
                 Ok(s) => return Ok(Harness::of_scenario(s)),
                 Err(scenario::ScenarioError::NotFound(_)) => {}
                 Err(e) => anyhow::bail!("{e}"),
             }
         }
-        let builtin = scenario::builtin::dir()
-            .context("cannot unpack the built-in scenarios")?;
+        let builtin = scenario::builtin::dir().context("cannot unpack the built-in scenarios")?;
         match scenario::resolve(&builtin, name_or_path) {
             Ok(s) => Ok(Harness::of_scenario(s)),
             Err(scenario::ScenarioError::NotFound(_)) => anyhow::bail!(
@@ -528,7 +531,9 @@ impl Harness {
                     .or_insert(0) += 1;
             }
             if let Some(v) = e.verdicts.iter().find(|v| self.acts_on(v)) {
-                outcome.failing_seeds.push((e.plan.seed, v.property.clone()));
+                outcome
+                    .failing_seeds
+                    .push((e.plan.seed, v.property.clone()));
             }
         }
         if !self.quiet {
@@ -555,7 +560,13 @@ impl Harness {
             expected: self.expect.clone(),
             ..Outcome::default()
         };
-        self.judge(&mut one, e.plan.clone(), self.shrink, &folder, Some(rerun.clone()))?;
+        self.judge(
+            &mut one,
+            e.plan.clone(),
+            self.shrink,
+            &folder,
+            Some(rerun.clone()),
+        )?;
         if one.failure.is_some() {
             let body = format!(
                 "# schedule {} of the exploration ({} faults); rerun: {rerun}\n{}",

@@ -119,7 +119,17 @@ fn check_history(file: &Path, github: bool) -> Outcome {
         "# {} seed {} mutant {}",
         h.header["scenario"], h.header["seed"], h.header["mutant"]
     );
-    let vs = checkers::check_all(&h);
+    // A probe's history gets the probe's verdicts (the checkers with what only the wire of a
+    // real process shows, and its abort): the same ones `probe` reported for it.
+    let vs = if crate::probe::is_probe_history(&h) {
+        println!(
+            "# a probe's history: the probe's verdicts ({})",
+            crate::probe::PROPERTIES.join(" ")
+        );
+        crate::probe::judge_history(&h)
+    } else {
+        checkers::check_all(&h)
+    };
     let code = print_verdicts(&vs, false);
     println!("history hash {}", h.hash());
     if github {

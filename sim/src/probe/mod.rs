@@ -39,6 +39,7 @@ pub mod verdicts;
 pub(crate) mod wire_log;
 
 pub use report::ProbeSummary;
+pub use runner::{is_probe_history, judge_history};
 pub use target::Target;
 
 use std::path::{Path, PathBuf};

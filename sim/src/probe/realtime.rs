@@ -177,6 +177,20 @@ pub fn run(plan: &Plan, launch: Launch, scale: u64) -> RealtimeRun {
             format!("the agent never answered initialize; stderr: {tail}")
         });
     }
+    if let Some(why) = &aborted {
+        // The abort is part of the history, so the probe's verdicts are the history's alone
+        // (`check` re-derives them): the run's `end` says so, and why.
+        let end = json!({"outcome": "aborted", "reason": why});
+        match w
+            .ops
+            .iter_mut()
+            .rev()
+            .find(|o| o.process == process::WORLD && o.f == op::END)
+        {
+            Some(o) => o.value = end,
+            None => w.op(process::WORLD, OpType::Info, op::END, end),
+        }
+    }
     let stderr = std::mem::take(&mut w.stderr);
     RealtimeRun {
         wall_ms: w.t0.elapsed().as_millis() as u64,
@@ -233,7 +247,7 @@ impl World<'_> {
                 self.op(
                     process::WORLD,
                     OpType::Info,
-                    "end",
+                    op::END,
                     json!({"outcome": "bound"}),
                 );
                 self.log_pending();
@@ -281,7 +295,7 @@ impl World<'_> {
                     self.op(
                         process::WORLD,
                         OpType::Info,
-                        "end",
+                        op::END,
                         json!({"outcome": "quiescent"}),
                     );
                     self.log_pending();

@@ -14,7 +14,7 @@ use super::{infer, realtime, traces, verdicts, ProbeArgs, PROPERTIES, SCENARIO};
 use crate::campaign::write_atomic;
 use crate::checkers::{self, Status, Verdict};
 use crate::exit;
-use crate::history::{op, History};
+use crate::history::{op, process, History};
 use crate::models::Design;
 use crate::models::Retention;
 use crate::plan::Plan;
@@ -109,7 +109,9 @@ pub(super) fn run_once(
         json!({"trace": t.name, "delay_ms": delay}),
     );
     let h = infer::build(header, &d.ops);
-    let judged = judge(&h, result.as_ref().err().map(String::as_str));
+    // Judged from the history alone (the abort is its `end` op): `check` on the saved
+    // history gives the same verdicts.
+    let judged = judge_history(&h);
     let mut windows = d.windows.clone();
     if !t.sweep.is_empty() {
         // A kill trace: whether the acknowledged messages outlived the kill (A10's window).
@@ -167,12 +169,7 @@ pub(super) fn scenario_once(
         json!({"scenario": sc.name, "plan_seed": plan.seed, "time_scale": a.time_scale.max(1)}),
     );
     let h = infer::build(header, &r.ops);
-    // The model Client resumes without replayFrom: X4 does not apply to a scenario that does
-    // not ask for a replay, so a vacuous X4 is left out rather than counted as unknown.
-    let verdicts: Vec<Verdict> = judge(&h, r.aborted.as_deref())
-        .into_iter()
-        .filter(|v| !(v.property == "X4" && v.message.starts_with(verdicts::VACUOUS)))
-        .collect();
+    let verdicts: Vec<Verdict> = judge_history(&h);
     let started = r.ops.iter().any(|o| o.f == op::CONN_OPEN);
     let outcome = RunOutcome {
         trace: name,
@@ -347,6 +344,31 @@ pub fn judge(h: &History, aborted: Option<&str>) -> Vec<Verdict> {
         }
     }
     out
+}
+
+/// The probe's verdicts of a recorded probe history, from the history alone: [`judge`], with
+/// the abort read off the run's `end` op (`outcome: "aborted"`, its `reason`), and, for a
+/// conformance scenario's run (`plan.probe.scenario`), a vacuous X4 left out (the model
+/// Client resumes without `replayFrom`). What `probe`, `probe --suite conformance` and
+/// `acp-chaos check` report for the same history: one verdict set.
+pub fn judge_history(h: &History) -> Vec<Verdict> {
+    let aborted = h
+        .ops
+        .iter()
+        .rev()
+        .find(|o| o.process == process::WORLD && o.f == op::END)
+        .filter(|o| o.value["outcome"] == "aborted")
+        .map(|o| o.value["reason"].as_str().unwrap_or("aborted").to_string());
+    let scenario = h.header["plan"]["probe"]["scenario"].is_string();
+    judge(h, aborted.as_deref())
+        .into_iter()
+        .filter(|v| !(scenario && v.property == "X4" && v.message.starts_with(verdicts::VACUOUS)))
+        .collect()
+}
+
+/// Whether `h` is a probe's history (its plan is the probe's, not a simulated one).
+pub fn is_probe_history(h: &History) -> bool {
+    h.header["plan"]["probe"].is_object()
 }
 
 /// Folders kept per (trace, property): the first failing runs.

@@ -98,7 +98,7 @@ fn replays(h: &History) -> Vec<Replay> {
 
 /// What a restart did to the messages the Client held: for each restart judged (a resume
 /// with replay answered on the new process), whether every acknowledged message was kept,
-/// and the first one gone as a verdict.
+/// and the first one not replayed (or gone with its session) as a verdict.
 #[derive(Debug, Default)]
 pub struct Kept {
     /// Restarts after which some resume with replay was answered, and whether each kept
@@ -145,15 +145,18 @@ pub fn kept_across_restarts(h: &History) -> Kept {
                     .filter_map(|r| r.answer.as_ref().map(|a| (r, a)));
                 let first_ok = answered.clone().find(|(_, a)| a.1.is_none());
                 let first_err = answered.clone().find(|(_, a)| a.1.is_some());
-                let (gone, answer_at, why): (Vec<&Held>, usize, String) =
+                // A message left out of a replay is "not replayed" (it may live on, or come
+                // back as a second copy); "gone" only when the session itself is.
+                let (gone, answer_at, why, what): (Vec<&Held>, usize, String, &str) =
                     match (first_ok, first_err) {
                         (Some((r, a)), _) => (
                             held.iter().filter(|x| !r.replayed.contains(&x.1)).collect(),
                             a.0,
                             format!(
-                                "replayed {} user messages without it (session/resume with replayFrom): the message is gone",
+                                "replayed {} user messages without it (session/resume with replayFrom): the message was not replayed",
                                 r.replayed.len()
                             ),
+                            "not replayed",
                         ),
                         (None, Some((_, a))) => {
                             let (c, m) = a.1.clone().unwrap_or_default();
@@ -163,6 +166,7 @@ pub fn kept_across_restarts(h: &History) -> Kept {
                                 format!(
                                     "answered session/resume with replayFrom with error {c} ({m}): the session is gone"
                                 ),
+                                "gone",
                             )
                         }
                         // No resume with replay answered on this process: nothing judged.
@@ -175,10 +179,10 @@ pub fn kept_across_restarts(h: &History) -> Kept {
                         "A10",
                         vec![*ack_at, crash_at, answer_at],
                         format!(
-                            "submission {n}'s message {m}, acknowledged at {ack_ms} ms (the Client holds its messageId), is gone after the restart: the Agent was killed {} ms after that answer, and the restarted Agent {why}; an Agent that offers session/resume with replay retains its messages (A10){}",
+                            "submission {n}'s message {m}, acknowledged at {ack_ms} ms (the Client holds its messageId), is {what} after the restart: the Agent was killed {} ms after that answer, and the restarted Agent {why}; an Agent that offers session/resume with replay retains its messages (A10){}",
                             crash_ms.saturating_sub(*ack_ms),
                             if gone.len() > 1 {
-                                format!(" ({} acknowledged messages gone in all)", gone.len())
+                                format!(" ({} acknowledged messages {what} in all)", gone.len())
                             } else {
                                 String::new()
                             }
@@ -489,7 +493,8 @@ mod tests {
         for w in [
             "acknowledged at 10 ms",
             "killed 3 ms after",
-            "message is gone",
+            "is not replayed after the restart",
+            "the message was not replayed",
         ] {
             assert!(v.message.contains(w), "{w}: {}", v.message);
         }

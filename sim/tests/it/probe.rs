@@ -230,11 +230,37 @@ fn an_acknowledged_message_gone_after_a_restart_is_an_a10_violation_by_default()
     for w in [
         "acknowledged at",
         "ms after that answer",
-        "the message is gone",
+        "the message was not replayed",
         "retains its messages (A10)",
     ] {
         assert!(msg.contains(w), "{w}: {msg}");
     }
+    // One verdict set: `check` on each kept run folder re-derives, from the history alone,
+    // the verdicts the probe reported for it (P11 among them).
+    let mut checked = 0;
+    for e in std::fs::read_dir(dir_of("lose-unsynced-mutant")).unwrap() {
+        let dir = e.unwrap().path();
+        if !dir.join("history.jsonl").is_file() {
+            continue;
+        }
+        checked += 1;
+        let saved: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("verdicts.json")).unwrap())
+                .unwrap();
+        let h = acp_chaos::history::History::read_jsonl(&dir.join("history.jsonl")).unwrap();
+        let again = serde_json::to_value(acp_chaos::probe::judge_history(&h)).unwrap();
+        assert_eq!(again, saved, "{}", dir.display());
+        let c = Command::new(BIN).arg("check").arg(&dir).output().unwrap();
+        let out = text(&c);
+        assert_eq!(c.status.code(), Some(1), "{out}");
+        assert!(
+            out.contains("a probe's history")
+                && out.contains("verdict P11")
+                && out.contains(": invalid (party agent, rules A10"),
+            "{out}"
+        );
+    }
+    assert!(checked >= 1, "no run folder kept");
     // An Agent that loses its whole session: the in-memory design, unless it declares it
     // keeps none across a restart.
     let a = [
@@ -737,4 +763,202 @@ fn a_scenario_against_a_command_that_is_not_an_agent_is_unknown() {
     );
     assert!(!not_valid(&s).is_empty());
     assert!(took < Duration::from_secs(30), "{took:?}");
+}
+
+/// One verdict set, on a recorded history shaped like a real agent's kill sweep (an answer
+/// acknowledged, a SIGKILL, a restart, a `session/resume` with `replayFrom` answered without
+/// replaying the message and without `replay_complete`): the probe's judgement of it, the
+/// conformance suite's (the same ops under a scenario's header) and `acp-chaos check` on the
+/// saved file give the same verdicts, P11 (A10) and X4 invalid among them.
+#[test]
+fn a_recorded_probe_history_gets_the_same_verdicts_from_probe_conformance_and_check() {
+    use acp_chaos::history::History;
+    use serde_json::json;
+    let header = |what: Value| {
+        let mut probe = json!({"agent": "claude-agent-acp", "resumes_after_restart": true, "timeout_ms": 10000, "run": 0});
+        probe
+            .as_object_mut()
+            .unwrap()
+            .extend(what.as_object().unwrap().clone());
+        json!({"format": acp_chaos::history::FORMAT, "scenario": "probe:kill-after-answer", "seed": 0, "mutant": null, "plan": {"retention": "process", "probe": probe}})
+    };
+    let send =
+        |from: &str, conn: u64, frame: Value| json!({"conn": conn, "from": from, "frame": frame});
+    let ops: Vec<(u64, &str, &str, Value)> = vec![
+        (0, "net", "conn-open", json!({"conn": 1})),
+        (
+            1,
+            "net",
+            "send",
+            send(
+                "client",
+                1,
+                json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}),
+            ),
+        ),
+        (
+            2,
+            "net",
+            "send",
+            send(
+                "agent",
+                1,
+                json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1, "agentCapabilities": {"sessionCapabilities": {"resume": {}}}}}),
+            ),
+        ),
+        (
+            3,
+            "net",
+            "send",
+            send(
+                "client",
+                1,
+                json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/w", "mcpServers": []}}),
+            ),
+        ),
+        (
+            4,
+            "net",
+            "send",
+            send(
+                "agent",
+                1,
+                json!({"jsonrpc": "2.0", "id": 1, "result": {"sessionId": "s1"}}),
+            ),
+        ),
+        (
+            5,
+            "user",
+            "submit",
+            json!({"submission": 1, "text": "hello"}),
+        ),
+        (
+            6,
+            "net",
+            "send",
+            send(
+                "client",
+                1,
+                json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {"sessionId": "s1", "prompt": [{"type": "text", "text": "hello"}], "idempotencyKey": "k1"}}),
+            ),
+        ),
+        (
+            9,
+            "net",
+            "send",
+            send(
+                "agent",
+                1,
+                json!({"jsonrpc": "2.0", "id": 2, "result": {"messageId": "m1", "stopReason": "end_turn"}}),
+            ),
+        ),
+        (
+            10,
+            "client",
+            "ack",
+            json!({"submission": 1, "messageId": "m1", "conn": 1, "id": 2}),
+        ),
+        (12, "nemesis", "crash", json!({"host": "agent"})),
+        (20, "net", "conn-open", json!({"conn": 2})),
+        (
+            21,
+            "net",
+            "send",
+            send(
+                "client",
+                2,
+                json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}),
+            ),
+        ),
+        (
+            22,
+            "net",
+            "send",
+            send(
+                "agent",
+                2,
+                json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1, "agentCapabilities": {"sessionCapabilities": {"resume": {}}}}}),
+            ),
+        ),
+        (
+            23,
+            "net",
+            "send",
+            send(
+                "client",
+                2,
+                json!({"jsonrpc": "2.0", "id": 1, "method": "session/resume", "params": {"sessionId": "s1", "cwd": "/w", "mcpServers": [], "replayFrom": {"type": "start"}}}),
+            ),
+        ),
+        (
+            25,
+            "net",
+            "send",
+            send("agent", 2, json!({"jsonrpc": "2.0", "id": 1, "result": {}})),
+        ),
+        (
+            40,
+            "world",
+            "end",
+            json!({"outcome": "quiescent", "undelivered": 0, "clock": "wall"}),
+        ),
+    ];
+    let history = |header: Value| {
+        let text: String = std::iter::once(header.to_string())
+            .chain(ops.iter().enumerate().map(|(i, (t, p, f, v))| {
+                json!({"index": i, "time_ms": t, "process": p, "type": "info", "f": f, "value": v}).to_string()
+            }))
+            .map(|l| l + "\n")
+            .collect();
+        text
+    };
+    let dir = out_dir("recorded-history");
+    std::fs::create_dir_all(&dir).unwrap();
+    let traced = dir.join("trace.jsonl");
+    let scenario = dir.join("scenario.jsonl");
+    std::fs::write(
+        &traced,
+        history(header(json!({"trace": "kill-after-answer", "delay_ms": 2}))),
+    )
+    .unwrap();
+    std::fs::write(&scenario, history(header(json!({"scenario": "rfd-03-retry-after-agent-restart", "plan_seed": 0, "time_scale": 1})))).unwrap();
+    let judged = |f: &PathBuf| acp_chaos::probe::judge_history(&History::read_jsonl(f).unwrap());
+    let (probe, conformance) = (judged(&traced), judged(&scenario));
+    let status = |p: &str| {
+        probe
+            .iter()
+            .find(|v| v.property == p)
+            .map(|v| (v.status.as_str(), v.rules.clone()))
+    };
+    assert_eq!(
+        status("P11"),
+        Some(("invalid", vec!["A10".to_string()])),
+        "{probe:#?}"
+    );
+    assert_eq!(status("X4").map(|s| s.0), Some("invalid"), "{probe:#?}");
+    let p11 = probe.iter().find(|v| v.property == "P11").unwrap();
+    assert!(
+        p11.message.contains("is not replayed after the restart"),
+        "{}",
+        p11.message
+    );
+    assert_eq!(
+        serde_json::to_value(&probe).unwrap(),
+        serde_json::to_value(&conformance).unwrap()
+    );
+    let c = Command::new(BIN)
+        .arg("check")
+        .arg(&traced)
+        .output()
+        .unwrap();
+    let out = text(&c);
+    assert_eq!(c.status.code(), Some(1), "{out}");
+    for v in &probe {
+        let line = format!("verdict {} ", v.property);
+        let shown = out
+            .lines()
+            .find(|l| l.starts_with(&line))
+            .unwrap_or_else(|| panic!("{line}missing: {out}"));
+        assert!(shown.contains(v.status.as_str()), "{shown} vs {v:?}");
+    }
 }
