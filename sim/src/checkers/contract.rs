@@ -7,8 +7,9 @@
 //! checked against nothing on that point and still come out valid. So: when the wire shows
 //! the Agent owed an effect (it answered a `session/prompt` with a `messageId`, it said a turn
 //! is `running`, ...) and the Agent never emitted it anywhere in the history, every property
-//! that rests on it says so: a valid verdict becomes [`Status::Unknown`] ("not checked"), and
-//! a non-valid one keeps its status and gains a note (it may come from the missing effect).
+//! that rests on it says so: a valid or invalid verdict becomes [`Status::Unknown`] ("not
+//! checked", naming the effect; an invalid one keeps what its checker saw in the message), and
+//! a finding keeps its status and gains a note.
 //!
 //! The rule looks at the whole history, never at one occurrence: an Agent that emits the
 //! effect at all is taken to emit it where it applies (each checker judges the occurrences).
@@ -28,6 +29,8 @@ use crate::history::{op, process, History};
 /// One Agent effect some properties cannot be judged without, and what on the wire shows
 /// the Agent owed it.
 pub struct Dependency {
+    /// The party that owes it: its ops are the history's `agent`, `client` or `proxy` ones.
+    pub party: &'static str,
     /// The effect's op name (`insert`, ...).
     pub effect: &'static str,
     /// Effects that stand in for it (`visible` for `durable`: either says the insertion took
@@ -60,6 +63,7 @@ impl Dependency {
 /// shows as a violation, never as a hollow valid). The effect contract lists them all.
 pub const DEPENDENCIES: &[Dependency] = &[
     Dependency {
+        party: process::AGENT,
         effect: op::INSERT,
         or: &[],
         properties: &["P1", "P2", "P3", "P4", "P6", "P9", "P11", "P12", "P15"],
@@ -76,6 +80,7 @@ pub const DEPENDENCIES: &[Dependency] = &[
         },
     },
     Dependency {
+        party: process::AGENT,
         effect: op::DURABLE,
         or: &[op::VISIBLE],
         properties: &["P1", "P11", "P12"],
@@ -88,6 +93,7 @@ pub const DEPENDENCIES: &[Dependency] = &[
         },
     },
     Dependency {
+        party: process::AGENT,
         effect: op::DEDUP_HIT,
         or: &[],
         properties: &["P9"],
@@ -95,6 +101,7 @@ pub const DEPENDENCIES: &[Dependency] = &[
         witness: |i| i.repeated_answer,
     },
     Dependency {
+        party: process::AGENT,
         effect: op::TURN_START,
         or: &[],
         properties: &["P1", "P17"],
@@ -102,6 +109,7 @@ pub const DEPENDENCIES: &[Dependency] = &[
         witness: |i| i.running,
     },
     Dependency {
+        party: process::AGENT,
         effect: op::TURN_END,
         or: &[],
         properties: &["P17"],
@@ -109,6 +117,7 @@ pub const DEPENDENCIES: &[Dependency] = &[
         witness: |i| i.stopped,
     },
     Dependency {
+        party: process::AGENT,
         effect: op::TOOL_EFFECT,
         or: &[],
         properties: &["P1"],
@@ -116,6 +125,7 @@ pub const DEPENDENCIES: &[Dependency] = &[
         witness: |i| i.tool_done,
     },
     Dependency {
+        party: process::AGENT,
         effect: op::HOLD,
         or: &[],
         properties: &["P6"],
@@ -123,6 +133,7 @@ pub const DEPENDENCIES: &[Dependency] = &[
         witness: |i| i.held_insert,
     },
     Dependency {
+        party: process::AGENT,
         effect: op::WITHDRAW,
         or: &[],
         properties: &["P6"],
@@ -130,6 +141,7 @@ pub const DEPENDENCIES: &[Dependency] = &[
         witness: |i| i.prompt_cancelled,
     },
     Dependency {
+        party: process::AGENT,
         effect: op::ACTIVATE,
         or: &[],
         properties: &["P6", "P10", "P17"],
@@ -137,13 +149,46 @@ pub const DEPENDENCIES: &[Dependency] = &[
             "it answered session/new, session/fork, session/load or session/resume with a success",
         witness: |i| i.session_ok,
     },
+    // The Client's and the proxy's reports: a user's Client or proxy that never makes them
+    // leaves the checkers that map its frames to submissions with nothing to map.
+    Dependency {
+        party: process::CLIENT,
+        effect: op::ATTEMPT,
+        or: &[],
+        properties: &["P2", "P10", "P14"],
+        owed_when: "it wrote a session/prompt",
+        witness: |i| i.client_prompt,
+    },
+    Dependency {
+        party: process::CLIENT,
+        effect: op::ACK,
+        or: &[],
+        properties: &["P2"],
+        owed_when: "it read a session/prompt answered with a messageId",
+        witness: |i| i.client_answer,
+    },
+    Dependency {
+        party: process::PROXY,
+        effect: op::FORWARD,
+        or: &[],
+        // P6 judges a proxy's cancels from its frames (X1) and needs no `forward`.
+        properties: &["P13"],
+        owed_when: "it wrote a session/prompt to the Agent",
+        witness: |i| i.proxy_prompt,
+    },
 ];
 
 /// What the rule reads from a history, in one pass.
 #[derive(Default)]
 struct Index {
-    /// The effects the Agent emitted (by name).
-    emitted: BTreeSet<String>,
+    /// The effects each party emitted: (party, op name).
+    emitted: BTreeSet<(String, String)>,
+    /// The first `session/prompt` the Client wrote.
+    client_prompt: Option<usize>,
+    /// The first answer with a `messageId` the Client read to a `session/prompt` it wrote.
+    client_answer: Option<usize>,
+    /// The first `session/prompt` the proxy wrote (to the Agent).
+    proxy_prompt: Option<usize>,
     /// Agent answers to `session/prompt` with a `messageId`: (op, attempt, messageId).
     prompt_ok: Vec<(usize, (u64, String), String)>,
     /// The first `user_message` update with a `messageId` the Agent wrote.
@@ -181,10 +226,39 @@ impl Index {
         // messageId → the attempt first answered with it.
         let mut answered: BTreeMap<String, (u64, String)> = BTreeMap::new();
         let attempt = |v: &Value| (v["conn"].as_u64().unwrap_or(0), v["id"].to_string());
+        // (conn, id) of every session/prompt the Client wrote.
+        let mut client_prompts: BTreeSet<(u64, String)> = BTreeSet::new();
+        // Those writes in order, and the raw probes among them (no submission: no `attempt`).
+        let mut client_prompt_sends: Vec<(usize, (u64, String))> = Vec::new();
+        let mut raw: BTreeSet<(u64, String)> = BTreeSet::new();
+        let mut client_answers: Vec<(usize, (u64, String))> = Vec::new();
         for (o, w) in f.ops_with_wire() {
             let val = &o.value;
+            if o.process == process::CLIENT || o.process == process::PROXY {
+                ix.emitted.insert((o.process.clone(), o.f.clone()));
+                if o.f == op::RAW_SENT {
+                    raw.insert(attempt(val));
+                }
+            }
+            if let Some(w) = w.filter(|w| w.method == Some("session/prompt")) {
+                match (w.sent, w.from) {
+                    (true, "client") => {
+                        client_prompt_sends.push((o.index, w.key()));
+                        client_prompts.insert(w.key());
+                    }
+                    (true, "proxy") => {
+                        ix.proxy_prompt.get_or_insert(o.index);
+                    }
+                    _ => {}
+                }
+            }
+            if let Some(w) = w.filter(|w| !w.sent && w.from == "agent" && w.method.is_none()) {
+                if w.frame["result"]["messageId"].is_string() && client_prompts.contains(&w.key()) {
+                    client_answers.push((o.index, w.key()));
+                }
+            }
             if o.process == process::AGENT {
-                ix.emitted.insert(o.f.clone());
+                ix.emitted.insert((process::AGENT.to_string(), o.f.clone()));
                 match o.f.as_str() {
                     op::RECOVER => {
                         let kept = val["retained"].as_object().into_iter().flatten();
@@ -268,13 +342,20 @@ impl Index {
                 _ => {}
             }
         }
+        let first = |l: &[(usize, (u64, String))]| {
+            l.iter().find(|(_, k)| !raw.contains(k)).map(|(i, _)| *i)
+        };
+        ix.client_prompt = first(&client_prompt_sends);
+        ix.client_answer = first(&client_answers);
         ix
     }
 }
 
-/// One dependency the Agent owed and never emitted: which, and the op that shows it owed.
+/// One dependency a party owed and never emitted: which, and the op that shows it owed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Missing {
+    /// The party that owed it (`agent`, `client`, `proxy`).
+    pub party: &'static str,
     /// The effect (with its stand-ins, as the message names them).
     pub effect: String,
     /// Why it was owed.
@@ -303,10 +384,11 @@ fn missing_in_view(f: &Facts) -> Vec<Missing> {
         .filter(|d| {
             !std::iter::once(d.effect)
                 .chain(d.or.iter().copied())
-                .any(|e| ix.emitted.contains(e))
+                .any(|e| ix.emitted.contains(&(d.party.to_string(), e.to_string())))
         })
         .filter_map(|d| {
             (d.witness)(&ix).map(|w| Missing {
+                party: d.party,
                 effect: d.named(),
                 owed_when: d.owed_when,
                 witness: w,
@@ -318,8 +400,9 @@ fn missing_in_view(f: &Facts) -> Vec<Missing> {
 
 /// The vacuity rule: every verdict whose property rests on an effect the Agent owed and never
 /// emitted ([`missing`]) says so. A valid one becomes unknown, "not checked", witnessed by the
-/// ops that show the effects owed; any other keeps its status, witnesses and party (a
-/// violation is never overridden) and gains a note naming the missing effects.
+/// ops that show the effects owed; an invalid one becomes unknown too (a missing report is not
+/// a violation of the rule: the effect is named, and what the checker saw is kept in the
+/// message, with its witnesses and party); a finding keeps its status and gains a note.
 pub fn apply(h: &History, verdicts: &mut [Verdict]) {
     let view = super::agent_view(h);
     apply_to_view(&Facts::of(&view), verdicts)
@@ -340,22 +423,50 @@ pub(super) fn apply_to_view(f: &Facts, verdicts: &mut [Verdict]) {
         if of.is_empty() {
             continue;
         }
-        let why = of
+        let why = [process::AGENT, process::CLIENT, process::PROXY]
             .iter()
-            .map(|m| format!("{} (owed: {}, op {})", m.effect, m.owed_when, m.witness))
+            .filter_map(|party| {
+                let effects: Vec<String> = of
+                    .iter()
+                    .filter(|m| m.party == *party)
+                    .map(|m| format!("{} (owed: {}, op {})", m.effect, m.owed_when, m.witness))
+                    .collect();
+                (!effects.is_empty()).then(|| {
+                    format!(
+                        "the {} never emitted {}",
+                        party_name(party),
+                        effects.join(", nor ")
+                    )
+                })
+            })
             .collect::<Vec<_>>()
-            .join(", nor ");
+            .join("; and ");
         if v.status == Status::Valid {
             v.status = Status::Unknown;
             v.witnesses = of.iter().map(|m| m.witness).collect();
+            v.message = format!("not checked: {why} (see the effect contract, docs/effects.md)");
+        } else if v.status == Status::Invalid {
+            // Judged without an effect it rests on, a violation may be the missing report
+            // itself: unknown, naming the effect, with what the checker saw kept in words.
+            v.status = Status::Unknown;
             v.message = format!(
-                "not checked: the Agent never emitted {why} (see the effect contract, docs/effects.md)"
+                "not checked: {why} (see the effect contract, docs/effects.md); judged without it, the checker saw: {}",
+                v.message
             );
         } else {
             v.message = format!(
-                "{} (note: the Agent never emitted {why}, which this property reads: see the effect contract, docs/effects.md)",
+                "{} (note: {why}, which this property reads: see the effect contract, docs/effects.md)",
                 v.message
             );
         }
+    }
+}
+
+/// A party as the messages name it: `Agent`, `Client`, `proxy`.
+fn party_name(party: &str) -> &'static str {
+    match party {
+        process::CLIENT => "Client",
+        process::PROXY => "proxy",
+        _ => "Agent",
     }
 }

@@ -87,3 +87,78 @@ fn a_proxy_that_reports_nothing_is_judged_on_x1_from_the_frames_it_wrote() {
         assert_eq!(v.status, Status::Valid, "seed {seed}: {}", v.message);
     }
 }
+
+/// The effect contract covers every pluggable party: a Client that reports nothing of what it
+/// sends (no `attempt`, no `ack`) leaves P2, P10 and P14 unknown, naming the Client's missing
+/// effect, never valid on nothing and never invalid for want of a report; a proxy that
+/// reports no `forward` leaves P13 unknown the same way, while P6 still judges its cancels
+/// from the frames.
+#[test]
+fn a_client_or_proxy_that_reports_nothing_is_not_checked_never_invalid() {
+    use acp_chaos::models::{Action, ClientInput, ClientModel, SpecClient};
+    use acp_chaos::world::Boot;
+    struct Silent(SpecClient);
+    impl ClientModel for Silent {
+        fn handle(&mut self, input: ClientInput, out: &mut Vec<Action>) {
+            let from = out.len();
+            self.0.handle(input, out);
+            let mut i = from;
+            while i < out.len() {
+                if matches!(out[i], Action::Effect(_)) {
+                    out.remove(i);
+                } else {
+                    i += 1;
+                }
+            }
+        }
+        fn pending(&self) -> Vec<u64> {
+            self.0.pending()
+        }
+        fn set_clock(&mut self, now_ms: u64) {
+            self.0.set_clock(now_ms)
+        }
+    }
+    let silent = Harness::scenario("rfd-03-retry-after-agent-restart")
+        .unwrap()
+        .design(Design::Stored)
+        .client(|b: Boot<'_>| -> Box<dyn ClientModel> {
+            Box::new(Silent(SpecClient::recover(
+                b.plan.client.clone(),
+                b.boot,
+                b.seed,
+                b.records,
+            )))
+        });
+    for p in ["P2", "P10", "P14"] {
+        let v = verdict(&silent, 0, p);
+        assert_eq!(v.status, Status::Unknown, "{p}: {}", v.message);
+        assert!(
+            v.message
+                .starts_with("not checked: the Client never emitted `attempt`"),
+            "{p}: {}",
+            v.message
+        );
+    }
+    assert!(verdict(&silent, 0, "P2").message.contains("`ack`"));
+    let proxied = |silent: bool| {
+        let h = Harness::scenario("proxy-02-cancel-through-rewritten-ids")
+            .unwrap()
+            .design(Design::Stored);
+        if silent {
+            h.proxy(relay::silent_relay_proxy(false))
+        } else {
+            h.proxy(relay::relay_proxy(false))
+        }
+    };
+    let v = verdict(&proxied(true), 0, "P13");
+    assert_eq!(v.status, Status::Unknown, "{}", v.message);
+    assert!(
+        v.message
+            .starts_with("not checked: the proxy never emitted `forward`"),
+        "{}",
+        v.message
+    );
+    assert_eq!(verdict(&proxied(true), 0, "P6").status, Status::Valid);
+    // The same parties with their reports: checked, and valid.
+    assert_eq!(verdict(&proxied(false), 0, "P13").status, Status::Valid);
+}
