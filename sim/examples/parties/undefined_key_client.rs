@@ -19,6 +19,9 @@ pub struct WireClient {
     inner: SpecClient,
     /// What the wire layer writes for every key (`None`: the key itself).
     key_written: Option<&'static str>,
+    /// Whether its `attempt` reports say what the wire carried (`false`: they keep the key
+    /// the protocol logic chose, a report the frames contradict).
+    reports_written: bool,
 }
 
 impl ClientModel for WireClient {
@@ -42,7 +45,9 @@ impl ClientModel for WireClient {
                     }
                 }
                 // The attempt as the history records it: the key the wire carried.
-                Action::Effect(e) if e.f == op::ATTEMPT && e.value["key"].is_string() => {
+                Action::Effect(e)
+                    if self.reports_written && e.f == op::ATTEMPT && e.value["key"].is_string() =>
+                {
                     e.value["key"] = written.into();
                 }
                 _ => {}
@@ -72,6 +77,20 @@ pub fn wire_client_writing(key: Option<&'static str>) -> impl Fn(Boot<'_>) -> Bo
         Box::new(WireClient {
             inner: SpecClient::recover(b.plan.client.clone(), b.boot, b.seed, b.records),
             key_written: key,
+            reports_written: true,
+        })
+    }
+}
+
+/// The same Client whose wire layer writes `key` for every key while its `attempt` reports
+/// keep the keys it chose: only the frames show what it sent.
+#[allow(dead_code)] // Only the wire-judged tests use it.
+pub fn wire_client_misreporting(key: &'static str) -> impl Fn(Boot<'_>) -> Box<dyn ClientModel> {
+    move |b: Boot<'_>| -> Box<dyn ClientModel> {
+        Box::new(WireClient {
+            inner: SpecClient::recover(b.plan.client.clone(), b.boot, b.seed, b.records),
+            key_written: Some(key),
+            reports_written: false,
         })
     }
 }

@@ -1,6 +1,6 @@
 //! P14 client-keys (C2 C3 C5 A17): [`p14_client_keys`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use acp_chaos_models::Party;
 
@@ -8,7 +8,9 @@ use super::facts::Facts;
 use super::verdict::{Status, Verdict};
 use crate::history::{op, process};
 
-/// P14 client-keys *(ours, from C2 C3 C5)*: read from the Client's own log, one key names one
+/// P14 client-keys *(ours, from C2 C3 C5)*: read from the Client's frames (C3: one key, in
+/// one session, is never written with two different prompts; the swarm's raw probes aside)
+/// and from its own log, one key names one
 /// submission in its session. A key the Client sends for a second submission with another
 /// prompt breaks C3; with the same prompt (the user sent the text again on purpose) it breaks
 /// C2, the mark of a key derived from content (C5). Keys are scoped per session (A9), so the
@@ -21,6 +23,22 @@ pub fn p14_client_keys(f: &Facts) -> Verdict {
     let mut sub: BTreeMap<u64, (u64, String, usize)> = BTreeMap::new();
     // (slot, key) → (submission, attempt op).
     let mut owner: BTreeMap<(u64, String), (u64, usize)> = BTreeMap::new();
+    // (session, key) → (the prompt as written, the op), from the Client's own frames: C3 is
+    // about what it sent, so it is judged on the wire whatever its `attempt` reports say.
+    let mut written: BTreeMap<(String, String), (String, usize)> = BTreeMap::new();
+    // The swarm's raw probes send odd prompts on purpose (to judge the Agent): not C3's.
+    let raw: BTreeSet<(u64, String)> = f
+        .history
+        .ops
+        .iter()
+        .filter(|o| o.process == process::CLIENT && o.f == op::RAW_SENT)
+        .map(|o| {
+            (
+                o.value["conn"].as_u64().unwrap_or(0),
+                o.value["id"].to_string(),
+            )
+        })
+        .collect();
     for (op, w) in f.ops_with_wire() {
         match (op.process.as_str(), op.f.as_str(), w) {
             (process::NET, op::SEND, Some(w))
@@ -40,6 +58,37 @@ pub fn p14_client_keys(f: &Facts) -> Verdict {
                     op.value["frame"]["id"]
                 );
                 return v;
+            }
+            (process::NET, op::SEND, Some(w))
+                if w.from == "client"
+                    && w.method == Some("session/prompt")
+                    && !raw.contains(&w.key()) =>
+            {
+                let p = &w.frame["params"];
+                let (Some(sid), Some(key)) =
+                    (p["sessionId"].as_str(), p["idempotencyKey"].as_str())
+                else {
+                    continue;
+                };
+                let prompt = p["prompt"].to_string();
+                match written.get(&(sid.to_string(), key.to_string())) {
+                    Some((first, at)) if *first != prompt => {
+                        v.status = Status::Invalid;
+                        v.party = Some(Party::Client);
+                        v.rules = vec!["C3".into()];
+                        v.witnesses = vec![*at, op.index];
+                        v.fault = f.fault_before(op.index);
+                        v.message = format!(
+                            "the Client wrote session/prompt #{} in session {sid} with key {key:?} and another prompt than the one it wrote with that key at op {at} (C3), judged from its frames",
+                            w.id_key
+                        );
+                        return v;
+                    }
+                    Some(_) => {}
+                    None => {
+                        written.insert((sid.to_string(), key.to_string()), (prompt, op.index));
+                    }
+                }
             }
             (process::USER, op::SUBMIT, _) => {
                 if let Some(n) = op.value["submission"].as_u64() {

@@ -9,7 +9,7 @@ use acp_chaos::models::{Design, Party};
 
 #[path = "../../examples/parties/undefined_key_client.rs"]
 mod wire_client;
-use wire_client::wire_client_writing;
+use wire_client::{wire_client_misreporting, wire_client_writing};
 
 fn harness(mutant: Option<&str>) -> Harness {
     let h = Harness::scenario("rfd-01-retry-same-connection")
@@ -161,4 +161,49 @@ fn a_client_or_proxy_that_reports_nothing_is_not_checked_never_invalid() {
     assert_eq!(verdict(&proxied(true), 0, "P6").status, Status::Valid);
     // The same parties with their reports: checked, and valid.
     assert_eq!(verdict(&proxied(false), 0, "P13").status, Status::Valid);
+}
+
+/// C3 from the frames: a Client whose wire layer writes one key for every submission while its
+/// `attempt` reports keep the keys it chose. Its reports alone look clean; the frames it wrote
+/// show one key with two prompts, and P14 blames the Client under C3.
+#[test]
+fn a_client_whose_reports_hide_a_reused_key_is_blamed_on_c3_from_its_frames() {
+    let h = Harness::scenario("swarm-basic")
+        .unwrap()
+        .design(Design::Stored)
+        .client(wire_client_misreporting("undefined"));
+    let caught = (0..10).find_map(|seed| {
+        let v = verdict(&h, seed, "P14");
+        (v.status == Status::Invalid).then_some((seed, v))
+    });
+    let (seed, v) = caught.expect("a reused key with another prompt within 10 seeds");
+    assert_eq!(
+        (v.party, v.rules.clone()),
+        (Some(Party::Client), vec!["C3".to_string()]),
+        "seed {seed}: {}",
+        v.message
+    );
+    assert!(
+        v.message.contains("judged from its frames"),
+        "{}",
+        v.message
+    );
+    // Its reports never named the key it wrote.
+    let history = h.run_plan(&h.plan(seed));
+    assert!(!history
+        .ops
+        .iter()
+        .any(|o| o.f == "attempt" && o.value["key"] == "undefined"));
+    // The same Client writing the keys it chose: P14 holds on those seeds.
+    let honest = Harness::scenario("swarm-basic")
+        .unwrap()
+        .design(Design::Stored)
+        .client(wire_client_writing(None));
+    for seed in 0..10 {
+        assert_eq!(
+            verdict(&honest, seed, "P14").status,
+            Status::Valid,
+            "seed {seed}"
+        );
+    }
 }
