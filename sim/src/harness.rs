@@ -9,7 +9,7 @@
 //!
 //! ```text
 //! acp-chaos harness: P2 invalid at seed 3 (party client): submission 2 ... acknowledged with ...
-//!   rerun:  ACP_CHAOS_SEED=3 cargo test -p my-crate --test chaos -- my_client --exact
+//!   rerun:  ACP_CHAOS_SEED=3 cargo test -p my-crate --test chaos -- my_client --exact --nocapture
 //!   shrunk: ACP_CHAOS_SCHEDULE=/tmp/acp-chaos/my_client/seed3/schedule.toml cargo test -p ...
 //!   report: /tmp/acp-chaos/my_client/seed3/report.html
 //! ```
@@ -760,7 +760,7 @@ impl Harness {
         })
     }
 
-    /// `ENV=... cargo test -p PKG --test|--example|--lib T -- NAME --exact`, from the running
+    /// `ENV=... cargo test -p PKG --test|--example|--lib T -- NAME --exact --nocapture`, from the running
     /// executable (`target/debug/deps/T-HASH`, `target/debug/examples/T-HASH`).
     fn command(&self, name: Option<&str>, env: &str) -> String {
         let exe = std::env::current_exe().unwrap_or_default();
@@ -794,7 +794,8 @@ impl Harness {
             cmd.push_str(&format!(" --test {}", spelled("tests")));
         }
         if let (Some(n), true) = (name, hashed) {
-            cmd.push_str(&format!(" -- {n} --exact"));
+            // `--nocapture`: a rerun that passes still shows what the harness printed.
+            cmd.push_str(&format!(" -- {n} --exact --nocapture"));
         } else if !hashed {
             // `cargo run`: the program's own arguments, as given.
             let args: Vec<String> = std::env::args().skip(1).map(|a| shell_quote(&a)).collect();
