@@ -9,16 +9,49 @@ use super::facts::Facts;
 use super::verdict::{Status, Verdict};
 use crate::history::{op, process};
 
-/// P8 key-privacy: no JSON string equal to a key the Client sent appears in anything the Agent
-/// sends: notifications, list and resume results, replay, frames to another Client (A8).
+/// P8 key-privacy: no JSON string equal to a key the Client sent (as its frames show, and its
+/// `attempt` reports) appears in anything the Agent sends: notifications, list and resume
+/// results, replay, frames to another Client (A8).
 pub fn p8_key_privacy(f: &Facts) -> Verdict {
     let mut v = Verdict::valid("P8");
-    let keys: BTreeSet<&str> = f
+    let mut keys: BTreeSet<&str> = f
         .attempt_keys
         .values()
         .flatten()
         .map(String::as_str)
         .collect();
+    // And every key the Client wrote on the wire, whatever its `attempt` reports say: A8 is
+    // about what the Agent was sent. Not the swarm's raw probes (odd keys sent on purpose,
+    // which an Agent may quote when it refuses them), nor `""` (it equals any empty string).
+    let raw: BTreeSet<(u64, String)> = f
+        .history
+        .ops
+        .iter()
+        .filter(|o| o.process == process::CLIENT && o.f == op::RAW_SENT)
+        .map(|o| {
+            (
+                o.value["conn"].as_u64().unwrap_or(0),
+                o.value["id"].to_string(),
+            )
+        })
+        .collect();
+    for o in f
+        .history
+        .ops
+        .iter()
+        .filter(|o| o.process == process::NET && o.f == op::SEND && o.value["from"] == "client")
+    {
+        let fr = &o.value["frame"];
+        let attempt = (o.value["conn"].as_u64().unwrap_or(0), fr["id"].to_string());
+        if fr["method"] == "session/prompt" && !raw.contains(&attempt) {
+            if let Some(k) = fr["params"]["idempotencyKey"]
+                .as_str()
+                .filter(|k| !k.is_empty())
+            {
+                keys.insert(k);
+            }
+        }
+    }
     fn find<'a>(x: &'a Value, keys: &BTreeSet<&str>) -> Option<&'a str> {
         match x {
             Value::String(s) => keys.contains(s.as_str()).then_some(s.as_str()),

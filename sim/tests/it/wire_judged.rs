@@ -207,3 +207,30 @@ fn a_client_whose_reports_hide_a_reused_key_is_blamed_on_c3_from_its_frames() {
         );
     }
 }
+
+/// A8 from the frames: the keys P8 looks for in what the Agent sends include every key the
+/// Client wrote, not only those its `attempt` reports name. A Client whose reports keep the
+/// keys it chose while its wire layer writes another, and an Agent that echoes keys in its
+/// updates (`key-in-updates`): P8 blames the Agent for the key on the wire.
+#[test]
+fn an_agent_that_leaks_a_key_its_client_never_reported_is_blamed_on_a8() {
+    let h = |mutant: Option<&str>| {
+        let h = Harness::scenario("rfd-01-retry-same-connection")
+            .unwrap()
+            .design(Design::Stored)
+            .client(wire_client_misreporting("written-key"));
+        match mutant {
+            Some(m) => h.mutant(m),
+            None => h,
+        }
+    };
+    let v = verdict(&h(Some("key-in-updates")), 0, "P8");
+    assert_eq!(
+        (v.status, v.party, v.rules.clone()),
+        (Status::Invalid, Some(Party::Agent), vec!["A8".to_string()]),
+        "{}",
+        v.message
+    );
+    assert!(v.message.contains("\"written-key\""), "{}", v.message);
+    assert_eq!(verdict(&h(None), 0, "P8").status, Status::Valid);
+}
