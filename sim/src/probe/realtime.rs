@@ -22,7 +22,7 @@
 //! ([`unsupported`] says which and why). The run records the same ops as the simulator's
 //! Client and frame layer, and [`super::infer`] adds the Agent's side from what it sent.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::io::Write;
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
@@ -177,6 +177,9 @@ pub fn run(plan: &Plan, launch: Launch, scale: u64) -> RealtimeRun {
             format!("the agent never answered initialize; stderr: {tail}")
         });
     }
+    if let Some(n) = slow_setup_note(&w.ops, w.scale) {
+        w.notes.push(n);
+    }
     if let Some(why) = &aborted {
         // The abort is part of the history, so the probe's verdicts are the history's alone
         // (`check` re-derives them): the run's `end` says so, and why.
@@ -199,6 +202,39 @@ pub fn run(plan: &Plan, launch: Launch, scale: u64) -> RealtimeRun {
         aborted,
         stderr,
     }
+}
+
+/// The hint for a run whose model Client gave up connections before the agent answered their
+/// `initialize`: the agent is slower than the scenario's timeouts at this `--time-scale`, and
+/// what follows (inputs still pending, P2 unknown) says more about the scale than the agent.
+fn slow_setup_note(ops: &[RawOp], scale: u64) -> Option<String> {
+    fn frame<'a>(o: &'a RawOp, from: &str) -> Option<(u64, &'a Value)> {
+        (o.process == process::NET && o.f == op::SEND && o.value["from"] == from)
+            .then(|| (o.value["conn"].as_u64().unwrap_or(0), &o.value["frame"]))
+    }
+    let mut asked: BTreeSet<(u64, String)> = BTreeSet::new();
+    let mut answered: BTreeSet<u64> = BTreeSet::new();
+    let mut gave_up = 0usize;
+    for o in ops {
+        if let Some((conn, fr)) = frame(o, "client") {
+            if fr["method"] == "initialize" {
+                asked.insert((conn, fr["id"].to_string()));
+            }
+        } else if let Some((conn, fr)) = frame(o, "agent") {
+            if fr.get("result").is_some() && asked.contains(&(conn, fr["id"].to_string())) {
+                answered.insert(conn);
+            }
+        } else if o.process == process::CLIENT && o.f == op::GIVE_UP_CONNECTION {
+            let conn = o.value["conn"].as_u64().unwrap_or(0);
+            gave_up += usize::from(!answered.contains(&conn));
+        }
+    }
+    (gave_up > 0).then(|| {
+        format!(
+            "the model Client gave up {gave_up} connection(s) before the agent answered initialize: the agent is slower than the scenario's timeouts at --time-scale {scale}; a larger --time-scale (e.g. {}) gives it that many more real ms per plan ms",
+            scale.saturating_mul(4).max(10)
+        )
+    })
 }
 
 impl World<'_> {
@@ -780,3 +816,41 @@ impl World<'_> {
 
 /// How long the pipe must stay quiet, with nothing pending, to end the liveness phase (plan ms).
 const QUIET_MS: u64 = 200;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(process: &'static str, f: &str, value: Value) -> RawOp {
+        RawOp {
+            time_ms: 0,
+            process,
+            kind: OpType::Info,
+            f: f.to_string(),
+            value,
+        }
+    }
+
+    /// A connection given up before its `initialize` was answered names `--time-scale`; one
+    /// given up after the answer (a lost prompt, a dead link) does not.
+    #[test]
+    fn a_client_that_gives_up_before_initialize_is_answered_names_the_time_scale() {
+        let init = raw(
+            process::NET,
+            op::SEND,
+            json!({"conn": 1, "from": "client", "frame": {"id": 0, "method": "initialize"}}),
+        );
+        let answer = raw(
+            process::NET,
+            op::SEND,
+            json!({"conn": 1, "from": "agent", "frame": {"id": 0, "result": {}}}),
+        );
+        let give_up = raw(process::CLIENT, op::GIVE_UP_CONNECTION, json!({"conn": 1}));
+        let note = slow_setup_note(&[init.clone(), give_up.clone()], 10).expect("a hint");
+        assert!(
+            note.contains("gave up 1 connection") && note.contains("--time-scale 10"),
+            "{note}"
+        );
+        assert_eq!(slow_setup_note(&[init, answer, give_up], 10), None);
+    }
+}

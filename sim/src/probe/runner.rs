@@ -371,6 +371,32 @@ pub fn is_probe_history(h: &History) -> bool {
     h.header["plan"]["probe"].is_object()
 }
 
+/// Which kill delays a kill trace's `repeat` runs took, and which of its sweep they left out
+/// (run `i` takes `sweep[i % len]`): `kill delays 0, 1, 2 ms; not run: 5, ... 500 ms (--repeat
+/// 10 runs the whole sweep)`. `None` for a trace without a sweep; with `--delay-ms` pinned,
+/// that one delay.
+pub(super) fn sweep_line(sweep: &[u64], repeat: u32, pinned: Option<u64>) -> Option<String> {
+    if sweep.is_empty() {
+        return None;
+    }
+    if let Some(d) = pinned {
+        return Some(format!("kill delay {d} ms, pinned by --delay-ms"));
+    }
+    let list = |d: &[u64]| d.iter().map(u64::to_string).collect::<Vec<_>>().join(", ");
+    let ran = &sweep[..sweep.len().min(repeat as usize)];
+    let left = &sweep[ran.len()..];
+    Some(if left.is_empty() {
+        format!("kill delays {} ms: the whole sweep", list(ran))
+    } else {
+        format!(
+            "kill delays {} ms; not run: {} ms (--repeat {} runs the whole sweep)",
+            list(ran),
+            list(left),
+            sweep.len()
+        )
+    })
+}
+
 /// Folders kept per (trace, property): the first failing runs.
 pub(super) const KEEP: usize = 5;
 
@@ -500,11 +526,16 @@ pub(super) fn probe_traces(
                 break;
             }
         }
+        let swept = match item {
+            super::Item::Trace(t) => sweep_line(t.sweep, a.repeat, a.delay_ms),
+            super::Item::Scenario(_) => None,
+        };
         println!(
-            "  {:<22} {} runs in {:.1} s",
+            "  {:<22} {} runs in {:.1} s{}",
             name,
             summary.runs.iter().filter(|r| r.trace == name).count(),
-            t0.elapsed().as_secs_f64()
+            t0.elapsed().as_secs_f64(),
+            swept.map(|l| format!(" ({l})")).unwrap_or_default()
         );
     }
     let invalid = summary
@@ -542,4 +573,27 @@ pub(super) fn probe_traces(
         summary.exit_code
     );
     Ok(summary.exit_code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sweep_line;
+
+    /// The default `--repeat 3` says which kill delays it skipped, and how to run them.
+    #[test]
+    fn a_kill_sweep_says_which_delays_ran_and_which_did_not() {
+        let sweep = [0, 1, 2, 5, 10, 20, 50, 100, 200, 500];
+        assert_eq!(
+            sweep_line(&sweep, 3, None).unwrap(),
+            "kill delays 0, 1, 2 ms; not run: 5, 10, 20, 50, 100, 200, 500 ms (--repeat 10 runs the whole sweep)"
+        );
+        assert_eq!(
+            sweep_line(&sweep, 12, None).unwrap(),
+            "kill delays 0, 1, 2, 5, 10, 20, 50, 100, 200, 500 ms: the whole sweep"
+        );
+        assert!(sweep_line(&sweep, 3, Some(7))
+            .unwrap()
+            .contains("7 ms, pinned"));
+        assert_eq!(sweep_line(&[], 3, None), None);
+    }
 }
