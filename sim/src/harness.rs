@@ -164,25 +164,45 @@ pub struct Outcome {
     pub certificate: Option<String>,
     /// [`Harness::explore`] in [`Mode::Exhaustive`]: what the certificate covers.
     pub scope: Option<crate::explore::certificate::Scope>,
+    /// The runs whose verdicts `counts` holds: every run of [`Harness::run`], the failing
+    /// schedules of [`Harness::explore`].
+    pub counted: u64,
+    /// [`Harness::explore`] in [`Mode::Exhaustive`] with an audit: pruned schedules whose
+    /// verdicts differed from their representative's (pruning merged runs whose futures
+    /// differ: a party's `state_digest` leaves out something its behaviour depends on). The
+    /// assertions fail on any.
+    pub audit_mismatches: usize,
 }
 
 impl Outcome {
     /// Panics with the first failure's verdict, rerun lines and report path, if there is one:
     /// the assertion a test ends with.
     pub fn assert_valid(&self) {
+        self.assert_sound();
         if let Some(f) = &self.failure {
             panic!("{}", f.describe());
         }
+    }
+
+    /// Panics when an audit found pruning unsound (see `audit_mismatches`).
+    fn assert_sound(&self) {
+        assert!(
+            self.audit_mismatches == 0,
+            "acp-chaos harness: the audit found {} pruned schedules whose verdicts differ from their representative's: a party's state_digest leaves out something its runs depend on",
+            self.audit_mismatches
+        );
     }
 
     /// Panics unless the runs met the expectation ([`Harness::expect`]): the expected
     /// property was found `invalid` (`Fails`), or never was (`Holds`); without one, as
     /// [`Outcome::assert_valid`]. The message names the property, the runs and the counts.
     pub fn assert_expected(&self) {
+        self.assert_sound();
         match &self.expected {
             Some(Expect::Fails(p)) if self.failure.is_none() => panic!(
-                "acp-chaos harness: expected {p} to be found invalid; it was not in {} runs ({p}: {})",
+                "acp-chaos harness: expected {p} to be found invalid; it was not in {} runs ({p} over the {} runs counted: {})",
                 self.runs,
+                self.counted,
                 self.tally(p)
             ),
             Some(Expect::Fails(_)) => {}
@@ -400,6 +420,7 @@ impl Harness {
     /// writes and prints. Errors: an unreadable schedule file or a bad `ACP_CHAOS_SEED`
     /// (naming it), or a report folder that cannot be written.
     pub fn run(&self) -> anyhow::Result<Outcome> {
+        self.known_property()?;
         let mut outcome = Outcome {
             expected: self.expect.clone(),
             ..Outcome::default()
@@ -436,15 +457,18 @@ impl Harness {
     /// (`Harness::seeds`), one run at a time on this thread. The first failing schedule (of
     /// the expected property, if [`Harness::expect`] named one) is shrunk, written and printed
     /// as [`Harness::run`] does, with a rerun line naming the schedule file (`explored.toml`):
-    /// with `ACP_CHAOS_SCHEDULE` or `ACP_CHAOS_SEED` set, the test reruns that one run instead
-    /// of the exploration. With `expect` (`Fails`) the search stops at the first catch and
+    /// with `ACP_CHAOS_SCHEDULE` set, the test reruns that one run instead of the exploration
+    /// (`ACP_CHAOS_SEED` does not apply: an exploration's schedules are not seeds). With `expect` (`Fails`) the search stops at the first catch and
     /// writes no certificate (it did not explore everything); `counts` hold the failing
     /// schedules' verdicts. Errors: [`Mode::Guided`] on a harness of plans (it draws from a
-    /// scenario), and as [`Harness::run`].
+    /// scenario), an expected property no checker judges, a failing schedule that does not fail
+    /// again when rerun (a party that depends on something outside the seed), and as
+    /// [`Harness::run`].
     pub fn explore(&self, mode: Mode) -> anyhow::Result<Outcome> {
         use crate::explore::{certificate::Scope, exhaustive, guided, lineage};
-        if env_nonempty("ACP_CHAOS_SCHEDULE").is_some() || env_nonempty("ACP_CHAOS_SEED").is_some()
-        {
+        self.known_property()?;
+        // A rerun line of an exploration names its schedule file: run that one run.
+        if env_nonempty("ACP_CHAOS_SCHEDULE").is_some() {
             return self.run();
         }
         let plan = self.plan(self.seeds.start);
@@ -474,6 +498,7 @@ impl Harness {
                     merge: exhaustive::Merge::Snapshot,
                 };
                 let x = exhaustive::explore_with(&plan, &opts, &pool, &self.parties);
+                outcome.audit_mismatches = x.mismatches.len();
                 if !stop_at_first {
                     outcome.certificate = Some(format!(
                         "{}; {} pruned audited, {} disagreed; parties yours: {yours}",
@@ -521,6 +546,7 @@ impl Harness {
         };
         outcome.runs = runs as u64;
         outcome.first_catch = first_catch;
+        outcome.counted = violations.len() as u64;
         for e in &violations {
             for v in &e.verdicts {
                 *outcome
@@ -547,7 +573,8 @@ impl Harness {
         else {
             return Ok(outcome);
         };
-        let folder = format!("explore-{}", e.id.replace('.', "-"));
+        // `1.48` (exhaustive, lineage) or `run 12` (guided): one word for a folder name.
+        let folder = format!("explore-{}", e.id.replace(['.', ' '], "-"));
         let file = self.report_dir(&folder).join("explored.toml");
         let rerun = self.command(
             self.test_name().as_deref(),
@@ -567,7 +594,25 @@ impl Harness {
             &folder,
             Some(rerun.clone()),
         )?;
-        if one.failure.is_some() {
+        if one.failure.is_none() {
+            anyhow::bail!(
+                "schedule {} of the exploration failed ({}) but passed when run again: a party's behaviour depends on something outside the run's seed (the OS's randomness, a clock, a global); its faults: {}",
+                e.id,
+                e.verdicts
+                    .iter()
+                    .filter(|v| self.acts_on(v))
+                    .map(|v| v.property.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                e.plan
+                    .faults
+                    .iter()
+                    .map(crate::nemesis::fault_line)
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            );
+        }
+        {
             let body = format!(
                 "# schedule {} of the exploration ({} faults); rerun: {rerun}\n{}",
                 e.id,
@@ -579,6 +624,23 @@ impl Harness {
         }
         outcome.failure = one.failure;
         Ok(outcome)
+    }
+
+    /// An error when the expected property ([`Harness::expect`]) is not one a checker judges:
+    /// `"P99"` or `"p2"` would otherwise hold vacuously.
+    fn known_property(&self) -> anyhow::Result<()> {
+        let Some(e) = &self.expect else {
+            return Ok(());
+        };
+        let known: Vec<&str> = checkers::CHECKERS.iter().map(|c| c.property).collect();
+        if known.contains(&e.property()) {
+            return Ok(());
+        }
+        anyhow::bail!(
+            "Harness::expect: no checker judges `{}` (the properties: {})",
+            e.property(),
+            known.join(" ")
+        )
     }
 
     /// The report folder `folder` of this test: under [`Harness::out`], else
@@ -607,6 +669,7 @@ impl Harness {
         let h = self.run_plan(&plan);
         let verdicts = checkers::check_all(&h);
         outcome.runs += 1;
+        outcome.counted += 1;
         for v in &verdicts {
             *outcome
                 .counts
@@ -859,4 +922,43 @@ fn shell_quote(s: &str) -> String {
 /// An environment variable, `None` when unset or empty.
 fn env_nonempty(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An expected property no checker judges is an error naming the known ones, never a
+    /// vacuous pass.
+    #[test]
+    fn an_expected_property_that_no_checker_judges_is_an_error() {
+        for p in ["P99", "p2"] {
+            let h = Harness::scenario("rfd-01-retry-same-connection")
+                .unwrap()
+                .quiet(true)
+                .seeds(0..1)
+                .expect_holds(p);
+            let e = h.run().unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("no checker judges `{p}`")) && e.contains("P17"),
+                "{e}"
+            );
+            let e = h
+                .explore(Mode::Lineage {
+                    faults: 1,
+                    budget: 5,
+                })
+                .unwrap_err();
+            assert!(e.to_string().contains("no checker judges"), "{e}");
+        }
+        let ok = Harness::scenario("rfd-01-retry-same-connection")
+            .unwrap()
+            .quiet(true)
+            .seeds(0..1)
+            .expect_holds("P2")
+            .run()
+            .unwrap();
+        ok.assert_expected();
+        assert_eq!(ok.counted, 1);
+    }
 }

@@ -1,5 +1,6 @@
-//! The effect contract: which Agent effects each property's checker cannot judge without
-//! ([`DEPENDENCIES`]), and the vacuity rule ([`apply`]).
+//! The effect contract: which effects of each pluggable party (Agent, Client, proxy) each
+//! property's checker cannot judge without ([`DEPENDENCIES`]), and the vacuity rule
+//! ([`apply`]).
 //!
 //! The checkers judge an Agent by the effects it reports (`insert`, `turn-start`, ...; the
 //! whole list, with fields, is in the `AgentModel` docs and `docs/effects.md`). An
@@ -7,9 +8,11 @@
 //! checked against nothing on that point and still come out valid. So: when the wire shows
 //! the Agent owed an effect (it answered a `session/prompt` with a `messageId`, it said a turn
 //! is `running`, ...) and the Agent never emitted it anywhere in the history, every property
-//! that rests on it says so: a valid or invalid verdict becomes [`Status::Unknown`] ("not
-//! checked", naming the effect; an invalid one keeps what its checker saw in the message), and
-//! a finding keeps its status and gains a note.
+//! that rests on it says so: a valid verdict becomes [`Status::Unknown`] ("not checked",
+//! naming the effect), an invalid one too (keeping what its checker saw in the message) unless
+//! it blames the silent party itself on frames alone, which, like a finding, keeps its status
+//! and gains a note. The Client's (`attempt`, `ack`) and the proxy's (`forward`)
+//! dependencies work the same way.
 //!
 //! The rule looks at the whole history, never at one occurrence: an Agent that emits the
 //! effect at all is taken to emit it where it applies (each checker judges the occurrences).
@@ -155,14 +158,17 @@ pub const DEPENDENCIES: &[Dependency] = &[
         party: process::CLIENT,
         effect: op::ATTEMPT,
         or: &[],
-        properties: &["P2", "P10", "P14"],
+        // Each maps the Agent's attempts to the user's submissions through `attempt`.
+        properties: &["P1", "P2", "P3", "P10", "P14"],
         owed_when: "it wrote a session/prompt",
         witness: |i| i.client_prompt,
     },
     Dependency {
         party: process::CLIENT,
         effect: op::ACK,
-        or: &[],
+        // A Client that let the submission go first (an unkeyed attempt not resent and shown
+        // to the user, C9; a withdrawal) owes no `ack` for a late answer.
+        or: &[op::SURFACE, op::WITHDRAWN, op::NOT_RESENT],
         properties: &["P2"],
         owed_when: "it read a session/prompt answered with a messageId",
         witness: |i| i.client_answer,
@@ -171,11 +177,22 @@ pub const DEPENDENCIES: &[Dependency] = &[
         party: process::PROXY,
         effect: op::FORWARD,
         or: &[],
-        // P6 judges a proxy's cancels from its frames (X1) and needs no `forward`.
-        properties: &["P13"],
+        // Each maps the attempts the proxy rewrote through `forward`.
+        properties: &["P1", "P2", "P3", "P6", "P13"],
         owed_when: "it wrote a session/prompt to the Agent",
         witness: |i| i.proxy_prompt,
     },
+];
+
+/// The Client's and proxy's effects the contract names (the rest are not recorded).
+const NAMED: &[&str] = &[
+    op::ATTEMPT,
+    op::ACK,
+    op::SURFACE,
+    op::WITHDRAWN,
+    op::NOT_RESENT,
+    op::FORWARD,
+    op::RAW_SENT,
 ];
 
 /// What the rule reads from a history, in one pass.
@@ -234,7 +251,9 @@ impl Index {
         let mut client_answers: Vec<(usize, (u64, String))> = Vec::new();
         for (o, w) in f.ops_with_wire() {
             let val = &o.value;
-            if o.process == process::CLIENT || o.process == process::PROXY {
+            if (o.process == process::CLIENT || o.process == process::PROXY)
+                && NAMED.contains(&o.f.as_str())
+            {
                 ix.emitted.insert((o.process.clone(), o.f.clone()));
                 if o.f == op::RAW_SENT {
                     raw.insert(attempt(val));
@@ -252,7 +271,9 @@ impl Index {
                     _ => {}
                 }
             }
-            if let Some(w) = w.filter(|w| !w.sent && w.from == "agent" && w.method.is_none()) {
+            // The Client's read of the answer on its own connection (from the Agent, or from a
+            // proxy between them): the only reader of that (conn, id).
+            if let Some(w) = w.filter(|w| !w.sent && w.method.is_none()) {
                 if w.frame["result"]["messageId"].is_string() && client_prompts.contains(&w.key()) {
                     client_answers.push((o.index, w.key()));
                 }
@@ -398,11 +419,12 @@ fn missing_in_view(f: &Facts) -> Vec<Missing> {
         .collect()
 }
 
-/// The vacuity rule: every verdict whose property rests on an effect the Agent owed and never
+/// The vacuity rule: every verdict whose property rests on an effect a party owed and never
 /// emitted ([`missing`]) says so. A valid one becomes unknown, "not checked", witnessed by the
-/// ops that show the effects owed; an invalid one becomes unknown too (a missing report is not
-/// a violation of the rule: the effect is named, and what the checker saw is kept in the
-/// message, with its witnesses and party); a finding keeps its status and gains a note.
+/// ops that show the effects owed. An invalid one becomes unknown too (the effect is named, and
+/// what the checker saw is kept in the message, with its witnesses and party), unless it
+/// blames the silent party itself on frames alone ([`stands`]): then it stands and gains a
+/// note, as a finding does.
 pub fn apply(h: &History, verdicts: &mut [Verdict]) {
     let view = super::agent_view(h);
     apply_to_view(&Facts::of(&view), verdicts)
@@ -445,9 +467,10 @@ pub(super) fn apply_to_view(f: &Facts, verdicts: &mut [Verdict]) {
             v.status = Status::Unknown;
             v.witnesses = of.iter().map(|m| m.witness).collect();
             v.message = format!("not checked: {why} (see the effect contract, docs/effects.md)");
-        } else if v.status == Status::Invalid {
-            // Judged without an effect it rests on, a violation may be the missing report
-            // itself: unknown, naming the effect, with what the checker saw kept in words.
+        } else if v.status == Status::Invalid && !stands(v, &of, f) {
+            // Another party's missing report leaves the checker unable to say who did what:
+            // the blame it put on this party is unfounded, so unknown, naming the effect,
+            // with what the checker saw kept in words.
             v.status = Status::Unknown;
             v.message = format!(
                 "not checked: {why} (see the effect contract, docs/effects.md); judged without it, the checker saw: {}",
@@ -469,4 +492,26 @@ fn party_name(party: &str) -> &'static str {
         process::PROXY => "proxy",
         _ => "Agent",
     }
+}
+
+/// Whether the violation `v` stands though a party owed `missing` effects: it blames that
+/// silent party itself and every op it cites is a frame (its own wire shows it; its silence
+/// excuses nothing). A violation that blames another party, or cites what the silent party's
+/// reports would have said (a submission it never acknowledged, a message never inserted),
+/// rests on the missing effect.
+fn stands(v: &Verdict, missing: &[&Missing], f: &Facts) -> bool {
+    let blamed = match v.party {
+        Some(acp_chaos_models::Party::Agent) => process::AGENT,
+        Some(acp_chaos_models::Party::Client) => process::CLIENT,
+        Some(acp_chaos_models::Party::Intermediary) => process::PROXY,
+        _ => return false,
+    };
+    let frames_only = !v.witnesses.is_empty()
+        && v.witnesses.iter().all(|i| {
+            f.history
+                .ops
+                .get(*i)
+                .is_some_and(|o| o.process == process::NET && (o.f == op::SEND || o.f == op::RECV))
+        });
+    frames_only && missing.iter().all(|m| m.party == blamed)
 }

@@ -183,14 +183,18 @@ pub fn run(plan: &Plan, launch: Launch, scale: u64) -> RealtimeRun {
     if let Some(why) = &aborted {
         // The abort is part of the history, so the probe's verdicts are the history's alone
         // (`check` re-derives them): the run's `end` says so, and why.
-        let end = json!({"outcome": "aborted", "reason": why});
+        let mut end = json!({"outcome": "aborted", "reason": why});
         match w
             .ops
             .iter_mut()
             .rev()
             .find(|o| o.process == process::WORLD && o.f == op::END)
         {
-            Some(o) => o.value = end,
+            Some(o) => {
+                // How the loop had ended (`bound`, `quiescent`), kept beside the abort.
+                end["ended"] = o.value["outcome"].clone();
+                o.value = end;
+            }
             None => w.op(process::WORLD, OpType::Info, op::END, end),
         }
     }

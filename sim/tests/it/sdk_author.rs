@@ -211,10 +211,15 @@ fn an_agent_that_emits_no_effects_is_reported_not_checked_rather_than_valid() {
         "{}",
         line(v)
     );
-    // Judged without `insert`, P2 saw an acknowledged message never inserted: a missing
-    // report, not a silent drop, so unknown naming the effect, with what P2 saw kept.
+    // P2 saw an acknowledged message no insertion has: what the missing `insert` would have
+    // said, so not a violation of the rule: unknown, naming the effect, what P2 saw kept.
     let (s, v) = status("P2");
-    assert_eq!(s, Status::Unknown, "{}", line(v));
+    assert_eq!(
+        (s, v.party),
+        (Status::Unknown, Some(Party::Agent)),
+        "{}",
+        line(v)
+    );
     assert!(
         v.message
             .starts_with("not checked: the Agent never emitted `insert`")
@@ -256,5 +261,48 @@ proptest! {
         for v in checkers::check_all(&history) {
             prop_assert!(!v.message.contains("never emitted"), "{design:?}: {}", line(&v));
         }
+    }
+}
+
+/// The silent Agent's silence excuses nothing its frames show: the model Agent with the
+/// `no-dedup` mutant (a retry inserted again and answered with a second `messageId`), its
+/// effects taken out of the history as an Agent that reports nothing would leave it. The
+/// violation that blames the Agent on frames alone stands, with a note naming the effects it
+/// never emitted; what rests on them is unknown.
+#[test]
+fn a_silent_agent_is_still_blamed_for_what_its_frames_show() {
+    let s = acp_chaos::scenario::resolve(
+        &std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios"),
+        "rfd-01-retry-same-connection",
+    )
+    .unwrap();
+    let plan = Plan::derive(&s, 0, Some("no-dedup"), Design::Stored);
+    let full = world::run(&plan);
+    let mut silent = full.clone();
+    silent.ops.retain(|o| o.process != "agent");
+    for (i, o) in silent.ops.iter_mut().enumerate() {
+        o.index = i;
+    }
+    let vs = checkers::check_all(&silent);
+    let stood: Vec<&Verdict> = vs.iter().filter(|v| v.status == Status::Invalid).collect();
+    assert!(
+        !stood.is_empty(),
+        "{:#?}",
+        vs.iter().map(line).collect::<Vec<_>>()
+    );
+    for v in stood {
+        assert_eq!(v.party, Some(Party::Agent), "{}", line(v));
+        assert!(
+            v.message.contains("note: the Agent never emitted"),
+            "{}",
+            line(v)
+        );
+        assert!(
+            v.witnesses
+                .iter()
+                .all(|i| ["send", "recv"].contains(&silent.ops[*i].f.as_str())),
+            "{}",
+            line(v)
+        );
     }
 }
