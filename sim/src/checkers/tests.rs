@@ -705,9 +705,21 @@ fn prompt_answered(id: u64, mid: &str) -> Vec<(&'static str, &'static str, Value
     ]
 }
 
+/// `ops` as a history whose Client reported its attempts (one `attempt`, appended so the
+/// ops' indices stay): the Agent's contract tests owe nothing of the Client.
+fn hist_agent(ops: &[(&str, &str, Value)]) -> History {
+    let mut all = ops.to_vec();
+    all.push((
+        "client",
+        "attempt",
+        json!({"submission": 0, "conn": 1, "id": 1, "key": "k"}),
+    ));
+    hist(&all)
+}
+
 #[test]
 fn contract_a_prompt_answered_with_no_insert_ever_leaves_its_properties_not_checked() {
-    let h = hist(&prompt_answered(1, "m1"));
+    let h = hist_agent(&prompt_answered(1, "m1"));
     let m = contract::missing(&h);
     assert_eq!(m.len(), 1, "{m:?}");
     assert_eq!((m[0].effect.as_str(), m[0].witness), ("`insert`", 2));
@@ -728,8 +740,8 @@ fn contract_a_prompt_answered_with_no_insert_ever_leaves_its_properties_not_chec
     // The same history with the insertion reported is checked (and valid).
     let mut ops = prompt_answered(1, "m1");
     ops.splice(2..2, insert("m1", 1, 1, "k"));
-    assert!(contract::missing(&hist(&ops)).is_empty());
-    assert_eq!(status(&hist(&ops), "P4").0, Status::Valid);
+    assert!(contract::missing(&hist_agent(&ops)).is_empty());
+    assert_eq!(status(&hist_agent(&ops), "P4").0, Status::Valid);
 }
 
 #[test]
@@ -743,7 +755,7 @@ fn contract_an_insertion_that_never_takes_effect_leaves_p1_p11_p12_not_checked()
             json!({"session": "s", "messageId": "m1", "key": "k", "conn": 1, "id": 1}),
         ),
     );
-    let h = hist(&ops);
+    let h = hist_agent(&ops);
     let m = contract::missing(&h);
     assert_eq!(
         m.iter().map(|m| m.effect.as_str()).collect::<Vec<_>>(),
@@ -771,7 +783,7 @@ fn contract_turns_on_the_wire_without_turn_start_leave_p1_and_p17_not_checked() 
         json!({"conn": 1, "from": "agent", "frame": {"jsonrpc": "2.0", "method": "session/update",
             "params": {"sessionId": "s", "update": {"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn"}}}}),
     ));
-    let h = hist(&ops);
+    let h = hist_agent(&ops);
     let m: Vec<String> = contract::missing(&h)
         .into_iter()
         .map(|m| m.effect)
@@ -788,7 +800,7 @@ fn contract_turns_on_the_wire_without_turn_start_leave_p1_and_p17_not_checked() 
 }
 
 #[test]
-fn contract_never_overrides_a_violation_and_leaves_probe_histories_alone() {
+fn contract_keeps_a_violation_its_frames_show_and_leaves_probe_histories_alone() {
     // An error answer after the Agent reported an insertion (P4 invalid), and a second prompt
     // answered with a messageId nobody reported: the violation stays, with a note.
     let mut ops = vec![(
@@ -808,7 +820,7 @@ fn contract_never_overrides_a_violation_and_leaves_probe_histories_alone() {
         json!({"conn": 1, "from": "agent", "frame": {"jsonrpc": "2.0", "id": 1,
             "error": {"code": -32603, "message": "x"}}}),
     ));
-    let h = hist(&ops);
+    let h = hist_agent(&ops);
     let p4 = check_all(&h)
         .into_iter()
         .find(|v| v.property == "P4")
@@ -829,7 +841,7 @@ fn contract_never_overrides_a_violation_and_leaves_probe_histories_alone() {
         json!({"conn": 1, "from": "agent", "frame": {"jsonrpc": "2.0", "id": 2,
             "result": {"messageId": "m2"}}}),
     ));
-    let h = hist(&ops);
+    let h = hist_agent(&ops);
     let p7 = check_all(&h)
         .into_iter()
         .find(|v| v.property == "P7")
@@ -853,4 +865,27 @@ fn contract_never_overrides_a_violation_and_leaves_probe_histories_alone() {
     assert!(v[0]
         .message
         .starts_with("twice (note: the Agent never emitted `insert`"));
+    // The same violation citing an op that is not a frame (what the missing effect would
+    // have said) rests on the effect: unknown, naming it, what the checker saw kept.
+    let last = h.ops.len() - 1;
+    let mut v = vec![Verdict {
+        property: "P1".into(),
+        status: Status::Invalid,
+        rules: vec!["A1".into()],
+        witnesses: vec![last],
+        fault: None,
+        party: Some(Party::Agent),
+        message: "twice".into(),
+    }];
+    contract::apply(&h, &mut v);
+    assert_eq!(v[0].status, Status::Unknown);
+    assert!(
+        v[0].message
+            .starts_with("not checked: the Agent never emitted `insert`")
+            && v[0]
+                .message
+                .ends_with("judged without it, the checker saw: twice"),
+        "{}",
+        v[0].message
+    );
 }
