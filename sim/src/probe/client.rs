@@ -168,6 +168,10 @@ fn run_trial(
     dir: &Path,
 ) -> anyhow::Result<TrialRun> {
     std::fs::create_dir_all(dir)?;
+    // The Client runs inside `dir`: every path it is handed must name the same file from
+    // there (a relative `--out` would put the served Agent's store and wire log in a nested
+    // copy of the path, and the probe would read none of them).
+    let dir = &std::path::absolute(dir)?;
     let wire = dir.join("wire.jsonl");
     let mut agent = served.to_vec();
     agent.extend([
@@ -196,7 +200,12 @@ fn run_trial(
         })
         .collect();
     let t0 = crate::wall_clock::now();
-    let mut cmd = Command::new(&argv[0]);
+    // A relative program path (`./my-client`) is the user's, from where they ran the probe.
+    let program = match Path::new(&argv[0]) {
+        p if p.is_relative() && p.components().count() > 1 => std::path::absolute(p)?,
+        p => p.to_path_buf(),
+    };
+    let mut cmd = Command::new(&program);
     cmd.args(&argv[1..])
         .current_dir(dir)
         .stdin(Stdio::null())

@@ -179,3 +179,25 @@ fn ts_sdk_client_keeps_its_keys_and_its_seeded_bug_is_caught() {
         text(&o)
     );
 }
+
+/// `--out` given relative to where the probe runs (as the docs' example does): the Client runs
+/// inside its run folder, and the served Agent's store and wire log are still the ones the
+/// probe reads. Before, every trial ended "the Client never started its Agent" (exit 4).
+#[test]
+fn a_relative_out_folder_works_as_an_absolute_one() {
+    let base = out_dir("relative-out");
+    std::fs::create_dir_all(&base).unwrap();
+    let o = Command::new(BIN)
+        .current_dir(&base)
+        .args([
+            "probe", "--client", "--repeat", "1", "--trace", "no-fault", "--out", "rel/out", "--",
+        ])
+        .args(model_client(None))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let s: Value =
+        serde_json::from_str(&std::fs::read_to_string(base.join("rel/out/summary.json")).unwrap())
+            .unwrap();
+    assert!(!s["runs"].as_array().unwrap().is_empty(), "{s}");
+}
