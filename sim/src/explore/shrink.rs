@@ -27,8 +27,10 @@ use crate::models::Party;
 use crate::plan::Plan;
 use crate::world::{self, Parties};
 
-/// What must still fail: a property, a status and a party.
+/// What must still fail: a property, a status and a party. Built with [`Target::new`],
+/// [`Target::of_verdict`], [`Target::of_mutant`] or [`Target::invalid`] (fields may be added).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[non_exhaustive]
 pub struct Target {
     /// Property id, e.g. `P1`.
     pub property: String,
@@ -48,6 +50,16 @@ impl Target {
         v.property == self.property
             && v.status == self.status
             && (self.any_party || v.party == self.party)
+    }
+
+    /// `property` with `status`, blaming `party`.
+    pub fn new(property: &str, status: Status, party: Option<Party>) -> Target {
+        Target {
+            property: property.to_string(),
+            status,
+            party,
+            any_party: false,
+        }
     }
 
     /// What a verdict is: its property, status and party.

@@ -47,12 +47,11 @@ fn a_failing_campaign_shrinks_its_first_failing_seed() {
     let text = std::fs::read_to_string(path).unwrap();
     let plan: acp_chaos::plan::Plan = toml::from_str(&text).unwrap();
     assert!(plan.faults.len() + plan.workload.len() <= 3, "{text}");
-    let target = acp_chaos::explore::shrink::Target {
-        property: "P1".into(),
-        status: acp_chaos::checkers::Status::Invalid,
-        party: Some(acp_chaos::models::Party::Agent),
-        any_party: false,
-    };
+    let target = acp_chaos::explore::shrink::Target::new(
+        "P1",
+        acp_chaos::checkers::Status::Invalid,
+        Some(acp_chaos::models::Party::Agent),
+    );
     assert!(acp_chaos::explore::shrink::failing(&plan, &target).is_some());
 }
 

@@ -371,12 +371,11 @@ fn each_property_a_run_breaks_gets_its_own_schedule_and_page() {
         assert!(files.insert(file.to_string()), "{file} shared");
         let plan: acp_chaos::plan::Plan =
             toml::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
-        let target = acp_chaos::explore::shrink::Target {
-            property: f["property"].as_str().unwrap().into(),
-            status: acp_chaos::checkers::Status::Invalid,
-            party: serde_json::from_value(f["party"].clone()).unwrap(),
-            any_party: false,
-        };
+        let target = acp_chaos::explore::shrink::Target::new(
+            f["property"].as_str().unwrap(),
+            acp_chaos::checkers::Status::Invalid,
+            serde_json::from_value(f["party"].clone()).unwrap(),
+        );
         assert!(
             acp_chaos::explore::shrink::failing(&plan, &target).is_some(),
             "{file} does not replay {}",
