@@ -210,6 +210,19 @@ impl Outcome {
         }
     }
 
+    /// Count one run's verdicts in `counts` (and the run in `counted`).
+    fn count_run(&mut self, verdicts: &[Verdict]) {
+        self.counted += 1;
+        for v in verdicts {
+            *self
+                .counts
+                .entry(v.property.clone())
+                .or_default()
+                .entry(v.status.as_str())
+                .or_insert(0) += 1;
+        }
+    }
+
     /// `valid 20, unknown 1`: the statuses of `property` over the runs counted.
     fn tally(&self, property: &str) -> String {
         match self.counts.get(property) {
@@ -546,16 +559,8 @@ impl Harness {
         };
         outcome.runs = runs as u64;
         outcome.first_catch = first_catch;
-        outcome.counted = violations.len() as u64;
         for e in &violations {
-            for v in &e.verdicts {
-                *outcome
-                    .counts
-                    .entry(v.property.clone())
-                    .or_default()
-                    .entry(v.status.as_str())
-                    .or_insert(0) += 1;
-            }
+            outcome.count_run(&e.verdicts);
             if let Some(v) = e.verdicts.iter().find(|v| self.acts_on(v)) {
                 outcome
                     .failing_seeds
@@ -669,15 +674,7 @@ impl Harness {
         let h = self.run_plan(&plan);
         let verdicts = checkers::check_all(&h);
         outcome.runs += 1;
-        outcome.counted += 1;
-        for v in &verdicts {
-            *outcome
-                .counts
-                .entry(v.property.clone())
-                .or_default()
-                .entry(v.status.as_str())
-                .or_insert(0) += 1;
-        }
+        outcome.count_run(&verdicts);
         let Some(v) = verdicts.iter().find(|v| self.acts_on(v)) else {
             return Ok(false);
         };

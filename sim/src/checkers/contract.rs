@@ -192,7 +192,6 @@ const NAMED: &[&str] = &[
     op::WITHDRAWN,
     op::NOT_RESENT,
     op::FORWARD,
-    op::RAW_SENT,
 ];
 
 /// What the rule reads from a history, in one pass.
@@ -243,26 +242,21 @@ impl Index {
         // messageId → the attempt first answered with it.
         let mut answered: BTreeMap<String, (u64, String)> = BTreeMap::new();
         let attempt = |v: &Value| (v["conn"].as_u64().unwrap_or(0), v["id"].to_string());
-        // (conn, id) of every session/prompt the Client wrote.
+        // (conn, id) of every session/prompt the Client wrote, the swarm's raw probes aside
+        // (no submission: no `attempt`, no `ack`).
+        let raw = f.raw_probes();
         let mut client_prompts: BTreeSet<(u64, String)> = BTreeSet::new();
-        // Those writes in order, and the raw probes among them (no submission: no `attempt`).
-        let mut client_prompt_sends: Vec<(usize, (u64, String))> = Vec::new();
-        let mut raw: BTreeSet<(u64, String)> = BTreeSet::new();
-        let mut client_answers: Vec<(usize, (u64, String))> = Vec::new();
         for (o, w) in f.ops_with_wire() {
             let val = &o.value;
             if (o.process == process::CLIENT || o.process == process::PROXY)
                 && NAMED.contains(&o.f.as_str())
             {
                 ix.emitted.insert((o.process.clone(), o.f.clone()));
-                if o.f == op::RAW_SENT {
-                    raw.insert(attempt(val));
-                }
             }
             if let Some(w) = w.filter(|w| w.method == Some("session/prompt")) {
                 match (w.sent, w.from) {
-                    (true, "client") => {
-                        client_prompt_sends.push((o.index, w.key()));
+                    (true, "client") if !raw.contains(&w.key()) => {
+                        ix.client_prompt.get_or_insert(o.index);
                         client_prompts.insert(w.key());
                     }
                     (true, "proxy") => {
@@ -275,7 +269,7 @@ impl Index {
             // proxy between them): the only reader of that (conn, id).
             if let Some(w) = w.filter(|w| !w.sent && w.method.is_none()) {
                 if w.frame["result"]["messageId"].is_string() && client_prompts.contains(&w.key()) {
-                    client_answers.push((o.index, w.key()));
+                    ix.client_answer.get_or_insert(o.index);
                 }
             }
             if o.process == process::AGENT {
@@ -363,11 +357,6 @@ impl Index {
                 _ => {}
             }
         }
-        let first = |l: &[(usize, (u64, String))]| {
-            l.iter().find(|(_, k)| !raw.contains(k)).map(|(i, _)| *i)
-        };
-        ix.client_prompt = first(&client_prompt_sends);
-        ix.client_answer = first(&client_answers);
         ix
     }
 }

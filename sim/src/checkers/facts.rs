@@ -123,6 +123,8 @@ pub struct Facts<'a> {
     pub wire: Vec<Option<WireFrame<'a>>>,
     /// [`prompt_answers`], made on first use.
     answers: std::cell::OnceCell<Vec<Answer>>,
+    /// [`Facts::raw_probes`], made on first use.
+    raw_probes: std::cell::OnceCell<BTreeSet<(u64, String)>>,
     /// Every insertion, in order.
     pub inserts: Vec<Insert>,
     /// User submissions: number → op index of the `submit` invoke.
@@ -207,6 +209,7 @@ impl<'a> Facts<'a> {
             .filter(|w| *w > 0);
         Facts {
             answers: std::cell::OnceCell::new(),
+            raw_probes: std::cell::OnceCell::new(),
             wire: wire_of(&h.ops),
             history: h,
             inserts,
@@ -231,6 +234,25 @@ impl<'a> Facts<'a> {
             .ops
             .iter()
             .zip(self.wire.iter().map(Option::as_ref))
+    }
+
+    /// The swarm's raw probes the Client wrote, as (connection, JSON-RPC id as its JSON text):
+    /// `session/prompt` frames sent on purpose with odd keys or prompts to judge the Agent,
+    /// which no rule about the Client's own keys (C3, A8's key list, its `attempt`s) covers.
+    pub fn raw_probes(&self) -> &BTreeSet<(u64, String)> {
+        self.raw_probes.get_or_init(|| {
+            self.history
+                .ops
+                .iter()
+                .filter(|o| o.process == process::CLIENT && o.f == op::RAW_SENT)
+                .map(|o| {
+                    (
+                        o.value["conn"].as_u64().unwrap_or(0),
+                        o.value["id"].to_string(),
+                    )
+                })
+                .collect()
+        })
     }
 
     /// The submission an attempt (connection, JSON-RPC id) belongs to, through proxy rewrites.

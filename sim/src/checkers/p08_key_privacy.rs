@@ -23,18 +23,7 @@ pub fn p8_key_privacy(f: &Facts) -> Verdict {
     // And every key the Client wrote on the wire, whatever its `attempt` reports say: A8 is
     // about what the Agent was sent. Not the swarm's raw probes (odd keys sent on purpose,
     // which an Agent may quote when it refuses them), nor `""` (it equals any empty string).
-    let raw: BTreeSet<(u64, String)> = f
-        .history
-        .ops
-        .iter()
-        .filter(|o| o.process == process::CLIENT && o.f == op::RAW_SENT)
-        .map(|o| {
-            (
-                o.value["conn"].as_u64().unwrap_or(0),
-                o.value["id"].to_string(),
-            )
-        })
-        .collect();
+    let raw = f.raw_probes();
     for o in f
         .history
         .ops

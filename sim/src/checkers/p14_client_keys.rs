@@ -1,6 +1,6 @@
 //! P14 client-keys (C2 C3 C5 A17): [`p14_client_keys`].
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use acp_chaos_models::Party;
 
@@ -27,18 +27,7 @@ pub fn p14_client_keys(f: &Facts) -> Verdict {
     // about what it sent, so it is judged on the wire whatever its `attempt` reports say.
     let mut written: BTreeMap<(String, String), (String, usize)> = BTreeMap::new();
     // The swarm's raw probes send odd prompts on purpose (to judge the Agent): not C3's.
-    let raw: BTreeSet<(u64, String)> = f
-        .history
-        .ops
-        .iter()
-        .filter(|o| o.process == process::CLIENT && o.f == op::RAW_SENT)
-        .map(|o| {
-            (
-                o.value["conn"].as_u64().unwrap_or(0),
-                o.value["id"].to_string(),
-            )
-        })
-        .collect();
+    let raw = f.raw_probes();
     for (op, w) in f.ops_with_wire() {
         match (op.process.as_str(), op.f.as_str(), w) {
             (process::NET, op::SEND, Some(w))
