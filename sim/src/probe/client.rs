@@ -375,6 +375,7 @@ fn probe(
                         trace: trial.clone(),
                         run,
                         delay_ms: None,
+                        kill_point: None,
                         verdict: v.clone(),
                         at_ms: None,
                         wall_ms: r.wall_ms,
@@ -398,6 +399,7 @@ fn probe(
                 trace: trial.clone(),
                 run,
                 delay_ms: None,
+                kill_point: None,
                 wall_ms: r.wall_ms,
                 verdicts: r.verdicts,
                 aborted: r.aborted,
@@ -435,6 +437,8 @@ fn probe(
         not_run: BTreeMap::new(),
         failures,
         runs,
+        calibration: None,
+        time_scale: None,
         exit_code: code,
     };
     let text = table_text(&summary, out);

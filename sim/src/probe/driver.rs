@@ -413,13 +413,7 @@ impl Driver {
     /// `session/resume` of the trace's session, with `replayFrom: start` or without; returns
     /// the answer (success or error). A resume never answered aborts the run.
     pub fn resume(&mut self, replay: bool) -> Result<Value, Abort> {
-        let sid = self.session.clone().ok_or("no session to resume")?;
-        let cwd = self.launch.cwd.display().to_string();
-        let mut params = json!({"sessionId": sid, "cwd": cwd, "mcpServers": []});
-        if replay {
-            params["replayFrom"] = json!({"type": "start"});
-        }
-        let id = self.request("session/resume", params);
+        let id = self.resume_send(replay)?;
         self.wait_answer(id, self.timeout())?.ok_or_else(|| {
             self.never("session/resume", id);
             format!(
@@ -427,6 +421,18 @@ impl Driver {
                 self.timeout().as_millis()
             )
         })
+    }
+
+    /// Write `session/resume` of the trace's session (with `replayFrom: start` or without)
+    /// and return its JSON-RPC id, without waiting for the answer.
+    pub fn resume_send(&mut self, replay: bool) -> Result<u64, Abort> {
+        let sid = self.session.clone().ok_or("no session to resume")?;
+        let cwd = self.launch.cwd.display().to_string();
+        let mut params = json!({"sessionId": sid, "cwd": cwd, "mcpServers": []});
+        if replay {
+            params["replayFrom"] = json!({"type": "start"});
+        }
+        Ok(self.request("session/resume", params))
     }
 
     /// `session/list` (answered or not: P8 scans whatever comes).

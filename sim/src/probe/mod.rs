@@ -18,6 +18,7 @@
 //! Every wait is bounded (`--timeout-ms`): a command that is not an ACP agent, exits at once
 //! or never answers gets `unknown` with the reason, and exit 4.
 
+pub mod calibrate;
 mod client;
 pub mod client_rules;
 pub(crate) mod driver;
@@ -89,9 +90,10 @@ pub struct ProbeArgs {
     #[arg(long)]
     pub scenarios_dir: Option<PathBuf>,
     /// A scenario's millisecond lasts this many real ones (for agents slower than the
-    /// scenario's timeouts assume).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1000))]
-    pub time_scale: u64,
+    /// scenario's timeouts assume). Default: chosen from the agent's measured `initialize`
+    /// latency, so the model Client waits at least three times that long for it.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub time_scale: Option<u64>,
     /// Bound of every wait for the Agent, in ms (default 10,000; a real agent's profile
     /// its start-up time, 30 s or more).
     #[arg(long)]
@@ -99,6 +101,10 @@ pub struct ProbeArgs {
     /// Pin the kill delay of the traces with a kill (default: swept over the runs).
     #[arg(long)]
     pub delay_ms: Option<u64>,
+    /// Pin the kill point of the traces that have it (default: every point of a kill
+    /// trace; `docs/probe.md` names them).
+    #[arg(long, value_name = "POINT")]
+    pub kill_point: Option<String>,
     /// The Agent's declared retention: `durable` holds it to D1 (P11), `process` (default
     /// for a command) lets a restart lose messages.
     #[arg(long)]
@@ -144,6 +150,11 @@ impl ProbeArgs {
     /// The bound on every wait for the Agent (`--timeout-ms`, default 10 s).
     pub(super) fn wait_ms(&self) -> u64 {
         self.timeout_ms.unwrap_or(10_000)
+    }
+
+    /// The time scale scenarios run at (`--time-scale`, 1 until a calibration chose one).
+    pub(super) fn scale(&self) -> u64 {
+        self.time_scale.unwrap_or(1)
     }
 }
 
@@ -222,6 +233,23 @@ pub fn main(a: &ProbeArgs) -> i32 {
         Ok(s) => s,
         Err(e) => return usage(&e),
     };
+    if let Some(p) = &a.kill_point {
+        let has = |i: &Item| matches!(i, Item::Trace(t) if t.points.contains(&p.as_str()));
+        if !selected.iter().any(has) {
+            let mut known: Vec<&str> = Vec::new();
+            for t in traces::TRACES {
+                for q in t.points {
+                    if !known.contains(q) {
+                        known.push(q);
+                    }
+                }
+            }
+            return usage(&format!(
+                "--kill-point `{p}`: no selected trace kills there (points: {})",
+                known.join(", ")
+            ));
+        }
+    }
     let out = a
         .out
         .clone()

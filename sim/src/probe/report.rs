@@ -26,6 +26,8 @@ pub struct RunOutcome {
     pub run: u32,
     /// The kill delay of this run, if the trace kills.
     pub delay_ms: Option<u64>,
+    /// The point it killed at (after which the delay ran), if the trace kills.
+    pub kill_point: Option<String>,
     /// Wall time of the run, ms.
     pub wall_ms: u64,
     /// One verdict per reported property ([`PROPERTIES`]).
@@ -91,6 +93,8 @@ pub struct Failure {
     pub run: u32,
     /// Kill delay of the run.
     pub delay_ms: Option<u64>,
+    /// Kill point of the run.
+    pub kill_point: Option<String>,
     /// The verdict.
     pub verdict: Verdict,
     /// Wall ms (since the run started) of its first witness op.
@@ -132,8 +136,22 @@ pub struct ProbeSummary {
     pub failures: Vec<Failure>,
     /// Every run.
     pub runs: Vec<RunOutcome>,
+    /// What the calibration run measured, when an item needed it.
+    pub calibration: Option<super::calibrate::Calibration>,
+    /// The time scale scenarios ran at (`--time-scale`, or chosen from the calibration).
+    pub time_scale: Option<u64>,
     /// The exit code.
     pub exit_code: i32,
+}
+
+/// ` (kill 5 ms after answered)`: where a run killed, for its report lines; empty for a run
+/// without a kill.
+pub(super) fn kill_words(point: Option<&str>, delay: Option<u64>) -> String {
+    match (point, delay) {
+        (Some(p), Some(d)) => format!(" (kill {d} ms after {p})"),
+        (None, Some(d)) => format!(" (kill delay {d} ms)"),
+        _ => String::new(),
+    }
 }
 
 /// The command that runs one trace again, at the same delay, enough times to see a rate.
@@ -141,14 +159,20 @@ pub(super) fn retry_line(
     a: &ProbeArgs,
     target: &Target,
     trace: &str,
+    point: Option<&str>,
     delay: Option<u64>,
 ) -> String {
     let mut s = match trace.strip_prefix(super::SCENARIO) {
         Some(sc) => format!("acp-chaos probe --scenario {sc} --seed {}", a.seed),
         None => format!("acp-chaos probe --trace {trace}"),
     };
-    if a.time_scale > 1 {
-        s.push_str(&format!(" --time-scale {}", a.time_scale));
+    if a.scale() > 1 {
+        s.push_str(&format!(" --time-scale {}", a.scale()));
+    }
+    // A point is named where the trace has more than one.
+    let points = super::traces::find(trace).map_or(0, |t| t.points.len());
+    if let Some(p) = point.filter(|_| points > 1) {
+        s.push_str(&format!(" --kill-point {p}"));
     }
     if let Some(d) = delay {
         s.push_str(&format!(" --delay-ms {d}"));
@@ -211,7 +235,7 @@ pub(super) fn write_run(
         &serde_json::to_vec_pretty(&o.verdicts)?,
     )?;
     write_atomic(&dir.join("stderr.txt"), stderr.as_bytes())?;
-    let retry = retry_line(a, target, &o.trace, o.delay_ms);
+    let retry = retry_line(a, target, &o.trace, o.kill_point.as_deref(), o.delay_ms);
     write_atomic(&dir.join("retry.txt"), format!("{retry}\n").as_bytes())?;
     // The first invalid verdict, else the first unknown one.
     let worst = [Status::Invalid, Status::Unknown]
@@ -224,9 +248,7 @@ pub(super) fn write_run(
             target.name,
             o.trace,
             o.run,
-            o.delay_ms
-                .map(|d| format!(" (kill delay {d} ms)"))
-                .unwrap_or_default()
+            kill_words(o.kill_point.as_deref(), o.delay_ms)
         );
         let c = crate::report::Counterexample {
             scenario: &scenario,
@@ -373,7 +395,7 @@ pub fn table_text(s: &ProbeSummary) -> String {
                     "UNKNOWN {} (every property not broken before): {n} of {runs} runs did not complete: {why}\n  first: run {}{} after {} ms\n  retry: {}\n",
                     f.trace,
                     f.run,
-                    f.delay_ms.map(|d| format!(" (kill delay {d} ms)")).unwrap_or_default(),
+                    kill_words(f.kill_point.as_deref(), f.delay_ms),
                     f.wall_ms,
                     f.retry
                 ));
@@ -397,7 +419,7 @@ pub fn table_text(s: &ProbeSummary) -> String {
             c.unknown,
             pct(c.unknown, c.runs),
             f.run,
-            f.delay_ms.map(|d| format!(" (kill delay {d} ms)")).unwrap_or_default(),
+            kill_words(f.kill_point.as_deref(), f.delay_ms),
             Status::as_str(v.status),
             party_word(v.party),
             v.rules.join(" "),

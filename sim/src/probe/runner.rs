@@ -8,8 +8,10 @@ use std::time::Duration;
 
 use serde_json::json;
 
+use super::calibrate::{self, Calibration};
 use super::driver::{Driver, Launch};
 use super::report::{summary_md, table_text};
+use super::traces::{Kill, Sweep};
 use super::{infer, realtime, traces, verdicts, ProbeArgs, PROPERTIES, SCENARIO};
 use crate::campaign::write_atomic;
 use crate::checkers::{self, Status, Verdict};
@@ -72,22 +74,19 @@ pub(super) fn run_seed(seed: u64, trace: &str, run: u32) -> u64 {
     h ^ u64::from(run).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
-/// One run of one trace: launch, drive, judge. `Err` only for the probe's own I/O.
+/// One run of one trace: launch, drive, judge, killing where `kill` says (a kill trace's
+/// cell). `Err` only for the probe's own I/O.
 pub(super) fn run_once(
     a: &ProbeArgs,
     target: &Target,
     t: &traces::Trace,
     run: u32,
+    kill: Option<&Kill>,
 ) -> anyhow::Result<(RunOutcome, History, String, bool)> {
-    let delay = if t.sweep.is_empty() {
-        None
-    } else {
-        Some(a.delay_ms.unwrap_or(t.sweep[run as usize % t.sweep.len()]))
-    };
     let (home, cwd) = fresh_home(target)?;
     let (launch, mock) = launch(a, target, &home, &cwd)?;
     let mut d = Driver::new(launch, run_seed(a.seed, t.name, run));
-    let result = (t.run)(&mut d, delay);
+    let result = (t.run)(&mut d, kill);
     if let Err(why) = &result {
         d.end_aborted(why);
     }
@@ -106,14 +105,14 @@ pub(super) fn run_once(
         &format!("probe:{}", t.name),
         run,
         model,
-        json!({"trace": t.name, "delay_ms": delay}),
+        json!({"trace": t.name, "delay_ms": kill.map(|k| k.delay_ms), "kill_point": kill.map(|k| k.point)}),
     );
     let h = infer::build(header, &d.ops);
     // Judged from the history alone (the abort is its `end` op): `check` on the saved
     // history gives the same verdicts.
     let judged = judge_history(&h);
     let mut windows = d.windows.clone();
-    if !t.sweep.is_empty() {
+    if kill.is_some() {
         // A kill trace: whether the acknowledged messages outlived the kill (A10's window).
         let kept = verdicts::kept_across_restarts(&h);
         if !kept.restarts.is_empty() {
@@ -127,7 +126,8 @@ pub(super) fn run_once(
     let outcome = RunOutcome {
         trace: t.name.to_string(),
         run,
-        delay_ms: delay,
+        delay_ms: kill.map(|k| k.delay_ms),
+        kill_point: kill.map(|k| k.point.to_string()),
         wall_ms,
         verdicts: judged,
         aborted: result.err(),
@@ -154,7 +154,7 @@ pub(super) fn scenario_once(
     let plan = Plan::derive(sc, a.seed.wrapping_add(u64::from(run)), None, design);
     let (home, cwd) = fresh_home(target)?;
     let (launch, mock) = launch(a, target, &home, &cwd)?;
-    let r = realtime::run(&plan, launch, a.time_scale.max(1));
+    let r = realtime::run(&plan, launch, a.scale());
     if let Some(m) = mock {
         m.shutdown();
     }
@@ -166,7 +166,7 @@ pub(super) fn scenario_once(
         &format!("probe:{name}"),
         run,
         None,
-        json!({"scenario": sc.name, "plan_seed": plan.seed, "time_scale": a.time_scale.max(1)}),
+        json!({"scenario": sc.name, "plan_seed": plan.seed, "time_scale": a.scale()}),
     );
     let h = infer::build(header, &r.ops);
     let verdicts: Vec<Verdict> = judge_history(&h);
@@ -175,6 +175,7 @@ pub(super) fn scenario_once(
         trace: name,
         run,
         delay_ms: None,
+        kill_point: None,
         wall_ms: r.wall_ms,
         verdicts,
         aborted: r.aborted.clone(),
@@ -226,7 +227,7 @@ fn header(
 
 /// How to start the Agent in `home`: a real agent's profile (with its own mock model server,
 /// returned to be shut down) or the command.
-fn launch(
+pub(super) fn launch(
     a: &ProbeArgs,
     target: &Target,
     home: &Path,
@@ -299,6 +300,7 @@ pub fn judge(h: &History, aborted: Option<&str>) -> Vec<Verdict> {
     if probe["resumes_after_restart"] != false {
         own.extend(verdicts::kept_across_restarts(h).lost);
     }
+    own.extend(verdicts::acknowledged_not_replayed(h));
     own.extend(verdicts::second_round(h));
     own.extend(verdicts::stop_unconfirmed(h, bound));
     for v in own {
@@ -371,30 +373,126 @@ pub fn is_probe_history(h: &History) -> bool {
     h.header["plan"]["probe"].is_object()
 }
 
-/// Which kill delays a kill trace's `repeat` runs took, and which of its sweep they left out
-/// (run `i` takes `sweep[i % len]`): `kill delays 0, 1, 2 ms; not run: 5, ... 500 ms (--repeat
-/// 10 runs the whole sweep)`. `None` for a trace without a sweep; with `--delay-ms` pinned,
-/// that one delay.
-pub(super) fn sweep_line(sweep: &[u64], repeat: u32, pinned: Option<u64>) -> Option<String> {
-    if sweep.is_empty() {
+/// The kill cells of one item: its points × delays, as `--kill-point` and `--delay-ms` pin
+/// them; a persistence sweep's delays from the calibration. Empty for a trace without a
+/// swept kill and for a scenario.
+pub(super) fn kill_cells(
+    a: &ProbeArgs,
+    item: &super::Item,
+    cal: Option<&Calibration>,
+) -> Vec<Kill> {
+    let super::Item::Trace(t) = item else {
+        return Vec::new();
+    };
+    let delays = match t.sweep {
+        Sweep::None => Vec::new(),
+        Sweep::Fixed(d) => d.to_vec(),
+        Sweep::Persistence => calibrate::delays(cal.and_then(|c| c.persistence_ms), a.wait_ms()),
+    };
+    t.cells(&delays, a.kill_point.as_deref(), a.delay_ms)
+}
+
+/// The calibration, when a selected item needs it (a persistence sweep with no pinned delay,
+/// a scenario with no pinned `--time-scale`), printed; and the arguments with the time scale
+/// it chose. A calibration that fails is said and left out (the traces say why again).
+fn calibrated(
+    a: &ProbeArgs,
+    target: &Target,
+    selected: &[super::Item],
+) -> (Option<Calibration>, ProbeArgs) {
+    let mut a = a.clone();
+    let sweeps = a.delay_ms.is_none()
+        && selected
+            .iter()
+            .any(|i| matches!(i, super::Item::Trace(t) if t.sweep == Sweep::Persistence));
+    let setup_ms = selected
+        .iter()
+        .filter_map(|i| match i {
+            super::Item::Scenario(sc) => {
+                let plan = Plan::derive(sc, a.seed, None, Design::Stored);
+                Some(plan.client.prompt_timeout_ms)
+            }
+            super::Item::Trace(_) => None,
+        })
+        .min()
+        .filter(|_| a.time_scale.is_none());
+    if !sweeps && setup_ms.is_none() {
+        return (None, a);
+    }
+    let cal = match calibrate::measure(&a, target) {
+        Ok(c) => c,
+        Err(e) => {
+            println!("calibration: failed ({e:#}); kill delays not scaled, time scale 1");
+            return (None, a);
+        }
+    };
+    println!("{}", cal.line());
+    if let Some(setup) = setup_ms {
+        let scale = calibrate::time_scale(cal.initialize_ms, setup);
+        println!(
+            "time scale {scale}: a scenario's ms lasts {scale} real ms, so the model Client waits at least three times the measured initialize for its answer ({setup} plan ms; --time-scale N pins it)"
+        );
+        a.time_scale = Some(scale);
+    }
+    (Some(cal), a)
+}
+
+/// Runs of an item: `--repeat`, and for a kill trace at least one per cell.
+pub(super) fn runs_of(repeat: u32, cells: &[Kill]) -> u32 {
+    repeat.max(cells.len() as u32)
+}
+
+/// Where a kill trace's runs killed: `kill points a, b; delays 0, 1, 10 ms (why); 6 cells,
+/// each run at least once`. `None` without cells.
+pub(super) fn sweep_line(
+    t: &traces::Trace,
+    cells: &[Kill],
+    a: &ProbeArgs,
+    cal: Option<&Calibration>,
+) -> Option<String> {
+    if cells.is_empty() {
         return None;
     }
-    if let Some(d) = pinned {
-        return Some(format!("kill delay {d} ms, pinned by --delay-ms"));
+    let mut points: Vec<&str> = Vec::new();
+    let mut delays: Vec<u64> = Vec::new();
+    for c in cells {
+        if !points.contains(&c.point) {
+            points.push(c.point);
+        }
+        if !delays.contains(&c.delay_ms) {
+            delays.push(c.delay_ms);
+        }
     }
     let list = |d: &[u64]| d.iter().map(u64::to_string).collect::<Vec<_>>().join(", ");
-    let ran = &sweep[..sweep.len().min(repeat as usize)];
-    let left = &sweep[ran.len()..];
-    Some(if left.is_empty() {
-        format!("kill delays {} ms: the whole sweep", list(ran))
-    } else {
-        format!(
-            "kill delays {} ms; not run: {} ms (--repeat {} runs the whole sweep)",
-            list(ran),
-            list(left),
-            sweep.len()
-        )
-    })
+    let pinned_point = a
+        .kill_point
+        .as_deref()
+        .is_some_and(|p| t.points.contains(&p));
+    let points = format!(
+        "kill point{} {}{}",
+        if points.len() == 1 { "" } else { "s" },
+        points.join(", "),
+        if pinned_point {
+            " (pinned by --kill-point)"
+        } else {
+            ""
+        }
+    );
+    let why = match (a.delay_ms, t.sweep, cal.and_then(|c| c.persistence_ms)) {
+        (Some(_), _, _) => " (pinned by --delay-ms)".to_string(),
+        (None, Sweep::Persistence, Some(l)) if l > 1 => {
+            format!(" (around the measured persistence latency, {l} ms)")
+        }
+        (None, Sweep::Persistence, _) => " (no write after the answer to scale to)".to_string(),
+        _ => String::new(),
+    };
+    Some(format!(
+        "{points}; delay{} {} ms{why}; {} cell{}, each run at least once",
+        if delays.len() == 1 { "" } else { "s" },
+        list(&delays),
+        cells.len(),
+        if cells.len() == 1 { "" } else { "s" },
+    ))
 }
 
 /// Folders kept per (trace, property): the first failing runs.
@@ -409,12 +507,20 @@ pub(super) fn probe_traces(
     skipped: Vec<(String, String)>,
     out: &Path,
 ) -> anyhow::Result<i32> {
+    let kills = selected
+        .iter()
+        .any(|i| matches!(i, super::Item::Trace(t) if t.sweep != Sweep::None));
     println!(
-        "probe {}: {} ({} traces x {} runs, every wait bounded by {} ms, retention {})",
+        "probe {}: {} ({} traces x {} runs{}, every wait bounded by {} ms, retention {})",
         target.name,
         target.shown(),
         selected.len(),
         a.repeat,
+        if kills {
+            ", a kill trace at least one per kill point and delay"
+        } else {
+            ""
+        },
         a.wait_ms(),
         match target.retention {
             Retention::Durable => "durable",
@@ -422,9 +528,12 @@ pub(super) fn probe_traces(
         }
     );
     println!(
-        "note: a real process is not deterministic. Each trace runs {} times and the report gives outcome rates; a failing run's retry command runs its trace again at the same kill delay, it does not replay the same interleaving.",
+        "note: a real process is not deterministic. Each trace runs {} times and the report gives outcome rates; a failing run's retry command runs its trace again at the same kill point and delay, it does not replay the same interleaving.",
         a.repeat
     );
+    let (cal, scaled) = calibrated(a, target, selected);
+    let a = &scaled;
+    let cal = cal.as_ref();
     let mut summary = ProbeSummary {
         format: 1,
         deterministic: false,
@@ -442,6 +551,8 @@ pub(super) fn probe_traces(
             .collect(),
         failures: Vec::new(),
         runs: Vec::new(),
+        calibration: cal.cloned(),
+        time_scale: a.time_scale,
         exit_code: exit::VALID,
     };
     let mut kept: BTreeMap<(String, String), usize> = BTreeMap::new();
@@ -453,9 +564,11 @@ pub(super) fn probe_traces(
             continue;
         }
         let t0 = crate::wall_clock::now();
-        for run in 0..a.repeat {
+        let cells = kill_cells(a, item, cal);
+        for run in 0..runs_of(a.repeat, &cells) {
+            let kill = (!cells.is_empty()).then(|| &cells[run as usize % cells.len()]);
             let (mut o, h, stderr, is_fatal) = match item {
-                super::Item::Trace(t) => run_once(a, target, t, run)?,
+                super::Item::Trace(t) => run_once(a, target, t, run, kill)?,
                 super::Item::Scenario(sc) => scenario_once(a, target, sc, run)?,
             };
             let failing: Vec<&Verdict> = o
@@ -494,11 +607,12 @@ pub(super) fn probe_traces(
                         trace: name.clone(),
                         run,
                         delay_ms: o.delay_ms,
+                        kill_point: o.kill_point.clone(),
                         verdict: v.clone(),
                         at_ms,
                         wall_ms: o.wall_ms,
                         folder: o.folder.clone(),
-                        retry: retry_line(a, target, &name, o.delay_ms),
+                        retry: retry_line(a, target, &name, o.kill_point.as_deref(), o.delay_ms),
                     });
                 }
             }
@@ -527,7 +641,7 @@ pub(super) fn probe_traces(
             }
         }
         let swept = match item {
-            super::Item::Trace(t) => sweep_line(t.sweep, a.repeat, a.delay_ms),
+            super::Item::Trace(t) => sweep_line(t, &cells, a, cal),
             super::Item::Scenario(_) => None,
         };
         println!(
@@ -577,23 +691,78 @@ pub(super) fn probe_traces(
 
 #[cfg(test)]
 mod tests {
-    use super::sweep_line;
+    use clap::Parser;
 
-    /// The default `--repeat 3` says which kill delays it skipped, and how to run them.
+    use super::{kill_cells, runs_of, sweep_line};
+    use crate::probe::calibrate::Calibration;
+    use crate::probe::{traces, Item, ProbeArgs};
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        a: ProbeArgs,
+    }
+
+    fn args(flags: &[&str]) -> ProbeArgs {
+        let mut v = vec!["probe"];
+        v.extend(flags);
+        v.extend(["--", "agent"]);
+        Cli::parse_from(v).a
+    }
+
+    fn line(trace: &str, flags: &[&str], persistence_ms: Option<u64>) -> (u32, String) {
+        let a = args(flags);
+        let t = traces::find(trace).unwrap();
+        let cal = Calibration {
+            initialize_ms: 5,
+            persistence_ms,
+            watched_ms: 300,
+            still_changing: false,
+        };
+        let cells = kill_cells(&a, &Item::Trace(t), Some(&cal));
+        let runs = runs_of(a.repeat, &cells);
+        (
+            runs,
+            sweep_line(t, &cells, &a, Some(&cal)).unwrap_or_default(),
+        )
+    }
+
+    /// A kill trace runs every point at every delay, at least once, and says which ran.
     #[test]
-    fn a_kill_sweep_says_which_delays_ran_and_which_did_not() {
-        let sweep = [0, 1, 2, 5, 10, 20, 50, 100, 200, 500];
+    fn a_kill_sweep_runs_and_names_every_point_and_delay() {
         assert_eq!(
-            sweep_line(&sweep, 3, None).unwrap(),
-            "kill delays 0, 1, 2 ms; not run: 5, 10, 20, 50, 100, 200, 500 ms (--repeat 10 runs the whole sweep)"
+            line("kill-after-answer", &[], None),
+            (
+                10,
+                "kill point answered; delays 0, 1, 2, 5, 10, 20, 50, 100, 200, 500 ms; 10 cells, each run at least once".into()
+            )
         );
+        let (runs, l) = line("kill-across-life", &[], Some(40));
+        assert_eq!(runs, 6 * 6);
         assert_eq!(
-            sweep_line(&sweep, 12, None).unwrap(),
-            "kill delays 0, 1, 2, 5, 10, 20, 50, 100, 200, 500 ms: the whole sweep"
+            l,
+            "kill points prompt-written, answered, later-prompt-written, later-answered, turn-ended, replay-requested; delays 0, 1, 20, 40, 60, 80 ms (around the measured persistence latency, 40 ms); 36 cells, each run at least once"
         );
-        assert!(sweep_line(&sweep, 3, Some(7))
-            .unwrap()
-            .contains("7 ms, pinned"));
-        assert_eq!(sweep_line(&[], 3, None), None);
+        let (runs, l) = line(
+            "kill-across-life",
+            &[
+                "--kill-point",
+                "turn-ended",
+                "--delay-ms",
+                "7",
+                "--repeat",
+                "4",
+            ],
+            Some(40),
+        );
+        assert_eq!(runs, 4);
+        assert_eq!(
+            l,
+            "kill point turn-ended (pinned by --kill-point); delay 7 ms (pinned by --delay-ms); 1 cell, each run at least once"
+        );
+        // A point another trace has leaves this one's points whole.
+        let (runs, _) = line("kill-after-answer", &["--kill-point", "turn-ended"], None);
+        assert_eq!(runs, 10);
+        assert_eq!(line("key-validation", &[], None), (3, String::new()));
     }
 }

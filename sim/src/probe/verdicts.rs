@@ -48,6 +48,9 @@ fn from_client(o: &Op) -> Option<(u64, &Value)> {
 #[derive(Debug, Default, Clone)]
 struct Replay {
     conn: u64,
+    /// Op index of the resume the Client wrote, and whether it asked for the whole history.
+    sent_at: usize,
+    whole: bool,
     replayed: Vec<String>,
     /// Op index of the answer, and the error (code, message) if it was one.
     answer: Option<(usize, Option<(i64, String)>)>,
@@ -64,6 +67,8 @@ fn replays(h: &History) -> Vec<Replay> {
                     open.insert((conn, id), all.len());
                     all.push(Replay {
                         conn,
+                        sent_at: o.index,
+                        whole: fr["params"]["replayFrom"]["type"] == "start",
                         ..Replay::default()
                     });
                 }
@@ -194,6 +199,47 @@ pub fn kept_across_restarts(h: &History) -> Kept {
         }
     }
     out
+}
+
+/// A12 on one process: a message whose `messageId` the Client was answered must be in every
+/// whole replay (`replayFrom: start`, answered with success) the same process serves later:
+/// a messageId no replayed message has is a key recorded without its message (or a message
+/// dropped while the process lived), and the input it acknowledged is silently dropped (P2).
+/// Restarts are [`kept_across_restarts`]'s (A10): only a resume on the connection the answer
+/// came on is judged here (one connection per process start).
+pub fn acknowledged_not_replayed(h: &History) -> Option<Verdict> {
+    let rs = replays(h);
+    for o in &h.ops {
+        if !(o.process == process::CLIENT && o.f == "ack") {
+            continue;
+        }
+        let (Some(m), Some(conn)) = (o.value["messageId"].as_str(), o.value["conn"].as_u64())
+        else {
+            continue;
+        };
+        let later = rs.iter().find(|r| {
+            r.conn == conn
+                && r.whole
+                && r.sent_at > o.index
+                && matches!(r.answer, Some((_, None)))
+                && !r.replayed.iter().any(|x| x == m)
+        });
+        if let Some(r) = later {
+            let n = o.value["submission"].as_u64().unwrap_or(0);
+            let answer_at = r.answer.as_ref().map_or(r.sent_at, |a| a.0);
+            return Some(invalid(
+                "P2",
+                "A12",
+                vec![o.index, r.sent_at, answer_at],
+                format!(
+                    "submission {n} was acknowledged with messageId {m} at {} ms, but the same Agent process replayed the session's whole history later ({} user messages, session/resume with replayFrom start) without it: the Client holds a messageId no message has, and the input is dropped silently (A12: a key is recorded when its prompt is inserted, so its messageId names a message)",
+                    o.time_ms,
+                    r.replayed.len()
+                ),
+            ));
+        }
+    }
+    None
 }
 
 /// A1's "no second round of work", from the mock model's marker oracle (`mock model-saw`
