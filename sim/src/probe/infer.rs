@@ -46,6 +46,10 @@ struct Msg {
     how: &'static str,
 }
 
+/// The first resume with replay of a session on a connection: its id, the user messages it
+/// replayed, and whether it was answered with success (`None` while unanswered).
+type FirstReplay = (u64, Vec<String>, Option<bool>);
+
 /// The history of one run: the recorded ops with the inferred Agent ops placed among them.
 ///
 /// Long on purpose: one pass over what the probe saw, keeping a dozen indexes (markers, attempts,
@@ -65,8 +69,9 @@ pub fn build(header: Value, raw: &[RawOp]) -> History {
     let mut err: BTreeMap<(u64, u64), (i64, usize)> = BTreeMap::new();
     let mut msgs: IndexMap<String, Msg> = IndexMap::new();
     let mut opens: BTreeMap<u64, usize> = BTreeMap::new();
-    // conn → the first resume with replay on it: (id, session, messageIds replayed, answer).
-    let mut replays: BTreeMap<u64, (u64, String, Vec<String>, Option<bool>)> = BTreeMap::new();
+    // The first resume with replay of each session on each connection (one connection per
+    // process start): (conn, session) → (its id, user messages replayed, answered with success).
+    let mut replays: BTreeMap<(u64, String), FirstReplay> = BTreeMap::new();
     // Cancels the Client sent: (conn, request id) by `$/cancel_request`; (conn, session) by
     // `session/cancel`.
     let mut cancel_requests: BTreeMap<(u64, u64), usize> = BTreeMap::new();
@@ -123,7 +128,7 @@ pub fn build(header: Value, raw: &[RawOp]) -> History {
                     requests.insert((conn, id), (m.to_string(), fr["params"].clone(), i));
                     if m == "session/resume" && fr["params"]["replayFrom"].is_object() {
                         let sid = fr["params"]["sessionId"].as_str().unwrap_or("").to_string();
-                        replays.entry(conn).or_insert((id, sid, Vec::new(), None));
+                        replays.entry((conn, sid)).or_insert((id, Vec::new(), None));
                     }
                 }
             }
@@ -186,9 +191,9 @@ pub fn build(header: Value, raw: &[RawOp]) -> History {
                             if success {
                                 add(i, "activate", json!({"session": s, "conn": conn}));
                             }
-                            if let Some(r) = replays.get_mut(&conn) {
-                                if r.0 == id && r.3.is_none() {
-                                    r.3 = Some(success);
+                            if let Some(r) = replays.get_mut(&(conn, s)) {
+                                if r.0 == id && r.2.is_none() {
+                                    r.2 = Some(success);
                                 }
                             }
                         }
@@ -204,9 +209,10 @@ pub fn build(header: Value, raw: &[RawOp]) -> History {
                         continue;
                     };
                     let sid = fr["params"]["sessionId"].as_str().map(str::to_string);
-                    if let Some(r) = replays.get_mut(&conn) {
-                        if r.3.is_none() && !r.2.iter().any(|x| x == m) {
-                            r.2.push(m.to_string());
+                    let k = (conn, sid.clone().unwrap_or_default());
+                    if let Some(r) = replays.get_mut(&k) {
+                        if r.2.is_none() && !r.1.iter().any(|x| x == m) {
+                            r.1.push(m.to_string());
                         }
                     }
                     let e = msgs.entry(m.to_string()).or_insert_with(|| Msg {
@@ -225,19 +231,29 @@ pub fn build(header: Value, raw: &[RawOp]) -> History {
     }
     // Starts: boot 1 had a fresh HOME; later boots kept what their first replay showed.
     for (conn, at) in &opens {
+        // Every session's first replay on this process, once each was answered (a session
+        // whose resume failed is gone); not known while one is unanswered or none was sent.
+        let mine: Vec<(&String, &FirstReplay)> = replays
+            .range((*conn, String::new())..)
+            .take_while(|((c, _), _)| c == conn)
+            .map(|((_, s), r)| (s, r))
+            .collect();
         let retained = if *conn == 1 {
             json!({})
+        } else if mine.is_empty() || mine.iter().any(|(_, r)| r.2.is_none()) {
+            Value::Null
         } else {
-            match replays.get(conn) {
-                Some((_, sid, ids, Some(true))) => json!({ sid.clone(): ids }),
-                Some((_, _, _, Some(false))) => json!({}),
-                _ => Value::Null,
-            }
+            let kept: serde_json::Map<String, Value> = mine
+                .iter()
+                .filter(|(_, r)| r.2 == Some(true))
+                .map(|(s, r)| ((*s).clone(), json!(r.1)))
+                .collect();
+            Value::Object(kept)
         };
         add(
             *at,
             "recover",
-            json!({"boot": conn, "retained": retained, "from": if *conn == 1 { "a fresh HOME" } else { "the first session/resume with replay of this process" }}),
+            json!({"boot": conn, "retained": retained, "from": if *conn == 1 { "a fresh HOME" } else { "the first session/resume with replay of each session on this process" }}),
         );
     }
     // Insertions, at first sighting.

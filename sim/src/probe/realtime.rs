@@ -134,10 +134,20 @@ struct World<'a> {
     stderr: String,
     /// The pipe carried a line at this plan ms (the end waits for it to go quiet).
     traffic_ms: u64,
+    /// The final read of every session (`session/resume` with `replayFrom: start` once the
+    /// run is quiet): the ids still unanswered; `None` before it.
+    read_back: Option<BTreeSet<u64>>,
+    /// Whether this run ends with that read.
+    read_back_wanted: bool,
 }
 
+/// JSON-RPC ids of the final read's requests start here, far above the model Client's own.
+const READ_BACK_ID: u64 = 1 << 40;
+
 /// Run `plan` against the process `launch` starts; a plan millisecond lasts `scale` real ones.
-pub fn run(plan: &Plan, launch: Launch, scale: u64) -> RealtimeRun {
+/// With `read_back`, a quiet run ends with the final read of every session (the conformance
+/// kit's; the model Client served as a process, `acp-chaos client`, does not add frames).
+pub fn run(plan: &Plan, launch: Launch, scale: u64, read_back: bool) -> RealtimeRun {
     let mut w = World {
         plan,
         launch,
@@ -163,6 +173,8 @@ pub fn run(plan: &Plan, launch: Launch, scale: u64) -> RealtimeRun {
         heard: false,
         stderr: String::new(),
         traffic_ms: 0,
+        read_back_wanted: read_back,
+        read_back: None,
     };
     let mut aborted = w.main_loop().err();
     if let Some(mut p) = w.proc.take() {
@@ -328,9 +340,19 @@ impl World<'_> {
             let idle = events.is_empty()
                 && self.client.pending().is_empty()
                 && self.stalled.is_empty()
-                && self.client_up;
+                && self.client_up
+                && self.read_back.as_ref().is_none_or(BTreeSet::is_empty);
             if self.healed && idle {
                 let q = (*quiet_since.get_or_insert(now)).max(self.traffic_ms);
+                if now >= q + QUIET_MS
+                    && self.read_back_wanted
+                    && self.read_back.is_none()
+                    && self.live
+                {
+                    self.read_back_sessions();
+                    quiet_since = None;
+                    continue;
+                }
                 if now >= q + QUIET_MS {
                     self.op(
                         process::WORLD,
@@ -377,6 +399,46 @@ impl World<'_> {
                 Some(Ev::Eof) => self.exited(),
             }
         }
+    }
+
+    /// The final read, as the probe's traces end: every session the Client wrote to,
+    /// resumed with `replayFrom: start` on the live connection, so the history holds every
+    /// user message the Agent keeps (A10 across the run's restarts, A12 on this process, X4).
+    /// Its answers and replays are logged, not handed to the Client (the run is over for it).
+    fn read_back_sessions(&mut self) {
+        let mut sessions: Vec<String> = Vec::new();
+        // The Client's own working directory, as its session/new and resumes name it.
+        let mut cwd = self.launch.cwd.display().to_string();
+        for o in &self.ops {
+            if !(o.process == process::NET && o.f == op::SEND) {
+                continue;
+            }
+            let fr = &o.value["frame"];
+            let (s, c) = match o.value["from"].as_str() {
+                Some("client") => (
+                    fr["params"]["sessionId"].as_str(),
+                    fr["params"]["cwd"].as_str(),
+                ),
+                Some("agent") => (fr["result"]["sessionId"].as_str(), None),
+                _ => (None, None),
+            };
+            if let Some(c) = c {
+                cwd = c.to_string();
+            }
+            if let Some(s) = s.filter(|s| !sessions.iter().any(|x| x == s)) {
+                sessions.push(s.to_string());
+            }
+        }
+        let mut ids = BTreeSet::new();
+        for (i, s) in sessions.into_iter().enumerate() {
+            let id = READ_BACK_ID + i as u64;
+            ids.insert(id);
+            let line = json!({"jsonrpc": "2.0", "id": id, "method": "session/resume", "params": {
+                "sessionId": s, "cwd": cwd, "mcpServers": [], "replayFrom": {"type": "start"}}});
+            self.read_back = Some(ids.clone());
+            self.pipe(Dir::ToAgent, line.to_string());
+        }
+        self.read_back.get_or_insert_with(BTreeSet::new);
     }
 
     fn log_pending(&mut self) {
@@ -742,11 +804,19 @@ impl World<'_> {
                     self.exited();
                 }
             }
-            Dir::ToClient => {
-                if self.client_up {
-                    self.input(ClientInput::Frame(conn, line));
+            Dir::ToClient => match self.read_back.as_mut() {
+                // The final read's answers and replays are the history's, not the Client's.
+                Some(ids) => {
+                    if let Some(id) = frame["id"]
+                        .as_u64()
+                        .filter(|_| frame.get("method").is_none())
+                    {
+                        ids.remove(&id);
+                    }
                 }
-            }
+                None if self.client_up => self.input(ClientInput::Frame(conn, line)),
+                None => {}
+            },
         }
     }
 

@@ -154,7 +154,7 @@ pub(super) fn scenario_once(
     let plan = Plan::derive(sc, a.seed.wrapping_add(u64::from(run)), None, design);
     let (home, cwd) = fresh_home(target)?;
     let (launch, mock) = launch(a, target, &home, &cwd)?;
-    let r = realtime::run(&plan, launch, a.scale());
+    let r = realtime::run(&plan, launch, a.scale(), true);
     if let Some(m) = mock {
         m.shutdown();
     }

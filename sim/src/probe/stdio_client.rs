@@ -100,7 +100,7 @@ pub fn main(a: &ClientArgs) -> i32 {
         cwd,
         timeout: Duration::from_secs(10),
     };
-    let r = realtime::run(&plan, launch, a.time_scale);
+    let r = realtime::run(&plan, launch, a.time_scale, false);
     if let Some(why) = &r.aborted {
         eprintln!("acp-chaos client: {why}");
         return exit::LIVENESS;

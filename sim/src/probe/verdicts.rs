@@ -48,13 +48,18 @@ fn from_client(o: &Op) -> Option<(u64, &Value)> {
 #[derive(Debug, Default, Clone)]
 struct Replay {
     conn: u64,
+    /// The session it resumed.
+    session: String,
     /// Op index of the resume the Client wrote, and whether it asked for the whole history.
     sent_at: usize,
     whole: bool,
     replayed: Vec<String>,
     /// Op index of the answer, and the error (code, message) if it was one.
-    answer: Option<(usize, Option<(i64, String)>)>,
+    answer: Option<Answer>,
 }
+
+/// Op index of an answer, and its error (code, message) if it was one.
+type Answer = (usize, Option<(i64, String)>);
 
 /// Every `session/resume` with `replayFrom` in the history, in the order sent.
 fn replays(h: &History) -> Vec<Replay> {
@@ -67,6 +72,7 @@ fn replays(h: &History) -> Vec<Replay> {
                     open.insert((conn, id), all.len());
                     all.push(Replay {
                         conn,
+                        session: fr["params"]["sessionId"].as_str().unwrap_or("").to_string(),
                         sent_at: o.index,
                         whole: fr["params"]["replayFrom"]["type"] == "start",
                         ..Replay::default()
@@ -101,6 +107,21 @@ fn replays(h: &History) -> Vec<Replay> {
     all
 }
 
+/// The session of each message the Agent inserted (its `insert` ops, inferred from the frames
+/// it wrote: an answer's or a replay's `messageId`).
+fn sessions_of(h: &History) -> BTreeMap<String, String> {
+    h.ops
+        .iter()
+        .filter(|o| o.process == process::AGENT && o.f == op::INSERT)
+        .filter_map(|o| {
+            Some((
+                o.value["messageId"].as_str()?.to_string(),
+                o.value["session"].as_str()?.to_string(),
+            ))
+        })
+        .collect()
+}
+
 /// What a restart did to the messages the Client held: for each restart judged (a resume
 /// with replay answered on the new process), whether every acknowledged message was kept,
 /// and the first one not replayed (or gone with its session) as a verdict.
@@ -122,6 +143,7 @@ type Held = (u64, String, u64, usize);
 /// (`-32002`: the session is gone), every such message is gone.
 pub fn kept_across_restarts(h: &History) -> Kept {
     let rs = replays(h);
+    let sessions = sessions_of(h);
     let mut out = Kept::default();
     let mut held: Vec<Held> = Vec::new();
     let mut crash: Option<(u64, usize)> = None;
@@ -144,18 +166,36 @@ pub fn kept_across_restarts(h: &History) -> Kept {
                 if held.is_empty() {
                     continue;
                 }
-                let mine: Vec<&Replay> = rs.iter().filter(|r| r.conn == conn).collect();
-                let answered = mine
+                // Each held message is judged by the first resume with replay of its own
+                // session answered on the new process (a Client may hold several sessions).
+                let first = |x: &Held| {
+                    let mine = rs.iter().filter(|r| {
+                        r.conn == conn && sessions.get(&x.1).is_none_or(|s| *s == r.session)
+                    });
+                    let answered: Vec<_> = mine
+                        .filter_map(|r| r.answer.as_ref().map(|a| (r, a)))
+                        .collect();
+                    // A success judges; errors only when no resume of it succeeded.
+                    let ok = answered.iter().find(|(_, a)| a.1.is_none());
+                    ok.or(answered.first()).copied()
+                };
+                let judged: Vec<(&Held, &Replay, &Answer)> = held
                     .iter()
-                    .filter_map(|r| r.answer.as_ref().map(|a| (r, a)));
-                let first_ok = answered.clone().find(|(_, a)| a.1.is_none());
-                let first_err = answered.clone().find(|(_, a)| a.1.is_some());
+                    .filter_map(|x| first(x).map(|(r, a)| (x, r, a)))
+                    .collect();
+                // No resume with replay answered on this process: nothing judged.
+                if judged.is_empty() {
+                    continue;
+                }
+                let gone: Vec<&(&Held, &Replay, &Answer)> = judged
+                    .iter()
+                    .filter(|(x, r, a)| a.1.is_some() || !r.replayed.contains(&x.1))
+                    .collect();
                 // A message left out of a replay is "not replayed" (it may live on, or come
                 // back as a second copy); "gone" only when the session itself is.
-                let (gone, answer_at, why, what): (Vec<&Held>, usize, String, &str) =
-                    match (first_ok, first_err) {
-                        (Some((r, a)), _) => (
-                            held.iter().filter(|x| !r.replayed.contains(&x.1)).collect(),
+                let (answer_at, why, what) = match gone.first() {
+                    Some((_, r, a)) => match &a.1 {
+                        None => (
                             a.0,
                             format!(
                                 "replayed {} user messages without it (session/resume with replayFrom): the message was not replayed",
@@ -163,20 +203,17 @@ pub fn kept_across_restarts(h: &History) -> Kept {
                             ),
                             "not replayed",
                         ),
-                        (None, Some((_, a))) => {
-                            let (c, m) = a.1.clone().unwrap_or_default();
-                            (
-                                held.iter().collect(),
-                                a.0,
-                                format!(
-                                    "answered session/resume with replayFrom with error {c} ({m}): the session is gone"
-                                ),
-                                "gone",
-                            )
-                        }
-                        // No resume with replay answered on this process: nothing judged.
-                        (None, None) => continue,
-                    };
+                        Some((c, m)) => (
+                            a.0,
+                            format!(
+                                "answered session/resume with replayFrom with error {c} ({m}): the session is gone"
+                            ),
+                            "gone",
+                        ),
+                    },
+                    None => (0, String::new(), ""),
+                };
+                let gone: Vec<&Held> = gone.iter().map(|(x, _, _)| *x).collect();
                 out.restarts.push(gone.is_empty());
                 if let (None, Some((n, m, ack_ms, ack_at))) = (&out.lost, gone.first()) {
                     out.lost = Some(invalid(
@@ -209,16 +246,27 @@ pub fn kept_across_restarts(h: &History) -> Kept {
 /// came on is judged here (one connection per process start).
 pub fn acknowledged_not_replayed(h: &History) -> Option<Verdict> {
     let rs = replays(h);
+    let sessions = sessions_of(h);
+    // The connection of the process running at each ack (one per process start): a model
+    // Client's ack names none.
+    let mut live: Option<u64> = None;
     for o in &h.ops {
+        if o.process == process::NET && o.f == op::CONN_OPEN {
+            live = o.value["conn"].as_u64();
+        }
         if !(o.process == process::CLIENT && o.f == "ack") {
             continue;
         }
-        let (Some(m), Some(conn)) = (o.value["messageId"].as_str(), o.value["conn"].as_u64())
-        else {
+        let (Some(m), Some(conn)) = (
+            o.value["messageId"].as_str(),
+            o.value["conn"].as_u64().or(live),
+        ) else {
             continue;
         };
+        let session = sessions.get(m);
         let later = rs.iter().find(|r| {
             r.conn == conn
+                && session.is_some_and(|s| *s == r.session)
                 && r.whole
                 && r.sent_at > o.index
                 && matches!(r.answer, Some((_, None)))

@@ -785,6 +785,41 @@ fn the_conformance_suite_is_valid_on_the_stored_agent_and_lists_what_it_cannot_r
     );
 }
 
+/// The conformance kit ends every run as the traces do, with a whole replay of every session
+/// on the live connection, so the probe's own verdicts judge it: an in-memory Agent that offers
+/// `session/resume` across its restarts but loses every session fails `rfd-04` on P11 (A10:
+/// the acknowledged message's session is gone), as the probe's kill traces fail it; declared
+/// with `--no-resume-after-restart`, the same runs are valid.
+#[test]
+fn the_conformance_kit_reads_every_session_back_and_judges_a10() {
+    let args = |declared: bool| {
+        let mut v = vec!["--scenario", "rfd-04-retry-while-held", "--repeat", "1"];
+        if declared {
+            v.push("--no-resume-after-restart");
+        }
+        v
+    };
+    let (o, s, _) = probe_agent("conformance-loses", &args(false), "in-memory", None, &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let f = &s["failures"][0]["verdict"];
+    assert_eq!(
+        (f["property"].as_str(), f["party"].as_str()),
+        (Some("P11"), Some("agent")),
+        "{f}"
+    );
+    assert_eq!(f["rules"], serde_json::json!(["A10"]), "{f}");
+    assert!(
+        f["message"]
+            .as_str()
+            .unwrap()
+            .contains("the session is gone"),
+        "{f}"
+    );
+    let (o, s, _) = probe_agent("conformance-declared", &args(true), "in-memory", None, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(not_valid(&s).is_empty(), "{:?}", not_valid(&s));
+}
+
 /// An agent slower to answer `initialize` than a scenario's timeouts allow gets a time scale
 /// from its measured latency (here a 250 ms sleep before it starts, every start): the model
 /// Client waits long enough, the scenario is valid, and the output and summary say the scale.
