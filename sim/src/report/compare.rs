@@ -43,6 +43,9 @@ fn list(v: &[u64]) -> String {
 pub fn why_they_differ(original: (&Verdict, &History), shrunk: (&Verdict, &History)) -> String {
     let (ov, oh) = original;
     let (sv, sh) = shrunk;
+    if oh.ops == sh.ops {
+        return "Shrinking changed nothing: no smaller plan kept the verdict, so this is the original run, op for op.".into();
+    }
     let (os, ss) = (submissions(oh), submissions(sh));
     let mut s = format!(
         "Shrinking kept submission{} {} of {} (a kept submission keeps its number), {} of {} faults and {} of {} raw probes. ",
@@ -79,7 +82,20 @@ pub fn why_they_differ(original: (&Verdict, &History), shrunk: (&Verdict, &Histo
 
 #[cfg(test)]
 mod tests {
-    use super::named_submissions;
+    use super::{named_submissions, why_they_differ};
+    use crate::checkers::Verdict;
+    use crate::history::History;
+
+    /// A run shrinking left as it was is said to be the original, not "a run of its own (N
+    /// ops, not N)".
+    #[test]
+    fn an_unchanged_run_is_called_the_original() {
+        let h = History::default();
+        let v = Verdict::valid("P1");
+        let s = why_they_differ((&v, &h), (&v, &h));
+        assert!(s.starts_with("Shrinking changed nothing"), "{s}");
+        assert!(!s.contains("not 0"), "{s}");
+    }
 
     #[test]
     fn names_submissions() {

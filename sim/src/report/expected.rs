@@ -12,9 +12,6 @@ use crate::history::{is_agent_host, History, Op};
 /// What a witness op was required to do, from the op.
 type PerOp = Box<dyn Fn(&Op) -> String>;
 
-/// A witness row's requirement when the summary sentence says it all.
-const SEE_ABOVE: &str = "what the summary above states";
-
 /// What a verdict's rules required, for a page to show beside the diagram.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Expected {
@@ -47,8 +44,16 @@ pub fn general(property: &str) -> Option<&'static str> {
         "P15" => "a held prompt is echoed (user_message) only once it is inserted (A14)",
         "P16" => "a request for a session not active on its connection is answered -32002 with data.sessionId; a Client resends only after the resume response (X2, C6)",
         "P17" => "a turn ends with the stopReason that fits (cancelled after a stop, error after a failure) and its work ends before session/close is answered (A3, A6, A15)",
+        "X4" => "a session/resume answered with success sends, before its response and for its session, the replayed history, exactly one replay_complete and then a state_update snapshot when replayFrom is set, and a snapshot without replay_complete when it is not (X4)",
         _ => return None,
     })
+}
+
+/// A witness row's requirement when no op-specific one is known: the property's expected
+/// behaviour itself, so every row reads on its own (a page never defers to another line).
+fn same(general: &str) -> PerOp {
+    let g = general.to_string();
+    Box::new(move |_: &Op| g.clone())
 }
 
 impl Expected {
@@ -74,7 +79,7 @@ impl Expected {
             .iter()
             .filter(|o| witnesses.contains(&o.index))
             .collect();
-        let general = general(&v.property).unwrap_or("see the rules quoted above");
+        let general = general(&v.property).unwrap_or("what the rules quoted on this page require");
         let inserts: Vec<&Op> = ops
             .iter()
             .copied()
@@ -117,10 +122,7 @@ impl Expected {
                             Box::new(move |_: &Op| format!("the same answer: messageId {a2}")),
                         )
                     }
-                    None => (
-                        general.to_string(),
-                        Box::new(|_: &Op| SEE_ABOVE.to_string()),
-                    ),
+                    None => (general.to_string(), same(general)),
                 }
             }
             "P4" => {
@@ -143,21 +145,58 @@ impl Expected {
                             }),
                         )
                     }
-                    None => (
-                        general.to_string(),
-                        Box::new(|_: &Op| SEE_ABOVE.to_string()),
-                    ),
+                    None => (general.to_string(), same(general)),
                 }
             }
-            _ => (
-                general.to_string(),
-                Box::new(|_: &Op| SEE_ABOVE.to_string()),
-            ),
+            _ => (general.to_string(), same(general)),
         };
         let rows = ops
             .iter()
             .map(|o| (format!("#{}", o.index), row_text(o.index), per_op(o)))
             .collect();
         Expected { summary, rows }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::{general, Expected};
+    use crate::checkers::{Status, Verdict, CHECKERS};
+    use crate::history::{History, Op, OpType};
+
+    /// Every property's page states its expected behaviour on every witness row, in words of
+    /// its own: never "the summary above", never empty.
+    #[test]
+    fn every_witness_row_states_what_its_property_required() {
+        let op = Op {
+            index: 0,
+            time_ms: 0,
+            process: "client".into(),
+            kind: OpType::Info,
+            f: "attempt".into(),
+            value: json!({"submission": 1}),
+        };
+        let h = History {
+            header: json!({}),
+            ops: vec![op],
+        };
+        for c in CHECKERS {
+            let mut v = Verdict::valid(c.property);
+            v.status = Status::Invalid;
+            v.witnesses = vec![0];
+            let e = Expected::of(&v, &h);
+            assert_eq!(e.rows.len(), 1, "{}", c.property);
+            let required = &e.rows[0].2;
+            assert!(!required.is_empty(), "{}", c.property);
+            assert!(!required.contains("above"), "{}: {required}", c.property);
+            assert_eq!(
+                Some(e.summary.as_str()),
+                general(c.property),
+                "{}",
+                c.property
+            );
+        }
     }
 }

@@ -284,6 +284,46 @@ fn the_install_step_builds_the_checkout_with_cargo_install_locked() {
         && s["if"].as_str() == Some("always()")));
 }
 
+/// The cache key hashes every input of the build, so a change to any of them builds anew:
+/// the manifests, the sources, the build script and what it compiles in (the spec, the
+/// scenarios), and the vendored turmoil patch.
+#[test]
+fn the_cache_key_covers_every_build_input() {
+    let a = action();
+    let steps = a["runs"]["steps"].as_vec().unwrap();
+    let key = steps
+        .iter()
+        .find(|s| s["id"].as_str() == Some("key"))
+        .expect("a key step");
+    let run = key["run"].as_str().unwrap();
+    let find = run
+        .lines()
+        .find(|l| l.contains("find "))
+        .expect("the find line");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    for input in [
+        "Cargo.lock",
+        "Cargo.toml",
+        ".cargo",
+        "sim/Cargo.toml",
+        "sim/build.rs",
+        "sim/src",
+        "models",
+        "spec",
+        "scenarios",
+        "vendor",
+    ] {
+        assert!(
+            root.join(input).exists(),
+            "{input} is not in the repository"
+        );
+        assert!(
+            find.split_whitespace().any(|w| w == input),
+            "the cache key leaves out {input}: {find}"
+        );
+    }
+}
+
 #[test]
 fn a_mutant_campaign_fails_the_action_with_one_annotation_per_failing_group() {
     let w = work("mutant");

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 #[test]
-fn the_package_includes_the_build_script_spec_and_scenarios() {
+fn the_package_includes_the_build_script_spec_scenarios_and_licences() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
     let manifest: toml::Value =
         toml::from_str(&std::fs::read_to_string(dir.join("Cargo.toml")).unwrap()).unwrap();
@@ -15,7 +15,15 @@ fn the_package_includes_the_build_script_spec_and_scenarios() {
         .iter()
         .filter_map(|v| v.as_str())
         .collect();
-    for needed in ["src", "spec", "scenarios", "Cargo.toml", "build.rs"] {
+    for needed in [
+        "src",
+        "spec",
+        "scenarios",
+        "Cargo.toml",
+        "build.rs",
+        "LICENSE-MIT",
+        "LICENSE-APACHE",
+    ] {
         assert!(
             dir.join(needed).exists(),
             "{needed} is not beside the manifest"
@@ -24,5 +32,25 @@ fn the_package_includes_the_build_script_spec_and_scenarios() {
             include.contains(&format!("/{needed}").as_str()),
             "`include` in sim/Cargo.toml leaves out {needed}: {include:?}"
         );
+    }
+}
+
+/// The licence the manifests declare (`MIT OR Apache-2.0`) is the licence the repository and
+/// each crate carry: both texts, at the root and beside each manifest.
+#[test]
+fn both_licence_texts_are_present_as_the_manifests_declare() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = dir.parent().unwrap();
+    let ws: toml::Value =
+        toml::from_str(&std::fs::read_to_string(root.join("Cargo.toml")).unwrap()).unwrap();
+    assert_eq!(
+        ws["workspace"]["package"]["license"].as_str(),
+        Some("MIT OR Apache-2.0")
+    );
+    for folder in [root, dir, &root.join("models")] {
+        let mit = std::fs::read_to_string(folder.join("LICENSE-MIT")).unwrap();
+        assert!(mit.contains("Permission is hereby granted, free of charge"));
+        let apache = std::fs::read_to_string(folder.join("LICENSE-APACHE")).unwrap();
+        assert!(apache.contains("Apache License") && apache.contains("Version 2.0"));
     }
 }
