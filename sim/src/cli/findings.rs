@@ -1,5 +1,6 @@
 //! `acp-chaos findings`: measure the spec's open choices on the correct models and write the
-//! findings page (`docs/findings/spec.md` by default).
+//! findings page (`reports/findings/spec.md` by default; the committed page is
+//! `--out docs/findings/spec.md`, which a test regenerates byte for byte).
 
 use std::path::PathBuf;
 
@@ -20,8 +21,9 @@ pub(super) struct FindingsArgs {
     /// Worker threads (default: the number of cores; the page does not depend on it).
     #[arg(long, env = "ACP_CHAOS_JOBS", value_parser = super::args::parse_jobs)]
     jobs: Option<usize>,
-    /// Where to write the page.
-    #[arg(long, default_value = "docs/findings/spec.md")]
+    /// Where to write the page (its witnesses and the retry-classes page go beside it).
+    /// The committed page is `docs/findings/spec.md`: give that to regenerate it.
+    #[arg(long, default_value = "reports/findings/spec.md")]
     out: PathBuf,
     #[command(flatten)]
     dir: DirArgs,

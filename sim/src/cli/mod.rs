@@ -82,8 +82,9 @@ enum Cmd {
     /// the same as one unsharded run of the same seeds would write.
     Merge(merge::MergeArgs),
     /// Findings on the spec: what the correct models do where the rules leave a choice or
-    /// say nothing, measured over seeded runs, written as `docs/findings/spec.md` (figures,
-    /// the shortest witness of each, a suggested wording).
+    /// say nothing, measured over seeded runs, written as a page (figures, the shortest
+    /// witness of each, a suggested wording): `reports/findings/spec.md`, or the committed
+    /// `docs/findings/spec.md` with `--out`.
     Findings(findings::FindingsArgs),
     /// The false-positive sweep: every scenario under every design it lists, on the correct
     /// models, on seeds far from the ones the tests and the default campaign run (scripted

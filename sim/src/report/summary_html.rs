@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::text::xml_escape;
 use crate::checkers::CHECKERS;
-use crate::summary::Summary;
+use crate::summary::{failure_groups, FailureGroup, Summary};
 
 /// The page of a failure kept whole: its `report` (`<folder>/[P<n>.]report.md`) as the `.html`
 /// page beside it; `None` when it has no page (not kept, or kept as verdicts and repro only).
@@ -22,9 +22,6 @@ pub fn report_html_link(f: &Value) -> Option<String> {
         None => r.to_string(),
     })
 }
-
-/// A group of failures: (property, status, `scenario@design`).
-type Group = (String, String, String);
 
 /// `summary.html` for campaign `s`.
 ///
@@ -64,63 +61,7 @@ pub fn summary_html(s: &Summary) -> String {
             xml_escape(board)
         );
     }
-    // Groups: (property, status, row) in the order failures are listed.
-    let mut groups: Vec<(Group, Vec<&Value>)> = Vec::new();
-    for f in &s.failures {
-        let t = |k: &str| f[k].as_str().unwrap_or("-").to_string();
-        let key = (
-            t("property"),
-            t("status"),
-            format!("{}@{}", t("scenario"), t("design")),
-        );
-        match groups.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, v)) => v.push(f),
-            None => groups.push((key, vec![f])),
-        }
-    }
-    if !groups.is_empty() {
-        o.push_str("<h2>Counterexamples</h2>\n<div class=\"scroll\"><table><tr><th>property</th><th>scenario@design</th><th>failing seeds</th><th>first failure</th><th>reports</th></tr>\n");
-        for ((prop, status, row), fs) in &groups {
-            let cell = s.table.get(row).and_then(|r| r.get(prop));
-            let n = cell.map_or(fs.len() as u64, |c| {
-                if status == "invalid" {
-                    c.violations
-                } else {
-                    c.unknown
-                }
-            });
-            let first = fs[0];
-            // The first of a group is kept whole (its page linked); the others are seeds to
-            // replay.
-            let links: Vec<String> = fs
-                .iter()
-                .map(|f| match report_html_link(f) {
-                    Some(l) => format!(
-                        "<a href=\"{}\">seed {} report</a>{}",
-                        xml_escape(&l),
-                        f["seed"],
-                        if f["shrunk"].is_object() {
-                            " (shrunk)"
-                        } else {
-                            ""
-                        }
-                    ),
-                    None => format!("seed {} (replay it)", f["seed"]),
-                })
-                .collect();
-            let _ = writeln!(
-                o,
-                "<tr><td><b>{} {}</b></td><td>{}</td><td>{n}</td><td>{}<br><code>{}</code></td><td>{}</td></tr>",
-                xml_escape(prop),
-                xml_escape(status),
-                xml_escape(row),
-                xml_escape(first["message"].as_str().unwrap_or("")),
-                xml_escape(first["repro"].as_str().unwrap_or("")),
-                links.join("<br>")
-            );
-        }
-        o.push_str("</table></div>\n");
-    }
+    counterexamples(s, &mut o);
     for l in &s.nondeterministic {
         let _ = writeln!(
             o,
@@ -185,4 +126,92 @@ pub fn summary_html(s: &Summary) -> String {
     }
     o.push_str("</body></html>\n");
     o
+}
+
+/// The failures as the terminal groups them ([`failure_groups`]: property and rules), one
+/// table row each: what broke, where (runs, rows, designs, and each row's listed seeds behind
+/// a fold, every kept page linked), the example with its repro and shrunk lines, its page.
+fn counterexamples(s: &Summary, o: &mut String) {
+    let groups = failure_groups(s);
+    if groups.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "<h2>Failures</h2>\n<p>{} group{}, as the terminal lists them: one per property and the rules its verdicts cite.</p>\n<div class=\"scroll\"><table><tr><th>what broke</th><th>where</th><th>example</th><th>report</th></tr>",
+        groups.len(),
+        if groups.len() == 1 { "" } else { "s" }
+    );
+    for g in &groups {
+        group_row(s, g, o);
+    }
+    o.push_str("</table></div>\n");
+}
+
+fn group_row(s: &Summary, g: &FailureGroup, o: &mut String) {
+    let str_of = |f: &Value, k: &str| f[k].as_str().unwrap_or("-").to_string();
+    let rules_of = |f: &Value| -> Vec<String> {
+        f["rules"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|r| r.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    // Each row's listed failures of this group, with a link to every kept page.
+    let mut rows: Vec<String> = Vec::new();
+    for row in &g.rows {
+        let seeds: Vec<String> = s
+            .failures
+            .iter()
+            .filter(|f| {
+                str_of(f, "property") == g.property
+                    && rules_of(f) == g.rules
+                    && format!("{}@{}", str_of(f, "scenario"), str_of(f, "design")) == *row
+            })
+            .map(|f| match report_html_link(f) {
+                Some(l) => format!(
+                    "<a href=\"{}\">seed {}</a>{}",
+                    xml_escape(&l),
+                    f["seed"],
+                    if f["shrunk"].is_object() {
+                        " (shrunk)"
+                    } else {
+                        ""
+                    }
+                ),
+                None => format!("seed {}", f["seed"]),
+            })
+            .collect();
+        rows.push(format!("{}: {}", xml_escape(row), seeds.join(", ")));
+    }
+    let parties: Vec<&str> = g.parties.iter().map(String::as_str).collect();
+    let page = g.report.as_deref().filter(|_| g.folder.is_some()).map(|r| {
+        r.strip_suffix(".md")
+            .map_or(r.to_string(), |st| format!("{st}.html"))
+    });
+    let _ = writeln!(
+        o,
+        "<tr><td><b>{} {}</b><br>party {}<br>rules {}</td><td>{} failing run{} in {} scenario@design row{} ({})<details><summary>rows and seeds</summary>{}</details></td><td>{}<br><code>{}</code>{}</td><td>{}</td></tr>",
+        xml_escape(&g.property),
+        xml_escape(&g.status),
+        xml_escape(&if parties.is_empty() { "-".to_string() } else { parties.join(", ") }),
+        xml_escape(&g.rules.join(" ")),
+        g.runs,
+        if g.runs == 1 { "" } else { "s" },
+        g.rows.len(),
+        if g.rows.len() == 1 { "" } else { "s" },
+        xml_escape(&g.designs.join(" ")),
+        rows.join("<br>"),
+        xml_escape(&g.message),
+        xml_escape(&g.repro),
+        g.shrunk
+            .as_ref()
+            .map(|l| format!("<br>shrunk: <code>{}</code>", xml_escape(l)))
+            .unwrap_or_default(),
+        page.map(|p| format!("<a href=\"{}\">its page</a>", xml_escape(&p)))
+            .unwrap_or_else(|| "-".into())
+    );
 }

@@ -200,6 +200,14 @@ fn pages_cite_ops_state_the_expected_behaviour_and_fit_three_and_five_participan
         for p in &pages {
             assert!(linked.contains(p), "summary.html does not link {p}");
         }
+        // It groups the failures as the terminal does: one table row per group.
+        let groups = acp_chaos::summary::failure_groups(&sum);
+        assert!(
+            html.contains(&format!("<p>{} group", groups.len())),
+            "{}",
+            html
+        );
+        assert_eq!(html.matches("<tr><td><b>").count(), groups.len());
         // summary.md links the HTML pages too.
         let md = std::fs::read_to_string(s.out.join("summary.md")).unwrap();
         for p in &pages {
