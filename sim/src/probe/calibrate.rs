@@ -6,7 +6,8 @@
 //! Persistence is watched from outside, as a kill sees it: the run's temporary `HOME` (where
 //! an agent keeps its sessions, `{home}` in its command) is listed every few ms from the
 //! answer on, and the latency is the last change seen, once nothing changed for twice that
-//! long (at least [`QUIET_MS`]) or the wait bound ran out.
+//! long (at least [`QUIET_MS`], and the watch lasts at least [`WATCH_MIN_MS`]) or the wait
+//! bound ran out.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -21,6 +22,10 @@ use crate::wall_clock::now;
 
 /// Quiet needed after the last change before the watch ends, ms.
 pub const QUIET_MS: u64 = 300;
+
+/// The shortest watch, ms (within the wait bound): an agent that writes its session a second
+/// after answering (a debounced flush) is seen.
+pub const WATCH_MIN_MS: u64 = 2_000;
 
 /// How often the home is listed, ms.
 const POLL_MS: u64 = 5;
@@ -63,7 +68,7 @@ impl Calibration {
     }
 }
 
-/// Kill delays scaled to a persistence latency `l` (ms), within `bound_ms`: right at the
+/// Kill delays scaled to a persistence latency `l` (ms), at most `bound_ms`: right at the
 /// point, 1 ms after it, and around the latency (half, at, one and a half times, twice),
 /// where a write not yet on disk is lost or a second write (a key after its message) is
 /// missing. `0, 1` and `10` when nothing was written after the answer.
@@ -73,7 +78,10 @@ pub fn delays(l: Option<u64>, bound_ms: u64) -> Vec<u64> {
         Some(l) if l > 1 => v.extend([l / 2, l, l + l / 2, 2 * l]),
         _ => v.push(10),
     }
-    v.retain(|d| *d <= bound_ms);
+    // A delay past the bound is the bound: a latency measured at the bound is a floor.
+    for d in v.iter_mut() {
+        *d = (*d).min(bound_ms);
+    }
     v.sort_unstable();
     v.dedup();
     v
@@ -132,7 +140,7 @@ fn watch(d: &mut Driver, home: &Path, bound_ms: u64) -> Result<Calibration, Stri
             seen = f;
             last = t;
         }
-        if t >= last + QUIET_MS.max(2 * last) {
+        if t >= (last + QUIET_MS.max(2 * last)).max(WATCH_MIN_MS.min(bound_ms)) {
             break;
         }
         if t >= bound_ms {
@@ -176,6 +184,7 @@ mod tests {
         assert_eq!(delays(Some(0), 10_000), [0, 1, 10]);
         assert_eq!(delays(None, 10_000), [0, 1, 10]);
         assert_eq!(delays(Some(2000), 3000), [0, 1, 1000, 2000, 3000]);
+        assert_eq!(delays(Some(1502), 1500), [0, 1, 751, 1500]);
     }
 
     #[test]

@@ -303,11 +303,18 @@ pub fn build(header: Value, raw: &[RawOp]) -> History {
                 .get(&a)
                 .and_then(|r| r.1["sessionId"].as_str().map(str::to_string))
         });
+        // A prompt that starts with `/` is taken for a locally handled command, kept only while
+        // its session is active (A11), as the model Agent takes it: the wire does not say.
+        let live_only = requests.get(&a).is_some_and(|r| {
+            r.1["prompt"][0]["text"]
+                .as_str()
+                .is_some_and(|t| t.starts_with('/'))
+        });
         add(
             m.first,
             "insert",
             json!({"session": session, "messageId": mid, "key": key, "conn": a.0, "id": a.1,
-                   "mode": "direct", "live_only": false, "seen_in": m.how}),
+                   "mode": "direct", "live_only": live_only, "seen_in": m.how}),
         );
         add(
             m.first,

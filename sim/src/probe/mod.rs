@@ -98,8 +98,9 @@ pub struct ProbeArgs {
     /// its start-up time, 30 s or more).
     #[arg(long)]
     pub timeout_ms: Option<u64>,
-    /// Pin the kill delay of the traces with a kill (default: swept over the runs).
-    #[arg(long)]
+    /// Pin the kill delay of the traces with a kill, ms (default: swept over the runs; at
+    /// most 600,000).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(0..=600_000))]
     pub delay_ms: Option<u64>,
     /// Pin the kill point of the traces that have it (default: every point of a kill
     /// trace; `docs/probe.md` names them).

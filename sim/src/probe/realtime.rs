@@ -873,6 +873,13 @@ impl World<'_> {
             op::CONN_END,
             json!({"conn": conn}),
         );
+        if let Some(ids) = self.read_back.as_mut() {
+            // The final read lost its connection: it is over (its resumes stay unanswered in
+            // the history), and the Client, done already, is not told to reconnect.
+            ids.clear();
+            self.due.clear();
+            return;
+        }
         if self.client_up {
             self.input(ClientInput::Disconnected(conn));
         }

@@ -166,8 +166,10 @@ pub(super) fn retry_line(
         Some(sc) => format!("acp-chaos probe --scenario {sc} --seed {}", a.seed),
         None => format!("acp-chaos probe --trace {trace}"),
     };
-    if a.scale() > 1 {
-        s.push_str(&format!(" --time-scale {}", a.scale()));
+    // A scenario's scale is named whenever it was set or chosen: a retry line without it
+    // would calibrate again and may run at another scale.
+    if let (Some(t), true) = (a.time_scale, trace.starts_with(super::SCENARIO)) {
+        s.push_str(&format!(" --time-scale {t}"));
     }
     // A point is named where the trace has more than one.
     let points = super::traces::find(trace).map_or(0, |t| t.points.len());
@@ -472,7 +474,7 @@ pub fn summary_md(s: &ProbeSummary) -> String {
     let mut out = String::new();
     out.push_str(&format!("# Probe of `{}`\n\n", s.agent));
     out.push_str(&format!(
-        "Agent: {}. {} runs per trace; every wait bounded by {} ms; declared retention {}.\n\n",
+        "Agent: {}. {} runs per trace (a kill trace at least one per kill point and delay; the table's runs column counts them); every wait bounded by {} ms; declared retention {}.\n\n",
         s.target.shown(),
         s.repeat,
         s.timeout_ms,
@@ -481,10 +483,16 @@ pub fn summary_md(s: &ProbeSummary) -> String {
             Retention::Process => "process",
         }
     ));
+    if let Some(c) = &s.calibration {
+        out.push_str(&format!("{}.\n\n", c.line()));
+    }
+    if let Some(t) = s.time_scale {
+        out.push_str(&format!("Scenarios ran at time scale {t}.\n\n"));
+    }
     out.push_str(
         "**A real process is not deterministic.** These are outcome rates over repeated runs, \
          not verdicts of one seed. A failing run's retry command runs its trace again (at the \
-         same kill delay) to measure the rate; it does not replay the same interleaving. Times \
+         same kill point and delay) to measure the rate; it does not replay the same interleaving. Times \
          are wall-clock ms since the run started. Agent-side ops in the histories are inferred \
          from what the agent sent (marked `inferred`).\n\n",
     );
@@ -565,13 +573,20 @@ pub fn summary_md(s: &ProbeSummary) -> String {
         }
     }
     if !s.failures.is_empty() {
-        out.push_str("\n## Failing runs\n\n| trace | run | kill delay | property | status | party | at ms | run ms | message | folder |\n|---|---|---|---|---|---|---|---|---|---|\n");
+        out.push_str("\n## Failing runs\n\n| trace | run | kill | property | status | party | at ms | run ms | message | folder |\n|---|---|---|---|---|---|---|---|---|---|\n");
         for f in &s.failures {
             out.push_str(&format!(
                 "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
                 f.trace,
                 f.run,
-                f.delay_ms.map_or("-".into(), |d| format!("{d} ms")),
+                match kill_words(f.kill_point.as_deref(), f.delay_ms) {
+                    w if w.is_empty() => "-".to_string(),
+                    w => w
+                        .trim()
+                        .trim_start_matches("(kill ")
+                        .trim_end_matches(')')
+                        .to_string(),
+                },
                 f.verdict.property,
                 Status::as_str(f.verdict.status),
                 party_word(f.verdict.party),

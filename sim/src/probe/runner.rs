@@ -447,6 +447,7 @@ pub(super) fn runs_of(repeat: u32, cells: &[Kill]) -> u32 {
 pub(super) fn sweep_line(
     t: &traces::Trace,
     cells: &[Kill],
+    runs: u32,
     a: &ProbeArgs,
     cal: Option<&Calibration>,
 ) -> Option<String> {
@@ -483,11 +484,21 @@ pub(super) fn sweep_line(
         (None, Sweep::Persistence, Some(l)) if l > 1 => {
             format!(" (around the measured persistence latency, {l} ms)")
         }
-        (None, Sweep::Persistence, _) => " (no write after the answer to scale to)".to_string(),
+        (None, Sweep::Persistence, Some(_)) => {
+            " (no write after the answer to scale to)".to_string()
+        }
+        (None, Sweep::Persistence, None) => {
+            " (not measured: the calibration got no answer to its prompt)".to_string()
+        }
         _ => String::new(),
     };
+    let ran = if runs as usize >= cells.len() {
+        "each run at least once".to_string()
+    } else {
+        format!("{runs} run before the trace stopped")
+    };
     Some(format!(
-        "{points}; delay{} {} ms{why}; {} cell{}, each run at least once",
+        "{points}; delay{} {} ms{why}; {} cell{}, {ran}",
         if delays.len() == 1 { "" } else { "s" },
         list(&delays),
         cells.len(),
@@ -528,7 +539,7 @@ pub(super) fn probe_traces(
         }
     );
     println!(
-        "note: a real process is not deterministic. Each trace runs {} times and the report gives outcome rates; a failing run's retry command runs its trace again at the same kill point and delay, it does not replay the same interleaving.",
+        "note: a real process is not deterministic. Each trace runs {} times (a kill trace at least once per kill point and delay) and the report gives outcome rates; a failing run's retry command runs its trace again at the same kill point and delay, it does not replay the same interleaving.",
         a.repeat
     );
     let (cal, scaled) = calibrated(a, target, selected);
@@ -640,14 +651,15 @@ pub(super) fn probe_traces(
                 break;
             }
         }
+        let ran = summary.runs.iter().filter(|r| r.trace == name).count();
         let swept = match item {
-            super::Item::Trace(t) => sweep_line(t, &cells, a, cal),
+            super::Item::Trace(t) => sweep_line(t, &cells, ran as u32, a, cal),
             super::Item::Scenario(_) => None,
         };
         println!(
             "  {:<22} {} runs in {:.1} s{}",
             name,
-            summary.runs.iter().filter(|r| r.trace == name).count(),
+            ran,
             t0.elapsed().as_secs_f64(),
             swept.map(|l| format!(" ({l})")).unwrap_or_default()
         );
@@ -723,7 +735,7 @@ mod tests {
         let runs = runs_of(a.repeat, &cells);
         (
             runs,
-            sweep_line(t, &cells, &a, Some(&cal)).unwrap_or_default(),
+            sweep_line(t, &cells, runs, &a, Some(&cal)).unwrap_or_default(),
         )
     }
 

@@ -11,7 +11,7 @@
 //!   `state_update` with `stopReason: "cancelled"` within the bound.
 //! - [`x4_vacuous`]: X4 judged nothing (no `session/resume` with replay was answered).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
@@ -107,18 +107,31 @@ fn replays(h: &History) -> Vec<Replay> {
     all
 }
 
-/// The session of each message the Agent inserted (its `insert` ops, inferred from the frames
-/// it wrote: an answer's or a replay's `messageId`).
+/// The session of each retained message the Agent inserted (its `insert` ops, inferred from
+/// the frames it wrote: an answer's or a replay's `messageId`); live-only messages (A11: a
+/// locally handled command, kept only while its session is active) are left out, since no
+/// replay owes them.
 fn sessions_of(h: &History) -> BTreeMap<String, String> {
     h.ops
         .iter()
         .filter(|o| o.process == process::AGENT && o.f == op::INSERT)
+        .filter(|o| o.value["live_only"] != true)
         .filter_map(|o| {
             Some((
                 o.value["messageId"].as_str()?.to_string(),
                 o.value["session"].as_str()?.to_string(),
             ))
         })
+        .collect()
+}
+
+/// Live-only messages (their `insert` says `live_only`): no replay owes them.
+fn live_only(h: &History) -> BTreeSet<String> {
+    h.ops
+        .iter()
+        .filter(|o| o.process == process::AGENT && o.f == op::INSERT)
+        .filter(|o| o.value["live_only"] == true)
+        .filter_map(|o| o.value["messageId"].as_str().map(str::to_string))
         .collect()
 }
 
@@ -144,13 +157,14 @@ type Held = (u64, String, u64, usize);
 pub fn kept_across_restarts(h: &History) -> Kept {
     let rs = replays(h);
     let sessions = sessions_of(h);
+    let live = live_only(h);
     let mut out = Kept::default();
     let mut held: Vec<Held> = Vec::new();
     let mut crash: Option<(u64, usize)> = None;
     for o in &h.ops {
         match (o.process.as_str(), o.f.as_str()) {
             (process::CLIENT, "ack") => {
-                if let Some(m) = o.value["messageId"].as_str() {
+                if let Some(m) = o.value["messageId"].as_str().filter(|m| !live.contains(*m)) {
                     let n = o.value["submission"].as_u64().unwrap_or(0);
                     held.push((n, m.to_string(), o.time_ms, o.index));
                 }

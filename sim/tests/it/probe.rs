@@ -818,6 +818,27 @@ fn the_conformance_kit_reads_every_session_back_and_judges_a10() {
     let (o, s, _) = probe_agent("conformance-declared", &args(true), "in-memory", None, &[]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(not_valid(&s).is_empty(), "{:?}", not_valid(&s));
+    // A locally handled command (`/status`) is live-only (A11): no replay owes it, so the read
+    // back finds no A12 or A10 violation on a correct Agent (found by a reviewer).
+    let live = [
+        "--scenario",
+        "live-01-command-retried-while-active",
+        "--repeat",
+        "1",
+        "--retention",
+        "durable",
+    ];
+    for design in ["stored", "adapter"] {
+        let (o, s, _) = probe_agent(
+            &format!("conformance-live-{design}"),
+            &live,
+            design,
+            None,
+            &[],
+        );
+        assert_eq!(o.status.code(), Some(0), "{design}: {}", text(&o));
+        assert!(not_valid(&s).is_empty(), "{design}: {:?}", not_valid(&s));
+    }
 }
 
 /// An agent slower to answer `initialize` than a scenario's timeouts allow gets a time scale
