@@ -283,14 +283,14 @@ impl Harness {
         {
             match scenario::resolve(own, name_or_path) {
                 Ok(s) => return Ok(Harness::of_scenario(s)),
-                Err(scenario::ScenarioError::NotFound(_)) => {}
+                Err(scenario::ScenarioError::NotFound(..)) => {}
                 Err(e) => anyhow::bail!("{e}"),
             }
         }
         let builtin = scenario::builtin::dir().context("cannot unpack the built-in scenarios")?;
         match scenario::resolve(&builtin, name_or_path) {
             Ok(s) => Ok(Harness::of_scenario(s)),
-            Err(scenario::ScenarioError::NotFound(_)) => anyhow::bail!(
+            Err(scenario::ScenarioError::NotFound(..)) => anyhow::bail!(
                 "no scenario named `{name_or_path}` in {} nor among the {} built-in scenarios (`acp-chaos list`)",
                 std::env::current_dir()
                     .map(|d| d.join("scenarios").display().to_string())

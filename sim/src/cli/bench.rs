@@ -13,6 +13,8 @@ use crate::models::Design;
 use crate::scenario;
 
 #[derive(Args, Debug, Clone)]
+// `--seeds -1` is read as a value and refused as one, not taken for a flag.
+#[command(allow_negative_numbers = true)]
 pub(super) struct BenchArgs {
     /// Scenario to measure.
     #[arg(default_value = "swarm-basic")]

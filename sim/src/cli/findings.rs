@@ -11,6 +11,8 @@ use super::{CliError, Outcome};
 use crate::{exit, findings};
 
 #[derive(Args, Debug, Clone)]
+// `--seeds -1` is read as a value and refused as one, not taken for a flag.
+#[command(allow_negative_numbers = true)]
 pub(super) struct FindingsArgs {
     /// Scenario to measure on (a swarm scenario reaches every claim).
     #[arg(default_value = "swarm-basic")]

@@ -7,6 +7,8 @@ use crate::exit;
 use crate::models::mutant;
 
 #[derive(Args, Debug, Clone)]
+// `--seeds -1` is read as a value and refused as one, not taken for a flag.
+#[command(allow_negative_numbers = true)]
 pub(super) struct MatrixArgs {
     /// Seeds per cell.
     #[arg(long, default_value_t = 200)]

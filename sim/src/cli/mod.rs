@@ -42,7 +42,7 @@ use crate::exit;
 
 /// Deterministic fault-injection simulator for ACP v2 (idempotencyKey, retries, no silent drop).
 #[derive(Parser, Debug)]
-#[command(name = "acp-chaos", version, about, long_about = None, after_help = after_help())]
+#[command(name = "acp-chaos", version, about, long_about = None, after_help = after_help(), allow_negative_numbers = true)]
 pub struct Cli {
     #[command(subcommand)]
     cmd: Option<Cmd>,

@@ -13,6 +13,8 @@ use crate::scenario;
 use crate::{campaign, exit};
 
 #[derive(Args, Debug, Clone)]
+// `--seeds -1` is read as a value and refused as one, not taken for a flag.
+#[command(allow_negative_numbers = true)]
 pub(super) struct MutantsArgs {
     /// A `[swarm]` scenario.
     #[arg(default_value = "swarm-basic")]

@@ -12,6 +12,8 @@ use super::{CliError, Outcome};
 use crate::exit;
 
 #[derive(Args, Debug, Clone)]
+// `--seeds -1` is read as a value and refused as one, not taken for a flag.
+#[command(allow_negative_numbers = true)]
 pub(super) struct SweepArgs {
     /// Seeds per scripted scenario@design.
     #[arg(long, default_value_t = 1_000)]

@@ -53,9 +53,10 @@ pub enum ScenarioError {
         /// What is wrong, naming the field.
         message: String,
     },
-    /// No such scenario by name.
-    #[error("no scenario named `{0}` (see `acp-chaos list`)")]
-    NotFound(String),
+    /// No such scenario by name: the name, and the scenarios it may stand for (names that
+    /// begin with it, as the docs abbreviate `rfd-02`), said as `; did you mean ...?`.
+    #[error("no scenario named `{0}`{1} (see `acp-chaos list`)")]
+    NotFound(String, String),
     /// The scenarios folder does not exist.
     #[error("{0}: no such scenarios folder (set by --scenarios or ACP_CHAOS_SCENARIOS; without either, acp-chaos reads ./scenarios or its built-in scenarios)")]
     NoFolder(PathBuf),
@@ -245,5 +246,36 @@ pub fn resolve(dir: &Path, name_or_path: &str) -> Result<Scenario, ScenarioError
     if !dir.exists() {
         return Err(ScenarioError::NoFolder(dir.to_path_buf()));
     }
-    Err(ScenarioError::NotFound(name_or_path.to_string()))
+    Err(ScenarioError::NotFound(
+        name_or_path.to_string(),
+        did_you_mean(dir, name_or_path),
+    ))
+}
+
+/// `; did you mean `rfd-02-retry-after-resume-new-connection`?` for the scenarios of `dir`
+/// whose name begins with `name` (at most three named); empty when none does.
+fn did_you_mean(dir: &Path, name: &str) -> String {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return String::new();
+    };
+    let mut hits: Vec<String> = entries
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let p = e.path();
+            let stem = p.file_stem()?.to_str()?.to_string();
+            (p.extension().is_some_and(|x| x == "toml") && stem.starts_with(name)).then_some(stem)
+        })
+        .collect();
+    hits.sort();
+    match hits.len() {
+        0 => String::new(),
+        1..=3 => format!(
+            "; did you mean {}?",
+            hits.iter()
+                .map(|h| format!("`{h}`"))
+                .collect::<Vec<_>>()
+                .join(" or ")
+        ),
+        n => format!("; {n} scenarios begin with `{name}`"),
+    }
 }

@@ -475,3 +475,31 @@ fn output_folders_that_cannot_be_written_are_refused_before_the_work() {
         );
     }
 }
+
+/// A negative count is refused as a value of its flag (clap's tip to write `-- -1` would make
+/// `-1` a scenario name), and a scenario named as the docs abbreviate it gets the full name.
+#[test]
+fn a_negative_seed_count_and_an_abbreviated_scenario_get_errors_that_help() {
+    for args in [
+        vec!["--seeds", "-1"],
+        vec!["run", "--seeds", "-1"],
+        vec!["mutants", "--seeds", "-1"],
+    ] {
+        let o = bin().args(&args).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", err(&o));
+        assert!(
+            err(&o).contains("invalid value '-1' for '--seeds") && !err(&o).contains("-- -1"),
+            "{args:?}: {}",
+            err(&o)
+        );
+    }
+    let o = bin().args(["rfd-02", "--seeds", "1"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", err(&o));
+    assert!(
+        err(&o).contains(
+            "no scenario named `rfd-02`; did you mean `rfd-02-retry-after-resume-new-connection`?"
+        ),
+        "{}",
+        err(&o)
+    );
+}
