@@ -40,6 +40,8 @@ pub struct FailureGroup {
     /// folder; an `.html` page beside it), when one was written: a run failing two properties
     /// has a page per property.
     pub report: Option<String>,
+    /// Its listed failures: indices into the summary's `failures`, in order.
+    pub failures: Vec<usize>,
 }
 
 impl FailureGroup {
@@ -82,7 +84,7 @@ pub fn failure_groups(s: &Summary) -> Vec<FailureGroup> {
             .unwrap_or(0)
     };
     let str_of = |f: &Value, k: &str| f[k].as_str().unwrap_or("").to_string();
-    for f in &s.failures {
+    for (at, f) in s.failures.iter().enumerate() {
         let (scenario, design, property) = (
             str_of(f, "scenario"),
             str_of(f, "design"),
@@ -117,10 +119,12 @@ pub fn failure_groups(s: &Summary) -> Vec<FailureGroup> {
                 shrunk: f["shrunk"]["replay"].as_str().map(str::to_string),
                 folder: f["folder"].as_str().map(str::to_string),
                 report: f["report"].as_str().map(str::to_string),
+                failures: Vec::new(),
             });
             groups.len() - 1
         });
         let g = &mut groups[i];
+        g.failures.push(at);
         if !g.designs.contains(&design) {
             g.designs.push(design.clone());
         }
@@ -202,6 +206,7 @@ pub fn failure_groups(s: &Summary) -> Vec<FailureGroup> {
                     shrunk: None,
                     folder: None,
                     report: None,
+                    failures: Vec::new(),
                 });
                 groups.len() - 1
             });
