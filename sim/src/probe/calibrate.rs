@@ -16,7 +16,7 @@ use std::time::SystemTime;
 use serde::Serialize;
 
 use super::driver::Driver;
-use super::runner::{fresh_home, launch, run_seed};
+use super::start::{fresh_home, launch, run_seed};
 use super::{ProbeArgs, Target};
 use crate::wall_clock::now;
 
@@ -157,20 +157,9 @@ fn watch(d: &mut Driver, home: &Path, bound_ms: u64) -> Result<Calibration, Stri
 /// write). Unreadable entries are skipped: they change nothing a kill could lose.
 fn files(dir: &Path) -> BTreeMap<PathBuf, (u64, Option<SystemTime>)> {
     let mut out = BTreeMap::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let Ok(m) = e.metadata() else { continue };
-            if m.is_dir() {
-                todo.push(e.path());
-            } else {
-                out.insert(e.path(), (m.len(), m.modified().ok()));
-            }
-        }
-    }
+    super::tree::each_file(dir, |p, m| {
+        out.insert(p, (m.len(), m.modified().ok()));
+    });
     out
 }
 

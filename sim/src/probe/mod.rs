@@ -30,12 +30,14 @@ pub mod profile;
 pub(crate) mod realtime;
 mod report;
 mod runner;
+mod start;
 pub mod stdio_agent;
 pub mod stdio_client;
 pub(crate) mod stdio_envelope;
 mod store_dir;
 mod target;
 pub mod traces;
+mod tree;
 pub mod verdicts;
 pub(crate) mod wire_log;
 

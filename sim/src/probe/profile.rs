@@ -429,27 +429,19 @@ pub fn dir_size(dir: &Path) -> u64 {
     let mut total = 0;
     #[cfg(unix)]
     let mut seen = std::collections::BTreeSet::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let Ok(m) = e.metadata() else { continue };
-            if m.is_dir() {
-                stack.push(e.path());
-            } else if m.is_file() {
-                #[cfg(unix)]
-                {
-                    use std::os::unix::fs::MetadataExt;
-                    if m.nlink() > 1 && !seen.insert((m.dev(), m.ino())) {
-                        continue;
-                    }
-                }
-                total += m.len();
+    super::tree::each_file(dir, |_, m| {
+        if !m.is_file() {
+            return;
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            if m.nlink() > 1 && !seen.insert((m.dev(), m.ino())) {
+                return;
             }
         }
-    }
+        total += m.len();
+    });
     total
 }
 

@@ -148,9 +148,18 @@ pub struct ProbeSummary {
 /// without a kill.
 pub(super) fn kill_words(point: Option<&str>, delay: Option<u64>) -> String {
     match (point, delay) {
-        (Some(p), Some(d)) => format!(" (kill {d} ms after {p})"),
+        (Some(p), Some(d)) => format!(" (kill {})", kill_cell(Some(p), d)),
         (None, Some(d)) => format!(" (kill delay {d} ms)"),
         _ => String::new(),
+    }
+}
+
+/// `5 ms after answered` (or `5 ms` for a run whose trace names no point): the kill of a
+/// failing run, as `summary.md`'s table shows it.
+fn kill_cell(point: Option<&str>, delay_ms: u64) -> String {
+    match point {
+        Some(p) => format!("{delay_ms} ms after {p}"),
+        None => format!("{delay_ms} ms"),
     }
 }
 
@@ -579,14 +588,8 @@ pub fn summary_md(s: &ProbeSummary) -> String {
                 "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
                 f.trace,
                 f.run,
-                match kill_words(f.kill_point.as_deref(), f.delay_ms) {
-                    w if w.is_empty() => "-".to_string(),
-                    w => w
-                        .trim()
-                        .trim_start_matches("(kill ")
-                        .trim_end_matches(')')
-                        .to_string(),
-                },
+                f.delay_ms
+                    .map_or("-".into(), |d| kill_cell(f.kill_point.as_deref(), d)),
                 f.verdict.property,
                 Status::as_str(f.verdict.status),
                 party_word(f.verdict.party),

@@ -2,15 +2,14 @@
 //! temporary `HOME`, each run recorded, inferred and judged.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::path::Path;
 
 use serde_json::json;
 
 use super::calibrate::{self, Calibration};
-use super::driver::{Driver, Launch};
+use super::driver::Driver;
 use super::report::{summary_md, table_text};
+use super::start::{fresh_home, launch, run_seed};
 use super::traces::{Kill, Sweep};
 use super::{infer, realtime, traces, verdicts, ProbeArgs, PROPERTIES, SCENARIO};
 use crate::campaign::write_atomic;
@@ -24,9 +23,6 @@ use crate::probe::report::{retry_line, write_run, Failure, RunOutcome, INCOMPLET
 use crate::probe::{ProbeSummary, Target};
 use crate::scenario::Scenario;
 
-pub(super) static HOMES: AtomicU64 = AtomicU64::new(0);
-
-/// The bound of every wait, ms.
 /// Clear an earlier probe report in `out` (its `summary.*` and run folders); refuse a folder
 /// holding anything else.
 pub(super) fn prepare_out(out: &Path) -> anyhow::Result<()> {
@@ -40,38 +36,6 @@ pub(super) fn prepare_out(out: &Path) -> anyhow::Result<()> {
         );
         file || run_dir
     })
-}
-
-pub(super) fn fill(s: &str, home: &Path, cwd: &Path) -> String {
-    s.replace("{home}", &home.display().to_string())
-        .replace("{cwd}", &cwd.display().to_string())
-}
-
-/// A fresh temporary home (with its workspace folder `work/`) for one run.
-pub(super) fn fresh_home(target: &Target) -> anyhow::Result<(PathBuf, PathBuf)> {
-    let n = HOMES.fetch_add(1, Ordering::Relaxed);
-    let home = std::env::temp_dir().join(format!("acp-chaos-probe-{}-{n}", std::process::id()));
-    if home.exists() {
-        std::fs::remove_dir_all(&home)?;
-    }
-    let cwd = home.join("work");
-    std::fs::create_dir_all(&cwd)?;
-    for (rel, text) in &target.files {
-        let p = home.join(rel);
-        if let Some(d) = p.parent() {
-            std::fs::create_dir_all(d)?;
-        }
-        std::fs::write(&p, fill(text, &home, &cwd))?;
-    }
-    Ok((home, cwd))
-}
-
-pub(super) fn run_seed(seed: u64, trace: &str, run: u32) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ seed;
-    for b in trace.bytes() {
-        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-    }
-    h ^ u64::from(run).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
 /// One run of one trace: launch, drive, judge, killing where `kill` says (a kill trace's
@@ -227,62 +191,6 @@ fn header(
 
 /// How to start the Agent in `home`: a real agent's profile (with its own mock model server,
 /// returned to be shut down) or the command.
-pub(super) fn launch(
-    a: &ProbeArgs,
-    target: &Target,
-    home: &Path,
-    cwd: &Path,
-) -> anyhow::Result<(Launch, Option<crate::probe::mock_model::MockModel>)> {
-    let (home, cwd) = (home.to_path_buf(), cwd.to_path_buf());
-    let timeout = Duration::from_millis(a.wait_ms());
-    let mut mock = None;
-    let launch = match target.real {
-        // A real agent: its own mock model server, the profile's launch in this home.
-        Some(p) => {
-            let m =
-                crate::probe::mock_model::MockModel::start(crate::probe::mock_model::MockConfig {
-                    delay_ms: a.mock_delay_ms,
-                    ..Default::default()
-                })?;
-            let spec = crate::probe::profile::launch(p, &home, m.port())?;
-            spec.write_files()?;
-            mock = Some(m);
-            let mut env = spec.full_env();
-            env.extend(
-                target
-                    .env
-                    .iter()
-                    .map(|(k, v)| (k.clone(), fill(v, &home, &cwd))),
-            );
-            Launch {
-                argv: spec.argv(),
-                env,
-                clear_env: true,
-                home: home.clone(),
-                cwd: spec.cwd.clone(),
-                timeout,
-            }
-        }
-        None => Launch {
-            argv: target
-                .command
-                .iter()
-                .map(|s| fill(s, &home, &cwd))
-                .collect(),
-            env: target
-                .env
-                .iter()
-                .map(|(k, v)| (k.clone(), fill(v, &home, &cwd)))
-                .collect(),
-            clear_env: false,
-            home: home.clone(),
-            cwd,
-            timeout,
-        },
-    };
-    Ok((launch, mock))
-}
-
 /// The reported verdicts of one history: the simulator's checkers (X4 among them), with the probe's
 /// own verdicts ([`verdicts`]) folded into their property's column where that column was not
 /// already broken; an X4 that judged nothing is `unknown` (vacuous); an aborted run's valid
