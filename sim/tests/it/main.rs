@@ -5,6 +5,7 @@
 //! - `ci`: `check` on a summary (groups, `--github`), its errors, `junit.xml`'s properties;
 //! - `cli`: the binary's contract: exit codes, error messages, the repro line;
 //! - `determinism`: the same seeds give the same histories across runs, `--jobs` and processes;
+//! - `docs`: every command block of the README and `docs/` marked `runnable` runs as shown;
 //! - `explore`: exhaustive certificates across jobs and shards, pruning audits, lineage, guided;
 //! - `folders`: report folders replaced only when complete, leftovers cleared, write errors;
 //! - `inputs`: bad files, variables and flags never crash it; a short fuzz round;
@@ -27,6 +28,7 @@ mod action;
 mod ci;
 mod cli;
 mod determinism;
+mod docs;
 mod explore;
 mod faults;
 mod findings;
