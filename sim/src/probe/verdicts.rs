@@ -54,6 +54,8 @@ struct Replay {
     sent_at: usize,
     whole: bool,
     replayed: Vec<String>,
+    /// The text of each user message it replayed: (`messageId`, text), chunk by chunk.
+    texts: Vec<(String, String)>,
     /// Op index of the answer, and the error (code, message) if it was one.
     answer: Option<Answer>,
 }
@@ -91,6 +93,9 @@ fn replays(h: &History) -> Vec<Replay> {
                         if !all[*i].replayed.iter().any(|x| x == m) {
                             all[*i].replayed.push(m.to_string());
                         }
+                        all[*i]
+                            .texts
+                            .extend(texts_of(&u["content"]).map(|t| (m.to_string(), t)));
                     }
                 }
             } else if let Some(i) = fr["id"].as_u64().and_then(|id| open.remove(&(conn, id))) {
@@ -105,6 +110,17 @@ fn replays(h: &History) -> Vec<Replay> {
         }
     }
     all
+}
+
+/// The texts of an update's `content`: one block, or an array of blocks.
+fn texts_of(content: &Value) -> impl Iterator<Item = String> + '_ {
+    let blocks: Vec<&Value> = match content {
+        Value::Array(a) => a.iter().collect(),
+        one => vec![one],
+    };
+    blocks
+        .into_iter()
+        .filter_map(|b| b["text"].as_str().map(str::to_string))
 }
 
 /// The session of each retained message the Agent inserted (its `insert` ops, inferred from
@@ -203,10 +219,14 @@ pub fn kept_across_restarts(h: &History) -> Kept {
                 }
                 let gone: Vec<&(&Held, &Replay, &Answer)> = judged
                     .iter()
-                    .filter(|(x, r, a)| a.1.is_some() || !r.replayed.contains(&x.1))
+                    .filter(|(x, r, a)| {
+                        a.1.is_some()
+                            || (!r.replayed.contains(&x.1) && replayed_as(h, r, x.0).is_none())
+                    })
                     .collect();
                 // A message left out of a replay is "not replayed" (it may live on, or come
-                // back as a second copy); "gone" only when the session itself is.
+                // back as a second copy); "gone" only when the session itself is. One whose
+                // text the replay shows under another messageId is not lost (P11) but renamed.
                 let (answer_at, why, what) = match gone.first() {
                     Some((_, r, a)) => match &a.1 {
                         None => (
@@ -289,6 +309,18 @@ pub fn acknowledged_not_replayed(h: &History) -> Option<Verdict> {
         if let Some(r) = later {
             let n = o.value["submission"].as_u64().unwrap_or(0);
             let answer_at = r.answer.as_ref().map_or(r.sent_at, |a| a.0);
+            // Its text replayed under another messageId: not gone, but merged or renamed.
+            if let Some(other) = replayed_as(h, r, n) {
+                return Some(invalid(
+                    "P3",
+                    "A14",
+                    vec![o.index, r.sent_at, answer_at],
+                    format!(
+                        "submission {n} was acknowledged with messageId {m} at {} ms, but the same Agent process's later replay of the whole session has its text in message {other} and no message {m}: the Agent merged or renamed the message, so the Client holds a messageId no message has (A14: the user_message of an insertion carries its messageId)",
+                        o.time_ms
+                    ),
+                ));
+            }
             return Some(invalid(
                 "P2",
                 "A12",
@@ -302,6 +334,22 @@ pub fn acknowledged_not_replayed(h: &History) -> Option<Verdict> {
         }
     }
     None
+}
+
+/// The `messageId` under which replay `r` shows submission `n`'s text (its probe marker, or
+/// its whole text when it has none), if it shows it at all.
+fn replayed_as(h: &History, r: &Replay, n: u64) -> Option<String> {
+    let submit = h.ops.iter().find(|o| {
+        o.process == process::USER && o.f == op::SUBMIT && o.value["submission"].as_u64() == Some(n)
+    })?;
+    let needle = submit.value["marker"]
+        .as_str()
+        .or(submit.value["text"].as_str())
+        .filter(|t| !t.is_empty())?;
+    r.texts
+        .iter()
+        .find(|(_, text)| text.contains(needle))
+        .map(|(m, _)| m.clone())
 }
 
 /// A1's "no second round of work", from the mock model's marker oracle (`mock model-saw`
@@ -768,5 +816,73 @@ mod tests {
             accepted_malformed_keys(&hist),
             vec![r#""""#, "1", "[]", "a string of 256 characters"]
         );
+    }
+
+    /// Submission 1 acknowledged as `m1`, then a replay of the whole session on the same
+    /// process that shows `replayed` (messageId, text) and is answered.
+    fn acked_then_replayed(replayed: &[(&str, &str)]) -> History {
+        let mut ops = vec![
+            (0, "net", "conn-open", json!({"conn": 1})),
+            (
+                1,
+                "user",
+                "submit",
+                json!({"submission": 1, "text": "Reply. [probe-s1]", "marker": "[probe-s1]"}),
+            ),
+            (
+                5,
+                "agent",
+                "insert",
+                json!({"session": "s", "messageId": "m1", "conn": 1, "id": 3}),
+            ),
+            (
+                10,
+                "client",
+                "ack",
+                json!({"submission": 1, "messageId": "m1", "conn": 1, "id": 3}),
+            ),
+            resume(20, 1, 5),
+        ];
+        ops.extend(replayed.iter().map(|(m, text)| {
+            agent(
+                21,
+                1,
+                json!({"method": "session/update", "params": {"sessionId": "s", "update": {"sessionUpdate": "user_message_chunk", "messageId": m, "content": {"type": "text", "text": text}}}}),
+            )
+        }));
+        ops.push(agent(22, 1, json!({"id": 5, "result": {}})));
+        h(ops)
+    }
+
+    /// Found on claude-agent-acp 0.101.0: two prompts queued during a turn are replayed as one
+    /// message under the second's messageId. The first's text is not gone (no P2), but the
+    /// Client holds a messageId no message has (P3, A14). Left out of the replay altogether,
+    /// it is dropped (P2, A12).
+    #[test]
+    fn an_acknowledged_message_replayed_under_another_id_is_renamed_not_dropped() {
+        let v = acknowledged_not_replayed(&acked_then_replayed(&[("m1", "Reply. [probe-s1]")]));
+        assert!(v.is_none(), "{v:?}");
+        let v = acknowledged_not_replayed(&acked_then_replayed(&[(
+            "m2",
+            "Reply. [probe-s1]\nReply. [probe-s2]",
+        )]))
+        .unwrap();
+        assert_eq!(
+            (v.property.as_str(), v.rules.clone()),
+            ("P3", vec!["A14".to_string()])
+        );
+        assert!(
+            v.message.contains("in message m2 and no message m1"),
+            "{}",
+            v.message
+        );
+        assert!(!v.message.contains("dropped"), "{}", v.message);
+        let v = acknowledged_not_replayed(&acked_then_replayed(&[("m2", "Reply. [probe-s2]")]))
+            .unwrap();
+        assert_eq!(
+            (v.property.as_str(), v.rules.clone()),
+            ("P2", vec!["A12".to_string()])
+        );
+        assert!(v.message.contains("dropped silently"), "{}", v.message);
     }
 }
