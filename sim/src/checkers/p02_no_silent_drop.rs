@@ -206,11 +206,13 @@ pub fn p2_no_silent_drop(f: &Facts) -> Verdict {
                                 || (o.index > after && f.attempts.get(&(conn, id)) == Some(n)))
                     })
                 };
-                // Or, on the connection where it held the keyed attempt it then inserted, it
-                // answered another attempt of that key `-32800` while the held one was still
-                // pending there (read, unanswered, its connection open, no crash since), and
-                // the Client read that answer before it showed the input withdrawn. A5 says a
-                // withdrawn key's pending attempts all get `-32800`: P6 blames the Agent.
+                // Or, while it held the keyed attempt it then inserted, it answered another
+                // attempt of that key `-32800` (on that connection or another: a retry routed
+                // elsewhere) while the held one was still pending (read, unanswered, its
+                // connection open, no crash since), and the Client read that answer before it
+                // showed the input withdrawn. A5 says a withdrawn key's pending attempts all get
+                // `-32800`, A7 that a retry of a held prompt gets its outcome: P6 or P3 blames
+                // the Agent, and the Client believed it.
                 let withdrew_while_held = |i: &Insert| {
                     let iv = &f.history.ops[i.op].value;
                     let keyed = iv["key"].as_str().is_some_and(|k| !k.is_empty());
@@ -218,8 +220,8 @@ pub fn p2_no_silent_drop(f: &Facts) -> Verdict {
                         && f.history.ops[..i.op].iter().any(|o| {
                             let id = o.value["frame"]["id"].to_string();
                             is_cancelled_answer(o)
-                                && o.value["conn"] == iv["conn"]
-                                && o.value["frame"]["id"] != iv["id"]
+                                && (o.value["conn"] != iv["conn"]
+                                    || o.value["frame"]["id"] != iv["id"])
                                 && f.attempts.get(&(o.value["conn"].as_u64().unwrap_or(0), id))
                                     == Some(n)
                                 && pending_at(f, &iv["conn"], &iv["id"], o.index)
@@ -361,7 +363,9 @@ fn is_cancelled_answer(o: &crate::history::Op) -> bool {
 }
 
 /// The Agent had read the prompt `id` on `conn` before op `at` and, at `at`, had not
-/// answered it, its connection had not ended and no process had crashed since the read.
+/// answered it, no process had crashed since the read, and its connection had not ended, or
+/// the Agent still held it (`hold` without `release` before `at`: a design that keeps a held
+/// prompt after its connection ends, O1 keep).
 fn pending_at(f: &Facts, conn: &Value, id: &Value, at: usize) -> bool {
     let ops = &f.history.ops[..at];
     let Some(read) = ops.iter().position(|o| {
@@ -373,13 +377,16 @@ fn pending_at(f: &Facts, conn: &Value, id: &Value, at: usize) -> bool {
     }) else {
         return false;
     };
+    let this = |o: &&crate::history::Op| o.value["conn"] == *conn && o.value["id"] == *id;
+    let held = ops[read..].iter().filter(this).any(|o| o.f == op::HOLD)
+        && !ops[read..].iter().filter(this).any(|o| o.f == op::RELEASE);
     !ops[read..].iter().any(|o| {
         (o.process == process::NET
             && o.f == op::SEND
             && o.value["conn"] == *conn
             && o.value["frame"]["id"] == *id
             && o.value["frame"].get("method").is_none())
-            || (o.f == op::CONN_END && o.value["conn"] == *conn)
+            || (o.f == op::CONN_END && o.value["conn"] == *conn && !held)
             || (o.process == process::NEMESIS && o.f == op::CRASH)
     })
 }

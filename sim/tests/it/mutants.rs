@@ -323,3 +323,45 @@ fn an_insertion_after_the_agent_withdrew_the_key_is_the_agents() {
     assert_eq!(of("P6").party, Some(acp_chaos::models::Party::Agent));
     assert_eq!(of("P2").status, Status::Valid, "{}", of("P2").message);
 }
+
+/// Blame goes to the party whose frames broke the rule: under a mutant of the Agent alone, the
+/// Client and the proxy are the correct models, so no verdict may call either of them invalid.
+/// Every Agent mutant, on every design it applies to, over `swarm-basic` seeds 0..24, its
+/// registry witness, and the run where a reviewer found the Client blamed for believing the
+/// Agent's `-32800` to a retry routed to another connection while the original was held
+/// (`no-dedup`, cluster, seed 126: P2 C8 on the Client, where P3 A7 blames the Agent).
+#[test]
+fn under_every_agent_mutant_no_verdict_blames_the_client_or_the_proxy() {
+    use acp_chaos::models::mutant::{MutantKind, Party};
+    use rayon::prelude::*;
+    let swarm = common::scenario("swarm-basic");
+    let mut runs: Vec<(&str, acp_chaos::scenario::Scenario, Design, u64)> = Vec::new();
+    for m in MUTANTS
+        .iter()
+        .filter(|m| matches!(m.kind, MutantKind::Agent(_)))
+    {
+        for d in Design::ALL
+            .into_iter()
+            .filter(|d| m.designs.is_empty() || m.designs.contains(d))
+        {
+            runs.extend((0..24).map(|seed| (m.name, swarm.clone(), d, seed)));
+        }
+        let w = &m.witness;
+        runs.push((m.name, common::scenario(w.scenario), w.design, w.seed));
+    }
+    runs.push(("no-dedup", swarm.clone(), Design::Cluster, 126));
+    let blamed: Vec<String> = runs
+        .par_iter()
+        .flat_map_iter(|(m, s, d, seed)| {
+            let (_, r) = acp_chaos::run::run_one(s, *seed, Some(m), *d);
+            r.verdicts
+                .into_iter()
+                .filter(|v| {
+                    v.status == Status::Invalid
+                        && matches!(v.party, Some(Party::Client | Party::Intermediary))
+                })
+                .map(move |v| format!("{m} {} {d:?} seed {seed}: {v:?}", s.name))
+        })
+        .collect();
+    assert!(blamed.is_empty(), "{}", blamed.join("\n"));
+}
