@@ -107,6 +107,21 @@ impl Item {
         }
     }
 
+    /// The first history op the row draws (none for a note the diagram adds itself).
+    fn first_op(&self) -> Option<usize> {
+        match self {
+            Item::Note { op, .. } => Some(*op).filter(|o| *o != NO_OP),
+            Item::Arrow { sent, op, .. } => Some((*sent).min(*op)),
+        }
+    }
+
+    /// Simulated ms of the row.
+    fn time_ms(&self) -> u64 {
+        match self {
+            Item::Arrow { time_ms, .. } | Item::Note { time_ms, .. } => *time_ms,
+        }
+    }
+
     /// Whether this row draws history op `i` (its send, its receipt, or a receipt merged
     /// into it).
     pub fn draws_op(&self, i: usize) -> bool {
@@ -728,5 +743,141 @@ impl Diagram {
     }
 }
 
+impl Diagram {
+    /// Fold what the verdict does not touch: in a diagram of more than [`FOLD_ROWS_MIN`] rows,
+    /// keep the first `context` rows (the set-up), every highlighted row (a witness, the
+    /// enabling fault), every nemesis note (a crash, a partition, a heal), and `context` rows
+    /// on each side of each of them; each run of other rows becomes one note counting them
+    /// and naming their op range. A shorter diagram is returned as it is.
+    pub fn fold(mut self, context: usize) -> Diagram {
+        let n = self.items.len();
+        if n <= FOLD_ROWS_MIN {
+            return self;
+        }
+        let mut keep = vec![false; n];
+        for (i, it) in self.items.iter().enumerate() {
+            keep[i] |= i < context;
+            let anchor = it.mark() != Mark::None || matches!(it, Item::Note { nemesis: true, .. });
+            if anchor {
+                let (from, to) = (i.saturating_sub(context), (i + context).min(n - 1));
+                keep[from..=to].iter_mut().for_each(|k| *k = true);
+            }
+        }
+        let last = self.participants.len().saturating_sub(1);
+        let mut items = Vec::with_capacity(n);
+        let mut folded: Vec<Item> = Vec::new();
+        let flush = |folded: &mut Vec<Item>, items: &mut Vec<Item>| {
+            if folded.is_empty() {
+                return;
+            }
+            let ops: Vec<usize> = folded.iter().filter_map(Item::first_op).collect();
+            let range = match (ops.iter().min(), ops.iter().max()) {
+                (Some(a), Some(b)) if a != b => format!(", ops {a}-{b}"),
+                (Some(a), _) => format!(", op {a}"),
+                _ => String::new(),
+            };
+            let count = folded.len();
+            items.push(Item::Note {
+                first: 0,
+                last,
+                text: format!(
+                    "… {count} {} folded: no witness or fault among them{range} (see history.jsonl)",
+                    if count == 1 { "row" } else { "rows" }
+                ),
+                time_ms: folded[0].time_ms(),
+                op: NO_OP,
+                mark: Mark::None,
+                nemesis: false,
+            });
+            folded.clear();
+        };
+        for (it, k) in std::mem::take(&mut self.items).into_iter().zip(keep) {
+            if k {
+                flush(&mut folded, &mut items);
+                items.push(it);
+            } else {
+                folded.push(it);
+            }
+        }
+        flush(&mut folded, &mut items);
+        self.items = items;
+        self
+    }
+}
+
+/// Rows above which a counterexample diagram folds what its verdict does not touch
+/// ([`Diagram::fold`]).
+pub const FOLD_ROWS_MIN: usize = 80;
+
 /// Rows a counterexample diagram keeps (see [`Diagram::window`]).
 pub const DIAGRAM_ROWS_MAX: usize = 300;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `n` arrows (op i at i ms), row `witness` red, a nemesis note in place of row `crash`.
+    fn long(n: usize, witness: usize, crash: usize) -> Diagram {
+        let items = (0..n)
+            .map(|i| {
+                if i == crash {
+                    return Item::Note {
+                        first: 0,
+                        last: 1,
+                        text: "crash".into(),
+                        time_ms: i as u64,
+                        op: i,
+                        mark: Mark::None,
+                        nemesis: true,
+                    };
+                }
+                Item::Arrow {
+                    from: 0,
+                    to: 1,
+                    label: format!("op {i}"),
+                    reply: false,
+                    lost: false,
+                    time_ms: i as u64,
+                    op: i,
+                    sent: i,
+                    last: i,
+                    mark: if i == witness {
+                        Mark::Witness
+                    } else {
+                        Mark::None
+                    },
+                }
+            })
+            .collect();
+        Diagram {
+            participants: vec!["client".into(), "agent".into()],
+            items,
+            verdict: None,
+        }
+    }
+
+    #[test]
+    fn a_long_diagram_folds_what_no_witness_or_fault_touches() {
+        let d = long(300, 120, 200).fold(8);
+        let drawn: Vec<usize> = d.items.iter().filter_map(Item::first_op).collect();
+        let expect: Vec<usize> = (0..8).chain(112..=128).chain(192..=208).collect();
+        assert_eq!(drawn, expect);
+        let notes: Vec<&str> = d
+            .items
+            .iter()
+            .filter(|i| matches!(i, Item::Note { op: NO_OP, .. }))
+            .map(|i| i.text())
+            .collect();
+        assert_eq!(
+            notes,
+            [
+                "… 104 rows folded: no witness or fault among them, ops 8-111 (see history.jsonl)",
+                "… 63 rows folded: no witness or fault among them, ops 129-191 (see history.jsonl)",
+                "… 91 rows folded: no witness or fault among them, ops 209-299 (see history.jsonl)",
+            ]
+        );
+        // A diagram short enough to read is drawn whole.
+        let short = long(FOLD_ROWS_MIN, 40, 60);
+        assert_eq!(short.clone().fold(8), short);
+    }
+}

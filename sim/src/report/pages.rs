@@ -7,6 +7,10 @@ use std::fmt::Write as _;
 
 use super::compare::why_they_differ;
 use super::diagram::{Diagram, DIAGRAM_ROWS_MAX};
+
+/// Rows kept on each side of a witness, the enabling fault or a nemesis event when a long
+/// diagram folds the rest ([`Diagram::fold`]).
+const FOLD_CONTEXT_ROWS: usize = 8;
 use super::expected::Expected;
 use super::rules::rules_quoted;
 use super::text::xml_escape;
@@ -83,7 +87,9 @@ pub fn counterexample_md(c: &Counterexample<'_>) -> String {
 /// Long on purpose: a renderer writes its page top to bottom; the order of the code is the
 /// order of the page.
 pub fn counterexample_md_with(c: &Counterexample<'_>, x: &PageExtras<'_>) -> String {
-    let d = Diagram::of(c.history, Some(c.verdict)).window(DIAGRAM_ROWS_MAX, 60);
+    let d = Diagram::of(c.history, Some(c.verdict))
+        .fold(FOLD_CONTEXT_ROWS)
+        .window(DIAGRAM_ROWS_MAX, 60);
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -186,7 +192,9 @@ pub const PAGE_MAX_WIDTH: u32 = 1400;
 /// Long on purpose: a renderer writes its page top to bottom; the order of the code is the
 /// order of the page.
 pub fn counterexample_html_with(c: &Counterexample<'_>, x: &PageExtras<'_>) -> String {
-    let d = Diagram::of(c.history, Some(c.verdict)).window(DIAGRAM_ROWS_MAX, 60);
+    let d = Diagram::of(c.history, Some(c.verdict))
+        .fold(FOLD_CONTEXT_ROWS)
+        .window(DIAGRAM_ROWS_MAX, 60);
     let mut s = String::new();
     let _ = write!(
         s,
