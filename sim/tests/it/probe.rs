@@ -685,6 +685,95 @@ fn codex_acp_is_probed_against_the_mock_model() {
     );
 }
 
+/// The statuses of one property over every run of a probe summary, in run order.
+fn statuses(s: &Value, property: &str) -> Vec<String> {
+    s["runs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|r| r["verdicts"].as_array().into_iter().flatten())
+        .filter(|v| v["property"] == property)
+        .map(|v| v["status"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+/// codex-acp 2.6.0 keeps what it acknowledged across a kill at the turn's end or during a
+/// replay (no P11), and its resend inserts it again (P1) at every delay of the sweep
+/// (docs/findings/real-agents.md, "Kill sweeps across each agent's life"). Run by hand:
+/// `cargo test -p acp-chaos --test it -- --ignored codex_acp_kill`.
+#[test]
+#[ignore = "needs an installed real-agent profile: acp-chaos probe --install codex-acp"]
+fn codex_acp_kill_sweep_keeps_the_message_and_inserts_the_resend_again() {
+    for point in ["turn-ended", "replay-requested"] {
+        let (o, s, _) = probe(
+            &format!("codex-kill-{point}"),
+            &[
+                "--profile",
+                "codex-acp",
+                "--trace",
+                "kill-across-life",
+                "--kill-point",
+                point,
+            ],
+        );
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+        let p1 = statuses(&s, "P1");
+        assert!(
+            p1.len() >= 6 && p1.iter().all(|x| x == "invalid"),
+            "{point}: {p1:?}"
+        );
+        assert!(
+            statuses(&s, "P11").iter().all(|x| x == "valid"),
+            "{point}: {s}"
+        );
+    }
+}
+
+/// claude-agent-acp 0.101.0 loses a message acknowledged right before a kill (P11: its
+/// session is not stored yet), and replays two prompts queued during a turn as one message
+/// under the second one's messageId: a rename (P3, A14), not a drop (P2 stays valid).
+/// Run by hand: `cargo test -p acp-chaos --test it -- --ignored claude_agent_acp`.
+#[test]
+#[ignore = "needs an installed real-agent profile: acp-chaos probe --install claude-agent-acp"]
+fn claude_agent_acp_loses_a_message_killed_after_its_answer_and_merges_queued_prompts() {
+    let (o, s, _) = probe(
+        "claude-kill-0",
+        &[
+            "--profile",
+            "claude-agent-acp",
+            "--trace",
+            "kill-after-answer",
+            "--delay-ms",
+            "0",
+            "--repeat",
+            "2",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(statuses(&s, "P11").iter().all(|x| x == "invalid"), "{s}");
+    let (o, s, _) = probe(
+        "claude-queued",
+        &[
+            "--profile",
+            "claude-agent-acp",
+            "--trace",
+            "retry-before-answer",
+            "--repeat",
+            "2",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(statuses(&s, "P2").iter().all(|x| x == "valid"), "{s}");
+    let renamed = s["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r["verdicts"].as_array().unwrap())
+        .filter(|v| v["property"] == "P3" && v["message"].to_string().contains("merged or renamed"))
+        .count();
+    assert_eq!(renamed, 2, "{s}");
+}
+
 /// `Driver::quiesce` waits out the turn of a resent prompt whose `{messageId}` answer comes
 /// before its `running` (as the model Agent sends them): the final `session/resume` goes out
 /// after that turn's idle, not mid-turn. A turn longer than the quiet period makes the
