@@ -648,3 +648,9 @@ pub(super) fn malformed_request(code: i64) -> bool {
 pub(super) fn is_store_op(op: &Op) -> bool {
     op.value["renamed_from"] == "store"
 }
+
+/// An attempt as messages name it: `(conn 11, id 112)`, its connection and its JSON-RPC id
+/// (as the frame wrote it: a number bare, a string quoted).
+pub fn attempt_name(attempt: &(u64, String)) -> String {
+    format!("(conn {}, id {})", attempt.0, attempt.1)
+}

@@ -138,8 +138,9 @@ pub fn p3_same_answer(f: &Facts) -> Verdict {
         .into()];
         v.witnesses = vec![other.op, r.at, *op];
         v.fault = f.fault_before(*op);
+        let attempt_name = super::facts::attempt_name(attempt);
         v.message = format!(
-            "attempt {attempt:?} (key {:?}) was answered {mid}, the message the Agent inserted for key {:?}",
+            "attempt {attempt_name} (key {:?}) was answered {mid}, the message the Agent inserted for key {:?}",
             r.key, other.key
         );
         return v;
@@ -207,8 +208,12 @@ pub fn p3_same_answer(f: &Facts) -> Verdict {
             v.rules = vec!["A7".into()];
             v.witnesses = vec![o.at, r.at, *op, i.op];
             v.fault = f.fault_before(r.at);
+            let (attempt_name, held_name) = (
+                super::facts::attempt_name(attempt),
+                super::facts::attempt_name(&held),
+            );
             v.message = format!(
-                "retry {attempt:?} arrived while {held:?} with its key was held and was answered {code}; the key was then inserted as {} (A7: the same outcome, never an error)",
+                "retry {attempt_name} arrived while {held_name} with its key was held and was answered {code}; the key was then inserted as {} (A7: the same outcome, never an error)",
                 i.message_id
             );
             return v;

@@ -39,7 +39,8 @@ pub fn p4_error_means_not_inserted(f: &Facts) -> Verdict {
             v.rules = vec!["A2".into(), "A3".into()];
             v.witnesses = vec![i, op];
             v.fault = f.fault_before(op);
-            v.message = format!("attempt {attempt:?} was answered with error {code} after it had inserted a message");
+            let attempt_name = super::facts::attempt_name(attempt);
+            v.message = format!("attempt {attempt_name} was answered with error {code} after it had inserted a message");
             return v;
         }
     }

@@ -49,8 +49,9 @@ pub fn p6_cancel(f: &Facts) -> Verdict {
             v.rules = vec![withdrawal_rule(by).into(), "A2".into()];
             v.witnesses = vec![*i_op, *c_op];
             v.fault = f.fault_before(*c_op);
+            let attempt_name = super::facts::attempt_name(attempt);
             v.message =
-                format!("attempt {attempt:?} was answered -32800 but had inserted a message");
+                format!("attempt {attempt_name} was answered -32800 but had inserted a message");
             return v;
         }
     }
@@ -388,8 +389,9 @@ fn withdrawals_answered(f: &Facts) -> Option<Verdict> {
                 v.rules = vec![withdrawal_rule(val["by"].as_str().unwrap_or_default()).into()];
                 v.witnesses = vec![*r, w.index];
                 v.fault = f.fault_before(w.index);
+                let attempt_name = super::facts::attempt_name(attempt);
                 v.message = format!(
-                    "the prompt with key {key:?} was withdrawn (op {}), but its pending attempt {attempt:?} did not get -32800",
+                    "the prompt with key {key:?} was withdrawn (op {}), but its pending attempt {attempt_name} did not get -32800",
                     w.index
                 );
                 return Some(v);

@@ -20,7 +20,7 @@ pub(super) struct BenchArgs {
     #[arg(default_value = "swarm-basic")]
     scenario: String,
     /// Seeds.
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, value_parser = super::args::seed_count, default_value_t = 200)]
     seeds: u64,
     /// Worker threads.
     #[arg(long, default_value_t = 1, value_parser = super::args::parse_jobs)]

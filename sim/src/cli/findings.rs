@@ -18,7 +18,7 @@ pub(super) struct FindingsArgs {
     #[arg(default_value = "swarm-basic")]
     scenario: String,
     /// Seeds per design (`0..N`).
-    #[arg(long, default_value_t = 500)]
+    #[arg(long, value_parser = super::args::seed_count, default_value_t = 500)]
     seeds: u64,
     /// Worker threads (default: the number of cores; the page does not depend on it).
     #[arg(long, env = "ACP_CHAOS_JOBS", value_parser = super::args::parse_jobs)]

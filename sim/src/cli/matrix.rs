@@ -11,7 +11,7 @@ use crate::models::mutant;
 #[command(allow_negative_numbers = true)]
 pub(super) struct MatrixArgs {
     /// Seeds per cell.
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, value_parser = super::args::seed_count, default_value_t = 200)]
     seeds: u64,
     /// First seed.
     #[arg(long, default_value_t = 0)]

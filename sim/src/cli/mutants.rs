@@ -20,7 +20,7 @@ pub(super) struct MutantsArgs {
     #[arg(default_value = "swarm-basic")]
     scenario: String,
     /// Most seeds per mutant and mix.
-    #[arg(long, default_value_t = 2000)]
+    #[arg(long, value_parser = super::args::seed_count, default_value_t = 2000)]
     seeds: u64,
     /// Stop a mutant's search after this many catching seeds.
     #[arg(long, default_value_t = 20)]
@@ -40,7 +40,7 @@ pub(super) struct MutantsArgs {
     baseline_seeds: Option<u64>,
     /// Base seeds for the exploring columns (explore, lineage, guided: runs to the first
     /// catch); 0 leaves them out.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, value_parser = super::args::seed_count, default_value_t = 3)]
     explore_seeds: u64,
     /// Most runs per base seed and design in the exploring columns.
     #[arg(long, default_value_t = 300)]

@@ -19,7 +19,7 @@ pub(super) struct RunArgs {
     /// Scenario names or .toml paths (default: every file in the scenarios folder).
     pub(super) scenario: Vec<String>,
     /// Seeds per scenario.
-    #[arg(long, default_value_t = 200, env = "ACP_CHAOS_SEEDS")]
+    #[arg(long, value_parser = super::args::seed_count, default_value_t = 200, env = "ACP_CHAOS_SEEDS")]
     pub(super) seeds: u64,
     /// First seed.
     #[arg(long, default_value_t = 0, env = "ACP_CHAOS_SEED_START")]

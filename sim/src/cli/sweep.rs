@@ -16,13 +16,13 @@ use crate::exit;
 #[command(allow_negative_numbers = true)]
 pub(super) struct SweepArgs {
     /// Seeds per scripted scenario@design.
-    #[arg(long, default_value_t = 1_000)]
+    #[arg(long, value_parser = super::args::seed_count, default_value_t = 1_000)]
     seeds: u64,
     /// First seed of the scripted scenarios (the default campaign and the tests run 0..200).
     #[arg(long, default_value_t = 10_000)]
     seed_start: u64,
     /// Seeds per swarm scenario@design (`[swarm]`: faults drawn per seed).
-    #[arg(long, default_value_t = 10_000)]
+    #[arg(long, value_parser = super::args::seed_count, default_value_t = 10_000)]
     swarm_seeds: u64,
     /// First seed of the swarm scenarios.
     #[arg(long, default_value_t = 100_000)]
