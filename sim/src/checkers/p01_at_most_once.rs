@@ -141,10 +141,17 @@ pub fn p1_at_most_once(f: &Facts) -> Verdict {
                 v.rules = rules.into_iter().map(String::from).collect();
                 v.witnesses = vec![e.op, e.took_effect.unwrap_or(e.op), later.op];
                 v.fault = f.fault_before(later.op);
-                v.message = format!(
-                    "{what} inserted twice ({} then {}{whose}) {why}",
-                    e.message_id, later.message_id
-                );
+                // An Agent that derives the messageId from the key gives both the same one:
+                // then the ops tell the two insertions apart.
+                let twice = if e.message_id == later.message_id {
+                    format!(
+                        "as {} at op {} and again at op {}",
+                        e.message_id, e.op, later.op
+                    )
+                } else {
+                    format!("{} then {}", e.message_id, later.message_id)
+                };
+                v.message = format!("{what} inserted twice ({twice}{whose}) {why}");
                 if status == Status::Invalid {
                     return v;
                 }
