@@ -210,7 +210,7 @@ pub fn p3_same_answer(f: &Facts) -> Verdict {
             v.fault = f.fault_before(r.at);
             let (attempt_name, held_name) = (
                 super::facts::attempt_name(attempt),
-                super::facts::attempt_name(&held),
+                super::facts::attempt_name(held),
             );
             v.message = format!(
                 "retry {attempt_name} arrived while {held_name} with its key was held and was answered {code}; the key was then inserted as {} (A7: the same outcome, never an error)",

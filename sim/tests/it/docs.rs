@@ -292,7 +292,7 @@ fn run(command: &str) -> (i32, Vec<String>) {
         dir.join("bin").display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let started = std::time::Instant::now();
+    let started = acp_chaos::wall_clock::now();
     let out = Command::new("sh")
         .arg("-c")
         .arg(format!("{command} 2>&1"))
