@@ -364,8 +364,8 @@ fn is_cancelled_answer(o: &crate::history::Op) -> bool {
 
 /// The Agent had read the prompt `id` on `conn` before op `at` and, at `at`, had not
 /// answered it, no process had crashed since the read, and its connection had not ended, or
-/// the Agent still held it (`hold` without `release` before `at`: a design that keeps a held
-/// prompt after its connection ends, O1 keep).
+/// the Agent still held it (`hold` without `release`, `withdraw` or `drop-held` before `at`: a
+/// design that keeps a held prompt after its connection ends, O1 keep).
 fn pending_at(f: &Facts, conn: &Value, id: &Value, at: usize) -> bool {
     let ops = &f.history.ops[..at];
     let Some(read) = ops.iter().position(|o| {
@@ -379,7 +379,10 @@ fn pending_at(f: &Facts, conn: &Value, id: &Value, at: usize) -> bool {
     };
     let this = |o: &&crate::history::Op| o.value["conn"] == *conn && o.value["id"] == *id;
     let held = ops[read..].iter().filter(this).any(|o| o.f == op::HOLD)
-        && !ops[read..].iter().filter(this).any(|o| o.f == op::RELEASE);
+        && !ops[read..]
+            .iter()
+            .filter(this)
+            .any(|o| [op::RELEASE, op::WITHDRAW, op::DROP_HELD].contains(&o.f.as_str()));
     !ops[read..].iter().any(|o| {
         (o.process == process::NET
             && o.f == op::SEND

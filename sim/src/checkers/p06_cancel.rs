@@ -315,7 +315,8 @@ fn withdrawals_answered(f: &Facts) -> Option<Verdict> {
                 v.rules = vec!["A6".into()];
                 v.witnesses = vec![stop_at, w.index];
                 v.message = format!(
-                    "a session/cancel recorded at the store (op {stop_at}) withdrew prompt {named:?}, received after it"
+                    "a session/cancel recorded at the store (op {stop_at}) withdrew prompt {}, received after it",
+                    super::facts::attempt_name(&named)
                 );
                 return Some(v);
             }
@@ -327,8 +328,10 @@ fn withdrawals_answered(f: &Facts) -> Option<Verdict> {
                 v.party = Some(Party::Agent);
                 v.rules = vec!["A6".into()];
                 v.witnesses = vec![cancel_at, w.index];
-                v.message =
-                    format!("session/cancel withdrew prompt {named:?}, received after the cancel");
+                v.message = format!(
+                    "session/cancel withdrew prompt {}, received after the cancel",
+                    super::facts::attempt_name(&named)
+                );
                 return Some(v);
             }
         }
@@ -431,7 +434,8 @@ fn a6_earlier_held(f: &Facts) -> Option<Verdict> {
         fault: f.fault_before(i),
         party: Some(Party::Agent),
         message: format!(
-            "prompt {a:?} was held when session/cancel arrived (op {c}) and was inserted afterwards{how} (A6: a stop withdraws earlier prompts not yet inserted)"
+            "prompt {} was held when session/cancel arrived (op {c}) and was inserted afterwards{how} (A6: a stop withdraws earlier prompts not yet inserted)",
+            super::facts::attempt_name(a)
         ),
     }
     };

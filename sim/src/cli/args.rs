@@ -83,12 +83,13 @@ pub(super) fn load(
 /// Most seeds one command runs per scenario ([`bounds::SEEDS`]).
 pub(super) const SEEDS_MAX: u64 = bounds::SEEDS.max;
 
-/// A count of seeds for clap: a whole number; anything else (`-1`, `2.5`, `ten`) is refused
+/// A count of seeds for clap: a whole number (each command checks its own least and most,
+/// e.g. [`check_seeds`]); anything else (`-1`, `2.5`, `ten`) is refused
 /// saying what a count is, where clap alone would say "invalid digit found in string".
 pub(super) fn seed_count(s: &str) -> Result<u64, String> {
     s.trim()
         .parse::<u64>()
-        .map_err(|_| format!("a count of seeds is a whole number, 1 or more (got `{s}`)"))
+        .map_err(|_| format!("a count of seeds is a whole number (got `{s}`)"))
 }
 
 /// `--seeds N`, refused outside [`bounds::SEEDS`] with what to do instead.

@@ -36,7 +36,7 @@ pub(super) struct MutantsArgs {
     #[arg(long)]
     json: Option<PathBuf>,
     /// Seeds for the correct-model baseline (default: `--seeds`; 0 skips it).
-    #[arg(long)]
+    #[arg(long, value_parser = super::args::seed_count)]
     baseline_seeds: Option<u64>,
     /// Base seeds for the exploring columns (explore, lineage, guided: runs to the first
     /// catch); 0 leaves them out.

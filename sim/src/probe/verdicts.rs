@@ -278,7 +278,10 @@ pub fn kept_across_restarts(h: &History) -> Kept {
 /// dropped while the process lived), and the input it acknowledged is silently dropped (P2).
 /// Restarts are [`kept_across_restarts`]'s (A10): only a resume on the connection the answer
 /// came on is judged here (one connection per process start).
-pub fn acknowledged_not_replayed(h: &History) -> Option<Verdict> {
+pub fn acknowledged_not_replayed(h: &History) -> Vec<Verdict> {
+    // The first message dropped (P2) and the first renamed (P3), each in its own column: a
+    // rename found first does not hide a drop.
+    let (mut dropped, mut renamed): (Option<Verdict>, Option<Verdict>) = (None, None);
     let rs = replays(h);
     let sessions = sessions_of(h);
     // The connection of the process running at each ack (one per process start): a model
@@ -311,7 +314,7 @@ pub fn acknowledged_not_replayed(h: &History) -> Option<Verdict> {
             let answer_at = r.answer.as_ref().map_or(r.sent_at, |a| a.0);
             // Its text replayed under another messageId: not gone, but merged or renamed.
             if let Some(other) = replayed_as(h, r, n) {
-                return Some(invalid(
+                renamed = renamed.or(Some(invalid(
                     "P3",
                     "A14",
                     vec![o.index, r.sent_at, answer_at],
@@ -319,9 +322,10 @@ pub fn acknowledged_not_replayed(h: &History) -> Option<Verdict> {
                         "submission {n} was acknowledged with messageId {m} at {} ms, but the same Agent process's later replay of the whole session has its text in message {other} and no message {m}: the Agent merged or renamed the message, so the Client holds a messageId no message has (A14: the user_message of an insertion carries its messageId)",
                         o.time_ms
                     ),
-                ));
+                )));
+                continue;
             }
-            return Some(invalid(
+            dropped = dropped.or(Some(invalid(
                 "P2",
                 "A12",
                 vec![o.index, r.sent_at, answer_at],
@@ -330,14 +334,18 @@ pub fn acknowledged_not_replayed(h: &History) -> Option<Verdict> {
                     o.time_ms,
                     r.replayed.len()
                 ),
-            ));
+            )));
         }
     }
-    None
+    dropped.into_iter().chain(renamed).collect()
 }
 
 /// The `messageId` under which replay `r` shows submission `n`'s text (its probe marker, or
-/// its whole text when it has none), if it shows it at all.
+/// its whole text when it has none), if the replay holds as many copies of that text as the
+/// distinct `messageId`s the Client was answered for `n` before the replay was asked for:
+/// then every message answered for it is there, some under another id (merged or renamed). One
+/// copy for two answers is a message dropped, not renamed. Chunks join per message first, so
+/// a marker split across two chunks is found.
 fn replayed_as(h: &History, r: &Replay, n: u64) -> Option<String> {
     let submit = h.ops.iter().find(|o| {
         o.process == process::USER && o.f == op::SUBMIT && o.value["submission"].as_u64() == Some(n)
@@ -346,10 +354,28 @@ fn replayed_as(h: &History, r: &Replay, n: u64) -> Option<String> {
         .as_str()
         .or(submit.value["text"].as_str())
         .filter(|t| !t.is_empty())?;
-    r.texts
+    let mut joined: BTreeMap<&str, String> = BTreeMap::new();
+    let mut order: Vec<&str> = Vec::new();
+    for (m, text) in &r.texts {
+        if !joined.contains_key(m.as_str()) {
+            order.push(m);
+        }
+        joined.entry(m).or_default().push_str(text);
+    }
+    let answered: BTreeSet<&str> = h.ops[..r.sent_at]
         .iter()
-        .find(|(_, text)| text.contains(needle))
-        .map(|(m, _)| m.clone())
+        .filter(|o| o.process == process::CLIENT && o.f == "ack")
+        .filter(|o| o.value["submission"].as_u64() == Some(n))
+        .filter_map(|o| o.value["messageId"].as_str())
+        .collect();
+    let copies: usize = joined.values().map(|t| t.matches(needle).count()).sum();
+    if copies < answered.len().max(1) {
+        return None;
+    }
+    order
+        .into_iter()
+        .find(|m| joined[m].contains(needle))
+        .map(str::to_string)
 }
 
 /// A1's "no second round of work", from the mock model's marker oracle (`mock model-saw`
@@ -820,7 +846,7 @@ mod tests {
 
     /// Submission 1 acknowledged as `m1`, then a replay of the whole session on the same
     /// process that shows `replayed` (messageId, text) and is answered.
-    fn acked_then_replayed(replayed: &[(&str, &str)]) -> History {
+    fn acked_then_replayed(replayed: &[(&str, &str)], retry_answer: Option<&str>) -> History {
         let mut ops = vec![
             (0, "net", "conn-open", json!({"conn": 1})),
             (
@@ -841,8 +867,17 @@ mod tests {
                 "ack",
                 json!({"submission": 1, "messageId": "m1", "conn": 1, "id": 3}),
             ),
-            resume(20, 1, 5),
         ];
+        // A later attempt of the same submission answered with `retry_answer`, if any.
+        if let Some(m) = retry_answer {
+            ops.push((
+                12,
+                "client",
+                "ack",
+                json!({"submission": 1, "messageId": m, "conn": 1, "id": 4}),
+            ));
+        }
+        ops.push(resume(20, 1, 5));
         ops.extend(replayed.iter().map(|(m, text)| {
             agent(
                 21,
@@ -860,13 +895,15 @@ mod tests {
     /// it is dropped (P2, A12).
     #[test]
     fn an_acknowledged_message_replayed_under_another_id_is_renamed_not_dropped() {
-        let v = acknowledged_not_replayed(&acked_then_replayed(&[("m1", "Reply. [probe-s1]")]));
-        assert!(v.is_none(), "{v:?}");
-        let v = acknowledged_not_replayed(&acked_then_replayed(&[(
-            "m2",
-            "Reply. [probe-s1]\nReply. [probe-s2]",
-        )]))
-        .unwrap();
+        let v =
+            acknowledged_not_replayed(&acked_then_replayed(&[("m1", "Reply. [probe-s1]")], None));
+        assert!(v.is_empty(), "{v:?}");
+        // The marker split across two chunks of one message is found.
+        let v = acknowledged_not_replayed(&acked_then_replayed(
+            &[("m2", "Reply. [probe-"), ("m2", "s1]\nReply. [probe-s2]")],
+            None,
+        ));
+        let v = v.into_iter().next().unwrap();
         assert_eq!(
             (v.property.as_str(), v.rules.clone()),
             ("P3", vec!["A14".to_string()])
@@ -877,12 +914,21 @@ mod tests {
             v.message
         );
         assert!(!v.message.contains("dropped"), "{}", v.message);
-        let v = acknowledged_not_replayed(&acked_then_replayed(&[("m2", "Reply. [probe-s2]")]))
-            .unwrap();
+        let v =
+            acknowledged_not_replayed(&acked_then_replayed(&[("m2", "Reply. [probe-s2]")], None));
+        let v = v.into_iter().next().unwrap();
         assert_eq!(
             (v.property.as_str(), v.rules.clone()),
             ("P2", vec!["A12".to_string()])
         );
         assert!(v.message.contains("dropped silently"), "{}", v.message);
+        // A retry answered with m2 and one copy of the text, in m2: the first message is
+        // dropped, not renamed (the copy is the retry's own).
+        let v = acknowledged_not_replayed(&acked_then_replayed(
+            &[("m2", "Reply. [probe-s1]")],
+            Some("m2"),
+        ));
+        assert_eq!(v.len(), 1, "{v:?}");
+        assert_eq!(v[0].property, "P2", "{v:?}");
     }
 }

@@ -107,11 +107,12 @@ impl Item {
         }
     }
 
-    /// The first history op the row draws (none for a note the diagram adds itself).
-    fn first_op(&self) -> Option<usize> {
+    /// The history ops the row draws: its send, its receipt and the last receipt merged into
+    /// it (none for a note the diagram adds itself).
+    fn ops(&self) -> Vec<usize> {
         match self {
-            Item::Note { op, .. } => Some(*op).filter(|o| *o != NO_OP),
-            Item::Arrow { sent, op, .. } => Some((*sent).min(*op)),
+            Item::Note { op, .. } => Some(*op).filter(|o| *o != NO_OP).into_iter().collect(),
+            Item::Arrow { sent, op, last, .. } => vec![*sent, *op, *last],
         }
     }
 
@@ -767,13 +768,14 @@ impl Diagram {
         let mut items = Vec::with_capacity(n);
         let mut folded: Vec<Item> = Vec::new();
         let flush = |folded: &mut Vec<Item>, items: &mut Vec<Item>| {
-            if folded.is_empty() {
+            // One row is drawn as it is: a note in its place would save nothing.
+            if folded.len() < 2 {
+                items.append(folded);
                 return;
             }
-            let ops: Vec<usize> = folded.iter().filter_map(Item::first_op).collect();
+            let ops: Vec<usize> = folded.iter().flat_map(Item::ops).collect();
             let range = match (ops.iter().min(), ops.iter().max()) {
-                (Some(a), Some(b)) if a != b => format!(", ops {a}-{b}"),
-                (Some(a), _) => format!(", op {a}"),
+                (Some(a), Some(b)) => format!("; their ops lie between {a} and {b}"),
                 _ => String::new(),
             };
             let count = folded.len();
@@ -781,8 +783,7 @@ impl Diagram {
                 first: 0,
                 last,
                 text: format!(
-                    "… {count} {} folded: no witness or fault among them{range} (see history.jsonl)",
-                    if count == 1 { "row" } else { "rows" }
+                    "… {count} rows folded, none a witness or a fault{range} (see history.jsonl)"
                 ),
                 time_ms: folded[0].time_ms(),
                 op: NO_OP,
@@ -859,7 +860,11 @@ mod tests {
     #[test]
     fn a_long_diagram_folds_what_no_witness_or_fault_touches() {
         let d = long(300, 120, 200).fold(8);
-        let drawn: Vec<usize> = d.items.iter().filter_map(Item::first_op).collect();
+        let drawn: Vec<usize> = d
+            .items
+            .iter()
+            .filter_map(|i| i.ops().first().copied())
+            .collect();
         let expect: Vec<usize> = (0..8).chain(112..=128).chain(192..=208).collect();
         assert_eq!(drawn, expect);
         let notes: Vec<&str> = d
@@ -871,11 +876,14 @@ mod tests {
         assert_eq!(
             notes,
             [
-                "… 104 rows folded: no witness or fault among them, ops 8-111 (see history.jsonl)",
-                "… 63 rows folded: no witness or fault among them, ops 129-191 (see history.jsonl)",
-                "… 91 rows folded: no witness or fault among them, ops 209-299 (see history.jsonl)",
+                "… 104 rows folded, none a witness or a fault; their ops lie between 8 and 111 (see history.jsonl)",
+                "… 63 rows folded, none a witness or a fault; their ops lie between 129 and 191 (see history.jsonl)",
+                "… 91 rows folded, none a witness or a fault; their ops lie between 209 and 299 (see history.jsonl)",
             ]
         );
+        // A lone row between two kept stretches is drawn, not folded into a note of one.
+        let d = long(300, 120, 138).fold(8);
+        assert!(d.items.iter().any(|i| i.draws_op(129)));
         // A diagram short enough to read is drawn whole.
         let short = long(FOLD_ROWS_MIN, 40, 60);
         assert_eq!(short.clone().fold(8), short);

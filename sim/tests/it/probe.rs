@@ -697,6 +697,12 @@ fn statuses(s: &Value, property: &str) -> Vec<String> {
         .collect()
 }
 
+/// Every run judged `property` and every one of them says `status` (never true of no runs).
+fn all_are(s: &Value, property: &str, status: &str) -> bool {
+    let all = statuses(s, property);
+    !all.is_empty() && all.iter().all(|x| x == status)
+}
+
 /// codex-acp 2.6.0 keeps what it acknowledged across a kill at the turn's end or during a
 /// replay (no P11), and its resend inserts it again (P1) at every delay of the sweep
 /// (docs/findings/real-agents.md, "Kill sweeps across each agent's life"). Run by hand:
@@ -750,7 +756,7 @@ fn claude_agent_acp_loses_a_message_killed_after_its_answer_and_merges_queued_pr
         ],
     );
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(statuses(&s, "P11").iter().all(|x| x == "invalid"), "{s}");
+    assert!(all_are(&s, "P11", "invalid"), "{s}");
     let (o, s, _) = probe(
         "claude-queued",
         &[
@@ -763,7 +769,7 @@ fn claude_agent_acp_loses_a_message_killed_after_its_answer_and_merges_queued_pr
         ],
     );
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    assert!(statuses(&s, "P2").iter().all(|x| x == "valid"), "{s}");
+    assert!(all_are(&s, "P2", "valid"), "{s}");
     let renamed = s["runs"]
         .as_array()
         .unwrap()
