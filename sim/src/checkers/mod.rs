@@ -100,7 +100,7 @@ pub const CHECKERS: &[Checker] = &[
     Checker {
         property: "P3",
         title: "same-answer",
-        rules: &["A1", "A7", "A9", "A11", "A16", "C1", "C9", "X1"],
+        rules: &["A1", "A7", "A9", "A11", "A14", "A16", "C1", "C9", "X1"],
         check: p3_same_answer,
     },
     Checker {
