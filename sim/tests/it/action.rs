@@ -466,3 +466,63 @@ fn a_probe_writes_its_summary_and_fails_the_action_on_a_broken_agent() {
     );
     assert!(w.join("acp-chaos-report/junit.xml").is_file());
 }
+
+/// The release workflow (`.github/workflows/release.yml`): it builds on a pushed `v*` tag
+/// with the locked dependencies, and its package step, run here under bash as GitHub runs it
+/// with the binary under test in the build's place, makes a tarball whose checksum verifies
+/// and whose binary runs from the unpacked folder.
+#[test]
+fn the_release_workflow_packages_a_binary_that_runs_from_its_tarball() {
+    let text = std::fs::read_to_string(repo().join(".github/workflows/release.yml")).unwrap();
+    let wf = YamlLoader::load_from_str(&text)
+        .expect("release.yml is YAML")
+        .remove(0);
+    assert_eq!(wf["on"]["push"]["tags"][0].as_str(), Some("v*"));
+    let job = &wf["jobs"]["linux-x86_64"];
+    let target = job["env"]["TARGET"].as_str().expect("TARGET").to_string();
+    let steps = job["steps"].as_vec().expect("steps");
+    let step = |name: &str| {
+        steps
+            .iter()
+            .find(|s| s["name"].as_str() == Some(name))
+            .and_then(|s| s["run"].as_str())
+            .unwrap_or_else(|| panic!("a `{name}` step"))
+            .to_string()
+    };
+    assert!(
+        step("build").contains("cargo build --release --locked --target \"$TARGET\" -p acp-chaos"),
+        "{}",
+        step("build")
+    );
+    let dir = work("release");
+    let _ = std::fs::remove_dir_all(&dir);
+    let bin = dir.join(format!("target/{target}/release"));
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::copy(env!("CARGO_BIN_EXE_acp-chaos"), bin.join("acp-chaos")).unwrap();
+    for f in ["LICENSE-MIT", "LICENSE-APACHE", "README.md"] {
+        std::fs::copy(repo().join(f), dir.join(f)).unwrap();
+    }
+    let bash = |script: &str| {
+        Command::new("bash")
+            .args(["--noprofile", "--norc", "-eo", "pipefail", "-c", script])
+            .current_dir(&dir)
+            .env("GITHUB_REF_NAME", "v0.0.0-test")
+            .env("TARGET", &target)
+            .output()
+            .unwrap()
+    };
+    let o = bash(&step("package"));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let name = format!("acp-chaos-v0.0.0-test-{target}");
+    let o = bash(&format!(
+        "sha256sum -c {name}.tar.gz.sha256 && rm -rf {name} && tar xzf {name}.tar.gz && {name}/acp-chaos list mutants > /dev/null && ls {name}"
+    ));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let listed = String::from_utf8_lossy(&o.stdout).to_string();
+    for f in ["acp-chaos", "LICENSE-MIT", "LICENSE-APACHE", "README.md"] {
+        assert!(
+            listed.lines().any(|l| l == f),
+            "{f} not in the tarball: {listed}"
+        );
+    }
+}
