@@ -676,9 +676,7 @@ impl Diagram {
             first: 0,
             last,
             text: format!("… {n} {what} rows not drawn (see history.jsonl)"),
-            time_ms: match at {
-                Item::Arrow { time_ms, .. } | Item::Note { time_ms, .. } => *time_ms,
-            },
+            time_ms: at.time_ms(),
             op: NO_OP,
             mark: Mark::None,
             nemesis: false,
@@ -716,9 +714,7 @@ impl Diagram {
         let mut skipped_at = 0;
         for it in std::mem::take(&mut self.items) {
             let keep = named.iter().any(|i| it.draws_op(*i));
-            let time_ms = match &it {
-                Item::Arrow { time_ms, .. } | Item::Note { time_ms, .. } => *time_ms,
-            };
+            let time_ms = it.time_ms();
             if !keep {
                 if skipped == 0 {
                     skipped_at = time_ms;
