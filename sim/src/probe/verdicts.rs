@@ -354,12 +354,9 @@ fn replayed_as(h: &History, r: &Replay, n: u64) -> Option<String> {
         .as_str()
         .or(submit.value["text"].as_str())
         .filter(|t| !t.is_empty())?;
-    let mut joined: BTreeMap<&str, String> = BTreeMap::new();
-    let mut order: Vec<&str> = Vec::new();
+    // Each message's chunks joined, in the order the replay first shows each message.
+    let mut joined: indexmap::IndexMap<&str, String> = indexmap::IndexMap::new();
     for (m, text) in &r.texts {
-        if !joined.contains_key(m.as_str()) {
-            order.push(m);
-        }
         joined.entry(m).or_default().push_str(text);
     }
     let answered: BTreeSet<&str> = h.ops[..r.sent_at]
@@ -372,10 +369,10 @@ fn replayed_as(h: &History, r: &Replay, n: u64) -> Option<String> {
     if copies < answered.len().max(1) {
         return None;
     }
-    order
+    joined
         .into_iter()
-        .find(|m| joined[m].contains(needle))
-        .map(str::to_string)
+        .find(|(_, text)| text.contains(needle))
+        .map(|(m, _)| m.to_string())
 }
 
 /// A1's "no second round of work", from the mock model's marker oracle (`mock model-saw`
