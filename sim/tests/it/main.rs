@@ -7,6 +7,7 @@
 //! - `determinism`: the same seeds give the same histories across runs, `--jobs` and processes;
 //! - `docs`: every command block of the README and `docs/` marked `runnable` runs as shown;
 //! - `explore`: exhaustive certificates across jobs and shards, pruning audits, lineage, guided;
+//! - `explore_tables`: the result tables of `docs/explore.md` are what their commands print;
 //! - `folders`: report folders replaced only when complete, leftovers cleared, write errors;
 //! - `inputs`: bad files, variables and flags never crash it; a short fuzz round;
 //! - `faults`: every fault kind fires in a shipped scenario and has its effect;
@@ -30,6 +31,7 @@ mod cli;
 mod determinism;
 mod docs;
 mod explore;
+mod explore_tables;
 mod faults;
 mod findings;
 mod folders;
