@@ -18,6 +18,32 @@ use crate::plan::Plan;
 use crate::scenario;
 use crate::world;
 
+/// How `explore` chooses its schedules (`--mode`): `exhaustive`, `lineage`, `guided`, `swarm`
+/// or `coverage`, each described in the flag's help.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Mode {
+    // Each value is described in `--mode`'s own help (a doc comment here would print a second
+    // list under it).
+    Exhaustive,
+    Lineage,
+    Guided,
+    Swarm,
+    Coverage,
+}
+
+impl Mode {
+    /// The name `--mode` takes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Exhaustive => "exhaustive",
+            Mode::Lineage => "lineage",
+            Mode::Guided => "guided",
+            Mode::Swarm => "swarm",
+            Mode::Coverage => "coverage",
+        }
+    }
+}
+
 #[derive(Args, Debug, Clone)]
 pub(super) struct ExploreArgs {
     /// Scenario name or .toml path (its scripted or drawn faults are removed: the trace is
@@ -66,8 +92,8 @@ pub(super) struct ExploreArgs {
     /// until every coverage cell the design allows was hit, from `--repeat` base seeds, with
     /// the medians and their ratio). `lineage`, `guided`, `swarm` and `coverage` stop at
     /// `--budget`.
-    #[arg(long, default_value = "exhaustive", value_parser = ["exhaustive", "lineage", "guided", "swarm", "coverage"])]
-    mode: String,
+    #[arg(long, value_enum, default_value_t = Mode::Exhaustive)]
+    mode: Mode,
     /// Base seeds `--mode coverage` races from (`--seed` onwards).
     #[arg(long, default_value_t = 5)]
     repeat: u64,
@@ -137,10 +163,10 @@ pub(super) fn exec(a: &ExploreArgs) -> Outcome {
         }
     }
     if a.mutants {
-        if a.mode != "exhaustive" && a.mode != "lineage" {
+        if !matches!(a.mode, Mode::Exhaustive | Mode::Lineage) {
             return Err(CliError::usage(format!(
                 "--mutants explores a trace: --mode exhaustive or lineage, not {}",
-                a.mode
+                a.mode.as_str()
             )));
         }
         return every_mutant(a, &s, design);
@@ -175,7 +201,11 @@ pub(super) fn exec(a: &ExploreArgs) -> Outcome {
         s.name,
         design.as_str(),
         seed_part(a.seed),
-        if a.mode == "lineage" { "-lineage" } else { "" },
+        if a.mode == Mode::Lineage {
+            "-lineage"
+        } else {
+            ""
+        },
         a.faults,
         a.mutant
             .as_deref()
@@ -192,9 +222,9 @@ pub(super) fn exec(a: &ExploreArgs) -> Outcome {
         "acp-chaos explore {}: design {}, {}, mutant={}, jobs={jobs}{}",
         s.reference,
         design.as_str(),
-        match (a.mode.as_str(), &s.swarm) {
+        match (a.mode, &s.swarm) {
             // The swarm modes draw the scenario's own fault kinds, as many as it draws.
-            ("guided" | "swarm" | "coverage", Some(w)) => format!(
+            (Mode::Guided | Mode::Swarm | Mode::Coverage, Some(w)) => format!(
                 "the swarm's faults ({})",
                 w.faults
                     .iter()
@@ -218,14 +248,15 @@ pub(super) fn exec(a: &ExploreArgs) -> Outcome {
             .unwrap_or_default()
     );
     let started = crate::wall_clock::now();
-    if a.mode == "coverage" {
+    if a.mode == Mode::Coverage {
         return coverage_race(a, &s, design, &pool);
     }
-    if a.mode == "guided" || a.mode == "swarm" {
+    if matches!(a.mode, Mode::Guided | Mode::Swarm) {
         if s.swarm.is_none() {
             return Err(CliError::usage(format!(
                 "--mode {}: {} has no [swarm] section to draw from",
-                a.mode, s.reference
+                a.mode.as_str(),
+                s.reference
             )));
         }
         let opts = guided::Options {
@@ -235,7 +266,7 @@ pub(super) fn exec(a: &ExploreArgs) -> Outcome {
             stop_at_full_coverage: false,
             target: None,
         };
-        let g = if a.mode == "guided" {
+        let g = if a.mode == Mode::Guided {
             guided::guided(&s, design, a.mutant.as_deref(), &opts, &pool)
         } else {
             guided::plain(&s, design, a.mutant.as_deref(), &opts, &pool)
@@ -243,7 +274,7 @@ pub(super) fn exec(a: &ExploreArgs) -> Outcome {
         let allowed = guided::allowed_cells(&s, &[design]);
         println!(
             "{}: {} runs, first failure at run {}, coverage cells {} of {} allowed{}, corpus {} parents  ({:.1} s)",
-            a.mode,
+            a.mode.as_str(),
             g.runs,
             g.first_catch.map_or("-".to_string(), |r| r.to_string()),
             allowed.iter().filter(|c| g.cells.contains_key(*c)).count(),
@@ -293,7 +324,7 @@ pub(super) fn exec(a: &ExploreArgs) -> Outcome {
     }
     // Refuse a foreign --out folder before the exploration, not after it.
     certificate::prepare_explore_folder(&out)?;
-    let x = if a.mode == "lineage" {
+    let x = if a.mode == Mode::Lineage {
         lineage::lineage(
             &plan,
             &lineage::Options {
@@ -383,7 +414,7 @@ pub(super) fn exec(a: &ExploreArgs) -> Outcome {
     println!("  shapes: {}", c.scope.shapes_line());
     println!("  not placed: {}", c.scope.not_placed.join("; "));
     println!("  fixed: {}", c.scope.fixed.join("; "));
-    if a.mode == "lineage" {
+    if a.mode == Mode::Lineage {
         println!(
             "  (lineage runs the schedules its cuts propose, at most --budget {}: evidence, not a certificate)",
             a.budget
@@ -478,7 +509,11 @@ fn every_mutant(a: &ExploreArgs, s: &scenario::Scenario, design: Design) -> Outc
             design.as_str(),
             seed_part(a.seed),
             a.faults,
-            if a.mode == "lineage" { "-lineage" } else { "" }
+            if a.mode == Mode::Lineage {
+                "-lineage"
+            } else {
+                ""
+            }
         ))
     });
     super::writable::into_folder(&out, "--out")?;
@@ -492,7 +527,7 @@ fn every_mutant(a: &ExploreArgs, s: &scenario::Scenario, design: Design) -> Outc
         design.as_str(),
         a.faults,
         applies.len(),
-        if a.mode == "lineage" {
+        if a.mode == Mode::Lineage {
             format!(", lineage (at most {} runs each)", a.budget)
         } else {
             String::new()
@@ -519,7 +554,7 @@ fn every_mutant(a: &ExploreArgs, s: &scenario::Scenario, design: Design) -> Outc
         }
         let plan = Plan::derive(s, a.seed, Some(m.name), design);
         let target = Target::of_mutant(m);
-        let x = if a.mode == "lineage" {
+        let x = if a.mode == Mode::Lineage {
             lineage::lineage(
                 &plan,
                 &lineage::Options {
@@ -581,7 +616,7 @@ fn every_mutant(a: &ExploreArgs, s: &scenario::Scenario, design: Design) -> Outc
             }
         }
     }
-    let searched = if a.mode == "lineage" {
+    let searched = if a.mode == Mode::Lineage {
         format!("within {} lineage runs of <= {} faults", a.budget, a.faults)
     } else {
         format!("by any schedule of <= {} faults", a.faults)

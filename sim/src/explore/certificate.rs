@@ -133,13 +133,13 @@ fn not_placed_why(x: &Exploration, k: FaultKind) -> &'static str {
     if default_kinds(&x.base).contains(&k) {
         return "left out by --kinds";
     }
-    match k {
-        FaultKind::CrashProxy => "the trace has no proxy",
-        FaultKind::CrashStore | FaultKind::PartitionStore => "the trace is not a cluster",
-        FaultKind::LoseExchange => "the trace has no remote transport",
-        FaultKind::DropUpdates => "left out by default: a request on a dead update stream waits forever, a gap of the proposal; --kinds drop-updates places it",
-        _ => "not placed by default: --kinds places it",
+    if k == FaultKind::DropUpdates {
+        return "left out by default: a request on a dead update stream waits forever, a gap of the proposal; --kinds drop-updates places it";
     }
+    if !x.base.topology().acts(k.reach()) {
+        return k.reach().missing().unwrap_or_default();
+    }
+    "not placed by default: --kinds places it"
 }
 
 // The certificate line is written here, beside the scope it names (the exploration knows

@@ -27,7 +27,7 @@ use super::state::{placement_class, states_at};
 use crate::checkers::{self, Status, Verdict};
 use crate::history::{process, History};
 use crate::models::Point;
-use crate::nemesis::{fault_line, Direction, FaultKind, FaultSpec, Sender, Side};
+use crate::nemesis::{fault_line, Direction, FaultKind, FaultSpec, Reach, Sender, Side};
 use crate::plan::{stream, Plan};
 use crate::world::{self, Parties, Trace};
 
@@ -82,16 +82,17 @@ pub fn default_kinds(plan: &Plan) -> Vec<FaultKind> {
         FaultKind::Partition,
         FaultKind::TransientError,
     ];
-    if plan.proxy {
-        k.push(FaultKind::CrashProxy);
-    }
-    if plan.cluster() {
-        k.push(FaultKind::CrashStore);
-        k.push(FaultKind::PartitionStore);
-        if !plan.proxy {
-            k.push(FaultKind::LoseExchange);
-        }
-    }
+    let topology = plan.topology();
+    k.extend(
+        [
+            FaultKind::CrashProxy,
+            FaultKind::CrashStore,
+            FaultKind::PartitionStore,
+            FaultKind::LoseExchange,
+        ]
+        .into_iter()
+        .filter(|k| topology.acts(k.reach())),
+    );
     k
 }
 
@@ -259,7 +260,7 @@ pub fn shapes(place: &Place, plan: &Plan, kinds: &[FaultKind]) -> Vec<FaultSpec>
                 },
             ) if method == "session/prompt" => out.push(f),
             (FaultKind::LoseExchange | FaultKind::DropUpdates, Spot::Frame { .. })
-                if plan.cluster() && !plan.proxy =>
+                if plan.topology().acts(Reach::Remote) =>
             {
                 out.push(f)
             }

@@ -30,7 +30,7 @@ use super::runner::map_runs;
 use crate::checkers::{self, FAULT_STATES};
 use crate::history::{is_agent_host, op, process, History};
 use crate::models::Design;
-use crate::nemesis::FaultKind;
+use crate::nemesis::{FaultKind, Reach};
 use crate::plan::{stream, Plan};
 use crate::scenario::Scenario;
 use crate::world::{self, Parties};
@@ -104,13 +104,7 @@ pub fn allowed_cells(s: &Scenario, designs: &[Design]) -> BTreeSet<String> {
     let adapter = designs.contains(&Design::Adapter);
     let mut out = BTreeSet::new();
     for k in kinds {
-        let cluster_only = matches!(
-            k,
-            FaultKind::CrashStore
-                | FaultKind::PartitionStore
-                | FaultKind::LoseExchange
-                | FaultKind::DropUpdates
-        );
+        let cluster_only = matches!(k.reach(), Reach::Store | Reach::Remote);
         if cluster_only && !cluster {
             continue;
         }

@@ -200,17 +200,19 @@ impl Space {
             FaultKind::RestartClient,
             FaultKind::TransientError,
         ];
-        if base.proxy {
-            kinds.push(FaultKind::CrashProxy);
-        }
-        if base.cluster() {
-            kinds.extend([
+        // The kinds that need a part of the topology, where the plan has it (as the swarm).
+        let topology = base.topology();
+        kinds.extend(
+            [
+                FaultKind::CrashProxy,
                 FaultKind::CrashStore,
                 FaultKind::PartitionStore,
                 FaultKind::LoseExchange,
                 FaultKind::DropUpdates,
-            ]);
-        }
+            ]
+            .into_iter()
+            .filter(|k| topology.has(k.reach())),
+        );
         let start = base.workload.first().map_or(20, |s| s.at_ms);
         let last = (start + 300).min(base.safety_ms * 4 / 5).max(start);
         let prompt = "session/prompt".to_string();

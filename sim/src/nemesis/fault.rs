@@ -97,10 +97,7 @@ impl FaultKind {
     /// The kinds that crash the Agent and damage its stored log while it is down (`flip-bit`,
     /// `zero-sector`, `lose-synced-record`): opt-in, and without effect on a cluster.
     pub fn damages_disk(self) -> bool {
-        matches!(
-            self,
-            FaultKind::FlipBit | FaultKind::ZeroSector | FaultKind::LoseSyncedRecord
-        )
+        self.reach() == super::kinds::Reach::Log
     }
 
     /// Name as written in scenario files.

@@ -2,6 +2,8 @@
 //!
 //! - [`fault`]: [`FaultKind`], [`FaultSpec`] (one `[[fault]]` entry, scripted or drawn by the
 //!   swarm), [`Direction`], and a fault as one line ([`fault_line`]);
+//! - [`kinds`]: where each kind has something to act on ([`Reach`], [`Topology`]): the one
+//!   answer the swarm, exploration, validation and certificates read;
 //! - [`trigger`]: [`Trigger`], when a fault fires (a frame, a protocol point, a submission,
 //!   a time), and [`Side`];
 //! - [`action`]: [`NemesisAction`], the process-level faults the step loop carries out between
@@ -14,9 +16,11 @@
 pub mod action;
 pub mod fault;
 pub mod frame;
+pub mod kinds;
 pub mod trigger;
 
 pub use action::NemesisAction;
 pub use fault::{fault_line, Direction, FaultKind, FaultSpec};
 pub use frame::FrameDecision;
+pub use kinds::{Reach, Topology};
 pub use trigger::{Sender, Side, Trigger};

@@ -7,7 +7,6 @@ use acp_chaos_models::Design;
 
 use super::Plan;
 use crate::bounds::{self, Bound};
-use crate::nemesis::FaultKind;
 
 /// Submissions in a plan: a shrunk schedule may keep none.
 const PLAN_SUBMISSIONS: Bound = Bound {
@@ -47,15 +46,8 @@ impl Plan {
             if let Some(e) = f.check() {
                 return Some(format!("faults[{i}].{e}"));
             }
-            let cluster_only = matches!(f.kind, FaultKind::CrashStore | FaultKind::PartitionStore);
-            if cluster_only && self.nodes == 0 {
-                return Some(format!(
-                    "faults[{i}].kind`: {} needs cluster nodes",
-                    f.kind.as_str()
-                ));
-            }
-            if f.kind == FaultKind::CrashProxy && !self.proxy {
-                return Some(format!("faults[{i}].kind`: crash-proxy needs a proxy"));
+            if let Some(needs) = f.kind.refused_in(self.topology()) {
+                return Some(format!("faults[{i}].kind`: {needs}"));
             }
         }
         None

@@ -203,6 +203,14 @@ impl Plan {
         self.nodes > 0
     }
 
+    /// The parts of this run a fault could act on ([`crate::nemesis::kinds`]).
+    pub fn topology(&self) -> crate::nemesis::Topology {
+        crate::nemesis::Topology {
+            proxy: self.proxy,
+            cluster: self.cluster(),
+        }
+    }
+
     /// Read a schedule file: a plan as TOML, written by `acp-chaos shrink` (maybe edited since),
     /// with an optional `[expect]` table (a regression file is a schedule file too), checked
     /// as the regression corpus checks it ([`expect::Expect::check`]) and not used further.

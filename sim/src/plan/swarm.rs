@@ -7,7 +7,7 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use super::stream;
-use crate::nemesis::{FaultKind, FaultSpec, Side, Trigger};
+use crate::nemesis::{FaultKind, FaultSpec, Side, Topology, Trigger};
 use crate::scenario::Scenario;
 
 /// Settings a `[swarm]` scenario draws per seed when its file does not set them, each from its
@@ -336,17 +336,11 @@ pub(super) fn draw_swarm(
         .max(s.workload.start_ms + 1);
     let mut out = Vec::new();
     for &kind in kinds {
-        let store = matches!(
-            kind,
-            FaultKind::CrashStore
-                | FaultKind::PartitionStore
-                | FaultKind::LoseExchange
-                | FaultKind::DropUpdates
-        );
-        if (kind == FaultKind::CrashProxy && !s.topology.proxy)
-            || (store && design != Design::Cluster)
-            || (kind.damages_disk() && design == Design::Cluster)
-        {
+        let topology = Topology {
+            proxy: s.topology.proxy,
+            cluster: design == Design::Cluster,
+        };
+        if !topology.has(kind.reach()) {
             // Nothing to fault in this topology (its own stream, so no other draw moves).
             continue;
         }

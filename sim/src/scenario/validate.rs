@@ -6,7 +6,7 @@ use acp_chaos_models::Design;
 use super::format::Transport;
 use super::{Scenario, ScenarioError};
 use crate::bounds;
-use crate::nemesis::FaultKind;
+use crate::nemesis::Topology;
 
 /// Where a validation error points: the file and its text (to find the field's line).
 struct At<'a> {
@@ -367,20 +367,22 @@ impl Scenario {
                     message: format!("field `fault[{i}].{m}"),
                 });
             }
-            let cluster_only = matches!(
-                f.kind,
-                FaultKind::CrashStore
-                    | FaultKind::PartitionStore
-                    | FaultKind::LoseExchange
-                    | FaultKind::DropUpdates
-            );
-            if cluster_only && self.agent.designs.iter().any(|d| *d != Design::Cluster) {
+            // Every design the scenario runs must have what the fault acts on (the schedule
+            // file's check asks the same question: `Plan::check`).
+            let refused = self.agent.designs.iter().find_map(|d| {
+                let t = Topology {
+                    proxy: self.topology.proxy,
+                    cluster: *d == Design::Cluster,
+                };
+                f.kind.refused_in(t).map(|needs| (d, needs))
+            });
+            if let Some((d, needs)) = refused {
                 return Err(err(
                     "[[fault]]",
                     i,
                     format!(
-                        "field `fault[{i}].kind`: {} needs the cluster design (its store or its remote transport); set `agent.designs = [\"cluster\"]`",
-                        f.kind.as_str()
+                        "field `fault[{i}].kind`: {needs}, and the scenario runs it under the {} design",
+                        d.as_str()
                     ),
                 ));
             }

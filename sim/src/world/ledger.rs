@@ -127,7 +127,7 @@ impl Ledger {
             serving: crate::history::NODES[0],
             routing: crate::plan::stream(plan.seed, "routing"),
             avoid: None,
-            remote: plan.cluster() && !plan.proxy,
+            remote: plan.topology().acts(crate::nemesis::Reach::Remote),
             outstanding: IndexMap::new(),
             updates_dead: BTreeSet::new(),
             stdio_exit: false,

@@ -2,6 +2,7 @@
 //! turmoil again), one module per area.
 //!
 //! - `action`: `action.yml`'s steps run here as GitHub runs them (summary, annotations);
+//! - `architecture`: `docs/internals/architecture.md` names every source file, and only those;
 //! - `ci`: `check` on a summary (groups, `--github`), its errors, `junit.xml`'s properties;
 //! - `cli`: the binary's contract: exit codes, error messages, the repro line;
 //! - `determinism`: the same seeds give the same histories across runs, `--jobs` and processes;
@@ -26,6 +27,7 @@
 mod common;
 
 mod action;
+mod architecture;
 mod ci;
 mod cli;
 mod determinism;

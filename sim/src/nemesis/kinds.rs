@@ -1,0 +1,162 @@
+//! Where each fault kind has something to act on: one exhaustive `match` ([`FaultKind::reach`])
+//! that the swarm, exploration's placement, scenario validation, schedule-file checks and the
+//! certificate's "not placed" reasons all read, so they cannot disagree.
+
+use super::fault::FaultKind;
+
+/// What a fault kind acts on, and so which topologies it needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    /// The Client, the Agent and the frames between them: every topology.
+    Everywhere,
+    /// The proxy process between the Client and the Agent (`topology.proxy`).
+    Proxy,
+    /// The cluster's store host (the cluster design).
+    Store,
+    /// The cluster's remote transport. Behind a proxy the Client's leg is a stream: the fault is
+    /// accepted and drawn there (the swarm has always drawn it on every cluster seed) but does
+    /// nothing when it fires, so exploration places it only where it acts
+    /// ([`Topology::acts`]).
+    Remote,
+    /// One Agent process's stored log: every design but the cluster (its nodes keep no log).
+    Log,
+}
+
+/// The parts a run has that a fault could act on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Topology {
+    /// A proxy sits between the Client and the Agent.
+    pub proxy: bool,
+    /// The Agent is a cluster of nodes with a store host.
+    pub cluster: bool,
+}
+
+impl Topology {
+    /// True when the part a fault of reach `r` acts on exists here: the swarm draws such a
+    /// fault, and a scripted one is accepted ([`FaultKind::refused_in`]).
+    pub fn has(self, r: Reach) -> bool {
+        match r {
+            Reach::Everywhere => true,
+            Reach::Proxy => self.proxy,
+            Reach::Store | Reach::Remote => self.cluster,
+            Reach::Log => !self.cluster,
+        }
+    }
+
+    /// True when a fault of reach `r` changes something when it fires here: what exploration
+    /// places, and where the world carries out a remote-transport fault.
+    pub fn acts(self, r: Reach) -> bool {
+        match r {
+            Reach::Remote => self.cluster && !self.proxy,
+            r => self.has(r),
+        }
+    }
+}
+
+impl Reach {
+    /// What a topology needs for this reach, ending a sentence that starts with the kind's
+    /// name ("crash-proxy needs a proxy"); `None` for [`Reach::Everywhere`].
+    pub fn needs(self) -> Option<&'static str> {
+        match self {
+            Reach::Everywhere => None,
+            Reach::Proxy => Some("needs a proxy (`topology.proxy = true`)"),
+            Reach::Store => Some("needs the cluster design (its store host)"),
+            Reach::Remote => Some("needs the cluster design (its remote transport)"),
+            Reach::Log => {
+                Some("needs a design with a stored log (not the cluster: its nodes keep none)")
+            }
+        }
+    }
+
+    /// Why a trace without this reach has no place for the kind, for the certificate's "not
+    /// placed" list; `None` for [`Reach::Everywhere`].
+    pub fn missing(self) -> Option<&'static str> {
+        match self {
+            Reach::Everywhere => None,
+            Reach::Proxy => Some("the trace has no proxy"),
+            Reach::Store => Some("the trace is not a cluster"),
+            Reach::Remote => Some("the trace has no remote transport"),
+            Reach::Log => Some("the trace's cluster nodes keep no log"),
+        }
+    }
+}
+
+impl FaultKind {
+    /// What this kind acts on ([`Reach`]).
+    pub fn reach(self) -> Reach {
+        match self {
+            FaultKind::LoseFrame
+            | FaultKind::StallFrame
+            | FaultKind::ReorderFrame
+            | FaultKind::Partition
+            | FaultKind::PartitionOneway
+            | FaultKind::Hold
+            | FaultKind::CrashAgent
+            | FaultKind::RestartClient
+            | FaultKind::TransientError => Reach::Everywhere,
+            FaultKind::CrashProxy => Reach::Proxy,
+            FaultKind::CrashStore | FaultKind::PartitionStore => Reach::Store,
+            FaultKind::LoseExchange | FaultKind::DropUpdates => Reach::Remote,
+            FaultKind::FlipBit | FaultKind::ZeroSector | FaultKind::LoseSyncedRecord => Reach::Log,
+        }
+    }
+
+    /// `None` when a fault of this kind has something to act on in `t`; else what it needs,
+    /// as "KIND needs …" (a scripted fault there is refused: scenario validation and schedule
+    /// files alike).
+    pub fn refused_in(self, t: Topology) -> Option<String> {
+        let r = self.reach();
+        if t.has(r) {
+            return None;
+        }
+        Some(format!(
+            "{} {}",
+            self.as_str(),
+            r.needs().unwrap_or_default()
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_acts_somewhere_and_only_the_everywhere_kinds_act_everywhere() {
+        let all = [
+            Topology {
+                proxy: false,
+                cluster: false,
+            },
+            Topology {
+                proxy: true,
+                cluster: false,
+            },
+            Topology {
+                proxy: false,
+                cluster: true,
+            },
+            Topology {
+                proxy: true,
+                cluster: true,
+            },
+        ];
+        for k in FaultKind::ALL {
+            let acts = all.iter().filter(|t| t.acts(k.reach())).count();
+            assert!(acts > 0, "{k:?} acts nowhere");
+            assert_eq!(acts == all.len(), k.reach() == Reach::Everywhere, "{k:?}");
+            assert_eq!(k.reach().needs().is_none(), k.reach() == Reach::Everywhere);
+            assert!(all.iter().all(|t| !t.acts(k.reach()) || t.has(k.reach())));
+        }
+        let plain = all[0];
+        assert!(FaultKind::CrashProxy
+            .refused_in(plain)
+            .unwrap()
+            .contains("needs a proxy"));
+        // Accepted behind a proxy (drawn there since the swarm began), placed only without one.
+        assert!(FaultKind::LoseExchange.refused_in(all[3]).is_none());
+        assert!(!all[3].acts(Reach::Remote) && all[2].acts(Reach::Remote));
+        assert!(FaultKind::LoseExchange.refused_in(all[1]).is_some());
+        assert!(FaultKind::FlipBit.refused_in(all[2]).is_some());
+    }
+}
