@@ -186,3 +186,22 @@ pub(super) fn seed_or_env(flag: Option<u64>) -> Result<u64, CliError> {
         )),
     }
 }
+
+/// Refuses a plan derived under an `--agent` design its scenario's faults cannot run under (a
+/// cluster-only fault under `stored`, a disk fault under `cluster`): what such a run would
+/// write as a schedule file, `replay --schedule` would refuse ([`Plan::check`]).
+///
+/// Errors: exit 2, naming the design, the fault and the scenario's designs.
+pub(super) fn design_fits(plan: &crate::plan::Plan, s: &Scenario) -> Result<(), CliError> {
+    let Some(e) = plan.check() else {
+        return Ok(());
+    };
+    let designs: Vec<&str> = s.agent.designs.iter().map(|d| d.as_str()).collect();
+    Err(CliError::usage(format!(
+        "--agent {}: {} cannot run under it ({}); its designs: {}",
+        plan.agent.design.as_str(),
+        s.reference,
+        e.replacen('`', "", 1),
+        designs.join(", ")
+    )))
+}

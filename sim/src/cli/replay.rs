@@ -56,7 +56,9 @@ pub(super) fn exec(a: &ReplayArgs) -> Result<(i32, String), CliError> {
             .or(s.agent.designs.first().copied())
             .unwrap_or(Design::Stored);
         let seed = super::args::seed_or_env(a.seed)?;
-        Plan::derive(&s, seed, a.mutant.as_deref(), design)
+        let plan = Plan::derive(&s, seed, a.mutant.as_deref(), design);
+        super::args::design_fits(&plan, &s)?;
+        plan
     };
     for l in plan.describe() {
         if a.json {

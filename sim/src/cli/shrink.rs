@@ -55,6 +55,7 @@ pub(super) fn exec(a: &ShrinkArgs) -> Outcome {
         .or(s.agent.designs.first().copied())
         .unwrap_or(Design::Stored);
     let plan = Plan::derive(&s, seed, a.mutant.as_deref(), design);
+    super::args::design_fits(&plan, &s)?;
     for l in plan.describe() {
         println!("# {l}");
     }

@@ -14,7 +14,7 @@ use super::exhaustive::{default_kinds, Exploration, Explored, Level, STORE_FAULT
 use crate::campaign::{prepare_folder, write_atomic};
 use crate::checkers::{verdict_line, Status};
 use crate::nemesis::fault_line;
-use crate::nemesis::FaultKind;
+use crate::nemesis::{FaultKind, Reach};
 use crate::report::{counterexample_html, counterexample_md, Counterexample};
 use crate::world;
 
@@ -138,6 +138,10 @@ fn not_placed_why(x: &Exploration, k: FaultKind) -> &'static str {
     }
     if !x.base.topology().acts(k.reach()) {
         return k.reach().missing().unwrap_or_default();
+    }
+    if k.reach() == Reach::Log {
+        // `shapes` has no arm for them: `--kinds` would place nothing.
+        return "exploration places no disk damage: the disk-0N scenarios run it";
     }
     "not placed by default: --kinds places it"
 }

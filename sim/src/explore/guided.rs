@@ -108,6 +108,10 @@ pub fn allowed_cells(s: &Scenario, designs: &[Design]) -> BTreeSet<String> {
         if cluster_only && !cluster {
             continue;
         }
+        // A disk kind damages a single process's log: no cell when every design is the cluster.
+        if k.reach() == Reach::Log && designs.iter().all(|d| *d == Design::Cluster) {
+            continue;
+        }
         if k == FaultKind::CrashProxy && s.topology.transport == crate::scenario::Transport::Stdio {
             continue;
         }

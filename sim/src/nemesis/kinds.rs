@@ -1,6 +1,8 @@
 //! Where each fault kind has something to act on: one exhaustive `match` ([`FaultKind::reach`])
-//! that the swarm, exploration's placement, scenario validation, schedule-file checks and the
-//! certificate's "not placed" reasons all read, so they cannot disagree.
+//! read by the swarm's draw, exploration's default kinds and placement, scenario validation,
+//! schedule-file checks, the certificate's "not placed" reasons and the world's remote
+//! transport. (Guided exploration's coverage cells read it for the cluster's and the disk's
+//! kinds; a proxy there is drawn per seed, so its cells stay.)
 
 use super::fault::FaultKind;
 
@@ -19,6 +21,8 @@ pub enum Reach {
     /// ([`Topology::acts`]).
     Remote,
     /// One Agent process's stored log: every design but the cluster (its nodes keep no log).
+    /// The in-memory and adapter designs keep none either; there the fault is only the crash
+    /// it begins with.
     Log,
 }
 
@@ -59,12 +63,10 @@ impl Reach {
     pub fn needs(self) -> Option<&'static str> {
         match self {
             Reach::Everywhere => None,
-            Reach::Proxy => Some("needs a proxy (`topology.proxy = true`)"),
+            Reach::Proxy => Some("needs a proxy"),
             Reach::Store => Some("needs the cluster design (its store host)"),
             Reach::Remote => Some("needs the cluster design (its remote transport)"),
-            Reach::Log => {
-                Some("needs a design with a stored log (not the cluster: its nodes keep none)")
-            }
+            Reach::Log => Some("needs a single-process design (the cluster's nodes keep no log)"),
         }
     }
 
@@ -103,7 +105,7 @@ impl FaultKind {
 
     /// `None` when a fault of this kind has something to act on in `t`; else what it needs,
     /// as "KIND needs …" (a scripted fault there is refused: scenario validation and schedule
-    /// files alike).
+    /// files alike; `replay` and `shrink` refuse an `--agent` whose plan would be refused).
     pub fn refused_in(self, t: Topology) -> Option<String> {
         let r = self.reach();
         if t.has(r) {

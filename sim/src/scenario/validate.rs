@@ -6,7 +6,7 @@ use acp_chaos_models::Design;
 use super::format::Transport;
 use super::{Scenario, ScenarioError};
 use crate::bounds;
-use crate::nemesis::Topology;
+use crate::nemesis::{Reach, Topology};
 
 /// Where a validation error points: the file and its text (to find the field's line).
 struct At<'a> {
@@ -377,13 +377,16 @@ impl Scenario {
                 f.kind.refused_in(t).map(|needs| (d, needs))
             });
             if let Some((d, needs)) = refused {
+                // The design is the cause only for the kinds that depend on it.
+                let under = if f.kind.reach() == Reach::Proxy {
+                    "; set `topology.proxy = true`".to_string()
+                } else {
+                    format!(", and the scenario runs it under the {} design", d.as_str())
+                };
                 return Err(err(
                     "[[fault]]",
                     i,
-                    format!(
-                        "field `fault[{i}].kind`: {needs}, and the scenario runs it under the {} design",
-                        d.as_str()
-                    ),
+                    format!("field `fault[{i}].kind`: {needs}{under}"),
                 ));
             }
         }

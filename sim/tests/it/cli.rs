@@ -188,6 +188,66 @@ fn a_cluster_only_fault_on_other_designs_is_refused() {
         err.contains("store.toml:2:") && err.contains("cluster"),
         "{err}"
     );
+    // The same question (`FaultKind::reach`) for every kind that needs a part of the topology,
+    // in a scenario file: a proxy, a single process's log.
+    for (name, body, says) in [
+        (
+            "proxy.toml",
+            "summary = \"x\"\n[[fault]]\nkind = \"crash-proxy\"\non = { at_ms = 5 }\nrestart_after_ms = 5\n",
+            "crash-proxy needs a proxy; set `topology.proxy = true`",
+        ),
+        (
+            "disk.toml",
+            "summary = \"x\"\n[agent]\ndesigns = [\"stored\", \"cluster\"]\n[[fault]]\nkind = \"flip-bit\"\non = { at_ms = 5 }\nrestart_after_ms = 5\n",
+            "flip-bit needs a single-process design (the cluster's nodes keep no log), and the scenario runs it under the cluster design",
+        ),
+    ] {
+        let path = dir.join(name);
+        std::fs::write(&path, body).unwrap();
+        let out = bin()
+            .args(["run", path.to_str().unwrap(), "--seeds", "1"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
+        assert!(err.contains(says), "{name}: {err}");
+    }
+    // `replay` and `shrink` under a design the scenario's faults cannot run under: refused,
+    // not a run whose schedule file `replay --schedule` would then refuse.
+    for cmd in ["replay", "shrink"] {
+        let out = bin()
+            .args([
+                cmd,
+                "cluster-03-remote-exchange-lost",
+                "--agent",
+                "stored",
+                "--seed",
+                "0",
+            ])
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{cmd}: {err}");
+        assert!(
+            err.contains("--agent stored: cluster-03-remote-exchange-lost cannot run under it")
+                && err.contains("needs the cluster design")
+                && err.contains("its designs: cluster"),
+            "{cmd}: {err}"
+        );
+    }
+    // A schedule file asks the same question as a scenario file (`Plan::check`).
+    let mut plan = acp_chaos::plan::Plan::derive(
+        &common::scenario("cluster-03-remote-exchange-lost"),
+        0,
+        None,
+        acp_chaos::models::Design::Cluster,
+    );
+    assert_eq!(plan.check(), None);
+    plan.agent.design = acp_chaos::models::Design::Stored;
+    plan.nodes = 0;
+    let e = plan.check().expect("refused");
+    assert!(e.contains("lose-exchange needs the cluster design"), "{e}");
 }
 
 #[test]
