@@ -33,8 +33,13 @@ fn collect(root: &Path, dir: &Path, files: &mut Vec<(String, String)>) {
     };
     for e in rd.flatten() {
         let p = e.path();
+        // A link to a folder is not followed: a link back up the tree (`scenarios/scenarios`)
+        // would embed the corpus again at every level, until the system's link limit.
+        let link = e.file_type().is_ok_and(|t| t.is_symlink());
         if p.is_dir() {
-            collect(root, &p, files);
+            if !link {
+                collect(root, &p, files);
+            }
         } else if p.extension().is_some_and(|x| x == "toml") {
             let rel = p
                 .strip_prefix(root)
