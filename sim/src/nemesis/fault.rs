@@ -94,12 +94,6 @@ impl FaultKind {
         FaultKind::LoseSyncedRecord,
     ];
 
-    /// The kinds that crash the Agent and damage its stored log while it is down (`flip-bit`,
-    /// `zero-sector`, `lose-synced-record`): opt-in, and without effect on a cluster.
-    pub fn damages_disk(self) -> bool {
-        self.reach() == super::kinds::Reach::Log
-    }
-
     /// Name as written in scenario files.
     pub fn as_str(self) -> &'static str {
         match self {

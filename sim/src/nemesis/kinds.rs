@@ -103,6 +103,12 @@ impl FaultKind {
         }
     }
 
+    /// The kinds that crash the Agent and damage its stored log while it is down (`flip-bit`,
+    /// `zero-sector`, `lose-synced-record`): opt-in, and without effect on a cluster.
+    pub fn damages_disk(self) -> bool {
+        self.reach() == Reach::Log
+    }
+
     /// `None` when a fault of this kind has something to act on in `t`; else what it needs,
     /// as "KIND needs …" (a scripted fault there is refused: scenario validation and schedule
     /// files alike; `replay` and `shrink` refuse an `--agent` whose plan would be refused).

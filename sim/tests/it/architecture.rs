@@ -13,18 +13,9 @@ fn root() -> PathBuf {
 
 /// Every `.rs` file under `dir`, relative to the repository root, `/`-separated.
 fn sources(dir: &Path, out: &mut Vec<String>) {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    entries.sort();
-    for p in entries {
-        if p.is_dir() {
-            sources(&p, out);
-        } else if p.extension().is_some_and(|e| e == "rs") {
-            let rel = p.strip_prefix(root()).unwrap();
-            out.push(rel.to_str().unwrap().replace('\\', "/"));
-        }
+    for p in crate::common::files_with_extension(dir, "rs") {
+        let rel = p.strip_prefix(root()).unwrap();
+        out.push(rel.to_str().unwrap().replace('\\', "/"));
     }
 }
 

@@ -1,7 +1,7 @@
 //! Shared helpers for the integration tests.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use acp_chaos::campaign::{self, CampaignSpec};
 use acp_chaos::scenario::{self, Scenario};
@@ -50,4 +50,23 @@ pub fn campaign_spec(
 pub fn fresh(s: &CampaignSpec) -> Summary {
     let _ = std::fs::remove_dir_all(&s.out);
     campaign::run(s).unwrap()
+}
+
+/// Every file under `dir` whose extension is `ext`, in sorted path order (folders walked
+/// depth-first), for the tests that hold a page or a map against the tree.
+pub fn files_with_extension(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    let mut out = Vec::new();
+    for p in entries {
+        if p.is_dir() {
+            out.extend(files_with_extension(&p, ext));
+        } else if p.extension().is_some_and(|e| e == ext) {
+            out.push(p);
+        }
+    }
+    out
 }

@@ -55,22 +55,11 @@ fn root() -> PathBuf {
 
 /// Every page the test reads: the README and every Markdown file under `docs/`.
 fn pages() -> Vec<PathBuf> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        let mut entries: Vec<_> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .collect();
-        entries.sort();
-        for p in entries {
-            if p.is_dir() {
-                walk(&p, out);
-            } else if p.extension().is_some_and(|e| e == "md") {
-                out.push(p);
-            }
-        }
-    }
     let mut out = vec![root().join("README.md")];
-    walk(&root().join("docs"), &mut out);
+    out.extend(crate::common::files_with_extension(
+        &root().join("docs"),
+        "md",
+    ));
     out
 }
 
