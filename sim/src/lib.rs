@@ -136,7 +136,8 @@ pub mod findings;
 pub mod fuzz;
 pub mod harness;
 pub mod history;
-mod launch;
+#[doc(hidden)]
+pub mod launch;
 pub mod nemesis;
 pub mod plan;
 pub mod probe;

@@ -11,7 +11,8 @@
 //! `docs/effects.md`).
 
 pub mod contract;
-pub(crate) mod coverage;
+#[doc(hidden)]
+pub mod coverage;
 pub mod facts;
 pub mod p01_at_most_once;
 pub mod p02_no_silent_drop;
@@ -33,11 +34,6 @@ pub mod p17_turn_stop;
 pub mod verdict;
 pub mod wire;
 pub mod x4_resume_order;
-
-#[cfg(test)]
-mod retention_tests;
-#[cfg(test)]
-mod tests;
 
 pub use contract::{Dependency, Missing, DEPENDENCIES};
 pub use coverage::{

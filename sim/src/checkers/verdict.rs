@@ -52,7 +52,7 @@ impl Verdict {
     /// A valid verdict of `property`, naming the rules its checker enforces (the registry's
     /// list, [`super::CHECKERS`]: one place says what a property covers). A failing branch
     /// replaces them with the clauses it tested.
-    pub(crate) fn valid(property: &str) -> Verdict {
+    pub fn valid(property: &str) -> Verdict {
         let rules = super::CHECKERS
             .iter()
             .find(|c| c.property == property)

@@ -11,7 +11,7 @@ use crate::models::{mutant, Design};
 use crate::scenario::{self, Scenario};
 
 #[derive(Args, Debug, Clone)]
-pub(super) struct DirArgs {
+pub struct DirArgs {
     /// Folder of scenario files (default: `./scenarios` when there is one, else the
     /// built-in scenarios).
     #[arg(long, env = "ACP_CHAOS_SCENARIOS")]
@@ -51,7 +51,7 @@ pub(super) fn parse_design(s: &str) -> Result<Design, String> {
         })
 }
 
-pub(super) fn scenarios_dir(d: &DirArgs) -> PathBuf {
+pub fn scenarios_dir(d: &DirArgs) -> PathBuf {
     crate::scenario::find_dir(d.scenarios.as_deref())
 }
 
@@ -68,10 +68,7 @@ pub(super) fn check_mutant(m: &Option<String>) -> Result<(), CliError> {
     Ok(())
 }
 
-pub(super) fn load(
-    d: &DirArgs,
-    names: &[String],
-) -> Result<Vec<Scenario>, scenario::ScenarioError> {
+pub fn load(d: &DirArgs, names: &[String]) -> Result<Vec<Scenario>, scenario::ScenarioError> {
     let dir = scenarios_dir(d);
     if names.is_empty() {
         scenario::load_dir(&dir)

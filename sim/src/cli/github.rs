@@ -19,7 +19,7 @@ pub(super) fn escape_property(s: &str) -> String {
 }
 
 /// `::error title=TITLE::MESSAGE`, escaped.
-pub(super) fn error_line(title: &str, message: &str) -> String {
+pub fn error_line(title: &str, message: &str) -> String {
     format!(
         "::error title={}::{}",
         escape_property(title),
@@ -144,17 +144,4 @@ pub(super) fn step_summary(s: &Summary, summary_md: &Path) -> String {
         }
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn workflow_commands_escape_what_github_parses() {
-        assert_eq!(
-            error_line("P1 invalid (A1, A4): x", "50% of runs\nrepro: a"),
-            "::error title=P1 invalid (A1%2C A4)%3A x::50%25 of runs%0Arepro: a"
-        );
-    }
 }

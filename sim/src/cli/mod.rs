@@ -14,7 +14,8 @@ use std::path::Path;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
-mod args;
+#[doc(hidden)]
+pub mod args;
 mod audit;
 mod bench;
 mod check;
@@ -23,16 +24,19 @@ mod error;
 mod explore;
 mod findings;
 mod fuzz;
-mod github;
+#[doc(hidden)]
+pub mod github;
 mod list;
 mod matrix;
 mod merge;
 mod mutants;
 mod output;
 mod replay;
-mod run;
+#[doc(hidden)]
+pub mod run;
 mod shrink;
-mod sweep;
+#[doc(hidden)]
+pub mod sweep;
 mod writable;
 
 pub use error::{CliError, Outcome};

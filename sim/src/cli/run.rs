@@ -15,7 +15,7 @@ use crate::{campaign, exit};
 #[derive(Args, Debug, Clone)]
 // `--seeds -1` is read as a value and refused as one, not taken for a flag.
 #[command(allow_negative_numbers = true)]
-pub(super) struct RunArgs {
+pub struct RunArgs {
     /// Scenario names or .toml paths (default: every file in the scenarios folder).
     pub(super) scenario: Vec<String>,
     /// Seeds per scenario.

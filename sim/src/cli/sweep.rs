@@ -270,7 +270,7 @@ pub(super) fn write_rows(
 }
 
 /// `--base`: the number it names, and how to print it.
-fn base_of(b: &str) -> Result<(u64, String), CliError> {
+pub fn base_of(b: &str) -> Result<(u64, String), CliError> {
     match b {
         "random" => {
             let n = crate::wall_clock::entropy();
@@ -314,7 +314,7 @@ fn base_of(b: &str) -> Result<(u64, String), CliError> {
 /// The first seed of range `which` (1 scripted, 2 swarm) for `base`: a splitmix64 step of
 /// both, placed in [2^32, 2^64 - seeds] so the range neither overlaps the seeds the tests and
 /// the default campaign run nor overflows.
-fn far_start(base: u64, which: u64, seeds: u64) -> u64 {
+pub fn far_start(base: u64, which: u64, seeds: u64) -> u64 {
     let mut z = base ^ which.wrapping_mul(0x9E37_79B9_7F4A_7C15);
     z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -323,42 +323,4 @@ fn far_start(base: u64, which: u64, seeds: u64) -> u64 {
     let low = 1u64 << 32;
     let span = u64::MAX - low - seeds;
     low + z % span
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn far_ranges_stay_far_and_in_range() {
-        for base in [0, 1, 42, u64::MAX, u64::MAX / 3] {
-            for which in [1, 2] {
-                for seeds in [1, 1_000, u64::MAX / 2] {
-                    let s = far_start(base, which, seeds);
-                    assert!(s >= 1 << 32, "{base} {which} {seeds}: {s}");
-                    assert!(
-                        s.checked_add(seeds).is_some(),
-                        "{base} {which} {seeds}: {s}"
-                    );
-                }
-            }
-        }
-        assert_ne!(
-            far_start(7, 1, 10),
-            far_start(7, 2, 10),
-            "the two ranges differ"
-        );
-        assert_ne!(
-            far_start(7, 1, 10),
-            far_start(8, 1, 10),
-            "a new base looks elsewhere"
-        );
-    }
-
-    #[test]
-    fn a_base_is_a_number_commit_or_random() {
-        assert_eq!(base_of("12").unwrap().0, 12);
-        assert!(base_of("twelve").is_err());
-        assert!(base_of("random").is_ok());
-    }
 }

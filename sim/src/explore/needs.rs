@@ -114,29 +114,3 @@ pub fn missing(name: &str, plan: &Plan, h: &History) -> Vec<Need> {
         .filter(|n| !has.contains(n))
         .collect()
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::models::mutant::MUTANTS;
-
-    /// The registry's rows are what `of_mutant` answers, and the needs most mutants of a kind
-    /// share are there (a cancel mutant needs a cancel).
-    #[test]
-    fn every_mutant_row_answers_its_needs() {
-        for m in MUTANTS {
-            assert_eq!(of_mutant(m.name), m.needs, "{}", m.name);
-        }
-        for (name, need) in [
-            ("cancel-answers-one", Need::CancelRequest),
-            ("close-forgets-held", Need::Close),
-            ("cluster-check-then-insert", Need::TwoNodes),
-            ("cancel-keeps-asking", Need::PermissionAsk),
-            ("failure-ends-as-end-turn", Need::FailingWork),
-            ("drop-held-drops-retries", Need::DropHeld),
-        ] {
-            assert!(of_mutant(name).contains(&need), "{name}");
-        }
-        assert!(of_mutant("no such mutant").is_empty());
-    }
-}

@@ -14,7 +14,8 @@ mod check;
 mod derive;
 pub mod expect;
 pub mod file;
-mod swarm;
+#[doc(hidden)]
+pub mod swarm;
 
 pub use swarm::DRAWN;
 

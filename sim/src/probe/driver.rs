@@ -67,7 +67,7 @@ pub struct Launch {
 }
 
 /// What a process's reader thread reports.
-pub(super) enum Ev {
+pub enum Ev {
     /// One line of its stdout.
     Line(String),
     /// A line of its stdout that is not UTF-8 or is longer than
@@ -78,7 +78,7 @@ pub(super) enum Ev {
 }
 
 /// A running Agent process (the leader of its own process group).
-pub(super) struct Proc {
+pub struct Proc {
     child: Child,
     pub(super) stdin: Option<ChildStdin>,
     pub(super) rx: Receiver<Ev>,

@@ -21,25 +21,34 @@
 pub mod calibrate;
 mod client;
 pub mod client_rules;
-pub(crate) mod driver;
-pub(crate) mod infer;
+#[doc(hidden)]
+pub mod driver;
+#[doc(hidden)]
+pub mod infer;
 mod junit;
-pub(crate) mod line_reader;
+#[doc(hidden)]
+pub mod line_reader;
 pub mod mock_model;
 pub mod profile;
-pub(crate) mod realtime;
-mod report;
-mod runner;
-mod start;
+#[doc(hidden)]
+pub mod realtime;
+#[doc(hidden)]
+pub mod report;
+#[doc(hidden)]
+pub mod runner;
+#[doc(hidden)]
+pub mod start;
 pub mod stdio_agent;
 pub mod stdio_client;
-pub(crate) mod stdio_envelope;
+#[doc(hidden)]
+pub mod stdio_envelope;
 mod store_dir;
 mod target;
 pub mod traces;
 mod tree;
 pub mod verdicts;
-pub(crate) mod wire_log;
+#[doc(hidden)]
+pub mod wire_log;
 
 pub use report::ProbeSummary;
 pub use runner::{is_probe_history, judge_history};
@@ -335,7 +344,7 @@ fn select(a: &ProbeArgs) -> Result<Selection, String> {
 }
 
 /// Items named `scenario:NAME` are scenarios run by the conformance kit.
-pub(crate) const SCENARIO: &str = "scenario:";
+pub const SCENARIO: &str = "scenario:";
 
 /// One thing a probe plays against the Agent.
 pub enum Item {

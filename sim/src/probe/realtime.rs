@@ -223,7 +223,7 @@ pub fn run(plan: &Plan, launch: Launch, scale: u64, read_back: bool) -> Realtime
 /// The hint for a run whose model Client gave up connections before the agent answered their
 /// `initialize`: the agent is slower than the scenario's timeouts at this `--time-scale`, and
 /// what follows (inputs still pending, P2 unknown) says more about the scale than the agent.
-fn slow_setup_note(ops: &[RawOp], scale: u64) -> Option<String> {
+pub fn slow_setup_note(ops: &[RawOp], scale: u64) -> Option<String> {
     fn frame<'a>(o: &'a RawOp, from: &str) -> Option<(u64, &'a Value)> {
         (o.process == process::NET && o.f == op::SEND && o.value["from"] == from)
             .then(|| (o.value["conn"].as_u64().unwrap_or(0), &o.value["frame"]))
@@ -897,41 +897,3 @@ impl World<'_> {
 
 /// How long the pipe must stay quiet, with nothing pending, to end the liveness phase (plan ms).
 const QUIET_MS: u64 = 200;
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn raw(process: &'static str, f: &str, value: Value) -> RawOp {
-        RawOp {
-            time_ms: 0,
-            process,
-            kind: OpType::Info,
-            f: f.to_string(),
-            value,
-        }
-    }
-
-    /// A connection given up before its `initialize` was answered names `--time-scale`; one
-    /// given up after the answer (a lost prompt, a dead link) does not.
-    #[test]
-    fn a_client_that_gives_up_before_initialize_is_answered_names_the_time_scale() {
-        let init = raw(
-            process::NET,
-            op::SEND,
-            json!({"conn": 1, "from": "client", "frame": {"id": 0, "method": "initialize"}}),
-        );
-        let answer = raw(
-            process::NET,
-            op::SEND,
-            json!({"conn": 1, "from": "agent", "frame": {"id": 0, "result": {}}}),
-        );
-        let give_up = raw(process::CLIENT, op::GIVE_UP_CONNECTION, json!({"conn": 1}));
-        let note = slow_setup_note(&[init.clone(), give_up.clone()], 10).expect("a hint");
-        assert!(
-            note.contains("gave up 1 connection") && note.contains("--time-scale 10"),
-            "{note}"
-        );
-        assert_eq!(slow_setup_note(&[init, answer, give_up], 10), None);
-    }
-}

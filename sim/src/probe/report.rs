@@ -15,7 +15,7 @@ use crate::probe::target::shell_quote;
 use crate::probe::Target;
 
 /// How an aborted run's undecided verdicts begin.
-pub(super) const INCOMPLETE: &str = "the trace did not complete: ";
+pub const INCOMPLETE: &str = "the trace did not complete: ";
 
 /// One run's outcome.
 #[derive(Debug, Clone, Serialize)]
@@ -164,7 +164,7 @@ fn kill_cell(point: Option<&str>, delay_ms: u64) -> String {
 }
 
 /// The command that runs one trace again, at the same delay, enough times to see a rate.
-pub(super) fn retry_line(
+pub fn retry_line(
     a: &ProbeArgs,
     target: &Target,
     trace: &str,
@@ -229,7 +229,7 @@ pub(super) fn party_word(p: Option<Party>) -> String {
     .unwrap_or_else(|| "-".into())
 }
 
-pub(super) fn write_run(
+pub fn write_run(
     dir: &Path,
     a: &ProbeArgs,
     target: &Target,

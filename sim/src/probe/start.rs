@@ -19,7 +19,7 @@ pub(super) fn fill(s: &str, home: &Path, cwd: &Path) -> String {
 }
 
 /// A fresh temporary home (with its workspace folder `work/`) for one run.
-pub(super) fn fresh_home(target: &Target) -> anyhow::Result<(PathBuf, PathBuf)> {
+pub fn fresh_home(target: &Target) -> anyhow::Result<(PathBuf, PathBuf)> {
     let n = HOMES.fetch_add(1, Ordering::Relaxed);
     let home = std::env::temp_dir().join(format!("acp-chaos-probe-{}-{n}", std::process::id()));
     if home.exists() {
@@ -38,7 +38,7 @@ pub(super) fn fresh_home(target: &Target) -> anyhow::Result<(PathBuf, PathBuf)> 
 }
 
 /// The seed of one run's keys and markers, from `--seed`, the trace and the run index.
-pub(super) fn run_seed(seed: u64, trace: &str, run: u32) -> u64 {
+pub fn run_seed(seed: u64, trace: &str, run: u32) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ seed;
     for b in trace.bytes() {
         h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
@@ -49,7 +49,7 @@ pub(super) fn run_seed(seed: u64, trace: &str, run: u32) -> u64 {
 /// The launch of one run in `home` (working folder `cwd`): the target's command with `{home}`
 /// and `{cwd}` filled in, or a real agent's profile with its own mock model (returned, to shut
 /// down after the run).
-pub(super) fn launch(
+pub fn launch(
     a: &ProbeArgs,
     target: &Target,
     home: &Path,

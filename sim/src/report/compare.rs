@@ -17,7 +17,7 @@ fn count(h: &History, key: &str) -> usize {
 }
 
 /// The submission numbers a verdict's message names (`submission 2`, `submissions [3]`).
-fn named_submissions(message: &str) -> Vec<String> {
+pub fn named_submissions(message: &str) -> Vec<String> {
     let mut out = Vec::new();
     let words: Vec<&str> = message.split_whitespace().collect();
     for w in words.windows(2) {
@@ -78,35 +78,4 @@ pub fn why_they_differ(original: (&Verdict, &History), shrunk: (&Verdict, &Histo
         s.push_str("Here the verdicts name the same submissions with other ids.");
     }
     s
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{named_submissions, why_they_differ};
-    use crate::checkers::Verdict;
-    use crate::history::History;
-
-    /// A run shrinking left as it was is said to be the original, not "a run of its own (N
-    /// ops, not N)".
-    #[test]
-    fn an_unchanged_run_is_called_the_original() {
-        let h = History::default();
-        let v = Verdict::valid("P1");
-        let s = why_they_differ((&v, &h), (&v, &h));
-        assert!(s.starts_with("Shrinking changed nothing"), "{s}");
-        assert!(!s.contains("not 0"), "{s}");
-    }
-
-    #[test]
-    fn names_submissions() {
-        assert_eq!(
-            named_submissions("submission 2 inserted twice (a then b)"),
-            vec!["2".to_string()]
-        );
-        assert_eq!(
-            named_submissions("submission 10: the Client no longer holds it"),
-            vec!["10".to_string()]
-        );
-        assert!(named_submissions("request 3 on connection 1").is_empty());
-    }
 }

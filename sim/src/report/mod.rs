@@ -25,9 +25,12 @@
 //! and scenarios: `acp-chaos list rules`, `docs/rules.md`), `text.rs` (clipping and XML
 //! escaping).
 
-mod compare;
-mod diagram;
-mod expected;
+#[doc(hidden)]
+pub mod compare;
+#[doc(hidden)]
+pub mod diagram;
+#[doc(hidden)]
+pub mod expected;
 mod junit;
 mod mermaid;
 mod pages;
@@ -36,7 +39,8 @@ mod summary_html;
 mod summary_md;
 mod svg;
 mod table;
-mod text;
+#[doc(hidden)]
+pub mod text;
 mod timeline;
 pub mod witnesses;
 

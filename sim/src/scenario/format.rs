@@ -410,11 +410,11 @@ fn liveness() -> u64 {
     5000
 }
 
-pub(super) fn expect_valid() -> Expect {
+pub fn expect_valid() -> Expect {
     Expect::Valid
 }
 
-pub(super) fn workload_default() -> Workload {
+pub fn workload_default() -> Workload {
     Workload {
         submissions: 1,
         gap_ms_min: gap_min(),
@@ -435,7 +435,7 @@ pub(super) fn workload_default() -> Workload {
     }
 }
 
-pub(super) fn agent_default() -> AgentSpec {
+pub fn agent_default() -> AgentSpec {
     AgentSpec {
         designs: all_designs(),
         o1: o1_default(),
@@ -451,7 +451,7 @@ pub(super) fn agent_default() -> AgentSpec {
     }
 }
 
-pub(super) fn timing_default() -> Timing {
+pub fn timing_default() -> Timing {
     Timing {
         latency_ms_min: 1,
         latency_ms_max: 1,

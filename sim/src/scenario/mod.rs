@@ -12,10 +12,10 @@
 //! - `validate.rs`: every check a parsed scenario must pass.
 
 pub mod builtin;
-mod format;
-#[cfg(test)]
-mod tests;
-mod validate;
+#[doc(hidden)]
+pub mod format;
+#[doc(hidden)]
+pub mod validate;
 
 use std::path::{Path, PathBuf};
 

@@ -395,7 +395,7 @@ impl Scenario {
 }
 
 /// The key assigned on a line (`key = ...`, also inside an inline table `on = { key = ... }`).
-pub(crate) fn key_at(text: &str, line: usize) -> Option<String> {
+pub fn key_at(text: &str, line: usize) -> Option<String> {
     let l = text.lines().nth(line.checked_sub(1)?)?;
     let key = l.split('=').next()?.trim();
     let key = key.trim_start_matches('[').trim_end_matches(']').trim();
@@ -406,7 +406,7 @@ pub(crate) fn key_at(text: &str, line: usize) -> Option<String> {
     .then(|| key.to_string())
 }
 
-pub(super) fn line_of(text: &str, byte: usize) -> usize {
+pub fn line_of(text: &str, byte: usize) -> usize {
     text[..byte.min(text.len())]
         .bytes()
         .filter(|b| *b == b'\n')

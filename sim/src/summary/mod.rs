@@ -11,8 +11,10 @@ use serde_json::Value;
 use crate::checkers::SubmissionClass;
 use crate::exit;
 
-mod groups;
-mod hashes;
+#[doc(hidden)]
+pub mod groups;
+#[doc(hidden)]
+pub mod hashes;
 
 pub use groups::{campaign_failures, failure_groups, FailureGroup};
 pub use hashes::{lex_order, HashLogWriter, Hashes};
@@ -235,21 +237,4 @@ pub fn read_summary_file(file: &Path) -> anyhow::Result<Summary> {
         );
     }
     serde_json::from_value(v).map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))
-}
-
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    #[test]
-    fn a_shrunk_size_counts_in_words_one_and_many() {
-        assert_eq!(
-            crate::summary::shrunk_size(&json!({"faults": 1, "ops": 2, "raw": 0})),
-            "1 fault, 2 workload ops, 0 raw probes"
-        );
-        assert_eq!(
-            crate::summary::shrunk_size(&json!({"faults": 3, "ops": 1, "raw": 1})),
-            "3 faults, 1 workload op, 1 raw probe"
-        );
-    }
 }

@@ -22,7 +22,8 @@
 //! - `probe_client`: a real Client process under test (`probe --client`);
 //! - `stdio_agent`: `acp-chaos agent` as a process: the JSON-RPC envelope, lines refused unread (not UTF-8, overlong), its store on start;
 //! - `wire_judged`: rules about sent frames judged from the frames (a user's Client, proxy);
-//! - `witnesses`: every rule of RULES.md has its row, and the gaps are the known ones.
+//! - `witnesses`: every rule of RULES.md has its row, and the gaps are the known ones;
+//! - `unit`: the library's unit tests, one file per module they test.
 
 mod common;
 
@@ -49,5 +50,6 @@ mod reports;
 mod sdk_author;
 mod stdio_agent;
 mod surface;
+mod unit;
 mod wire_judged;
 mod witnesses;

@@ -30,12 +30,14 @@ mod agent;
 mod frames;
 mod observe;
 mod script;
-mod space;
-mod table;
-#[cfg(test)]
-mod tests;
-mod verdict;
-mod world;
+#[doc(hidden)]
+pub mod space;
+#[doc(hidden)]
+pub mod table;
+#[doc(hidden)]
+pub mod verdict;
+#[doc(hidden)]
+pub mod world;
 
 use std::collections::BTreeMap;
 

@@ -63,7 +63,7 @@ pub struct ClassSummary {
 ///
 /// Long on purpose: one arm per retry class, each a claim, its counts and an example, sharing the
 /// counting closures above them.
-pub(super) fn verdict(m: &MethodClass, cells: &[MatrixCell], spec: &Spec) -> ClassVerdict {
+pub fn verdict(m: &MethodClass, cells: &[MatrixCell], spec: &Spec) -> ClassVerdict {
     let of = |f: Fault, p: Policy| {
         cells
             .iter()

@@ -88,7 +88,7 @@ macro_rules! note {
 }
 pub(super) use note;
 
-pub(super) struct EventWorld {
+pub struct EventWorld {
     pub(super) method: Method,
     pub(super) fault: Fault,
     pub(super) policy: Policy,

@@ -1,7 +1,8 @@
+//! The unit tests of `sim/src/scenario/mod.rs`.
 //! Scenario parsing and validation tests.
 
 mod parse {
-    use crate::scenario::*;
+    use acp_chaos::scenario::*;
     use std::path::Path;
 
     fn parse(text: &str) -> Result<Scenario, ScenarioError> {
@@ -13,7 +14,7 @@ mod parse {
         let window = "summary = \"s\"\n[agent]\ndesigns = [\"stored\"]\nretention_ms = 500\n";
         for (text, want) in [("summary = \"s\"\n", None), (window, Some(500))] {
             let s = parse(text).unwrap();
-            let p = crate::plan::Plan::derive(&s, 1, None, acp_chaos_models::Design::Stored);
+            let p = acp_chaos::plan::Plan::derive(&s, 1, None, acp_chaos_models::Design::Stored);
             let v = serde_json::to_value(&p).unwrap();
             assert_eq!(
                 v["agent"].get("retention_ms").and_then(|x| x.as_u64()),
@@ -107,7 +108,7 @@ mod parse {
 }
 
 mod bad_input {
-    use crate::scenario::Scenario;
+    use acp_chaos::scenario::Scenario;
     use proptest::prelude::*;
 
     proptest! {

@@ -1,6 +1,11 @@
-use super::verdict::*;
-use super::*;
-use crate::history::{Op, OpType};
+//! The unit tests of `sim/src/checkers/mod.rs`.
+
+use acp_chaos::checkers::facts::Facts;
+use acp_chaos::checkers::p17_turn_stop::p17_turn_stop;
+use acp_chaos::checkers::verdict::{Status, Verdict};
+use acp_chaos::checkers::*;
+use acp_chaos::history::History;
+use acp_chaos::history::{Op, OpType};
 use acp_chaos_models::Party;
 use serde_json::json;
 use serde_json::Value;

@@ -1,6 +1,9 @@
-use super::verdict::*;
-use super::*;
-use crate::history::{Op, OpType};
+//! The unit tests of `sim/src/checkers/mod.rs` (retention).
+
+use acp_chaos::checkers::verdict::{Status, Verdict};
+use acp_chaos::checkers::*;
+use acp_chaos::history::History;
+use acp_chaos::history::{Op, OpType};
 use acp_chaos_models::Party;
 use serde_json::json;
 use serde_json::Value;

@@ -1,17 +1,22 @@
+//! The unit tests of `sim/src/retry_class/matrix/mod.rs`.
 //! Matrix tests: the class table against the audit, determinism, every correct cell, mutants.
 
-use super::space::*;
-use super::*;
+use acp_chaos::retry_class::matrix::space::{not_run, Fault, Method, Outcome, Policy, METHODS};
+use acp_chaos::retry_class::matrix::table::table_text;
+
+use acp_chaos::retry_class::matrix::*;
 
 fn spec(seeds: u64, mutant: Option<&str>) -> Spec {
     Spec {
         only: None,
         seed_start: 0,
         seeds,
-        mutant: mutant.map(|m| match crate::models::mutant::find(m).map(|x| x.kind) {
-            Some(crate::models::mutant::MutantKind::Agent(a)) => a,
-            _ => panic!("not an agent mutant: {m}"),
-        }),
+        mutant: mutant.map(
+            |m| match acp_chaos::models::mutant::find(m).map(|x| x.kind) {
+                Some(acp_chaos::models::mutant::MutantKind::Agent(a)) => a,
+                _ => panic!("not an agent mutant: {m}"),
+            },
+        ),
         mutant_name: mutant.map(String::from),
     }
 }
@@ -20,7 +25,7 @@ fn spec(seeds: u64, mutant: Option<&str>) -> Spec {
 /// Client→Agent and the models speak it, else listed as not run; with the table's class.
 #[test]
 fn every_method_of_the_table_is_run_or_listed() {
-    use crate::models::methods::{self, Direction};
+    use acp_chaos::models::methods::{self, Direction};
     let listed = not_run();
     for (d, m) in methods::all() {
         let run = METHODS.iter().filter(|x| x.method.as_str() == m.name);
@@ -50,7 +55,7 @@ fn every_method_of_the_table_is_run_or_listed() {
 /// The class table matches the audit's (method, class, stated/inferred).
 #[test]
 fn classes_match_the_audit() {
-    let rows = crate::retry_class::audit::audit();
+    let rows = acp_chaos::retry_class::audit::audit();
     for m in METHODS {
         let row = rows
             .iter()

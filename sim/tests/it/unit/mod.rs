@@ -1,0 +1,45 @@
+//! The library's unit tests, one file per module they test (`checkers_wire` for
+//! `sim/src/checkers/wire.rs`). They live here rather than in `#[cfg(test)]` modules because a
+//! unit-test target compiles the whole library a second time in every test build (about 100
+//! CPU-s; `docs/internals/performance.md`, "Building"): `sim/Cargo.toml` sets `test = false`.
+//! What they reach is public; modules only they reach are `#[doc(hidden)]`.
+
+mod bounds;
+mod campaign_paired;
+mod campaign_scoreboard;
+mod checkers;
+mod checkers_p05_key_validation;
+mod checkers_retention;
+mod checkers_wire;
+mod cli_github;
+mod cli_sweep;
+mod explore_needs;
+mod explore_shrink;
+mod explore_strategy;
+mod harness;
+mod launch;
+mod nemesis_kinds;
+mod plan_swarm;
+mod probe_calibrate;
+mod probe_client_rules;
+mod probe_infer;
+mod probe_line_reader;
+mod probe_profile;
+mod probe_realtime;
+mod probe_runner;
+mod probe_stdio_envelope;
+mod probe_verdicts;
+mod probe_wire_log;
+mod report_compare;
+mod report_diagram;
+mod report_expected;
+mod retry_class_audit;
+mod retry_class_matrix;
+mod scenario;
+mod scenario_builtin;
+mod summary;
+mod summary_groups;
+#[cfg(target_os = "linux")]
+mod summary_hashes;
+mod world_snapshot;
+mod world_wakes;
