@@ -624,7 +624,7 @@ impl Harness {
                 e.plan.faults.len(),
                 crate::plan::file::to_toml(&e.plan)?
             );
-            crate::campaign::folders::write_atomic(&file, body.as_bytes())
+            crate::folders::write_atomic(&file, body.as_bytes())
                 .with_context(|| format!("{}", file.display()))?;
         }
         outcome.failure = one.failure;
@@ -727,9 +727,7 @@ impl Harness {
             std::fs::remove_dir_all(&dir).with_context(|| format!("{}", dir.display()))?;
         }
         std::fs::create_dir_all(&dir).with_context(|| format!("{}", dir.display()))?;
-        let put = |file: &str, bytes: &[u8]| {
-            crate::campaign::folders::write_atomic(&dir.join(file), bytes)
-        };
+        let put = |file: &str, bytes: &[u8]| crate::folders::write_atomic(&dir.join(file), bytes);
         let mut buf = Vec::new();
         history.write_jsonl(&mut buf)?;
         put("history.jsonl", &buf)?;

@@ -20,7 +20,8 @@
 //!   names ([`history::op`]), the hash;
 //! - [`summary`]: `summary.json`, a finished campaign; [`exit`]: the exit-code table;
 //!   [`wall_clock`]: the one wall clock (outside runs only); [`bounds`]: the range of every
-//!   number a user can set (files, flags, environment).
+//!   number a user can set (files, flags, environment); [`folders`]: report folders (what they
+//!   may hold, atomic writes, `reports/latest`).
 //!
 //! The pipeline:
 //! - [`scenario`]: a TOML run description (workload, Agent policies, timing, faults or swarm);
@@ -133,6 +134,7 @@ pub mod cli;
 pub mod exit;
 pub mod explore;
 pub mod findings;
+pub mod folders;
 pub mod fuzz;
 pub mod harness;
 pub mod history;

@@ -5,8 +5,8 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use super::folders::write_atomic;
 use crate::checkers::Verdict;
+use crate::folders::write_atomic;
 use crate::history::History;
 use crate::plan::Plan;
 use crate::run::{repro, RunResult};

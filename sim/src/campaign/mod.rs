@@ -3,7 +3,6 @@
 
 pub mod bench;
 mod counterexample;
-pub(crate) mod folders;
 pub mod merge;
 pub mod paired;
 pub(crate) mod progress;
@@ -19,15 +18,12 @@ use acp_chaos_models::Design;
 use rayon::prelude::*;
 
 pub(crate) use counterexample::write_timeline;
-pub use folders::{
-    campaign_name, default_out, is_artefact, point_latest, prepare_folder, prepare_out,
-    write_atomic, write_summary,
-};
 pub use merge::merge;
 pub use staging::{Staging, MARKER};
 pub use unwritten::ReportUnwritten;
 
 use crate::checkers::Status;
+use crate::folders::{is_artefact, write_summary};
 use crate::history::History;
 use crate::run::{repro, run_one, RunResult};
 use crate::scenario::Scenario;

@@ -68,7 +68,7 @@ pub(super) fn exec(a: &FindingsArgs) -> Outcome {
     )?;
     let (m, r, block) = (&g.measured, &g.rendered, &g.retry_classes);
     let write = |path: &std::path::Path, text: &str| {
-        crate::campaign::write_atomic(path, text.as_bytes())
+        crate::folders::write_atomic(path, text.as_bytes())
             .map_err(|e| CliError::usage(format!("{}: {e}", path.display())))
     };
     std::fs::create_dir_all(&witnesses)

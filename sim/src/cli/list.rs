@@ -139,7 +139,11 @@ pub(super) fn exec(a: &ListArgs) -> Outcome {
             crate::campaign::witness::shown(&dir, crate::campaign::witness::WITNESS_SEEDS, &pool)?;
         print!(
             "{}",
-            witnesses::markdown(&witnesses::witnesses(&all, &shown))
+            witnesses::markdown(&witnesses::witnesses(
+                &all,
+                &shown,
+                &crate::findings::claims()
+            ))
         );
     }
     if want(ListSection::Events) {

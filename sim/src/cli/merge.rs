@@ -64,11 +64,11 @@ pub(super) fn exec(a: &MergeArgs) -> Outcome {
         .unwrap_or_default();
     let (out, default_out) = match &a.out {
         Some(o) => (o.clone(), false),
-        None => (campaign::default_out(&name, None), true),
+        None => (crate::folders::default_out(&name, None), true),
     };
     let summary = campaign::merge(&a.dirs, &summaries, &out)?;
     if default_out {
-        campaign::point_latest(&out)?;
+        crate::folders::point_latest(&out)?;
     }
     println!(
         "merged {} shards of campaign {}: seeds {}..{}",

@@ -7,10 +7,10 @@ use clap::Args;
 use super::args::{jobs, scenarios_dir, DirArgs};
 use super::output::outcome_line;
 use super::{CliError, Outcome};
+use crate::exit;
 use crate::models::mutant;
 use crate::plan::Plan;
 use crate::scenario;
-use crate::{campaign, exit};
 
 #[derive(Args, Debug, Clone)]
 // `--seeds -1` is read as a value and refused as one, not taken for a flag.
@@ -94,7 +94,7 @@ pub(super) fn exec(a: &MutantsArgs) -> Outcome {
     let out = a
         .out
         .clone()
-        .unwrap_or_else(|| campaign::default_out(&name, None));
+        .unwrap_or_else(|| crate::folders::default_out(&name, None));
     // Before the scoreboard's minutes of runs.
     super::writable::report_folder(&out, "--out")?;
     let jobs = jobs(a.jobs, u64::MAX);
@@ -207,7 +207,7 @@ pub(super) fn exec(a: &MutantsArgs) -> Outcome {
     let (base, _, unwritten) =
         crate::campaign::scoreboard::baseline(&s, base_seeds, jobs, &name, &out, Some(scoreboard))?;
     if a.out.is_none() && unwritten.is_none() {
-        campaign::point_latest(&out)?;
+        crate::folders::point_latest(&out)?;
     }
     println!();
     let designs: Vec<&str> = base.designs.iter().map(|d| d.as_str()).collect();

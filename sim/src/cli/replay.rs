@@ -78,7 +78,7 @@ pub(super) fn exec(a: &ReplayArgs) -> Result<(i32, String), CliError> {
                 .map_or(String::new(), |m| format!(" --mutant {m}"))
         );
         let text = format!("{header}{}", crate::plan::file::to_toml(&plan)?);
-        crate::campaign::write_atomic(file, text.as_bytes())
+        crate::folders::write_atomic(file, text.as_bytes())
             .map_err(|e| CliError::usage(format!("{}: {e:#}", file.display())))?;
     }
     let h = crate::world::run(&plan);

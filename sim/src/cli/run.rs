@@ -127,10 +127,11 @@ pub(super) fn campaign(a: &RunArgs) -> Result<crate::summary::Summary, CliError>
             )));
         }
     }
-    let name = campaign::campaign_name(&names, a.seed_start, a.seeds, a.mutant.as_deref(), a.agent);
+    let name =
+        crate::folders::campaign_name(&names, a.seed_start, a.seeds, a.mutant.as_deref(), a.agent);
     let (out, default_out) = match &a.out {
         Some(o) => (o.clone(), false),
-        None => (campaign::default_out(&name, a.shard), true),
+        None => (crate::folders::default_out(&name, a.shard), true),
     };
     super::writable::report_folder(&out, "--out")?;
     // Ctrl-C: the first stops the campaign (runs in flight finish, the report is written);
@@ -279,7 +280,7 @@ pub(super) fn campaign(a: &RunArgs) -> Result<crate::summary::Summary, CliError>
         },
     };
     if default_out {
-        campaign::point_latest(&out)?;
+        crate::folders::point_latest(&out)?;
     }
     print_summary(&summary, &out, true, a.verbose);
     Ok(summary)

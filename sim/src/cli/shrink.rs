@@ -152,7 +152,7 @@ pub(super) fn exec(a: &ShrinkArgs) -> Outcome {
         format!("{header}{}", crate::plan::file::to_toml(&out.plan)?)
     };
     let replaced = file.exists();
-    campaign::write_atomic(&file, text.as_bytes())?;
+    crate::folders::write_atomic(&file, text.as_bytes())?;
     println!(
         "shrunk in {} runs ({secs:.1} s): faults {} -> {}, submissions {} -> {}, raw probes {} -> {}; latency {}",
         out.runs,
@@ -244,11 +244,11 @@ pub(super) fn exec(a: &ShrinkArgs) -> Outcome {
         original: verdicts.iter().find(|v| target.matches(v)).map(|v| (v, &h)),
         timelines,
     };
-    campaign::write_atomic(
+    crate::folders::write_atomic(
         &md,
         crate::report::counterexample_md_with(&c, &extras).as_bytes(),
     )?;
-    campaign::write_atomic(
+    crate::folders::write_atomic(
         &html,
         crate::report::counterexample_html_with(&c, &extras).as_bytes(),
     )?;

@@ -261,7 +261,7 @@ pub(super) fn write_rows(
     // Beside the campaign's folder, not in it: a campaign refuses a folder holding what it
     // did not write, so a second sweep into the same --out would fail.
     let page = out.join(format!("{kind}-rows.md"));
-    crate::campaign::write_atomic(
+    crate::folders::write_atomic(
         &page,
         format!("# sweep {kind}: {range}\n\n{rows}").as_bytes(),
     )

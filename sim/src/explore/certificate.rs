@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::exhaustive::{default_kinds, Exploration, Explored, Level, STORE_FAULT_LONG_MS};
-use crate::campaign::{prepare_folder, write_atomic};
 use crate::checkers::{verdict_line, Status};
+use crate::folders::{prepare_folder, write_atomic};
 use crate::nemesis::fault_line;
 use crate::nemesis::{FaultKind, Reach};
 use crate::report::{counterexample_html, counterexample_md, Counterexample};

@@ -310,7 +310,27 @@ pub fn shapes(place: &Place, plan: &Plan, kinds: &[FaultKind]) -> Vec<FaultSpec>
                     out.push(g);
                 }
             }
-            _ => {}
+            // Disk damage: exploration places none (the disk-0N scenarios run it).
+            (FaultKind::FlipBit | FaultKind::ZeroSector | FaultKind::LoseSyncedRecord, _) => {}
+            // Every other kind at a spot it has no shape for above. Each kind is named, not
+            // `_`: a new kind must say where it is placed.
+            (
+                FaultKind::LoseFrame
+                | FaultKind::StallFrame
+                | FaultKind::ReorderFrame
+                | FaultKind::Partition
+                | FaultKind::PartitionOneway
+                | FaultKind::Hold
+                | FaultKind::CrashAgent
+                | FaultKind::RestartClient
+                | FaultKind::TransientError
+                | FaultKind::CrashProxy
+                | FaultKind::CrashStore
+                | FaultKind::LoseExchange
+                | FaultKind::PartitionStore
+                | FaultKind::DropUpdates,
+                _,
+            ) => {}
         }
     }
     out
@@ -349,7 +369,22 @@ pub fn exhaustive_shapes(place: &Place, plan: &Plan, kinds: &[FaultKind]) -> Vec
                 restart_after_ms: Some(STORE_FAULT_LONG_MS),
                 ..f.clone()
             }),
-            _ => {}
+            // One shape only (each kind named, so a new one must choose).
+            FaultKind::LoseFrame
+            | FaultKind::RestartClient
+            | FaultKind::StallFrame
+            | FaultKind::ReorderFrame
+            | FaultKind::Partition
+            | FaultKind::PartitionOneway
+            | FaultKind::Hold
+            | FaultKind::CrashAgent
+            | FaultKind::TransientError
+            | FaultKind::CrashProxy
+            | FaultKind::LoseExchange
+            | FaultKind::DropUpdates
+            | FaultKind::FlipBit
+            | FaultKind::ZeroSector
+            | FaultKind::LoseSyncedRecord => {}
         }
     }
     out.extend(more);

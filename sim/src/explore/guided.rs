@@ -354,7 +354,20 @@ fn at_time(kind: FaultKind, plan: &Plan) -> Option<crate::nemesis::FaultSpec> {
             f.heal_after_ms = Some(100);
             f.direction = Some(crate::nemesis::Direction::ClientToAgent);
         }
-        _ => return None,
+        // Not a process-level fault, or not in this topology (each kind named: a new one
+        // must say whether guided places it at a time).
+        FaultKind::CrashProxy
+        | FaultKind::CrashStore
+        | FaultKind::PartitionStore
+        | FaultKind::LoseFrame
+        | FaultKind::StallFrame
+        | FaultKind::ReorderFrame
+        | FaultKind::TransientError
+        | FaultKind::LoseExchange
+        | FaultKind::DropUpdates
+        | FaultKind::FlipBit
+        | FaultKind::ZeroSector
+        | FaultKind::LoseSyncedRecord => return None,
     }
     Some(f)
 }

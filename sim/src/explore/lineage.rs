@@ -170,7 +170,26 @@ fn rank(f: &FaultSpec, spot: &Spot, live: bool) -> Option<u32> {
         (K::RestartClient, Spot::Submission(_)) => 10,
         (K::CrashAgent, Spot::Submission(_)) => 11,
         (K::CrashProxy, _) => 6,
-        _ => return None,
+        // Not a cause lineage follows up (each kind named: a new one must choose).
+        (
+            K::LoseFrame
+            | K::StallFrame
+            | K::ReorderFrame
+            | K::Partition
+            | K::PartitionOneway
+            | K::Hold
+            | K::CrashAgent
+            | K::RestartClient
+            | K::TransientError
+            | K::CrashStore
+            | K::LoseExchange
+            | K::PartitionStore
+            | K::DropUpdates
+            | K::FlipBit
+            | K::ZeroSector
+            | K::LoseSyncedRecord,
+            _,
+        ) => return None,
     };
     Some(r)
 }
@@ -461,7 +480,22 @@ fn cuts(h: &History, trace: &Trace, plan: &Plan, from: usize) -> Vec<Cut> {
                         let down = f.heal_after_ms.or(f.restart_after_ms).unwrap_or(0);
                         prompt_read_ms.iter().any(|&r| t < r && r <= t + down)
                     }
-                    _ => live,
+                    // Not a store fault (each kind named: a new one must choose).
+                    FaultKind::LoseFrame
+                    | FaultKind::StallFrame
+                    | FaultKind::ReorderFrame
+                    | FaultKind::Partition
+                    | FaultKind::PartitionOneway
+                    | FaultKind::Hold
+                    | FaultKind::CrashAgent
+                    | FaultKind::RestartClient
+                    | FaultKind::TransientError
+                    | FaultKind::CrashProxy
+                    | FaultKind::LoseExchange
+                    | FaultKind::DropUpdates
+                    | FaultKind::FlipBit
+                    | FaultKind::ZeroSector
+                    | FaultKind::LoseSyncedRecord => live,
                 };
                 if let Some(rank) = rank(&f, &p.spot, live) {
                     out.push((
@@ -748,7 +782,22 @@ fn widen(plan: &Plan, h: &History, fired: usize, at: usize) -> Plan {
     let window = match f.kind {
         FaultKind::PartitionStore => &mut f.heal_after_ms,
         FaultKind::CrashStore => &mut f.restart_after_ms,
-        _ => return out,
+        // Only a store fault is widened to outlast what follows it.
+        FaultKind::LoseFrame
+        | FaultKind::StallFrame
+        | FaultKind::ReorderFrame
+        | FaultKind::Partition
+        | FaultKind::PartitionOneway
+        | FaultKind::Hold
+        | FaultKind::CrashAgent
+        | FaultKind::RestartClient
+        | FaultKind::TransientError
+        | FaultKind::CrashProxy
+        | FaultKind::LoseExchange
+        | FaultKind::DropUpdates
+        | FaultKind::FlipBit
+        | FaultKind::ZeroSector
+        | FaultKind::LoseSyncedRecord => return out,
     };
     if window.is_some_and(|ms| ms < need) {
         *window = Some(need.min(600_000));

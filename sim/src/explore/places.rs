@@ -4,7 +4,7 @@
 //! the Client accepted. Each [`Place`] carries the trigger that fires there when the run is
 //! replayed, and the index of the history op it fires before.
 //!
-//! The counting matches the world's ledger exactly (`world::ledger`): a frame counts when its
+//! The counting is the world's own ([`crate::nemesis::count`]): a frame counts when its
 //! writer hands it over, whether it is then written (a `send` op) or lost by a fault (the
 //! `nemesis` op that lost it); frames on a silently broken connection or a dead update stream
 //! never count. So a trigger read off a run fires at the same frame when the run is replayed
@@ -14,9 +14,9 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::history::{is_agent_host, op, process, History};
+use crate::history::{op, process, History};
 use crate::models::Point;
-use crate::nemesis::{FaultKind, Sender, Side, Trigger};
+use crate::nemesis::{ExchangeCount, FaultKind, Sender, Side, Trigger};
 use crate::world::Trace;
 
 /// What a place is.
@@ -98,12 +98,7 @@ pub fn places(h: &History, trace: &Trace) -> Vec<Place> {
 /// The frames of a run, each as the ledger counts it.
 fn frames(h: &History, trace: &Trace) -> Vec<Place> {
     let mut out = Vec::new();
-    let mut client_counts: BTreeMap<String, u32> = BTreeMap::new();
-    let mut agent_counts: BTreeMap<String, u32> = BTreeMap::new();
-    // (conn, id) → (method, nth, submission) of every request of either side.
-    let mut client_reqs: BTreeMap<(u64, String), (String, u32, Option<u64>)> = BTreeMap::new();
-    let mut agent_reqs: BTreeMap<(u64, String), (String, u32)> = BTreeMap::new();
-    let mut attempts: BTreeMap<(u64, String), u64> = BTreeMap::new();
+    let mut count = ExchangeCount::default();
     let lost_kinds = [
         FaultKind::LoseFrame.as_str(),
         FaultKind::LoseExchange.as_str(),
@@ -112,7 +107,7 @@ fn frames(h: &History, trace: &Trace) -> Vec<Place> {
         let v = &o.value;
         if o.process == process::CLIENT && o.f == op::ATTEMPT {
             if let (Some(c), Some(s)) = (v["conn"].as_u64(), v["submission"].as_u64()) {
-                attempts.insert((c, v["id"].to_string()), s);
+                count.attempt(c, v["id"].to_string(), s as u32);
             }
             continue;
         }
@@ -152,38 +147,10 @@ fn frames(h: &History, trace: &Trace) -> Vec<Place> {
             at: o.index,
             state: trace.frame_states.get(&o.index).copied().flatten(),
         };
-        match (method, &id) {
-            (Some(m), _) if from == "client" => {
-                let n = client_counts.entry(m.to_string()).or_insert(0);
-                *n += 1;
-                let sub = id
-                    .as_ref()
-                    .and_then(|i| attempts.get(&(conn, i.clone())).copied())
-                    .filter(|_| m == "session/prompt");
-                if let Some(i) = &id {
-                    client_reqs.insert((conn, i.clone()), (m.to_string(), *n, sub));
-                }
-                out.push(place(Sender::Client, Side::Request, m, *n, sub));
-            }
-            (None, Some(i)) if from != "client" => {
-                if let Some((m, n, sub)) = client_reqs.get(&(conn, i.clone())) {
-                    out.push(place(Sender::Client, Side::Response, m, *n, *sub));
-                }
-            }
-            (Some(m), _) if is_agent_host(from) => {
-                let n = agent_counts.entry(m.to_string()).or_insert(0);
-                *n += 1;
-                if let Some(i) = &id {
-                    agent_reqs.insert((conn, i.clone()), (m.to_string(), *n));
-                }
-                out.push(place(Sender::Agent, Side::Request, m, *n, None));
-            }
-            (None, Some(i)) if from == "client" => {
-                if let Some((m, n)) = agent_reqs.get(&(conn, i.clone())) {
-                    out.push(place(Sender::Agent, Side::Response, m, *n, None));
-                }
-            }
-            _ => {}
+        if let Some(x) = count.frame(conn, from, method, id.as_ref()) {
+            // A prompt attempt's submission, on both frames of its exchange.
+            let sub = x.of.map(|(s, _)| u64::from(s));
+            out.push(place(x.by, x.side, &x.method, x.nth, sub));
         }
     }
     out

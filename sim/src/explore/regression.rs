@@ -17,12 +17,13 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::checkers::{self, Status};
 use crate::plan::Plan;
 
 pub use crate::plan::expect::Expect;
+pub use crate::summary::regression::Outcome;
 
 /// One regression file, loaded.
 #[derive(Debug, Clone)]
@@ -33,24 +34,6 @@ pub struct Regression {
     pub plan: Plan,
     /// What its run must show.
     pub expect: Expect,
-}
-
-/// One regression replayed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Outcome {
-    /// The file, as given.
-    pub file: String,
-    /// What it must show ([`Expect::line`]).
-    pub expect: String,
-    /// What it showed: the matching verdict's line, or the first invalid/unknown one, or
-    /// `valid`.
-    pub got: String,
-    /// Whether it held.
-    pub ok: bool,
-    /// The run's history hash.
-    pub hash: String,
-    /// The command that replays it.
-    pub replay: String,
 }
 
 /// Load one regression file. Errors name the file, the line and the field.

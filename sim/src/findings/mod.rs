@@ -44,6 +44,12 @@ pub const CLAIMS: [(&str, &[&str]); 8] = [
     ("unkeyed-held-prompt-twice", &["C9", "K1"]),
 ];
 
+/// Every claim with the rule ids it is about: [`CLAIMS`], then [`RETENTION_CLAIM`] (the rules
+/// table of `acp-chaos list rules` names them beside each rule).
+pub fn claims() -> Vec<(&'static str, &'static [&'static str])> {
+    CLAIMS.into_iter().chain([RETENTION_CLAIM]).collect()
+}
+
 /// What a count is counted out of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Of {

@@ -76,7 +76,13 @@ impl NemesisAction {
                     node: None,
                 })
             }
-            _ => return None,
+            // Frame faults: the connection's writer carries them out (`FrameDecision`).
+            FaultKind::LoseFrame
+            | FaultKind::StallFrame
+            | FaultKind::ReorderFrame
+            | FaultKind::TransientError
+            | FaultKind::LoseExchange
+            | FaultKind::DropUpdates => return None,
         };
         Some(NemesisAction::Crash {
             host,

@@ -8,18 +8,22 @@
 //!   a time), and [`Side`];
 //! - [`action`]: [`NemesisAction`], the process-level faults the step loop carries out between
 //!   steps (crash, restart, partition, hold);
-//! - [`frame`]: [`FrameDecision`], what a connection's writer does with one frame.
+//! - [`frame`]: [`FrameDecision`], what a connection's writer does with one frame;
+//! - [`count`]: [`ExchangeCount`], which exchange a frame is part of and its number: the one
+//!   count frame triggers are matched against, by the world and by exploration.
 //!
 //! The schedule is part of the [`crate::plan::Plan`]; the world arms it
 //! ([`crate::world`]) and logs every fault that fires as a `nemesis` op.
 
 pub mod action;
+pub mod count;
 pub mod fault;
 pub mod frame;
 pub mod kinds;
 pub mod trigger;
 
 pub use action::NemesisAction;
+pub use count::{AttemptOf, Exchange, ExchangeCount};
 pub use fault::{fault_line, Direction, FaultKind, FaultSpec};
 pub use frame::FrameDecision;
 pub use kinds::{Reach, Topology};

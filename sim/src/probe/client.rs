@@ -446,9 +446,9 @@ fn probe(
     let md = summary_md(a, &summary, &text);
     let mut json = serde_json::to_vec_pretty(&summary)?;
     json.push(b'\n');
-    crate::campaign::write_atomic(&out.join("summary.json"), &json)?;
-    crate::campaign::write_atomic(&out.join("summary.md"), md.as_bytes())?;
-    crate::campaign::write_atomic(
+    crate::folders::write_atomic(&out.join("summary.json"), &json)?;
+    crate::folders::write_atomic(&out.join("summary.md"), md.as_bytes())?;
+    crate::folders::write_atomic(
         &out.join("junit.xml"),
         super::junit::junit_xml(&summary).as_bytes(),
     )?;

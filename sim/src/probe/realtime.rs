@@ -64,7 +64,20 @@ pub fn unsupported(plan: &Plan) -> Option<String> {
                     )
             }
             FaultKind::RestartClient => f.on.submission.is_some() || f.on.frame.is_some(),
-            _ => false,
+            // They act on the network, the store or a proxy, inside the simulator.
+            FaultKind::ReorderFrame
+            | FaultKind::Partition
+            | FaultKind::PartitionOneway
+            | FaultKind::Hold
+            | FaultKind::TransientError
+            | FaultKind::CrashProxy
+            | FaultKind::CrashStore
+            | FaultKind::LoseExchange
+            | FaultKind::PartitionStore
+            | FaultKind::DropUpdates
+            | FaultKind::FlipBit
+            | FaultKind::ZeroSector
+            | FaultKind::LoseSyncedRecord => false,
         };
         if !ok {
             return Some(format!(
@@ -682,6 +695,7 @@ impl World<'_> {
                         }
                         self.crash_client(f.restart_after_ms.unwrap_or(30));
                     }
+                    // `supported` lets no other kind into a probe plan.
                     _ => {
                         // crash-agent: a request is written first, a response dies with it.
                         if dir == Dir::ToAgent {

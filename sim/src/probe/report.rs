@@ -7,8 +7,8 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::{ProbeArgs, PROPERTIES};
-use crate::campaign::write_atomic;
 use crate::checkers::{Status, Verdict};
+use crate::folders::write_atomic;
 use crate::history::History;
 use crate::models::{Party, Retention};
 use crate::probe::target::shell_quote;

@@ -12,9 +12,9 @@ use super::report::{summary_md, table_text};
 use super::start::{fresh_home, launch, run_seed};
 use super::traces::{Kill, Sweep};
 use super::{infer, realtime, traces, verdicts, ProbeArgs, PROPERTIES, SCENARIO};
-use crate::campaign::write_atomic;
 use crate::checkers::{self, Status, Verdict};
 use crate::exit;
+use crate::folders::write_atomic;
 use crate::history::{op, process, History};
 use crate::models::Design;
 use crate::models::Retention;
@@ -26,7 +26,7 @@ use crate::scenario::Scenario;
 /// Clear an earlier probe report in `out` (its `summary.*` and run folders); refuse a folder
 /// holding anything else.
 pub(super) fn prepare_out(out: &Path) -> anyhow::Result<()> {
-    crate::campaign::prepare_folder(out, "a probe report artefact", |name, path| {
+    crate::folders::prepare_folder(out, "a probe report artefact", |name, path| {
         // A run folder: an Agent probe's (history) or a Client probe's (wire log).
         let run_dir = (path.join("history.jsonl").exists() || path.join("wire.jsonl").exists())
             && name.contains("-run");

@@ -102,8 +102,13 @@ fn strength(text: &str) -> Vec<&'static str> {
 }
 
 /// The table's rows, one per rule id, in RULES.md's order, from the witness runs `shown`
-/// ([`crate::campaign::witness::shown`]).
-pub fn witnesses(scenarios: &[Scenario], shown: &[Shown]) -> Vec<Witnesses> {
+/// ([`crate::campaign::witness::shown`]) and the claims of `acp-chaos findings` that measure
+/// a rule: (claim id, rule ids), `crate::findings::claims()`.
+pub fn witnesses(
+    scenarios: &[Scenario],
+    shown: &[Shown],
+    claims: &[(&'static str, &'static [&'static str])],
+) -> Vec<Witnesses> {
     rule_ids()
         .into_iter()
         .map(|id| {
@@ -134,9 +139,8 @@ pub fn witnesses(scenarios: &[Scenario], shown: &[Shown]) -> Vec<Witnesses> {
                     .filter(|s| s.rules.contains(&id))
                     .map(|s| s.name.clone())
                     .collect(),
-                findings: crate::findings::CLAIMS
+                findings: claims
                     .iter()
-                    .chain(std::iter::once(&crate::findings::RETENTION_CLAIM))
                     .filter(|(_, rules)| rules.contains(&id.as_str()))
                     .map(|(c, _)| *c)
                     .collect(),

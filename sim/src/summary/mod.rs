@@ -11,10 +11,9 @@ use serde_json::Value;
 use crate::checkers::SubmissionClass;
 use crate::exit;
 
-#[doc(hidden)]
-pub mod groups;
-#[doc(hidden)]
-pub mod hashes;
+mod groups;
+mod hashes;
+pub mod regression;
 
 pub use groups::{campaign_failures, failure_groups, FailureGroup};
 pub use hashes::{lex_order, HashLogWriter, Hashes};
@@ -101,7 +100,7 @@ pub struct Summary {
     /// True when Ctrl-C stopped the campaign: the summary covers only the runs done.
     pub interrupted: bool,
     /// The regression corpus replayed first: one outcome per file (a failed one exits 1).
-    pub regressions: Vec<crate::explore::regression::Outcome>,
+    pub regressions: Vec<regression::Outcome>,
     /// scenario → property → cell.
     pub table: BTreeMap<String, BTreeMap<String, Tally>>,
     /// scenario → class → count.

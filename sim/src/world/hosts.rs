@@ -32,7 +32,22 @@ pub async fn agent(ctx: Rc<Ctx>) -> turmoil::Result {
         let (f, done) = match kind {
             FaultKind::ZeroSector => (op::ZEROED_SECTOR, io.zero_sector()?),
             FaultKind::LoseSyncedRecord => (op::LOST_SYNCED_RECORD, io.lose_synced_record()?),
-            _ => (op::FLIPPED, io.flip_bit()?),
+            // `disk_fault` holds a disk kind only (`Ledger`); flip-bit is the first of them.
+            FaultKind::FlipBit
+            | FaultKind::LoseFrame
+            | FaultKind::StallFrame
+            | FaultKind::ReorderFrame
+            | FaultKind::Partition
+            | FaultKind::PartitionOneway
+            | FaultKind::Hold
+            | FaultKind::CrashAgent
+            | FaultKind::RestartClient
+            | FaultKind::TransientError
+            | FaultKind::CrashProxy
+            | FaultKind::CrashStore
+            | FaultKind::LoseExchange
+            | FaultKind::PartitionStore
+            | FaultKind::DropUpdates => (op::FLIPPED, io.flip_bit()?),
         };
         io.record(OpType::Info, f, done);
     }

@@ -14,12 +14,10 @@ use super::trace::{Accepted, PointPass, Trace};
 use crate::history::{is_agent_host, op, process, Op, OpType};
 use crate::models::Point;
 use crate::nemesis::{
-    fault_line, FaultKind, FaultSpec, FrameDecision, NemesisAction, Sender, Side,
+    fault_line, Exchange, ExchangeCount, FaultKind, FaultSpec, FrameDecision, NemesisAction,
+    Sender, Side,
 };
 use crate::plan::{Plan, UserEvent};
-
-/// A prompt attempt's submission and its attempt number (1-based).
-type AttemptOf = (u32, u32);
 
 /// The shared run state.
 pub struct Ledger {
@@ -33,19 +31,8 @@ pub struct Ledger {
     rendezvous: IndexMap<String, ConnId>,
     next_conn: ConnId,
     blackholed: BTreeSet<ConnId>,
-    /// (conn, request id) → (method, nth request of that method in the run, and for a
-    /// prompt attempt its submission and attempt number).
-    requests: IndexMap<(ConnId, String), (String, u32, Option<AttemptOf>)>,
-    /// Frames with a method the Client wrote, per method (requests and notifications).
-    method_counts: IndexMap<String, u32>,
-    /// Frames with a method an Agent host wrote, per method (its notifications and requests).
-    agent_counts: IndexMap<String, u32>,
-    /// (conn, request id) of each Agent request → (method, nth of that method).
-    agent_requests: IndexMap<(ConnId, String), (String, u32)>,
-    /// The Client's attempts: (conn, request id) → submission (from its `attempt` ops).
-    attempt_links: IndexMap<(ConnId, String), u32>,
-    /// Submission → prompt requests written for it so far.
-    attempt_counts: IndexMap<u32, u32>,
+    /// Which exchange each frame written is part of, for frame triggers.
+    exchanges: ExchangeCount,
     /// Transient errors armed for the next `session/prompt` requests the Agent reads.
     transient: u32,
     /// Process-level faults triggered by events, for the step loop.
@@ -112,12 +99,7 @@ impl Ledger {
             rendezvous: IndexMap::new(),
             next_conn: 1,
             blackholed: BTreeSet::new(),
-            requests: IndexMap::new(),
-            method_counts: IndexMap::new(),
-            agent_counts: IndexMap::new(),
-            agent_requests: IndexMap::new(),
-            attempt_links: IndexMap::new(),
-            attempt_counts: IndexMap::new(),
+            exchanges: ExchangeCount::default(),
             transient: 0,
             queue: Vec::new(),
             workload: plan.user_events(),
@@ -177,8 +159,7 @@ impl Ledger {
     pub fn record(&mut self, process: &str, kind: OpType, f: &str, value: Value) -> usize {
         if process == "client" && f == "attempt" {
             if let (Some(c), Some(n)) = (value["conn"].as_u64(), value["submission"].as_u64()) {
-                self.attempt_links
-                    .insert((c, value["id"].to_string()), n as u32);
+                self.exchanges.attempt(c, value["id"].to_string(), n as u32);
             }
         }
         let index = self.ops.len();
@@ -293,55 +274,24 @@ impl Ledger {
             };
         }
         // Which exchange is this frame part of, and whose frames does it count among?
-        let exchange: Option<(Side, String, u32, Option<AttemptOf>, Sender)> =
-            match (frame.get("method").and_then(Value::as_str), &id_key) {
-                (Some(m), Some(id)) if from == "client" => {
-                    let n = self.method_counts.entry(m.to_string()).or_insert(0);
-                    *n += 1;
-                    let nth = *n;
-                    let of = self
-                        .attempt_links
-                        .get(&(conn, id.clone()))
-                        .copied()
-                        .filter(|_| m == "session/prompt")
-                        .map(|s| {
-                            let k = self.attempt_counts.entry(s).or_insert(0);
-                            *k += 1;
-                            (s, *k)
-                        });
-                    self.requests
-                        .insert((conn, id.clone()), (m.to_string(), nth, of));
-                    Some((Side::Request, m.to_string(), nth, of, Sender::Client))
-                }
-                // A Client notification (`session/cancel`, `$/cancel_request`).
-                (Some(m), None) if from == "client" => {
-                    let n = self.method_counts.entry(m.to_string()).or_insert(0);
-                    *n += 1;
-                    Some((Side::Request, m.to_string(), *n, None, Sender::Client))
-                }
-                (None, Some(id)) if from != "client" => self
-                    .requests
-                    .get(&(conn, id.clone()))
-                    .map(|(m, n, of)| (Side::Response, m.clone(), *n, *of, Sender::Client)),
-                // The Agent's own notifications and requests, and the Client's answers to them.
-                (Some(m), _) if is_agent_host(from) => {
-                    let n = self.agent_counts.entry(m.to_string()).or_insert(0);
-                    *n += 1;
-                    let nth = *n;
-                    if let Some(id) = &id_key {
-                        self.agent_requests
-                            .insert((conn, id.clone()), (m.to_string(), nth));
-                    }
-                    Some((Side::Request, m.to_string(), nth, None, Sender::Agent))
-                }
-                (None, Some(id)) if from == "client" => self
-                    .agent_requests
-                    .get(&(conn, id.clone()))
-                    .map(|(m, n)| (Side::Response, m.clone(), *n, None, Sender::Agent)),
-                _ => None,
-            };
+        let exchange = self.exchanges.frame(
+            conn,
+            from,
+            frame.get("method").and_then(Value::as_str),
+            id_key.as_ref(),
+        );
         let mut decision = FrameDecision::Deliver;
-        if let (true, Some((side, method, nth, of, sender))) = (self.armed, exchange) {
+        if let (
+            true,
+            Some(Exchange {
+                side,
+                method,
+                nth,
+                of,
+                by: sender,
+            }),
+        ) = (self.armed, exchange)
+        {
             for i in 0..self.faults.len() {
                 let f = &self.faults[i];
                 let t = &f.on;

@@ -1,7 +1,6 @@
 //! The unit tests of `sim/src/summary/groups.rs`.
 
-use acp_chaos::summary::groups::*;
-use acp_chaos::summary::Summary;
+use acp_chaos::summary::*;
 use serde_json::json;
 
 /// One row whose P1 cell has 10 failing runs: two listed under rules A1, one under A1 A11.

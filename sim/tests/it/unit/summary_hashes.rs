@@ -1,6 +1,6 @@
 //! The unit tests of `sim/src/summary/hashes.rs`.
 
-use acp_chaos::summary::hashes::*;
+use acp_chaos::summary::*;
 
 #[test]
 fn a_log_that_cannot_be_written_still_counts_its_runs() {
