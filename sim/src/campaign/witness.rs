@@ -14,31 +14,10 @@ use crate::models::mutant::{Mutant, MUTANTS};
 use crate::run::run_one;
 use crate::scenario::{self, ScenarioError};
 
+pub use crate::report::witnesses::Shown;
+
 /// Seeds of each witness scenario `acp-chaos list rules` runs (and `docs/rules.md` shows).
 pub const WITNESS_SEEDS: u64 = 20;
-
-/// What one mutant's witness runs showed.
-#[derive(Debug, Clone)]
-pub struct Shown {
-    /// The mutant.
-    pub mutant: &'static Mutant,
-    /// Seeds run (`0..seeds` of its witness scenario, on its witness design).
-    pub seeds: u64,
-    /// Runs that caught it: its property failed as it must (invalid, or a finding for a
-    /// mutant of a SHOULD), blaming its party.
-    pub caught: u64,
-    /// Each rule id a failing verdict blaming the mutant's party cited, with the number of
-    /// runs that cited it (invalid and finding verdicts; valid and unknown ones cite
-    /// nothing).
-    pub cited: BTreeMap<String, u64>,
-}
-
-impl Shown {
-    /// Whether at least half of the runs caught it.
-    pub fn most(&self) -> bool {
-        self.caught * 2 >= self.seeds
-    }
-}
 
 /// Run every shipped mutant's witness scenario (from `dir`, or the built-in scenarios) over
 /// seeds `0..seeds` on `pool`. In the registry's order.

@@ -1,15 +1,40 @@
 //! Which rule of `spec/RULES.md` has a witness that fails, derived by running: for every rule
 //! id, the properties whose checker enforces it, the mutants whose witness runs
-//! ([`crate::campaign::witness`]) fail with a verdict citing it (with how many of the witness
+//! (`campaign::witness`) fail with a verdict citing it (with how many of the witness
 //! scenario's seeds caught the mutant), the mutants that declare it but whose runs never cite
 //! it, the scenarios that name it, and the findings that measure it (`acp-chaos findings`:
 //! what a MAY leaves open is measured, not broken). `acp-chaos list rules` prints it and
 //! `docs/rules.md` holds it (a test keeps the two equal).
 
+use std::collections::BTreeMap;
+
 use super::rules::{rule_text, RULES_MD};
-use crate::campaign::witness::Shown;
 use crate::checkers::CHECKERS;
+use crate::models::mutant::Mutant;
 use crate::scenario::Scenario;
+
+/// What one mutant's witness runs showed (`crate::campaign::witness::shown` runs them).
+#[derive(Debug, Clone)]
+pub struct Shown {
+    /// The mutant.
+    pub mutant: &'static Mutant,
+    /// Seeds run (`0..seeds` of its witness scenario, on its witness design).
+    pub seeds: u64,
+    /// Runs that caught it: its property failed as it must (invalid, or a finding for a
+    /// mutant of a SHOULD), blaming its party.
+    pub caught: u64,
+    /// Each rule id a failing verdict blaming the mutant's party cited, with the number of
+    /// runs that cited it (invalid and finding verdicts; valid and unknown ones cite
+    /// nothing).
+    pub cited: BTreeMap<String, u64>,
+}
+
+impl Shown {
+    /// Whether at least half of the runs caught it.
+    pub fn most(&self) -> bool {
+        self.caught * 2 >= self.seeds
+    }
+}
 
 /// A mutant whose witness runs cite a rule: its name, the runs that caught it, the runs.
 #[derive(Debug, Clone, PartialEq)]
@@ -102,7 +127,7 @@ fn strength(text: &str) -> Vec<&'static str> {
 }
 
 /// The table's rows, one per rule id, in RULES.md's order, from the witness runs `shown`
-/// ([`crate::campaign::witness::shown`]) and the claims of `acp-chaos findings` that measure
+/// (`campaign::witness::shown`) and the claims of `acp-chaos findings` that measure
 /// a rule: (claim id, rule ids), `crate::findings::claims()`.
 pub fn witnesses(
     scenarios: &[Scenario],
