@@ -73,6 +73,9 @@ pub struct Checker {
     pub title: &'static str,
     /// RULES.md ids it enforces.
     pub rules: &'static [&'static str],
+    /// The behaviour its rules require, one sentence naming them: what every report page of
+    /// a failing verdict quotes beside the diagram (`report::expected`).
+    pub expected: &'static str,
     /// The check.
     pub check: fn(&Facts) -> Verdict,
 }
@@ -82,6 +85,7 @@ pub const CHECKERS: &[Checker] = &[
     Checker {
         property: "P1",
         title: "at-most-once",
+        expected: "insert a submission's message once: a retry with a recorded key is answered from the key's record with the first insertion's messageId, and nothing is inserted, no work started (A1, A4, A10)",
         rules: &[
             "A1", "A4", "A10", "A11", "A13", "A16", "C1", "C9", "D1", "K4", "X1",
         ],
@@ -90,102 +94,119 @@ pub const CHECKERS: &[Checker] = &[
     Checker {
         property: "P2",
         title: "no-silent-drop",
+        expected: "every submission ends acknowledged with its messageId or shown to the user (failed, withdrawn, pending); the Client never forgets an input silently (C8, C1, C6)",
         rules: &["C1", "C2", "C3", "C6", "C8", "A1", "A2", "A9", "A12"],
         check: p2_no_silent_drop,
     },
     Checker {
         property: "P3",
         title: "same-answer",
+        expected: "every attempt of one submission is answered with the same messageId, the original's; a retry that arrives while the original is held gets the original's outcome, never an error (A1, A7)",
         rules: &["A1", "A7", "A9", "A11", "A14", "A16", "C1", "C9", "X1"],
         check: p3_same_answer,
     },
     Checker {
         property: "P4",
         title: "error-means-not-inserted",
+        expected: "an error answer means nothing was inserted: an attempt whose prompt was inserted is answered with its messageId (A2, A3)",
         rules: &["A2", "A3"],
         check: p4_error_means_not_inserted,
     },
     Checker {
         property: "P5",
         title: "key-validation",
+        expected: "a key of 1 to 255 characters is honoured, a null or absent key means no key, a malformed key is answered -32602 and nothing is inserted (K1, K2, K3)",
         rules: &["K1", "K2", "K3"],
         check: p5_key_validation,
     },
     Checker {
         property: "P6",
         title: "cancel",
+        expected: "$/cancel_request answers every pending attempt of the key with -32800 and nothing is inserted after; session/cancel withdraws the prompts not yet inserted, and no later one (A5, A6)",
         rules: &["A2", "A5", "A6", "A15", "X1"],
         check: p6_cancel,
     },
     Checker {
         property: "P7",
         title: "every-request-answered",
+        expected: "every request read is answered exactly once while its connection is open; a $/cancel_request naming an unknown or answered id is ignored (A5, A15, C4)",
         rules: &["A5", "A7", "A15", "C4"],
         check: p7_every_request_answered,
     },
     Checker {
         property: "P8",
         title: "key-privacy",
+        expected: "the key travels only in the Client's session/prompt: no update, response or other frame carries it (A8)",
         rules: &["A8"],
         check: p8_key_privacy,
     },
     Checker {
         property: "P9",
         title: "key-scope",
+        expected: "key records are per session: the same key string in another session is a new key (A9)",
         rules: &["A9"],
         check: p9_key_scope,
     },
     Checker {
         property: "P10",
         title: "retry-class",
+        expected: "after a reconnect a keyed input is resent with its key; an unkeyed or stale one is shown to the user, not resent; a resume of an active session synchronises it again (C6, C7, C9, X3, X4)",
         rules: &["C1", "C7", "C9", "R1"],
         check: p10_retry_class,
     },
     Checker {
         property: "P11",
         title: "durability",
+        expected: "a message the Agent acknowledged or made visible survives a crash of a durable Agent (D1, A13)",
         rules: &["D1", "A16"],
         check: p11_durability,
     },
     Checker {
         property: "P12",
         title: "id-uniqueness",
+        expected: "a messageId names one user message in its session (A1)",
         rules: &["A1", "A11", "A16"],
         check: p12_id_uniqueness,
     },
     Checker {
         property: "P13",
         title: "forwarding-order",
+        expected: "an intermediary forwards each frame once, in its connection's order, with ids rewritten both ways (X1)",
         rules: &["X1", "C4"],
         check: p13_forwarding_order,
     },
     Checker {
         property: "P14",
         title: "client-keys",
+        expected: "a new submission gets a new key; a resend keeps its submission's key and prompt, never an empty prompt (C1, C2, C3, C5, A17)",
         rules: &["C2", "C3", "C5", "A17"],
         check: p14_client_keys,
     },
     Checker {
         property: "P15",
         title: "echo",
+        expected: "a held prompt is echoed (user_message) only once it is inserted (A14)",
         rules: &["A14"],
         check: p15_echo,
     },
     Checker {
         property: "P16",
         title: "active-session",
+        expected: "a request for a session not active on its connection is answered -32002 with data.sessionId; a Client resends only after the resume response (X2, C6)",
         rules: &["X2", "C6"],
         check: p16_active_session,
     },
     Checker {
         property: "P17",
         title: "turn-stop",
+        expected: "a turn ends with the stopReason that fits (cancelled after a stop, error after a failure) and its work ends before session/close is answered (A3, A6, A15)",
         rules: &["A3", "A6", "A15"],
         check: p17_turn_stop,
     },
     Checker {
         property: "X4",
         title: "resume-order",
+        expected: "a session/resume answered with success sends, before its response and for its session, the replayed history, exactly one replay_complete and then a state_update snapshot when replayFrom is set, and a snapshot without replay_complete when it is not (X4)",
         rules: &["X4"],
         check: x4_check,
     },

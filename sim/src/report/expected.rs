@@ -24,29 +24,13 @@ pub struct Expected {
 }
 
 /// The property's general statement of the required behaviour, from its rules in
-/// `spec/RULES.md` (`None` for a property id this version does not know).
+/// `spec/RULES.md` (its row's `expected` in [`crate::checkers::CHECKERS`]; `None` for a
+/// property id this version does not know).
 pub fn general(property: &str) -> Option<&'static str> {
-    Some(match property {
-        "P1" => "insert a submission's message once: a retry with a recorded key is answered from the key's record with the first insertion's messageId, and nothing is inserted, no work started (A1, A4, A10)",
-        "P2" => "every submission ends acknowledged with its messageId or shown to the user (failed, withdrawn, pending); the Client never forgets an input silently (C8, C1, C6)",
-        "P3" => "every attempt of one submission is answered with the same messageId, the original's; a retry that arrives while the original is held gets the original's outcome, never an error (A1, A7)",
-        "P4" => "an error answer means nothing was inserted: an attempt whose prompt was inserted is answered with its messageId (A2, A3)",
-        "P5" => "a key of 1 to 255 characters is honoured, a null or absent key means no key, a malformed key is answered -32602 and nothing is inserted (K1, K2, K3)",
-        "P6" => "$/cancel_request answers every pending attempt of the key with -32800 and nothing is inserted after; session/cancel withdraws the prompts not yet inserted, and no later one (A5, A6)",
-        "P7" => "every request read is answered exactly once while its connection is open; a $/cancel_request naming an unknown or answered id is ignored (A5, A15, C4)",
-        "P8" => "the key travels only in the Client's session/prompt: no update, response or other frame carries it (A8)",
-        "P9" => "key records are per session: the same key string in another session is a new key (A9)",
-        "P10" => "after a reconnect a keyed input is resent with its key; an unkeyed or stale one is shown to the user, not resent; a resume of an active session synchronises it again (C6, C7, C9, X3, X4)",
-        "P11" => "a message the Agent acknowledged or made visible survives a crash of a durable Agent (D1, A13)",
-        "P12" => "a messageId names one user message in its session (A1)",
-        "P13" => "an intermediary forwards each frame once, in its connection's order, with ids rewritten both ways (X1)",
-        "P14" => "a new submission gets a new key; a resend keeps its submission's key and prompt, never an empty prompt (C1, C2, C3, C5, A17)",
-        "P15" => "a held prompt is echoed (user_message) only once it is inserted (A14)",
-        "P16" => "a request for a session not active on its connection is answered -32002 with data.sessionId; a Client resends only after the resume response (X2, C6)",
-        "P17" => "a turn ends with the stopReason that fits (cancelled after a stop, error after a failure) and its work ends before session/close is answered (A3, A6, A15)",
-        "X4" => "a session/resume answered with success sends, before its response and for its session, the replayed history, exactly one replay_complete and then a state_update snapshot when replayFrom is set, and a snapshot without replay_complete when it is not (X4)",
-        _ => return None,
-    })
+    crate::checkers::CHECKERS
+        .iter()
+        .find(|c| c.property == property)
+        .map(|c| c.expected)
 }
 
 /// A witness row's requirement when no op-specific one is known: the property's expected
