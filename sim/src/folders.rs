@@ -5,8 +5,6 @@ use std::path::{Path, PathBuf};
 
 use acp_chaos_models::Design;
 
-use crate::summary::Summary;
-
 /// Make the report folder in place (`acp-chaos merge`): create it, or clear the report
 /// artefacts of an earlier campaign in it (see [`is_artefact`]). A folder holding anything else
 /// is refused, and nothing but our own artefacts is ever deleted.
@@ -87,28 +85,6 @@ pub fn prepare_folder(
         }
     }
     std::fs::create_dir_all(out).map_err(io)?;
-    Ok(())
-}
-
-/// Write `summary.json`, `summary.md`, `summary.html` and `junit.xml` into `out`, each atomically (a temporary
-/// file renamed over the old one), so an interrupted write never leaves half a report.
-pub fn write_summary(out: &Path, summary: &Summary) -> anyhow::Result<()> {
-    write_atomic(
-        &out.join("summary.json"),
-        &serde_json::to_vec_pretty(summary)?,
-    )?;
-    write_atomic(
-        &out.join("summary.md"),
-        crate::report::summary_md(summary).as_bytes(),
-    )?;
-    write_atomic(
-        &out.join("summary.html"),
-        crate::report::summary_html(summary).as_bytes(),
-    )?;
-    write_atomic(
-        &out.join("junit.xml"),
-        crate::report::junit_xml(summary).as_bytes(),
-    )?;
     Ok(())
 }
 

@@ -32,7 +32,7 @@
 //!   frame layer, the ledger;
 //! - [`checkers`]: one pure function per property (P1..P17, X4) from a history to a verdict;
 //! - [`run`]: one (scenario, seed) to its history, verdicts and repro line;
-//! - [`campaign`]: many seeds in parallel, report folders, shards and merge, progress, the
+//! - [`campaign`]: many seeds in parallel, the summary files, shards and merge, progress, the
 //!   mutant scoreboard, the benchmark;
 //! - [`report`]: sequence diagrams (Mermaid, SVG), counterexample pages, `summary.md`,
 //!   `junit.xml`, the terminal table.

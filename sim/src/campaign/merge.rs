@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
+use super::write_summary;
 use crate::checkers::CHECKERS;
-use crate::folders::{prepare_out, write_atomic, write_summary, COUNTEREXAMPLE_FILES};
+use crate::folders::{prepare_out, write_atomic, COUNTEREXAMPLE_FILES};
 use crate::summary::Summary;
 
 /// Merge the summaries of shards 1..=N of one campaign (read from `dirs`) into `out`: counts

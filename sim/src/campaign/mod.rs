@@ -12,7 +12,7 @@ mod summarize;
 mod unwritten;
 pub mod witness;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use acp_chaos_models::Design;
 use rayon::prelude::*;
@@ -23,7 +23,7 @@ pub use staging::{Staging, MARKER};
 pub use unwritten::ReportUnwritten;
 
 use crate::checkers::Status;
-use crate::folders::{is_artefact, write_summary};
+use crate::folders::{is_artefact, write_atomic};
 use crate::history::History;
 use crate::run::{repro, run_one, RunResult};
 use crate::scenario::Scenario;
@@ -238,4 +238,26 @@ pub(super) fn reference(spec: &CampaignSpec, name: &str) -> String {
         .find(|s| s.name == name)
         .map(|s| s.reference.clone())
         .unwrap_or_else(|| name.to_string())
+}
+
+/// Write `summary.json`, `summary.md`, `summary.html` and `junit.xml` into `out`, each atomically (a temporary
+/// file renamed over the old one), so an interrupted write never leaves half a report.
+pub fn write_summary(out: &Path, summary: &Summary) -> anyhow::Result<()> {
+    write_atomic(
+        &out.join("summary.json"),
+        &serde_json::to_vec_pretty(summary)?,
+    )?;
+    write_atomic(
+        &out.join("summary.md"),
+        crate::report::summary_md(summary).as_bytes(),
+    )?;
+    write_atomic(
+        &out.join("summary.html"),
+        crate::report::summary_html(summary).as_bytes(),
+    )?;
+    write_atomic(
+        &out.join("junit.xml"),
+        crate::report::junit_xml(summary).as_bytes(),
+    )?;
+    Ok(())
 }

@@ -695,15 +695,32 @@ impl World<'_> {
                         }
                         self.crash_client(f.restart_after_ms.unwrap_or(30));
                     }
-                    // `supported` lets no other kind into a probe plan.
-                    _ => {
-                        // crash-agent: a request is written first, a response dies with it.
+                    FaultKind::CrashAgent => {
+                        // A request is written first, a response dies with it.
                         if dir == Dir::ToAgent {
                             self.deliver(dir, line);
                         }
                         self.kill("crash");
                         self.agent_up_at = self.now() + f.restart_after_ms.unwrap_or(40);
                     }
+                    // [`unsupported`] refuses a plan with any of these; were one to reach a
+                    // pipe, the line passes as if no fault had fired.
+                    FaultKind::ReorderFrame
+                    | FaultKind::Partition
+                    | FaultKind::PartitionOneway
+                    | FaultKind::Hold
+                    | FaultKind::TransientError
+                    | FaultKind::CrashProxy
+                    | FaultKind::CrashStore
+                    | FaultKind::LoseExchange
+                    | FaultKind::PartitionStore
+                    | FaultKind::DropUpdates
+                    | FaultKind::FlipBit
+                    | FaultKind::ZeroSector
+                    | FaultKind::LoseSyncedRecord => match behind {
+                        Some(until) => self.stalled.push_back((until, dir, conn, line)),
+                        None => self.deliver(dir, line),
+                    },
                 }
             }
             None if behind.is_some() => {

@@ -5,7 +5,8 @@
 //!
 //! Every host timer goes through [`Wakes::sleep`] or [`Wakes::timeout`]: a timer armed with
 //! `tokio::time` directly would be invisible here, and the step loop could skip past it (a
-//! test below refuses `tokio::time` timers anywhere else in `world/`).
+//! test, `sim/tests/it/unit/world_wakes.rs`, refuses `tokio::time` timers anywhere else in
+//! `world/`).
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;

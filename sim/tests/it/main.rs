@@ -12,6 +12,9 @@
 //! - `folders`: report folders replaced only when complete, leftovers cleared, write errors;
 //! - `inputs`: bad files, variables and flags never crash it; a short fuzz round;
 //! - `faults`: every fault kind fires in a shipped scenario and has its effect;
+//! - `findings`: `acp-chaos findings` regenerates the committed findings pages;
+//! - `package`: what `cargo package` puts in the published crate, the licence files;
+//! - `surface`: what a user touches first: the terse output, repro lines, `--help`;
 //! - `mutants`: every mutant is caught on its property and party; no false positives;
 //! - `regressions`: the corpus of shrunk schedules keeps its verdicts;
 //! - `reports`: report folders, pages, diagrams, sharding and merging;
