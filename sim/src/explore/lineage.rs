@@ -29,7 +29,7 @@ use super::state::{placement_class, states_at};
 use crate::checkers;
 use crate::history::{is_agent_host, op, process, History, Op};
 use crate::models::Point;
-use crate::nemesis::{fault_line, FaultKind, FaultSpec, Sender, Side};
+use crate::nemesis::{fault_line, FaultKind, FaultSpec, Reach, Sender, Side};
 use crate::plan::Plan;
 use crate::world::{self, Parties, Trace};
 
@@ -474,28 +474,13 @@ fn cuts(h: &History, trace: &Trace, plan: &Plan, from: usize) -> Vec<Cut> {
                 }
                 // A store fault is live when a prompt reaches the Agent while the store is
                 // down (before it heals or restarts).
-                let live = match f.kind {
-                    FaultKind::CrashStore | FaultKind::PartitionStore => {
+                let live = match f.kind.reach() {
+                    Reach::Store => {
                         let t = h.ops.get(p.at).map_or(0, |o| o.time_ms);
                         let down = f.heal_after_ms.or(f.restart_after_ms).unwrap_or(0);
                         prompt_read_ms.iter().any(|&r| t < r && r <= t + down)
                     }
-                    // Not a store fault (each kind named: a new one must choose).
-                    FaultKind::LoseFrame
-                    | FaultKind::StallFrame
-                    | FaultKind::ReorderFrame
-                    | FaultKind::Partition
-                    | FaultKind::PartitionOneway
-                    | FaultKind::Hold
-                    | FaultKind::CrashAgent
-                    | FaultKind::RestartClient
-                    | FaultKind::TransientError
-                    | FaultKind::CrashProxy
-                    | FaultKind::LoseExchange
-                    | FaultKind::DropUpdates
-                    | FaultKind::FlipBit
-                    | FaultKind::ZeroSector
-                    | FaultKind::LoseSyncedRecord => live,
+                    Reach::Everywhere | Reach::Proxy | Reach::Remote | Reach::Log => live,
                 };
                 if let Some(rank) = rank(&f, &p.spot, live) {
                     out.push((

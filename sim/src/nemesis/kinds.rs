@@ -26,6 +26,18 @@ pub enum Reach {
     Log,
 }
 
+/// What a disk kind does to the Agent's stored log while the Agent is down (the crash it begins
+/// with is a [`super::NemesisAction::Crash`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DiskDamage {
+    /// One bit of a synced record flipped (`flip-bit`).
+    FlipBit,
+    /// A sector of the log zeroed (`zero-sector`).
+    ZeroSector,
+    /// The newest synced record gone (`lose-synced-record`).
+    LoseSyncedRecord,
+}
+
 /// The parts a run has that a fault could act on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Topology {
@@ -107,6 +119,30 @@ impl FaultKind {
     /// `zero-sector`, `lose-synced-record`): opt-in, and without effect on a cluster.
     pub fn damages_disk(self) -> bool {
         self.reach() == Reach::Log
+    }
+
+    /// The damage a disk kind does to the Agent's log before it recovers; `None` for every
+    /// kind that leaves the disk alone.
+    pub fn disk_damage(self) -> Option<DiskDamage> {
+        match self {
+            FaultKind::FlipBit => Some(DiskDamage::FlipBit),
+            FaultKind::ZeroSector => Some(DiskDamage::ZeroSector),
+            FaultKind::LoseSyncedRecord => Some(DiskDamage::LoseSyncedRecord),
+            FaultKind::LoseFrame
+            | FaultKind::StallFrame
+            | FaultKind::ReorderFrame
+            | FaultKind::Partition
+            | FaultKind::PartitionOneway
+            | FaultKind::Hold
+            | FaultKind::CrashAgent
+            | FaultKind::RestartClient
+            | FaultKind::TransientError
+            | FaultKind::CrashProxy
+            | FaultKind::CrashStore
+            | FaultKind::PartitionStore
+            | FaultKind::LoseExchange
+            | FaultKind::DropUpdates => None,
+        }
     }
 
     /// `None` when a fault of this kind has something to act on in `t`; else what it needs,

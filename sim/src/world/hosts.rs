@@ -19,7 +19,7 @@ use super::io::{Ctx, Ev, Io, PointHit, StoreLink, STORE_PORT};
 use super::parties::Boot;
 use super::snapshot::of_debug;
 use crate::history::{op, process, OpType, NODES};
-use crate::nemesis::FaultKind;
+use crate::nemesis::DiskDamage;
 use crate::plan::UserEvent;
 
 /// The Agent host: recover the stored sessions, listen, run the model (the Agent of [`Ctx::parties`], or
@@ -30,24 +30,9 @@ pub async fn agent(ctx: Rc<Ctx>) -> turmoil::Result {
     let disk_fault = ctx.ledger.borrow_mut().disk_fault.take();
     if let Some(kind) = disk_fault {
         let (f, done) = match kind {
-            FaultKind::ZeroSector => (op::ZEROED_SECTOR, io.zero_sector()?),
-            FaultKind::LoseSyncedRecord => (op::LOST_SYNCED_RECORD, io.lose_synced_record()?),
-            // `disk_fault` holds a disk kind only (`Ledger`); flip-bit is the first of them.
-            FaultKind::FlipBit
-            | FaultKind::LoseFrame
-            | FaultKind::StallFrame
-            | FaultKind::ReorderFrame
-            | FaultKind::Partition
-            | FaultKind::PartitionOneway
-            | FaultKind::Hold
-            | FaultKind::CrashAgent
-            | FaultKind::RestartClient
-            | FaultKind::TransientError
-            | FaultKind::CrashProxy
-            | FaultKind::CrashStore
-            | FaultKind::LoseExchange
-            | FaultKind::PartitionStore
-            | FaultKind::DropUpdates => (op::FLIPPED, io.flip_bit()?),
+            DiskDamage::FlipBit => (op::FLIPPED, io.flip_bit()?),
+            DiskDamage::ZeroSector => (op::ZEROED_SECTOR, io.zero_sector()?),
+            DiskDamage::LoseSyncedRecord => (op::LOST_SYNCED_RECORD, io.lose_synced_record()?),
         };
         io.record(OpType::Info, f, done);
     }

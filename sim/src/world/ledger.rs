@@ -62,7 +62,7 @@ pub struct Ledger {
     pub stdio_exit: bool,
     /// A disk fault fired (`flip-bit`, `zero-sector`, `lose-synced-record`): the Agent host
     /// damages its log so before it next recovers.
-    pub disk_fault: Option<crate::nemesis::FaultKind>,
+    pub disk_fault: Option<crate::nemesis::DiskDamage>,
     /// Remote transport: connections whose update stream died (`drop-updates`).
     updates_dead: BTreeSet<ConnId>,
     /// Frames handed to a connection's writer and not yet written, dropped or lost, by

@@ -599,8 +599,8 @@ impl<'a> StepLoop<'a> {
                 self.sim.crash(host);
                 self.down.push(host);
                 self.ledger.borrow_mut().on_crash(host);
-                if plan.faults[i].kind.damages_disk() && host == "agent" {
-                    self.ledger.borrow_mut().disk_fault = Some(plan.faults[i].kind);
+                if let (Some(d), "agent") = (plan.faults[i].kind.disk_damage(), host) {
+                    self.ledger.borrow_mut().disk_fault = Some(d);
                 }
                 if let Some(i) = self.ledger.borrow_mut().idle.get_mut(host) {
                     // A crashed Agent does no work; its restart recovers an idle model.
