@@ -11,8 +11,7 @@
 //! `docs/effects.md`).
 
 pub mod contract;
-#[doc(hidden)]
-pub mod coverage;
+mod coverage;
 pub mod facts;
 pub mod p01_at_most_once;
 pub mod p02_no_silent_drop;

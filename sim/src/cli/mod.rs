@@ -14,8 +14,7 @@ use std::path::Path;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
-#[doc(hidden)]
-pub mod args;
+mod args;
 mod audit;
 mod bench;
 mod check;
@@ -32,8 +31,7 @@ mod merge;
 mod mutants;
 mod output;
 mod replay;
-#[doc(hidden)]
-pub mod run;
+mod run;
 mod shrink;
 #[doc(hidden)]
 pub mod sweep;

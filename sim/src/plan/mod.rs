@@ -14,8 +14,7 @@ mod check;
 mod derive;
 pub mod expect;
 pub mod file;
-#[doc(hidden)]
-pub mod swarm;
+mod swarm;
 
 pub use swarm::DRAWN;
 

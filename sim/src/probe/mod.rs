@@ -32,12 +32,10 @@ pub mod mock_model;
 pub mod profile;
 #[doc(hidden)]
 pub mod realtime;
-#[doc(hidden)]
-pub mod report;
+mod report;
 #[doc(hidden)]
 pub mod runner;
-#[doc(hidden)]
-pub mod start;
+mod start;
 pub mod stdio_agent;
 pub mod stdio_client;
 #[doc(hidden)]

@@ -39,8 +39,7 @@ mod summary_html;
 mod summary_md;
 mod svg;
 mod table;
-#[doc(hidden)]
-pub mod text;
+mod text;
 mod timeline;
 pub mod witnesses;
 

@@ -12,10 +12,8 @@
 //! - `validate.rs`: every check a parsed scenario must pass.
 
 pub mod builtin;
-#[doc(hidden)]
-pub mod format;
-#[doc(hidden)]
-pub mod validate;
+mod format;
+mod validate;
 
 use std::path::{Path, PathBuf};
 

@@ -30,14 +30,10 @@ mod agent;
 mod frames;
 mod observe;
 mod script;
-#[doc(hidden)]
-pub mod space;
-#[doc(hidden)]
-pub mod table;
-#[doc(hidden)]
-pub mod verdict;
-#[doc(hidden)]
-pub mod world;
+mod space;
+mod table;
+mod verdict;
+mod world;
 
 use std::collections::BTreeMap;
 

@@ -1,8 +1,8 @@
 //! The unit tests of `sim/src/retry_class/matrix/mod.rs`.
 //! Matrix tests: the class table against the audit, determinism, every correct cell, mutants.
 
-use acp_chaos::retry_class::matrix::space::{not_run, Fault, Method, Outcome, Policy, METHODS};
-use acp_chaos::retry_class::matrix::table::table_text;
+use acp_chaos::retry_class::matrix::table_text;
+use acp_chaos::retry_class::matrix::{not_run, Fault, Method, Outcome, Policy, METHODS};
 
 use acp_chaos::retry_class::matrix::*;
 
