@@ -38,6 +38,24 @@ pub enum DiskDamage {
     LoseSyncedRecord,
 }
 
+impl DiskDamage {
+    /// Every damage, in [`FaultKind::ALL`]'s order.
+    pub const ALL: [DiskDamage; 3] = [
+        DiskDamage::FlipBit,
+        DiskDamage::ZeroSector,
+        DiskDamage::LoseSyncedRecord,
+    ];
+
+    /// The fault kind that does it.
+    pub fn kind(self) -> FaultKind {
+        match self {
+            DiskDamage::FlipBit => FaultKind::FlipBit,
+            DiskDamage::ZeroSector => FaultKind::ZeroSector,
+            DiskDamage::LoseSyncedRecord => FaultKind::LoseSyncedRecord,
+        }
+    }
+}
+
 /// The parts a run has that a fault could act on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Topology {
@@ -122,27 +140,9 @@ impl FaultKind {
     }
 
     /// The damage a disk kind does to the Agent's log before it recovers; `None` for every
-    /// kind that leaves the disk alone.
+    /// kind that leaves the disk alone (the kinds of [`Reach::Log`]).
     pub fn disk_damage(self) -> Option<DiskDamage> {
-        match self {
-            FaultKind::FlipBit => Some(DiskDamage::FlipBit),
-            FaultKind::ZeroSector => Some(DiskDamage::ZeroSector),
-            FaultKind::LoseSyncedRecord => Some(DiskDamage::LoseSyncedRecord),
-            FaultKind::LoseFrame
-            | FaultKind::StallFrame
-            | FaultKind::ReorderFrame
-            | FaultKind::Partition
-            | FaultKind::PartitionOneway
-            | FaultKind::Hold
-            | FaultKind::CrashAgent
-            | FaultKind::RestartClient
-            | FaultKind::TransientError
-            | FaultKind::CrashProxy
-            | FaultKind::CrashStore
-            | FaultKind::PartitionStore
-            | FaultKind::LoseExchange
-            | FaultKind::DropUpdates => None,
-        }
+        DiskDamage::ALL.into_iter().find(|d| d.kind() == self)
     }
 
     /// `None` when a fault of this kind has something to act on in `t`; else what it needs,

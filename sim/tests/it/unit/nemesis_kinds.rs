@@ -41,3 +41,19 @@ fn every_kind_acts_somewhere_and_only_the_everywhere_kinds_act_everywhere() {
     assert!(FaultKind::LoseExchange.refused_in(all[1]).is_some());
     assert!(FaultKind::FlipBit.refused_in(all[2]).is_some());
 }
+
+/// The kinds that damage the disk (reach `Log`) are exactly those with a [`DiskDamage`], each
+/// its own, so the disk host has a damage to do for every one the step loop marks.
+#[test]
+fn every_disk_kind_has_its_own_damage_and_no_other_kind_has_one() {
+    for k in FaultKind::ALL {
+        assert_eq!(k.damages_disk(), k.disk_damage().is_some(), "{k:?}");
+        if let Some(d) = k.disk_damage() {
+            assert_eq!(d.kind(), k);
+        }
+    }
+    assert_eq!(
+        DiskDamage::ALL.len(),
+        FaultKind::ALL.iter().filter(|k| k.damages_disk()).count()
+    );
+}
