@@ -1,5 +1,5 @@
 //! Embeds the scenario files (`scenarios/**/*.toml`) in the binary, so an installed
-//! `acp-chaos` (`cargo install --locked --path sim`) runs and replays the built-in scenarios
+//! `acp-chaos` (`cargo install --locked --path cli`) runs and replays the built-in scenarios
 //! from any folder (`acp_chaos::scenario::builtin`).
 
 use std::path::{Path, PathBuf};

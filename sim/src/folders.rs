@@ -26,7 +26,7 @@ pub fn is_artefact(name: &str, path: &Path) -> bool {
 
 /// A kept counterexample's files in its run folder, each `[P<n>.]`-prefixed per property
 /// after the first.
-pub(super) const COUNTEREXAMPLE_FILES: [&str; 5] = [
+pub const COUNTEREXAMPLE_FILES: [&str; 5] = [
     "report.md",
     "report.html",
     "schedule.toml",

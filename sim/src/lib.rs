@@ -12,16 +12,15 @@
 //! A run flows down the pipeline; the side tools reuse its pieces.
 //!
 //! ```text
-//! scenario → plan → world (nemesis) → history → checkers → run → campaign → report
+//! scenario → plan → world (nemesis) → history → checkers → run → report
 //! ```
 //!
 //! Ground floor (formats and vocabulary everything else imports):
 //! - [`history`]: the run's ops (Jepsen invoke/ok/fail/info) in JSON Lines, the process and op
 //!   names ([`history::op`]), the hash;
 //! - [`summary`]: `summary.json`, a finished campaign; [`exit`]: the exit-code table;
-//!   [`wall_clock`]: the one wall clock (outside runs only); [`bounds`]: the range of every
-//!   number a user can set (files, flags, environment); [`folders`]: report folders (what they
-//!   may hold, atomic writes, `reports/latest`).
+//!   [`bounds`]: the range of every number a user can set (files, flags, environment);
+//!   [`folders`]: report folders (what they may hold, atomic writes, `reports/latest`).
 //!
 //! The pipeline:
 //! - [`scenario`]: a TOML run description (workload, Agent policies, timing, faults or swarm);
@@ -32,8 +31,6 @@
 //!   frame layer, the ledger;
 //! - [`checkers`]: one pure function per property (P1..P17, X4) from a history to a verdict;
 //! - [`run`]: one (scenario, seed) to its history, verdicts and repro line;
-//! - [`campaign`]: many seeds in parallel, the summary files, shards and merge, progress, the
-//!   mutant scoreboard, the benchmark;
 //! - [`report`]: sequence diagrams (Mermaid, SVG), counterexample pages, `summary.md`,
 //!   `junit.xml`, the terminal table.
 //!
@@ -43,14 +40,12 @@
 //! - [`explore`]: every schedule of at most k faults over a trace with a certificate, lineage-driven
 //!   and guided exploration, shrinking a failure, proptest strategies over plans, the regression
 //!   corpus;
-//! - [`findings`]: what the correct models do where the rules leave a choice, measured over
-//!   seeds (`acp-chaos findings`, `docs/findings/spec.md`);
-//! - [`fuzz`]: seeded rounds of bad input (files, command lines, variables, frames to the
-//!   stdio Agent), reproducible from their seed (`acp-chaos fuzz`);
-//! - [`retry_class`]: the retry-class audit and matrix (their own small discrete-event world);
-//! - [`probe`]: real Agent processes under black-box traces, our models as processes, the
-//!   mock model server, real-agent profiles;
-//! - [`cli`]: the command line, one file per command.
+//! - [`retry_class`]: the retry-class audit and matrix (their own small discrete-event world).
+//!
+//! The `acp-chaos` command (campaigns over many seeds in parallel, the mutant scoreboard, the
+//! probe of real Agent and Client processes with its mock model server, fuzz, findings) is the
+//! crate `acp-chaos-cli`, built on this one: this library has no wall clock, no command line,
+//! no progress bar and no HTTP server among its dependencies.
 //!
 //! ```no_run
 //! use acp_chaos::{run, scenario::Scenario};
@@ -68,7 +63,7 @@
 //! [`checkers::contract`]), run a [`plan::Plan`] with it through [`world::run_with`], and judge
 //! the history with [`checkers::check_all`]; [`explore::strategy`] draws plans for proptest,
 //! which shrinks a failing one. `docs/library.md` walks through it, and
-//! `sim/tests/it/sdk_author.rs` is a whole example.
+//! `cli/tests/it/sdk_author.rs` is a whole example.
 //!
 //! ```no_run
 //! use acp_chaos::checkers::{self, Status};
@@ -119,34 +114,23 @@ compile_error!(
     "acp-chaos needs `--cfg tokio_unstable` so turmoil seeds tokio: a checkout's \
      .cargo/config.toml sets it (run cargo from inside the checkout; a RUSTFLAGS variable \
      overrides that file: add `--cfg tokio_unstable` to it); outside a checkout, e.g. \
-     `cargo install acp-chaos`, set RUSTFLAGS=\"--cfg tokio_unstable\""
+     `cargo install acp-chaos-cli`, set RUSTFLAGS=\"--cfg tokio_unstable\""
 );
 
 pub use acp_chaos_models as models;
 
 pub mod bounds;
-pub mod campaign;
 pub mod checkers;
-/// The command line behind the `acp-chaos` binary (one file per command). Public only for the
-/// binary and the tests (`main`, `parse_from`, `replay_line`); not a library interface.
-#[doc(hidden)]
-pub mod cli;
 pub mod exit;
 pub mod explore;
-pub mod findings;
 pub mod folders;
-pub mod fuzz;
 pub mod harness;
 pub mod history;
-#[doc(hidden)]
-pub mod launch;
 pub mod nemesis;
 pub mod plan;
-pub mod probe;
 pub mod report;
 pub mod retry_class;
 pub mod run;
 pub mod scenario;
 pub mod summary;
-pub mod wall_clock;
 pub mod world;

@@ -1,6 +1,6 @@
 //! `NotesAgent`: an ACP Agent written from scratch against acp-chaos's sans-IO
 //! [`AgentModel`] trait, the Agent under test of `examples/harness_agent.rs` and
-//! `sim/tests/it/sdk_author.rs`.
+//! `cli/tests/it/sdk_author.rs`.
 //!
 //! It gets connections, JSON-RPC lines and timers as [`AgentInput`]s and answers with
 //! [`Action`]s (lines to send, records to write to its disk, effects for the history). It

@@ -412,7 +412,7 @@ fn missing_in_view(f: &Facts) -> Vec<Missing> {
 /// emitted ([`missing`]) says so. A valid one becomes unknown, "not checked", witnessed by the
 /// ops that show the effects owed. An invalid one becomes unknown too (the effect is named, and
 /// what the checker saw is kept in the message, with its witnesses and party), unless it
-/// blames the silent party itself on frames alone ([`stands`]): then it stands and gains a
+/// blames the silent party itself on frames alone (`stands`): then it stands and gains a
 /// note, as a finding does.
 pub fn apply(h: &History, verdicts: &mut [Verdict]) {
     let view = super::agent_view(h);

@@ -708,7 +708,7 @@ pub fn explore_with(
 
 /// The equivalence class exploration gives to placing `fault` (at its trigger) over the run
 /// of `parent`, after `parent`'s own faults fired: two placements with equal classes are
-/// merged, the second pruned ([`super::state::placement_class`]). `None` when the run has no
+/// merged, the second pruned (`explore::state::placement_class`). `None` when the run has no
 /// such place or no snapshot there (then the placement is never merged). For tests and for a
 /// reader who wants to know why two schedules were, or were not, taken to be the same.
 pub fn class_of(parent: &Plan, fault: &FaultSpec) -> Option<String> {

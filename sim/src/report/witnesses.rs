@@ -13,7 +13,7 @@ use crate::checkers::CHECKERS;
 use crate::models::mutant::Mutant;
 use crate::scenario::Scenario;
 
-/// What one mutant's witness runs showed (`crate::campaign::witness::shown` runs them).
+/// What one mutant's witness runs showed (`acp_chaos_cli::campaign::witness::shown` runs them).
 #[derive(Debug, Clone)]
 pub struct Shown {
     /// The mutant.
@@ -128,7 +128,7 @@ fn strength(text: &str) -> Vec<&'static str> {
 
 /// The table's rows, one per rule id, in RULES.md's order, from the witness runs `shown`
 /// (`campaign::witness::shown`) and the claims of `acp-chaos findings` that measure
-/// a rule: (claim id, rule ids), `crate::findings::claims()`.
+/// a rule: (claim id, rule ids), `acp_chaos_cli::findings::claims()`.
 pub fn witnesses(
     scenarios: &[Scenario],
     shown: &[Shown],

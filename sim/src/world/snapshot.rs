@@ -1,5 +1,5 @@
 //! The world's state at a place, as one number: what exploration needs to merge two
-//! placements of a fault soundly ([`crate::explore::state`]). Taken only in runs that
+//! placements of a fault soundly (`explore::state`). Taken only in runs that
 //! exploration places faults over ([`super::run_snapshotted`]); other runs pay nothing.
 //!
 //! A run's future depends on (and a snapshot holds):
@@ -23,7 +23,7 @@
 //!   bytes, not only their number).
 //!
 //! Frames in flight and the protocol state are read off the history itself
-//! ([`crate::explore::state`]). Not in it: the order in which turmoil runs the hosts within
+//! (`explore::state`). Not in it: the order in which turmoil runs the hosts within
 //! one simulated millisecond (its own random stream): hosts only meet through frames and
 //! datagrams that take at least a millisecond, so that order moves ops of one millisecond
 //! past each other without changing what any host reads.

@@ -5,7 +5,7 @@
 //!
 //! Every host timer goes through [`Wakes::sleep`] or [`Wakes::timeout`]: a timer armed with
 //! `tokio::time` directly would be invisible here, and the step loop could skip past it (a
-//! test, `sim/tests/it/unit/world_wakes.rs`, refuses `tokio::time` timers anywhere else in
+//! test, `cli/tests/it/unit/world_wakes.rs`, refuses `tokio::time` timers anywhere else in
 //! `world/`).
 
 use std::cell::{Cell, RefCell};

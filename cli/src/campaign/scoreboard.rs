@@ -1,0 +1,552 @@
+//! `acp-chaos mutants`: how fast the swarm alone (no scripted schedule) catches each mutant,
+//! against the uniform mix (every fault kind and optional feature on in every seed).
+//!
+//! For each mutant and mix, seeds run in order from 0 (each seed under every design the mutant
+//! applies to, within the scenario's designs) until `catches` seeds have caught it or `seeds`
+//! have run. A seed *catches* the mutant when some design's verdict on the mutant's property is
+//! invalid and names the mutant's party. **Seeds-to-detection** from a start seed `s` is the
+//! number of seeds run from `s` up to and including the first catching seed, wrapping around
+//! the seeds run (so a mutant caught once in 2000 seeds reads as about 1000, not as the
+//! distance to that one catch); the table gives its median over every start seed run. It is
+//! measured, not inferred from a rate.
+//!
+//! Beside it, the **mutant × checker** view: for each mutant, the share of the swarm seeds run
+//! on which each checker's verdict was invalid on some design (a mutant's bug often breaks
+//! more than the property it names), and a **baseline**: the correct models on the same
+//! scenario and seeds, every checker, which must have no violation (no false positives).
+
+use std::collections::BTreeMap;
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::campaign;
+use acp_chaos::checkers::{Status, Verdict};
+use acp_chaos::models::mutant::{Mutant, MUTANTS};
+use acp_chaos::models::Design;
+use acp_chaos::scenario::{Mix, Scenario};
+
+/// One mutant under one mix.
+#[derive(Debug, Clone, Serialize)]
+pub struct Detection {
+    /// Seeds run.
+    pub seeds: u64,
+    /// The catching seeds, ascending.
+    pub caught: Vec<u64>,
+    /// Median seeds-to-detection (`None`: never caught).
+    pub median: Option<f64>,
+    /// Property → seeds run on which its verdict was invalid on some design.
+    pub by_checker: BTreeMap<String, u64>,
+}
+
+/// Whether a verdict catches mutant `m`: on its property, naming its party, invalid (or a
+/// finding, for a mutant that breaks a SHOULD: [`Mutant::finding`]).
+pub fn is_catch(m: &Mutant, v: &Verdict) -> bool {
+    let want = if m.finding {
+        Status::Finding
+    } else {
+        Status::Invalid
+    };
+    v.property == m.property && v.status == want && v.party == Some(m.party)
+}
+
+/// One row of the scoreboard.
+#[derive(Debug, Clone, Serialize)]
+pub struct MutantRow {
+    /// Mutant name.
+    pub mutant: &'static str,
+    /// The property its verdict must fail.
+    pub property: &'static str,
+    /// The party that verdict must name.
+    pub party: acp_chaos::models::mutant::Party,
+    /// Designs run per seed.
+    pub designs: Vec<Design>,
+    /// Under `mix = "swarm"`.
+    pub swarm: Detection,
+    /// Under `mix = "uniform"`.
+    pub uniform: Detection,
+    /// Runs to the first catch exploring exhaustively (every schedule of at most 2 faults
+    /// over the trace, in order), lineage-driven, and with the guided swarm.
+    pub explore: Option<FirstCatch>,
+    /// See `explore`.
+    pub lineage: Option<FirstCatch>,
+    /// See `explore`.
+    pub guided: Option<FirstCatch>,
+}
+
+/// Runs to the first catch of a mutant under one way of choosing schedules: for each base
+/// seed (the scenario's plan at that seed, its trace for exhaustive and lineage, the guided
+/// swarm's first draw), the fewest runs over the designs, and their median. Exhaustive and
+/// lineage pass over a trace that lacks what the mutant needs (`explore::needs`) for the next
+/// draw (seed + seeds, + 2·seeds, ...), each trace passed over counting one run.
+#[derive(Debug, Clone, Serialize)]
+pub struct FirstCatch {
+    /// Runs to the first catch per base seed (`None`: not within the budget).
+    pub per_seed: Vec<Option<usize>>,
+    /// Their median (`None`: most seeds did not catch it within the budget).
+    pub median: Option<f64>,
+    /// Most runs per seed and design.
+    pub budget: usize,
+}
+
+/// The median of per-seed counts, a miss counting as more than any count.
+fn median_of(v: &[Option<usize>]) -> Option<f64> {
+    let mut d: Vec<usize> = v.iter().map(|x| x.unwrap_or(usize::MAX)).collect();
+    d.sort_unstable();
+    let n = d.len();
+    if n == 0 {
+        return None;
+    }
+    let (a, b) = if n % 2 == 1 {
+        (d[n / 2], d[n / 2])
+    } else {
+        (d[n / 2 - 1], d[n / 2])
+    };
+    (b != usize::MAX).then(|| (a + b) as f64 / 2.0)
+}
+
+/// The exploring columns: base seeds (0 leaves them out) and runs per seed and design.
+#[derive(Debug, Clone, Copy)]
+pub struct ExploreColumns {
+    /// Base seeds per mutant.
+    pub seeds: u64,
+    /// Most runs per seed and design.
+    pub budget: usize,
+}
+
+/// How exploration chooses schedules, for [`first_catch`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Mode {
+    /// Every schedule of at most 2 faults over the trace, in order.
+    Exhaustive,
+    /// Lineage-driven fault injection.
+    Lineage,
+    /// The guided swarm.
+    Guided,
+}
+
+/// Runs to the first catch of `m` on scenario `s` under `mode`, for base seeds `0..seeds`.
+pub fn first_catch(
+    s: &Scenario,
+    m: &Mutant,
+    designs: &[Design],
+    mode: Mode,
+    seeds: u64,
+    budget: usize,
+    pool: &rayon::ThreadPool,
+) -> FirstCatch {
+    use acp_chaos::explore::{exhaustive, guided, lineage, needs, shrink::Target};
+    let target = Target::of_mutant(m);
+    let work: Vec<(u64, Design)> = (0..seeds)
+        .flat_map(|seed| designs.iter().map(move |d| (seed, *d)))
+        .collect();
+    let found: Vec<(u64, Option<usize>)> = pool.install(|| {
+        work.par_iter()
+            .map(|&(seed, d)| {
+                // Exhaustive and lineage explore one trace: a trace that lacks what the
+                // mutant needs to show (`explore::needs`: a cancel, a close, a prompt without
+                // a key) is passed over for the scenario's next draw (seed + seeds), as
+                // `explore --mutants` tells a user to, each costing its one run.
+                let mut plan = acp_chaos::plan::Plan::derive(s, seed, Some(m.name), d);
+                let mut passed = 0usize;
+                if mode != Mode::Guided {
+                    while passed + 1 < budget {
+                        let trace = exhaustive::trace_plan(&plan);
+                        let h = acp_chaos::world::run(&trace);
+                        if needs::missing(m.name, &trace, &h).is_empty() {
+                            break;
+                        }
+                        passed += 1;
+                        let next = seed + seeds * passed as u64;
+                        plan = acp_chaos::plan::Plan::derive(s, next, Some(m.name), d);
+                    }
+                }
+                let budget = budget - passed;
+                let runs = match mode {
+                    Mode::Exhaustive => {
+                        let kinds = exhaustive::default_kinds(&plan);
+                        exhaustive::explore(
+                            &plan,
+                            &exhaustive::Options {
+                                faults: 2,
+                                kinds,
+                                shard: None,
+                                audit: 0,
+                                stop_at_first: true,
+                                target: Some(target.clone()),
+                                budget: Some(budget),
+                                merge: Default::default(),
+                            },
+                            pool,
+                        )
+                        .first_catch
+                    }
+                    Mode::Lineage => {
+                        lineage::lineage(
+                            &plan,
+                            &lineage::Options {
+                                faults: 2,
+                                budget,
+                                stop_at_first: true,
+                                target: Some(target.clone()),
+                            },
+                        )
+                        .first_catch
+                    }
+                    Mode::Guided => {
+                        guided::guided(
+                            s,
+                            d,
+                            Some(m.name),
+                            &guided::Options {
+                                runs: budget,
+                                seed_start: seed * 100_000,
+                                stop_at_first: true,
+                                stop_at_full_coverage: false,
+                                target: Some(target.clone()),
+                            },
+                            pool,
+                        )
+                        .first_catch
+                    }
+                };
+                (seed, runs.filter(|r| *r <= budget).map(|r| r + passed))
+            })
+            .collect()
+    });
+    let per_seed: Vec<Option<usize>> = (0..seeds)
+        .map(|seed| {
+            found
+                .iter()
+                .filter(|(s, _)| *s == seed)
+                .filter_map(|(_, r)| *r)
+                .min()
+        })
+        .collect();
+    FirstCatch {
+        median: median_of(&per_seed),
+        per_seed,
+        budget,
+    }
+}
+
+impl MutantRow {
+    /// uniform median / swarm median (above 1: the swarm finds it sooner).
+    pub fn ratio(&self) -> Option<f64> {
+        Some(self.uniform.median? / self.swarm.median?)
+    }
+}
+
+/// Median seeds-to-detection over start seeds `0..seeds`, wrapping around (see the module
+/// doc); `caught` ascending, each below `seeds`.
+pub fn median_to_detection(caught: &[u64], seeds: u64) -> Option<f64> {
+    let first = *caught.first()?;
+    let mut d: Vec<u64> = (0..seeds)
+        .map(|s| match caught.iter().find(|&&c| c >= s) {
+            Some(c) => c - s + 1,
+            None => first + seeds - s + 1,
+        })
+        .collect();
+    d.sort_unstable();
+    let n = d.len();
+    Some(if n % 2 == 1 {
+        d[n / 2] as f64
+    } else {
+        (d[n / 2 - 1] + d[n / 2]) as f64 / 2.0
+    })
+}
+
+/// One seed under every design: whether it catches `m`, and the properties invalid on some
+/// design.
+fn catches(s: &Scenario, m: &Mutant, designs: &[Design], seed: u64) -> (bool, Vec<String>) {
+    let mut caught = false;
+    let mut invalid: Vec<String> = Vec::new();
+    for &d in designs {
+        let (_, r) = campaign::run_one(s, seed, Some(m.name), d);
+        caught |= r.verdicts.iter().any(|v| is_catch(m, v));
+        for v in r.verdicts.iter().filter(|v| v.status == Status::Invalid) {
+            if !invalid.contains(&v.property) {
+                invalid.push(v.property.clone());
+            }
+        }
+    }
+    (caught, invalid)
+}
+
+/// Seeds in order until `want` catches or `seeds` run; parallel in batches of `batch`.
+fn detect(s: &Scenario, m: &Mutant, designs: &[Design], seeds: u64, want: usize) -> Detection {
+    let batch = 32u64;
+    let mut caught = Vec::new();
+    let mut per_seed: Vec<(u64, Vec<String>)> = Vec::new();
+    let mut next = 0u64;
+    while next < seeds && caught.len() < want {
+        let end = (next + batch).min(seeds);
+        let results: Vec<(u64, bool, Vec<String>)> = (next..end)
+            .into_par_iter()
+            .map(|seed| {
+                let (c, inv) = catches(s, m, designs, seed);
+                (seed, c, inv)
+            })
+            .collect();
+        for (seed, c, inv) in results {
+            if c {
+                caught.push(seed);
+            }
+            per_seed.push((seed, inv));
+        }
+        next = end;
+    }
+    // A batch can overshoot `want`: keep the first `want` and count seeds up to the last kept.
+    caught.truncate(want);
+    let run = if caught.len() == want {
+        caught.last().map_or(next, |l| l + 1)
+    } else {
+        next
+    };
+    let mut by_checker: BTreeMap<String, u64> = BTreeMap::new();
+    for (_, inv) in per_seed.iter().filter(|(seed, _)| *seed < run) {
+        for p in inv {
+            *by_checker.entry(p.clone()).or_default() += 1;
+        }
+    }
+    Detection {
+        seeds: run,
+        median: median_to_detection(&caught, run),
+        caught,
+        by_checker,
+    }
+}
+
+/// The scoreboard for every mutant (or one) on a `[swarm]` scenario; `on_row` sees each row as
+/// it is done.
+pub fn score(
+    s: &Scenario,
+    only: Option<&str>,
+    seeds: u64,
+    want: usize,
+    jobs: usize,
+    explore: ExploreColumns,
+    on_row: &mut dyn FnMut(&MutantRow),
+) -> anyhow::Result<Vec<MutantRow>> {
+    anyhow::ensure!(
+        s.swarm.is_some(),
+        "{}: the scoreboard needs a [swarm] scenario (scripted faults are not the swarm)",
+        s.reference
+    );
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs.max(1))
+        .build()?;
+    let mut uniform = s.clone();
+    if let Some(sw) = uniform.swarm.as_mut() {
+        sw.mix = Mix::Uniform;
+    }
+    let mut swarm = s.clone();
+    if let Some(sw) = swarm.swarm.as_mut() {
+        sw.mix = Mix::Swarm;
+    }
+    let mut rows = Vec::new();
+    for m in MUTANTS.iter().filter(|m| only.is_none_or(|o| o == m.name)) {
+        let designs: Vec<Design> = s
+            .agent
+            .designs
+            .iter()
+            .copied()
+            .filter(|d| m.designs.is_empty() || m.designs.contains(d))
+            .collect();
+        if designs.is_empty() {
+            continue;
+        }
+        let (sw, un) = pool.install(|| {
+            (
+                detect(&swarm, m, &designs, seeds, want),
+                detect(&uniform, m, &designs, seeds, want),
+            )
+        });
+        let explored = |mode| {
+            (explore.seeds > 0).then(|| {
+                first_catch(
+                    &swarm,
+                    m,
+                    &designs,
+                    mode,
+                    explore.seeds,
+                    explore.budget,
+                    &pool,
+                )
+            })
+        };
+        let row = MutantRow {
+            mutant: m.name,
+            property: m.property,
+            party: m.party,
+            explore: explored(Mode::Exhaustive),
+            lineage: explored(Mode::Lineage),
+            guided: explored(Mode::Guided),
+            designs,
+            swarm: sw,
+            uniform: un,
+        };
+        on_row(&row);
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
+/// The correct models on the scenario's swarm seeds: every non-valid verdict that is not a
+/// finding is a false positive (or a model bug).
+#[derive(Debug, Clone, Serialize)]
+pub struct Baseline {
+    /// Seeds run (each under every design of the scenario).
+    pub seeds: u64,
+    /// Designs run.
+    pub designs: Vec<Design>,
+    /// Violations and unknown verdicts: `summary.json` failure objects (`scenario`, `design`,
+    /// `seed`, `property`, `status`, `party`, `rules`, `message`, `repro`, ...).
+    pub violations: Vec<serde_json::Value>,
+    /// The baseline campaign's report folder (its `summary.md` also holds the scoreboard).
+    pub report: std::path::PathBuf,
+}
+
+/// Run the correct models on `seeds` swarm seeds of `s` under every design, as a campaign
+/// named `name` reported into `out` (failures shrunk, as in any campaign), its `summary.md`
+/// carrying `scoreboard`. Returns the baseline, the summary, and what could not be written
+/// (the report is then missing, the verdicts are not).
+pub fn baseline(
+    s: &Scenario,
+    seeds: u64,
+    jobs: usize,
+    name: &str,
+    out: &std::path::Path,
+    scoreboard: Option<String>,
+) -> anyhow::Result<(Baseline, campaign::Summary, Option<String>)> {
+    let mut swarm = s.clone();
+    if let Some(sw) = swarm.swarm.as_mut() {
+        sw.mix = Mix::Swarm;
+    }
+    let designs = s.agent.designs.clone();
+    let spec = campaign::CampaignSpec {
+        scenarios: vec![swarm],
+        seed_start: 0,
+        seeds,
+        jobs,
+        mutant: None,
+        out: out.to_path_buf(),
+        keep_per_property: 5,
+        shrink: true,
+        agent: None,
+        check_determinism: false,
+        name: name.to_string(),
+        shard: None,
+        progress: true,
+        stop: None,
+        regressions: Vec::new(),
+    };
+    let (summary, unwritten) = match campaign::run_with(&spec, |m| m.scoreboard = scoreboard) {
+        Ok(m) => (m, None),
+        Err(e) => match e.downcast::<campaign::ReportUnwritten>() {
+            Ok(u) => (*u.summary, Some(u.what)),
+            Err(e) => return Err(e),
+        },
+    };
+    Ok((
+        Baseline {
+            seeds,
+            designs,
+            violations: summary.failures.clone(),
+            report: out.to_path_buf(),
+        },
+        summary,
+        unwritten,
+    ))
+}
+
+/// The mutant × checker view: per mutant, the share of swarm seeds run on which each checker
+/// was invalid (a `*` marks the property the mutant names).
+pub fn checker_table(rows: &[MutantRow]) -> String {
+    let mut props: Vec<String> = rows
+        .iter()
+        .flat_map(|r| r.swarm.by_checker.keys().cloned())
+        .chain(rows.iter().map(|r| r.property.to_string()))
+        .collect();
+    props.sort_by_key(|p| p[1..].parse::<u32>().unwrap_or(0));
+    props.dedup();
+    let mut out = format!("{:<32}", "mutant \\ checker");
+    for p in &props {
+        out.push_str(&format!(" {p:>6}"));
+    }
+    out.push('\n');
+    for r in rows {
+        out.push_str(&format!("{:<32}", r.mutant));
+        for p in &props {
+            let n = r.swarm.by_checker.get(p).copied().unwrap_or(0);
+            let own = p == r.property;
+            let cell = if r.swarm.seeds == 0 || (n == 0 && !own) {
+                ".".to_string()
+            } else {
+                // A finding-level mutant's own catches are findings, not invalid verdicts.
+                let n = if own {
+                    n.max(r.swarm.caught.len() as u64)
+                } else {
+                    n
+                };
+                let pct = 100.0 * n as f64 / r.swarm.seeds as f64;
+                if n > 0 && pct < 1.0 {
+                    format!("{pct:.1}%")
+                } else {
+                    format!("{pct:.0}%")
+                }
+            };
+            let cell = if own { format!("{cell}*") } else { cell };
+            out.push_str(&format!(" {cell:>6}"));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The table's header line.
+pub fn header() -> String {
+    format!(
+        "{:<32} {:<5} {:<13} {:>14} {:>14} {:>8} {:>8} {:>8} {:>8}\n",
+        "mutant",
+        "prop",
+        "party",
+        "swarm median",
+        "uniform median",
+        "ratio",
+        "explore",
+        "lineage",
+        "guided"
+    )
+}
+
+/// The scoreboard's rows as table lines (after [`header`]).
+pub fn table(rows: &[MutantRow]) -> String {
+    let mut out = String::new();
+    let cell = |d: &Detection| match d.median {
+        Some(m) => format!("{m} ({}/{})", d.caught.len(), d.seeds),
+        None => format!("- (0/{})", d.seeds),
+    };
+    let runs = |f: &Option<FirstCatch>| match f {
+        Some(FirstCatch {
+            median: Some(m), ..
+        }) => format!("{m}"),
+        Some(_) => "-".to_string(),
+        None => "".to_string(),
+    };
+    for r in rows {
+        out.push_str(&format!(
+            "{:<32} {:<5} {:<13} {:>14} {:>14} {:>8} {:>8} {:>8} {:>8}\n",
+            r.mutant,
+            r.property,
+            format!("{:?}", r.party).to_lowercase(),
+            cell(&r.swarm),
+            cell(&r.uniform),
+            r.ratio().map_or("-".to_string(), |x| format!("{x:.2}")),
+            runs(&r.explore),
+            runs(&r.lineage),
+            runs(&r.guided),
+        ));
+    }
+    out
+}
