@@ -72,3 +72,64 @@ fn both_licence_texts_are_present_as_the_manifests_declare() {
         assert!(apache.contains("Apache License") && apache.contains("Version 2.0"));
     }
 }
+
+/// Every package `name` depends on, directly or not, as `Cargo.lock` records it (dependencies of
+/// every kind and of every feature the workspace turns on: a superset of what a user compiles).
+fn locked_closure(name: &str) -> std::collections::BTreeSet<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let lock: toml::Value =
+        toml::from_str(&std::fs::read_to_string(root.join("Cargo.lock")).unwrap()).unwrap();
+    let packages = lock["package"].as_array().expect("[[package]] entries");
+    let deps_of = |n: &str| -> Vec<String> {
+        // An entry names a dependency as `name` or, when two versions are locked, `name version`.
+        let (n, version) = n.split_once(' ').map_or((n, None), |(a, b)| (a, Some(b)));
+        packages
+            .iter()
+            .filter(|p| p["name"].as_str() == Some(n))
+            .filter(|p| version.is_none_or(|v| p["version"].as_str() == Some(v)))
+            .flat_map(|p| p.get("dependencies").and_then(|d| d.as_array()).cloned())
+            .flatten()
+            .filter_map(|d| d.as_str().map(str::to_string))
+            .collect()
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    let mut todo = vec![name.to_string()];
+    while let Some(n) = todo.pop() {
+        for d in deps_of(&n) {
+            let bare = d.split(' ').next().unwrap().to_string();
+            if seen.insert(bare) {
+                todo.push(d);
+            }
+        }
+    }
+    seen
+}
+
+/// Issue 40: a user's `cargo add --dev acp-chaos` compiles no command line, progress bar,
+/// signal handler, allocator or HTTP server: those are the crate `acp-chaos-cli`'s.
+#[test]
+fn the_library_depends_on_no_crate_of_the_command_line() {
+    let tool_only = [
+        "clap",
+        "indicatif",
+        "ctrlc",
+        "mimalloc",
+        "tracing-subscriber",
+        "axum",
+        "hyper",
+    ];
+    let cli = locked_closure("acp-chaos-cli");
+    let library = locked_closure("acp-chaos");
+    assert!(cli.contains("acp-chaos") && library.contains("acp-chaos-models"));
+    for name in tool_only {
+        // The command does depend on it, so the lock file's walk can see it.
+        assert!(
+            cli.contains(name),
+            "acp-chaos-cli no longer depends on {name}"
+        );
+        assert!(
+            !library.contains(name),
+            "the acp-chaos library depends on {name}, directly or not: move what uses it to cli/"
+        );
+    }
+}
