@@ -19,15 +19,8 @@
 //! - [`wall_clock`]: the one wall clock (outside runs only; the library has none);
 //! - [`launch`]: how this process was launched, for the rerun lines it prints.
 //!
-//! Public for the binary and the tests; not a library interface (use [`acp_chaos`]).
-
-#[cfg(not(tokio_unstable))]
-compile_error!(
-    "acp-chaos needs `--cfg tokio_unstable` so turmoil seeds tokio: a checkout's \
-     .cargo/config.toml sets it (run cargo from inside the checkout; a RUSTFLAGS variable \
-     overrides that file: add `--cfg tokio_unstable` to it); outside a checkout, e.g. \
-     `cargo install acp-chaos-cli`, set RUSTFLAGS=\"--cfg tokio_unstable\""
-);
+//! Public for the binary and the tests; not a library interface (use [`acp_chaos`]). The
+//! library's `compile_error!` guards the `tokio_unstable` cfg for both crates.
 
 pub mod campaign;
 /// The command line behind the `acp-chaos` binary (one file per command). Public only for the

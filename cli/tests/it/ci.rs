@@ -3,7 +3,7 @@
 //! properties and times of `junit.xml`.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::OnceLock;
 
 use crate::common;
@@ -16,13 +16,7 @@ fn bin() -> Command {
     c
 }
 
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+use crate::common::printed as text;
 
 /// A small mutant campaign's report folder (run once for the tests of this file).
 fn mutant_report() -> &'static Path {

@@ -10,28 +10,29 @@ fn bin() -> Command {
     c
 }
 
+/// `run FILE --seeds 1`, asserted to exit 2: its stderr.
+fn refused(file: &std::path::Path) -> String {
+    let out = bin()
+        .args(["run", file.to_str().unwrap(), "--seeds", "1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    err
+}
+
 #[test]
 fn malformed_scenario_exits_2_naming_file_line_and_field() {
     let dir = std::env::temp_dir().join("acp-chaos-bad-scenario");
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("bad.toml");
     std::fs::write(&path, "summary = \"x\"\n\n[workload]\nsubmisions = 3\n").unwrap();
-    let out = bin()
-        .args(["run", path.to_str().unwrap(), "--seeds", "1"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let err = refused(&path);
     assert!(err.contains("bad.toml:4:"), "{err}");
     assert!(err.contains("submisions"), "{err}");
 
     std::fs::write(&path, "summary = \"x\"\n[[fault]]\nkind = \"stall-frame\"\non = { frame = \"response\", method = \"session/prompt\" }\n").unwrap();
-    let out = bin()
-        .args(["run", path.to_str().unwrap(), "--seeds", "1"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let err = refused(&path);
     assert!(
         err.contains("bad.toml:2:") && err.contains("stall_ms"),
         "{err}"
@@ -178,12 +179,7 @@ fn a_cluster_only_fault_on_other_designs_is_refused() {
         "summary = \"x\"\n[[fault]]\nkind = \"crash-store\"\non = { at_ms = 5 }\nrestart_after_ms = 5\n",
     )
     .unwrap();
-    let out = bin()
-        .args(["run", path.to_str().unwrap(), "--seeds", "1"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let err = refused(&path);
     assert!(
         err.contains("store.toml:2:") && err.contains("cluster"),
         "{err}"

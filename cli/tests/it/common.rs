@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
+use std::process::Output;
 
 use acp_chaos::scenario::{self, Scenario};
 use acp_chaos::summary::Summary;
@@ -69,4 +70,41 @@ pub fn files_with_extension(dir: &Path, ext: &str) -> Vec<PathBuf> {
         }
     }
     out
+}
+
+/// An emptied folder `name` in the temp folder.
+pub fn fresh_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A finished command's stdout then stderr, for assertions on what it printed.
+pub fn printed(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// A finished command's exit status, stdout and stderr, labelled: an assertion's message.
+pub fn exit_and_printed(o: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Removes the `Action::Effect`s at or after `out[from]`: a party that reports nothing to the
+/// history, the same frames on the wire.
+pub fn drop_effects_from(out: &mut Vec<acp_chaos::models::Action>, from: usize) {
+    let mut i = 0;
+    out.retain(|a| {
+        i += 1;
+        i <= from || !matches!(a, acp_chaos::models::Action::Effect(_))
+    });
 }

@@ -5,7 +5,7 @@
 
 use crate::common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use acp_chaos_cli::campaign::MARKER;
@@ -17,21 +17,19 @@ fn bin() -> Command {
     c
 }
 
-fn fresh_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(name);
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+use crate::common::fresh_dir;
+
+/// `run rfd-01-retry-same-connection --seeds 2` into `out`.
+fn two_seeds_into(out: &Path) -> Output {
+    bin()
+        .args(["run", "rfd-01-retry-same-connection", "--seeds", "2"])
+        .args(["--no-progress", "--no-regressions", "--out"])
+        .arg(out)
+        .output()
+        .unwrap()
 }
 
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+use crate::common::exit_and_printed as text;
 
 /// The campaign the kill test runs twice: long enough (a few seconds) to be killed mid-way.
 const CAMPAIGN: [&str; 6] = [
@@ -111,12 +109,7 @@ fn partial_artefacts_left_in_a_report_folder_are_cleared_not_refused() {
     std::fs::create_dir_all(dir.join("r.partial")).unwrap();
     std::fs::write(dir.join("r.partial").join(MARKER), "").unwrap();
     std::fs::write(dir.join("r.partial").join("summary.json"), "{}").unwrap();
-    let o = bin()
-        .args(["run", "rfd-01-retry-same-connection", "--seeds", "2"])
-        .args(["--no-progress", "--no-regressions", "--out"])
-        .arg(&out)
-        .output()
-        .unwrap();
+    let o = two_seeds_into(&out);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     assert!(!run_dir.exists() && !out.join("summary.json.tmp").exists());
     assert!(out.join("summary.json").is_file());
@@ -126,12 +119,7 @@ fn partial_artefacts_left_in_a_report_folder_are_cleared_not_refused() {
     // refused and kept.
     std::fs::create_dir_all(dir.join("r.partial")).unwrap();
     std::fs::write(dir.join("r.partial").join("notes.txt"), "mine").unwrap();
-    let o = bin()
-        .args(["run", "rfd-01-retry-same-connection", "--seeds", "2"])
-        .args(["--no-progress", "--no-regressions", "--out"])
-        .arg(&out)
-        .output()
-        .unwrap();
+    let o = two_seeds_into(&out);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("notes.txt"), "{}", text(&o));
     assert!(dir.join("r.partial").join("notes.txt").is_file());

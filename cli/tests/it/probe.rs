@@ -41,13 +41,7 @@ fn probe(name: &str, args: &[&str]) -> (Output, Value, Duration) {
     (o, summary, took)
 }
 
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+use crate::common::printed as text;
 
 /// Every (trace, property) cell with a run that was not valid.
 fn not_valid(s: &Value) -> Vec<String> {

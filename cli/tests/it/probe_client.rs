@@ -36,13 +36,7 @@ fn probe_client(name: &str, args: &[&str], client: &[&str]) -> (Output, Value) {
     (o, summary)
 }
 
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+use crate::common::printed as text;
 
 /// Our model Client: `acp-chaos client [--mutant M] -- {agent}`.
 fn model_client(mutant: Option<&str>) -> Vec<&str> {

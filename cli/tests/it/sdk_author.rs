@@ -134,14 +134,7 @@ impl AgentModel for Silent {
     fn handle(&mut self, input: AgentInput, out: &mut Vec<Action>) {
         let from = out.len();
         self.0.handle(input, out);
-        let mut i = from;
-        while i < out.len() {
-            if matches!(out[i], Action::Effect(_)) {
-                out.remove(i);
-            } else {
-                i += 1;
-            }
-        }
+        crate::common::drop_effects_from(out, from);
     }
 
     fn is_idle(&self) -> bool {

@@ -27,20 +27,10 @@ fn bin() -> Command {
 }
 
 fn fresh_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("acp-chaos-surface-{name}"));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    crate::common::fresh_dir(&format!("acp-chaos-surface-{name}"))
 }
 
-fn text(o: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+use crate::common::exit_and_printed as text;
 
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()

@@ -109,14 +109,7 @@ fn a_client_or_proxy_that_reports_nothing_is_not_checked_never_invalid() {
         fn handle(&mut self, input: ClientInput, out: &mut Vec<Action>) {
             let from = out.len();
             self.0.handle(input, out);
-            let mut i = from;
-            while i < out.len() {
-                if matches!(out[i], Action::Effect(_)) {
-                    out.remove(i);
-                } else {
-                    i += 1;
-                }
-            }
+            crate::common::drop_effects_from(out, from);
         }
         fn pending(&self) -> Vec<u64> {
             self.0.pending()

@@ -282,14 +282,8 @@ pub fn base(design: Design) -> Plan {
 
 fn spec(kind: FaultKind, on: Trigger) -> FaultSpec {
     FaultSpec {
-        kind,
         on,
-        silent: false,
-        reroute: false,
-        stall_ms: None,
-        heal_after_ms: None,
-        restart_after_ms: None,
-        direction: None,
+        ..FaultSpec::new(kind)
     }
 }
 

@@ -383,14 +383,8 @@ pub(super) fn draw_swarm(
                 }
             };
             let mut f = FaultSpec {
-                kind,
                 on: at,
-                silent: false,
-                reroute: false,
-                stall_ms: None,
-                heal_after_ms: None,
-                restart_after_ms: None,
-                direction: None,
+                ..FaultSpec::new(kind)
             };
             match kind {
                 FaultKind::LoseFrame => {

@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
+use super::summary_md::marks;
 use super::text::xml_escape;
 use crate::checkers::CHECKERS;
 use crate::summary::{failure_groups, FailureGroup, Summary};
@@ -90,16 +91,7 @@ pub fn summary_html(s: &Summary) -> String {
     for (row, cells) in &s.table {
         for p in &props {
             if let Some(c) = cells.get(*p) {
-                let mut parts = Vec::new();
-                if c.violations > 0 {
-                    parts.push(format!("{p} ✗{}", c.violations));
-                }
-                if c.unknown > 0 {
-                    parts.push(format!("{p} ?{}", c.unknown));
-                }
-                if c.findings > 0 {
-                    parts.push(format!("{p} f{}", c.findings));
-                }
+                let parts: Vec<String> = marks(c).iter().map(|m| format!("{p} {m}")).collect();
                 if !parts.is_empty() {
                     nonzero.entry(row.as_str()).or_default().extend(parts);
                 }

@@ -12,8 +12,13 @@ use serde_json::Value;
 
 /// A tiny history builder: (process, f, value) in order.
 fn hist(ops: &[(&str, &str, Value)]) -> History {
+    history_of(json!({"format": 1}), ops)
+}
+
+/// A history of `header` and one info op per (process, f, value), in order, op `i` at `i` ms.
+pub(super) fn history_of(header: Value, ops: &[(&str, &str, Value)]) -> History {
     History {
-        header: json!({"format": 1}),
+        header,
         ops: ops
             .iter()
             .enumerate()

@@ -3,27 +3,12 @@
 use acp_chaos::checkers::verdict::{Status, Verdict};
 use acp_chaos::checkers::*;
 use acp_chaos::history::History;
-use acp_chaos::history::{Op, OpType};
 use acp_chaos_models::Party;
 use serde_json::json;
 use serde_json::Value;
 
 fn hist(retention: &str, ops: &[(&str, &str, Value)]) -> History {
-    History {
-        header: json!({"format": 1, "plan": {"retention": retention}}),
-        ops: ops
-            .iter()
-            .enumerate()
-            .map(|(i, (p, f, v))| Op {
-                index: i,
-                time_ms: i as u64,
-                process: p.to_string(),
-                kind: OpType::Info,
-                f: f.to_string(),
-                value: v.clone(),
-            })
-            .collect(),
-    }
+    super::checkers::history_of(json!({"format": 1, "plan": {"retention": retention}}), ops)
 }
 
 /// Insert m1 (visible), crash, recover without it, retry inserts m2 (same key).

@@ -49,23 +49,10 @@ fn the_correct_model_agents_have_no_violation_on_drawn_plans() {
         space.seeds = 0..=1000;
         let s = plan(&b, &space);
         let mut r = runner(1);
-        let n: usize = std::env::var("ACP_CHAOS_STRATEGY_PLANS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(40);
+        let n = plans_per_design();
         for _ in 0..n {
             let p = s.new_tree(&mut r).unwrap().current();
-            let h = acp_chaos::world::run(&p);
-            for v in acp_chaos::checkers::check_all(&h) {
-                assert!(
-                    v.status != acp_chaos::checkers::Status::Invalid,
-                    "{design:?} seed {}: {} {}\n{}",
-                    p.seed,
-                    v.property,
-                    v.message,
-                    toml::to_string(&p).unwrap()
-                );
-            }
+            assert_no_violation(design, &p);
         }
     }
 }
@@ -79,26 +66,13 @@ fn the_correct_model_agents_have_no_violation_on_swarm_drawn_plans() {
         let s = plan(&b, &space);
         let mut r = runner(1);
         let (mut forks, mut counters) = (0, 0);
-        let n: usize = std::env::var("ACP_CHAOS_STRATEGY_PLANS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(40);
+        let n = plans_per_design();
         for _ in 0..n {
             let p = s.new_tree(&mut r).unwrap().current();
             assert_eq!(p.check(), None);
             forks += p.workload.iter().filter(|w| w.fork.is_some()).count();
             counters += usize::from(p.client.keys == KeyScheme::SessionCounter);
-            let h = acp_chaos::world::run(&p);
-            for v in acp_chaos::checkers::check_all(&h) {
-                assert!(
-                    v.status != acp_chaos::checkers::Status::Invalid,
-                    "{design:?} seed {}: {} {}\n{}",
-                    p.seed,
-                    v.property,
-                    v.message,
-                    toml::to_string(&p).unwrap()
-                );
-            }
+            assert_no_violation(design, &p);
         }
         assert!(
             forks > 0 && counters > 0,
@@ -163,4 +137,27 @@ fn shrinking_removes_faults_and_submissions() {
     let p = tree.current();
     assert_eq!((p.faults.len(), p.workload.len(), p.raw.len()), (1, 1, 0));
     assert_eq!(p.check(), None);
+}
+
+/// How many plans each design draws: `ACP_CHAOS_STRATEGY_PLANS`, 40 unless set.
+fn plans_per_design() -> usize {
+    std::env::var("ACP_CHAOS_STRATEGY_PLANS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(40)
+}
+
+/// Runs `p` and asserts no checker finds it invalid, naming the plan when one does.
+fn assert_no_violation(design: Design, p: &acp_chaos::plan::Plan) {
+    let h = acp_chaos::world::run(p);
+    for v in acp_chaos::checkers::check_all(&h) {
+        assert!(
+            v.status != acp_chaos::checkers::Status::Invalid,
+            "{design:?} seed {}: {} {}\n{}",
+            p.seed,
+            v.property,
+            v.message,
+            toml::to_string(p).unwrap()
+        );
+    }
 }

@@ -140,45 +140,40 @@ fn stated_classes_confirmed_on_the_correct_models() {
 /// stated keyed class is refuted and the exit code is 1.
 #[test]
 fn no_dedup_refutes_the_keyed_class() {
-    let spec = Spec {
-        only: Some(Method::Prompt),
-        ..spec(20, Some("no-dedup"))
-    };
-    let mx = sweep(&spec);
-    let v = mx
-        .verdicts
-        .iter()
-        .find(|v| v.method == Method::Prompt)
-        .unwrap();
-    assert!(!v.confirmed, "{}", v.evidence);
+    let (spec, v) = prompt_refuted_by("no-dedup");
     let e = v.example.as_ref().unwrap();
     assert_eq!(e.policy, Policy::ResendWithKey);
     assert_eq!(e.outcome, Outcome::DuplicateEffect);
     assert!(e.command.ends_with("--mutant no-dedup"));
     let r = run_cell(v.method, e.fault, e.policy, e.seed, spec.mutant, false);
     assert_eq!(r.outcome, Outcome::DuplicateEffect);
+}
+
+/// The matrix's `session/prompt` verdict under `mutant` (20 seeds), asserted refuted with exit 1.
+fn prompt_refuted_by(mutant: &str) -> (Spec, ClassVerdict) {
+    let spec = Spec {
+        only: Some(Method::Prompt),
+        ..spec(20, Some(mutant))
+    };
+    let mx = sweep(&spec);
     assert_eq!(mx.exit, 1);
+    let v = mx
+        .verdicts
+        .into_iter()
+        .find(|v| v.method == Method::Prompt)
+        .unwrap();
+    assert!(!v.confirmed, "{}", v.evidence);
+    (spec, v)
 }
 
 /// A key recorded on arrival (A12) answers a retry after a crash with a messageId no
 /// message has: a silent drop under resend-with-key, so the keyed class is refuted too.
 #[test]
 fn key_recorded_on_arrival_refutes_the_keyed_class_by_a_silent_drop() {
-    let spec = Spec {
-        only: Some(Method::Prompt),
-        ..spec(20, Some("key-recorded-on-arrival"))
-    };
-    let mx = sweep(&spec);
-    let v = mx
-        .verdicts
-        .iter()
-        .find(|v| v.method == Method::Prompt)
-        .unwrap();
-    assert!(!v.confirmed, "{}", v.evidence);
+    let (_, v) = prompt_refuted_by("key-recorded-on-arrival");
     let e = v.example.as_ref().unwrap();
     assert_eq!(
         (e.policy, e.outcome),
         (Policy::ResendWithKey, Outcome::SilentDrop)
     );
-    assert_eq!(mx.exit, 1);
 }
