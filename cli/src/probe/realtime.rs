@@ -32,7 +32,7 @@ use serde_json::{json, Value};
 use super::driver::{Ev, Launch, Proc, RawOp};
 use acp_chaos::history::{op, process, OpType};
 use acp_chaos::models::{Action, ClientInput, ClientModel, Point, SpecClient};
-use acp_chaos::nemesis::{FaultKind, FaultSpec, Side};
+use acp_chaos::nemesis::{AtPipe, FaultSpec, Side};
 use acp_chaos::plan::{Plan, UserEvent};
 
 /// Why a plan cannot run against a black box, or `None` when it can.
@@ -50,9 +50,9 @@ pub fn unsupported(plan: &Plan) -> Option<String> {
                 acp_chaos::nemesis::fault_line(f)
             ));
         }
-        let ok = match f.kind {
-            FaultKind::LoseFrame | FaultKind::StallFrame => f.on.frame.is_some(),
-            FaultKind::CrashAgent => {
+        let ok = match f.kind.at_pipe() {
+            Some(AtPipe::LoseFrame | AtPipe::StallFrame) => f.on.frame.is_some(),
+            Some(AtPipe::CrashAgent) => {
                 f.on.frame.is_some()
                     || matches!(
                         f.on.point,
@@ -63,21 +63,9 @@ pub fn unsupported(plan: &Plan) -> Option<String> {
                         )
                     )
             }
-            FaultKind::RestartClient => f.on.submission.is_some() || f.on.frame.is_some(),
-            // They act on the network, the store or a proxy, inside the simulator.
-            FaultKind::ReorderFrame
-            | FaultKind::Partition
-            | FaultKind::PartitionOneway
-            | FaultKind::Hold
-            | FaultKind::TransientError
-            | FaultKind::CrashProxy
-            | FaultKind::CrashStore
-            | FaultKind::LoseExchange
-            | FaultKind::PartitionStore
-            | FaultKind::DropUpdates
-            | FaultKind::FlipBit
-            | FaultKind::ZeroSector
-            | FaultKind::LoseSyncedRecord => false,
+            Some(AtPipe::RestartClient) => f.on.submission.is_some() || f.on.frame.is_some(),
+            // It acts on the network, the store, a proxy or the disk, inside the simulator.
+            None => false,
         };
         if !ok {
             return Some(format!(
@@ -536,7 +524,7 @@ impl World<'_> {
     fn restart_client_on_submission(&mut self, n: u64) {
         for i in 0..self.plan.faults.len() {
             let f = &self.plan.faults[i];
-            if self.fired[i] || self.healed || f.kind != FaultKind::RestartClient {
+            if self.fired[i] || self.healed || f.kind.at_pipe() != Some(AtPipe::RestartClient) {
                 continue;
             }
             if f.on.submission.map(u64::from) == Some(n) {
@@ -677,17 +665,17 @@ impl World<'_> {
         match hit {
             Some((i, f)) => {
                 self.nemesis(&f, i);
-                match f.kind {
-                    FaultKind::StallFrame => {
+                match f.kind.at_pipe() {
+                    Some(AtPipe::StallFrame) => {
                         let until = (now + f.stall_ms.unwrap_or(100)).max(behind.unwrap_or(0));
                         self.stalled.push_back((until, dir, conn, line));
                     }
-                    FaultKind::LoseFrame => {
+                    Some(AtPipe::LoseFrame) => {
                         if !f.silent {
                             self.kill("the pipe broke with a lost frame");
                         }
                     }
-                    FaultKind::RestartClient => {
+                    Some(AtPipe::RestartClient) => {
                         // The Client's frame went out; then the Client process restarts.
                         match behind {
                             Some(until) => self.stalled.push_back((until, dir, conn, line)),
@@ -695,7 +683,7 @@ impl World<'_> {
                         }
                         self.crash_client(f.restart_after_ms.unwrap_or(30));
                     }
-                    FaultKind::CrashAgent => {
+                    Some(AtPipe::CrashAgent) => {
                         // A request is written first, a response dies with it.
                         if dir == Dir::ToAgent {
                             self.deliver(dir, line);
@@ -703,21 +691,9 @@ impl World<'_> {
                         self.kill("crash");
                         self.agent_up_at = self.now() + f.restart_after_ms.unwrap_or(40);
                     }
-                    // [`unsupported`] refuses a plan with any of these; were one to reach a
-                    // pipe, the line passes as if no fault had fired.
-                    FaultKind::ReorderFrame
-                    | FaultKind::Partition
-                    | FaultKind::PartitionOneway
-                    | FaultKind::Hold
-                    | FaultKind::TransientError
-                    | FaultKind::CrashProxy
-                    | FaultKind::CrashStore
-                    | FaultKind::LoseExchange
-                    | FaultKind::PartitionStore
-                    | FaultKind::DropUpdates
-                    | FaultKind::FlipBit
-                    | FaultKind::ZeroSector
-                    | FaultKind::LoseSyncedRecord => match behind {
+                    // [`unsupported`] refuses a plan with any other kind; were one to
+                    // reach a pipe, the line passes as if no fault had fired.
+                    None => match behind {
                         Some(until) => self.stalled.push_back((until, dir, conn, line)),
                         None => self.deliver(dir, line),
                     },
@@ -746,7 +722,7 @@ impl World<'_> {
             let on = &f.on;
             let by_frame =
                 on.frame == Some(side) && on.method.as_deref() == Some(method) && on.nth == nth;
-            let by_point = f.kind == FaultKind::CrashAgent
+            let by_point = f.kind.at_pipe() == Some(AtPipe::CrashAgent)
                 && method == "session/prompt"
                 && on.nth == nth
                 && match on.point {

@@ -2,7 +2,9 @@
 //! read by the swarm's draw, exploration's default kinds and placement, scenario validation,
 //! schedule-file checks, the certificate's "not placed" reasons and the world's remote
 //! transport. (Guided exploration's coverage cells read it for the cluster's and the disk's
-//! kinds; a proxy there is drawn per seed, so its cells stay.)
+//! kinds; a proxy there is drawn per seed, so its cells stay.) Beside it, the answers about one
+//! kind that more than one place asks: what a disk kind does to the log ([`DiskDamage`]) and
+//! what a black-box probe does at a real process's pipe ([`AtPipe`]).
 
 use super::fault::FaultKind;
 
@@ -54,6 +56,22 @@ impl DiskDamage {
             DiskDamage::LoseSyncedRecord => FaultKind::LoseSyncedRecord,
         }
     }
+}
+
+/// What a black-box probe does at a real process's stdio pipe for a fault kind (the probe's
+/// real-time driver, `acp_chaos_cli::probe::realtime`). The other kinds act on what only the
+/// simulator reaches (the network between hosts, the store, a proxy, the disk): a plan with one
+/// is refused there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AtPipe {
+    /// A frame on the pipe is lost (`lose-frame`).
+    LoseFrame,
+    /// A frame on the pipe is held back (`stall-frame`).
+    StallFrame,
+    /// The Agent process is killed and started again (`crash-agent`).
+    CrashAgent,
+    /// The model Client restarts (`restart-client`).
+    RestartClient,
 }
 
 /// The parts a run has that a fault could act on.
@@ -130,6 +148,30 @@ impl FaultKind {
             FaultKind::CrashStore | FaultKind::PartitionStore => Reach::Store,
             FaultKind::LoseExchange | FaultKind::DropUpdates => Reach::Remote,
             FaultKind::FlipBit | FaultKind::ZeroSector | FaultKind::LoseSyncedRecord => Reach::Log,
+        }
+    }
+
+    /// What a black-box probe does for this kind at a real process's pipe ([`AtPipe`]); `None`
+    /// for a kind only the simulator carries out.
+    pub fn at_pipe(self) -> Option<AtPipe> {
+        match self {
+            FaultKind::LoseFrame => Some(AtPipe::LoseFrame),
+            FaultKind::StallFrame => Some(AtPipe::StallFrame),
+            FaultKind::CrashAgent => Some(AtPipe::CrashAgent),
+            FaultKind::RestartClient => Some(AtPipe::RestartClient),
+            FaultKind::ReorderFrame
+            | FaultKind::Partition
+            | FaultKind::PartitionOneway
+            | FaultKind::Hold
+            | FaultKind::TransientError
+            | FaultKind::CrashProxy
+            | FaultKind::CrashStore
+            | FaultKind::LoseExchange
+            | FaultKind::PartitionStore
+            | FaultKind::DropUpdates
+            | FaultKind::FlipBit
+            | FaultKind::ZeroSector
+            | FaultKind::LoseSyncedRecord => None,
         }
     }
 

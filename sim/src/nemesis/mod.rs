@@ -26,5 +26,5 @@ pub use action::NemesisAction;
 pub use count::{AttemptOf, Exchange, ExchangeCount};
 pub use fault::{fault_line, Direction, FaultKind, FaultSpec};
 pub use frame::FrameDecision;
-pub use kinds::{DiskDamage, Reach, Topology};
+pub use kinds::{AtPipe, DiskDamage, Reach, Topology};
 pub use trigger::{Sender, Side, Trigger};

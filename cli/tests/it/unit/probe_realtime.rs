@@ -37,3 +37,33 @@ fn a_client_that_gives_up_before_initialize_is_answered_names_the_time_scale() {
     );
     assert_eq!(slow_setup_note(&[init, answer, give_up], 10), None);
 }
+
+/// The pipe carries out exactly the kinds `FaultKind::at_pipe` names: a plan with any other
+/// kind is refused before it runs, never run as if the fault had not fired.
+#[test]
+fn a_black_box_runs_the_pipe_kinds_and_refuses_every_other_kind() {
+    use acp_chaos::models::Design;
+    use acp_chaos::nemesis::{FaultKind, FaultSpec, Side, Trigger};
+    use acp_chaos::plan::Plan;
+    let s = crate::common::scenario("rfd-01-retry-same-connection");
+    let base = Plan::derive(&s, 0, None, Design::Stored);
+    assert_eq!(unsupported(&base), None, "the base plan runs at a pipe");
+    for kind in FaultKind::ALL {
+        let mut plan = base.clone();
+        plan.faults = vec![FaultSpec {
+            on: Trigger {
+                frame: Some(Side::Request),
+                method: Some("session/prompt".into()),
+                nth: 1,
+                ..Trigger::default()
+            },
+            ..FaultSpec::new(kind)
+        }];
+        let refused = unsupported(&plan);
+        assert_eq!(
+            refused.is_none(),
+            kind.at_pipe().is_some(),
+            "{kind:?}: {refused:?}"
+        );
+    }
+}
