@@ -5,12 +5,16 @@
 #
 #   scripts/library-user-build.sh [CHECKOUT] [DIR]
 #
-# CHECKOUT: an acp-chaos checkout (default: this one); DIR: where the crate is made (default: a
-# new temporary folder). Prints the crate count and `/usr/bin/time`'s wall and CPU seconds.
+# CHECKOUT: an acp-chaos checkout (default: this one); DIR: a new or empty folder where the crate
+# is made (default: a new temporary folder). Prints the crate count and `/usr/bin/time`'s wall and CPU seconds.
 set -euo pipefail
 repo="$(cd "${1:-$(dirname "$0")/..}" && pwd)"
 dir="${2:-$(mktemp -d)}"
-rm -rf "$dir"
+# Never over a folder that holds anything: the crate is made from nothing.
+if [ -e "$dir" ] && [ -n "$(ls -A "$dir")" ]; then
+  echo "library-user-build: $dir is not empty; give a new or empty folder" >&2
+  exit 2
+fi
 mkdir -p "$dir/tests" "$dir/src" "$dir/.cargo"
 cat > "$dir/Cargo.toml" <<EOT
 [package]

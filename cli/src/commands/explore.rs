@@ -221,6 +221,17 @@ pub(super) fn exec(a: &ExploreArgs) -> Outcome {
         (None, Some((k, n))) => PathBuf::from("reports").join(format!("{name}-shard{k}of{n}")),
         (None, None) => PathBuf::from("reports").join(&name),
     };
+    // Refused before its report folder is made.
+    if matches!(a.mode, Mode::Guided | Mode::Swarm | Mode::Coverage) && s.swarm.is_none() {
+        return Err(CliError::usage(format!(
+            "--mode {}: {} has no [swarm] section to draw from",
+            a.mode.as_str(),
+            s.reference
+        )));
+    }
+    if a.mode == Mode::Coverage && a.repeat == 0 {
+        return Err(CliError::usage("--repeat must be at least 1"));
+    }
     super::writable::into_folder(&out, "--out")?;
     println!(
         "acp-chaos explore {}: design {}, {}, mutant={}, jobs={jobs}{}",
@@ -256,13 +267,6 @@ pub(super) fn exec(a: &ExploreArgs) -> Outcome {
         return coverage_race(a, &s, design, &pool);
     }
     if matches!(a.mode, Mode::Guided | Mode::Swarm) {
-        if s.swarm.is_none() {
-            return Err(CliError::usage(format!(
-                "--mode {}: {} has no [swarm] section to draw from",
-                a.mode.as_str(),
-                s.reference
-            )));
-        }
         let opts = guided::Options {
             runs: a.budget,
             seed_start: a.seed,
@@ -449,15 +453,6 @@ fn coverage_race(
     design: Design,
     pool: &rayon::ThreadPool,
 ) -> Outcome {
-    if s.swarm.is_none() {
-        return Err(CliError::usage(format!(
-            "--mode coverage: {} has no [swarm] section to draw from",
-            s.reference
-        )));
-    }
-    if a.repeat == 0 {
-        return Err(CliError::usage("--repeat must be at least 1"));
-    }
     let allowed = guided::allowed_cells(s, &[design]);
     println!(
         "runs until all {} allowed coverage cells were hit ({}, budget {} runs; - = not within it)",

@@ -323,6 +323,22 @@ fn explore_prints_a_replay_line_that_reproduces_and_refuses_bad_arguments() {
     assert_eq!(again.status.code(), Some(1), "{replay}: {again_text}");
     assert!(again_text.contains("P11"), "{again_text}");
 
+    // A mode the scenario cannot draw for is refused before its report folder is made.
+    for mode in ["guided", "swarm", "coverage"] {
+        let cwd = common::fresh_dir(&format!("acp-chaos-cli-explore-refused-{mode}"));
+        let out = bin()
+            .current_dir(&cwd)
+            .args(["explore", "rfd-02-retry-after-resume-new-connection"])
+            .args(["--mode", mode])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "--mode {mode}");
+        assert!(
+            std::fs::read_dir(&cwd).unwrap().next().is_none(),
+            "--mode {mode} left files in its folder"
+        );
+    }
+
     // A foreign --out folder is refused before anything runs, and kept.
     let foreign = std::env::temp_dir().join("acp-chaos-cli-explore-foreign");
     std::fs::create_dir_all(&foreign).unwrap();

@@ -18,7 +18,7 @@
 //! What may differ between two runs of one command is made equal on both sides before the
 //! comparison, and only that: wall-clock seconds (`5.3 s`), the worker count (`jobs=2`), and
 //! how the binary was launched (`cargo run --release -- X` is the same line as `acp-chaos X`:
-//! `launch::rewrite`, tested in the library). Every other character must match.
+//! `acp_chaos_cli::launch::rewrite`, tested in `unit/launch.rs`). Every other character must match.
 //!
 //! The same command in two blocks (the README's failing campaign and the tutorial's) runs once.
 

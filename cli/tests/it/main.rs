@@ -13,7 +13,8 @@
 //! - `inputs`: bad files, variables and flags never crash it; a short fuzz round;
 //! - `faults`: every fault kind fires in a shipped scenario and has its effect;
 //! - `findings`: `acp-chaos findings` regenerates the committed findings pages;
-//! - `package`: what `cargo package` puts in the published crate, the licence files;
+//! - `package`: what `cargo package` puts in the published crates, the licence files, the
+//!   library's dependencies;
 //! - `surface`: what a user touches first: the terse output, repro lines, `--help`;
 //! - `mutants`: every mutant is caught on its property and party; no false positives;
 //! - `regressions`: the corpus of shrunk schedules keeps its verdicts;
@@ -26,7 +27,7 @@
 //! - `stdio_agent`: `acp-chaos agent` as a process: the JSON-RPC envelope, lines refused unread (not UTF-8, overlong), its store on start;
 //! - `wire_judged`: rules about sent frames judged from the frames (a user's Client, proxy);
 //! - `witnesses`: every rule of RULES.md has its row, and the gaps are the known ones;
-//! - `unit`: the library's unit tests, one file per module they test.
+//! - `unit`: both crates' unit tests, one file per module they test.
 
 mod common;
 

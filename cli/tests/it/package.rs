@@ -33,6 +33,7 @@ fn includes(folder: &str, needed: &[&str]) {
 fn the_package_includes_the_build_script_spec_scenarios_and_licences() {
     let library = [
         "src",
+        "examples",
         "spec",
         "scenarios",
         "Cargo.toml",
@@ -92,17 +93,20 @@ fn locked_closure(name: &str) -> std::collections::BTreeSet<String> {
             .filter_map(|d| d.as_str().map(str::to_string))
             .collect()
     };
+    // Walked by `name version` where the lock file gives one: each locked version of a crate
+    // has its own dependencies.
     let mut seen = std::collections::BTreeSet::new();
     let mut todo = vec![name.to_string()];
     while let Some(n) = todo.pop() {
         for d in deps_of(&n) {
-            let bare = d.split(' ').next().unwrap().to_string();
-            if seen.insert(bare) {
+            if seen.insert(d.clone()) {
                 todo.push(d);
             }
         }
     }
-    seen
+    seen.into_iter()
+        .map(|d| d.split(' ').next().unwrap().to_string())
+        .collect()
 }
 
 /// Issue 40: a user's `cargo add --dev acp-chaos` compiles no command line, progress bar,

@@ -1,6 +1,6 @@
 //! Which rule of `spec/RULES.md` has a witness that fails, derived by running: for every rule
 //! id, the properties whose checker enforces it, the mutants whose witness runs
-//! (`campaign::witness`) fail with a verdict citing it (with how many of the witness
+//! (`acp_chaos_cli::campaign::witness`) fail with a verdict citing it (with how many of the witness
 //! scenario's seeds caught the mutant), the mutants that declare it but whose runs never cite
 //! it, the scenarios that name it, and the findings that measure it (`acp-chaos findings`:
 //! what a MAY leaves open is measured, not broken). `acp-chaos list rules` prints it and
@@ -127,7 +127,7 @@ fn strength(text: &str) -> Vec<&'static str> {
 }
 
 /// The table's rows, one per rule id, in RULES.md's order, from the witness runs `shown`
-/// (`campaign::witness::shown`) and the claims of `acp-chaos findings` that measure
+/// (`acp_chaos_cli::campaign::witness::shown`) and the claims of `acp-chaos findings` that measure
 /// a rule: (claim id, rule ids), `acp_chaos_cli::findings::claims()`.
 pub fn witnesses(
     scenarios: &[Scenario],

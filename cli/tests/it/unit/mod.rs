@@ -1,7 +1,8 @@
-//! The library's unit tests, one file per module they test (`checkers_wire` for
-//! `sim/src/checkers/wire.rs`). They live here rather than in `#[cfg(test)]` modules because a
-//! unit-test target compiles the whole library a second time in every test build (about 100
-//! CPU-s; `docs/internals/performance.md`, "Building"): `sim/Cargo.toml` sets `test = false`.
+//! Both crates' unit tests, one file per module they test (`checkers_wire` for
+//! `sim/src/checkers/wire.rs`, `probe_infer` for `cli/src/probe/infer.rs`). They live here
+//! rather than in `#[cfg(test)]` modules because a unit-test target compiles its crate a second
+//! time in every test build (about 100 CPU-s for the library; `docs/internals/performance.md`,
+//! "Building"): `sim/Cargo.toml` and `cli/Cargo.toml` set `test = false`.
 //! What they reach is public; modules only they reach are `#[doc(hidden)]`.
 
 mod bounds;
@@ -11,8 +12,8 @@ mod checkers;
 mod checkers_p05_key_validation;
 mod checkers_retention;
 mod checkers_wire;
-mod cli_github;
-mod cli_sweep;
+mod commands_github;
+mod commands_sweep;
 mod explore_needs;
 mod explore_shrink;
 mod explore_strategy;
