@@ -8,7 +8,6 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::summary_md::marks;
 use super::text::xml_escape;
 use crate::checkers::CHECKERS;
 use crate::summary::{failure_groups, FailureGroup, Summary};
@@ -91,7 +90,7 @@ pub fn summary_html(s: &Summary) -> String {
     for (row, cells) in &s.table {
         for p in &props {
             if let Some(c) = cells.get(*p) {
-                let parts: Vec<String> = marks(c).iter().map(|m| format!("{p} {m}")).collect();
+                let parts: Vec<String> = c.marks().iter().map(|m| format!("{p} {m}")).collect();
                 if !parts.is_empty() {
                     nonzero.entry(row.as_str()).or_default().extend(parts);
                 }

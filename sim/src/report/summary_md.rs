@@ -7,18 +7,8 @@ use std::fmt::Write as _;
 use crate::checkers::CHECKERS;
 use crate::summary::{Summary, Tally};
 
-/// A table cell's marks, each present only when nonzero: violations `✗N`, unknown verdicts `?N`,
-/// findings `fN` (the order of `summary.md` and `summary.html`).
-pub(super) fn marks(c: &Tally) -> Vec<String> {
-    [("✗", c.violations), ("?", c.unknown), ("f", c.findings)]
-        .into_iter()
-        .filter(|(_, n)| *n > 0)
-        .map(|(mark, n)| format!("{mark}{n}"))
-        .collect()
-}
-
 fn cell_text(c: &Tally) -> String {
-    let parts = marks(c);
+    let parts = c.marks();
     if parts.is_empty() {
         "·".into()
     } else {

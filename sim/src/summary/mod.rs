@@ -39,6 +39,22 @@ pub struct Tally {
     pub sim_ms: u64,
 }
 
+impl Tally {
+    /// The cell's marks as the tables show them, each only when nonzero: violations `✗N`,
+    /// unknown verdicts `?N`, findings `fN` (`summary.md`, `summary.html`).
+    pub fn marks(&self) -> Vec<String> {
+        [
+            ("✗", self.violations),
+            ("?", self.unknown),
+            ("f", self.findings),
+        ]
+        .into_iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(mark, n)| format!("{mark}{n}"))
+        .collect()
+    }
+}
+
 /// Most failing verdicts `failures` lists per `scenario@design`, property and status (the
 /// rest are counted in `failures_omitted`): a campaign's summary stays small whatever the
 /// seeds.
