@@ -425,7 +425,7 @@ impl Harness {
 
     /// Run one plan with the parties under test and return its history.
     pub fn run_plan(&self, plan: &Plan) -> History {
-        world::run_parties(plan, &self.parties)
+        world::Run::new(plan).parties(&self.parties).history()
     }
 
     /// Run the campaign: every seed (or only `ACP_CHAOS_SEED`, or only the schedule file

@@ -149,7 +149,7 @@ fn skipping_idle_ticks_gives_the_histories_of_stepping_every_tick() {
             for seed in seeds.clone() {
                 let plan = Plan::derive(&s, seed, mutant, design);
                 let skipped = jsonl(&world::run(&plan));
-                let every = jsonl(&world::run_every_tick(&plan));
+                let every = jsonl(&world::Run::new(&plan).every_tick().history());
                 if skipped != every {
                     let (a, b) = (
                         String::from_utf8_lossy(&skipped),

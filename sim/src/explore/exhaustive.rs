@@ -475,12 +475,12 @@ fn run_kept(plan: &Plan, id: String, parent: bool, parties: &Parties) -> Ran {
 }
 
 /// Run `plan`; `parent`: its run will have further faults placed over it, so it takes
-/// snapshots of the world at its places ([`world::run_snapshotted`]).
+/// snapshots of the world at its places ([`world::Run::snapshots`]).
 fn run(plan: &Plan, id: String, parent: bool, parties: &Parties) -> (Explored, History, Trace) {
     let (h, t) = if parent {
-        world::run_parties_snapshotted(plan, parties)
+        world::Run::new(plan).parties(parties).snapshots().traced()
     } else {
-        world::run_parties_traced(plan, parties)
+        world::Run::new(plan).parties(parties).traced()
     };
     let verdicts = checkers::check_all(&h);
     let e = Explored {
@@ -712,7 +712,7 @@ pub fn explore_with(
 /// such place or no snapshot there (then the placement is never merged). For tests and for a
 /// reader who wants to know why two schedules were, or were not, taken to be the same.
 pub fn class_of(parent: &Plan, fault: &FaultSpec) -> Option<String> {
-    let (h, t) = world::run_snapshotted(parent);
+    let (h, t) = world::Run::new(parent).snapshots().traced();
     let from = match parent.faults.len() {
         0 => 0,
         n => fired_at(&h, n - 1)? + 1,

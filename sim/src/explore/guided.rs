@@ -752,7 +752,7 @@ pub fn guided_with(
         }
         let results: Vec<(Plan, History, Vec<Place>, Vec<checkers::Verdict>)> =
             map_runs(batch, parties, pool, |plan, parties| {
-                let (h, t) = world::run_parties_traced(&plan, parties);
+                let (h, t) = world::Run::new(&plan).parties(parties).traced();
                 let verdicts = checkers::check_all(&h);
                 let ps = places(&h, &t);
                 (plan, h, ps, verdicts)

@@ -637,7 +637,7 @@ impl Search<'_> {
         }
         let mut child = parent.clone();
         child.faults.push(c.fault.clone());
-        let (h2, t2) = world::run_parties_snapshotted(&child, self.parties);
+        let (h2, t2) = world::Run::new(&child).parties(self.parties).snapshots().traced();
         self.runs += 1;
         let level = self.level(k);
         level.explored += 1;
@@ -806,7 +806,7 @@ pub fn lineage(plan: &Plan, opts: &Options) -> Exploration {
 /// [`lineage`] with your own parties in every run (`crate::harness::Harness::explore`).
 pub fn lineage_with(plan: &Plan, opts: &Options, parties: &Parties) -> Exploration {
     let base = trace_plan(plan);
-    let (h0, t0) = world::run_parties_snapshotted(&base, parties);
+    let (h0, t0) = world::Run::new(&base).parties(parties).snapshots().traced();
     let v0 = checkers::check_all(&h0);
     let first = Explored {
         plan: base.clone(),
@@ -892,6 +892,6 @@ pub fn lineage_with(plan: &Plan, opts: &Options, parties: &Parties) -> Explorati
 /// The first cut lineage proposes for a plan's trace, as a fault line (for tests and docs).
 pub fn first_cut(plan: &Plan) -> Option<String> {
     let base = trace_plan(plan);
-    let (h, t) = world::run_traced(&base);
+    let (h, t) = world::Run::new(&base).traced();
     cuts(&h, &t, &base, 0).first().map(|c| fault_line(&c.fault))
 }

@@ -169,7 +169,7 @@ pub fn anchor(plan: &Plan) -> Plan {
 
 /// [`anchor`] with the given parties in the run.
 pub fn anchor_with(plan: &Plan, parties: &Parties) -> Plan {
-    let h = world::run_parties(plan, parties);
+    let h = world::Run::new(plan).parties(parties).history();
     let mut links: BTreeMap<(u64, String), u32> = BTreeMap::new();
     let mut counts: BTreeMap<u32, u32> = BTreeMap::new();
     let mut sent: BTreeMap<(u64, String), (u32, u32)> = BTreeMap::new();
@@ -233,7 +233,7 @@ pub fn failing(plan: &Plan, t: &Target) -> Option<Verdict> {
 
 /// [`failing`] with the given parties in the run.
 pub fn failing_with(plan: &Plan, t: &Target, parties: &Parties) -> Option<Verdict> {
-    let h = world::run_parties(plan, parties);
+    let h = world::Run::new(plan).parties(parties).history();
     checkers::check_all(&h).into_iter().find(|v| t.matches(v))
 }
 
@@ -335,7 +335,7 @@ pub fn shrink_while(
     let runs = Cell::new(0usize);
     let fails = |p: &Plan| {
         runs.set(runs.get() + 1);
-        holds(&world::run_parties(p, parties))
+        holds(&world::Run::new(p).parties(parties).history())
     };
     anyhow::ensure!(
         fails(plan),

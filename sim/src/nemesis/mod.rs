@@ -10,21 +10,31 @@
 //!   steps (crash, restart, partition, hold);
 //! - [`frame`]: [`FrameDecision`], what a connection's writer does with one frame;
 //! - [`count`]: [`ExchangeCount`], which exchange a frame is part of and its number: the one
-//!   count frame triggers are matched against, by the world and by exploration.
+//!   count frame triggers are matched against, by the world and by exploration;
+//! - [`decide`]: [`Nemesis`], the nemesis of one run: what fired, and the fate of each frame
+//!   written, submission accepted, protocol point passed and instant reached. The world holds
+//!   one and carries out what it decides;
+//! - [`in_force`]: [`InForce`], what the nemesis has in force between steps (hosts down,
+//!   partitions, holds, the store cut) and when each ends: the step loop asks it whether a
+//!   process-level fault starts and carries out the answer.
 //!
 //! The schedule is part of the [`crate::plan::Plan`]; the world arms it
 //! ([`crate::world`]) and logs every fault that fires as a `nemesis` op.
 
 pub mod action;
 pub mod count;
+pub mod decide;
 pub mod fault;
 pub mod frame;
+pub mod in_force;
 pub mod kinds;
 pub mod trigger;
 
 pub use action::NemesisAction;
 pub use count::{AttemptOf, Exchange, ExchangeCount};
+pub use decide::{FrameFate, Nemesis, PointsAndTimes, Swallowed};
 pub use fault::{fault_line, Direction, FaultKind, FaultSpec};
 pub use frame::FrameDecision;
+pub use in_force::InForce;
 pub use kinds::{AtPipe, DiskDamage, Reach, Topology};
 pub use trigger::{Sender, Side, Trigger};

@@ -472,7 +472,7 @@ impl Io {
                     Ok(Some(l)) => l,
                     Ok(None) => return,
                     Err(_) => {
-                        if !ledger.borrow().is_blackholed(id) && w.write_all(b"\n").await.is_err() {
+                        if !ledger.borrow().nemesis.is_blackholed(id) && w.write_all(b"\n").await.is_err() {
                             let _ = tx.send(Ev::Closed(id, "write failed"));
                             return;
                         }
@@ -623,7 +623,7 @@ impl Io {
         ledger.on_recv(id, self.process, &frame);
         let recv = if is_agent_host(self.process) {
             Recv {
-                transient_error: ledger.take_transient(&frame),
+                transient_error: ledger.nemesis.take_transient(&frame),
                 request: frame.get("method").is_some() && frame.get("id").is_some(),
             }
         } else {

@@ -3,7 +3,7 @@
 //!
 //! One simulation runs on one thread, so the ledger is an `Rc<RefCell<_>>`.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
 use acp_chaos_models::ConnId;
 use indexmap::IndexMap;
@@ -13,10 +13,7 @@ use super::snapshot::{of_debug, Snapshots};
 use super::trace::{Accepted, PointPass, Trace};
 use crate::history::{is_agent_host, op, process, Op, OpType};
 use crate::models::Point;
-use crate::nemesis::{
-    fault_line, Exchange, ExchangeCount, FaultKind, FaultSpec, FrameDecision, NemesisAction,
-    Sender, Side,
-};
+use crate::nemesis::{fault_line, FrameDecision, Nemesis, Swallowed};
 use crate::plan::{Plan, UserEvent};
 
 /// The shared run state.
@@ -25,18 +22,10 @@ pub struct Ledger {
     pub now_ms: u64,
     /// The history so far.
     pub ops: Vec<Op>,
-    faults: Vec<FaultSpec>,
-    fired: Vec<bool>,
-    armed: bool,
+    /// The nemesis: its schedule, what fired, and each frame's and submission's fate.
+    pub nemesis: Nemesis,
     rendezvous: IndexMap<String, ConnId>,
     next_conn: ConnId,
-    blackholed: BTreeSet<ConnId>,
-    /// Which exchange each frame written is part of, for frame triggers.
-    exchanges: ExchangeCount,
-    /// Transient errors armed for the next `session/prompt` requests the Agent reads.
-    transient: u32,
-    /// Process-level faults triggered by events, for the step loop.
-    pub queue: Vec<(usize, NemesisAction)>,
     /// Workload (at_ms, submission, slot, text).
     pub workload: Vec<(u64, UserEvent)>,
     /// How many workload entries were delivered to the Client.
@@ -53,8 +42,6 @@ pub struct Ledger {
     /// connection goes elsewhere.
     avoid: Option<&'static str>,
     nodes: usize,
-    /// The Client talks the remote transport straight to the nodes (lose-exchange applies).
-    remote: bool,
     /// Requests written toward the Agent (by the Client, the proxy or the watcher) whose answer
     /// has not arrived, with their sender: the run is not quiet while one is out.
     pub outstanding: IndexMap<(ConnId, String), String>,
@@ -63,8 +50,6 @@ pub struct Ledger {
     /// A disk fault fired (`flip-bit`, `zero-sector`, `lose-synced-record`): the Agent host
     /// damages its log so before it next recovers.
     pub disk_fault: Option<crate::nemesis::DiskDamage>,
-    /// Remote transport: connections whose update stream died (`drop-updates`).
-    updates_dead: BTreeSet<ConnId>,
     /// Frames handed to a connection's writer and not yet written, dropped or lost, by
     /// (connection, writer): a stalled writer keeps the run from being quiet.
     pub queued: IndexMap<(ConnId, &'static str), VecDeque<u64>>,
@@ -93,15 +78,12 @@ impl Ledger {
             now_ms: 0,
             ops: Vec::with_capacity(512),
             written: BTreeMap::new(),
-            faults: plan.faults.clone(),
-            fired: vec![false; plan.faults.len()],
-            armed: true,
+            nemesis: Nemesis::new(
+                &plan.faults,
+                plan.topology().acts(crate::nemesis::Reach::Remote),
+            ),
             rendezvous: IndexMap::new(),
             next_conn: 1,
-            blackholed: BTreeSet::new(),
-            exchanges: ExchangeCount::default(),
-            transient: 0,
-            queue: Vec::new(),
             workload: plan.user_events(),
             delivered: 0,
             client_pending: Vec::new(),
@@ -109,9 +91,7 @@ impl Ledger {
             serving: crate::history::NODES[0],
             routing: crate::plan::stream(plan.seed, "routing"),
             avoid: None,
-            remote: plan.topology().acts(crate::nemesis::Reach::Remote),
             outstanding: IndexMap::new(),
-            updates_dead: BTreeSet::new(),
             stdio_exit: false,
             disk_fault: None,
             queued: IndexMap::new(),
@@ -159,7 +139,7 @@ impl Ledger {
     pub fn record(&mut self, process: &str, kind: OpType, f: &str, value: Value) -> usize {
         if process == "client" && f == "attempt" {
             if let (Some(c), Some(n)) = (value["conn"].as_u64(), value["submission"].as_u64()) {
-                self.exchanges.attempt(c, value["id"].to_string(), n as u32);
+                self.nemesis.on_attempt(c, value["id"].to_string(), n as u32);
             }
         }
         let index = self.ops.len();
@@ -200,55 +180,25 @@ impl Ledger {
         id
     }
 
-    /// Whether a silent break swallowed this connection.
-    pub fn is_blackholed(&self, conn: ConnId) -> bool {
-        self.blackholed.contains(&conn)
-    }
-
-    /// Stop firing faults (heal). Silently broken connections stay broken: their lost frames
-    /// are gone, so they may only end (by heartbeat), never flow again.
-    pub fn disarm(&mut self) {
-        self.armed = false;
-    }
-
-    /// What the nemesis applied in the safety phase, logged with `heal`:
-    /// `{"planned": n, "applied": {kind: count}, "not_applied": [fault line, ...]}` (a fault
-    /// whose trigger never came up, e.g. a frame the run never sent).
-    pub fn applied(&self) -> Value {
-        let mut applied: std::collections::BTreeMap<&str, u32> = Default::default();
-        let mut not_applied = Vec::new();
-        for (f, fired) in self.faults.iter().zip(&self.fired) {
-            if *fired {
-                *applied.entry(f.kind.as_str()).or_default() += 1;
-            } else {
-                not_applied.push(fault_line(f));
-            }
-        }
-        json!({"planned": self.faults.len(), "applied": applied, "not_applied": not_applied})
-    }
-
     /// Mark fault `i` as fired and log it.
     pub fn fire(&mut self, i: usize, detail: Value) {
-        self.fired[i] = true;
-        if self.faults[i].reroute && self.nodes > 1 {
+        let f = self.nemesis.fire(i);
+        let (reroute, kind, line) = (f.reroute, f.kind, fault_line(f));
+        if reroute && self.nodes > 1 {
             self.avoid = Some(self.serving);
         }
-        let line = fault_line(&self.faults[i]);
         self.record(
             "nemesis",
             OpType::Info,
-            self.faults[i].kind.as_str(),
+            kind.as_str(),
             json!({"fault": i, "spec": line, "detail": detail}),
         );
     }
 
     /// A writer is about to send `frame`, parsed from `line`, on `conn`; `from` is `client` or
-    /// `agent`. Logs the send (the frame moves into its op), keeps a copy for the reader of a
-    /// frame that is on its way ([`Ledger::take_written`]), and decides the frame's fate.
-    ///
-    /// Long on purpose: the per-frame decision in the order it is made: a silently broken
-    /// connection, a dead update stream, which exchange the frame belongs to, each armed fault,
-    /// what is in flight, the log.
+    /// `agent`. Asks the nemesis the frame's fate ([`Nemesis::on_frame`]) and logs what fired,
+    /// then, for a frame on its way, logs the send (the frame moves into its op), keeps a copy
+    /// for its reader ([`Ledger::take_written`]) and notes the request as in flight.
     pub fn on_send(&mut self, conn: ConnId, from: &str, line: &str, frame: Value) -> FrameDecision {
         // The state where this frame's place is: the op that logs it is the `nemesis` op of a
         // fault that loses it (the first op this call records), or its `send` (below).
@@ -256,156 +206,73 @@ impl Ledger {
             let s = self.snapshot();
             self.trace.frame_states.insert(self.ops.len(), s);
         }
-        if self.blackholed.contains(&conn) {
-            return FrameDecision::Lose { silent: true };
-        }
         let id_key = frame.get("id").map(|i| i.to_string());
-        if self.updates_dead.contains(&conn) && is_agent_host(from) && frame.get("method").is_some()
-        {
-            // On the dead update stream: an update or an Agent request, lost unseen (logged so
-            // a reader sees what the dead stream swallowed).
-            self.record(process::NET,
+        let fate = self.nemesis.on_frame(conn, from, &frame, id_key.as_ref());
+        if let Some(why) = fate.swallowed {
+            if why == Swallowed::StreamDead {
+                // Logged so a reader sees what the dead stream swallowed.
+                self.record(process::NET,
                 OpType::Info,
                 op::DROPPED,
                 json!({"conn": conn, "from": from, "method": frame["method"], "why": "update stream dead"}),
-            );
-            return FrameDecision::Drop {
-                not_accepted: false,
-            };
+                );
+            }
+            return fate.decision;
         }
-        // Which exchange is this frame part of, and whose frames does it count among?
-        let exchange = self.exchanges.frame(
-            conn,
-            from,
-            frame.get("method").and_then(Value::as_str),
-            id_key.as_ref(),
+        for &i in &fate.fired {
+            self.fire(i, frame_op(conn, from, frame.clone()));
+        }
+        if let (true, Some(id)) = (fate.answer_gone, &id_key) {
+            self.outstanding.shift_remove(&(conn, id.clone()));
+        }
+        let mut decision = fate.decision;
+        if !matches!(decision, FrameDecision::Drop { .. }) {
+            self.in_flight(conn, from, &frame, id_key.as_ref());
+        }
+        if matches!(decision, FrameDecision::Lose { .. } | FrameDecision::Drop { .. }) {
+            return decision;
+        }
+        // On its way (now, or after a stall or reorder): its reader will want it parsed.
+        self.written
+            .entry(line.to_string())
+            .or_default()
+            .push(frame.clone());
+        if self.snapshots.is_some() {
+            // After any fault that fired at this frame, with what it decided (a stall's
+            // length is the writer's, not yet a timer).
+            let s = self.snapshot().map(|s| of_debug(&(s, decision)));
+            self.trace.frame_states.insert(self.ops.len(), s);
+        }
+        self.record(
+            process::NET,
+            OpType::Info,
+            op::SEND,
+            frame_op(conn, from, frame),
         );
-        let mut decision = FrameDecision::Deliver;
-        if let (
-            true,
-            Some(Exchange {
-                side,
-                method,
-                nth,
-                of,
-                by: sender,
-            }),
-        ) = (self.armed, exchange)
-        {
-            for i in 0..self.faults.len() {
-                let f = &self.faults[i];
-                let t = &f.on;
-                let counted = match t.attempt_of {
-                    Some(s) => of == Some((s, t.nth)),
-                    None => t.nth == nth,
-                };
-                if self.fired[i]
-                    || t.by.unwrap_or(Sender::Client) != sender
-                    || t.frame != Some(side)
-                    || t.method.as_deref() != Some(method.as_str())
-                    || !counted
-                {
-                    continue;
-                }
-                let detail = frame_op(conn, from, frame.clone());
-                match f.kind {
-                    FaultKind::LoseFrame if decision == FrameDecision::Deliver => {
-                        decision = FrameDecision::Lose { silent: f.silent };
-                        if f.silent {
-                            self.blackholed.insert(conn);
-                        }
-                        self.fire(i, detail);
-                    }
-                    FaultKind::LoseExchange
-                        if decision == FrameDecision::Deliver && self.remote =>
-                    {
-                        decision = FrameDecision::Drop {
-                            not_accepted: side == Side::Request,
-                        };
-                        if side == Side::Response {
-                            // The exchange is over: its answer is gone.
-                            if let Some(id) = &id_key {
-                                self.outstanding.shift_remove(&(conn, id.clone()));
-                            }
-                        }
-                        self.fire(i, detail);
-                    }
-                    FaultKind::DropUpdates if self.remote => {
-                        self.updates_dead.insert(conn);
-                        self.fire(i, detail);
-                    }
-                    FaultKind::StallFrame if decision == FrameDecision::Deliver => {
-                        decision = FrameDecision::Stall(f.stall_ms.unwrap_or(100));
-                        self.fire(i, detail);
-                    }
-                    FaultKind::ReorderFrame if decision == FrameDecision::Deliver => {
-                        decision = FrameDecision::Reorder {
-                            bound_ms: f.stall_ms.unwrap_or(40),
-                            after: 0,
-                        };
-                        self.fire(i, detail);
-                    }
-                    FaultKind::TransientError => {
-                        // The Agent rejects the next prompt it reads (the one this request
-                        // becomes, also through a proxy that rewrites its id).
-                        self.transient += 1;
-                        self.fire(i, detail);
-                    }
-                    k => {
-                        if let Some(a) = NemesisAction::of(f) {
-                            self.queue.push((i, a));
-                        } else {
-                            tracing::debug!(?k, "fault kind ignores frame triggers");
-                        }
-                    }
-                }
-            }
-        }
-        let is_request =
-            frame.get("method").is_some() && frame.get("id").is_some_and(|i| !i.is_null());
-        if is_request && !is_agent_host(from) && !matches!(decision, FrameDecision::Drop { .. }) {
-            if let Some(id) = &id_key {
-                self.outstanding
-                    .insert((conn, id.clone()), from.to_string());
-            }
-        }
-        // A line that is not JSON has no id, but the Agent still owes it a `-32700`: it is in
-        // flight until the Agent reads it, or the run could end before that answer.
-        if let (Value::String(line), false) = (&frame, is_agent_host(from)) {
-            if !matches!(decision, FrameDecision::Drop { .. }) {
-                self.outstanding
-                    .insert((conn, format!("raw:{line}")), from.to_string());
-            }
-        }
-        if !matches!(
-            decision,
-            FrameDecision::Lose { .. } | FrameDecision::Drop { .. }
-        ) {
-            // On its way (now, or after a stall or reorder): its reader will want it parsed.
-            self.written
-                .entry(line.to_string())
-                .or_default()
-                .push(frame.clone());
-            if self.snapshots.is_some() {
-                // After any fault that fired at this frame, with what it decided (a stall's
-                // length is the writer's, not yet a timer).
-                let s = self.snapshot().map(|s| of_debug(&(s, decision)));
-                self.trace.frame_states.insert(self.ops.len(), s);
-            }
-            self.record(
-                process::NET,
-                OpType::Info,
-                op::SEND,
-                frame_op(conn, from, frame),
-            );
-            self.sends += 1;
-            self.last_send
-                .insert(conn, (self.sends, self.ops.len() - 1));
-            if let FrameDecision::Reorder { after, .. } = &mut decision {
-                *after = self.sends;
-            }
+        self.sends += 1;
+        self.last_send
+            .insert(conn, (self.sends, self.ops.len() - 1));
+        if let FrameDecision::Reorder { after, .. } = &mut decision {
+            *after = self.sends;
         }
         decision
+    }
+
+    /// A frame that was not dropped: a request toward the Agent is in flight until its answer
+    /// comes, and so is a line that is not JSON (no id, but the Agent still owes it a
+    /// `-32700`, or the run could end before that answer).
+    fn in_flight(&mut self, conn: ConnId, from: &str, frame: &Value, id: Option<&String>) {
+        if is_agent_host(from) {
+            return;
+        }
+        let is_request = frame.get("method").is_some() && frame.get("id").is_some_and(|i| !i.is_null());
+        if let (true, Some(id)) = (is_request, id) {
+            self.outstanding.insert((conn, id.clone()), from.to_string());
+        }
+        if let Value::String(line) = frame {
+            self.outstanding
+                .insert((conn, format!("raw:{line}")), from.to_string());
+        }
     }
 
     /// The frame a writer parsed from `line` ([`Ledger::on_send`]), if one such line is still
@@ -496,15 +363,6 @@ impl Ledger {
         self.outstanding.retain(|_, from| from != host);
     }
 
-    /// The Agent read a request: must it reject it with a transient error?
-    pub fn take_transient(&mut self, frame: &Value) -> bool {
-        if self.transient > 0 && frame["method"] == "session/prompt" && frame.get("id").is_some() {
-            self.transient -= 1;
-            return true;
-        }
-        false
-    }
-
     /// The Client accepted submission `n`: queue faults triggered by it.
     pub fn on_submission(&mut self, n: u64) {
         let state = self.snapshot();
@@ -514,16 +372,7 @@ impl Ledger {
             time_ms: self.now_ms,
             state,
         });
-        if !self.armed {
-            return;
-        }
-        for i in 0..self.faults.len() {
-            if !self.fired[i] && self.faults[i].on.submission.map(u64::from) == Some(n) {
-                if let Some(a) = NemesisAction::of(&self.faults[i]) {
-                    self.queue.push((i, a));
-                }
-            }
-        }
+        self.nemesis.on_submission(n);
     }
 
     /// Host `host` passed protocol point `point` (the trace, not the history, keeps it).
@@ -542,26 +391,17 @@ impl Ledger {
     /// no snapshots, or when a party gives no digest.
     pub fn snapshot(&self) -> Option<u64> {
         let s = self.snapshots.as_ref()?;
+        let ((fired, armed, transient, queue), blackholed, updates_dead) =
+            self.nemesis.snapshot_parts();
         let ledger = of_debug(&(
-            (
-                self.now_ms,
-                &self.fired,
-                self.armed,
-                self.transient,
-                &self.queue,
-            ),
+            (self.now_ms, fired, armed, transient, queue),
             (self.delivered, &self.client_pending, &self.idle),
             (self.serving, self.routing.get_word_pos(), self.avoid),
             (&self.outstanding, self.stdio_exit, self.disk_fault),
-            (&self.updates_dead, &self.queued, &self.known_session),
-            (&self.boots, &self.blackholed),
+            (updates_dead, &self.queued, &self.known_session),
+            (&self.boots, blackholed),
         ));
         s.take(ledger)
-    }
-
-    /// Whether fault `i` may still fire (used by the step loop for time and point triggers).
-    pub fn may_fire(&self, i: usize) -> bool {
-        self.armed && !self.fired[i]
     }
 }
 

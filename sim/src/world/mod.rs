@@ -6,6 +6,8 @@
 //! the step loop decides when the run is over. A fault aimed at "the Agent" of a cluster hits
 //! the node serving the Client (or, at a protocol point, the node that reached it).
 
+//! - [`run`]: [`Run`], one run of a plan as configured (your parties, snapshots for
+//!   exploration, every tick stepped): the one way in besides [`run`] and [`run_with`];
 //! - [`step`]: the step loop (build, safety, heal, liveness) and the turmoil builder;
 //! - [`hosts`]: one async event loop per host (Agent, cluster node and store, Client, proxy,
 //!   watcher) around a sans-IO model;
@@ -23,72 +25,24 @@ pub mod hosts;
 pub mod io;
 pub mod ledger;
 pub mod parties;
+pub mod run;
 pub mod snapshot;
 pub mod step;
 pub mod trace;
 pub mod wakes;
 
 pub use parties::{AgentBoot, AgentFactory, Boot, ClientFactory, Parties, ProxyFactory};
+pub use run::Run;
 pub use step::{builder, epoch, take_steps, Steps, TICK_MS};
 pub use trace::Trace;
 
 use crate::history::History;
 use crate::models::AgentModel;
 use crate::plan::Plan;
-use step::run_plan;
 
-/// Run one plan to its end and return the history.
+/// Run one plan to its end and return the history: `Run::new(plan).history()`.
 pub fn run(plan: &Plan) -> History {
-    run_plan(plan, &Parties::default(), true, false).0
-}
-
-/// [`run`] stepping every tick, idle or not: the reference the skipping of idle ticks must
-/// match byte for byte (tests and `bench` compare the two). Slower; same history.
-pub fn run_every_tick(plan: &Plan) -> History {
-    run_plan(plan, &Parties::default(), false, false).0
-}
-
-/// Run one plan with the given [`Parties`] (your Agent, Client or proxy in place of the
-/// project's models) and return the history. With `Parties::default()` this is [`run`].
-///
-/// Panics when `parties.agent` is set on a cluster plan (`plan.nodes > 0`): cluster nodes are
-/// always model Agents.
-pub fn run_parties(plan: &Plan, parties: &Parties) -> History {
-    run_parties_traced(plan, parties).0
-}
-
-/// [`run_parties`] with the run's [`Trace`] (see [`run_traced`]).
-pub fn run_parties_traced(plan: &Plan, parties: &Parties) -> (History, Trace) {
-    assert!(
-        parties.agent.is_none() || !plan.cluster(),
-        "world: a cluster plan runs model Agent nodes; give a single-process plan (nodes = 0) for your Agent"
-    );
-    run_plan(plan, parties, true, false)
-}
-
-/// Run one plan to its end and return the history and the run's [`Trace`] (the protocol points
-/// passed and the submissions accepted, placed among the ops): what exploration needs to place
-/// faults. The history is the one [`run`] returns.
-pub fn run_traced(plan: &Plan) -> (History, Trace) {
-    run_plan(plan, &Parties::default(), true, false)
-}
-
-/// [`run_traced`], taking a snapshot of the world at every place a fault can land (the
-/// trace's `frame_states` and each point's and submission's `state`): for a run exploration
-/// places further faults over. The history is the one [`run`] returns.
-pub fn run_snapshotted(plan: &Plan) -> (History, Trace) {
-    run_plan(plan, &Parties::default(), true, true)
-}
-
-/// [`run_snapshotted`] with the given [`Parties`]: what exploration runs a user's parties with
-/// (a party without `state_digest` makes its snapshots `None`, so nothing merges there).
-/// Panics on a cluster plan with `parties.agent` set, as [`run_parties`] does.
-pub fn run_parties_snapshotted(plan: &Plan, parties: &Parties) -> (History, Trace) {
-    assert!(
-        parties.agent.is_none() || !plan.cluster(),
-        "world: a cluster plan runs model Agent nodes; give a single-process plan (nodes = 0) for your Agent"
-    );
-    run_plan(plan, parties, true, true)
+    Run::new(plan).history()
 }
 
 /// Run one plan with your own Agent in place of the project's model Agent, and return the
@@ -122,5 +76,7 @@ pub fn run_with<F>(plan: &Plan, agent: F) -> History
 where
     F: Fn(AgentBoot<'_>) -> Box<dyn AgentModel> + 'static,
 {
-    run_parties(plan, &Parties::default().agent(agent))
+    Run::new(plan)
+        .parties(&Parties::default().agent(agent))
+        .history()
 }

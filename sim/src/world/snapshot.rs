@@ -1,6 +1,6 @@
 //! The world's state at a place, as one number: what exploration needs to merge two
 //! placements of a fault soundly (`explore::state`). Taken only in runs that
-//! exploration places faults over ([`super::run_snapshotted`]); other runs pay nothing.
+//! exploration places faults over ([`super::Run::snapshots`]); other runs pay nothing.
 //!
 //! A run's future depends on (and a snapshot holds):
 //! - the simulated time (the workload, the end of the safety phase and the run's bound are at

@@ -20,7 +20,7 @@ use super::snapshot::{of_debug, Snapshots};
 use super::trace::Trace;
 use super::wakes::Wakes;
 use crate::history::{op, process, History, OpType, FORMAT};
-use crate::models::Point;
+use crate::nemesis::in_force::{Ended, InForce, Start};
 use crate::nemesis::NemesisAction;
 use crate::plan::Plan;
 
@@ -49,17 +49,6 @@ pub fn builder(plan: &Plan) -> turmoil::Builder {
         b.fs().block_size(bytes);
     }
     b
-}
-
-/// Something the step loop does at a simulated time.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Timed {
-    Restart(&'static str),
-    Heal,
-    HealOneway,
-    Release,
-    HealStore(&'static str),
-    Fire(usize),
 }
 
 /// A suspend-barrier for one protocol point: how many times the Agent passed it, the faults
@@ -166,14 +155,8 @@ struct StepLoop<'a> {
     /// The Client's next hops: partitions cut the Client from each (every node of a cluster).
     hops: &'static [&'static str],
     barriers: Vec<PointBarrier>,
-    timed: Vec<(u64, Timed)>,
-    /// Hosts crashed and not yet restarted.
-    down: Vec<&'static str>,
-    partitioned: bool,
-    store_cut: Option<&'static str>,
-    /// One-way cut in force (true: frames from the Client are lost).
-    oneway: Option<bool>,
-    held: bool,
+    /// What the nemesis has in force, and the restarts, heals and timed faults due.
+    force: InForce,
     liveness: bool,
     end_ms: u64,
 }
@@ -229,7 +212,7 @@ pub(super) fn run_plan(
         w.set_now(now);
         let mut due = w.points_reached(&mut cx);
         w.stdio_respawn(now);
-        let queued: Vec<_> = w.ledger.borrow_mut().queue.drain(..).collect();
+        let queued = w.ledger.borrow_mut().nemesis.take_queued();
         w.acted |= !queued.is_empty();
         due.extend(queued.into_iter().map(|(i, a)| (i, a, false)));
         w.timed_events(now, &mut due);
@@ -290,23 +273,10 @@ impl<'a> StepLoop<'a> {
 
         // Crashes at protocol points: one suspend-barrier per point, counting every time the
         // Agent passes it (a trigger wakes at most one barrier, so one counter per point); the
-        // step loop polls them and crashes the Agent for the fault whose `nth` came up.
+        // step loop polls them and carries out the fault whose `nth` came up.
+        let (points, times) = ledger.borrow().nemesis.points_and_times();
         let mut barriers: Vec<PointBarrier> = Vec::new();
-        let mut timed: Vec<(u64, Timed)> = Vec::new();
-        let mut by_point: BTreeMap<&'static str, (Point, BTreeMap<u32, usize>)> = BTreeMap::new();
-        for (i, f) in plan.faults.iter().enumerate() {
-            if let Some(p) = f.on.point {
-                by_point
-                    .entry(p.as_str())
-                    .or_insert((p, BTreeMap::new()))
-                    .1
-                    .entry(f.on.nth)
-                    .or_insert(i);
-            } else if let Some(at) = f.on.at_ms {
-                timed.push((at, Timed::Fire(i)));
-            }
-        }
-        for (_, (p, nths)) in by_point {
+        for (p, nths) in points {
             let seen = Rc::new(Cell::new(0u32));
             let (c, wanted) = (seen.clone(), nths.keys().copied().collect::<Vec<_>>());
             let b = Barrier::build(Reaction::Suspend, move |h: &PointHit| {
@@ -329,12 +299,7 @@ impl<'a> StepLoop<'a> {
             steps: Steps::default(),
             hops,
             barriers,
-            timed,
-            down: Vec::new(),
-            partitioned: false,
-            store_cut: None,
-            oneway: None,
-            held: false,
+            force: InForce::new(times),
             liveness: false,
             end_ms: plan.safety_ms + plan.liveness_ms,
         }
@@ -346,9 +311,10 @@ impl<'a> StepLoop<'a> {
         let mut l = self.ledger.borrow_mut();
         let Some(s) = &mut l.snapshots else { return };
         let points: Vec<_> = self.barriers.iter().map(|b| (b.0.get(), &b.1)).collect();
+        let f = &self.force;
         s.set_nemesis(of_debug(&(
-            (&self.timed, &self.down, self.partitioned, self.store_cut),
-            (self.oneway, self.held, self.liveness, self.end_ms, points),
+            (&f.timed, &f.down, f.partitioned, f.store_cut),
+            (f.oneway, f.held, self.liveness, self.end_ms, points),
         )));
     }
 
@@ -377,7 +343,7 @@ impl<'a> StepLoop<'a> {
         } else {
             self.plan.safety_ms
         };
-        if let Some(t) = self.timed.iter().map(|t| t.0).min() {
+        if let Some(t) = self.force.next_at() {
             until = until.min(t);
         }
         // A timer ending at t wakes its task at the end of the step reaching t.
@@ -433,7 +399,7 @@ impl<'a> StepLoop<'a> {
 
     /// The crashes due because a host reached a protocol point an armed fault waits for.
     fn points_reached(&mut self, cx: &mut Context<'_>) -> Vec<Due> {
-        let (plan, ledger, acted) = (self.plan, &self.ledger, &mut self.acted);
+        let (ledger, acted) = (&self.ledger, &mut self.acted);
         let mut due: Vec<Due> = Vec::new();
         self.barriers.retain_mut(|(seen, nths, b)| {
             let mut fut = std::pin::pin!(b.wait());
@@ -441,30 +407,9 @@ impl<'a> StepLoop<'a> {
                 // The host goes on past the barrier in the next step.
                 *acted = true;
                 if let Some(i) = nths.remove(&seen.get()) {
-                    ledger
-                        .borrow_mut()
-                        .fire(i, json!({"point": hit.0.as_str(), "nth": seen.get()}));
-                    // crash-agent: the host that passed the point crashes (a cluster node, or
-                    // the agent). crash-proxy: the proxy crashes while the Agent is at the
-                    // point; the Agent goes on when the barrier's handle is dropped below.
-                    let a = match NemesisAction::of(&plan.faults[i]).expect("point faults crash") {
-                        NemesisAction::Crash {
-                            restart_after_ms, ..
-                        } if plan.faults[i].kind == crate::nemesis::FaultKind::CrashAgent => {
-                            NemesisAction::Crash {
-                                host: hit.1,
-                                restart_after_ms,
-                            }
-                        }
-                        // partition-store at a node's point: that node loses the store.
-                        NemesisAction::PartitionStore { heal_after_ms, .. } if hit.1 != "store" => {
-                            NemesisAction::PartitionStore {
-                                heal_after_ms,
-                                node: Some(hit.1),
-                            }
-                        }
-                        other => other,
-                    };
+                    let mut l = ledger.borrow_mut();
+                    l.fire(i, json!({"point": hit.0.as_str(), "nth": seen.get()}));
+                    let a = l.nemesis.at_point(i, hit.1).expect("point faults act");
                     due.push((i, a, true));
                 }
                 // The suspended task dies with the crash below; the handle is dropped here.
@@ -477,8 +422,8 @@ impl<'a> StepLoop<'a> {
     /// Stdio: the Agent process exited with its pipe; the Client starts a new one (a
     /// transport fact, not a fault: also after heal).
     fn stdio_respawn(&mut self, now: u64) {
-        if std::mem::take(&mut self.ledger.borrow_mut().stdio_exit) && !self.down.contains(&"agent")
-        {
+        let exited = std::mem::take(&mut self.ledger.borrow_mut().stdio_exit);
+        if exited && self.force.exit("agent", now + 5) {
             self.acted = true;
             self.sim.crash("agent");
             self.ledger.borrow_mut().on_crash("agent");
@@ -491,187 +436,107 @@ impl<'a> StepLoop<'a> {
                 op::RESPAWN_AGENT,
                 json!({"after_ms": 5}),
             );
-            self.down.push("agent");
-            self.timed.push((now + 5, Timed::Restart("agent")));
         }
     }
 
     /// Carry out what is due by `now` (restarts, heals, releases); timed faults join `due`.
     fn timed_events(&mut self, now: u64, due: &mut Vec<Due>) {
-        self.timed.sort_by_key(|t| t.0);
-        while self.timed.first().is_some_and(|t| t.0 <= now) {
+        while let Some(ended) = self.force.next_due(now) {
             self.acted = true;
-            let (_, t) = self.timed.remove(0);
-            match t {
-                Timed::Restart(h) => {
+            let logged = match ended {
+                Ended::Restart(h) => {
                     self.sim.bounce(h);
-                    self.down.retain(|d| *d != h);
-                    self.ledger.borrow_mut().record(
-                        process::NEMESIS,
-                        OpType::Info,
-                        op::RESTART,
-                        json!({"host": h}),
-                    );
+                    (op::RESTART, json!({"host": h}))
                 }
-                Timed::HealOneway => {
-                    if let Some(from_client) = self.oneway.take() {
+                Ended::HealOneway(cut) => {
+                    if let Some(from_client) = cut {
                         self.cut_oneway(from_client, false);
                     }
-                    self.ledger.borrow_mut().record(
-                        process::NEMESIS,
-                        OpType::Info,
-                        op::HEAL_PARTITION,
-                        json!({"oneway": true}),
-                    );
+                    (op::HEAL_PARTITION, json!({"oneway": true}))
                 }
-                Timed::Release => {
+                Ended::Release => {
                     self.hold(false);
-                    self.held = false;
-                    self.ledger.borrow_mut().record(
-                        process::NEMESIS,
-                        OpType::Info,
-                        op::RELEASE,
-                        json!({}),
-                    );
+                    (op::RELEASE, json!({}))
                 }
-                Timed::HealStore(node) => {
+                Ended::HealStore(node) => {
                     self.sim.repair("store", node);
-                    self.store_cut = None;
-                    self.ledger.borrow_mut().record(
-                        process::NEMESIS,
-                        OpType::Info,
-                        op::HEAL_PARTITION,
-                        json!({"between": ["store", node]}),
-                    );
+                    (op::HEAL_PARTITION, json!({"between": ["store", node]}))
                 }
-                Timed::Heal => {
+                Ended::Heal => {
                     self.cut(false);
-                    self.partitioned = false;
-                    self.ledger.borrow_mut().record(
-                        process::NEMESIS,
-                        OpType::Info,
-                        op::HEAL_PARTITION,
-                        json!({}),
-                    );
+                    (op::HEAL_PARTITION, json!({}))
                 }
-                Timed::Fire(i) => {
-                    if let Some(a) = NemesisAction::of(&self.plan.faults[i]) {
+                Ended::Fire(i) => {
+                    if let Some(a) = self.ledger.borrow().nemesis.at_time(i) {
                         due.push((i, a, false));
                     }
+                    continue;
                 }
-            }
+            };
+            let mut l = self.ledger.borrow_mut();
+            l.record(process::NEMESIS, OpType::Info, logged.0, logged.1);
         }
     }
 
-    /// Apply one due fault (safety phase only): crash a host, partition, cut one way, hold,
-    /// or cut the store from the serving node, and schedule its restart or heal.
+    /// Apply one due fault (safety phase only): log it as fired, ask what it starts given
+    /// what is in force ([`InForce::start`]), and carry that out.
     fn apply(&mut self, (i, a, logged): Due, now: u64) {
-        let plan = self.plan;
         if self.liveness {
             return;
         }
         if !logged {
-            if !self.ledger.borrow().may_fire(i) {
+            if !self.ledger.borrow().nemesis.may_fire(i) {
                 return;
             }
             self.ledger.borrow_mut().fire(i, json!({}));
         }
-        // "The Agent" of a cluster is the node serving the Client.
-        let a = match a {
-            NemesisAction::Crash {
-                host: "agent",
-                restart_after_ms,
-            } if plan.cluster() => NemesisAction::Crash {
-                host: self.ledger.borrow().serving,
-                restart_after_ms,
-            },
-            other => other,
+        let serving = self.ledger.borrow().serving;
+        let Some(start) = self.force.start(a, now, self.plan.topology(), serving) else {
+            return;
         };
-        let (partitioned, oneway, held) = (self.partitioned, self.oneway, self.held);
-        match a {
-            NemesisAction::Crash {
-                host,
-                restart_after_ms,
-            } if !self.down.contains(&host)
-                && (host != "proxy" || plan.proxy)
-                && (host != "store" || plan.cluster()) =>
-            {
-                self.sim.crash(host);
-                self.down.push(host);
-                self.ledger.borrow_mut().on_crash(host);
-                if let (Some(d), "agent") = (plan.faults[i].kind.disk_damage(), host) {
-                    self.ledger.borrow_mut().disk_fault = Some(d);
-                }
-                if let Some(i) = self.ledger.borrow_mut().idle.get_mut(host) {
-                    // A crashed Agent does no work; its restart recovers an idle model.
-                    *i = true;
-                }
-                self.ledger.borrow_mut().record(
-                    process::NEMESIS,
-                    OpType::Info,
-                    op::CRASH,
-                    json!({"host": host}),
-                );
-                self.timed
-                    .push((now + restart_after_ms, Timed::Restart(host)));
+        let logged = match start {
+            Start::Crash(host) => {
+                self.crash(i, host);
+                (op::CRASH, json!({"host": host}))
             }
-            NemesisAction::Partition { heal_after_ms }
-                if !partitioned && oneway.is_none() && !held =>
-            {
+            Start::Partition => {
                 self.cut(true);
-                self.partitioned = true;
-                self.ledger.borrow_mut().record(
-                    process::NEMESIS,
-                    OpType::Info,
-                    op::PARTITION,
-                    json!({"between": ["client", self.hops]}),
-                );
-                self.timed.push((now + heal_after_ms, Timed::Heal));
+                (op::PARTITION, json!({"between": ["client", self.hops]}))
             }
-            // turmoil 0.7.2 cannot hold a link that is cut one way, nor the reverse.
-            NemesisAction::PartitionOneway {
-                from_client,
-                heal_after_ms,
-            } if oneway.is_none() && !held && !partitioned => {
+            Start::Oneway(from_client) => {
                 self.cut_oneway(from_client, true);
-                self.oneway = Some(from_client);
-                self.ledger.borrow_mut().record(process::NEMESIS,
-                    OpType::Info,
-                    op::PARTITION,
-                    json!({"oneway": if from_client { "client-to-agent" } else { "agent-to-client" }, "hops": self.hops}),
-                );
-                self.timed.push((now + heal_after_ms, Timed::HealOneway));
+                let way = if from_client {
+                    "client-to-agent"
+                } else {
+                    "agent-to-client"
+                };
+                (op::PARTITION, json!({"oneway": way, "hops": self.hops}))
             }
-            NemesisAction::Hold { release_after_ms }
-                if oneway.is_none() && !held && !partitioned =>
-            {
+            Start::Hold => {
                 self.hold(true);
-                self.held = true;
-                self.ledger.borrow_mut().record(
-                    process::NEMESIS,
-                    OpType::Info,
-                    op::HOLD,
-                    json!({"between": ["client", self.hops]}),
-                );
-                self.timed.push((now + release_after_ms, Timed::Release));
+                (op::HOLD, json!({"between": ["client", self.hops]}))
             }
-            NemesisAction::PartitionStore {
-                heal_after_ms,
-                node,
-            } if plan.cluster() && self.store_cut.is_none() => {
-                let node = node.unwrap_or(self.ledger.borrow().serving);
+            Start::StoreCut(node) => {
                 self.sim.partition("store", node);
-                self.store_cut = Some(node);
-                self.ledger.borrow_mut().record(
-                    process::NEMESIS,
-                    OpType::Info,
-                    op::PARTITION,
-                    json!({"between": ["store", node]}),
-                );
-                self.timed
-                    .push((now + heal_after_ms, Timed::HealStore(node)));
+                (op::PARTITION, json!({"between": ["store", node]}))
             }
-            _ => {}
+        };
+        let mut l = self.ledger.borrow_mut();
+        l.record(process::NEMESIS, OpType::Info, logged.0, logged.1);
+    }
+
+    /// Crash `host` for fault `i`: what it held in flight is gone, a disk kind marks the
+    /// Agent's log for damage, and a crashed Agent does no work (its restart recovers an idle
+    /// model).
+    fn crash(&mut self, i: usize, host: &'static str) {
+        self.sim.crash(host);
+        let mut l = self.ledger.borrow_mut();
+        l.on_crash(host);
+        if let (Some(d), "agent") = (self.plan.faults[i].kind.disk_damage(), host) {
+            l.disk_fault = Some(d);
+        }
+        if let Some(idle) = l.idle.get_mut(host) {
+            *idle = true;
         }
     }
 
@@ -681,7 +546,7 @@ impl<'a> StepLoop<'a> {
     fn phase(&mut self, now: u64) -> Option<&'static str> {
         let quiet = {
             let l = self.ledger.borrow();
-            self.down.is_empty()
+            self.force.down.is_empty()
                 && l.delivered == l.workload.len()
                 && l.client_pending.is_empty()
                 && l.agents_idle()
@@ -689,13 +554,7 @@ impl<'a> StepLoop<'a> {
                 && l.queued.is_empty()
         };
         if !self.liveness {
-            let nothing_left = self.timed.is_empty()
-                && !self.partitioned
-                && self.store_cut.is_none()
-                && self.oneway.is_none()
-                && !self.held
-                && self.down.is_empty();
-            if now >= self.plan.safety_ms || (quiet && nothing_left) {
+            if now >= self.plan.safety_ms || (quiet && self.force.nothing_left()) {
                 self.heal(now);
             }
             None
@@ -714,21 +573,21 @@ impl<'a> StepLoop<'a> {
         self.acted = true;
         self.liveness = true;
         self.barriers.clear();
-        self.ledger.borrow_mut().disarm();
-        if self.partitioned {
+        self.ledger.borrow_mut().nemesis.disarm();
+        let healed = self.force.heal();
+        if healed.partitioned {
             self.cut(false);
-            self.partitioned = false;
         }
-        if let Some(node) = self.store_cut.take() {
+        if let Some(node) = healed.store_cut {
             self.sim.repair("store", node);
         }
-        if let Some(from_client) = self.oneway.take() {
+        if let Some(from_client) = healed.oneway {
             self.cut_oneway(from_client, false);
         }
-        if std::mem::take(&mut self.held) {
+        if healed.held {
             self.hold(false);
         }
-        for h in std::mem::take(&mut self.down) {
+        for h in healed.down {
             self.sim.bounce(h);
             self.ledger.borrow_mut().record(
                 process::NEMESIS,
@@ -737,8 +596,7 @@ impl<'a> StepLoop<'a> {
                 json!({"host": h}),
             );
         }
-        self.timed.clear();
-        let applied = self.ledger.borrow().applied();
+        let applied = self.ledger.borrow().nemesis.applied();
         self.ledger
             .borrow_mut()
             .record(process::NEMESIS, OpType::Info, op::HEAL, applied);
