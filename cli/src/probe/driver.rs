@@ -948,7 +948,7 @@ impl Driver {
             t,
             "nemesis",
             OpType::Info,
-            "crash-agent",
+            acp_chaos::nemesis::logged::CRASH_AGENT,
             json!({"fault": 0, "spec": why, "host": "agent", "signal": "SIGKILL to the process group"}),
         );
         self.op_at(

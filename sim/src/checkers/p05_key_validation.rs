@@ -7,6 +7,7 @@ use serde_json::Value;
 use super::facts::Facts;
 use super::verdict::{Status, Verdict};
 use crate::history::{op, process, Op};
+use crate::nemesis::logged;
 
 /// What K2/K3 make of a raw probe's line.
 #[derive(Debug, Clone, PartialEq)]
@@ -66,7 +67,7 @@ fn written(o: &Op) -> Option<&Value> {
     if o.process == process::NET && o.f == op::SEND {
         Some(&o.value)
     } else if o.process == process::NEMESIS
-        && matches!(o.f.as_str(), "lose-frame" | "lose-exchange")
+        && matches!(o.f.as_str(), logged::LOSE_FRAME | logged::LOSE_EXCHANGE)
     {
         Some(&o.value["detail"])
     } else {
@@ -91,7 +92,7 @@ pub fn p5_key_validation(f: &Facts) -> Verdict {
     let mut silent_from: std::collections::BTreeMap<u64, usize> = Default::default();
     for o in ops
         .iter()
-        .filter(|o| o.process == process::NEMESIS && o.f == "lose-frame")
+        .filter(|o| o.process == process::NEMESIS && o.f == logged::LOSE_FRAME)
     {
         let i = o.value["fault"].as_u64().unwrap_or(u64::MAX) as usize;
         if faults[i]["silent"] == true {

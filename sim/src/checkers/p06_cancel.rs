@@ -8,6 +8,7 @@ use serde_json::Value;
 use super::facts::{is_store_op, malformed_request, track_active, Facts};
 use super::verdict::{Status, Verdict};
 use crate::history::{is_agent_host, op, process};
+use crate::nemesis::logged;
 
 /// P6 cancel: an attempt the Agent answered `-32800` inserted nothing (A5, A6), and a
 /// `$/cancel_request` reaches the Agent naming the request its sender meant: a proxy maps it to
@@ -258,7 +259,7 @@ fn withdrawals_answered(f: &Facts) -> Option<Verdict> {
             }
             // An answer the network lost after the Agent wrote it (the remote transport's
             // lost exchange, or the break at that very frame; not a request of the Agent's own).
-            ("nemesis", "lose-exchange" | "lose-frame", _)
+            (process::NEMESIS, logged::LOSE_EXCHANGE | logged::LOSE_FRAME, _)
                 if val["detail"]["from"].as_str().is_some_and(is_agent_host)
                     && val["detail"]["frame"].get("method").is_none() =>
             {

@@ -7,6 +7,7 @@ use acp_chaos_models::{methods, Party};
 use super::facts::Facts;
 use super::verdict::{Status, Verdict};
 use crate::history::{is_agent_host, op, process};
+use crate::nemesis::logged;
 
 /// P7 every-request-answered, from the Agent's own log: a request it read got at most one
 /// response, and exactly one when its connection was still open at quiescence (A5, A7, A15). A
@@ -80,7 +81,7 @@ pub fn p7_every_request_answered(f: &Facts) -> Verdict {
                 answers.entry(w.key()).or_default().push(op.index);
             }
             // A response the remote transport lost (not an Agent request it lost).
-            ("nemesis", "lose-exchange", _)
+            (process::NEMESIS, logged::LOSE_EXCHANGE, _)
                 if val["detail"]["from"].as_str().is_some_and(is_agent_host)
                     && val["detail"]["frame"].get("method").is_none() =>
             {
@@ -100,7 +101,7 @@ pub fn p7_every_request_answered(f: &Facts) -> Verdict {
             (process::NEMESIS, op::CRASH, _) => crashes.push(op.index),
             // A lost frame breaks its connection there (a silent break logs no end until a
             // heartbeat gives up): nothing after it can be delivered.
-            ("nemesis", "lose-frame", _) => {
+            (process::NEMESIS, logged::LOSE_FRAME, _) => {
                 if let Some(c) = val["detail"]["conn"].as_u64() {
                     ended.insert(c);
                 }

@@ -8,6 +8,7 @@ use serde_json::Value;
 use super::facts::{malformed_request, Facts};
 use super::verdict::{Status, Verdict};
 use crate::history::{is_agent_host, op, process};
+use crate::nemesis::logged;
 
 /// Methods that need their session active on the connection they arrive on (X2).
 const NEED_ACTIVE: [&str; 2] = ["session/prompt", "session/set_config_option"];
@@ -37,7 +38,7 @@ pub fn p16_active_session(f: &Facts) -> Verdict {
         let frame = match (o.process.as_str(), o.f.as_str(), w) {
             (process::NET, op::SEND, Some(w)) if w.from_agent => w.frame,
             // An answer the network lost after the Agent wrote it.
-            (process::NEMESIS, "lose-exchange" | "lose-frame", _)
+            (process::NEMESIS, logged::LOSE_EXCHANGE | logged::LOSE_FRAME, _)
                 if val["detail"]["from"].as_str().is_some_and(is_agent_host) =>
             {
                 &val["detail"]["frame"]

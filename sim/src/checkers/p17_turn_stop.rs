@@ -9,6 +9,7 @@ use super::facts::{is_store_op, malformed_request, track_active, Facts};
 use super::verdict::{Status, Verdict};
 use super::wire::WireFrame;
 use crate::history::{op, process};
+use crate::nemesis::logged;
 use acp_chaos_models::rpc::code::INVALID_PARAMS;
 
 /// P17 turn-stop:
@@ -163,7 +164,11 @@ impl Wire {
                 }
             }
             (process::NET, op::DROPPED, _) => self.lift(conn),
-            (process::NEMESIS, "lose-frame" | "lose-exchange" | "drop-updates", _) => {
+            (
+                process::NEMESIS,
+                logged::LOSE_FRAME | logged::LOSE_EXCHANGE | logged::DROP_UPDATES,
+                _,
+            ) => {
                 self.lift(val["detail"]["conn"].as_u64().unwrap_or(0));
             }
             // An Agent host crashed (not the Client or a proxy): what it owed died with it,

@@ -9,6 +9,7 @@ use acp_chaos_models::Party;
 use super::facts::Facts;
 use super::verdict::{Status, Verdict};
 use crate::history::{is_agent_host, op, process, History};
+use crate::nemesis::logged;
 
 /// The kind recorded for an update of an open resume's connection that the transport lost.
 const LOST: &str = "(lost)";
@@ -202,13 +203,13 @@ pub fn x4_resume_order(h: &History) -> Verdict {
             // connection): nothing more can come for it. A lost update leaves a gap.
             // A lost frame breaks its connection there (visibly or silently, as P7 reads
             // it): nothing after it is delivered, so a resume open there is not judged.
-            (process::NEMESIS, "lose-frame") => {
+            (process::NEMESIS, logged::LOSE_FRAME) => {
                 let c = val["detail"]["conn"].as_u64().unwrap_or(0);
                 open.retain(|k, _| k.0 != c);
             }
             // Only a fault that loses the frame: a stall or reorder delays it (X4 judges the
             // order frames were written in), a transient error is an answer.
-            (process::NEMESIS, "lose-exchange") => {
+            (process::NEMESIS, logged::LOSE_EXCHANGE) => {
                 let d = &val["detail"];
                 let c = d["conn"].as_u64().unwrap_or(0);
                 if d["frame"]["method"] == "session/update" {

@@ -637,7 +637,10 @@ impl Search<'_> {
         }
         let mut child = parent.clone();
         child.faults.push(c.fault.clone());
-        let (h2, t2) = world::Run::new(&child).parties(self.parties).snapshots().traced();
+        let (h2, t2) = world::Run::new(&child)
+            .parties(self.parties)
+            .snapshots()
+            .traced();
         self.runs += 1;
         let level = self.level(k);
         level.explored += 1;

@@ -22,6 +22,7 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use crate::history::{is_agent_host, op, process, History, Op};
+use crate::nemesis::logged;
 
 /// One submission as the Client and the Agent hold it.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -219,7 +220,7 @@ impl Scan {
             op::HEAL_PARTITION => self.partitions -= 1,
             op::HOLD => self.held_links += 1,
             op::RELEASE => self.held_links -= 1,
-            "stall-frame" if v.get("fault").is_some() => self.stalls += 1,
+            logged::STALL_FRAME if v.get("fault").is_some() => self.stalls += 1,
             op::HEAL => {
                 self.partitions = 0;
                 self.held_links = 0;

@@ -94,8 +94,14 @@ impl FaultKind {
         FaultKind::LoseSyncedRecord,
     ];
 
-    /// Name as written in scenario files.
-    pub fn as_str(self) -> &'static str {
+    /// The kind named `name` as scenario files write it (`lose-frame`); `None` for no kind.
+    pub fn named(name: &str) -> Option<FaultKind> {
+        FaultKind::ALL.into_iter().find(|k| k.as_str() == name)
+    }
+
+    /// Name as written in scenario files, and the `f` of the `nemesis` op a fault of this kind
+    /// logs when it fires ([`super::logged`]).
+    pub const fn as_str(self) -> &'static str {
         match self {
             FaultKind::LoseFrame => "lose-frame",
             FaultKind::StallFrame => "stall-frame",

@@ -92,7 +92,10 @@ impl InForce {
     /// Nothing in force yet; the time-triggered faults `(at_ms, index)` due later.
     pub fn new(times: Vec<(u64, usize)>) -> InForce {
         InForce {
-            timed: times.into_iter().map(|(at, i)| (at, Timed::Fire(i))).collect(),
+            timed: times
+                .into_iter()
+                .map(|(at, i)| (at, Timed::Fire(i)))
+                .collect(),
             ..InForce::default()
         }
     }
@@ -150,7 +153,10 @@ impl InForce {
             } if t.cluster && self.store_cut.is_none() => {
                 let node = node.unwrap_or(serving);
                 self.store_cut = Some(node);
-                (Start::StoreCut(node), (heal_after_ms, Timed::HealStore(node)))
+                (
+                    Start::StoreCut(node),
+                    (heal_after_ms, Timed::HealStore(node)),
+                )
             }
             _ => return None,
         };

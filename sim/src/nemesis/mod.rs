@@ -4,6 +4,7 @@
 //!   swarm), [`Direction`], and a fault as one line ([`fault_line`]);
 //! - [`kinds`]: where each kind has something to act on ([`Reach`], [`Topology`]): the one
 //!   answer the swarm, exploration, validation and certificates read;
+//! - [`logged`]: the op name each kind logs when it fires, for readers of a history;
 //! - [`trigger`]: [`Trigger`], when a fault fires (a frame, a protocol point, a submission,
 //!   a time), and [`Side`];
 //! - [`action`]: [`NemesisAction`], the process-level faults the step loop carries out between
@@ -28,6 +29,7 @@ pub mod fault;
 pub mod frame;
 pub mod in_force;
 pub mod kinds;
+pub mod logged;
 pub mod trigger;
 
 pub use action::NemesisAction;

@@ -11,6 +11,7 @@ use serde_json::Value;
 use super::text::clip;
 use crate::checkers::{verdict_line, Verdict};
 use crate::history::{is_agent_host, op, process, History, Op};
+use crate::nemesis::FaultKind;
 
 /// How an item is highlighted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -632,13 +633,24 @@ fn match_frames(h: &History) -> (BTreeMap<usize, usize>, BTreeSet<usize>) {
 
 /// The host a fault's spec line names (`crash-agent ...` → `agent`), if any.
 fn fault_target(spec: &str) -> Option<String> {
-    let kind = spec.split_whitespace().next()?;
-    let host = match kind {
-        "crash-agent" | "transient-error" => "agent",
-        "crash-store" | "partition-store" => "store",
-        "crash-proxy" => "proxy",
-        "restart-client" | "crash-client" => "client",
-        _ => return None,
+    let host = match FaultKind::named(spec.split_whitespace().next()?)? {
+        FaultKind::CrashAgent | FaultKind::TransientError => "agent",
+        FaultKind::CrashStore | FaultKind::PartitionStore => "store",
+        FaultKind::CrashProxy => "proxy",
+        FaultKind::RestartClient => "client",
+        // The network's kinds name a link, not a host; the disk's kinds crash "the Agent"
+        // only as their means (the crash op names the host).
+        FaultKind::LoseFrame
+        | FaultKind::StallFrame
+        | FaultKind::ReorderFrame
+        | FaultKind::Partition
+        | FaultKind::PartitionOneway
+        | FaultKind::Hold
+        | FaultKind::LoseExchange
+        | FaultKind::DropUpdates
+        | FaultKind::FlipBit
+        | FaultKind::ZeroSector
+        | FaultKind::LoseSyncedRecord => return None,
     };
     Some(host.to_string())
 }

@@ -1,6 +1,7 @@
 //! The campaign as terminal text: the scenario × property table and the coverage map.
 
 use crate::checkers::{self, CHECKERS};
+use crate::nemesis::{FaultKind, Reach};
 use crate::summary::Summary;
 
 /// The coverage map as text: fault kind × protocol state at the moment it fired, and the
@@ -21,10 +22,8 @@ pub fn coverage_text(s: &Summary) -> String {
         out.push_str(&format!("  {kind:<18}"));
         // Only the adapter fills a history; the store's and the remote transport's faults
         // fire only on a cluster: that cell is out of reach of every design.
-        let cluster_only = matches!(
-            kind.as_str(),
-            "crash-store" | "partition-store" | "lose-exchange" | "drop-updates"
-        );
+        let cluster_only = FaultKind::named(kind)
+            .is_some_and(|k| matches!(k.reach(), Reach::Store | Reach::Remote));
         for st in checkers::FAULT_STATES {
             let n = cells.get(st).copied().unwrap_or(0);
             if n == 0 && !(cluster_only && st == "filling-history") {

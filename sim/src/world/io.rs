@@ -472,7 +472,9 @@ impl Io {
                     Ok(Some(l)) => l,
                     Ok(None) => return,
                     Err(_) => {
-                        if !ledger.borrow().nemesis.is_blackholed(id) && w.write_all(b"\n").await.is_err() {
+                        if !ledger.borrow().nemesis.is_blackholed(id)
+                            && w.write_all(b"\n").await.is_err()
+                        {
                             let _ = tx.send(Ev::Closed(id, "write failed"));
                             return;
                         }

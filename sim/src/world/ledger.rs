@@ -139,7 +139,8 @@ impl Ledger {
     pub fn record(&mut self, process: &str, kind: OpType, f: &str, value: Value) -> usize {
         if process == "client" && f == "attempt" {
             if let (Some(c), Some(n)) = (value["conn"].as_u64(), value["submission"].as_u64()) {
-                self.nemesis.on_attempt(c, value["id"].to_string(), n as u32);
+                self.nemesis
+                    .on_attempt(c, value["id"].to_string(), n as u32);
             }
         }
         let index = self.ops.len();
@@ -229,7 +230,10 @@ impl Ledger {
         if !matches!(decision, FrameDecision::Drop { .. }) {
             self.in_flight(conn, from, &frame, id_key.as_ref());
         }
-        if matches!(decision, FrameDecision::Lose { .. } | FrameDecision::Drop { .. }) {
+        if matches!(
+            decision,
+            FrameDecision::Lose { .. } | FrameDecision::Drop { .. }
+        ) {
             return decision;
         }
         // On its way (now, or after a stall or reorder): its reader will want it parsed.
@@ -265,9 +269,11 @@ impl Ledger {
         if is_agent_host(from) {
             return;
         }
-        let is_request = frame.get("method").is_some() && frame.get("id").is_some_and(|i| !i.is_null());
+        let is_request =
+            frame.get("method").is_some() && frame.get("id").is_some_and(|i| !i.is_null());
         if let (true, Some(id)) = (is_request, id) {
-            self.outstanding.insert((conn, id.clone()), from.to_string());
+            self.outstanding
+                .insert((conn, id.clone()), from.to_string());
         }
         if let Value::String(line) = frame {
             self.outstanding

@@ -51,7 +51,10 @@ impl<'a> Run<'a> {
     /// Step every tick, idle or not: the reference the skipping of idle ticks must match byte
     /// for byte (tests compare the two). Slower; the same history.
     pub fn every_tick(self) -> Run<'a> {
-        Run { skip: false, ..self }
+        Run {
+            skip: false,
+            ..self
+        }
     }
 
     /// Take a snapshot of the world at every place a fault can land (the trace's
