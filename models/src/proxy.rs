@@ -36,20 +36,20 @@ pub enum ProxyInput {
     Disconnected(ConnId),
 }
 
-/// Proxy mutants.
+/// Proxy mutants: each a small named difference from the correct proxy. What each breaks (its
+/// rules, property and party) is its row in [`crate::mutant::MUTANTS`], and only there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ProxyMutant {
-    /// Strips `idempotencyKey` from `session/prompt`. Breaks X1 (P1, intermediary).
+    /// Strips `idempotencyKey` from `session/prompt`.
     DropsKey,
-    /// Forwards `$/cancel_request` with the Client's id, not the rewritten one. Breaks X1
-    /// (P6, intermediary).
+    /// Forwards `$/cancel_request` with the Client's id, not the rewritten one.
     UnmappedCancel,
     /// Writes every `session/prompt` downstream twice under one rewritten id (a retrying
-    /// forwarder). Breaks FIFO and C4 (P13, intermediary).
+    /// forwarder).
     DuplicatesPrompt,
-    /// Holds a `session/prompt` and forwards it after the Client's next request on that
-    /// connection (a forwarder with two queues). Breaks FIFO (P13, intermediary).
+    /// Holds a `session/prompt` and forwards it after the Client's next request on that connection
+    /// (a forwarder with two queues).
     ReordersPrompt,
 }
 

@@ -365,3 +365,33 @@ fn under_every_agent_mutant_no_verdict_blames_the_client_or_the_proxy() {
         .collect();
     assert!(blamed.is_empty(), "{}", blamed.join("\n"));
 }
+
+/// A mutant's rules, property and party are its `MUTANTS` row, and only there: no variant's
+/// doc comment says again what it breaks (a second copy drifts from the row; issue 40).
+#[test]
+fn a_mutants_rules_property_and_party_are_written_once() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../models/src");
+    for (file, e) in [
+        ("agent/config.rs", "AgentMutant"),
+        ("client/config.rs", "ClientMutant"),
+        ("proxy.rs", "ProxyMutant"),
+    ] {
+        let text = std::fs::read_to_string(root.join(file)).unwrap();
+        let start = text
+            .find(&format!("pub enum {e} {{"))
+            .unwrap_or_else(|| panic!("{file}: no enum {e}"));
+        let body = &text[start..start + text[start..].find("\n}\n").unwrap()];
+        let docs: String = body
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("///"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(body.lines().count() > 5, "{file}: {e} read no variants");
+        for said in ["Breaks ", "at fault)", "intermediary)"] {
+            assert!(
+                !docs.contains(said),
+                "{file}: a {e} doc comment repeats what its MUTANTS row says ({said:?})"
+            );
+        }
+    }
+}

@@ -99,139 +99,121 @@ pub enum DuringTurn {
     Steer,
 }
 
-/// Agent mutants: each a small named difference from the correct model.
+/// Agent mutants: each a small named difference from the correct model. What each breaks (its
+/// rules, property and party) is its row in [`crate::mutant::MUTANTS`], and only there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum AgentMutant {
-    /// Ignores `idempotencyKey`: every attempt inserts. Breaks A1/A4, and K4 (it advertises
-    /// `capabilities.session`) (P1, Agent at fault).
+    /// Ignores `idempotencyKey`: every attempt inserts.
     NoDedup,
     /// Writes message and key without `sync_all`: a crash loses an acknowledged message and the
-    /// retry inserts it again. Breaks D1 (P11 and P1, Agent at fault).
+    /// retry inserts it again.
     RecordUnsynced,
-    /// A failure after insertion is answered with an error (`-32603`) instead of the
-    /// `messageId`. Breaks A3/A2 (P4, Agent at fault).
+    /// A failure after insertion is answered with an error (`-32603`) instead of the `messageId`.
     ErrorAfterInsert,
-    /// `$/cancel_request` withdraws the prompt but answers only the attempt it named, leaving
-    /// the key's other pending attempts unanswered. Breaks A5 (P6, Agent at fault).
+    /// `$/cancel_request` withdraws the prompt but answers only the attempt it named, leaving the
+    /// key's other pending attempts unanswered.
     CancelAnswersOne,
-    /// Echoes the key in the `user_message` update's `_meta`. Breaks A8 (P8, Agent at fault).
+    /// Echoes the key in the `user_message` update's `_meta`.
     KeyInUpdates,
     /// Adapter trusts only its in-memory id set after a restart (never reads the history).
-    /// Breaks A10 (P1, Agent at fault).
     AdapterNoHistoryFill,
-    /// Cluster node keeps key records in its own memory: a retry routed to another node (or
-    /// after a restart) inserts again. Breaks A13/A10 (P1, Agent at fault).
+    /// Cluster node keeps key records in its own memory: a retry routed to another node (or after a
+    /// restart) inserts again.
     ClusterNodeLocalKeys,
     /// Cluster node reads "key absent" from the store, then inserts in a second step: two nodes
-    /// handling attempts of one key at once both insert. Breaks A4/A13 (P1, Agent at fault).
+    /// handling attempts of one key at once both insert.
     ClusterCheckThenInsert,
-    /// Cluster node whose store write timed out answers the prompt with an error although the
-    /// store may have applied it. Breaks A2 (P4, Agent at fault).
+    /// Cluster node whose store write timed out answers the prompt with an error although the store
+    /// may have applied it.
     ClusterErrorOnStoreTimeout,
-    /// Cluster node honours `session/cancel` on its own held prompts only and writes no stop
-    /// to the store: a prompt held on another node before the stop is inserted after it.
-    /// Breaks A6 (P6, Agent at fault).
+    /// Cluster node honours `session/cancel` on its own held prompts only and writes no stop to the
+    /// store: a prompt held on another node before the stop is inserted after it.
     ClusterStopNodeLocal,
     /// A `session/prompt` for a session that exists but is not active on its connection (never
-    /// resumed there, or closed there) is served instead of answered `-32002`. Breaks X2 (P16,
-    /// Agent at fault).
+    /// resumed there, or closed there) is served instead of answered `-32002`.
     ServesInactiveSession,
-    /// A key's length is counted in UTF-8 bytes instead of characters: a key of 128 to 255
-    /// two-byte characters is rejected `-32602` though K2 allows it. Breaks K2 (P5, Agent at
-    /// fault).
+    /// A key's length is counted in UTF-8 bytes instead of characters: a key of 128 to 255 two-byte
+    /// characters is rejected `-32602` though K2 allows it.
     KeyLengthInBytes,
     /// `session/close` drops the held prompts without answering them (A15 says `-32800`).
-    /// Breaks A15 (P7, Agent at fault).
     CloseForgetsHeld,
     /// A malformed `idempotencyKey` (`""`, 256+ characters, a number, ...) is dropped and the
-    /// prompt handled as unkeyed. Breaks K3 (P5, Agent at fault).
+    /// prompt handled as unkeyed.
     InvalidKeyAsOmitted,
-    /// `idempotencyKey: null` is rejected `-32602` instead of being handled as no key. Breaks K1
-    /// (P5, Agent at fault).
+    /// `idempotencyKey: null` is rejected `-32602` instead of being handled as no key.
     NullKeyRejected,
-    /// A prompt held behind a turn is echoed (`user_message`) as it arrives, before any
-    /// insertion: a stop or close that withdraws it leaves the user an echo of input the
-    /// Agent never took. Breaks A14 (P15, Agent at fault).
+    /// A prompt held behind a turn is echoed (`user_message`) as it arrives, before any insertion:
+    /// a stop or close that withdraws it leaves the user an echo of input the Agent never took.
     EchoBeforeInsert,
-    /// Key records are looked up in every session, not only the prompt's own: the same key
-    /// string in another session (or a fork) is answered with that session's messageId.
-    /// Breaks A9 (P9, Agent at fault).
+    /// Key records are looked up in every session, not only the prompt's own: the same key string
+    /// in another session (or a fork) is answered with that session's messageId.
     KeysAcrossSessions,
-    /// `session/cancel` also withdraws the next prompt that arrives for the session. Breaks A6
-    /// (P6, Agent at fault).
+    /// `session/cancel` also withdraws the next prompt that arrives for the session.
     StopCancelsLater,
-    /// `stored`: the key is recorded (synced) when the prompt arrives, before it is inserted;
-    /// after a crash in between, a retry finds the record and is answered with a messageId no
-    /// message has. Breaks A12 (P2, Agent at fault).
+    /// `stored`: the key is recorded (synced) when the prompt arrives, before it is inserted; after
+    /// a crash in between, a retry finds the record and is answered with a messageId no message
+    /// has.
     KeyRecordedOnArrival,
-    /// A locally handled command's key is forgotten as soon as it is answered, while its
-    /// session is still active: a retry of the command runs it again. Breaks A11 (P1, Agent).
+    /// A locally handled command's key is forgotten as soon as it is answered, while its session is
+    /// still active: a retry of the command runs it again.
     ForgetsLiveWhileActive,
-    /// A retry that arrives while the original is held is answered at once with `-32603`
-    /// ("in progress") instead of waiting for the original's outcome. Breaks A7 (P3, Agent).
+    /// A retry that arrives while the original is held is answered at once with `-32603` ("in
+    /// progress") instead of waiting for the original's outcome.
     HeldRetryErrors,
-    /// O1 drop: when a held prompt's connection ends, its waiting retries (attempts of the same
-    /// key on other connections) are dropped with it, unanswered, instead of the first of them
-    /// becoming the submission. Breaks A7 (P7, Agent at fault).
+    /// O1 drop: when a held prompt's connection ends, its waiting retries (attempts of the same key
+    /// on other connections) are dropped with it, unanswered, instead of the first of them becoming
+    /// the submission.
     DropHeldDropsRetries,
-    /// Key records are kept per connection: a retry on another connection (after a reconnect
-    /// or a restart) does not find its key and inserts again. Breaks A10 (P1, Agent).
+    /// Key records are kept per connection: a retry on another connection (after a reconnect or a
+    /// restart) does not find its key and inserts again.
     KeysPerConnection,
     /// `stored`: the message and its key are written in two steps (message, then key); a crash
     /// between them keeps the message without its key, and the retry inserts it again.
-    /// Breaks A13 (P1, Agent at fault).
     TwoStepWrite,
     /// `session/cancel` stops the running turn but leaves earlier held prompts queued: they are
-    /// inserted after the cancel. Breaks A6 (P6, Agent at fault).
+    /// inserted after the cancel.
     CancelSkipsHeld,
-    /// `$/cancel_request` withdraws the held prompt and answers none of its attempts. Breaks
-    /// A5 (P7, Agent at fault).
+    /// `$/cancel_request` withdraws the held prompt and answers none of its attempts.
     CancelAnswersNone,
-    /// Duplicates are detected by (session, JSON-RPC id) instead of (session, key): a new
-    /// prompt that happens to reuse an id on another connection gets the old messageId.
-    /// Breaks A1 (P3, Agent at fault).
+    /// Duplicates are detected by (session, JSON-RPC id) instead of (session, key): a new prompt
+    /// that happens to reuse an id on another connection gets the old messageId.
     DedupById,
-    /// `session/resume` of a session still active on another connection is refused
-    /// (`-32603`, "attached elsewhere") instead of synchronizing it again. Breaks the
-    /// idempotent class of `session/resume` (P10, Agent at fault).
+    /// `session/resume` of a session still active on another connection is refused (`-32603`,
+    /// "attached elsewhere") instead of synchronizing it again.
     ResumeActiveErrors,
-    /// A recorded key that arrives with a different prompt is taken for a new submission: the
-    /// Agent compares prompts and inserts the new one as a second message under the key, instead
-    /// of answering it as a retry or rejecting it `-32602`. Breaks A4 (P1, Agent at fault).
+    /// A recorded key that arrives with a different prompt is taken for a new submission: the Agent
+    /// compares prompts and inserts the new one as a second message under the key, instead of
+    /// answering it as a retry or rejecting it `-32602`.
     InsertsOtherPrompt,
-    /// A `$/cancel_request` naming a request the Agent cannot match (unknown, or already
-    /// answered) is answered with an error under the named id, instead of ignored: a response
-    /// to nothing, or a second response to an answered request. Breaks A5 (P7, Agent at fault).
+    /// A `$/cancel_request` naming a request the Agent cannot match (unknown, or already answered)
+    /// is answered with an error under the named id, instead of ignored: a response to nothing, or
+    /// a second response to an answered request.
     AnswersUnknownCancel,
-    /// Frames are parsed as JavaScript's `JSON.parse` does: a lone surrogate escape
-    /// (`"\ud800"`) is taken for a character (here U+FFFD) instead of failing the frame, so a
-    /// key made of one is a valid one-character key. Breaks K3 (`-32700`, P5, Agent at fault).
+    /// Frames are parsed as JavaScript's `JSON.parse` does: a lone surrogate escape (`"\ud800"`) is
+    /// taken for a character (here U+FFFD) instead of failing the frame, so a key made of one is a
+    /// valid one-character key.
     LenientJson,
     /// `session/cancel` ends the running turn with `stopReason: "error"` (the abort's exception
-    /// leaks into the stop reason) instead of `cancelled`. Breaks A6 (P17, Agent at fault).
+    /// leaks into the stop reason) instead of `cancelled`.
     CancelEndsAsError,
-    /// `session/cancel` during a turn that waits on `session/request_permission` ends the turn
-    /// but never withdraws the request with `$/cancel_request` (the question stays open on
-    /// the Client). Breaks A6 (P17, Agent at fault).
+    /// `session/cancel` during a turn that waits on `session/request_permission` ends the turn but
+    /// never withdraws the request with `$/cancel_request` (the question stays open on the Client).
     CancelKeepsAsking,
-    /// `session/close` is answered first and the session's work cancelled after: the final
-    /// updates and the idle `cancelled` state reach the connection after the close response.
-    /// Breaks A15 (P17, Agent at fault).
+    /// `session/close` is answered first and the session's work cancelled after: the final updates
+    /// and the idle `cancelled` state reach the connection after the close response.
     CloseAnswersFirst,
-    /// A prompt rejected with a transient error leaves its key recorded (the record written
-    /// before the failure): a retry with the same key is answered with a `messageId` no message
-    /// has. Breaks A2, "records nothing" (P2, Agent at fault).
+    /// A prompt rejected with a transient error leaves its key recorded (the record written before
+    /// the failure): a retry with the same key is answered with a `messageId` no message has.
     ErrorRecordsKey,
-    /// `session/close` of a session that is missing or not active on the connection is
-    /// answered `-32002` instead of succeeding. Breaks A15's SHOULD (a P17 finding, Agent).
+    /// `session/close` of a session that is missing or not active on the connection is answered
+    /// `-32002` instead of succeeding.
     CloseInactiveErrors,
     /// Work that failed ends with `stopReason: "end_turn"`, as if it had succeeded, instead of
-    /// `error`. Breaks A3 (P17, Agent at fault).
+    /// `error`.
     FailureEndsAsEndTurn,
-    /// `session/resume` is answered first, and the replay, `replay_complete` and the state
-    /// snapshot follow the response instead of preceding it. Breaks X4's order (X4, Agent at
-    /// fault).
+    /// `session/resume` is answered first, and the replay, `replay_complete` and the state snapshot
+    /// follow the response instead of preceding it.
     ResumeAnswersFirst,
 }
 

@@ -3,50 +3,46 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Client mutants.
+/// Client mutants: each a small named difference from the correct model. What each breaks (its
+/// rules, property and party) is its row in [`crate::mutant::MUTANTS`], and only there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ClientMutant {
-    /// A fresh key for every attempt. Breaks C1 (P1, Client at fault).
+    /// A fresh key for every attempt.
     NewKeyPerAttempt,
-    /// Pending inputs kept in memory only: a client restart loses them. Breaks C1 (P2, Client).
+    /// Pending inputs kept in memory only: a client restart loses them.
     VolatilePending,
-    /// A resend on the same connection reuses the pending attempt's JSON-RPC id. Breaks C4
-    /// (P7, Client at fault).
+    /// A resend on the same connection reuses the pending attempt's JSON-RPC id.
     ReusesIdWhilePending,
-    /// The key is derived from the prompt text, so a text the user sends again on purpose
-    /// gets the old key. Breaks C5 and C2 (P14, Client at fault).
+    /// The key is derived from the prompt text, so a text the user sends again on purpose gets the
+    /// old key.
     KeyFromText,
     /// A new submission reuses the previous submission's key in its session, with a different
-    /// prompt. Breaks C3 (P14, Client at fault).
+    /// prompt.
     SameKeyNewPrompt,
-    /// After two attempts the Client forgets the input without telling the user. Breaks C8
-    /// (P2, Client at fault).
+    /// After two attempts the Client forgets the input without telling the user.
     GivesUpSilently,
     /// After a reconnect the Client only resumes: it drops every input it had already sent,
-    /// trusting the replay to show what was accepted, and never resends. Breaks C6/C8 (P2,
-    /// Client at fault).
+    /// trusting the replay to show what was accepted, and never resends.
     ResumeOnly,
     /// The SDK also resends a prompt sent without a key whose outcome is unknown, as is.
-    /// Breaks C9 and the keyed class (P10 finding, Client at fault).
     ResendsUnkeyed,
-    /// After a reconnect a pending input older than `stale_ms` is resent like any other,
-    /// instead of shown to the user. Breaks C7 (P10 finding, Client at fault).
+    /// After a reconnect a pending input older than `stale_ms` is resent like any other, instead of
+    /// shown to the user.
     ResendsStale,
     /// A resend is rebuilt from the input box the first send cleared: `prompt: []` under the
-    /// pending key. Breaks A17 (P14, Client at fault).
+    /// pending key.
     ResendsEmptyPrompt,
-    /// The user's cancel of an input pending across a Client restart withdraws it at once, as
-    /// if it had never been sent, though an attempt may have been written before the restart
-    /// and inserted. Breaks C8 (P2, Client at fault).
+    /// The user's cancel of an input pending across a Client restart withdraws it at once, as if it
+    /// had never been sent, though an attempt may have been written before the restart and
+    /// inserted.
     WithdrawsRecovered,
-    /// After a reconnect the pending prompts of a session go out right behind its
-    /// `session/resume`, without waiting for the resume's response. Breaks C6 (P16 finding,
-    /// Client at fault).
+    /// After a reconnect the pending prompts of a session go out right behind its `session/resume`,
+    /// without waiting for the resume's response.
     PromptsBeforeResume,
-    /// Every `-32800` is taken for the user's own withdrawal, also one nobody asked for (a
-    /// close or stop from elsewhere, an Agent shutting down): the input is shown withdrawn
-    /// instead of resubmitted. Breaks C8 (P2, Client at fault).
+    /// Every `-32800` is taken for the user's own withdrawal, also one nobody asked for (a close or
+    /// stop from elsewhere, an Agent shutting down): the input is shown withdrawn instead of
+    /// resubmitted.
     AnyCancelWithdraws,
 }
 
