@@ -223,7 +223,7 @@ pub const LONG_STALL_METHODS: &[&str] = &[
 pub fn shapes(place: &Place, plan: &Plan, kinds: &[FaultKind]) -> Vec<FaultSpec> {
     let spec = |kind: FaultKind| FaultSpec {
         on: place.on.clone(),
-        ..FaultSpec::new(kind)
+        ..FaultSpec::placed(kind)
     };
     let mut out = Vec::new();
     for &k in kinds {
@@ -235,7 +235,6 @@ pub fn shapes(place: &Place, plan: &Plan, kinds: &[FaultKind]) -> Vec<FaultSpec>
                 out.push(f);
             }
             (FaultKind::StallFrame, Spot::Frame { method, .. }) => {
-                f.stall_ms = Some(100);
                 out.push(f.clone());
                 // Past the Client's prompt timeout: the Client resends while the frame is still
                 // on its way, so a second attempt of the key meets the first (A5, A7). Only on
@@ -246,10 +245,7 @@ pub fn shapes(place: &Place, plan: &Plan, kinds: &[FaultKind]) -> Vec<FaultSpec>
                     out.push(f);
                 }
             }
-            (FaultKind::ReorderFrame, Spot::Frame { .. }) => {
-                f.stall_ms = Some(40);
-                out.push(f);
-            }
+            (FaultKind::ReorderFrame, Spot::Frame { .. }) => out.push(f),
             (
                 FaultKind::TransientError,
                 Spot::Frame {
@@ -264,46 +260,25 @@ pub fn shapes(place: &Place, plan: &Plan, kinds: &[FaultKind]) -> Vec<FaultSpec>
             {
                 out.push(f)
             }
-            (FaultKind::CrashAgent, Spot::Point { point, .. })
-                if *point != Point::AfterStoreWrite =>
-            {
-                f.restart_after_ms = Some(50);
-                out.push(f);
-            }
-            (FaultKind::CrashAgent, Spot::Submission(_)) => {
-                f.restart_after_ms = Some(50);
-                out.push(f);
-            }
-            (FaultKind::RestartClient, Spot::Frame { .. } | Spot::Submission(_)) => {
-                f.restart_after_ms = Some(50);
-                out.push(f);
-            }
-            (FaultKind::CrashProxy, Spot::Frame { .. } | Spot::Point { .. }) if plan.proxy => {
-                if matches!(place.spot, Spot::Point { point, .. } if point == Point::AfterStoreWrite)
-                {
-                    continue;
-                }
-                f.restart_after_ms = Some(50);
-                out.push(f);
-            }
-            (FaultKind::CrashStore, Spot::Point { point, .. })
-                if plan.cluster() && *point == Point::AfterStoreWrite =>
-            {
-                f.restart_after_ms = Some(50);
-                out.push(f);
-            }
+            // A crash at a point the kind fires at, where its process exists.
+            (
+                FaultKind::CrashAgent | FaultKind::CrashProxy | FaultKind::CrashStore,
+                Spot::Point { point, .. },
+            ) if k.points().contains(point) && plan.topology().has(k.reach()) => out.push(f),
+            (FaultKind::CrashAgent, Spot::Submission(_)) => out.push(f),
+            (FaultKind::RestartClient, Spot::Frame { .. } | Spot::Submission(_)) => out.push(f),
+            (FaultKind::CrashProxy, Spot::Frame { .. }) if plan.proxy => out.push(f),
+            // Only where a write meets the store (lineage also cuts a node that has decided to
+            // insert: `after-insert-before-sync`).
             (FaultKind::PartitionStore, Spot::Point { point, .. })
                 if plan.cluster() && *point == Point::AfterStoreWrite =>
             {
-                f.heal_after_ms = Some(100);
-                out.push(f);
+                out.push(f)
             }
             (FaultKind::Partition | FaultKind::Hold, Spot::Frame { .. } | Spot::Submission(_)) => {
-                f.heal_after_ms = Some(100);
-                out.push(f);
+                out.push(f)
             }
             (FaultKind::PartitionOneway, Spot::Frame { .. } | Spot::Submission(_)) => {
-                f.heal_after_ms = Some(100);
                 for d in [Direction::ClientToAgent, Direction::AgentToClient] {
                     let mut g = f.clone();
                     g.direction = Some(d);

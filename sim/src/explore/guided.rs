@@ -328,46 +328,19 @@ impl Parent {
 /// Fault kinds the step loop carries out (crashes, restarts, partitions, holds): a time
 /// trigger lands them in whatever state the run is in then.
 fn process_level(k: FaultKind) -> bool {
-    matches!(
-        k,
-        FaultKind::CrashAgent
-            | FaultKind::RestartClient
-            | FaultKind::CrashProxy
-            | FaultKind::CrashStore
-            | FaultKind::Partition
-            | FaultKind::PartitionOneway
-            | FaultKind::Hold
-            | FaultKind::PartitionStore
-    )
+    k.level() == crate::nemesis::Level::Process
 }
 
-/// A process-level fault of `kind` with the settings the swarm gives it (trigger to be set).
+/// A process-level fault of `kind` as exploration places it (its default durations; a
+/// one-way partition cuts the Client's frames), trigger to be set; `None` for another level
+/// or a kind this topology has no part for.
 fn at_time(kind: FaultKind, plan: &Plan) -> Option<crate::nemesis::FaultSpec> {
-    let mut f = crate::nemesis::FaultSpec::new(kind);
-    match kind {
-        FaultKind::CrashAgent | FaultKind::RestartClient => f.restart_after_ms = Some(50),
-        FaultKind::CrashProxy if plan.proxy => f.restart_after_ms = Some(50),
-        FaultKind::CrashStore if plan.cluster() => f.restart_after_ms = Some(50),
-        FaultKind::Partition | FaultKind::Hold => f.heal_after_ms = Some(100),
-        FaultKind::PartitionStore if plan.cluster() => f.heal_after_ms = Some(100),
-        FaultKind::PartitionOneway => {
-            f.heal_after_ms = Some(100);
-            f.direction = Some(crate::nemesis::Direction::ClientToAgent);
-        }
-        // Not a process-level fault, or not in this topology (each kind named: a new one
-        // must say whether guided places it at a time).
-        FaultKind::CrashProxy
-        | FaultKind::CrashStore
-        | FaultKind::PartitionStore
-        | FaultKind::LoseFrame
-        | FaultKind::StallFrame
-        | FaultKind::ReorderFrame
-        | FaultKind::TransientError
-        | FaultKind::LoseExchange
-        | FaultKind::DropUpdates
-        | FaultKind::FlipBit
-        | FaultKind::ZeroSector
-        | FaultKind::LoseSyncedRecord => return None,
+    if !process_level(kind) || !plan.topology().has(kind.reach()) {
+        return None;
+    }
+    let mut f = crate::nemesis::FaultSpec::placed(kind);
+    if kind == FaultKind::PartitionOneway {
+        f.direction = Some(crate::nemesis::Direction::ClientToAgent);
     }
     Some(f)
 }

@@ -522,8 +522,7 @@ fn store_cut_before_write(p: &Place, plan: &Plan, kinds: &[FaultKind]) -> Option
     }
     Some(FaultSpec {
         on: p.on.clone(),
-        heal_after_ms: Some(100),
-        ..FaultSpec::new(FaultKind::PartitionStore)
+        ..FaultSpec::placed(FaultKind::PartitionStore)
     })
 }
 

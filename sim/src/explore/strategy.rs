@@ -60,7 +60,7 @@ use proptest::sample::select;
 use proptest::strategy::{BoxedStrategy, Union};
 
 use crate::models::{ClientKind, Design, KeyScheme, Point};
-use crate::nemesis::{Direction, FaultKind, FaultSpec, Side, Trigger};
+use crate::nemesis::{Direction, FaultKind, FaultSpec, Setting, Side, Trigger};
 use crate::plan::{Plan, Submission};
 use crate::scenario::{RawProbe, Scenario};
 
@@ -232,10 +232,12 @@ impl Space {
                 ..=(last + 100)
                     .min(base.safety_ms.saturating_sub(1))
                     .max(start),
-            restart_ms: 10..=300,
-            heal_ms: 30..=400,
-            stall_ms: 50..=400,
-            reorder_ms: 10..=60,
+            // The swarm's ranges (`FaultKind::swarm_ms`); one restart range for every crash:
+            // the Agent's, the widest.
+            restart_ms: swarm_ms(FaultKind::CrashAgent, Setting::RestartAfterMs),
+            heal_ms: swarm_ms(FaultKind::Partition, Setting::HealAfterMs),
+            stall_ms: swarm_ms(FaultKind::StallFrame, Setting::StallMs),
+            reorder_ms: swarm_ms(FaultKind::ReorderFrame, Setting::StallMs),
             silent: 0.4,
             submissions: 1..=4,
             submit_ms: start..=last,
@@ -686,4 +688,9 @@ pub fn plan(base: &Plan, space: &Space) -> BoxedStrategy<Plan> {
             p
         })
         .boxed()
+}
+
+/// The swarm's range for a duration setting of `kind` ([`FaultKind::swarm_ms`]).
+fn swarm_ms(kind: FaultKind, s: Setting) -> std::ops::RangeInclusive<u64> {
+    kind.swarm_ms(s).expect("the kind takes the setting")
 }

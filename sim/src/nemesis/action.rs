@@ -2,6 +2,7 @@
 //! partition, hold) for a fault that fired.
 
 use super::fault::{Direction, FaultKind, FaultSpec};
+use super::kinds::Setting;
 
 /// A process-level fault the step loop carries out between steps.
 #[derive(Debug, Clone, PartialEq)]
@@ -43,7 +44,8 @@ pub enum NemesisAction {
 impl NemesisAction {
     /// The process-level action of a fault spec, if it has one.
     pub fn of(f: &FaultSpec) -> Option<NemesisAction> {
-        let restart_after_ms = f.restart_after_ms.unwrap_or(50);
+        let restart_after_ms = f.ms(Setting::RestartAfterMs);
+        let heal_after_ms = f.ms(Setting::HealAfterMs);
         let host = match f.kind {
             // flip-bit, zero-sector, lose-synced-record: the step loop also marks the Agent's
             // log for damage before it restarts.
@@ -54,25 +56,21 @@ impl NemesisAction {
             FaultKind::RestartClient => "client",
             FaultKind::CrashProxy => "proxy",
             FaultKind::CrashStore => "store",
-            FaultKind::Partition => {
-                return Some(NemesisAction::Partition {
-                    heal_after_ms: f.heal_after_ms.unwrap_or(100),
-                })
-            }
+            FaultKind::Partition => return Some(NemesisAction::Partition { heal_after_ms }),
             FaultKind::PartitionOneway => {
                 return Some(NemesisAction::PartitionOneway {
                     from_client: f.direction != Some(Direction::AgentToClient),
-                    heal_after_ms: f.heal_after_ms.unwrap_or(100),
+                    heal_after_ms,
                 })
             }
             FaultKind::Hold => {
                 return Some(NemesisAction::Hold {
-                    release_after_ms: f.heal_after_ms.unwrap_or(100),
+                    release_after_ms: heal_after_ms,
                 })
             }
             FaultKind::PartitionStore => {
                 return Some(NemesisAction::PartitionStore {
-                    heal_after_ms: f.heal_after_ms.unwrap_or(100),
+                    heal_after_ms,
                     node: None,
                 })
             }

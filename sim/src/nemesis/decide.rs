@@ -13,6 +13,7 @@ use super::action::NemesisAction;
 use super::count::{Exchange, ExchangeCount};
 use super::fault::{fault_line, FaultKind, FaultSpec};
 use super::frame::FrameDecision;
+use super::kinds::Setting;
 use super::trigger::{Sender, Side};
 
 /// The nemesis's state in one run (one per ledger).
@@ -174,11 +175,11 @@ impl Nemesis {
                 self.updates_dead.insert(conn);
             }
             FaultKind::StallFrame if free => {
-                fate.decision = FrameDecision::Stall(f.stall_ms.unwrap_or(100));
+                fate.decision = FrameDecision::Stall(f.ms(Setting::StallMs));
             }
             FaultKind::ReorderFrame if free => {
                 fate.decision = FrameDecision::Reorder {
-                    bound_ms: f.stall_ms.unwrap_or(40),
+                    bound_ms: f.ms(Setting::StallMs),
                     after: 0,
                 };
             }

@@ -5,6 +5,7 @@
 use acp_chaos_models::{methods, Point};
 use serde::{Deserialize, Serialize};
 
+use super::kinds::{Fires, Given, Setting};
 use super::trigger::{Sender, Side, Trigger};
 
 /// The kinds of fault.
@@ -212,9 +213,33 @@ impl FaultSpec {
         }
     }
 
+    /// A fault of `kind` with no trigger yet and each duration it takes at its default
+    /// ([`FaultKind::default_ms`]): what exploration places.
+    pub fn placed(kind: FaultKind) -> FaultSpec {
+        let ms = |s| kind.default_ms(s);
+        FaultSpec {
+            stall_ms: ms(Setting::StallMs),
+            heal_after_ms: ms(Setting::HealAfterMs),
+            restart_after_ms: ms(Setting::RestartAfterMs),
+            ..FaultSpec::new(kind)
+        }
+    }
+
+    /// The duration setting `s` in force: the one given, or the kind's default; 0 for a
+    /// setting the kind does not take.
+    pub fn ms(&self, s: Setting) -> u64 {
+        let given = match s {
+            Setting::StallMs => self.stall_ms,
+            Setting::RestartAfterMs => self.restart_after_ms,
+            Setting::HealAfterMs => self.heal_after_ms,
+            Setting::Silent | Setting::Reroute | Setting::Direction => None,
+        };
+        given.or(self.kind.default_ms(s)).unwrap_or(0)
+    }
+
     /// What is wrong with this fault entry, as "field`: reason", or `None`.
     ///
-    /// Long on purpose: one check per field, in the order errors are reported.
+    /// One check per field, in the order errors are reported.
     pub fn check(&self) -> Option<String> {
         let t = &self.on;
         let frame = t.frame.is_some() && t.method.is_some();
@@ -265,51 +290,8 @@ impl FaultSpec {
         } else if t.by.is_some() {
             return Some("on.by`: goes with `frame` and `method`".into());
         }
-        if self.silent && self.kind != FaultKind::LoseFrame {
-            return Some("silent`: only for lose-frame".into());
-        }
-        if self.reroute && !matches!(self.kind, FaultKind::LoseFrame | FaultKind::RestartClient) {
-            return Some("reroute`: only for lose-frame, restart-client".into());
-        }
-        if self.stall_ms.is_some()
-            && !matches!(self.kind, FaultKind::StallFrame | FaultKind::ReorderFrame)
-        {
-            return Some("stall_ms`: only for stall-frame, reorder-frame".into());
-        }
-        let crash = self.kind.damages_disk()
-            || matches!(
-                self.kind,
-                FaultKind::CrashAgent
-                    | FaultKind::RestartClient
-                    | FaultKind::CrashProxy
-                    | FaultKind::CrashStore
-            );
-        let partition = matches!(
-            self.kind,
-            FaultKind::Partition
-                | FaultKind::PartitionStore
-                | FaultKind::PartitionOneway
-                | FaultKind::Hold
-        );
-        if self.direction.is_some() != (self.kind == FaultKind::PartitionOneway) {
-            return Some(if self.kind == FaultKind::PartitionOneway {
-                "direction`: required for partition-oneway (client-to-agent | agent-to-client)"
-                    .into()
-            } else {
-                "direction`: only for partition-oneway".into()
-            });
-        }
-        if self.restart_after_ms.is_some() && !crash {
-            return Some(
-                "restart_after_ms`: only for crash-agent, flip-bit, zero-sector, lose-synced-record, restart-client, crash-proxy, crash-store"
-                    .into(),
-            );
-        }
-        if self.heal_after_ms.is_some() && !partition {
-            return Some(
-                "heal_after_ms`: only for partition, partition-oneway, hold, partition-store"
-                    .into(),
-            );
+        if let Some(wrong) = self.settings_wrong() {
+            return Some(wrong);
         }
         for (field, v) in [
             ("stall_ms", self.stall_ms),
@@ -321,74 +303,107 @@ impl FaultSpec {
                 return Some(format!("{field}`: {rule}"));
             }
         }
-        match self.kind {
-            FaultKind::LoseFrame
-            | FaultKind::StallFrame
-            | FaultKind::ReorderFrame
-            | FaultKind::LoseExchange
-            | FaultKind::DropUpdates
-                if !frame =>
-            {
-                Some("on`: a frame fault needs `frame` and `method`".into())
-            }
-            FaultKind::StallFrame if self.stall_ms.is_none() => {
-                Some("stall_ms`: required for stall-frame".into())
-            }
-            _ if partition && self.heal_after_ms.is_none() => Some(format!(
-                "heal_after_ms`: required for {}",
-                self.kind.as_str()
-            )),
-            _ if crash && self.restart_after_ms.is_none() => {
-                Some("restart_after_ms`: required".into())
-            }
-            FaultKind::TransientError
-                if !(t.frame == Some(Side::Request)
-                    && t.method.as_deref() == Some("session/prompt")) =>
-            {
-                Some(
-                    "on`: transient-error needs frame = \"request\", method = \"session/prompt\""
-                        .into(),
-                )
-            }
-            FaultKind::CrashStore if t.point.is_some_and(|p| p != Point::AfterStoreWrite) => {
-                Some("on.point`: crash-store fires only at `after-store-write`".into())
-            }
-            // Also where a node has decided to insert and has not yet written to the store.
-            FaultKind::PartitionStore
-                if t.point.is_some_and(|p| {
-                    p != Point::AfterStoreWrite && p != Point::AfterInsertBeforeSync
-                }) =>
-            {
-                Some(
-                    "on.point`: partition-store fires only at `after-store-write` or `after-insert-before-sync`"
-                        .into(),
-                )
-            }
-            k if (k.damages_disk() || matches!(k, FaultKind::CrashAgent | FaultKind::CrashProxy))
-                && t.point == Some(Point::AfterStoreWrite) =>
-            {
-                Some(
-                    "on.point`: `after-store-write` is the store's point (crash-store, partition-store)"
-                        .into(),
-                )
-            }
-            k if t.point.is_some()
-                && !k.damages_disk()
-                && !matches!(
-                    k,
-                    FaultKind::CrashAgent
-                        | FaultKind::CrashProxy
-                        | FaultKind::CrashStore
-                        | FaultKind::PartitionStore
-                ) =>
-            {
-                Some(
-                    "on.point`: only crash-agent, flip-bit, zero-sector, lose-synced-record, crash-proxy, crash-store and partition-store fire at a protocol point"
-                        .into(),
-                )
-            }
-            _ => None,
+        self.trigger_wrong()
+    }
+
+    /// Whether the entry gives setting `s`.
+    fn gives(&self, s: Setting) -> bool {
+        match s {
+            Setting::Silent => self.silent,
+            Setting::Reroute => self.reroute,
+            Setting::StallMs => self.stall_ms.is_some(),
+            Setting::Direction => self.direction.is_some(),
+            Setting::RestartAfterMs => self.restart_after_ms.is_some(),
+            Setting::HealAfterMs => self.heal_after_ms.is_some(),
         }
+    }
+
+    /// A setting given that the kind does not take ([`FaultKind::settings`]), in
+    /// [`Setting::ALL`]'s order, or a one-way partition without its direction.
+    fn settings_wrong(&self) -> Option<String> {
+        for s in Setting::ALL {
+            let given = self.gives(s);
+            match self.kind.takes(s) {
+                None if given => {
+                    let takers: Vec<&str> = FaultKind::ALL
+                        .into_iter()
+                        .filter(|k| k.takes(s).is_some())
+                        .map(FaultKind::as_str)
+                        .collect();
+                    return Some(format!("{}`: only for {}", s.field(), takers.join(", ")));
+                }
+                Some(Given::Required) if !given && s == Setting::Direction => {
+                    return Some(format!(
+                        "direction`: required for {} (client-to-agent | agent-to-client)",
+                        self.kind.as_str()
+                    ));
+                }
+                _ => {}
+            }
+        }
+        None
+    }
+
+    /// What the kind needs of its trigger and settings beyond their shapes: a frame for a
+    /// frame fault ([`FaultKind::fires`]), each required setting, `transient-error`'s prompt
+    /// request, and a protocol point the kind fires at ([`FaultKind::points`]).
+    fn trigger_wrong(&self) -> Option<String> {
+        let (t, kind) = (&self.on, self.kind);
+        let frame = t.frame.is_some() && t.method.is_some();
+        if kind.fires() == Fires::AtFrame && !frame {
+            return Some("on`: a frame fault needs `frame` and `method`".into());
+        }
+        for (s, given) in kind.settings() {
+            if *given == Given::Required && !self.gives(*s) {
+                return Some(format!("{}`: required for {}", s.field(), kind.as_str()));
+            }
+        }
+        let prompt_request =
+            t.frame == Some(Side::Request) && t.method.as_deref() == Some("session/prompt");
+        if kind.fires() == Fires::AtPromptRequest && !prompt_request {
+            return Some(format!(
+                "on`: {} needs frame = \"request\", method = \"session/prompt\"",
+                kind.as_str()
+            ));
+        }
+        let p = t.point.filter(|p| !kind.points().contains(p))?;
+        let at = |p: Point| -> Vec<&str> {
+            FaultKind::ALL
+                .into_iter()
+                .filter(|k| k.points().contains(&p))
+                .map(FaultKind::as_str)
+                .collect()
+        };
+        Some(if kind.points().is_empty() {
+            let mut takers: Vec<&str> = FaultKind::ALL
+                .into_iter()
+                .filter(|k| !k.points().is_empty())
+                .map(FaultKind::as_str)
+                .collect();
+            let last = takers.pop().unwrap_or_default();
+            format!(
+                "on.point`: only {} and {last} fire at a protocol point",
+                takers.join(", ")
+            )
+        } else if !Point::AGENT.contains(&p) {
+            // The store's point: say whose it is.
+            format!(
+                "on.point`: `{}` is the point of {} only",
+                p.as_str(),
+                at(p).join(", ")
+            )
+        } else {
+            let points: Vec<String> = kind
+                .points()
+                .iter()
+                .map(|p| format!("`{}`", p.as_str()))
+                .collect();
+            format!(
+                "on.point`: {} fires only at {}",
+                kind.as_str(),
+                points.join(" or ")
+            )
+        })
     }
 }
 

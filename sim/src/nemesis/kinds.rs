@@ -202,3 +202,226 @@ impl FaultKind {
         ))
     }
 }
+
+/// What carries a fault of a kind out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    /// The writer of a connection, at one frame ([`super::FrameDecision`]); `transient-error`
+    /// too, at the answer to one request.
+    Frame,
+    /// The step loop, between steps: a crash, restart, partition or hold
+    /// ([`super::NemesisAction`]).
+    Process,
+    /// The step loop's crash of the Agent, and the damage done to its log while it is down
+    /// ([`DiskDamage`]).
+    Disk,
+}
+
+/// A setting a `[[fault]]` entry may give besides its kind and trigger.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Setting {
+    /// `silent`: the break is silent (only heartbeats notice it).
+    Silent,
+    /// `reroute`: the Client's next connection goes to another cluster node.
+    Reroute,
+    /// `stall_ms`: how long a frame waits, ms.
+    StallMs,
+    /// `direction`: which way a one-way partition cuts.
+    Direction,
+    /// `restart_after_ms`: when a crashed process starts again, ms.
+    RestartAfterMs,
+    /// `heal_after_ms`: when a partition heals or a hold releases, ms.
+    HealAfterMs,
+}
+
+impl Setting {
+    /// Every setting, in the order a `[[fault]]` entry's settings are checked.
+    pub const ALL: [Setting; 6] = [
+        Setting::Silent,
+        Setting::Reroute,
+        Setting::StallMs,
+        Setting::Direction,
+        Setting::RestartAfterMs,
+        Setting::HealAfterMs,
+    ];
+
+    /// Its field in a `[[fault]]` entry.
+    pub fn field(self) -> &'static str {
+        match self {
+            Setting::Silent => "silent",
+            Setting::Reroute => "reroute",
+            Setting::StallMs => "stall_ms",
+            Setting::Direction => "direction",
+            Setting::RestartAfterMs => "restart_after_ms",
+            Setting::HealAfterMs => "heal_after_ms",
+        }
+    }
+}
+
+/// Whether a kind must be given a setting it takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Given {
+    /// A `[[fault]]` entry without it is refused.
+    Required,
+    /// Without it the kind uses its default ([`FaultKind::default_ms`]) or `false`.
+    Optional,
+}
+
+/// What may trigger a fault of a kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fires {
+    /// Only a frame (`frame` and `method`): it acts on that frame.
+    AtFrame,
+    /// Only the Client's `session/prompt` request: the Agent rejects what it becomes.
+    AtPromptRequest,
+    /// Any event: a frame, a submission, a time, or one of the kind's protocol points
+    /// ([`FaultKind::points`]).
+    AtEvent,
+}
+
+/// The protocol points where the Agent (any node) may be crashed: every Agent point.
+const AGENT_POINTS: &[acp_chaos_models::Point] = &acp_chaos_models::Point::AGENT;
+
+impl FaultKind {
+    /// What carries it out ([`Level`]).
+    pub fn level(self) -> Level {
+        match self {
+            FaultKind::LoseFrame
+            | FaultKind::StallFrame
+            | FaultKind::ReorderFrame
+            | FaultKind::TransientError
+            | FaultKind::LoseExchange
+            | FaultKind::DropUpdates => Level::Frame,
+            FaultKind::Partition
+            | FaultKind::PartitionOneway
+            | FaultKind::Hold
+            | FaultKind::CrashAgent
+            | FaultKind::RestartClient
+            | FaultKind::CrashProxy
+            | FaultKind::CrashStore
+            | FaultKind::PartitionStore => Level::Process,
+            FaultKind::FlipBit | FaultKind::ZeroSector | FaultKind::LoseSyncedRecord => Level::Disk,
+        }
+    }
+
+    /// The settings it takes ([`Setting`]), each required or optional; a `[[fault]]` entry
+    /// giving any other is refused.
+    pub fn settings(self) -> &'static [(Setting, Given)] {
+        use Given::{Optional, Required};
+        match self {
+            FaultKind::LoseFrame => &[(Setting::Silent, Optional), (Setting::Reroute, Optional)],
+            FaultKind::StallFrame => &[(Setting::StallMs, Required)],
+            FaultKind::ReorderFrame => &[(Setting::StallMs, Optional)],
+            FaultKind::Partition | FaultKind::Hold | FaultKind::PartitionStore => {
+                &[(Setting::HealAfterMs, Required)]
+            }
+            FaultKind::PartitionOneway => &[
+                (Setting::Direction, Required),
+                (Setting::HealAfterMs, Required),
+            ],
+            FaultKind::RestartClient => &[
+                (Setting::Reroute, Optional),
+                (Setting::RestartAfterMs, Required),
+            ],
+            FaultKind::CrashAgent
+            | FaultKind::CrashProxy
+            | FaultKind::CrashStore
+            | FaultKind::FlipBit
+            | FaultKind::ZeroSector
+            | FaultKind::LoseSyncedRecord => &[(Setting::RestartAfterMs, Required)],
+            FaultKind::TransientError | FaultKind::LoseExchange | FaultKind::DropUpdates => &[],
+        }
+    }
+
+    /// Whether it takes `s`, and how.
+    pub fn takes(self, s: Setting) -> Option<Given> {
+        self.settings()
+            .iter()
+            .find(|(t, _)| *t == s)
+            .map(|(_, g)| *g)
+    }
+
+    /// What may trigger it ([`Fires`]).
+    pub fn fires(self) -> Fires {
+        match self {
+            FaultKind::LoseFrame
+            | FaultKind::StallFrame
+            | FaultKind::ReorderFrame
+            | FaultKind::LoseExchange
+            | FaultKind::DropUpdates => Fires::AtFrame,
+            FaultKind::TransientError => Fires::AtPromptRequest,
+            FaultKind::Partition
+            | FaultKind::PartitionOneway
+            | FaultKind::Hold
+            | FaultKind::CrashAgent
+            | FaultKind::RestartClient
+            | FaultKind::CrashProxy
+            | FaultKind::CrashStore
+            | FaultKind::PartitionStore
+            | FaultKind::FlipBit
+            | FaultKind::ZeroSector
+            | FaultKind::LoseSyncedRecord => Fires::AtEvent,
+        }
+    }
+
+    /// The protocol points it may fire at (empty: none). An Agent crash (and a proxy crash
+    /// while the Agent waits) at any Agent point; the store's faults where a node's write
+    /// meets the store: `after-store-write`, and for `partition-store` also
+    /// `after-insert-before-sync`, where a node has decided to insert and its write has not
+    /// reached the store.
+    pub fn points(self) -> &'static [acp_chaos_models::Point] {
+        use acp_chaos_models::Point;
+        match self {
+            FaultKind::CrashAgent
+            | FaultKind::CrashProxy
+            | FaultKind::FlipBit
+            | FaultKind::ZeroSector
+            | FaultKind::LoseSyncedRecord => AGENT_POINTS,
+            FaultKind::CrashStore => &[Point::AfterStoreWrite],
+            FaultKind::PartitionStore => &[Point::AfterStoreWrite, Point::AfterInsertBeforeSync],
+            FaultKind::LoseFrame
+            | FaultKind::StallFrame
+            | FaultKind::ReorderFrame
+            | FaultKind::Partition
+            | FaultKind::PartitionOneway
+            | FaultKind::Hold
+            | FaultKind::RestartClient
+            | FaultKind::TransientError
+            | FaultKind::LoseExchange
+            | FaultKind::DropUpdates => &[],
+        }
+    }
+
+    /// The value of a millisecond setting it takes when the entry does not give it, and the
+    /// one exploration places it with: a stall 100 ms, a reorder's bound 40 ms, a restart 50
+    /// ms, a heal or release 100 ms. `None` for a setting it does not take or that is no
+    /// duration.
+    pub fn default_ms(self, s: Setting) -> Option<u64> {
+        self.takes(s)?;
+        match (self, s) {
+            (FaultKind::ReorderFrame, Setting::StallMs) => Some(40),
+            (_, Setting::StallMs) => Some(100),
+            (_, Setting::RestartAfterMs) => Some(50),
+            (_, Setting::HealAfterMs) => Some(100),
+            (_, Setting::Silent | Setting::Reroute | Setting::Direction) => None,
+        }
+    }
+
+    /// The range the swarm draws a millisecond setting from: a stall 50 to 400 ms, a
+    /// reorder's bound 10 to 60, a heal 30 to 400, a restart 10 to 300 for the Agent (disk
+    /// kinds included) and 10 to 200 for the Client, the proxy and the store. `None` for a
+    /// setting it does not take or that is no duration.
+    pub fn swarm_ms(self, s: Setting) -> Option<std::ops::RangeInclusive<u64>> {
+        self.takes(s)?;
+        match (self, s) {
+            (FaultKind::ReorderFrame, Setting::StallMs) => Some(10..=60),
+            (_, Setting::StallMs) => Some(50..=400),
+            (_, Setting::HealAfterMs) => Some(30..=400),
+            (FaultKind::CrashProxy | FaultKind::CrashStore | FaultKind::RestartClient, _) => {
+                Some(10..=200)
+            }
+            (_, Setting::RestartAfterMs) => Some(10..=300),
+            (_, Setting::Silent | Setting::Reroute | Setting::Direction) => None,
+        }
+    }
+}

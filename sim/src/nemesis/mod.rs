@@ -38,5 +38,5 @@ pub use decide::{FrameFate, Nemesis, PointsAndTimes, Swallowed};
 pub use fault::{fault_line, Direction, FaultKind, FaultSpec};
 pub use frame::FrameDecision;
 pub use in_force::InForce;
-pub use kinds::{AtPipe, DiskDamage, Reach, Topology};
+pub use kinds::{AtPipe, DiskDamage, Fires, Given, Level, Reach, Setting, Topology};
 pub use trigger::{Sender, Side, Trigger};

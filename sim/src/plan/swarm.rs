@@ -7,7 +7,7 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use super::stream;
-use crate::nemesis::{FaultKind, FaultSpec, Side, Topology, Trigger};
+use crate::nemesis::{FaultKind, FaultSpec, Setting, Side, Topology, Trigger};
 use crate::scenario::Scenario;
 
 /// Settings a `[swarm]` scenario draws per seed when its file does not set them, each from its
@@ -386,6 +386,8 @@ pub(super) fn draw_swarm(
                 on: at,
                 ..FaultSpec::new(kind)
             };
+            // The durations' ranges are the kind's (`FaultKind::swarm_ms`).
+            let ms = |s: Setting| kind.swarm_ms(s).expect("drawn only for a setting it takes");
             match kind {
                 FaultKind::LoseFrame => {
                     f.on = frame_trigger(&mut r);
@@ -394,17 +396,17 @@ pub(super) fn draw_swarm(
                 FaultKind::LoseExchange | FaultKind::DropUpdates => f.on = frame_trigger(&mut r),
                 FaultKind::StallFrame => {
                     f.on = frame_trigger(&mut r);
-                    f.stall_ms = Some(r.gen_range(50..=400));
+                    f.stall_ms = Some(r.gen_range(ms(Setting::StallMs)));
                 }
                 FaultKind::ReorderFrame => {
                     f.on = frame_trigger(&mut r);
-                    f.stall_ms = Some(r.gen_range(10..=60));
+                    f.stall_ms = Some(r.gen_range(ms(Setting::StallMs)));
                 }
                 FaultKind::Partition | FaultKind::PartitionStore | FaultKind::Hold => {
-                    f.heal_after_ms = Some(r.gen_range(30..=400))
+                    f.heal_after_ms = Some(r.gen_range(ms(Setting::HealAfterMs)))
                 }
                 FaultKind::PartitionOneway => {
-                    f.heal_after_ms = Some(r.gen_range(30..=400));
+                    f.heal_after_ms = Some(r.gen_range(ms(Setting::HealAfterMs)));
                     f.direction = Some(if r.gen_bool(0.5) {
                         crate::nemesis::Direction::ClientToAgent
                     } else {
@@ -425,7 +427,7 @@ pub(super) fn draw_swarm(
                             }
                         };
                     }
-                    f.restart_after_ms = Some(r.gen_range(10..=200));
+                    f.restart_after_ms = Some(r.gen_range(ms(Setting::RestartAfterMs)));
                 }
                 FaultKind::CrashStore => {
                     if r.gen_bool(0.5) {
@@ -436,7 +438,7 @@ pub(super) fn draw_swarm(
                             ..Trigger::default()
                         };
                     }
-                    f.restart_after_ms = Some(r.gen_range(10..=200));
+                    f.restart_after_ms = Some(r.gen_range(ms(Setting::RestartAfterMs)));
                 }
                 FaultKind::CrashAgent
                 | FaultKind::FlipBit
@@ -450,7 +452,7 @@ pub(super) fn draw_swarm(
                             ..Trigger::default()
                         };
                     }
-                    f.restart_after_ms = Some(r.gen_range(10..=300));
+                    f.restart_after_ms = Some(r.gen_range(ms(Setting::RestartAfterMs)));
                 }
                 FaultKind::RestartClient => {
                     if r.gen_bool(0.5) {
@@ -459,7 +461,7 @@ pub(super) fn draw_swarm(
                             ..Trigger::default()
                         };
                     }
-                    f.restart_after_ms = Some(r.gen_range(10..=200));
+                    f.restart_after_ms = Some(r.gen_range(ms(Setting::RestartAfterMs)));
                 }
                 FaultKind::TransientError => {
                     f.on = Trigger {
