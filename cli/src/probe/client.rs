@@ -1,6 +1,6 @@
 //! `acp-chaos probe --client -- CLIENT_CMD ... {agent} ...`: a real ACP Client process under
 //! test, served our model Agent, judged on the Client rules the wire shows
-//! ([`super::client_rules`]: C1, C3, C4, C6, C8, C9, K2).
+//! ([`acp_chaos::checkers::black_box::client_wire`]: C1, C3, C4, C6, C8, C9, K2).
 //!
 //! A Client starts its Agent as a child on stdio, so the probe hands it one: `{agent}` in the
 //! command (a whole argument) becomes `acp-chaos agent --design D --store DIR --wire-log FILE
@@ -24,12 +24,12 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::client_rules::{self, RULES};
 use super::report::{cell_short, Failure, ProbeSummary, RunOutcome, TraceTally};
 use super::target::shell_quote;
-use super::verdicts::VACUOUS;
 use super::wire_log::{FaultPoint, ServedFault};
 use super::{ProbeArgs, Target};
+use acp_chaos::checkers::black_box::client_wire::{self, RULES};
+use acp_chaos::checkers::black_box::VACUOUS;
 use acp_chaos::checkers::Status;
 use acp_chaos::exit;
 
@@ -273,7 +273,7 @@ fn run_trial(
     } else {
         None
     };
-    let mut verdicts = client_rules::judge(&log, exit);
+    let mut verdicts = client_wire::judge(&log, exit);
     if let Some(why) = &aborted {
         if log.is_empty() {
             for v in &mut verdicts {

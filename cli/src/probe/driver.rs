@@ -1118,7 +1118,7 @@ impl Driver {
 
     /// The mock model's oracle for each input: how many turn requests carried its marker and
     /// the most copies of it in one request (two copies: the model was given a second
-    /// insertion). Logged as `mock model-saw` ops, which `verdicts::second_round` judges.
+    /// insertion). Logged as `mock model-saw` ops, which `checkers::black_box::agent::second_round` judges.
     pub fn model_saw(&mut self, m: &crate::probe::mock_model::MockModel) -> Value {
         let mut out = serde_json::Map::new();
         let subs: Vec<(u64, String)> = self
@@ -1130,7 +1130,7 @@ impl Driver {
             let t = m.marker_tally(&marker);
             let v = json!({"submission": n, "marker": marker, "requests": t.requests,
                 "copies_max": t.copies_max, "turns": t.turns});
-            // Two copies in one request is judged as P1 (A1) by `verdicts::second_round`.
+            // Two copies in one request is judged as P1 (A1) by `checkers::black_box::agent::second_round`.
             self.op("mock", OpType::Info, "model-saw", v.clone());
             out.insert(n.to_string(), v);
         }

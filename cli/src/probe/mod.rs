@@ -20,7 +20,6 @@
 
 pub mod calibrate;
 mod client;
-pub mod client_rules;
 #[doc(hidden)]
 pub mod driver;
 #[doc(hidden)]
@@ -44,7 +43,6 @@ mod store_dir;
 mod target;
 pub mod traces;
 mod tree;
-pub mod verdicts;
 #[doc(hidden)]
 pub mod wire_log;
 

@@ -76,7 +76,9 @@ impl TraceTally {
             Status::Invalid => self.invalid += 1,
             Status::Unknown => {
                 self.unknown += 1;
-                if v.message.starts_with(super::verdicts::VACUOUS) {
+                if v.message
+                    .starts_with(acp_chaos::checkers::black_box::VACUOUS)
+                {
                     self.vacuous += 1;
                 }
             }
@@ -382,7 +384,11 @@ pub fn table_text(s: &ProbeSummary) -> String {
         {
             continue;
         }
-        if let Some(why) = f.verdict.message.strip_prefix(super::verdicts::VACUOUS) {
+        if let Some(why) = f
+            .verdict
+            .message
+            .strip_prefix(acp_chaos::checkers::black_box::VACUOUS)
+        {
             let c = &s.table[&f.trace][&f.verdict.property];
             out.push_str(&format!(
                 "VACUOUS {} {}: judged nothing in {} of {} runs: {why}\n",

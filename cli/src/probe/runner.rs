@@ -11,9 +11,10 @@ use super::driver::Driver;
 use super::report::{summary_md, table_text};
 use super::start::{fresh_home, launch, run_seed};
 use super::traces::{Kill, Sweep};
-use super::{infer, realtime, traces, verdicts, ProbeArgs, PROPERTIES, SCENARIO};
+use super::{infer, realtime, traces, ProbeArgs, PROPERTIES, SCENARIO};
 use crate::probe::report::{retry_line, write_run, Failure, RunOutcome, INCOMPLETE};
 use crate::probe::{ProbeSummary, Target};
+use acp_chaos::checkers::black_box::{agent as verdicts, VACUOUS};
 use acp_chaos::checkers::{self, Status, Verdict};
 use acp_chaos::exit;
 use acp_chaos::folders::write_atomic;
@@ -192,7 +193,7 @@ fn header(
 /// How to start the Agent in `home`: a real agent's profile (with its own mock model server,
 /// returned to be shut down) or the command.
 /// The reported verdicts of one history: the simulator's checkers (X4 among them), with the probe's
-/// own verdicts ([`verdicts`]) folded into their property's column where that column was not
+/// own verdicts ([`acp_chaos::checkers::black_box::agent`]) folded into their property's column where that column was not
 /// already broken; an X4 that judged nothing is `unknown` (vacuous); an aborted run's valid
 /// verdicts become unknown.
 pub fn judge(h: &History, aborted: Option<&str>) -> Vec<Verdict> {
@@ -272,7 +273,7 @@ pub fn judge_history(h: &History) -> Vec<Verdict> {
     let scenario = h.header["plan"]["probe"]["scenario"].is_string();
     judge(h, aborted.as_deref())
         .into_iter()
-        .filter(|v| !(scenario && v.property == "X4" && v.message.starts_with(verdicts::VACUOUS)))
+        .filter(|v| !(scenario && v.property == "X4" && v.message.starts_with(VACUOUS)))
         .collect()
 }
 

@@ -375,7 +375,7 @@ fn session_cancel(d: &mut Driver, _: Option<&Kill>) -> Result<(), Abort> {
     let seen = d.updates.len();
     d.session_cancel(&[1, 2])?;
     // Wait (bounded) for the stop to end the turn; one that never says `cancelled` is an A6
-    // violation, judged from the frames (`verdicts::stop_unconfirmed`).
+    // violation, judged from the frames (`checkers::black_box::agent::stop_unconfirmed`).
     d.pump_until(t, |d| {
         d.updates[seen..].iter().any(|(_, p, _)| {
             p["update"]["sessionUpdate"] == "state_update" && p["update"]["state"] == "idle"

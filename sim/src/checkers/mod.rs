@@ -10,6 +10,7 @@
 //! when the Agent owed one of those and never emitted it (the effect contract:
 //! `docs/effects.md`).
 
+pub mod black_box;
 pub mod contract;
 mod coverage;
 pub mod facts;

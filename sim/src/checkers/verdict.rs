@@ -68,3 +68,16 @@ impl Verdict {
         }
     }
 }
+
+/// At most `n` characters: a longer text keeps its first `n - 1` and ends with `…` (a value
+/// quoted in a message, a label on a page).
+pub fn clip(s: &str, n: usize) -> String {
+    if s.chars().count() > n {
+        format!(
+            "{}…",
+            s.chars().take(n.saturating_sub(1)).collect::<String>()
+        )
+    } else {
+        s.to_string()
+    }
+}

@@ -1,8 +1,9 @@
 //! Process-level faults: what the step loop does between steps (crash and restart a host,
 //! partition, hold) for a fault that fired.
 
-use super::fault::{Direction, FaultKind, FaultSpec};
+use super::fault::FaultKind;
 use super::kinds::Setting;
+use super::spec::{Direction, FaultSpec};
 
 /// A process-level fault the step loop carries out between steps.
 #[derive(Debug, Clone, PartialEq)]

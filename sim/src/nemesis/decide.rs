@@ -11,9 +11,10 @@ use serde_json::{json, Value};
 
 use super::action::NemesisAction;
 use super::count::{Exchange, ExchangeCount};
-use super::fault::{fault_line, FaultKind, FaultSpec};
+use super::fault::FaultKind;
 use super::frame::FrameDecision;
 use super::kinds::Setting;
+use super::spec::{fault_line, FaultSpec};
 use super::trigger::{Sender, Side};
 
 /// The nemesis's state in one run (one per ledger).

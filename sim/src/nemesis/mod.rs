@@ -1,9 +1,11 @@
 //! The nemesis: the fault vocabulary and what each fault does.
 //!
-//! - [`fault`]: [`FaultKind`], [`FaultSpec`] (one `[[fault]]` entry, scripted or drawn by the
-//!   swarm), [`Direction`], and a fault as one line ([`fault_line`]);
-//! - [`kinds`]: where each kind has something to act on ([`Reach`], [`Topology`]): the one
-//!   answer the swarm, exploration, validation and certificates read;
+//! - [`fault`]: [`FaultKind`], the kinds of fault and their names;
+//! - [`kinds`]: every per-kind answer, each one exhaustive `match`: where it acts
+//!   ([`Reach`], [`Topology`]), its [`Level`], the [`Setting`]s it takes, what [`Fires`] it
+//!   and at which points, its durations' defaults and swarm ranges;
+//! - [`spec`]: [`FaultSpec`] (one `[[fault]]` entry, scripted or drawn by the swarm), checked
+//!   against its kind's answers, [`Direction`], and a fault as one line ([`fault_line`]);
 //! - [`logged`]: the op name each kind logs when it fires, for readers of a history;
 //! - [`trigger`]: [`Trigger`], when a fault fires (a frame, a protocol point, a submission,
 //!   a time), and [`Side`];
@@ -30,13 +32,15 @@ pub mod frame;
 pub mod in_force;
 pub mod kinds;
 pub mod logged;
+pub mod spec;
 pub mod trigger;
 
 pub use action::NemesisAction;
 pub use count::{AttemptOf, Exchange, ExchangeCount};
 pub use decide::{FrameFate, Nemesis, PointsAndTimes, Swallowed};
-pub use fault::{fault_line, Direction, FaultKind, FaultSpec};
+pub use fault::FaultKind;
 pub use frame::FrameDecision;
 pub use in_force::InForce;
 pub use kinds::{AtPipe, DiskDamage, Fires, Given, Level, Reach, Setting, Topology};
+pub use spec::{fault_line, Direction, FaultSpec};
 pub use trigger::{Sender, Side, Trigger};

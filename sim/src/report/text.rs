@@ -1,16 +1,7 @@
 //! Text helpers every page shares: clipping a label, escaping XML and HTML.
 
-/// At most `n` characters: a longer text keeps its first `n - 1` and ends with `…`.
-pub fn clip(s: &str, n: usize) -> String {
-    if s.chars().count() > n {
-        format!(
-            "{}…",
-            s.chars().take(n.saturating_sub(1)).collect::<String>()
-        )
-    } else {
-        s.to_string()
-    }
-}
+/// Clipping lives with the verdicts, whose messages quote clipped values too.
+pub use crate::checkers::verdict::clip;
 
 /// Text for XML and HTML bodies and attributes.
 pub fn xml_escape(s: &str) -> String {

@@ -6,8 +6,8 @@
 //! the step loop decides when the run is over. A fault aimed at "the Agent" of a cluster hits
 //! the node serving the Client (or, at a protocol point, the node that reached it).
 
-//! - [`run`]: [`Run`], one run of a plan as configured (your parties, snapshots for
-//!   exploration, every tick stepped): the one way in besides [`run`] and [`run_with`];
+//! - `run.rs`: [`Run`], one run of a plan as configured (your parties, snapshots for
+//!   exploration, every tick stepped): the one way in besides [`run()`] and [`run_with`];
 //! - [`step`]: the step loop (build, safety, heal, liveness) and the turmoil builder;
 //! - [`hosts`]: one async event loop per host (Agent, cluster node and store, Client, proxy,
 //!   watcher) around a sans-IO model;
@@ -25,7 +25,7 @@ pub mod hosts;
 pub mod io;
 pub mod ledger;
 pub mod parties;
-pub mod run;
+mod run;
 pub mod snapshot;
 pub mod step;
 pub mod trace;

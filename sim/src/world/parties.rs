@@ -49,7 +49,7 @@ pub type ProxyFactory = Rc<dyn Fn(Boot<'_>) -> Box<dyn ProxyModel>>;
 /// The parties of a run that are not the project's models: each `None` is the model
 /// ([`acp_chaos_models::ModelAgent`], [`acp_chaos_models::SpecClient`],
 /// [`acp_chaos_models::proxy::Proxy`]). The default is all models, and
-/// [`crate::world::Run::parties`] with it is [`crate::world::run`], byte for byte.
+/// [`crate::world::Run::parties`] with it is [`crate::world::run()`], byte for byte.
 ///
 /// ```no_run
 /// # use acp_chaos::models::{Action, ClientInput, ClientModel, SpecClient};

@@ -1,8 +1,8 @@
-//! The unit tests of `cli/src/probe/client_rules.rs`.
+//! The unit tests of `sim/src/checkers/black_box/client_wire.rs`.
 
+use acp_chaos::checkers::black_box::client_wire::*;
+use acp_chaos::checkers::black_box::VACUOUS;
 use acp_chaos::checkers::{Status, Verdict};
-use acp_chaos_cli::probe::client_rules::*;
-use acp_chaos_cli::probe::verdicts::VACUOUS;
 use serde_json::json;
 use serde_json::Value;
 

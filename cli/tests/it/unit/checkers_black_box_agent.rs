@@ -1,9 +1,10 @@
-//! The unit tests of `cli/src/probe/verdicts.rs`.
+//! The unit tests of `sim/src/checkers/black_box/agent.rs`.
 
+use acp_chaos::checkers::black_box::agent::*;
+use acp_chaos::checkers::black_box::VACUOUS;
 use acp_chaos::checkers::Status;
 use acp_chaos::history::OpType;
 use acp_chaos::history::{History, Op};
-use acp_chaos_cli::probe::verdicts::*;
 use serde_json::json;
 use serde_json::Value;
 

@@ -24,9 +24,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use super::verdicts::VACUOUS;
-use acp_chaos::checkers::{Status, Verdict};
-use acp_chaos::models::mutant::Party;
+use super::VACUOUS;
+use crate::checkers::{Status, Verdict};
+use crate::models::mutant::Party;
 
 /// The rules [`judge`] decides, in report order.
 pub const RULES: &[&str] = &["C4", "K2", "C1", "C3", "C9", "C6", "C8"];
@@ -91,96 +91,158 @@ fn key_text(k: &Option<Value>) -> String {
     }
 }
 
-/// Judge one trial: `log` is the wire log's lines (parsed), `exit` the Client's exit code
-/// (`None`: it did not exit within the bound and was killed). One verdict per rule of [`RULES`].
-pub fn judge(log: &[Value], exit: Option<i32>) -> Vec<Verdict> {
-    let boot = |v: &Value| v["boot"].as_u64().unwrap_or(0);
-    let mut attempts: Vec<Attempt> = Vec::new();
-    // (boot, id) → the attempt awaiting its answer, and → (method, params) of any request.
-    let mut open: BTreeMap<(u64, String), usize> = BTreeMap::new();
-    let mut requests: BTreeMap<(u64, String), (String, Value, usize)> = BTreeMap::new();
-    // C4: per (boot, id), the line of a request still awaiting its response.
-    let mut awaiting: BTreeMap<(u64, String), usize> = BTreeMap::new();
-    let mut reused: Vec<(usize, usize)> = Vec::new();
-    // C6: sessions activated on each boot, and prompts written before their activation.
-    let mut active: BTreeSet<(u64, String)> = BTreeSet::new();
-    let mut early: Vec<usize> = Vec::new();
-    let mut inserted: BTreeMap<(u64, String), String> = BTreeMap::new();
-    let boots: BTreeSet<u64> = log.iter().map(boot).collect();
-    for (i, v) in log.iter().enumerate() {
-        let b = boot(v);
-        if let Some(f) = v.get("in") {
-            let (Some(m), Some(id)) = (f["method"].as_str(), f.get("id")) else {
-                continue;
-            };
-            if id.is_null() {
-                continue;
-            }
-            let id = id.to_string();
-            if let Some(first) = awaiting.insert((b, id.clone()), i) {
-                reused.push((first, i));
-            }
-            requests.insert((b, id.clone()), (m.to_string(), f["params"].clone(), i));
-            if m == "session/prompt" {
-                let session = f["params"]["sessionId"].as_str().unwrap_or("").to_string();
-                if b > *boots.first().unwrap_or(&b) && !active.contains(&(b, session.clone())) {
-                    early.push(i);
-                }
-                let key = match f["params"].get("idempotencyKey") {
-                    None | Some(Value::Null) => None,
-                    Some(k) => Some(k.clone()),
+/// What one trial's wire log shows, read once: each prompt the Client wrote with its answer,
+/// the ids it reused while their request awaited an answer, the prompts it wrote after a
+/// restart before their session was active there, and what the Agent inserted.
+struct Wire<'a> {
+    log: &'a [Value],
+    attempts: Vec<Attempt>,
+    /// Every request the Client wrote, by (boot, id): (method, params, line).
+    requests: BTreeMap<(u64, String), (String, Value, usize)>,
+    /// (line awaiting, line reusing its id).
+    reused: Vec<(usize, usize)>,
+    early: Vec<usize>,
+    /// (boot, request id) → the `messageId` the Agent inserted for it.
+    inserted: BTreeMap<(u64, String), String>,
+    boots: BTreeSet<u64>,
+}
+
+impl<'a> Wire<'a> {
+    /// Read the log once.
+    ///
+    /// Long on purpose: one pass over the log, each line read in place.
+    fn read(log: &'a [Value]) -> Wire<'a> {
+        let boot = |v: &Value| v["boot"].as_u64().unwrap_or(0);
+        let mut attempts: Vec<Attempt> = Vec::new();
+        // (boot, id) → the attempt awaiting its answer, and → (method, params) of any request.
+        let mut open: BTreeMap<(u64, String), usize> = BTreeMap::new();
+        let mut requests: BTreeMap<(u64, String), (String, Value, usize)> = BTreeMap::new();
+        // C4: per (boot, id), the line of a request still awaiting its response.
+        let mut awaiting: BTreeMap<(u64, String), usize> = BTreeMap::new();
+        let mut reused: Vec<(usize, usize)> = Vec::new();
+        // C6: sessions activated on each boot, and prompts written before their activation.
+        let mut active: BTreeSet<(u64, String)> = BTreeSet::new();
+        let mut early: Vec<usize> = Vec::new();
+        let mut inserted: BTreeMap<(u64, String), String> = BTreeMap::new();
+        let boots: BTreeSet<u64> = log.iter().map(boot).collect();
+        for (i, v) in log.iter().enumerate() {
+            let b = boot(v);
+            if let Some(f) = v.get("in") {
+                let (Some(m), Some(id)) = (f["method"].as_str(), f.get("id")) else {
+                    continue;
                 };
-                open.insert((b, id.clone()), attempts.len());
-                attempts.push(Attempt {
-                    line: i,
-                    boot: b,
-                    id,
-                    session,
-                    text: text_of(&f["params"]),
-                    key,
-                    ok: None,
-                    err: None,
-                });
-            }
-        } else if let Some(f) = v.get("out") {
-            if f.get("method").is_some() || f.get("id").is_none() {
-                continue;
-            }
-            let id = f["id"].to_string();
-            awaiting.remove(&(b, id.clone()));
-            if let Some((m, params, _)) = requests.get(&(b, id.clone())) {
-                if f.get("result").is_some() {
-                    let s = f["result"]["sessionId"]
-                        .as_str()
-                        .or(params["sessionId"].as_str())
-                        .unwrap_or("");
-                    if matches!(
-                        m.as_str(),
-                        "session/new" | "session/load" | "session/resume" | "session/fork"
-                    ) {
-                        active.insert((b, s.to_string()));
+                if id.is_null() {
+                    continue;
+                }
+                let id = id.to_string();
+                if let Some(first) = awaiting.insert((b, id.clone()), i) {
+                    reused.push((first, i));
+                }
+                requests.insert((b, id.clone()), (m.to_string(), f["params"].clone(), i));
+                if m == "session/prompt" {
+                    let session = f["params"]["sessionId"].as_str().unwrap_or("").to_string();
+                    if b > *boots.first().unwrap_or(&b) && !active.contains(&(b, session.clone())) {
+                        early.push(i);
+                    }
+                    let key = match f["params"].get("idempotencyKey") {
+                        None | Some(Value::Null) => None,
+                        Some(k) => Some(k.clone()),
+                    };
+                    open.insert((b, id.clone()), attempts.len());
+                    attempts.push(Attempt {
+                        line: i,
+                        boot: b,
+                        id,
+                        session,
+                        text: text_of(&f["params"]),
+                        key,
+                        ok: None,
+                        err: None,
+                    });
+                }
+            } else if let Some(f) = v.get("out") {
+                if f.get("method").is_some() || f.get("id").is_none() {
+                    continue;
+                }
+                let id = f["id"].to_string();
+                awaiting.remove(&(b, id.clone()));
+                if let Some((m, params, _)) = requests.get(&(b, id.clone())) {
+                    if f.get("result").is_some() {
+                        let s = f["result"]["sessionId"]
+                            .as_str()
+                            .or(params["sessionId"].as_str())
+                            .unwrap_or("");
+                        if matches!(
+                            m.as_str(),
+                            "session/new" | "session/load" | "session/resume" | "session/fork"
+                        ) {
+                            active.insert((b, s.to_string()));
+                        }
                     }
                 }
-            }
-            if let Some(a) = open.remove(&(b, id)) {
-                match f["result"]["messageId"].as_str() {
-                    Some(mid) if f.get("result").is_some() => {
-                        attempts[a].ok = Some((i, mid.into()))
+                if let Some(a) = open.remove(&(b, id)) {
+                    match f["result"]["messageId"].as_str() {
+                        Some(mid) if f.get("result").is_some() => {
+                            attempts[a].ok = Some((i, mid.into()))
+                        }
+                        _ => attempts[a].err = Some(i),
                     }
-                    _ => attempts[a].err = Some(i),
                 }
+            } else if v["effect"] == "insert" {
+                let id = v["value"]["id"].to_string();
+                let mid = v["value"]["messageId"].as_str().unwrap_or("").to_string();
+                inserted.insert((b, id), mid);
             }
-        } else if v["effect"] == "insert" {
-            let id = v["value"]["id"].to_string();
-            let mid = v["value"]["messageId"].as_str().unwrap_or("").to_string();
-            inserted.insert((b, id), mid);
+        }
+        Wire {
+            log,
+            attempts,
+            requests,
+            reused,
+            early,
+            inserted,
+            boots,
         }
     }
-    let at = |a: &Attempt| format!("boot {} id {}", a.boot, a.id);
-    let mut out = Vec::new();
+}
 
-    // C4: own id per attempt.
-    out.push(match reused.first() {
+/// Judge one trial: `log` is the wire log's lines (parsed), `exit` the Client's exit code
+/// (`None`: it did not exit within the bound and was killed). One verdict per rule of [`RULES`],
+/// in its order.
+pub fn judge(log: &[Value], exit: Option<i32>) -> Vec<Verdict> {
+    let w = Wire::read(log);
+    vec![
+        c4_own_ids(&w),
+        k2_key_form(&w),
+        c1_same_key(&w),
+        c3_one_key_one_submission(&w),
+        c9_no_unkeyed_resend(&w),
+        c6_resume_first(&w),
+        c8_no_silent_drop(&w, exit),
+    ]
+}
+
+/// The submissions (one text in one session) with their attempts, and those sent more than
+/// once.
+fn submissions(attempts: &[Attempt]) -> BTreeMap<(&str, &str), Vec<&Attempt>> {
+    let mut by_text: BTreeMap<(&str, &str), Vec<&Attempt>> = BTreeMap::new();
+    for a in attempts {
+        by_text.entry((&a.session, &a.text)).or_default().push(a);
+    }
+    by_text
+}
+
+fn at(a: &Attempt) -> String {
+    format!("boot {} id {}", a.boot, a.id)
+}
+
+fn keyed(w: &Wire) -> usize {
+    w.attempts.iter().filter(|a| a.key.is_some()).count()
+}
+
+/// C4: no request id reused on a connection while a request with it awaits its response.
+fn c4_own_ids(w: &Wire) -> Verdict {
+    match w.reused.first() {
         Some(&(first, again)) => verdict(
             "C4",
             Status::Invalid,
@@ -188,10 +250,10 @@ pub fn judge(log: &[Value], exit: Option<i32>) -> Vec<Verdict> {
             vec![first, again],
             format!(
                 "the Client reused request id {} on one connection while its request of line {first} still awaited a response (line {again}; {} time(s) in all)",
-                log[again]["in"]["id"], reused.len()
+                w.log[again]["in"]["id"], w.reused.len()
             ),
         ),
-        None if requests.is_empty() => verdict(
+        None if w.requests.is_empty() => verdict(
             "C4",
             Status::Unknown,
             &["C4"],
@@ -199,10 +261,13 @@ pub fn judge(log: &[Value], exit: Option<i32>) -> Vec<Verdict> {
             format!("{VACUOUS}the Client sent no request"),
         ),
         None => verdict("C4", Status::Valid, &["C4"], vec![], String::new()),
-    });
+    }
+}
 
-    // K2: the key's form.
-    let bad: Vec<&Attempt> = attempts
+/// K2: every `idempotencyKey` sent is a string of 1 to 255 characters (K3 for the rest).
+fn k2_key_form(w: &Wire) -> Verdict {
+    let bad: Vec<&Attempt> = w
+        .attempts
         .iter()
         .filter(|a| match &a.key {
             Some(Value::String(s)) => !(1..=255).contains(&s.chars().count()),
@@ -210,8 +275,8 @@ pub fn judge(log: &[Value], exit: Option<i32>) -> Vec<Verdict> {
             None => false,
         })
         .collect();
-    let keyed = attempts.iter().filter(|a| a.key.is_some()).count();
-    out.push(match bad.first() {
+    let keyed = keyed(w);
+    match bad.first() {
         Some(a) => verdict(
             "K2",
             Status::Invalid,
@@ -231,25 +296,23 @@ pub fn judge(log: &[Value], exit: Option<i32>) -> Vec<Verdict> {
             vec![],
             format!(
                 "{VACUOUS}the Client sent no idempotencyKey on any of its {} prompts",
-                attempts.len()
+                w.attempts.len()
             ),
         ),
         None => verdict("K2", Status::Valid, &["K2"], vec![], String::new()),
-    });
-
-    // Submissions: one text in one session.
-    let mut by_text: BTreeMap<(&str, &str), Vec<&Attempt>> = BTreeMap::new();
-    for a in &attempts {
-        by_text.entry((&a.session, &a.text)).or_default().push(a);
     }
-    let retried: Vec<&Vec<&Attempt>> = by_text.values().filter(|v| v.len() > 1).collect();
+}
 
-    // C1: the same key on every attempt.
+/// C1: every attempt of one submission carries the same key.
+fn c1_same_key(w: &Wire) -> Verdict {
+    let by_text = submissions(&w.attempts);
+    let retried: Vec<&Vec<&Attempt>> = by_text.values().filter(|v| v.len() > 1).collect();
+    let keyed = keyed(w);
     let split = retried.iter().find(|v| {
         let keys: BTreeSet<String> = v.iter().map(|a| key_text(&a.key)).collect();
         keys.len() > 1
     });
-    out.push(match split {
+    match split {
         Some(v) => {
             let keys: Vec<String> = v
                 .iter()
@@ -257,7 +320,7 @@ pub fn judge(log: &[Value], exit: Option<i32>) -> Vec<Verdict> {
                 .collect();
             let mids: BTreeSet<&String> = v
                 .iter()
-                .filter_map(|a| inserted.get(&(a.boot, a.id.clone())))
+                .filter_map(|a| w.inserted.get(&(a.boot, a.id.clone())))
                 .collect();
             let twice = if mids.len() > 1 {
                 format!(
@@ -298,11 +361,14 @@ pub fn judge(log: &[Value], exit: Option<i32>) -> Vec<Verdict> {
             format!("{VACUOUS}no submission was sent twice"),
         ),
         None => verdict("C1", Status::Valid, &["C1"], vec![], String::new()),
-    });
+    }
+}
 
-    // C3 (C2): one key, one submission.
+/// C3 (with C2): one key never names two submissions.
+fn c3_one_key_one_submission(w: &Wire) -> Verdict {
+    let by_text = submissions(&w.attempts);
     let mut by_key: BTreeMap<String, Vec<&Attempt>> = BTreeMap::new();
-    for a in &attempts {
+    for a in &w.attempts {
         if let Some(Value::String(k)) = &a.key {
             by_key
                 .entry(format!("{}\u{0}{k}", a.session))
@@ -321,7 +387,7 @@ pub fn judge(log: &[Value], exit: Option<i32>) -> Vec<Verdict> {
         .values()
         .filter(|v| v.iter().any(|a| a.key.is_some()))
         .count();
-    out.push(match shared {
+    match shared {
         Some(v) => {
             let texts: BTreeSet<&str> = v.iter().map(|a| a.text.as_str()).collect();
             verdict(
@@ -349,11 +415,15 @@ pub fn judge(log: &[Value], exit: Option<i32>) -> Vec<Verdict> {
             format!("{VACUOUS}fewer than two submissions carried a key"),
         ),
         None => verdict("C3", Status::Valid, &["C2", "C3"], vec![], String::new()),
-    });
+    }
+}
 
-    // C9: no automatic resend of an unkeyed prompt.
+/// C9: a prompt sent without a key is not resent automatically (a finding).
+fn c9_no_unkeyed_resend(w: &Wire) -> Verdict {
+    let by_text = submissions(&w.attempts);
+    let retried: Vec<&Vec<&Attempt>> = by_text.values().filter(|v| v.len() > 1).collect();
     let unkeyed = retried.iter().find(|v| v.iter().all(|a| a.key.is_none()));
-    out.push(match unkeyed {
+    match unkeyed {
         Some(v) => verdict(
             "C9",
             Status::Finding,
@@ -366,10 +436,12 @@ pub fn judge(log: &[Value], exit: Option<i32>) -> Vec<Verdict> {
             ),
         ),
         None => verdict("C9", Status::Valid, &["C9"], vec![], String::new()),
-    });
+    }
+}
 
-    // C6: resume before prompts after a reconnect.
-    out.push(if boots.len() < 2 {
+/// C6: after a reconnect, no prompt before the session is resumed there (a finding).
+fn c6_resume_first(w: &Wire) -> Verdict {
+    if w.boots.len() < 2 {
         verdict(
             "C6",
             Status::Unknown,
@@ -377,28 +449,32 @@ pub fn judge(log: &[Value], exit: Option<i32>) -> Vec<Verdict> {
             vec![],
             format!("{VACUOUS}the Agent was started once: no reconnect to judge"),
         )
-    } else if let Some(&i) = early.first() {
+    } else if let Some(&i) = w.early.first() {
         verdict(
             "C6",
             Status::Finding,
             &["C6", "X2"],
-            early.clone(),
+            w.early.clone(),
             format!(
                 "after the Agent restarted, the Client wrote session/prompt (line {i}) before the session was resumed on that connection ({} such prompt(s))",
-                early.len()
+                w.early.len()
             ),
         )
     } else {
         verdict("C6", Status::Valid, &["C6"], vec![], String::new())
-    });
+    }
+}
 
-    // C8 (P2): every submission acknowledged, resent, or shown to the user.
+/// C8 (P2): a submission never acknowledged was resent or shown to the user: the Client
+/// exited non-zero; exit 0 with it unacknowledged is a silent drop.
+fn c8_no_silent_drop(w: &Wire, exit: Option<i32>) -> Verdict {
+    let by_text = submissions(&w.attempts);
     let lost: Vec<&Vec<&Attempt>> = by_text
         .values()
         .filter(|v| v.iter().all(|a| a.ok.is_none()))
         .collect();
-    let interrupted = attempts.iter().any(|a| a.ok.is_none() && a.err.is_none());
-    out.push(match (lost.first(), exit) {
+    let interrupted = w.attempts.iter().any(|a| a.ok.is_none() && a.err.is_none());
+    match (lost.first(), exit) {
         (Some(v), Some(0)) => verdict(
             "C8",
             Status::Invalid,
@@ -433,6 +509,5 @@ pub fn judge(log: &[Value], exit: Option<i32>) -> Vec<Verdict> {
             format!("{VACUOUS}no attempt lost its answer"),
         ),
         (None, _) => verdict("C8", Status::Valid, &["C8"], vec![], String::new()),
-    });
-    out
+    }
 }

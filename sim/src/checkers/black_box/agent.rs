@@ -1,4 +1,4 @@
-//! The probe's own verdicts: what the wire shows black-box that the simulator's checkers do
+//! The verdicts a probe of a real Agent adds: what the wire shows black-box that the simulator's checkers do
 //! not read from a probe history. Each one is judged from the recorded ops alone (the frames,
 //! the Client's acks, the kill, the mock model's marker oracle) and folded into the column of
 //! the property it belongs to:
@@ -15,12 +15,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use acp_chaos::checkers::{Status, Verdict};
-use acp_chaos::history::{op, process, History, Op};
-use acp_chaos::models::Party;
+use crate::checkers::{Status, Verdict};
+use crate::history::{op, process, History, Op};
+use crate::models::Party;
 
-/// How a vacuous verdict's message begins (the report counts and marks these).
-pub const VACUOUS: &str = "vacuous: ";
+use super::VACUOUS;
 
 fn invalid(property: &str, rule: &str, witnesses: Vec<usize>, message: String) -> Verdict {
     Verdict {
@@ -570,7 +569,7 @@ pub fn accepted_malformed_keys(h: &History) -> Vec<String> {
                         Ok(Value::String(s)) if s.chars().count() > 16 => {
                             format!("a string of {} characters", s.chars().count())
                         }
-                        _ => acp_chaos::report::clip(&k, 24),
+                        _ => crate::checkers::verdict::clip(&k, 24),
                     });
                 }
             }
