@@ -15,7 +15,7 @@ use acp_chaos::explore::{guided, lineage, needs};
 use acp_chaos::models::Design;
 use acp_chaos::nemesis::FaultKind;
 use acp_chaos::plan::Plan;
-use acp_chaos::scenario;
+use acp_chaos::scenario::{self, Scenario};
 use acp_chaos::world;
 
 /// How `explore` chooses its schedules (`--mode`): `exhaustive`, `lineage`, `guided`, `swarm`
@@ -128,44 +128,7 @@ pub(super) fn exec(a: &ExploreArgs) -> Outcome {
         return Err(CliError::usage("--budget must be at least 1"));
     }
     let s = scenario::resolve(&scenarios_dir(&a.dir), &a.scenario)?;
-    let design = a
-        .agent
-        .or(s.agent.designs.first().copied())
-        .unwrap_or(Design::Stored);
-    if !s.agent.designs.contains(&design) {
-        return Err(CliError::usage(format!(
-            "--agent {}: {} runs under {}",
-            design.as_str(),
-            s.reference,
-            s.agent
-                .designs
-                .iter()
-                .map(|d| d.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )));
-    }
-    if let Some(m) = a
-        .mutant
-        .as_deref()
-        .and_then(acp_chaos::models::mutant::find)
-    {
-        if !(m.designs.is_empty() || m.designs.contains(&design)) {
-            // A mutant of another design changes nothing here: a certificate under it would
-            // be the correct model's, under the mutant's name.
-            return Err(CliError::usage(format!(
-                "--mutant {}: it changes the {} design{}, not {}",
-                m.name,
-                m.designs
-                    .iter()
-                    .map(|d| d.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                if m.designs.len() > 1 { "s" } else { "" },
-                design.as_str()
-            )));
-        }
-    }
+    let design = design_of(a, &s)?;
     if a.mutants {
         if !matches!(a.mode, Mode::Exhaustive | Mode::Lineage) {
             return Err(CliError::usage(format!(
@@ -176,51 +139,13 @@ pub(super) fn exec(a: &ExploreArgs) -> Outcome {
         return every_mutant(a, &s, design);
     }
     let plan = Plan::derive(&s, a.seed, a.mutant.as_deref(), design);
-    let kinds = if a.kinds.is_empty() {
-        exhaustive::default_kinds(&plan)
-    } else {
-        let mut v = Vec::new();
-        for k in &a.kinds {
-            match FaultKind::ALL.iter().find(|x| x.as_str() == k.trim()) {
-                Some(x) => v.push(*x),
-                None => {
-                    let names: Vec<&str> = FaultKind::ALL.iter().map(|x| x.as_str()).collect();
-                    return Err(CliError::usage(format!(
-                        "--kinds: unknown fault kind `{k}` (known: {})",
-                        names.join(", ")
-                    )));
-                }
-            }
-        }
-        v
-    };
+    let kinds = kinds_of(a, &plan)?;
     let jobs = jobs(a.jobs, u64::MAX);
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(jobs)
         .build()
         .map_err(|e| CliError::usage(format!("--jobs: {e}")))?;
-    // Lineage's report is not a certificate: it gets its own folder.
-    let name = format!(
-        "explore-{}-{}{}{}-k{}{}",
-        s.name,
-        design.as_str(),
-        seed_part(a.seed),
-        if a.mode == Mode::Lineage {
-            "-lineage"
-        } else {
-            ""
-        },
-        a.faults,
-        a.mutant
-            .as_deref()
-            .map(|m| format!("-{m}"))
-            .unwrap_or_default()
-    );
-    let out = match (&a.out, a.shard) {
-        (Some(o), _) => o.clone(),
-        (None, Some((k, n))) => PathBuf::from("reports").join(format!("{name}-shard{k}of{n}")),
-        (None, None) => PathBuf::from("reports").join(&name),
-    };
+    let out = out_of(a, &s, design);
     // Refused before its report folder is made.
     if matches!(a.mode, Mode::Guided | Mode::Swarm | Mode::Coverage) && s.swarm.is_none() {
         return Err(CliError::usage(format!(
@@ -233,102 +158,13 @@ pub(super) fn exec(a: &ExploreArgs) -> Outcome {
         return Err(CliError::usage("--repeat must be at least 1"));
     }
     super::writable::into_folder(&out, "--out")?;
-    println!(
-        "acp-chaos explore {}: design {}, {}, mutant={}, jobs={jobs}{}",
-        s.reference,
-        design.as_str(),
-        match (a.mode, &s.swarm) {
-            // The swarm modes draw the scenario's own fault kinds, as many as it draws.
-            (Mode::Guided | Mode::Swarm | Mode::Coverage, Some(w)) => format!(
-                "the swarm's faults ({})",
-                w.faults
-                    .iter()
-                    .map(|k| k.as_str())
-                    .collect::<Vec<_>>()
-                    .join(",")
-            ),
-            _ => format!(
-                "<= {} faults of {}",
-                a.faults,
-                kinds
-                    .iter()
-                    .map(|k| k.as_str())
-                    .collect::<Vec<_>>()
-                    .join(",")
-            ),
-        },
-        a.mutant.as_deref().unwrap_or("none"),
-        a.shard
-            .map(|(k, n)| format!(", shard {k}/{n}"))
-            .unwrap_or_default()
-    );
+    print_start(a, &s, design, &kinds, jobs);
     let started = crate::wall_clock::now();
     if a.mode == Mode::Coverage {
         return coverage_race(a, &s, design, &pool);
     }
     if matches!(a.mode, Mode::Guided | Mode::Swarm) {
-        let opts = guided::Options {
-            runs: a.budget,
-            seed_start: a.seed,
-            stop_at_first: a.stop_at_first,
-            stop_at_full_coverage: false,
-            target: None,
-        };
-        let g = if a.mode == Mode::Guided {
-            guided::guided(&s, design, a.mutant.as_deref(), &opts, &pool)
-        } else {
-            guided::plain(&s, design, a.mutant.as_deref(), &opts, &pool)
-        };
-        let allowed = guided::allowed_cells(&s, &[design]);
-        println!(
-            "{}: {} runs, first failure at run {}, coverage cells {} of {} allowed{}, corpus {} parents  ({:.1} s)",
-            a.mode.as_str(),
-            g.runs,
-            g.first_catch.map_or("-".to_string(), |r| r.to_string()),
-            allowed.iter().filter(|c| g.cells.contains_key(*c)).count(),
-            allowed.len(),
-            g.full_coverage_at
-                .map(|r| format!(", every allowed cell by run {r}"))
-                .unwrap_or_default(),
-            g.corpus,
-            started.elapsed().as_secs_f64()
-        );
-        let mut last: Vec<(&usize, &String)> = g
-            .cells
-            .iter()
-            .filter(|(c, _)| allowed.contains(*c))
-            .map(|(c, r)| (r, c))
-            .collect();
-        last.sort();
-        let tail: Vec<String> = last[last.len().saturating_sub(4)..]
-            .iter()
-            .map(|(r, c)| format!("{c} (run {r})"))
-            .collect();
-        println!("  cells hit last: {}", tail.join(", "));
-        let never: Vec<&str> = allowed
-            .iter()
-            .filter(|c| !g.cells.contains_key(*c))
-            .map(String::as_str)
-            .collect();
-        if !never.is_empty() {
-            println!("  cells never hit: {}", never.join(", "));
-        }
-        for e in g.violations.iter().take(3) {
-            println!("VIOLATION {}", fault_lines(&e.plan));
-            for v in e.verdicts.iter().filter(|v| {
-                matches!(
-                    v.status,
-                    acp_chaos::checkers::Status::Invalid | acp_chaos::checkers::Status::Unknown
-                )
-            }) {
-                println!("  {}", acp_chaos::checkers::verdict_line(v));
-            }
-        }
-        return Ok(if g.violations.is_empty() {
-            acp_chaos::exit::VALID
-        } else {
-            acp_chaos::exit::INVALID
-        });
+        return steered(a, &s, design, &pool, started);
     }
     // Refuse a foreign --out folder before the exploration, not after it.
     certificate::prepare_explore_folder(&out)?;
@@ -363,6 +199,215 @@ pub(super) fn exec(a: &ExploreArgs) -> Outcome {
         )
     };
     let secs = started.elapsed().as_secs_f64();
+    print_levels(&x);
+    let c = certificate::write(&out, &x, a.shard)?;
+    print_certificate(a, &x, &c, secs);
+    println!(
+        "report: {}/summary.md (certificate.json)  exit {}",
+        out.display(),
+        c.exit_code
+    );
+    Ok(c.exit_code)
+}
+
+/// The design `explore` runs: `--agent`, or the scenario's first; refused when the scenario
+/// does not run it, or when `--mutant` changes another design (a certificate under it would be
+/// the correct model's, under the mutant's name).
+fn design_of(a: &ExploreArgs, s: &Scenario) -> Result<Design, CliError> {
+    let design = a
+        .agent
+        .or(s.agent.designs.first().copied())
+        .unwrap_or(Design::Stored);
+    if !s.agent.designs.contains(&design) {
+        return Err(CliError::usage(format!(
+            "--agent {}: {} runs under {}",
+            design.as_str(),
+            s.reference,
+            s.agent
+                .designs
+                .iter()
+                .map(|d| d.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    if let Some(m) = a
+        .mutant
+        .as_deref()
+        .and_then(acp_chaos::models::mutant::find)
+    {
+        if !(m.designs.is_empty() || m.designs.contains(&design)) {
+            return Err(CliError::usage(format!(
+                "--mutant {}: it changes the {} design{}, not {}",
+                m.name,
+                m.designs
+                    .iter()
+                    .map(|d| d.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if m.designs.len() > 1 { "s" } else { "" },
+                design.as_str()
+            )));
+        }
+    }
+    Ok(design)
+}
+
+/// The kinds `--kinds` names, or the plan's defaults ([`exhaustive::default_kinds`]).
+fn kinds_of(a: &ExploreArgs, plan: &Plan) -> Result<Vec<FaultKind>, CliError> {
+    Ok(if a.kinds.is_empty() {
+        exhaustive::default_kinds(plan)
+    } else {
+        let mut v = Vec::new();
+        for k in &a.kinds {
+            match FaultKind::ALL.iter().find(|x| x.as_str() == k.trim()) {
+                Some(x) => v.push(*x),
+                None => {
+                    let names: Vec<&str> = FaultKind::ALL.iter().map(|x| x.as_str()).collect();
+                    return Err(CliError::usage(format!(
+                        "--kinds: unknown fault kind `{k}` (known: {})",
+                        names.join(", ")
+                    )));
+                }
+            }
+        }
+        v
+    })
+}
+
+/// The report folder: `--out`, or one under `reports/` named after the exploration.
+fn out_of(a: &ExploreArgs, s: &Scenario, design: Design) -> PathBuf {
+    // Lineage's report is not a certificate: it gets its own folder.
+    let name = format!(
+        "explore-{}-{}{}{}-k{}{}",
+        s.name,
+        design.as_str(),
+        seed_part(a.seed),
+        if a.mode == Mode::Lineage {
+            "-lineage"
+        } else {
+            ""
+        },
+        a.faults,
+        a.mutant
+            .as_deref()
+            .map(|m| format!("-{m}"))
+            .unwrap_or_default()
+    );
+    match (&a.out, a.shard) {
+        (Some(o), _) => o.clone(),
+        (None, Some((k, n))) => PathBuf::from("reports").join(format!("{name}-shard{k}of{n}")),
+        (None, None) => PathBuf::from("reports").join(&name),
+    }
+}
+
+/// The line `explore` starts with: what it explores, with what faults, mutant and jobs.
+fn print_start(a: &ExploreArgs, s: &Scenario, design: Design, kinds: &[FaultKind], jobs: usize) {
+    println!(
+        "acp-chaos explore {}: design {}, {}, mutant={}, jobs={jobs}{}",
+        s.reference,
+        design.as_str(),
+        match (a.mode, &s.swarm) {
+            // The swarm modes draw the scenario's own fault kinds, as many as it draws.
+            (Mode::Guided | Mode::Swarm | Mode::Coverage, Some(w)) => format!(
+                "the swarm's faults ({})",
+                w.faults
+                    .iter()
+                    .map(|k| k.as_str())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+            _ => format!(
+                "<= {} faults of {}",
+                a.faults,
+                kinds
+                    .iter()
+                    .map(|k| k.as_str())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+        },
+        a.mutant.as_deref().unwrap_or("none"),
+        a.shard
+            .map(|(k, n)| format!(", shard {k}/{n}"))
+            .unwrap_or_default()
+    );
+}
+
+/// `--mode guided` or `swarm`: the runs, what they covered and their first violations.
+fn steered(
+    a: &ExploreArgs,
+    s: &Scenario,
+    design: Design,
+    pool: &rayon::ThreadPool,
+    started: std::time::Instant,
+) -> Outcome {
+    let opts = guided::Options {
+        runs: a.budget,
+        seed_start: a.seed,
+        stop_at_first: a.stop_at_first,
+        stop_at_full_coverage: false,
+        target: None,
+    };
+    let g = if a.mode == Mode::Guided {
+        guided::guided(s, design, a.mutant.as_deref(), &opts, pool)
+    } else {
+        guided::plain(s, design, a.mutant.as_deref(), &opts, pool)
+    };
+    let allowed = guided::allowed_cells(s, &[design]);
+    println!(
+        "{}: {} runs, first failure at run {}, coverage cells {} of {} allowed{}, corpus {} parents  ({:.1} s)",
+        a.mode.as_str(),
+        g.runs,
+        g.first_catch.map_or("-".to_string(), |r| r.to_string()),
+        allowed.iter().filter(|c| g.cells.contains_key(*c)).count(),
+        allowed.len(),
+        g.full_coverage_at
+            .map(|r| format!(", every allowed cell by run {r}"))
+            .unwrap_or_default(),
+        g.corpus,
+        started.elapsed().as_secs_f64()
+    );
+    let mut last: Vec<(&usize, &String)> = g
+        .cells
+        .iter()
+        .filter(|(c, _)| allowed.contains(*c))
+        .map(|(c, r)| (r, c))
+        .collect();
+    last.sort();
+    let tail: Vec<String> = last[last.len().saturating_sub(4)..]
+        .iter()
+        .map(|(r, c)| format!("{c} (run {r})"))
+        .collect();
+    println!("  cells hit last: {}", tail.join(", "));
+    let never: Vec<&str> = allowed
+        .iter()
+        .filter(|c| !g.cells.contains_key(*c))
+        .map(String::as_str)
+        .collect();
+    if !never.is_empty() {
+        println!("  cells never hit: {}", never.join(", "));
+    }
+    for e in g.violations.iter().take(3) {
+        println!("VIOLATION {}", fault_lines(&e.plan));
+        for v in e.verdicts.iter().filter(|v| {
+            matches!(
+                v.status,
+                acp_chaos::checkers::Status::Invalid | acp_chaos::checkers::Status::Unknown
+            )
+        }) {
+            println!("  {}", acp_chaos::checkers::verdict_line(v));
+        }
+    }
+    Ok(if g.violations.is_empty() {
+        acp_chaos::exit::VALID
+    } else {
+        acp_chaos::exit::INVALID
+    })
+}
+
+/// What each level of an exploration ran and pruned.
+fn print_levels(x: &exhaustive::Exploration) {
     for l in &x.levels {
         println!(
             "  {} faults: {} places, {} schedules run, {} pruned as equivalent{}{}",
@@ -382,7 +427,16 @@ pub(super) fn exec(a: &ExploreArgs) -> Outcome {
             }
         );
     }
-    let c = certificate::write(&out, &x, a.shard)?;
+}
+
+/// What an exhaustive or lineage exploration found: each violation with its replay line, the
+/// pruning audit, the certificate's line and scope.
+fn print_certificate(
+    a: &ExploreArgs,
+    x: &exhaustive::Exploration,
+    c: &certificate::Certificate,
+    secs: f64,
+) {
     for v in &c.violations {
         println!("VIOLATION {}", v.faults.join("; "));
         for l in &v.verdicts {
@@ -428,12 +482,6 @@ pub(super) fn exec(a: &ExploreArgs) -> Outcome {
             a.budget
         );
     }
-    println!(
-        "report: {}/summary.md (certificate.json)  exit {}",
-        out.display(),
-        c.exit_code
-    );
-    Ok(c.exit_code)
 }
 
 /// A plan's faults, one line each, joined by `; `.

@@ -12,6 +12,7 @@ use crate::campaign::CampaignSpec;
 use acp_chaos::exit;
 use acp_chaos::models::Design;
 use acp_chaos::plan::Plan;
+use acp_chaos::scenario::Scenario;
 
 #[derive(Args, Debug, Clone)]
 // `--seeds -1` is read as a value and refused as one, not taken for a flag.
@@ -81,45 +82,8 @@ pub(super) fn exec(a: &RunArgs) -> Outcome {
 
 /// Run the campaign `a` names and print its settings and summary; returns the summary.
 pub(super) fn campaign(a: &RunArgs) -> Result<acp_chaos::summary::Summary, CliError> {
-    let mut a = a.clone();
-    if let Some(seed) = a.seed {
-        // A campaign's seeds are `start..start + seeds`, an end past u64 for this one seed.
-        if seed == u64::MAX {
-            return Err(CliError::usage(format!(
-                "--seed {seed}: the last seed a campaign runs is {} (its range of seeds ends \
-                 below 2^64); `acp-chaos replay SCENARIO --seed {seed}` runs this one",
-                u64::MAX - 1
-            )));
-        }
-        (a.seed_start, a.seeds) = (seed, 1);
-    }
-    let a = &a;
-    check_mutant(&a.mutant)?;
-    super::args::check_seeds(a.seeds)?;
-    if a.jobs == Some(0) {
-        return Err(CliError::usage("--jobs must be at least 1".to_string()));
-    }
-    if a.seed_start.checked_add(a.seeds).is_none() {
-        return Err(CliError::usage(format!(
-            "--seed-start {}: with {} seeds per scenario the range would end past 2^64; the \
-             largest start for {} seeds is {}",
-            a.seed_start,
-            a.seeds,
-            a.seeds,
-            u64::MAX - a.seeds
-        )));
-    }
-    // The same scenario named twice runs once.
-    let mut names = a.scenario.clone();
-    let mut seen = std::collections::BTreeSet::new();
-    names.retain(|n| seen.insert(n.clone()));
-    let scenarios = load(&a.dir, &names)?;
-    if scenarios.is_empty() {
-        return Err(CliError::usage(format!(
-            "no scenarios found in {}",
-            scenarios_dir(&a.dir).display()
-        )));
-    }
+    let a = &checked(a)?;
+    let (names, scenarios) = scenarios_of(a)?;
     if let Some((_, n)) = a.shard {
         if n > a.seeds {
             return Err(CliError::usage(format!(
@@ -140,18 +104,7 @@ pub(super) fn campaign(a: &RunArgs) -> Result<acp_chaos::summary::Summary, CliEr
         None => (acp_chaos::folders::default_out(&name, a.shard), true),
     };
     super::writable::report_folder(&out, "--out")?;
-    // Ctrl-C: the first stops the campaign (runs in flight finish, the report is written);
-    // a second exits at once.
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    {
-        let stop = stop.clone();
-        let _ = ctrlc::set_handler(move || {
-            if stop.swap(true, std::sync::atomic::Ordering::SeqCst) {
-                std::process::exit(exit::INTERRUPTED);
-            }
-            eprintln!("\nCtrl-C: stopping after the runs in flight (again to quit at once)");
-        });
-    }
+    let stop = stop_on_ctrl_c();
     // A scenario runs under the designs it lists, narrowed by --agent and the mutant.
     let mut spec = CampaignSpec {
         scenarios: Vec::new(),
@@ -178,26 +131,7 @@ pub(super) fn campaign(a: &RunArgs) -> Result<acp_chaos::summary::Summary, CliEr
         .into_iter()
         .partition(|s| !spec.designs_for(s).is_empty());
     if scenarios.is_empty() {
-        return Err(CliError::usage(format!(
-            "nothing to run: no scenario lists {}{}",
-            a.agent
-                .map(|d| format!("design `{}`", d.as_str()))
-                .unwrap_or_else(|| "a design".into()),
-            a.mutant
-                .as_deref()
-                .and_then(acp_chaos_models::mutant::find)
-                .filter(|m| !m.designs.is_empty())
-                .map(|m| format!(
-                    " that mutant `{}` applies to ({})",
-                    m.name,
-                    m.designs
-                        .iter()
-                        .map(|d| d.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))
-                .unwrap_or_default()
-        )));
+        return Err(nothing_to_run(a));
     }
     // VOPR style: the seed range and every derived setting first.
     let (first, end) = spec.seed_range();
@@ -208,6 +142,118 @@ pub(super) fn campaign(a: &RunArgs) -> Result<acp_chaos::summary::Summary, CliEr
         .saturating_mul(end - first);
     let jobs = jobs(a.jobs, runs);
     spec.jobs = jobs;
+    spec.scenarios = scenarios;
+    let spec = spec;
+    print_settings(a, &spec, &skipped, runs);
+    let summary = match campaign::run(&spec) {
+        Ok(s) => s,
+        Err(e) => match e.downcast::<campaign::ReportUnwritten>() {
+            Ok(u) => {
+                // The verdict stands: print it, then say what is missing.
+                print_summary(&u.summary, &out, false, a.verbose);
+                return Err(CliError::unwritten(&u.what, &out, u.summary.exit_code));
+            }
+            Err(e) => return Err(e.into()),
+        },
+    };
+    if default_out {
+        acp_chaos::folders::point_latest(&out)?;
+    }
+    print_summary(&summary, &out, true, a.verbose);
+    Ok(summary)
+}
+
+/// `a` with `--seed` as a one-seed range, its settings checked.
+fn checked(a: &RunArgs) -> Result<RunArgs, CliError> {
+    let mut a = a.clone();
+    if let Some(seed) = a.seed {
+        // A campaign's seeds are `start..start + seeds`, an end past u64 for this one seed.
+        if seed == u64::MAX {
+            return Err(CliError::usage(format!(
+                "--seed {seed}: the last seed a campaign runs is {} (its range of seeds ends \
+                 below 2^64); `acp-chaos replay SCENARIO --seed {seed}` runs this one",
+                u64::MAX - 1
+            )));
+        }
+        (a.seed_start, a.seeds) = (seed, 1);
+    }
+    check_mutant(&a.mutant)?;
+    super::args::check_seeds(a.seeds)?;
+    if a.jobs == Some(0) {
+        return Err(CliError::usage("--jobs must be at least 1".to_string()));
+    }
+    if a.seed_start.checked_add(a.seeds).is_none() {
+        return Err(CliError::usage(format!(
+            "--seed-start {}: with {} seeds per scenario the range would end past 2^64; the \
+             largest start for {} seeds is {}",
+            a.seed_start,
+            a.seeds,
+            a.seeds,
+            u64::MAX - a.seeds
+        )));
+    }
+    Ok(a)
+}
+
+/// The scenarios `a` names (each once), loaded; refused when there are none.
+fn scenarios_of(a: &RunArgs) -> Result<(Vec<String>, Vec<Scenario>), CliError> {
+    // The same scenario named twice runs once.
+    let mut names = a.scenario.clone();
+    let mut seen = std::collections::BTreeSet::new();
+    names.retain(|n| seen.insert(n.clone()));
+    let scenarios = load(&a.dir, &names)?;
+    if scenarios.is_empty() {
+        return Err(CliError::usage(format!(
+            "no scenarios found in {}",
+            scenarios_dir(&a.dir).display()
+        )));
+    }
+    Ok((names, scenarios))
+}
+
+/// Ctrl-C: the first stops the campaign (runs in flight finish, the report is written); a
+/// second exits at once.
+fn stop_on_ctrl_c() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    {
+        let stop = stop.clone();
+        let _ = ctrlc::set_handler(move || {
+            if stop.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                std::process::exit(exit::INTERRUPTED);
+            }
+            eprintln!("\nCtrl-C: stopping after the runs in flight (again to quit at once)");
+        });
+    }
+    stop
+}
+
+/// Why no scenario runs: none lists `--agent`'s design, or the designs the mutant applies to.
+fn nothing_to_run(a: &RunArgs) -> CliError {
+    CliError::usage(format!(
+        "nothing to run: no scenario lists {}{}",
+        a.agent
+            .map(|d| format!("design `{}`", d.as_str()))
+            .unwrap_or_else(|| "a design".into()),
+        a.mutant
+            .as_deref()
+            .and_then(acp_chaos_models::mutant::find)
+            .filter(|m| !m.designs.is_empty())
+            .map(|m| format!(
+                " that mutant `{}` applies to ({})",
+                m.name,
+                m.designs
+                    .iter()
+                    .map(|d| d.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+            .unwrap_or_default()
+    ))
+}
+
+/// VOPR style: the seed range and every derived setting, before the first run.
+fn print_settings(a: &RunArgs, spec: &CampaignSpec, skipped: &[Scenario], runs: u64) {
+    let (first, end) = spec.seed_range();
     println!(
         "acp-chaos campaign {}: seeds {first}..{end} ({} per scenario{}) x {} scenarios, mutant={}, jobs={}",
         spec.name,
@@ -215,9 +261,9 @@ pub(super) fn campaign(a: &RunArgs) -> Result<acp_chaos::summary::Summary, CliEr
         a.shard
             .map(|(k, n)| format!(", shard {k}/{n} of seeds {}..{}", a.seed_start, a.seed_start + a.seeds))
             .unwrap_or_default(),
-        scenarios.len(),
+        spec.scenarios.len(),
         a.mutant.as_deref().unwrap_or("none"),
-        jobs
+        spec.jobs
     );
     if !skipped.is_empty() {
         println!(
@@ -229,8 +275,6 @@ pub(super) fn campaign(a: &RunArgs) -> Result<acp_chaos::summary::Summary, CliEr
                 .join(", ")
         );
     }
-    spec.scenarios = scenarios;
-    let spec = spec;
     if !spec.regressions.is_empty() {
         println!(
             "  regression corpus: {} schedules in {}, replayed first",
@@ -274,20 +318,4 @@ pub(super) fn campaign(a: &RunArgs) -> Result<acp_chaos::summary::Summary, CliEr
             s.rules.join(" ")
         );
     }
-    let summary = match campaign::run(&spec) {
-        Ok(s) => s,
-        Err(e) => match e.downcast::<campaign::ReportUnwritten>() {
-            Ok(u) => {
-                // The verdict stands: print it, then say what is missing.
-                print_summary(&u.summary, &out, false, a.verbose);
-                return Err(CliError::unwritten(&u.what, &out, u.summary.exit_code));
-            }
-            Err(e) => return Err(e.into()),
-        },
-    };
-    if default_out {
-        acp_chaos::folders::point_latest(&out)?;
-    }
-    print_summary(&summary, &out, true, a.verbose);
-    Ok(summary)
 }
