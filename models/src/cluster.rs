@@ -193,6 +193,8 @@ impl ClusterStore {
     }
 
     /// Handle one op from a node. Unknown ops get `{"error": ...}`.
+    ///
+    /// Long on purpose: the store's dispatch, one arm per op.
     pub fn handle(&mut self, op: &Value) -> Applied {
         let read = |reply| Applied {
             reply,

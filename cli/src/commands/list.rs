@@ -48,6 +48,7 @@ pub(super) struct ListArgs {
     dir: DirArgs,
 }
 
+/// Long on purpose: the command's dispatch, one arm per thing listed.
 pub(super) fn exec(a: &ListArgs) -> Outcome {
     let (what, d) = (a.what, &a.dir);
     let want = |w: ListSection| what.is_none_or(|x| x == w);

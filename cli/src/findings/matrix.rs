@@ -161,6 +161,8 @@ fn names(ms: &[Method]) -> String {
 /// The generated part of `docs/findings/retry-classes.md` ("What the matrix found"), from a
 /// sweep of the correct models: per class, whether it was confirmed and the counts behind it,
 /// each with the command that replays an example.
+///
+/// Long on purpose: a renderer: the page's sections in order.
 pub fn retry_classes_md(mx: &Matrix, command_line: &str) -> String {
     let mut out = String::new();
     let cells = mx

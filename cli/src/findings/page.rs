@@ -367,6 +367,8 @@ fn matrix(out: &mut String, x: &super::matrix::Observed) {
 
 /// The retention table's section: second insertions against (Agent retention, Client
 /// staleness limit), from the retention scenario `rs`.
+///
+/// Long on purpose: a renderer: the section's table and its reading.
 fn retention(out: &mut String, t: &RetentionTable, rs: &Scenario) {
     let per_cell = t.cells[0][0].submissions;
     let _ = writeln!(

@@ -18,6 +18,8 @@ use acp_chaos::checkers::Status;
 /// runs, summed) and the properties `agent`, `command`, `runs`, the `design` and `mutant` of
 /// our own model when the command names them (`--design`, `--mutant`), and, when it failed,
 /// `run` (the first failing run's index) and `folder` (its kept run folder).
+///
+/// Long on purpose: a renderer: one testcase per row, its properties in order.
 pub fn junit_xml(s: &ProbeSummary) -> String {
     let mut report = Report::new(format!("acp-chaos probe {}", s.agent));
     let command = s.target.command.join(" ");

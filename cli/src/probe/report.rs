@@ -322,6 +322,8 @@ pub(super) fn pct(n: u32, d: u32) -> String {
 
 /// The console table: one row per trace, one column per property (`ok`; `N!` runs invalid,
 /// `N?` runs unknown), then the rates, the windows hit and the first failing run of each cell.
+///
+/// Long on purpose: a renderer: the table, then its notes in order.
 pub fn table_text(s: &ProbeSummary) -> String {
     let mut out = String::new();
     out.push_str(&format!("\n{:<22} {:>4}", "trace", "runs"));
@@ -485,6 +487,8 @@ pub(super) fn ignores_key(s: &ProbeSummary) -> Option<String> {
 
 /// `summary.md`: the table with rates, the windows, every failing run with its timing and
 /// retry command, and what never came.
+///
+/// Long on purpose: a renderer: the page's sections in order.
 pub fn summary_md(s: &ProbeSummary) -> String {
     let mut out = String::new();
     out.push_str(&format!("# Probe of `{}`\n\n", s.agent));

@@ -1100,7 +1100,8 @@ impl ClientModel for SpecClient {
     }
 
     // `handle_decoded` skips `handle`: anything that must run before every input would have
-    // to run in both (nothing does today).
+    // to run in both (nothing does today). Long on purpose: the Client's dispatch, one arm per
+    // input.
     fn handle(&mut self, input: ClientInput, out: &mut Vec<Action>) {
         match input {
             ClientInput::Boot => out.push(Action::Connect {

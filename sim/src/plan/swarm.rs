@@ -68,34 +68,69 @@ pub const DRAWN: &[(&str, &str)] = &[
 
 /// The scenario with the swarm's drawn settings filled in, and one `name=value` per draw.
 pub(super) fn draw_settings(s: &Scenario, seed: u64, design: Design) -> (Scenario, Vec<String>) {
-    use crate::scenario::{Mix, Transport};
     let mut d = s.clone();
     let Some(sw) = &s.swarm else {
         return (d, Vec::new());
     };
-    let uniform = sw.mix == Mix::Uniform;
+    let c = Draws {
+        s,
+        seed,
+        uniform: sw.mix == crate::scenario::Mix::Uniform,
+    };
     let mut drawn = Vec::new();
-    if uniform {
+    if c.uniform {
         drawn.push("mix=uniform".to_string());
     }
-    // A feature's coin is always taken, so a value drawn after it is the same in both mixes.
-    let draw = |name: &str| stream(seed, &format!("draw.{name}"));
-    let free = |name: &str| !s.pinned.contains(name);
+    // In the order the settings are named (each from its own stream, so no draw moves
+    // another).
+    draw_topology(&c, design, &mut d, &mut drawn);
+    draw_models(&c, &mut d, &mut drawn);
+    draw_workload(&c, &mut d, &mut drawn);
+    draw_raw_probes(&c, &mut d, &mut drawn);
+    draw_cancels(&c, &mut d, &mut drawn);
+    draw_inactive_probe(&c, &mut d, &mut drawn);
+    (d, drawn)
+}
+
+/// One seed's swarm draws of a scenario's settings.
+struct Draws<'a> {
+    s: &'a Scenario,
+    seed: u64,
+    /// `mix = "uniform"`: every feature on.
+    uniform: bool,
+}
+
+impl Draws<'_> {
+    /// The stream of the setting `name`. A feature's coin is always taken, so a value drawn
+    /// after it is the same in both mixes.
+    fn draw(&self, name: &str) -> ChaCha8Rng {
+        stream(self.seed, &format!("draw.{name}"))
+    }
+
+    /// The scenario does not pin `name`.
+    fn free(&self, name: &str) -> bool {
+        !self.s.pinned.contains(name)
+    }
+}
+
+/// The topology: proxy, watcher, transport, cluster nodes.
+fn draw_topology(c: &Draws, design: Design, d: &mut Scenario, drawn: &mut Vec<String>) {
+    use crate::scenario::Transport;
     // A pinned stdio transport has one Client and one Agent process: no proxy, no watcher.
-    let stdio_pinned = !free("topology.transport") && s.topology.transport == Transport::Stdio;
-    if free("topology.proxy") {
-        let on = (draw("topology.proxy").gen_bool(0.25) || uniform) && !stdio_pinned;
+    let stdio_pinned = !c.free("topology.transport") && c.s.topology.transport == Transport::Stdio;
+    if c.free("topology.proxy") {
+        let on = (c.draw("topology.proxy").gen_bool(0.25) || c.uniform) && !stdio_pinned;
         d.topology.proxy = on;
         drawn.push(format!("proxy={on}"));
     }
-    if free("topology.watcher") {
-        let on = (draw("topology.watcher").gen_bool(0.25) || uniform) && !stdio_pinned;
+    if c.free("topology.watcher") {
+        let on = (c.draw("topology.watcher").gen_bool(0.25) || c.uniform) && !stdio_pinned;
         d.topology.watcher = on;
         drawn.push(format!("watcher={on}"));
     }
-    if free("topology.transport") {
-        let stdio = draw("topology.transport").gen_bool(0.25)
-            && !uniform
+    if c.free("topology.transport") {
+        let stdio = c.draw("topology.transport").gen_bool(0.25)
+            && !c.uniform
             && !d.topology.proxy
             && !d.topology.watcher
             && design != Design::Cluster;
@@ -109,66 +144,76 @@ pub(super) fn draw_settings(s: &Scenario, seed: u64, design: Design) -> (Scenari
             if stdio { "stdio" } else { "socket" }
         ));
     }
-    if free("topology.nodes") && design == Design::Cluster {
-        d.topology.nodes = draw("topology.nodes").gen_range(1..=4);
+    if c.free("topology.nodes") && design == Design::Cluster {
+        d.topology.nodes = c.draw("topology.nodes").gen_range(1..=4);
         drawn.push(format!("nodes={}", d.topology.nodes));
     }
-    if free("timing.latency_ms_max") {
-        let v = draw("timing.latency_ms_max").gen_range(1..=6u64);
+}
+
+/// The models' settings: latency, turn length, the Client's kind, unkeyed prompts, staleness,
+/// the Agent's failure rate, the permission delay.
+fn draw_models(c: &Draws, d: &mut Scenario, drawn: &mut Vec<String>) {
+    if c.free("timing.latency_ms_max") {
+        let v = c.draw("timing.latency_ms_max").gen_range(1..=6u64);
         d.timing.latency_ms_max = v.max(d.timing.latency_ms_min);
         drawn.push(format!("latency_ms_max={}", d.timing.latency_ms_max));
     }
-    if free("agent.turn_ms_max") {
-        let v = draw("agent.turn_ms_max").gen_range(20..=80u64);
+    if c.free("agent.turn_ms_max") {
+        let v = c.draw("agent.turn_ms_max").gen_range(20..=80u64);
         d.agent.turn_ms_max = v.max(d.agent.turn_ms_min);
         drawn.push(format!("turn_ms_max={}", d.agent.turn_ms_max));
     }
-    if free("client.kind") {
-        d.client.kind = if draw("client.kind").gen_bool(0.25) {
+    if c.free("client.kind") {
+        d.client.kind = if c.draw("client.kind").gen_bool(0.25) {
             acp_chaos_models::ClientKind::SdkAutoRetry
         } else {
             acp_chaos_models::ClientKind::Spec
         };
         drawn.push(format!("client_kind={}", d.client.kind.as_str()));
     }
-    if free("client.unkeyed_rate") && d.client.kind == acp_chaos_models::ClientKind::SdkAutoRetry {
-        let on = draw("client.unkeyed_rate").gen_bool(0.5) || uniform;
+    if c.free("client.unkeyed_rate") && d.client.kind == acp_chaos_models::ClientKind::SdkAutoRetry
+    {
+        let on = c.draw("client.unkeyed_rate").gen_bool(0.5) || c.uniform;
         d.client.unkeyed_rate = if on { 0.2 } else { 0.0 };
         drawn.push(format!("unkeyed_rate={}", d.client.unkeyed_rate));
     }
-    if free("client.stale_ms") {
-        let mut r = draw("client.stale_ms");
-        let on = r.gen_bool(0.25) || uniform;
+    if c.free("client.stale_ms") {
+        let mut r = c.draw("client.stale_ms");
+        let on = r.gen_bool(0.25) || c.uniform;
         let v = r.gen_range(200..=600u64);
         d.client.stale_ms = if on { v } else { 0 };
         drawn.push(format!("stale_ms={}", d.client.stale_ms));
     }
     // Later additions name themselves only when on, so the seeds without them keep their
     // histories byte for byte.
-    if free("agent.fail_rate") {
-        let mut r = draw("agent.fail_rate");
-        let on = r.gen_bool(0.25) || uniform;
+    if c.free("agent.fail_rate") {
+        let mut r = c.draw("agent.fail_rate");
+        let on = r.gen_bool(0.25) || c.uniform;
         let v = f64::from(r.gen_range(1..=3u32)) / 10.0;
         if on {
             d.agent.fail_rate = v;
             drawn.push(format!("fail_rate={v}"));
         }
     }
-    if free("client.permission_ms") {
-        let mut r = draw("client.permission_ms");
-        let on = r.gen_bool(0.25) || uniform;
+    if c.free("client.permission_ms") {
+        let mut r = c.draw("client.permission_ms");
+        let on = r.gen_bool(0.25) || c.uniform;
         let v = r.gen_range(50..=300u64);
         if on {
             d.client.permission_ms = v;
             drawn.push(format!("permission_ms={v}"));
         }
     }
-    if free("workload.sessions") {
-        d.workload.sessions = draw("workload.sessions").gen_range(1..=2);
+}
+
+/// The workload's sessions and key scheme.
+fn draw_workload(c: &Draws, d: &mut Scenario, drawn: &mut Vec<String>) {
+    if c.free("workload.sessions") {
+        d.workload.sessions = c.draw("workload.sessions").gen_range(1..=2);
         drawn.push(format!("sessions={}", d.workload.sessions));
     }
-    if free("workload.keys") {
-        let counter = draw("workload.keys").gen_bool(0.25);
+    if c.free("workload.keys") {
+        let counter = c.draw("workload.keys").gen_bool(0.25);
         d.workload.keys = if counter {
             acp_chaos_models::KeyScheme::SessionCounter
         } else {
@@ -179,11 +224,16 @@ pub(super) fn draw_settings(s: &Scenario, seed: u64, design: Design) -> (Scenari
             if counter { "session-counter" } else { "uuid" }
         ));
     }
-    if s.raw.is_empty() {
+}
+
+/// Raw probes (a scenario without its own): malformed keys, a two-byte key, a line that is not
+/// JSON, a stop nobody pressed, a recorded key with another prompt.
+fn draw_raw_probes(c: &Draws, d: &mut Scenario, drawn: &mut Vec<String>) {
+    if c.s.raw.is_empty() {
         // Key-validation probes (K2/K3), so the swarm reaches P5 too.
         const KEYS: [&str; 8] = ["\"\"", "1", "true", "{}", "[]", "null", "\"a\"", "LONG"];
-        let mut r = draw("raw");
-        let on = r.gen_bool(0.25) || uniform;
+        let mut r = c.draw("raw");
+        let on = r.gen_bool(0.25) || c.uniform;
         let n = r.gen_range(1..=3usize);
         let end =
             d.workload.start_ms + u64::from(d.workload.submissions) * d.workload.gap_ms_min.max(1);
@@ -206,8 +256,8 @@ pub(super) fn draw_settings(s: &Scenario, seed: u64, design: Design) -> (Scenari
         }
         // A key valid by characters and too long by bytes (K2), from its own stream, so the
         // probes drawn above are the same with or without it.
-        let mut u = draw("raw.utf8");
-        let utf8 = u.gen_bool(0.5) || uniform;
+        let mut u = c.draw("raw.utf8");
+        let utf8 = u.gen_bool(0.5) || c.uniform;
         let (n, at_ms) = (
             u.gen_range(128..=255usize),
             u.gen_range(d.workload.start_ms..=end),
@@ -222,8 +272,8 @@ pub(super) fn draw_settings(s: &Scenario, seed: u64, design: Design) -> (Scenari
         }
         // A frame that is not JSON, a lone surrogate escape in the key (K3: -32700; a parser
         // like JavaScript's JSON.parse takes it), from its own stream.
-        let mut j = draw("raw.notjson");
-        let notjson = j.gen_bool(0.5) || uniform;
+        let mut j = c.draw("raw.notjson");
+        let notjson = j.gen_bool(0.5) || c.uniform;
         let at_ms = j.gen_range(d.workload.start_ms..=end);
         if on && notjson {
             d.raw.push(crate::scenario::RawProbe {
@@ -235,8 +285,8 @@ pub(super) fn draw_settings(s: &Scenario, seed: u64, design: Design) -> (Scenari
         }
         // A stop the user never pressed (C8: its -32800s are not the user's withdrawal), from
         // its own stream.
-        let mut st = draw("raw.stop");
-        let stop = st.gen_bool(0.5) || uniform;
+        let mut st = c.draw("raw.stop");
+        let stop = st.gen_bool(0.5) || c.uniform;
         let at_ms = st.gen_range(d.workload.start_ms..=end);
         if on && stop {
             d.raw.push(crate::scenario::RawProbe {
@@ -248,8 +298,8 @@ pub(super) fn draw_settings(s: &Scenario, seed: u64, design: Design) -> (Scenari
         }
         // A recorded key reused with another prompt (A4), from its own stream: a keyed prompt,
         // then the same key with another text in the same session.
-        let mut k = draw("raw.rekey");
-        let rekey = k.gen_bool(0.5) || uniform;
+        let mut k = c.draw("raw.rekey");
+        let rekey = k.gen_bool(0.5) || c.uniform;
         let at_ms = k.gen_range(d.workload.start_ms..=end);
         let later_ms = at_ms + k.gen_range(50..=400u64);
         if on && rekey {
@@ -264,9 +314,13 @@ pub(super) fn draw_settings(s: &Scenario, seed: u64, design: Design) -> (Scenari
         }
         drawn.push(format!("raw_probes={}", d.raw.len()));
     }
-    if free("workload.cancel_after_ms") {
-        let mut r = draw("workload.cancel_after_ms");
-        let late = r.gen_bool(0.5) || uniform;
+}
+
+/// When the user's cancels come, and how often sessions are closed and forked.
+fn draw_cancels(c: &Draws, d: &mut Scenario, drawn: &mut Vec<String>) {
+    if c.free("workload.cancel_after_ms") {
+        let mut r = c.draw("workload.cancel_after_ms");
+        let late = r.gen_bool(0.5) || c.uniform;
         let v = r.gen_range(100..=400u64);
         if late {
             d.workload.cancel_after_ms = v;
@@ -277,19 +331,24 @@ pub(super) fn draw_settings(s: &Scenario, seed: u64, design: Design) -> (Scenari
         ("workload.close_rate", &mut d.workload.close_rate),
         ("workload.fork_rate", &mut d.workload.fork_rate),
     ] {
-        if free(name) {
-            let mut r = draw(name);
-            let on = r.gen_bool(1.0 / 3.0) || uniform;
+        if c.free(name) {
+            let mut r = c.draw(name);
+            let on = r.gen_bool(1.0 / 3.0) || c.uniform;
             let v = (r.gen_range(1..=3u32) as f64) / 10.0;
             *rate = if on { v } else { 0.0 };
             drawn.push(format!("{}={}", &name["workload.".len()..], *rate));
         }
     }
-    if s.raw.is_empty() && !d.raw.is_empty() && d.workload.close_rate > 0.0 {
+}
+
+/// A prompt on a session closed on its connection (X2, P16), only where probes and closes were
+/// both drawn.
+fn draw_inactive_probe(c: &Draws, d: &mut Scenario, drawn: &mut Vec<String>) {
+    if c.s.raw.is_empty() && !d.raw.is_empty() && d.workload.close_rate > 0.0 {
         // A prompt on a session closed on its connection (X2, P16): only where probes and
         // closes were both drawn, from its own stream, so no other seed's plan changes.
-        let mut r = draw("raw.inactive");
-        let on = r.gen_bool(0.5) || uniform;
+        let mut r = c.draw("raw.inactive");
+        let on = r.gen_bool(0.5) || c.uniform;
         let end =
             d.workload.start_ms + u64::from(d.workload.submissions) * d.workload.gap_ms_min.max(1);
         let at_ms = r.gen_range(d.workload.start_ms..=end);
@@ -303,7 +362,6 @@ pub(super) fn draw_settings(s: &Scenario, seed: u64, design: Design) -> (Scenari
             drawn.push("inactive_probe=true".into());
         }
     }
-    (d, drawn)
 }
 
 /// The swarm's C8 probe: a `session/cancel` for slot 0's session that the user did not press.

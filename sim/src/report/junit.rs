@@ -20,6 +20,8 @@ use crate::summary::{Summary, Tally};
 /// so the file is the same bytes for the same campaign) and the properties `design`, `mutant`
 /// (`none` for the correct models), `seeds` (the range run, `S..E`), and, when it failed,
 /// `seed` (the first failing seed) and `hash` (that run's history hash).
+///
+/// Long on purpose: a renderer: one testcase per row, its properties in order.
 pub fn junit_xml(s: &Summary) -> String {
     // The failure a testcase quotes: its first invalid one, else its first unknown one (the
     // cell's `first_failing_seed` follows the same rule).

@@ -4,6 +4,8 @@ use super::space::*;
 use super::*;
 
 /// The matrix as text: the table, then a verdict per method and a line per class.
+///
+/// Long on purpose: a renderer: the table, then its verdicts in order.
 pub fn table_text(mx: &Matrix) -> String {
     let mut s = format!(
         "acp-chaos matrix: seeds {}..{} per cell, mutant {}, Client timeout {} ms; cell = ok/err(surfaced-error)/dup(duplicate-effect)/drop(silent-drop) counts, @S = first seed\n",
