@@ -13,7 +13,6 @@ use serde_json::Value;
 
 /// P2 no-silent-drop: after heal and quiescence every submission is acknowledged or surfaced.
 pub fn p2_no_silent_drop(f: &Facts) -> Verdict {
-    let mut v = Verdict::valid("P2");
     let classes: BTreeMap<u64, SubmissionClass> = f
         .submissions
         .keys()
@@ -27,231 +26,255 @@ pub fn p2_no_silent_drop(f: &Facts) -> Verdict {
         .collect();
     let mut pending = Vec::new();
     for (n, c) in &classes {
-        match c {
-            SubmissionClass::Lost | SubmissionClass::Unacknowledged => {
-                let at = f.submissions[n];
-                let last_client_op = f
-                    .history
-                    .ops
-                    .iter()
-                    .rev()
-                    .find(|o| o.process == process::NEMESIS && o.value["host"] == "client");
-                v.status = Status::Invalid;
-                v.party = Some(Party::Client);
-                v.rules = lost_rules(f, *n, at);
-                v.witnesses = vec![at];
-                v.fault = last_client_op
-                    .map(|o| o.index)
-                    .or_else(|| f.fault_before(f.history.ops.len()));
-                v.message = format!(
-                    "submission {n} is {}: the Client no longer holds it, never got its messageId and never showed an error",
-                    if *c == SubmissionClass::Lost { "lost (never inserted)" } else { "unacknowledged (inserted)" }
-                );
-                return v;
+        let wrong = match c {
+            SubmissionClass::Lost | SubmissionClass::Unacknowledged => Some(dropped(f, *n, *c)),
+            SubmissionClass::Acknowledged => acknowledged_otherwise(f, *n),
+            SubmissionClass::Withdrawn => withdrawn_otherwise(f, *n),
+            SubmissionClass::Pending => {
+                pending.push(*n);
+                None
             }
-            SubmissionClass::Acknowledged => {
-                let (op, mid) = &f.acks[n];
-                let real = f
-                    .inserts
-                    .iter()
-                    .any(|i| i.submission == Some(*n) && &i.message_id == mid);
-                if !real {
-                    // Whose message is it? If it carries a key this submission used, the
-                    // Client reused a key for a new submission (C2); otherwise the Agent
-                    // answered with another submission's message (A1, A9).
-                    let other = f.inserts.iter().find(|i| &i.message_id == mid);
-                    // The sessions this submission's attempts went to (from the frames the
-                    // Client wrote): a key is only reused within one session (A9).
-                    let attempts: BTreeSet<(u64, String)> = f
-                        .history
-                        .ops
-                        .iter()
-                        .filter(|o| {
-                            o.process == process::CLIENT
-                                && o.f == op::ATTEMPT
-                                && o.value["submission"].as_u64() == Some(*n)
-                        })
-                        .map(|o| {
-                            (
-                                o.value["conn"].as_u64().unwrap_or(0),
-                                o.value["id"].to_string(),
-                            )
-                        })
-                        .collect();
-                    let sessions: BTreeSet<&str> = f
-                        .history
-                        .ops
-                        .iter()
-                        .filter(|o| {
-                            o.process == process::NET
-                                && o.f == op::SEND
-                                && o.value["from"] == "client"
-                                && attempts.contains(&(
-                                    o.value["conn"].as_u64().unwrap_or(0),
-                                    o.value["frame"]["id"].to_string(),
-                                ))
-                        })
-                        .filter_map(|o| o.value["frame"]["params"]["sessionId"].as_str())
-                        .collect();
-                    let reused = other.and_then(|o| o.key.as_ref()).is_some_and(|k| {
-                        f.attempt_keys.get(n).is_some_and(|ks| ks.contains(k))
-                            && other.is_some_and(|o| {
-                                sessions.is_empty() || sessions.contains(o.session.as_str())
-                            })
-                    });
-                    v.status = Status::Invalid;
-                    v.witnesses = std::iter::once(*op).chain(other.map(|o| o.op)).collect();
-                    v.fault = f.fault_before(*op);
-                    if reused {
-                        // C3 when the reused key came with another prompt, C2 when with the
-                        // same text (a key derived from content).
-                        let text = |s: Option<u64>| {
-                            f.history
-                                .ops
-                                .iter()
-                                .find(|o| {
-                                    o.process == process::USER
-                                        && o.f == op::SUBMIT
-                                        && o.value["submission"].as_u64() == s
-                                })
-                                .map(|o| o.value["text"].clone())
-                        };
-                        let rule = if text(Some(*n)) == text(other.and_then(|o| o.submission)) {
-                            "C2"
-                        } else {
-                            "C3"
-                        };
-                        v.party = Some(Party::Client);
-                        v.rules = vec![rule.into()];
-                        v.message = format!("submission {n} was acknowledged with {mid}, the message of an earlier submission whose key it reused ({rule})");
-                    } else if let (None, Some(err)) = (other, errored_before(f, &attempts, *op)) {
-                        // No message has that id, and an attempt of it failed first: the
-                        // failure left its key behind.
-                        v.party = Some(Party::Agent);
-                        v.rules = vec!["A2".into()];
-                        v.witnesses.insert(0, err);
-                        v.message = format!("submission {n} was acknowledged with {mid}, which no message has; an earlier attempt was answered with an error (op {err}), and an error records nothing for the key");
-                    } else {
-                        v.party = Some(Party::Agent);
-                        // The clause the answer broke: an id no message has is a key recorded
-                        // without an insertion (A12: recorded when inserted, not on arrival);
-                        // another session's message crosses key scopes (A9); another message
-                        // of the same session is not the original's answer (A1).
-                        let (rule, why) = match other {
-                            None => (
-                                "A12",
-                                "which no message has: its key was recorded without an insertion",
-                            ),
-                            Some(o)
-                                if !sessions.is_empty()
-                                    && !sessions.contains(o.session.as_str()) =>
-                            {
-                                ("A9", "the message of a submission in another session")
-                            }
-                            Some(_) => (
-                                "A1",
-                                "another message of its session, not its own insertion",
-                            ),
-                        };
-                        v.rules = vec![rule.into()];
-                        v.message =
-                            format!("submission {n} was acknowledged with {mid}, {why} ({rule})");
-                    }
-                    return v;
-                }
-            }
-            SubmissionClass::Withdrawn => {
-                // C8: "withdrawn" tells the user the input is not in the session. An insertion
-                // that took effect and was not lost makes that a lie, unless the Agent itself
-                // answered the inserted attempt -32800 (then P4 and P6 blame it).
-                let at = f.withdrawn[n];
-                // C8: "withdrawn by its own user": the user cancelled it, or stopped or closed
-                // its session after submitting it. A -32800 nobody asked for is shown as an
-                // error or resubmitted, never taken for the user's withdrawal.
-                let submitted = f.submissions[n];
-                let slot = &f.history.ops[submitted].value["slot"];
-                let asked = f.history.ops[submitted..at].iter().any(|o| {
-                    o.process == process::USER
-                        && match o.f.as_str() {
-                            op::CANCEL => o.value["submission"].as_u64() == Some(*n),
-                            op::STOP | op::CLOSE => o.value["slot"] == *slot,
-                            _ => false,
-                        }
-                });
-                if !asked {
-                    v.status = Status::Invalid;
-                    v.party = Some(Party::Client);
-                    v.rules = vec!["C8".into()];
-                    v.witnesses = vec![submitted, at];
-                    v.fault = f.fault_before(at);
-                    v.message = format!(
-                        "submission {n} was shown to the user as withdrawn (op {at}) though its user never cancelled it, nor stopped or closed its session (C8: a -32800 nobody asked for is shown or resubmitted)"
-                    );
-                    return v;
-                }
-                // The Agent answered `-32800` to the inserted attempt, or to a retry of it after
-                // the insertion took effect (A1, A6: an inserted prompt succeeds with its
-                // messageId): the Client believed the Agent.
-                let told_cancelled = |i: &Insert| {
-                    let iv = &f.history.ops[i.op].value;
-                    let after = i.took_effect.unwrap_or(i.op);
-                    f.history.ops.iter().any(|o| {
-                        let (conn, id) = (
-                            o.value["conn"].as_u64().unwrap_or(0),
-                            o.value["frame"]["id"].to_string(),
-                        );
-                        is_cancelled_answer(o)
-                            && ((o.value["conn"] == iv["conn"]
-                                && o.value["frame"]["id"] == iv["id"])
-                                || (o.index > after && f.attempts.get(&(conn, id)) == Some(n)))
-                    })
-                };
-                // Or, while it held the keyed attempt it then inserted, it answered another
-                // attempt of that key `-32800` (on that connection or another: a retry routed
-                // elsewhere) while the held one was still pending (read, unanswered, its
-                // connection open, no crash since), and the Client read that answer before it
-                // showed the input withdrawn. A5 says a withdrawn key's pending attempts all get
-                // `-32800`, A7 that a retry of a held prompt gets its outcome: P6 or P3 blames
-                // the Agent, and the Client believed it.
-                let withdrew_while_held = |i: &Insert| {
-                    let iv = &f.history.ops[i.op].value;
-                    let keyed = iv["key"].as_str().is_some_and(|k| !k.is_empty());
-                    keyed
-                        && f.history.ops[..i.op].iter().any(|o| {
-                            let id = o.value["frame"]["id"].to_string();
-                            is_cancelled_answer(o)
-                                && (o.value["conn"] != iv["conn"]
-                                    || o.value["frame"]["id"] != iv["id"])
-                                && f.attempts.get(&(o.value["conn"].as_u64().unwrap_or(0), id))
-                                    == Some(n)
-                                && pending_at(f, &iv["conn"], &iv["id"], o.index)
-                                && client_read_before(f, o, at)
-                        })
-                };
-                let inserted = f.inserts.iter().find(|i| {
-                    i.submission == Some(*n)
-                        && i.took_effect.is_some()
-                        && i.gone_before(at.max(i.op)).is_none()
-                        && !told_cancelled(i)
-                        && !withdrew_while_held(i)
-                });
-                if let Some(i) = inserted {
-                    v.status = Status::Invalid;
-                    v.party = Some(Party::Client);
-                    v.rules = vec!["C8".into()];
-                    v.witnesses = vec![i.op, at];
-                    v.fault = f.fault_before(at);
-                    v.message = format!(
-                        "submission {n} was shown to the user as withdrawn (op {at}), but it was inserted as {} (op {}): the user was told the input is not in the session",
-                        i.message_id, i.op
-                    );
-                    return v;
-                }
-            }
-            SubmissionClass::Pending => pending.push(*n),
-            _ => {}
+            _ => None,
+        };
+        if let Some(v) = wrong {
+            return v;
         }
     }
+    liveness(f, &pending)
+}
+
+/// Submission `n` ended `c` (lost or unacknowledged): the Client dropped it silently.
+fn dropped(f: &Facts, n: u64, c: SubmissionClass) -> Verdict {
+    let (n, c) = (&n, &c);
+    let mut v = Verdict::valid("P2");
+    let at = f.submissions[n];
+    let last_client_op = f
+        .history
+        .ops
+        .iter()
+        .rev()
+        .find(|o| o.process == process::NEMESIS && o.value["host"] == "client");
+    v.status = Status::Invalid;
+    v.party = Some(Party::Client);
+    v.rules = lost_rules(f, *n, at);
+    v.witnesses = vec![at];
+    v.fault = last_client_op
+        .map(|o| o.index)
+        .or_else(|| f.fault_before(f.history.ops.len()));
+    v.message = format!(
+        "submission {n} is {}: the Client no longer holds it, never got its messageId and never showed an error",
+        if *c == SubmissionClass::Lost { "lost (never inserted)" } else { "unacknowledged (inserted)" }
+    );
+    v
+}
+
+/// Submission `n` was acknowledged with a `messageId` that is not its own insertion: whose
+/// message it is names the clause broken (C2 or C3 for a reused key, A2, A12, A9 or A1).
+fn acknowledged_otherwise(f: &Facts, n: u64) -> Option<Verdict> {
+    let n = &n;
+    let mut v = Verdict::valid("P2");
+    let (op, mid) = &f.acks[n];
+    let real = f
+        .inserts
+        .iter()
+        .any(|i| i.submission == Some(*n) && &i.message_id == mid);
+    if !real {
+        // Whose message is it? If it carries a key this submission used, the
+        // Client reused a key for a new submission (C2); otherwise the Agent
+        // answered with another submission's message (A1, A9).
+        let other = f.inserts.iter().find(|i| &i.message_id == mid);
+        // The sessions this submission's attempts went to (from the frames the
+        // Client wrote): a key is only reused within one session (A9).
+        let attempts: BTreeSet<(u64, String)> = f
+            .history
+            .ops
+            .iter()
+            .filter(|o| {
+                o.process == process::CLIENT
+                    && o.f == op::ATTEMPT
+                    && o.value["submission"].as_u64() == Some(*n)
+            })
+            .map(|o| {
+                (
+                    o.value["conn"].as_u64().unwrap_or(0),
+                    o.value["id"].to_string(),
+                )
+            })
+            .collect();
+        let sessions: BTreeSet<&str> = f
+            .history
+            .ops
+            .iter()
+            .filter(|o| {
+                o.process == process::NET
+                    && o.f == op::SEND
+                    && o.value["from"] == "client"
+                    && attempts.contains(&(
+                        o.value["conn"].as_u64().unwrap_or(0),
+                        o.value["frame"]["id"].to_string(),
+                    ))
+            })
+            .filter_map(|o| o.value["frame"]["params"]["sessionId"].as_str())
+            .collect();
+        let reused = other.and_then(|o| o.key.as_ref()).is_some_and(|k| {
+            f.attempt_keys.get(n).is_some_and(|ks| ks.contains(k))
+                && other
+                    .is_some_and(|o| sessions.is_empty() || sessions.contains(o.session.as_str()))
+        });
+        v.status = Status::Invalid;
+        v.witnesses = std::iter::once(*op).chain(other.map(|o| o.op)).collect();
+        v.fault = f.fault_before(*op);
+        if reused {
+            // C3 when the reused key came with another prompt, C2 when with the
+            // same text (a key derived from content).
+            let text = |s: Option<u64>| {
+                f.history
+                    .ops
+                    .iter()
+                    .find(|o| {
+                        o.process == process::USER
+                            && o.f == op::SUBMIT
+                            && o.value["submission"].as_u64() == s
+                    })
+                    .map(|o| o.value["text"].clone())
+            };
+            let rule = if text(Some(*n)) == text(other.and_then(|o| o.submission)) {
+                "C2"
+            } else {
+                "C3"
+            };
+            v.party = Some(Party::Client);
+            v.rules = vec![rule.into()];
+            v.message = format!("submission {n} was acknowledged with {mid}, the message of an earlier submission whose key it reused ({rule})");
+        } else if let (None, Some(err)) = (other, errored_before(f, &attempts, *op)) {
+            // No message has that id, and an attempt of it failed first: the
+            // failure left its key behind.
+            v.party = Some(Party::Agent);
+            v.rules = vec!["A2".into()];
+            v.witnesses.insert(0, err);
+            v.message = format!("submission {n} was acknowledged with {mid}, which no message has; an earlier attempt was answered with an error (op {err}), and an error records nothing for the key");
+        } else {
+            v.party = Some(Party::Agent);
+            // The clause the answer broke: an id no message has is a key recorded
+            // without an insertion (A12: recorded when inserted, not on arrival);
+            // another session's message crosses key scopes (A9); another message
+            // of the same session is not the original's answer (A1).
+            let (rule, why) = match other {
+                None => (
+                    "A12",
+                    "which no message has: its key was recorded without an insertion",
+                ),
+                Some(o) if !sessions.is_empty() && !sessions.contains(o.session.as_str()) => {
+                    ("A9", "the message of a submission in another session")
+                }
+                Some(_) => (
+                    "A1",
+                    "another message of its session, not its own insertion",
+                ),
+            };
+            v.rules = vec![rule.into()];
+            v.message = format!("submission {n} was acknowledged with {mid}, {why} ({rule})");
+        }
+        return Some(v);
+    }
+    None
+}
+
+/// Submission `n` was shown to the user as withdrawn: its own user must have asked (C8), and no
+/// insertion of it may stand that the Agent did not answer `-32800`.
+fn withdrawn_otherwise(f: &Facts, n: u64) -> Option<Verdict> {
+    let n = &n;
+    let mut v = Verdict::valid("P2");
+    // C8: "withdrawn" tells the user the input is not in the session. An insertion
+    // that took effect and was not lost makes that a lie, unless the Agent itself
+    // answered the inserted attempt -32800 (then P4 and P6 blame it).
+    let at = f.withdrawn[n];
+    // C8: "withdrawn by its own user": the user cancelled it, or stopped or closed
+    // its session after submitting it. A -32800 nobody asked for is shown as an
+    // error or resubmitted, never taken for the user's withdrawal.
+    let submitted = f.submissions[n];
+    let slot = &f.history.ops[submitted].value["slot"];
+    let asked = f.history.ops[submitted..at].iter().any(|o| {
+        o.process == process::USER
+            && match o.f.as_str() {
+                op::CANCEL => o.value["submission"].as_u64() == Some(*n),
+                op::STOP | op::CLOSE => o.value["slot"] == *slot,
+                _ => false,
+            }
+    });
+    if !asked {
+        v.status = Status::Invalid;
+        v.party = Some(Party::Client);
+        v.rules = vec!["C8".into()];
+        v.witnesses = vec![submitted, at];
+        v.fault = f.fault_before(at);
+        v.message = format!(
+            "submission {n} was shown to the user as withdrawn (op {at}) though its user never cancelled it, nor stopped or closed its session (C8: a -32800 nobody asked for is shown or resubmitted)"
+        );
+        return Some(v);
+    }
+    // The Agent answered `-32800` to the inserted attempt, or to a retry of it after
+    // the insertion took effect (A1, A6: an inserted prompt succeeds with its
+    // messageId): the Client believed the Agent.
+    let told_cancelled = |i: &Insert| {
+        let iv = &f.history.ops[i.op].value;
+        let after = i.took_effect.unwrap_or(i.op);
+        f.history.ops.iter().any(|o| {
+            let (conn, id) = (
+                o.value["conn"].as_u64().unwrap_or(0),
+                o.value["frame"]["id"].to_string(),
+            );
+            is_cancelled_answer(o)
+                && ((o.value["conn"] == iv["conn"] && o.value["frame"]["id"] == iv["id"])
+                    || (o.index > after && f.attempts.get(&(conn, id)) == Some(n)))
+        })
+    };
+    // Or, while it held the keyed attempt it then inserted, it answered another
+    // attempt of that key `-32800` (on that connection or another: a retry routed
+    // elsewhere) while the held one was still pending (read, unanswered, its
+    // connection open, no crash since), and the Client read that answer before it
+    // showed the input withdrawn. A5 says a withdrawn key's pending attempts all get
+    // `-32800`, A7 that a retry of a held prompt gets its outcome: P6 or P3 blames
+    // the Agent, and the Client believed it.
+    let withdrew_while_held = |i: &Insert| {
+        let iv = &f.history.ops[i.op].value;
+        let keyed = iv["key"].as_str().is_some_and(|k| !k.is_empty());
+        keyed
+            && f.history.ops[..i.op].iter().any(|o| {
+                let id = o.value["frame"]["id"].to_string();
+                is_cancelled_answer(o)
+                    && (o.value["conn"] != iv["conn"] || o.value["frame"]["id"] != iv["id"])
+                    && f.attempts.get(&(o.value["conn"].as_u64().unwrap_or(0), id)) == Some(n)
+                    && pending_at(f, &iv["conn"], &iv["id"], o.index)
+                    && client_read_before(f, o, at)
+            })
+    };
+    let inserted = f.inserts.iter().find(|i| {
+        i.submission == Some(*n)
+            && i.took_effect.is_some()
+            && i.gone_before(at.max(i.op)).is_none()
+            && !told_cancelled(i)
+            && !withdrew_while_held(i)
+    });
+    if let Some(i) = inserted {
+        v.status = Status::Invalid;
+        v.party = Some(Party::Client);
+        v.rules = vec!["C8".into()];
+        v.witnesses = vec![i.op, at];
+        v.fault = f.fault_before(at);
+        v.message = format!(
+            "submission {n} was shown to the user as withdrawn (op {at}), but it was inserted as {} (op {}): the user was told the input is not in the session",
+            i.message_id, i.op
+        );
+        return Some(v);
+    }
+    None
+}
+
+/// No submission was dropped: what is still pending at the bound, or never made, leaves
+/// liveness unknown (unless the Agent refused to start on a damaged store).
+fn liveness(f: &Facts, pending: &[u64]) -> Verdict {
+    let mut v = Verdict::valid("P2");
     let undelivered = f
         .history
         .ops

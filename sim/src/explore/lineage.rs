@@ -194,10 +194,6 @@ fn rank(f: &FaultSpec, spot: &Spot, live: bool) -> Option<u32> {
     Some(r)
 }
 
-/// The good outcomes of a run and the places each depended on, in the order they came: every
-/// acknowledged or withdrawn submission (its attempt's request and answer, and the points the
-/// Agent passed between them), then every other Client request that was answered. Each with
-/// its kind of derivation ([`OutcomeClass`]).
 /// One place of a support: whether the outcome's own exchange or points hold it (`own`), and
 /// whether it is a frame on the connection of one of its attempts while that was alive
 /// (`live`).
@@ -207,196 +203,19 @@ struct Supporting {
     live: bool,
 }
 
+/// The good outcomes of a run and the places each depended on, in the order they came: every
+/// acknowledged or withdrawn submission (its attempt's request and answer, and the points the
+/// Agent passed between them), then every other Client request that was answered. Each with
+/// its kind of derivation ([`OutcomeClass`]).
 fn supports(h: &History, trace: &Trace, from: usize) -> Vec<(OutcomeClass, Vec<Supporting>)> {
     let all: Vec<Place> = places(h, trace)
         .into_iter()
         .filter(|p| p.at >= from)
         .collect();
-    // The Agent's reads of prompt attempts: op index → (conn, id).
-    let mut prompt_reads: Vec<(usize, (u64, String))> = Vec::new();
-    // (conn, id) → submission, and the submissions that ended well with their answer's id.
-    let mut attempt_sub: BTreeMap<(u64, String), u64> = BTreeMap::new();
-    let mut good: Vec<u64> = Vec::new();
-    let mut answered_by: BTreeMap<u64, (u64, String)> = BTreeMap::new();
-    let mut other: Vec<usize> = Vec::new();
-    let mut commands: BTreeSet<u64> = BTreeSet::new();
-    let mut unkeyed: BTreeSet<u64> = BTreeSet::new();
-    let mut withdrawn: BTreeSet<u64> = BTreeSet::new();
-    // (conn, id) of an attempt → the op its first answer was written at.
-    let mut answer_at: BTreeMap<(u64, String), usize> = BTreeMap::new();
-    // (conn, id) of a prompt attempt → the op the Client wrote it at.
-    let mut client_sent: BTreeMap<(u64, String), usize> = BTreeMap::new();
-    for o in &h.ops {
-        let v = &o.value;
-        // An answer written to the Client (by the Agent or a proxy): it ends its request's
-        // window.
-        if o.process == process::NET
-            && o.f == op::SEND
-            && v["from"] != "client"
-            && v["frame"].get("method").is_none()
-        {
-            let k = (
-                v["conn"].as_u64().unwrap_or(0),
-                v["frame"]["id"].to_string(),
-            );
-            answer_at.entry(k).or_insert(o.index);
-        }
-        match (o.process.as_str(), o.f.as_str()) {
-            (process::USER, op::SUBMIT) => {
-                if let (Some(n), Some(t)) = (v["submission"].as_u64(), v["text"].as_str()) {
-                    if t.starts_with('/') {
-                        commands.insert(n);
-                    }
-                }
-            }
-            (process::CLIENT, op::ATTEMPT) => {
-                if let (Some(c), Some(n)) = (v["conn"].as_u64(), v["submission"].as_u64()) {
-                    attempt_sub.insert((c, v["id"].to_string()), n);
-                    if v["key"].is_null() {
-                        unkeyed.insert(n);
-                    }
-                }
-            }
-            // Through a proxy the Agent reads the attempt under a rewritten id: the same one.
-            (process::PROXY, op::FORWARD) if v["method"] == "session/prompt" => {
-                let up = (v["up_conn"].as_u64().unwrap_or(0), v["up_id"].to_string());
-                let down = (
-                    v["down_conn"].as_u64().unwrap_or(0),
-                    v["down_id"].to_string(),
-                );
-                if let Some(&n) = attempt_sub.get(&up) {
-                    attempt_sub.insert(down, n);
-                }
-            }
-            (process::CLIENT, op::ACK | op::WITHDRAWN) => {
-                if let Some(n) = v["submission"].as_u64() {
-                    if o.f == op::WITHDRAWN {
-                        withdrawn.insert(n);
-                    }
-                    if !good.contains(&n) {
-                        good.push(n);
-                    }
-                }
-            }
-            (process::NET, op::RECV)
-                if v["from"] == "client" && v["frame"]["method"] == "session/prompt" =>
-            {
-                prompt_reads.push((
-                    o.index,
-                    (
-                        v["conn"].as_u64().unwrap_or(0),
-                        v["frame"]["id"].to_string(),
-                    ),
-                ));
-            }
-            (process::NET, op::SEND)
-                if v["from"] == "client" && v["frame"]["method"] == "session/prompt" =>
-            {
-                let k = (
-                    v["conn"].as_u64().unwrap_or(0),
-                    v["frame"]["id"].to_string(),
-                );
-                client_sent.entry(k).or_insert(o.index);
-            }
-            (process::NET, op::SEND)
-                if v["from"].as_str().is_some_and(is_agent_host)
-                    && v["frame"].get("method").is_none() =>
-            {
-                let k = (
-                    v["conn"].as_u64().unwrap_or(0),
-                    v["frame"]["id"].to_string(),
-                );
-                if let Some(&n) = attempt_sub.get(&k) {
-                    answered_by.insert(n, k);
-                } else if o.index >= from {
-                    other.push(o.index);
-                }
-            }
-            _ => {}
-        }
-    }
-    // Which attempt each point pass served: the latest prompt the Agent read before it.
-    let attempt_of_pass = |at: usize| -> Option<&(u64, String)> {
-        prompt_reads
-            .iter()
-            .rev()
-            .find(|(r, _)| *r <= at)
-            .map(|(_, k)| k)
-    };
-    // The connection a frame place was written on.
-    let conn_of = |p: &Place| -> Option<u64> {
-        let o = h.ops.get(p.at)?;
-        let d = if o.process == process::NET {
-            &o.value
-        } else {
-            &o.value["detail"]
-        };
-        d["conn"].as_u64()
-    };
-    let mut out = Vec::new();
-    for n in good {
-        let attempt = answered_by.get(&n);
-        // While an attempt of the submission is alive (sent, not yet answered: on its way,
-        // held, waiting on a store, working), its answer depends on its connection staying
-        // up: every frame on that connection in that window is support, and a break there
-        // makes the Client resend while the attempt lives on.
-        let windows: Vec<(u64, usize, usize)> = attempt_sub
-            .iter()
-            .filter(|(_, &s)| s == n)
-            .filter_map(|(k, _)| {
-                let start = client_sent
-                    .get(k)
-                    .copied()
-                    .or_else(|| prompt_reads.iter().find(|(_, r)| r == k).map(|r| r.0))?;
-                Some((k.0, start, answer_at.get(k).copied().unwrap_or(usize::MAX)))
-            })
-            .collect();
-        let live = |p: &Place| {
-            matches!(p.spot, Spot::Frame { .. })
-                && windows
-                    .iter()
-                    .any(|&(c, r, a)| r < p.at && p.at < a && conn_of(p) == Some(c))
-        };
-        let mut support: Vec<Supporting> = Vec::new();
-        for p in &all {
-            let own = match &p.spot {
-                Spot::Frame {
-                    by: Sender::Client,
-                    submission: Some(s),
-                    ..
-                } => *s == n,
-                Spot::Point { .. } => attempt.is_some() && attempt_of_pass(p.at) == attempt,
-                Spot::Submission(s) => *s == n,
-                // The cancels of a withdrawn submission, and its Agent's answers.
-                Spot::Frame {
-                    by: Sender::Client,
-                    method,
-                    ..
-                } => method == "$/cancel_request" || method == "session/cancel",
-                _ => false,
-            };
-            let live = live(p);
-            if own || live {
-                support.push(Supporting {
-                    place: p.clone(),
-                    own,
-                    live,
-                });
-            }
-        }
-        let class = if withdrawn.contains(&n) {
-            OutcomeClass::Withdrawn
-        } else if commands.contains(&n) {
-            OutcomeClass::Command
-        } else if unkeyed.contains(&n) {
-            OutcomeClass::Unkeyed
-        } else {
-            OutcomeClass::Keyed
-        };
-        out.push((class, support));
-    }
+    let x = Exchanges::read(h, from);
+    let mut out: Vec<_> = x.good.iter().map(|&n| support_of(h, &x, &all, n)).collect();
     // Every other answered request: its answer.
-    for idx in other {
+    for &idx in &x.other {
         let support: Vec<Supporting> = all
             .iter()
             .filter(|p| {
@@ -420,6 +239,216 @@ fn supports(h: &History, trace: &Trace, from: usize) -> Vec<(OutcomeClass, Vec<S
         }
     }
     out
+}
+
+/// What one pass over a run's ops tells [`supports`] about its submissions and answers.
+#[derive(Default)]
+struct Exchanges {
+    /// The Agent's reads of prompt attempts: op index → (conn, id).
+    prompt_reads: Vec<(usize, (u64, String))>,
+    /// (conn, id) → submission, and the submissions that ended well with their answer's id.
+    attempt_sub: BTreeMap<(u64, String), u64>,
+    good: Vec<u64>,
+    answered_by: BTreeMap<u64, (u64, String)>,
+    other: Vec<usize>,
+    commands: BTreeSet<u64>,
+    unkeyed: BTreeSet<u64>,
+    withdrawn: BTreeSet<u64>,
+    /// (conn, id) of an attempt → the op its first answer was written at.
+    answer_at: BTreeMap<(u64, String), usize>,
+    /// (conn, id) of a prompt attempt → the op the Client wrote it at.
+    client_sent: BTreeMap<(u64, String), usize>,
+}
+
+impl Exchanges {
+    /// Read the ops of `h` once; answers to requests other than prompts count from op `from`.
+    fn read(h: &History, from: usize) -> Exchanges {
+        let mut x = Exchanges::default();
+        for o in &h.ops {
+            let v = &o.value;
+            // An answer written to the Client (by the Agent or a proxy): it ends its request's
+            // window.
+            if o.process == process::NET
+                && o.f == op::SEND
+                && v["from"] != "client"
+                && v["frame"].get("method").is_none()
+            {
+                let k = (
+                    v["conn"].as_u64().unwrap_or(0),
+                    v["frame"]["id"].to_string(),
+                );
+                x.answer_at.entry(k).or_insert(o.index);
+            }
+            match (o.process.as_str(), o.f.as_str()) {
+                (process::USER, op::SUBMIT) => {
+                    if let (Some(n), Some(t)) = (v["submission"].as_u64(), v["text"].as_str()) {
+                        if t.starts_with('/') {
+                            x.commands.insert(n);
+                        }
+                    }
+                }
+                (process::CLIENT, op::ATTEMPT) => {
+                    if let (Some(c), Some(n)) = (v["conn"].as_u64(), v["submission"].as_u64()) {
+                        x.attempt_sub.insert((c, v["id"].to_string()), n);
+                        if v["key"].is_null() {
+                            x.unkeyed.insert(n);
+                        }
+                    }
+                }
+                // Through a proxy the Agent reads the attempt under a rewritten id: the same one.
+                (process::PROXY, op::FORWARD) if v["method"] == "session/prompt" => {
+                    let up = (v["up_conn"].as_u64().unwrap_or(0), v["up_id"].to_string());
+                    let down = (
+                        v["down_conn"].as_u64().unwrap_or(0),
+                        v["down_id"].to_string(),
+                    );
+                    if let Some(&n) = x.attempt_sub.get(&up) {
+                        x.attempt_sub.insert(down, n);
+                    }
+                }
+                (process::CLIENT, op::ACK | op::WITHDRAWN) => {
+                    if let Some(n) = v["submission"].as_u64() {
+                        if o.f == op::WITHDRAWN {
+                            x.withdrawn.insert(n);
+                        }
+                        if !x.good.contains(&n) {
+                            x.good.push(n);
+                        }
+                    }
+                }
+                (process::NET, op::RECV)
+                    if v["from"] == "client" && v["frame"]["method"] == "session/prompt" =>
+                {
+                    x.prompt_reads.push((
+                        o.index,
+                        (
+                            v["conn"].as_u64().unwrap_or(0),
+                            v["frame"]["id"].to_string(),
+                        ),
+                    ));
+                }
+                (process::NET, op::SEND)
+                    if v["from"] == "client" && v["frame"]["method"] == "session/prompt" =>
+                {
+                    let k = (
+                        v["conn"].as_u64().unwrap_or(0),
+                        v["frame"]["id"].to_string(),
+                    );
+                    x.client_sent.entry(k).or_insert(o.index);
+                }
+                (process::NET, op::SEND)
+                    if v["from"].as_str().is_some_and(is_agent_host)
+                        && v["frame"].get("method").is_none() =>
+                {
+                    let k = (
+                        v["conn"].as_u64().unwrap_or(0),
+                        v["frame"]["id"].to_string(),
+                    );
+                    if let Some(&n) = x.attempt_sub.get(&k) {
+                        x.answered_by.insert(n, k);
+                    } else if o.index >= from {
+                        x.other.push(o.index);
+                    }
+                }
+                _ => {}
+            }
+        }
+        x
+    }
+}
+
+/// The support of good submission `n`: its own places (its attempt's frames, the points the
+/// Agent passed serving it, its submission, its cancels) and every frame on one of its
+/// attempts' connections while that attempt was alive; with its kind of derivation.
+fn support_of(
+    h: &History,
+    x: &Exchanges,
+    all: &[Place],
+    n: u64,
+) -> (OutcomeClass, Vec<Supporting>) {
+    // Which attempt each point pass served: the latest prompt the Agent read before it.
+    let attempt_of_pass = |at: usize| -> Option<&(u64, String)> {
+        x.prompt_reads
+            .iter()
+            .rev()
+            .find(|(r, _)| *r <= at)
+            .map(|(_, k)| k)
+    };
+    // The connection a frame place was written on.
+    let conn_of = |p: &Place| -> Option<u64> {
+        let o = h.ops.get(p.at)?;
+        let d = if o.process == process::NET {
+            &o.value
+        } else {
+            &o.value["detail"]
+        };
+        d["conn"].as_u64()
+    };
+    let attempt = x.answered_by.get(&n);
+    // While an attempt of the submission is alive (sent, not yet answered: on its way,
+    // held, waiting on a store, working), its answer depends on its connection staying
+    // up: every frame on that connection in that window is support, and a break there
+    // makes the Client resend while the attempt lives on.
+    let windows: Vec<(u64, usize, usize)> = x
+        .attempt_sub
+        .iter()
+        .filter(|(_, &s)| s == n)
+        .filter_map(|(k, _)| {
+            let start = x
+                .client_sent
+                .get(k)
+                .copied()
+                .or_else(|| x.prompt_reads.iter().find(|(_, r)| r == k).map(|r| r.0))?;
+            Some((
+                k.0,
+                start,
+                x.answer_at.get(k).copied().unwrap_or(usize::MAX),
+            ))
+        })
+        .collect();
+    let live = |p: &Place| {
+        matches!(p.spot, Spot::Frame { .. })
+            && windows
+                .iter()
+                .any(|&(c, r, a)| r < p.at && p.at < a && conn_of(p) == Some(c))
+    };
+    let mut support: Vec<Supporting> = Vec::new();
+    for p in all {
+        let own = match &p.spot {
+            Spot::Frame {
+                by: Sender::Client,
+                submission: Some(s),
+                ..
+            } => *s == n,
+            Spot::Point { .. } => attempt.is_some() && attempt_of_pass(p.at) == attempt,
+            Spot::Submission(s) => *s == n,
+            // The cancels of a withdrawn submission, and its Agent's answers.
+            Spot::Frame {
+                by: Sender::Client,
+                method,
+                ..
+            } => method == "$/cancel_request" || method == "session/cancel",
+            _ => false,
+        };
+        let live = live(p);
+        if own || live {
+            support.push(Supporting {
+                place: p.clone(),
+                own,
+                live,
+            });
+        }
+    }
+    let class = if x.withdrawn.contains(&n) {
+        OutcomeClass::Withdrawn
+    } else if x.commands.contains(&n) {
+        OutcomeClass::Command
+    } else if x.unkeyed.contains(&n) {
+        OutcomeClass::Unkeyed
+    } else {
+        OutcomeClass::Keyed
+    };
+    (class, support)
 }
 
 /// The kind of derivation a good outcome had: a keyed prompt acknowledged, an unkeyed one, a
