@@ -25,15 +25,6 @@ pub fn p1_at_most_once(f: &Facts) -> Verdict {
                 .is_some_and(crate::history::is_agent_host)
             && o.value["frame"]["result"]["capabilities"]["session"].is_object()
     });
-    // The request an insertion came from (one attempt inserted twice is the Agent's doing).
-    let same_attempt = |a: &Insert, b: &Insert| {
-        let at = |i: &Insert| {
-            let v = &f.history.ops[i.op].value;
-            (v["conn"].clone(), v["id"].clone())
-        };
-        at(a) == at(b)
-    };
-    let durable = f.retention == acp_chaos_models::Retention::Durable;
     for (j, later) in f.inserts.iter().enumerate() {
         // Pairs of one submission, and (A4) pairs under one recorded key whoever sent them: a
         // new submission or a raw frame reusing a key with another prompt.
@@ -64,77 +55,7 @@ pub fn p1_at_most_once(f: &Facts) -> Verdict {
                     String::new(),
                 )
             };
-            let gone = e.gone_before(later.op);
-            let changed = |i: &Insert| i.sent_key.as_ref().is_some_and(|k| *k != i.key);
-            let (status, party, rules, why) = if changed(e) || changed(later) {
-                (
-                    Status::Invalid,
-                    Party::Intermediary,
-                    vec!["X1"],
-                    "because an intermediary did not forward the key unchanged".to_string(),
-                )
-            } else if e.key != later.key {
-                (
-                    Status::Invalid,
-                    Party::Client,
-                    vec!["C1"],
-                    "under two keys: the Client changed the key between attempts".to_string(),
-                )
-            } else if e.key.is_none() && !same_attempt(e, later) {
-                // K1: no key, no duplicate detection: the Client resent a prompt it sent
-                // without a key (C9: it should not, unless a duplicate does not matter).
-                (
-                    Status::Finding,
-                    Party::Client,
-                    vec!["C9"],
-                    "without a key: the Client sent it again although it could not rule out a duplicate".to_string(),
-                )
-            } else if gone.is_none() {
-                let key = e.key.as_deref().unwrap_or("");
-                // A1 is about retries; a new prompt under a recorded key breaks A4 alone.
-                let mut rules = if cross { vec!["A4"] } else { vec!["A1", "A4"] };
-                if !cross {
-                    rules.extend(lifetime_rules(f, e, later));
-                }
-                if advertised {
-                    rules.push("K4");
-                }
-                let why = if cross {
-                    "while the first was still retained (A4: a recorded key is answered as a retry or rejected -32602, whatever the prompt)".to_string()
-                } else {
-                    format!("under the same key {key:?} while the first was still retained")
-                };
-                (Status::Invalid, Party::Agent, rules, why)
-            } else if e.discarded_at == gone {
-                // The Agent's retention window let the first go, key and all: A16 allows the
-                // second; C7 says a Client should not have resent a prompt that old.
-                let window = f
-                    .retention_ms
-                    .map_or(String::new(), |w| format!(" ({w} ms)"));
-                (
-                    Status::Finding,
-                    Party::Spec,
-                    vec!["A16"],
-                    format!("after the Agent's retention window{window} discarded the first with its key, as A16 allows (C7: a Client shows a prompt that old to the user instead of resending it)"),
-                )
-            } else if durable && !e.live_only {
-                (
-                    Status::Invalid,
-                    Party::Agent,
-                    vec!["D1"],
-                    "after a restart lost the first, which a durable design must keep".to_string(),
-                )
-            } else if e.live_only {
-                (Status::Finding, Party::Spec, vec!["A11"], "after the session was active nowhere and the live-only key was forgotten (allowed)".to_string())
-            } else {
-                (
-                    Status::Finding,
-                    Party::Spec,
-                    vec!["A16"],
-                    "after a restart lost the first, as the design's process retention allows"
-                        .to_string(),
-                )
-            };
+            let (status, party, rules, why) = judge_pair(f, e, later, cross, advertised);
             if status > v.status {
                 v.status = status;
                 v.party = Some(party);
@@ -158,9 +79,115 @@ pub fn p1_at_most_once(f: &Facts) -> Verdict {
             }
         }
     }
-    // A1: no second round of work for one message: one turn, one tool side effect. A turn that
-    // a restart of its own host stopped before it ended may be continued (A1 leaves that to the
-    // Agent); a retry that starts a second round is caught either way.
+    second_round(f).unwrap_or(v)
+}
+
+/// Why `later` inserted what `e` had inserted already (`cross`: under one key from another
+/// submission or a raw frame): (status, party, rules, reason), by the first clause that
+/// explains it: an intermediary changed the key (X1), the Client changed it (C1) or sent none
+/// (C9), the first was still retained (A1, A4 and the lifetime clauses; K4 when the Agent
+/// advertised `capabilities.session`), a retention window discarded it (A16), a restart lost
+/// it from a durable design (D1) or as the design allows (A11, A16).
+fn judge_pair(
+    f: &Facts,
+    e: &Insert,
+    later: &Insert,
+    cross: bool,
+    advertised: bool,
+) -> (Status, Party, Vec<&'static str>, String) {
+    // The request an insertion came from (one attempt inserted twice is the Agent's doing).
+    let same_attempt = |a: &Insert, b: &Insert| {
+        let at = |i: &Insert| {
+            let v = &f.history.ops[i.op].value;
+            (v["conn"].clone(), v["id"].clone())
+        };
+        at(a) == at(b)
+    };
+    let durable = f.retention == acp_chaos_models::Retention::Durable;
+    let gone = e.gone_before(later.op);
+    let changed = |i: &Insert| i.sent_key.as_ref().is_some_and(|k| *k != i.key);
+    if changed(e) || changed(later) {
+        (
+            Status::Invalid,
+            Party::Intermediary,
+            vec!["X1"],
+            "because an intermediary did not forward the key unchanged".to_string(),
+        )
+    } else if e.key != later.key {
+        (
+            Status::Invalid,
+            Party::Client,
+            vec!["C1"],
+            "under two keys: the Client changed the key between attempts".to_string(),
+        )
+    } else if e.key.is_none() && !same_attempt(e, later) {
+        // K1: no key, no duplicate detection: the Client resent a prompt it sent
+        // without a key (C9: it should not, unless a duplicate does not matter).
+        (
+            Status::Finding,
+            Party::Client,
+            vec!["C9"],
+            "without a key: the Client sent it again although it could not rule out a duplicate"
+                .to_string(),
+        )
+    } else if gone.is_none() {
+        let key = e.key.as_deref().unwrap_or("");
+        // A1 is about retries; a new prompt under a recorded key breaks A4 alone.
+        let mut rules = if cross { vec!["A4"] } else { vec!["A1", "A4"] };
+        if !cross {
+            rules.extend(lifetime_rules(f, e, later));
+        }
+        if advertised {
+            rules.push("K4");
+        }
+        let why = if cross {
+            "while the first was still retained (A4: a recorded key is answered as a retry or rejected -32602, whatever the prompt)".to_string()
+        } else {
+            format!("under the same key {key:?} while the first was still retained")
+        };
+        (Status::Invalid, Party::Agent, rules, why)
+    } else if e.discarded_at == gone {
+        // The Agent's retention window let the first go, key and all: A16 allows the
+        // second; C7 says a Client should not have resent a prompt that old.
+        let window = f
+            .retention_ms
+            .map_or(String::new(), |w| format!(" ({w} ms)"));
+        (
+            Status::Finding,
+            Party::Spec,
+            vec!["A16"],
+            format!("after the Agent's retention window{window} discarded the first with its key, as A16 allows (C7: a Client shows a prompt that old to the user instead of resending it)"),
+        )
+    } else if durable && !e.live_only {
+        (
+            Status::Invalid,
+            Party::Agent,
+            vec!["D1"],
+            "after a restart lost the first, which a durable design must keep".to_string(),
+        )
+    } else if e.live_only {
+        (
+            Status::Finding,
+            Party::Spec,
+            vec!["A11"],
+            "after the session was active nowhere and the live-only key was forgotten (allowed)"
+                .to_string(),
+        )
+    } else {
+        (
+            Status::Finding,
+            Party::Spec,
+            vec!["A16"],
+            "after a restart lost the first, as the design's process retention allows".to_string(),
+        )
+    }
+}
+
+/// A1: no second round of work for one message: one turn, one tool side effect. A turn that
+/// a restart of its own host stopped before it ended may be continued (A1 leaves that to the
+/// Agent); a retry that starts a second round is caught either way.
+fn second_round(f: &Facts) -> Option<Verdict> {
+    let mut v = Verdict::valid("P1");
     let host = |i: usize| {
         f.history.ops[i].value["renamed_from"]
             .as_str()
@@ -205,10 +232,10 @@ pub fn p1_at_most_once(f: &Facts) -> Verdict {
                 "message {mid} got {} {what} (A1: a retry starts no second round; only work a restart stopped may be continued)",
                 ops.len()
             );
-            return v;
+            return Some(v);
         }
     }
-    v
+    None
 }
 
 /// Which of the key's lifetime clauses a second insertion of the submission of `first`

@@ -120,43 +120,7 @@ pub fn x4_resume_order(h: &History) -> Verdict {
                 if fr.get("error").is_some() || ups.iter().any(|(k, _)| k == LOST) {
                     continue;
                 }
-                let rc: Vec<usize> = ups
-                    .iter()
-                    .filter(|(k, _)| k == "replay_complete")
-                    .map(|(_, i)| *i)
-                    .collect();
-                let after = rc.first().copied().unwrap_or(req);
-                let snapshot = ups.iter().any(|(k, i)| k == "state_update" && *i > after);
-                // A state_update between replayed items: a live update inside the replay. (One
-                // before the first replayed item may have crossed the request in the pipe.)
-                let first_item = ups
-                    .iter()
-                    .find(|(k, _)| k != "state_update" && k != "replay_complete")
-                    .map(|(_, i)| *i);
-                let early_state = ups.iter().find(|(k, i)| {
-                    k == "state_update"
-                        && first_item.is_some_and(|f| *i > f)
-                        && rc.first().is_some_and(|r| i < r)
-                });
-                let bad = if replay && rc.is_empty() {
-                    Some((vec![req, op.index], format!("session/resume of {sid} with replayFrom was answered (op {}) without a replay_complete", op.index)))
-                } else if replay && rc.len() > 1 {
-                    Some((
-                        vec![req, rc[0], rc[1]],
-                        format!(
-                            "session/resume of {sid} got {} replay_complete updates (exactly one)",
-                            rc.len()
-                        ),
-                    ))
-                } else if !replay && !rc.is_empty() {
-                    Some((vec![req, rc[0]], format!("session/resume of {sid} without replayFrom got a replay_complete (never without replayFrom)")))
-                } else if let (true, Some((_, i))) = (replay, early_state) {
-                    Some((vec![req, *i, rc[0]], format!("session/resume of {sid}: a state_update (op {i}) came inside the replay, before replay_complete (live updates wait during the replay)")))
-                } else if !snapshot {
-                    Some((vec![req, op.index], format!("session/resume of {sid} was answered (op {}) with no state_update snapshot {}before it", op.index, if replay { "after replay_complete and " } else { "" })))
-                } else {
-                    None
-                };
+                let bad = misordered(req, op.index, &sid, replay, &ups);
                 if let Some((w, message)) = bad {
                     v.status = Status::Invalid;
                     v.party = Some(Party::Agent);
@@ -238,4 +202,54 @@ pub fn x4_resume_order(h: &History) -> Verdict {
         v.message = m;
     }
     v
+}
+
+/// What is out of order in the answer (op `answer`) to the resume of `sid` written at op
+/// `req` (`replay`: with `replayFrom`), given the updates `ups` seen on its connection since:
+/// a `replay_complete` missing, doubled or where none belongs; a `state_update` inside the
+/// replay; no `state_update` snapshot before the answer. The witnesses and the message.
+fn misordered(
+    req: usize,
+    answer: usize,
+    sid: &str,
+    replay: bool,
+    ups: &[(String, usize)],
+) -> Option<(Vec<usize>, String)> {
+    let rc: Vec<usize> = ups
+        .iter()
+        .filter(|(k, _)| k == "replay_complete")
+        .map(|(_, i)| *i)
+        .collect();
+    let after = rc.first().copied().unwrap_or(req);
+    let snapshot = ups.iter().any(|(k, i)| k == "state_update" && *i > after);
+    // A state_update between replayed items: a live update inside the replay. (One
+    // before the first replayed item may have crossed the request in the pipe.)
+    let first_item = ups
+        .iter()
+        .find(|(k, _)| k != "state_update" && k != "replay_complete")
+        .map(|(_, i)| *i);
+    let early_state = ups.iter().find(|(k, i)| {
+        k == "state_update"
+            && first_item.is_some_and(|f| *i > f)
+            && rc.first().is_some_and(|r| i < r)
+    });
+    if replay && rc.is_empty() {
+        Some((vec![req, answer], format!("session/resume of {sid} with replayFrom was answered (op {}) without a replay_complete", answer)))
+    } else if replay && rc.len() > 1 {
+        Some((
+            vec![req, rc[0], rc[1]],
+            format!(
+                "session/resume of {sid} got {} replay_complete updates (exactly one)",
+                rc.len()
+            ),
+        ))
+    } else if !replay && !rc.is_empty() {
+        Some((vec![req, rc[0]], format!("session/resume of {sid} without replayFrom got a replay_complete (never without replayFrom)")))
+    } else if let (true, Some((_, i))) = (replay, early_state) {
+        Some((vec![req, *i, rc[0]], format!("session/resume of {sid}: a state_update (op {i}) came inside the replay, before replay_complete (live updates wait during the replay)")))
+    } else if !snapshot {
+        Some((vec![req, answer], format!("session/resume of {sid} was answered (op {}) with no state_update snapshot {}before it", answer, if replay { "after replay_complete and " } else { "" })))
+    } else {
+        None
+    }
 }
