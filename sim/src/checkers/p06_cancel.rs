@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::facts::{is_store_op, malformed_request, track_active, Facts};
 use super::verdict::{Status, Verdict};
-use crate::history::{is_agent_host, op, process};
+use crate::history::{is_agent_host, op, process, Op};
 use crate::nemesis::logged;
 
 /// P6 cancel: an attempt the Agent answered `-32800` inserted nothing (A5, A6), and a
@@ -216,190 +216,214 @@ fn x1_cancels_from_frames(f: &Facts) -> Option<Verdict> {
 /// that key it had received and not answered gets -32800 (unless its connection ended);
 /// and `session/cancel` withdraws only prompts received before it.
 fn withdrawals_answered(f: &Facts) -> Option<Verdict> {
-    let mut v = Verdict::valid("P6");
-    let mut recv: BTreeMap<(u64, String), (usize, Option<String>, String)> = BTreeMap::new();
-    let mut answered: BTreeMap<(u64, String), (usize, Option<i64>)> = BTreeMap::new();
-    let mut ended: BTreeMap<u64, usize> = BTreeMap::new();
-    let mut last_cancel: BTreeMap<String, usize> = BTreeMap::new();
-    // Cluster: the last stop the store recorded per session.
-    let mut last_stop: BTreeMap<String, usize> = BTreeMap::new();
-    let mut withdrawals = Vec::new();
-    let mut decided: BTreeMap<(u64, String), usize> = BTreeMap::new();
-    let mut boots: Vec<usize> = Vec::new();
-    let mut crashes: Vec<usize> = Vec::new();
-    // Cluster: every stop the store recorded, per session, in order.
-    let mut stops: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-    for (op, w) in f.ops_with_wire() {
-        let val = &op.value;
-        match (op.process.as_str(), op.f.as_str(), w) {
-            // What the Agent read (its peer is the Client or a proxy).
-            (process::NET, op::RECV, Some(w)) if w.from == "client" => {
-                let fr = w.frame;
-                if w.method == Some("session/prompt") {
-                    let session = fr["params"]["sessionId"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_string();
-                    let key = fr["params"]["idempotencyKey"].as_str().map(str::to_string);
-                    recv.insert(w.key(), (op.index, key, session));
-                } else if w.method == Some("session/cancel") {
-                    last_cancel.insert(
-                        fr["params"]["sessionId"]
+    let x = Withdrawals::read(f);
+    x.withdrawals
+        .iter()
+        .find_map(|&(w, stop_at)| judge_withdrawal(f, &x, w, stop_at))
+}
+
+/// What one pass over a run tells [`withdrawals_answered`]: the prompts and cancels the Agent
+/// read, its answers, its withdrawals and decisions, the connections' ends, its boots and
+/// crashes, and the stops the store recorded.
+#[derive(Default)]
+struct Withdrawals<'a> {
+    recv: BTreeMap<(u64, String), (usize, Option<String>, String)>,
+    answered: BTreeMap<(u64, String), (usize, Option<i64>)>,
+    ended: BTreeMap<u64, usize>,
+    last_cancel: BTreeMap<String, usize>,
+    /// Cluster: the last stop the store recorded per session.
+    last_stop: BTreeMap<String, usize>,
+    withdrawals: Vec<(&'a Op, Option<usize>)>,
+    decided: BTreeMap<(u64, String), usize>,
+    boots: Vec<usize>,
+    crashes: Vec<usize>,
+    /// Cluster: every stop the store recorded, per session, in order.
+    stops: BTreeMap<String, Vec<usize>>,
+}
+
+impl<'a> Withdrawals<'a> {
+    /// Read `f`'s ops once.
+    fn read(f: &'a Facts) -> Withdrawals<'a> {
+        let mut x = Withdrawals::default();
+        for (op, w) in f.ops_with_wire() {
+            let val = &op.value;
+            match (op.process.as_str(), op.f.as_str(), w) {
+                // What the Agent read (its peer is the Client or a proxy).
+                (process::NET, op::RECV, Some(w)) if w.from == "client" => {
+                    let fr = w.frame;
+                    if w.method == Some("session/prompt") {
+                        let session = fr["params"]["sessionId"]
                             .as_str()
                             .unwrap_or_default()
-                            .to_string(),
-                        op.index,
-                    );
+                            .to_string();
+                        let key = fr["params"]["idempotencyKey"].as_str().map(str::to_string);
+                        x.recv.insert(w.key(), (op.index, key, session));
+                    } else if w.method == Some("session/cancel") {
+                        x.last_cancel.insert(
+                            fr["params"]["sessionId"]
+                                .as_str()
+                                .unwrap_or_default()
+                                .to_string(),
+                            op.index,
+                        );
+                    }
                 }
+                (process::NET, op::SEND, Some(w)) if w.from == "agent" && !w.has_method => {
+                    x.answered
+                        .entry(w.key())
+                        .or_insert((op.index, w.frame["error"]["code"].as_i64()));
+                }
+                // An answer the network lost after the Agent wrote it (the remote transport's
+                // lost exchange, or the break at that very frame; not a request of the Agent's own).
+                (process::NEMESIS, logged::LOSE_EXCHANGE | logged::LOSE_FRAME, _)
+                    if val["detail"]["from"].as_str().is_some_and(is_agent_host)
+                        && val["detail"]["frame"].get("method").is_none() =>
+                {
+                    let d = &val["detail"];
+                    let k = (
+                        d["conn"].as_u64().unwrap_or(0),
+                        d["frame"]["id"].to_string(),
+                    );
+                    x.answered
+                        .entry(k)
+                        .or_insert((op.index, d["frame"]["error"]["code"].as_i64()));
+                }
+                // Either end (the later one), a proxy's too: a crashed process logs no end of its
+                // own, its peer does; an end may read a last frame before it notices the close; and
+                // a node busy awaiting its store reads frames a proxy wrote before it closed.
+                (_, op::CONN_END, _) => {
+                    x.ended.insert(val["conn"].as_u64().unwrap_or(0), op.index);
+                }
+                (process::AGENT, op::WITHDRAW, _) => {
+                    let stop_at = val["session"]
+                        .as_str()
+                        .and_then(|s| x.last_stop.get(s))
+                        .copied();
+                    x.withdrawals.push((op, stop_at));
+                }
+                (process::AGENT, op::STOP_RECORDED, _) if is_store_op(op) => {
+                    let s = val["session"].as_str().unwrap_or_default().to_string();
+                    x.last_stop.insert(s.clone(), op.index);
+                    x.stops.entry(s).or_default().push(op.index);
+                }
+                // The Agent's own decisions, logged before the writer sends the answer: a
+                // request already rejected or inserted was not pending any more.
+                // A held prompt the Agent dropped (O1, or a close) was not pending either: what
+                // it owed that one is P7's to judge, under the clause that dropped it.
+                (process::AGENT, op::REJECT | op::INSERT | op::DEDUP_HIT | op::DROP_HELD, _) => {
+                    let k = (val["conn"].as_u64().unwrap_or(0), val["id"].to_string());
+                    x.decided.entry(k).or_insert(op.index);
+                }
+                (process::AGENT, op::RECOVER, _) => x.boots.push(op.index),
+                (process::NEMESIS, op::CRASH, _) if val["host"] == "agent" => {
+                    x.crashes.push(op.index)
+                }
+                _ => {}
             }
-            (process::NET, op::SEND, Some(w)) if w.from == "agent" && !w.has_method => {
-                answered
-                    .entry(w.key())
-                    .or_insert((op.index, w.frame["error"]["code"].as_i64()));
-            }
-            // An answer the network lost after the Agent wrote it (the remote transport's
-            // lost exchange, or the break at that very frame; not a request of the Agent's own).
-            (process::NEMESIS, logged::LOSE_EXCHANGE | logged::LOSE_FRAME, _)
-                if val["detail"]["from"].as_str().is_some_and(is_agent_host)
-                    && val["detail"]["frame"].get("method").is_none() =>
-            {
-                let d = &val["detail"];
-                let k = (
-                    d["conn"].as_u64().unwrap_or(0),
-                    d["frame"]["id"].to_string(),
-                );
-                answered
-                    .entry(k)
-                    .or_insert((op.index, d["frame"]["error"]["code"].as_i64()));
-            }
-            // Either end (the later one), a proxy's too: a crashed process logs no end of its
-            // own, its peer does; an end may read a last frame before it notices the close; and
-            // a node busy awaiting its store reads frames a proxy wrote before it closed.
-            (_, op::CONN_END, _) => {
-                ended.insert(val["conn"].as_u64().unwrap_or(0), op.index);
-            }
-            (process::AGENT, op::WITHDRAW, _) => {
-                let stop_at = val["session"]
-                    .as_str()
-                    .and_then(|s| last_stop.get(s))
-                    .copied();
-                withdrawals.push((op, stop_at));
-            }
-            (process::AGENT, op::STOP_RECORDED, _) if is_store_op(op) => {
-                let s = val["session"].as_str().unwrap_or_default().to_string();
-                last_stop.insert(s.clone(), op.index);
-                stops.entry(s).or_default().push(op.index);
-            }
-            // The Agent's own decisions, logged before the writer sends the answer: a
-            // request already rejected or inserted was not pending any more.
-            // A held prompt the Agent dropped (O1, or a close) was not pending either: what
-            // it owed that one is P7's to judge, under the clause that dropped it.
-            (process::AGENT, op::REJECT | op::INSERT | op::DEDUP_HIT | op::DROP_HELD, _) => {
-                let k = (val["conn"].as_u64().unwrap_or(0), val["id"].to_string());
-                decided.entry(k).or_insert(op.index);
-            }
-            (process::AGENT, op::RECOVER, _) => boots.push(op.index),
-            (process::NEMESIS, op::CRASH, _) if val["host"] == "agent" => crashes.push(op.index),
-            _ => {}
+        }
+        x
+    }
+}
+
+/// The withdrawal at op `w` (`stop_at`: the stop the store had recorded for its session by
+/// then): A6 if it withdrew a prompt received after its stop or cancel, A5 (or A6) if an
+/// attempt of its key was pending then and did not get `-32800`.
+fn judge_withdrawal(f: &Facts, x: &Withdrawals, w: &Op, stop_at: Option<usize>) -> Option<Verdict> {
+    let mut v = Verdict::valid("P6");
+    let val = &w.value;
+    let session = val["session"].as_str().unwrap_or_default();
+    let named = (val["conn"].as_u64().unwrap_or(0), val["id"].to_string());
+    if val["by"] == "stop" {
+        // Cluster: withdrawn by a stop another node read, once the store recorded it.
+        let stop_at = stop_at.unwrap_or(0);
+        if x.recv.get(&named).is_some_and(|(r, _, _)| *r > stop_at) {
+            v.status = Status::Invalid;
+            v.party = Some(Party::Agent);
+            v.rules = vec!["A6".into()];
+            v.witnesses = vec![stop_at, w.index];
+            v.message = format!(
+                "a session/cancel recorded at the store (op {stop_at}) withdrew prompt {}, received after it",
+                super::facts::attempt_name(&named)
+            );
+            return Some(v);
         }
     }
-    for (w, stop_at) in withdrawals {
-        let val = &w.value;
-        let session = val["session"].as_str().unwrap_or_default();
-        let named = (val["conn"].as_u64().unwrap_or(0), val["id"].to_string());
-        if val["by"] == "stop" {
-            // Cluster: withdrawn by a stop another node read, once the store recorded it.
-            let stop_at = stop_at.unwrap_or(0);
-            if recv.get(&named).is_some_and(|(r, _, _)| *r > stop_at) {
-                v.status = Status::Invalid;
-                v.party = Some(Party::Agent);
-                v.rules = vec!["A6".into()];
-                v.witnesses = vec![stop_at, w.index];
-                v.message = format!(
-                    "a session/cancel recorded at the store (op {stop_at}) withdrew prompt {}, received after it",
-                    super::facts::attempt_name(&named)
-                );
-                return Some(v);
-            }
+    if val["by"] == "session/cancel" {
+        let cancel_at = x.last_cancel.get(session).copied().unwrap_or(0);
+        if x.recv.get(&named).is_some_and(|(r, _, _)| *r > cancel_at) {
+            v.status = Status::Invalid;
+            v.party = Some(Party::Agent);
+            v.rules = vec!["A6".into()];
+            v.witnesses = vec![cancel_at, w.index];
+            v.message = format!(
+                "session/cancel withdrew prompt {}, received after the cancel",
+                super::facts::attempt_name(&named)
+            );
+            return Some(v);
         }
-        if val["by"] == "session/cancel" {
-            let cancel_at = last_cancel.get(session).copied().unwrap_or(0);
-            if recv.get(&named).is_some_and(|(r, _, _)| *r > cancel_at) {
-                v.status = Status::Invalid;
-                v.party = Some(Party::Agent);
-                v.rules = vec!["A6".into()];
-                v.witnesses = vec![cancel_at, w.index];
-                v.message = format!(
-                    "session/cancel withdrew prompt {}, received after the cancel",
-                    super::facts::attempt_name(&named)
-                );
-                return Some(v);
-            }
-        }
-        let Some(key) = val["key"].as_str() else {
+    }
+    let key = val["key"].as_str()?;
+    // Only what this Agent process read: a crash ended everything before it.
+    let boot = x
+        .boots
+        .iter()
+        .rev()
+        .find(|b| **b < w.index)
+        .copied()
+        .unwrap_or(0);
+    for (attempt, (r, k, s)) in &x.recv {
+        if k.as_deref() != Some(key) || s != session || *r > w.index || *r < boot {
             continue;
+        }
+        let pending_then = x.answered.get(attempt).is_none_or(|(a, _)| *a > w.index)
+            && x.decided.get(attempt).is_none_or(|d| *d > w.index);
+        if !pending_then {
+            continue;
+        }
+        let ok = match x.answered.get(attempt) {
+            // -32800, or an error about the request itself (its session not active on that
+            // connection, X2; malformed): never pending as a prompt, so A5 does not cover it
+            // (a cluster node that rejects it cannot know another node just withdrew its key).
+            Some((_, Some(code))) => {
+                use acp_chaos_models::rpc::code as c;
+                malformed_request(*code)
+                    || [
+                        c::REQUEST_CANCELLED,
+                        c::RESOURCE_NOT_FOUND,
+                        c::INVALID_PARAMS,
+                    ]
+                    .contains(code)
+            }
+            // Cluster: a stop one node read reaches the prompts on the other nodes through
+            // the store; until the store records it, an insertion there is concurrent with
+            // it and its attempts rightly get the messageId (as in the A6 clause below).
+            Some((a, None)) => {
+                val["by"] == "session/cancel"
+                    && attempt.0 != named.0
+                    && x.stops.contains_key(session)
+                    && x.stops[session]
+                        .iter()
+                        .find(|s| **s > w.index)
+                        .is_none_or(|s| a < s)
+            }
+            // Unanswered is fine only if the connection or the process ended (a -32800
+            // still queued behind a stall dies with it), or the Client had already ended
+            // the connection when the Agent read the attempt (a stale frame: no answer can
+            // reach anyone).
+            None => x.ended.contains_key(&attempt.0) || x.crashes.iter().any(|c| *c > *r),
         };
-        // Only what this Agent process read: a crash ended everything before it.
-        let boot = boots
-            .iter()
-            .rev()
-            .find(|b| **b < w.index)
-            .copied()
-            .unwrap_or(0);
-        for (attempt, (r, k, s)) in &recv {
-            if k.as_deref() != Some(key) || s != session || *r > w.index || *r < boot {
-                continue;
-            }
-            let pending_then = answered.get(attempt).is_none_or(|(a, _)| *a > w.index)
-                && decided.get(attempt).is_none_or(|d| *d > w.index);
-            if !pending_then {
-                continue;
-            }
-            let ok = match answered.get(attempt) {
-                // -32800, or an error about the request itself (its session not active on that
-                // connection, X2; malformed): never pending as a prompt, so A5 does not cover it
-                // (a cluster node that rejects it cannot know another node just withdrew its key).
-                Some((_, Some(code))) => {
-                    use acp_chaos_models::rpc::code as c;
-                    malformed_request(*code)
-                        || [
-                            c::REQUEST_CANCELLED,
-                            c::RESOURCE_NOT_FOUND,
-                            c::INVALID_PARAMS,
-                        ]
-                        .contains(code)
-                }
-                // Cluster: a stop one node read reaches the prompts on the other nodes through
-                // the store; until the store records it, an insertion there is concurrent with
-                // it and its attempts rightly get the messageId (as in the A6 clause below).
-                Some((a, None)) => {
-                    val["by"] == "session/cancel"
-                        && attempt.0 != named.0
-                        && stops.contains_key(session)
-                        && stops[session]
-                            .iter()
-                            .find(|s| **s > w.index)
-                            .is_none_or(|s| a < s)
-                }
-                // Unanswered is fine only if the connection or the process ended (a -32800
-                // still queued behind a stall dies with it), or the Client had already ended
-                // the connection when the Agent read the attempt (a stale frame: no answer can
-                // reach anyone).
-                None => ended.contains_key(&attempt.0) || crashes.iter().any(|c| *c > *r),
-            };
-            if !ok {
-                v.status = Status::Invalid;
-                v.party = Some(Party::Agent);
-                v.rules = vec![withdrawal_rule(val["by"].as_str().unwrap_or_default()).into()];
-                v.witnesses = vec![*r, w.index];
-                v.fault = f.fault_before(w.index);
-                let attempt_name = super::facts::attempt_name(attempt);
-                v.message = format!(
-                    "the prompt with key {key:?} was withdrawn (op {}), but its pending attempt {attempt_name} did not get -32800",
-                    w.index
-                );
-                return Some(v);
-            }
+        if !ok {
+            v.status = Status::Invalid;
+            v.party = Some(Party::Agent);
+            v.rules = vec![withdrawal_rule(val["by"].as_str().unwrap_or_default()).into()];
+            v.witnesses = vec![*r, w.index];
+            v.fault = f.fault_before(w.index);
+            let attempt_name = super::facts::attempt_name(attempt);
+            v.message = format!(
+                "the prompt with key {key:?} was withdrawn (op {}), but its pending attempt {attempt_name} did not get -32800",
+                w.index
+            );
+            return Some(v);
         }
     }
     None
