@@ -1,5 +1,7 @@
 //! P5 key-validation (K1 K2 K3): [`p5_key_validation`].
 
+use std::collections::BTreeMap;
+
 use acp_chaos_models::rpc::code as rpc_code;
 use acp_chaos_models::Party;
 use serde_json::Value;
@@ -86,21 +88,7 @@ fn written(o: &Op) -> Option<&Value> {
 pub fn p5_key_validation(f: &Facts) -> Verdict {
     let mut v = Verdict::valid("P5");
     let ops = &f.history.ops;
-    // Connections the nemesis broke silently, from that op on: what is written there after it
-    // reaches nobody, so a probe sent then is not judged.
-    let faults = &f.history.header["plan"]["faults"];
-    let mut silent_from: std::collections::BTreeMap<u64, usize> = Default::default();
-    for o in ops
-        .iter()
-        .filter(|o| o.process == process::NEMESIS && o.f == logged::LOSE_FRAME)
-    {
-        let i = o.value["fault"].as_u64().unwrap_or(u64::MAX) as usize;
-        if faults[i]["silent"] == true {
-            if let Some(c) = o.value["detail"]["conn"].as_u64() {
-                silent_from.entry(c).or_insert(o.index);
-            }
-        }
-    }
+    let silent_from = silent_breaks(f);
     for sent in ops
         .iter()
         .filter(|o| o.process == process::CLIENT && o.f == op::RAW_SENT)
@@ -109,145 +97,7 @@ pub fn p5_key_validation(f: &Facts) -> Verdict {
         if silent_from.get(&conn).is_some_and(|b| *b < sent.index) {
             continue;
         }
-        let id = &sent.value["id"];
-        let form = key_form(sent.value["line"].as_str().unwrap_or_default());
-        let later = || ops[sent.index..].iter();
-        let opened = ops[..sent.index]
-            .iter()
-            .rposition(|o| o.f == op::CONN_OPEN && o.value["conn"].as_u64() == Some(conn))
-            .unwrap_or(0);
-        let since_open = || ops[opened..].iter();
-        // Through a proxy the Agent sees the probe under the id the proxy wrote downstream.
-        let (aconn, aid) = later()
-            .find(|o| {
-                o.process == process::PROXY
-                    && o.f == op::FORWARD
-                    && o.value["up_conn"].as_u64() == Some(conn)
-                    && o.value["up_id"] == *id
-            })
-            .map_or((conn, id.clone()), |o| {
-                (
-                    o.value["down_conn"].as_u64().unwrap_or(0),
-                    o.value["down_id"].clone(),
-                )
-            });
-        let on_conn = |o: &&Op| o.value["conn"].as_u64() == Some(conn);
-        let on_aconn = |o: &&Op| o.value["conn"].as_u64() == Some(aconn);
-        let answer = if form == KeyForm::NotJson {
-            // Garbage is answered by whoever reads it first: the Agent, or a proxy.
-            later().find_map(|o| {
-                let w = written(o)?;
-                (w["conn"].as_u64() == Some(conn)
-                    && w["from"] != "client"
-                    && w["frame"]["id"].is_null()
-                    && w["frame"]["error"]["code"] == rpc_code::PARSE_ERROR)
-                    .then_some((o, w))
-            })
-        } else {
-            later().find_map(|o| {
-                let w = written(o)?;
-                (w["conn"].as_u64() == Some(aconn)
-                    && w["from"] == "agent"
-                    && w["frame"].get("method").is_none()
-                    && w["frame"]["id"] == aid)
-                    .then_some((o, w))
-            })
-        };
-        let insert = later()
-            .filter(on_aconn)
-            .find(|o| o.process == process::AGENT && o.f == op::INSERT && o.value["id"] == aid);
-        // K3: a frame that is not JSON has no id to answer under; an answer under the probe's
-        // id means the Agent parsed it anyway.
-        let served = (form == KeyForm::NotJson)
-            .then(|| {
-                later().find(|o| {
-                    written(o).is_some_and(|w| {
-                        w["conn"].as_u64() == Some(aconn)
-                            && w["from"] == "agent"
-                            && w["frame"].get("method").is_none()
-                            && w["frame"]["id"] == aid
-                    })
-                })
-            })
-            .flatten();
-        let code = answer.and_then(|(_, w)| w["frame"]["error"]["code"].as_i64());
-        let answer = answer.map(|(a, _)| a);
-        let bad = match (&form, answer, insert) {
-            (KeyForm::Malformed(what), _, Some(i)) => Some((
-                i.index,
-                format!(
-                    "a malformed key ({what}) was treated as omitted: the prompt was inserted (K3)"
-                ),
-                "K3",
-            )),
-            (KeyForm::Malformed(what), Some(a), None) if code != Some(rpc_code::INVALID_PARAMS) => {
-                Some((
-                    a.index,
-                    format!(
-                        "a malformed key ({what}) was answered {} instead of -32602 (K3)",
-                        code.map_or("with a result".to_string(), |c| c.to_string())
-                    ),
-                    "K3",
-                ))
-            }
-            // A4 lets the Agent reject a key already recorded in the session (another prompt
-            // under it) with -32602: not a K2 question.
-            (KeyForm::Valid, Some(a), _)
-                if code == Some(rpc_code::INVALID_PARAMS) && !recorded_before(f, sent) =>
-            {
-                Some((
-                    a.index,
-                    "a valid key (1 to 255 characters) was rejected -32602 (K2)".to_string(),
-                    "K2",
-                ))
-            }
-            (KeyForm::Omitted, Some(a), _)
-                if code == Some(rpc_code::INVALID_PARAMS)
-                    && null_key_alone(sent.value["line"].as_str().unwrap_or_default()) =>
-            {
-                Some((
-                    a.index,
-                    "a null key was rejected -32602: it is the same as no key (K1)".to_string(),
-                    "K1",
-                ))
-            }
-            (KeyForm::NotJson, _, Some(i)) => Some((
-                i.index,
-                "a frame that is not JSON was parsed anyway and its prompt inserted (K3: -32700, nothing inserted)".to_string(),
-                "K3",
-            )),
-            (KeyForm::NotJson, _, None) if served.is_some() => Some((
-                served.map_or(sent.index, |o| o.index),
-                "a frame that is not JSON was parsed anyway and answered under its id (K3: -32700 with id null)".to_string(),
-                "K3",
-            )),
-            // A connection that ended, before the frame was written (its reader had already
-            // left; a one-way partition can keep the writer from hearing so) or after it,
-            // may never have delivered it. A crash logs no end of its connections: after one,
-            // the frame may never be read, and a frame written after a crash that came after
-            // the connection opened (the reader is down, or back on new connections) is never
-            // read at all.
-            (KeyForm::NotJson, None, _)
-                if !since_open().any(|o| o.f == op::CONN_END && on_conn(&o))
-                    // A silent break after the send swallows what the reader writes there
-                    // from then on, its -32700 too, unlogged.
-                    && silent_from.get(&conn).is_none_or(|b| *b <= sent.index)
-                    && !since_open().any(|o| {
-                        // The reader (the Agent, or a proxy in front of it) crashed.
-                        o.f == op::CRASH
-                            && o.value["host"]
-                                .as_str()
-                                .is_some_and(|h| h == "proxy" || crate::history::is_agent_host(h))
-                    }) =>
-            {
-                Some((
-                    sent.index,
-                    "a frame that is not JSON got no -32700 (K3)".to_string(),
-                    "K3",
-                ))
-            }
-            _ => None,
-        };
+        let bad = judge_probe(f, sent, &silent_from);
         if let Some((at, message, rule)) = bad {
             v.status = Status::Invalid;
             v.party = Some(Party::Agent);
@@ -260,6 +110,178 @@ pub fn p5_key_validation(f: &Facts) -> Verdict {
         }
     }
     prompts_read(f).unwrap_or(v)
+}
+
+/// Connections the nemesis broke silently, with the op it did so at: what is written there
+/// after it reaches nobody, so a probe sent then is not judged.
+fn silent_breaks(f: &Facts) -> BTreeMap<u64, usize> {
+    let faults = &f.history.header["plan"]["faults"];
+    let mut silent_from: BTreeMap<u64, usize> = BTreeMap::new();
+    for o in f
+        .history
+        .ops
+        .iter()
+        .filter(|o| o.process == process::NEMESIS && o.f == logged::LOSE_FRAME)
+    {
+        let i = o.value["fault"].as_u64().unwrap_or(u64::MAX) as usize;
+        if faults[i]["silent"] == true {
+            if let Some(c) = o.value["detail"]["conn"].as_u64() {
+                silent_from.entry(c).or_insert(o.index);
+            }
+        }
+    }
+    silent_from
+}
+
+/// What is wrong with the Agent's handling of the raw probe sent at op `sent` (`silent_from`:
+/// where a silent break swallowed each connection): the op that shows it, the message and the
+/// clause (K1, K2 or K3), or `None`.
+fn judge_probe(
+    f: &Facts,
+    sent: &Op,
+    silent_from: &BTreeMap<u64, usize>,
+) -> Option<(usize, String, &'static str)> {
+    let ops = &f.history.ops;
+    let conn = sent.value["conn"].as_u64().unwrap_or(0);
+    let id = &sent.value["id"];
+    let form = key_form(sent.value["line"].as_str().unwrap_or_default());
+    let later = || ops[sent.index..].iter();
+    let opened = ops[..sent.index]
+        .iter()
+        .rposition(|o| o.f == op::CONN_OPEN && o.value["conn"].as_u64() == Some(conn))
+        .unwrap_or(0);
+    let since_open = || ops[opened..].iter();
+    // Through a proxy the Agent sees the probe under the id the proxy wrote downstream.
+    let (aconn, aid) = later()
+        .find(|o| {
+            o.process == process::PROXY
+                && o.f == op::FORWARD
+                && o.value["up_conn"].as_u64() == Some(conn)
+                && o.value["up_id"] == *id
+        })
+        .map_or((conn, id.clone()), |o| {
+            (
+                o.value["down_conn"].as_u64().unwrap_or(0),
+                o.value["down_id"].clone(),
+            )
+        });
+    let on_conn = |o: &&Op| o.value["conn"].as_u64() == Some(conn);
+    let on_aconn = |o: &&Op| o.value["conn"].as_u64() == Some(aconn);
+    let answer = if form == KeyForm::NotJson {
+        // Garbage is answered by whoever reads it first: the Agent, or a proxy.
+        later().find_map(|o| {
+            let w = written(o)?;
+            (w["conn"].as_u64() == Some(conn)
+                && w["from"] != "client"
+                && w["frame"]["id"].is_null()
+                && w["frame"]["error"]["code"] == rpc_code::PARSE_ERROR)
+                .then_some((o, w))
+        })
+    } else {
+        later().find_map(|o| {
+            let w = written(o)?;
+            (w["conn"].as_u64() == Some(aconn)
+                && w["from"] == "agent"
+                && w["frame"].get("method").is_none()
+                && w["frame"]["id"] == aid)
+                .then_some((o, w))
+        })
+    };
+    let insert = later()
+        .filter(on_aconn)
+        .find(|o| o.process == process::AGENT && o.f == op::INSERT && o.value["id"] == aid);
+    // K3: a frame that is not JSON has no id to answer under; an answer under the probe's
+    // id means the Agent parsed it anyway.
+    let served = (form == KeyForm::NotJson)
+        .then(|| {
+            later().find(|o| {
+                written(o).is_some_and(|w| {
+                    w["conn"].as_u64() == Some(aconn)
+                        && w["from"] == "agent"
+                        && w["frame"].get("method").is_none()
+                        && w["frame"]["id"] == aid
+                })
+            })
+        })
+        .flatten();
+    let code = answer.and_then(|(_, w)| w["frame"]["error"]["code"].as_i64());
+    let answer = answer.map(|(a, _)| a);
+    match (&form, answer, insert) {
+        (KeyForm::Malformed(what), _, Some(i)) => Some((
+            i.index,
+            format!(
+                "a malformed key ({what}) was treated as omitted: the prompt was inserted (K3)"
+            ),
+            "K3",
+        )),
+        (KeyForm::Malformed(what), Some(a), None) if code != Some(rpc_code::INVALID_PARAMS) => {
+            Some((
+                a.index,
+                format!(
+                    "a malformed key ({what}) was answered {} instead of -32602 (K3)",
+                    code.map_or("with a result".to_string(), |c| c.to_string())
+                ),
+                "K3",
+            ))
+        }
+        // A4 lets the Agent reject a key already recorded in the session (another prompt
+        // under it) with -32602: not a K2 question.
+        (KeyForm::Valid, Some(a), _)
+            if code == Some(rpc_code::INVALID_PARAMS) && !recorded_before(f, sent) =>
+        {
+            Some((
+                a.index,
+                "a valid key (1 to 255 characters) was rejected -32602 (K2)".to_string(),
+                "K2",
+            ))
+        }
+        (KeyForm::Omitted, Some(a), _)
+            if code == Some(rpc_code::INVALID_PARAMS)
+                && null_key_alone(sent.value["line"].as_str().unwrap_or_default()) =>
+        {
+            Some((
+                a.index,
+                "a null key was rejected -32602: it is the same as no key (K1)".to_string(),
+                "K1",
+            ))
+        }
+        (KeyForm::NotJson, _, Some(i)) => Some((
+            i.index,
+            "a frame that is not JSON was parsed anyway and its prompt inserted (K3: -32700, nothing inserted)".to_string(),
+            "K3",
+        )),
+        (KeyForm::NotJson, _, None) if served.is_some() => Some((
+            served.map_or(sent.index, |o| o.index),
+            "a frame that is not JSON was parsed anyway and answered under its id (K3: -32700 with id null)".to_string(),
+            "K3",
+        )),
+        // A connection that ended, before the frame was written (its reader had already
+        // left; a one-way partition can keep the writer from hearing so) or after it,
+        // may never have delivered it. A crash logs no end of its connections: after one,
+        // the frame may never be read, and a frame written after a crash that came after
+        // the connection opened (the reader is down, or back on new connections) is never
+        // read at all.
+        (KeyForm::NotJson, None, _)
+            if !since_open().any(|o| o.f == op::CONN_END && on_conn(&o))
+                // A silent break after the send swallows what the reader writes there
+                // from then on, its -32700 too, unlogged.
+                && silent_from.get(&conn).is_none_or(|b| *b <= sent.index)
+                && !since_open().any(|o| {
+                    // The reader (the Agent, or a proxy in front of it) crashed.
+                    o.f == op::CRASH
+                        && o.value["host"]
+                            .as_str()
+                            .is_some_and(|h| h == "proxy" || crate::history::is_agent_host(h))
+                }) =>
+        {
+            Some((
+                sent.index,
+                "a frame that is not JSON got no -32700 (K3)".to_string(),
+                "K3",
+            ))
+        }
+        _ => None,
+    }
 }
 
 /// K3 on every `session/prompt` the Agent read, whoever wrote it (a user's Client, a proxy,
