@@ -497,19 +497,7 @@ pub fn explore_with(
 ) -> Exploration {
     let base = trace_plan(plan);
     let (e0, h0, t0) = run(&base, "0.0".into(), opts.faults > 0, parties);
-    let mut order = Sha256::new();
-    let mut levels = vec![Level {
-        explored: 1,
-        ..Level::default()
-    }];
-    let mut violations = Vec::new();
-    let mut runs = 1usize;
-    let mut first_catch = e0.catches(opts.target.as_ref()).then_some(1);
-    let mut caught = first_catch.map(|_| e0.clone());
-    let trace_verdicts = e0.verdicts.clone();
-    if e0.failed() {
-        violations.push(e0);
-    }
+    let mut x = Search::new(opts, pool, parties, e0);
     let mut nodes = vec![Node {
         plan: base.clone(),
         history: h0,
@@ -517,23 +505,93 @@ pub fn explore_with(
         from: 0,
         pos: None,
     }];
-    // Equivalence class → the representative's position in `ran` (for the audit).
-    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
-    // Every schedule run (or, of another shard's slice, listed), with its parent.
-    let mut ran: Vec<(Explored, Option<usize>)> = Vec::new();
-    let mut pruned_list: Vec<Pruned> = Vec::new();
-    let mut shapes_placed: BTreeMap<String, usize> = BTreeMap::new();
     for k in 1..=opts.faults {
-        if opts.stop_at_first && (first_catch.is_some() || opts.budget.is_some_and(|b| runs >= b)) {
+        if opts.stop_at_first
+            && (x.first_catch.is_some() || opts.budget.is_some_and(|b| x.runs >= b))
+        {
             break;
         }
         let mut level = Level {
             faults: k,
             ..Level::default()
         };
-        let pruned_from = pruned_list.len();
+        let pruned_from = x.pruned_list.len();
+        let cands = x.place(&nodes, &mut level);
+        let last = k == opts.faults;
+        let next = x.run_level(k, &cands, last, &mut level);
+        if opts.stop_at_first {
+            // Stopped at a catch or the budget: a placement counts as pruned only when the
+            // representative it was merged into ran.
+            level.pruned = x.pruned_list[pruned_from..]
+                .iter()
+                .filter(|(_, _, rep)| *rep < x.ran.len())
+                .count();
+        }
+        x.levels.push(level);
+        nodes = if last { Vec::new() } else { next };
+    }
+    x.finish(base)
+}
+
+/// One exploration under way: what it has run, pruned and found so far, level by level.
+struct Search<'a> {
+    opts: &'a Options,
+    pool: &'a rayon::ThreadPool,
+    parties: &'a Parties,
+    /// The schedules of every level in order (the exploration's `order_hash`).
+    order: Sha256,
+    levels: Vec<Level>,
+    violations: Vec<Explored>,
+    runs: usize,
+    first_catch: Option<usize>,
+    caught: Option<Explored>,
+    trace_verdicts: Vec<crate::checkers::Verdict>,
+    /// Equivalence class → the representative's position in `ran` (for the audit).
+    seen: BTreeMap<String, usize>,
+    /// Every schedule run (or, of another shard's slice, listed), with its parent.
+    ran: Vec<(Explored, Option<usize>)>,
+    pruned_list: Vec<Pruned>,
+    shapes_placed: BTreeMap<String, usize>,
+}
+
+impl<'a> Search<'a> {
+    /// An exploration whose trace ran as `e0`.
+    fn new(
+        opts: &'a Options,
+        pool: &'a rayon::ThreadPool,
+        parties: &'a Parties,
+        e0: Explored,
+    ) -> Search<'a> {
+        let first_catch = e0.catches(opts.target.as_ref()).then_some(1);
+        let caught = first_catch.map(|_| e0.clone());
+        let trace_verdicts = e0.verdicts.clone();
+        let violations = if e0.failed() { vec![e0] } else { Vec::new() };
+        Search {
+            opts,
+            pool,
+            parties,
+            order: Sha256::new(),
+            levels: vec![Level {
+                explored: 1,
+                ..Level::default()
+            }],
+            violations,
+            runs: 1,
+            first_catch,
+            caught,
+            trace_verdicts,
+            seen: BTreeMap::new(),
+            ran: Vec::new(),
+            pruned_list: Vec::new(),
+            shapes_placed: BTreeMap::new(),
+        }
+    }
+
+    /// Place every shape at every place of each node's run: the candidates to run, in order;
+    /// a placement equivalent to one already placed is pruned instead.
+    fn place(&mut self, nodes: &[Node], level: &mut Level) -> Vec<Candidate> {
         let mut cands: Vec<Candidate> = Vec::new();
-        for node in &nodes {
+        for node in nodes {
             let ps: Vec<Place> = places(&node.history, &node.trace)
                 .into_iter()
                 .filter(|p| p.at >= node.from)
@@ -542,23 +600,26 @@ pub fn explore_with(
             let at: BTreeSet<usize> = ps.iter().map(|p| p.at).collect();
             let states = states_at(&node.history, &at);
             for p in &ps {
-                for f in exhaustive_shapes(p, &node.plan, &opts.kinds) {
-                    *shapes_placed.entry(shape_family(&f, &p.spot)).or_default() += 1;
-                    let snapshot = match opts.merge {
+                for f in exhaustive_shapes(p, &node.plan, &self.opts.kinds) {
+                    *self
+                        .shapes_placed
+                        .entry(shape_family(&f, &p.spot))
+                        .or_default() += 1;
+                    let snapshot = match self.opts.merge {
                         Merge::Snapshot => p.state,
                         Merge::ProtocolStateOnly => Some(0),
                     };
                     let class = placement_class(&states[&p.at], snapshot, &shape_key(&f, &p.spot));
                     let mut child = node.plan.clone();
                     child.faults.push(f);
-                    match class.as_ref().and_then(|c| seen.get(c)) {
+                    match class.as_ref().and_then(|c| self.seen.get(c)) {
                         Some(&rep) => {
                             level.pruned += 1;
-                            pruned_list.push((child, node.pos, rep));
+                            self.pruned_list.push((child, node.pos, rep));
                         }
                         None => {
                             if let Some(c) = class {
-                                seen.insert(c, ran.len() + cands.len());
+                                self.seen.insert(c, self.ran.len() + cands.len());
                             }
                             cands.push(Candidate {
                                 plan: child,
@@ -569,9 +630,21 @@ pub fn explore_with(
                 }
             }
         }
+        cands
+    }
+
+    /// Run the level's candidates (this shard's slice of the last level), in order or in
+    /// parallel; their runs join the list, and the ones whose fault fired become the next
+    /// level's nodes.
+    fn run_level(
+        &mut self,
+        k: usize,
+        cands: &[Candidate],
+        last: bool,
+        level: &mut Level,
+    ) -> Vec<Node> {
         // The last level is what a shard splits.
-        let last = k == opts.faults;
-        let (lo, hi) = match (opts.shard, last) {
+        let (lo, hi) = match (self.opts.shard, last) {
             (Some((s, n)), true) => {
                 level.sharded = true;
                 let cut = |i: u64| (cands.len() as u64 * i / n.max(1)) as usize;
@@ -581,22 +654,22 @@ pub fn explore_with(
         };
         let slice = &cands[lo..hi];
         // Every candidate of the level, also in a shard (whose slice is part of the same list).
-        for c in &cands {
+        for c in cands {
             for f in &c.plan.faults {
-                order.update(fault_line(f).as_bytes());
-                order.update(b";");
+                self.order.update(fault_line(f).as_bytes());
+                self.order.update(b";");
             }
-            order.update(b"\n");
+            self.order.update(b"\n");
         }
-        let results: Vec<Ran> = if opts.stop_at_first {
-            // In order, one at a time: runs to the first catch.
+        let results: Vec<Ran> = if self.opts.stop_at_first {
+            // In self.order, one at a time: self.runs to the first catch.
             let mut out = Vec::new();
             for (i, c) in slice.iter().enumerate() {
-                if opts.budget.is_some_and(|b| runs + out.len() >= b) {
+                if self.opts.budget.is_some_and(|b| self.runs + out.len() >= b) {
                     break;
                 }
-                let r = run_kept(&c.plan, format!("{k}.{}", lo + i), !last, parties);
-                let failed = r.0.catches(opts.target.as_ref()) && r.1.is_some();
+                let r = run_kept(&c.plan, format!("{k}.{}", lo + i), !last, self.parties);
+                let failed = r.0.catches(self.opts.target.as_ref()) && r.1.is_some();
                 out.push(r);
                 if failed {
                     break;
@@ -605,11 +678,11 @@ pub fn explore_with(
             out
         } else {
             let items: Vec<(usize, &Candidate)> = slice.iter().enumerate().collect();
-            map_runs(items, parties, pool, |(i, c), parties| {
+            map_runs(items, self.parties, self.pool, |(i, c), parties| {
                 run_kept(&c.plan, format!("{k}.{}", lo + i), !last, parties)
             })
         };
-        runs += results.len();
+        self.runs += results.len();
         let results_len = results.len();
         // Representatives of other shards' slices never run here: keep positions aligned.
         for (i, c) in cands[..lo].iter().enumerate() {
@@ -619,7 +692,7 @@ pub fn explore_with(
                 verdicts: Vec::new(),
                 hash: String::new(),
             };
-            ran.push((listed, c.parent));
+            self.ran.push((listed, c.parent));
         }
         let mut next = Vec::new();
         for ((e, fired, kept), c) in results.into_iter().zip(slice) {
@@ -627,12 +700,12 @@ pub fn explore_with(
             match fired {
                 None => level.not_fired += 1,
                 Some(at) => {
-                    if e.catches(opts.target.as_ref()) && first_catch.is_none() {
-                        first_catch = Some(runs - results_len + level.explored);
-                        caught = Some(e.clone());
+                    if e.catches(self.opts.target.as_ref()) && self.first_catch.is_none() {
+                        self.first_catch = Some(self.runs - results_len + level.explored);
+                        self.caught = Some(e.clone());
                     }
                     if e.failed() {
-                        violations.push(e.clone());
+                        self.violations.push(e.clone());
                     }
                     if let Some((history, trace)) = kept {
                         next.push(Node {
@@ -640,44 +713,39 @@ pub fn explore_with(
                             history,
                             trace,
                             from: at + 1,
-                            pos: Some(ran.len()),
+                            pos: Some(self.ran.len()),
                         });
                     }
                 }
             }
-            ran.push((e, c.parent));
+            self.ran.push((e, c.parent));
         }
-        if opts.stop_at_first {
-            // Stopped at a catch or the budget: a placement counts as pruned only when the
-            // representative it was merged into ran.
-            level.pruned = pruned_list[pruned_from..]
-                .iter()
-                .filter(|(_, _, rep)| *rep < ran.len())
-                .count();
-        }
-        levels.push(level);
-        nodes = if last { Vec::new() } else { next };
+        next
     }
-    let sample = Audit {
-        pruned: &pruned_list,
-        ran: &ran,
-        trace: &trace_verdicts,
-    };
-    let (audited, mismatches) = sample.run(opts.audit, pool, parties);
-    runs += audited;
-    let digest = order.finalize();
-    Exploration {
-        base,
-        kinds: opts.kinds.clone(),
-        levels,
-        violations,
-        order_hash: digest.iter().take(8).map(|b| format!("{b:02x}")).collect(),
-        runs,
-        audited,
-        mismatches,
-        first_catch,
-        caught,
-        shapes: shapes_placed,
+
+    /// The pruning audit, then the exploration's record.
+    fn finish(mut self, base: Plan) -> Exploration {
+        let sample = Audit {
+            pruned: &self.pruned_list,
+            ran: &self.ran,
+            trace: &self.trace_verdicts,
+        };
+        let (audited, mismatches) = sample.run(self.opts.audit, self.pool, self.parties);
+        self.runs += audited;
+        let digest = self.order.finalize();
+        Exploration {
+            base,
+            kinds: self.opts.kinds.clone(),
+            levels: self.levels,
+            violations: self.violations,
+            order_hash: digest.iter().take(8).map(|b| format!("{b:02x}")).collect(),
+            runs: self.runs,
+            audited,
+            mismatches,
+            first_catch: self.first_catch,
+            caught: self.caught,
+            shapes: self.shapes_placed,
+        }
     }
 }
 
