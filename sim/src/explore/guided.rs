@@ -648,81 +648,10 @@ pub fn guided_with(
     pool: &rayon::ThreadPool,
     parties: &Parties,
 ) -> Guided {
-    let kinds: Vec<FaultKind> = s
-        .swarm
-        .as_ref()
-        .map(|w| w.faults.clone())
-        .unwrap_or_default();
-    let allowed = allowed_cells(s, &[design]);
-    let mut rng = stream(opts.seed_start, "explore.guided");
-    let mut corpus: Vec<Parent> = Vec::new();
-    let mut shapes_seen: BTreeSet<(String, String)> = BTreeSet::new();
-    // (protocol state, kind of place) → parents that have such a place: a rare one marks a
-    // parent worth mutating (its runs reach where few others do).
-    let mut spots_seen: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-    let mut out = Guided::default();
-    let mut next_seed = opts.seed_start;
-    // How often each uncovered cell was aimed at.
-    let mut aimed: BTreeMap<(FaultKind, &str), u32> = BTreeMap::new();
-    // The user cells hit so far (see [`user_cells`]).
-    let mut user_seen: BTreeSet<String> = BTreeSet::new();
-    // Plans staged for the next batches (see `STAGED`), and how many parents were staged.
-    let mut queued: std::collections::VecDeque<Plan> = Default::default();
-    let (mut staged_retried, mut staged_held) = (0usize, 0usize);
-    while out.runs < opts.runs {
-        let n = BATCH.min(opts.runs - out.runs);
-        let mut batch = Vec::with_capacity(n);
-        let uncovered: Vec<(FaultKind, &str)> = allowed
-            .iter()
-            .filter(|c| !out.cells.contains_key(*c))
-            .filter_map(|c| {
-                let (k, st) = c.split_once('@')?;
-                let kind = FaultKind::ALL.into_iter().find(|x| x.as_str() == k)?;
-                let st = FAULT_STATES.into_iter().find(|x| *x == st)?;
-                Some((kind, st))
-            })
-            .collect();
-        // Steering gives way to fresh draws and mutations as it keeps failing: a cell it has
-        // aimed at `STEER_PATIENCE` times without a hit halves its share, and so on.
-        let least_tried = uncovered
-            .iter()
-            .map(|c| aimed.get(c).copied().unwrap_or(0))
-            .min()
-            .unwrap_or(0);
-        let steer_p = STEER / (1.0 + f64::from(least_tried) / STEER_PATIENCE);
-        for _ in 0..n {
-            if let Some(p) = queued.pop_front() {
-                batch.push(p);
-                continue;
-            }
-            let steer = !uncovered.is_empty() && !corpus.is_empty() && rng.gen_bool(steer_p);
-            let steered = if steer {
-                // The cells aimed at least, so a hard one does not starve the rest.
-                let count = |c: &(FaultKind, &str)| aimed.get(c).copied().unwrap_or(0);
-                let least = uncovered.iter().map(count).min().unwrap_or(0);
-                let fewest: Vec<(FaultKind, &str)> = uncovered
-                    .iter()
-                    .filter(|c| count(c) == least)
-                    .copied()
-                    .collect();
-                let cell = *fewest.choose(&mut rng).expect("uncovered is not empty");
-                *aimed.entry(cell).or_insert(0) += 1;
-                toward(&corpus, cell, &mut rng)
-            } else {
-                None
-            };
-            let plan = if let Some(p) = steered {
-                p
-            } else if !corpus.is_empty() && rng.gen_bool(MUTATE) {
-                let p = &corpus[rare_parent(&spots_seen, corpus.len(), &mut rng)];
-                mutate(p, &kinds, &mut rng)
-            } else {
-                let p = Plan::derive(s, next_seed, mutant, design);
-                next_seed += 1;
-                p
-            };
-            batch.push(plan);
-        }
+    let mut g = Steering::new(s, design, mutant, opts);
+    while g.out.runs < opts.runs {
+        let n = BATCH.min(opts.runs - g.out.runs);
+        let batch = g.batch(n);
         let results: Vec<(Plan, History, Vec<Place>, Vec<checkers::Verdict>)> =
             map_runs(batch, parties, pool, |plan, parties| {
                 let (h, t) = world::Run::new(&plan).parties(parties).traced();
@@ -731,81 +660,216 @@ pub fn guided_with(
                 (plan, h, ps, verdicts)
             });
         for (plan, h, ps, verdicts) in results {
-            out.runs += 1;
-            let e = Explored {
-                hash: h.hash(),
-                id: format!("run {}", out.runs),
-                plan: plan.clone(),
-                verdicts,
-            };
-            let mut new = false;
-            for (state, kind) in checkers::fault_states(&h) {
-                let cell = format!("{kind}@{state}");
-                if !out.cells.contains_key(&cell) {
-                    out.cells.insert(cell, out.runs);
-                    new = true;
-                }
+            g.absorb(plan, h, ps, verdicts);
+        }
+        let done_failing = opts.stop_at_first && g.out.first_catch.is_some();
+        let done_covering = opts.stop_at_full_coverage && g.out.full_coverage_at.is_some();
+        if done_failing || done_covering {
+            break;
+        }
+    }
+    g.out.corpus = g.corpus.len();
+    g.out
+}
+
+/// Guided exploration under way: its corpus of parents, what they covered, and the cells it
+/// steered toward.
+struct Steering<'a> {
+    s: &'a Scenario,
+    design: Design,
+    mutant: Option<&'a str>,
+    opts: &'a Options,
+    kinds: Vec<FaultKind>,
+    allowed: BTreeSet<String>,
+    rng: rand_chacha::ChaCha8Rng,
+    corpus: Vec<Parent>,
+    shapes_seen: BTreeSet<(String, String)>,
+    /// (protocol state, kind of place) → parents that have such a place: a rare one marks a
+    /// parent worth mutating (its runs reach where few others do).
+    spots_seen: BTreeMap<String, Vec<usize>>,
+    out: Guided,
+    next_seed: u64,
+    /// How often each uncovered cell was aimed at.
+    aimed: BTreeMap<(FaultKind, &'static str), u32>,
+    /// The user cells hit so far (see [`user_cells`]).
+    user_seen: BTreeSet<String>,
+    /// Plans staged for the next batches (see `STAGED`), and how many parents were staged.
+    queued: std::collections::VecDeque<Plan>,
+    staged_retried: usize,
+    staged_held: usize,
+}
+
+impl<'a> Steering<'a> {
+    fn new(
+        s: &'a Scenario,
+        design: Design,
+        mutant: Option<&'a str>,
+        opts: &'a Options,
+    ) -> Steering<'a> {
+        Steering {
+            s,
+            design,
+            mutant,
+            opts,
+            kinds: s
+                .swarm
+                .as_ref()
+                .map(|w| w.faults.clone())
+                .unwrap_or_default(),
+            allowed: allowed_cells(s, &[design]),
+            rng: stream(opts.seed_start, "explore.guided"),
+            corpus: Vec::new(),
+            shapes_seen: BTreeSet::new(),
+            spots_seen: BTreeMap::new(),
+            out: Guided::default(),
+            next_seed: opts.seed_start,
+            aimed: BTreeMap::new(),
+            user_seen: BTreeSet::new(),
+            queued: Default::default(),
+            staged_retried: 0,
+            staged_held: 0,
+        }
+    }
+
+    /// The next `n` plans: staged ones first, then each steered toward an uncovered cell, a
+    /// mutation of a rare parent, or a fresh draw.
+    fn batch(&mut self, n: usize) -> Vec<Plan> {
+        let mut batch = Vec::with_capacity(n);
+        let uncovered: Vec<(FaultKind, &str)> = self
+            .allowed
+            .iter()
+            .filter(|c| !self.out.cells.contains_key(*c))
+            .filter_map(|c| {
+                let (k, st) = c.split_once('@')?;
+                let kind = FaultKind::ALL.into_iter().find(|x| x.as_str() == k)?;
+                let st = FAULT_STATES.into_iter().find(|x| *x == st)?;
+                Some((kind, st))
+            })
+            .collect();
+        // Steering gives way to fresh draws and mutations as it keeps failing: a cell it has
+        // self.aimed at `STEER_PATIENCE` times without a hit halves its share, and so on.
+        let least_tried = uncovered
+            .iter()
+            .map(|c| self.aimed.get(c).copied().unwrap_or(0))
+            .min()
+            .unwrap_or(0);
+        let steer_p = STEER / (1.0 + f64::from(least_tried) / STEER_PATIENCE);
+        for _ in 0..n {
+            if let Some(p) = self.queued.pop_front() {
+                batch.push(p);
+                continue;
             }
-            for pair in shape(&h) {
-                new |= shapes_seen.insert(pair);
-            }
-            for c in user_cells(&h) {
-                new |= user_seen.insert(c);
-            }
-            if out.full_coverage_at.is_none() && allowed.iter().all(|c| out.cells.contains_key(c)) {
-                out.full_coverage_at = Some(out.runs);
-            }
-            if e.catches(opts.target.as_ref()) {
-                out.first_catch.get_or_insert(out.runs);
-            }
-            if e.failed() {
-                out.violations.push(e);
-            } else {
-                // A place in a protocol state no parent had it in is new too: where the next
-                // fault can land that none could before.
-                let parent = Parent::of(plan, &h, ps);
-                let sigs: BTreeSet<String> = parent
-                    .places
+            let steer =
+                !uncovered.is_empty() && !self.corpus.is_empty() && self.rng.gen_bool(steer_p);
+            let steered = if steer {
+                // The cells self.aimed at least, so a hard one does not starve the rest.
+                let count = |c: &(FaultKind, &str)| self.aimed.get(c).copied().unwrap_or(0);
+                let least = uncovered.iter().map(count).min().unwrap_or(0);
+                let fewest: Vec<(FaultKind, &str)> = uncovered
                     .iter()
-                    .zip(&parent.states)
-                    .map(|(p, st)| format!("{st}:{}", spot_kind(&p.spot)))
+                    .filter(|c| count(c) == least)
+                    .copied()
                     .collect();
-                new |= sigs.iter().any(|s| !spots_seen.contains_key(s));
-                if new {
-                    for s in sigs {
-                        spots_seen.entry(s).or_default().push(corpus.len());
-                    }
-                    // A parent that reached a held prompt (one a retry waits on, above all)
-                    // gets its user's ops placed there at once, as a fuzzer's deterministic
-                    // stage does for a new input: the first few such parents only.
-                    let state = if !parent.waits.is_empty() {
-                        Some((HELD_RETRIED, &mut staged_retried))
-                    } else if parent.times.contains_key("held") {
-                        Some(("held", &mut staged_held))
-                    } else {
-                        None
-                    };
-                    corpus.push(parent);
-                    if let Some((st, staged)) = state.filter(|(_, n)| **n < STAGED) {
-                        *staged += 1;
-                        let last = corpus.len() - 1;
-                        for u in USER_OPS {
-                            if let Some(plan) = user_move(&corpus[last], u, st, &mut rng) {
-                                queued.push_back(plan);
-                            }
+                let cell = *fewest
+                    .choose(&mut self.rng)
+                    .expect("uncovered is not empty");
+                *self.aimed.entry(cell).or_insert(0) += 1;
+                toward(&self.corpus, cell, &mut self.rng)
+            } else {
+                None
+            };
+            let plan = if let Some(p) = steered {
+                p
+            } else if !self.corpus.is_empty() && self.rng.gen_bool(MUTATE) {
+                let p =
+                    &self.corpus[rare_parent(&self.spots_seen, self.corpus.len(), &mut self.rng)];
+                mutate(p, &self.kinds, &mut self.rng)
+            } else {
+                let p = Plan::derive(self.s, self.next_seed, self.mutant, self.design);
+                self.next_seed += 1;
+                p
+            };
+            batch.push(plan);
+        }
+        batch
+    }
+
+    /// Take one run's results in: its coverage cells, shapes and user cells, its catch or
+    /// violation, and, when it reached somewhere new, it joins the corpus as a parent (and a
+    /// parent at a held prompt gets its user's ops staged there).
+    fn absorb(&mut self, plan: Plan, h: History, ps: Vec<Place>, verdicts: Vec<checkers::Verdict>) {
+        self.out.runs += 1;
+        let e = Explored {
+            hash: h.hash(),
+            id: format!("run {}", self.out.runs),
+            plan: plan.clone(),
+            verdicts,
+        };
+        let mut new = false;
+        for (state, kind) in checkers::fault_states(&h) {
+            let cell = format!("{kind}@{state}");
+            if !self.out.cells.contains_key(&cell) {
+                self.out.cells.insert(cell, self.out.runs);
+                new = true;
+            }
+        }
+        for pair in shape(&h) {
+            new |= self.shapes_seen.insert(pair);
+        }
+        for c in user_cells(&h) {
+            new |= self.user_seen.insert(c);
+        }
+        if self.out.full_coverage_at.is_none()
+            && self.allowed.iter().all(|c| self.out.cells.contains_key(c))
+        {
+            self.out.full_coverage_at = Some(self.out.runs);
+        }
+        if e.catches(self.opts.target.as_ref()) {
+            self.out.first_catch.get_or_insert(self.out.runs);
+        }
+        if e.failed() {
+            self.out.violations.push(e);
+        } else {
+            // A place in a protocol state no parent had it in is new too: where the next
+            // fault can land that none could before.
+            let parent = Parent::of(plan, &h, ps);
+            let sigs: BTreeSet<String> = parent
+                .places
+                .iter()
+                .zip(&parent.states)
+                .map(|(p, st)| format!("{st}:{}", spot_kind(&p.spot)))
+                .collect();
+            new |= sigs.iter().any(|s| !self.spots_seen.contains_key(s));
+            if new {
+                for s in sigs {
+                    self.spots_seen
+                        .entry(s)
+                        .or_default()
+                        .push(self.corpus.len());
+                }
+                // A parent that reached a held prompt (one a retry waits on, above all)
+                // gets its user's ops placed there at once, as a fuzzer's deterministic
+                // stage does for a new input: the first few such parents only.
+                let state = if !parent.waits.is_empty() {
+                    Some((HELD_RETRIED, &mut self.staged_retried))
+                } else if parent.times.contains_key("held") {
+                    Some(("held", &mut self.staged_held))
+                } else {
+                    None
+                };
+                self.corpus.push(parent);
+                if let Some((st, staged)) = state.filter(|(_, n)| **n < STAGED) {
+                    *staged += 1;
+                    let last = self.corpus.len() - 1;
+                    for u in USER_OPS {
+                        if let Some(plan) = user_move(&self.corpus[last], u, st, &mut self.rng) {
+                            self.queued.push_back(plan);
                         }
                     }
                 }
             }
         }
-        let done_failing = opts.stop_at_first && out.first_catch.is_some();
-        let done_covering = opts.stop_at_full_coverage && out.full_coverage_at.is_some();
-        if done_failing || done_covering {
-            break;
-        }
     }
-    out.corpus = corpus.len();
-    out
 }
 
 /// The plain swarm on the same scenario and design: seeds in order from `seed_start`, each a
