@@ -662,7 +662,7 @@ impl<'a> Search<'a> {
             self.order.update(b"\n");
         }
         let results: Vec<Ran> = if self.opts.stop_at_first {
-            // In self.order, one at a time: self.runs to the first catch.
+            // In order, one at a time: runs to the first catch.
             let mut out = Vec::new();
             for (i, c) in slice.iter().enumerate() {
                 if self.opts.budget.is_some_and(|b| self.runs + out.len() >= b) {

@@ -747,7 +747,7 @@ impl<'a> Steering<'a> {
             })
             .collect();
         // Steering gives way to fresh draws and mutations as it keeps failing: a cell it has
-        // self.aimed at `STEER_PATIENCE` times without a hit halves its share, and so on.
+        // aimed at `STEER_PATIENCE` times without a hit halves its share, and so on.
         let least_tried = uncovered
             .iter()
             .map(|c| self.aimed.get(c).copied().unwrap_or(0))
@@ -762,7 +762,7 @@ impl<'a> Steering<'a> {
             let steer =
                 !uncovered.is_empty() && !self.corpus.is_empty() && self.rng.gen_bool(steer_p);
             let steered = if steer {
-                // The cells self.aimed at least, so a hard one does not starve the rest.
+                // The cells aimed at least, so a hard one does not starve the rest.
                 let count = |c: &(FaultKind, &str)| self.aimed.get(c).copied().unwrap_or(0);
                 let least = uncovered.iter().map(count).min().unwrap_or(0);
                 let fewest: Vec<(FaultKind, &str)> = uncovered
