@@ -168,36 +168,21 @@ pub(super) fn exec(a: &ExploreArgs) -> Outcome {
     }
     // Refuse a foreign --out folder before the exploration, not after it.
     certificate::prepare_explore_folder(&out)?;
-    let x = if a.mode == Mode::Lineage {
-        lineage::lineage(
-            &plan,
-            &lineage::Options {
-                faults: a.faults,
-                budget: a.budget,
-                stop_at_first: a.stop_at_first,
-                target: None,
-            },
-        )
-    } else {
-        exhaustive::explore(
-            &plan,
-            &Options {
-                faults: a.faults,
-                kinds,
-                shard: a.shard,
-                audit: a.audit_pruning,
-                stop_at_first: a.stop_at_first,
-                target: None,
-                budget: None,
-                merge: if a.merge == "protocol-state" {
-                    exhaustive::Merge::ProtocolStateOnly
-                } else {
-                    exhaustive::Merge::Snapshot
-                },
-            },
-            &pool,
-        )
+    let opts = Options {
+        faults: a.faults,
+        kinds,
+        shard: a.shard,
+        audit: a.audit_pruning,
+        stop_at_first: a.stop_at_first,
+        target: None,
+        budget: None,
+        merge: if a.merge == "protocol-state" {
+            exhaustive::Merge::ProtocolStateOnly
+        } else {
+            exhaustive::Merge::Snapshot
+        },
     };
+    let x = explore_trace(a, &plan, opts, &pool);
     let secs = started.elapsed().as_secs_f64();
     print_levels(&x);
     let c = certificate::write(&out, &x, a.shard)?;
@@ -484,6 +469,29 @@ fn print_certificate(
     }
 }
 
+/// Explore `plan`'s trace: by its lineage (`--mode lineage`: the faults, stop and target of
+/// `opts`, at most `--budget` runs) or exhaustively as `opts` says.
+fn explore_trace(
+    a: &ExploreArgs,
+    plan: &Plan,
+    opts: Options,
+    pool: &rayon::ThreadPool,
+) -> exhaustive::Exploration {
+    if a.mode == Mode::Lineage {
+        lineage::lineage(
+            plan,
+            &lineage::Options {
+                faults: opts.faults,
+                budget: a.budget,
+                stop_at_first: opts.stop_at_first,
+                target: opts.target,
+            },
+        )
+    } else {
+        exhaustive::explore(plan, &opts, pool)
+    }
+}
+
 /// A plan's faults, one line each, joined by `; `.
 fn fault_lines(plan: &Plan) -> String {
     plan.faults
@@ -601,32 +609,17 @@ fn every_mutant(a: &ExploreArgs, s: &scenario::Scenario, design: Design) -> Outc
         }
         let plan = Plan::derive(s, a.seed, Some(m.name), design);
         let target = Target::of_mutant(m);
-        let x = if a.mode == Mode::Lineage {
-            lineage::lineage(
-                &plan,
-                &lineage::Options {
-                    faults: a.faults,
-                    budget: a.budget,
-                    stop_at_first: true,
-                    target: Some(target.clone()),
-                },
-            )
-        } else {
-            exhaustive::explore(
-                &plan,
-                &Options {
-                    faults: a.faults,
-                    kinds: exhaustive::default_kinds(&plan),
-                    shard: None,
-                    audit: 0,
-                    stop_at_first: true,
-                    target: Some(target.clone()),
-                    budget: None,
-                    merge: Default::default(),
-                },
-                &pool,
-            )
+        let opts = Options {
+            faults: a.faults,
+            kinds: exhaustive::default_kinds(&plan),
+            shard: None,
+            audit: 0,
+            stop_at_first: true,
+            target: Some(target.clone()),
+            budget: None,
+            merge: Default::default(),
         };
+        let x = explore_trace(a, &plan, opts, &pool);
         match (x.first_catch, &x.caught) {
             (Some(r), Some(e)) => {
                 let verdict = e.verdicts.iter().find(|v| target.matches(v));

@@ -151,6 +151,29 @@ impl FaultKind {
         }
     }
 
+    /// The one host a fault of this kind acts on (`agent`, `store`, `proxy`, `client`), for a
+    /// diagram's lifeline; `None` for a kind that acts on a link (the network's kinds) or
+    /// whose crash only begins it (the disk's, whose crash op names the host).
+    pub fn host(self) -> Option<&'static str> {
+        Some(match self {
+            FaultKind::CrashAgent | FaultKind::TransientError => "agent",
+            FaultKind::CrashStore | FaultKind::PartitionStore => "store",
+            FaultKind::CrashProxy => "proxy",
+            FaultKind::RestartClient => "client",
+            FaultKind::FlipBit | FaultKind::ZeroSector | FaultKind::LoseSyncedRecord => {
+                return None
+            }
+            FaultKind::LoseFrame
+            | FaultKind::StallFrame
+            | FaultKind::ReorderFrame
+            | FaultKind::Partition
+            | FaultKind::PartitionOneway
+            | FaultKind::Hold
+            | FaultKind::LoseExchange
+            | FaultKind::DropUpdates => return None,
+        })
+    }
+
     /// What a black-box probe does for this kind at a real process's pipe ([`AtPipe`]); `None`
     /// for a kind only the simulator carries out.
     pub fn at_pipe(self) -> Option<AtPipe> {

@@ -633,25 +633,7 @@ fn match_frames(h: &History) -> (BTreeMap<usize, usize>, BTreeSet<usize>) {
 
 /// The host a fault's spec line names (`crash-agent ...` → `agent`), if any.
 fn fault_target(spec: &str) -> Option<String> {
-    let host = match FaultKind::named(spec.split_whitespace().next()?)? {
-        FaultKind::CrashAgent | FaultKind::TransientError => "agent",
-        FaultKind::CrashStore | FaultKind::PartitionStore => "store",
-        FaultKind::CrashProxy => "proxy",
-        FaultKind::RestartClient => "client",
-        // The network's kinds name a link, not a host; the disk's kinds crash "the Agent"
-        // only as their means (the crash op names the host).
-        FaultKind::LoseFrame
-        | FaultKind::StallFrame
-        | FaultKind::ReorderFrame
-        | FaultKind::Partition
-        | FaultKind::PartitionOneway
-        | FaultKind::Hold
-        | FaultKind::LoseExchange
-        | FaultKind::DropUpdates
-        | FaultKind::FlipBit
-        | FaultKind::ZeroSector
-        | FaultKind::LoseSyncedRecord => return None,
-    };
+    let host = FaultKind::named(spec.split_whitespace().next()?)?.host()?;
     Some(host.to_string())
 }
 
