@@ -1,10 +1,19 @@
-//! Where each fault kind has something to act on: one exhaustive `match` ([`FaultKind::reach`])
-//! read by the swarm's draw, exploration's default kinds and placement, scenario validation,
-//! schedule-file checks, the certificate's "not placed" reasons and the world's remote
-//! transport. (Guided exploration's coverage cells read it for the cluster's and the disk's
-//! kinds; a proxy there is drawn per seed, so its cells stay.) Beside it, the answers about one
-//! kind that more than one place asks: what a disk kind does to the log ([`DiskDamage`]) and
-//! what a black-box probe does at a real process's pipe ([`AtPipe`]).
+//! Every per-kind answer, each one exhaustive `match` over the kinds (no `_` arm, so a new
+//! kind is named by the compiler in each):
+//! - where it has something to act on ([`FaultKind::reach`], [`Reach`], [`Topology`]): read by
+//!   the swarm's draw, exploration's default kinds and placement, scenario validation,
+//!   schedule-file checks, the certificate's "not placed" reasons and the world's remote
+//!   transport (guided exploration's coverage cells read it for the cluster's and the disk's
+//!   kinds; a proxy there is drawn per seed, so its cells stay);
+//! - what carries it out ([`FaultKind::level`], [`Level`]);
+//! - the settings it takes ([`FaultKind::settings`], [`Takes`]): required or optional, and a
+//!   duration's default (what exploration places) and swarm range; `FaultSpec::check`
+//!   validates an entry from these alone;
+//! - what may trigger it and at which protocol points ([`FaultKind::fires`],
+//!   [`FaultKind::points`]);
+//! - the one host it acts on, for a diagram ([`FaultKind::host`]);
+//! - what a disk kind does to the log ([`DiskDamage`]) and what a black-box probe does at a
+//!   real process's pipe ([`AtPipe`]).
 
 use super::fault::FaultKind;
 
@@ -290,6 +299,71 @@ pub enum Given {
     Optional,
 }
 
+/// One setting a kind takes ([`FaultKind::settings`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Takes {
+    /// The setting.
+    pub setting: Setting,
+    /// Whether an entry must give it.
+    pub given: Given,
+    /// For a duration: its default and the swarm's range.
+    pub ms: Option<Durations>,
+}
+
+/// A duration setting's values, ms.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Durations {
+    /// What an entry without it gets, and what exploration places.
+    pub default: u64,
+    /// What the swarm draws from.
+    pub swarm: std::ops::RangeInclusive<u64>,
+}
+
+impl Takes {
+    const fn flag(setting: Setting) -> Takes {
+        Takes {
+            setting,
+            given: Given::Optional,
+            ms: None,
+        }
+    }
+
+    const fn ms(setting: Setting, given: Given, default: u64, swarm: (u64, u64)) -> Takes {
+        Takes {
+            setting,
+            given,
+            ms: Some(Durations {
+                default,
+                swarm: swarm.0..=swarm.1,
+            }),
+        }
+    }
+
+    /// `silent`, optional.
+    pub const SILENT: Takes = Takes::flag(Setting::Silent);
+    /// `reroute`, optional.
+    pub const REROUTE: Takes = Takes::flag(Setting::Reroute);
+    /// `direction`, required.
+    pub const DIRECTION: Takes = Takes {
+        setting: Setting::Direction,
+        given: Given::Required,
+        ms: None,
+    };
+    /// A stall's `stall_ms`: required; 100 ms placed, 50 to 400 drawn.
+    pub const STALL: Takes = Takes::ms(Setting::StallMs, Given::Required, 100, (50, 400));
+    /// A reorder's bound (`stall_ms`): optional; 40 ms by default, 10 to 60 drawn.
+    pub const REORDER_BOUND: Takes = Takes::ms(Setting::StallMs, Given::Optional, 40, (10, 60));
+    /// `heal_after_ms`: required; 100 ms placed, 30 to 400 drawn.
+    pub const HEAL: Takes = Takes::ms(Setting::HealAfterMs, Given::Required, 100, (30, 400));
+    /// An Agent's `restart_after_ms` (the disk's kinds too): required; 50 ms placed, 10 to
+    /// 300 drawn.
+    pub const RESTART_AGENT: Takes =
+        Takes::ms(Setting::RestartAfterMs, Given::Required, 50, (10, 300));
+    /// The Client's, the proxy's or the store's `restart_after_ms`: required; 50 ms placed,
+    /// 10 to 200 drawn.
+    pub const RESTART: Takes = Takes::ms(Setting::RestartAfterMs, Given::Required, 50, (10, 200));
+}
+
 /// What may trigger a fault of a kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fires {
@@ -327,41 +401,33 @@ impl FaultKind {
         }
     }
 
-    /// The settings it takes ([`Setting`]), each required or optional; a `[[fault]]` entry
-    /// giving any other is refused.
-    pub fn settings(self) -> &'static [(Setting, Given)] {
-        use Given::{Optional, Required};
+    /// The settings it takes ([`Takes`]): each required or optional, a duration with its
+    /// default and its swarm range; a `[[fault]]` entry giving any other is refused.
+    pub fn settings(self) -> &'static [Takes] {
         match self {
-            FaultKind::LoseFrame => &[(Setting::Silent, Optional), (Setting::Reroute, Optional)],
-            FaultKind::StallFrame => &[(Setting::StallMs, Required)],
-            FaultKind::ReorderFrame => &[(Setting::StallMs, Optional)],
-            FaultKind::Partition | FaultKind::Hold | FaultKind::PartitionStore => {
-                &[(Setting::HealAfterMs, Required)]
-            }
-            FaultKind::PartitionOneway => &[
-                (Setting::Direction, Required),
-                (Setting::HealAfterMs, Required),
-            ],
-            FaultKind::RestartClient => &[
-                (Setting::Reroute, Optional),
-                (Setting::RestartAfterMs, Required),
-            ],
+            FaultKind::LoseFrame => &[Takes::SILENT, Takes::REROUTE],
+            FaultKind::StallFrame => &[Takes::STALL],
+            FaultKind::ReorderFrame => &[Takes::REORDER_BOUND],
+            FaultKind::Partition | FaultKind::Hold | FaultKind::PartitionStore => &[Takes::HEAL],
+            FaultKind::PartitionOneway => &[Takes::DIRECTION, Takes::HEAL],
+            FaultKind::RestartClient => &[Takes::REROUTE, Takes::RESTART],
+            FaultKind::CrashProxy | FaultKind::CrashStore => &[Takes::RESTART],
             FaultKind::CrashAgent
-            | FaultKind::CrashProxy
-            | FaultKind::CrashStore
             | FaultKind::FlipBit
             | FaultKind::ZeroSector
-            | FaultKind::LoseSyncedRecord => &[(Setting::RestartAfterMs, Required)],
+            | FaultKind::LoseSyncedRecord => &[Takes::RESTART_AGENT],
             FaultKind::TransientError | FaultKind::LoseExchange | FaultKind::DropUpdates => &[],
         }
     }
 
+    /// How it takes `s` ([`Takes`]), if it does.
+    pub fn taken(self, s: Setting) -> Option<&'static Takes> {
+        self.settings().iter().find(|t| t.setting == s)
+    }
+
     /// Whether it takes `s`, and how.
     pub fn takes(self, s: Setting) -> Option<Given> {
-        self.settings()
-            .iter()
-            .find(|(t, _)| *t == s)
-            .map(|(_, g)| *g)
+        self.taken(s).map(|t| t.given)
     }
 
     /// What may trigger it ([`Fires`]).
@@ -415,36 +481,16 @@ impl FaultKind {
         }
     }
 
-    /// The value of a millisecond setting it takes when the entry does not give it, and the
-    /// one exploration places it with: a stall 100 ms, a reorder's bound 40 ms, a restart 50
-    /// ms, a heal or release 100 ms. `None` for a setting it does not take or that is no
-    /// duration.
+    /// The value of a duration setting it takes when the entry does not give it, and the
+    /// one exploration places it with ([`Takes::ms`]); `None` for a setting it does not take
+    /// or that is no duration.
     pub fn default_ms(self, s: Setting) -> Option<u64> {
-        self.takes(s)?;
-        match (self, s) {
-            (FaultKind::ReorderFrame, Setting::StallMs) => Some(40),
-            (_, Setting::StallMs) => Some(100),
-            (_, Setting::RestartAfterMs) => Some(50),
-            (_, Setting::HealAfterMs) => Some(100),
-            (_, Setting::Silent | Setting::Reroute | Setting::Direction) => None,
-        }
+        self.taken(s)?.ms.as_ref().map(|d| d.default)
     }
 
-    /// The range the swarm draws a millisecond setting from: a stall 50 to 400 ms, a
-    /// reorder's bound 10 to 60, a heal 30 to 400, a restart 10 to 300 for the Agent (disk
-    /// kinds included) and 10 to 200 for the Client, the proxy and the store. `None` for a
+    /// The range the swarm draws a duration setting from ([`Takes::ms`]); `None` for a
     /// setting it does not take or that is no duration.
     pub fn swarm_ms(self, s: Setting) -> Option<std::ops::RangeInclusive<u64>> {
-        self.takes(s)?;
-        match (self, s) {
-            (FaultKind::ReorderFrame, Setting::StallMs) => Some(10..=60),
-            (_, Setting::StallMs) => Some(50..=400),
-            (_, Setting::HealAfterMs) => Some(30..=400),
-            (FaultKind::CrashProxy | FaultKind::CrashStore | FaultKind::RestartClient, _) => {
-                Some(10..=200)
-            }
-            (_, Setting::RestartAfterMs) => Some(10..=300),
-            (_, Setting::Silent | Setting::Reroute | Setting::Direction) => None,
-        }
+        self.taken(s)?.ms.as_ref().map(|d| d.swarm.clone())
     }
 }

@@ -41,6 +41,8 @@ pub use decide::{FrameFate, Nemesis, PointsAndTimes, Swallowed};
 pub use fault::FaultKind;
 pub use frame::FrameDecision;
 pub use in_force::InForce;
-pub use kinds::{AtPipe, DiskDamage, Fires, Given, Level, Reach, Setting, Topology};
+pub use kinds::{
+    AtPipe, DiskDamage, Durations, Fires, Given, Level, Reach, Setting, Takes, Topology,
+};
 pub use spec::{fault_line, Direction, FaultSpec};
 pub use trigger::{Sender, Side, Trigger};

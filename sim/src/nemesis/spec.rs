@@ -204,9 +204,13 @@ impl FaultSpec {
         if kind.fires() == Fires::AtFrame && !frame {
             return Some("on`: a frame fault needs `frame` and `method`".into());
         }
-        for (s, given) in kind.settings() {
-            if *given == Given::Required && !self.gives(*s) {
-                return Some(format!("{}`: required for {}", s.field(), kind.as_str()));
+        for t in kind.settings() {
+            if t.given == Given::Required && !self.gives(t.setting) {
+                return Some(format!(
+                    "{}`: required for {}",
+                    t.setting.field(),
+                    kind.as_str()
+                ));
             }
         }
         let prompt_request =
@@ -238,10 +242,12 @@ impl FaultSpec {
             )
         } else if !Point::AGENT.contains(&p) {
             // The store's point: say whose it is.
+            let mut kinds = at(p);
+            let last = kinds.pop().unwrap_or_default();
             format!(
-                "on.point`: `{}` is the point of {} only",
+                "on.point`: `{}` is the store's point: only {} and {last} fire there",
                 p.as_str(),
-                at(p).join(", ")
+                kinds.join(", ")
             )
         } else {
             let points: Vec<String> = kind

@@ -1,5 +1,6 @@
 //! The out-of-band ledger shared by every host of one run: it appends the history, numbers
-//! connections, and arms the nemesis's event-triggered faults (frame and submission triggers).
+//! connections, tracks what is in flight, and holds the run's [`Nemesis`], which decides each
+//! frame's and submission's fate; the ledger logs what fired.
 //!
 //! One simulation runs on one thread, so the ledger is an `Rc<RefCell<_>>`.
 

@@ -13,7 +13,8 @@
 //!   watcher) around a sans-IO model;
 //! - [`io`]: the frame layer every host shares (connections, heartbeats, frame faults at the
 //!   writer, the simulated disk, the cluster store link);
-//! - [`ledger`]: the out-of-band ledger: the history, connection numbers, armed faults;
+//! - [`ledger`]: the out-of-band ledger: the history, connection numbers, what is in flight,
+//!   and the run's [`crate::nemesis::Nemesis`];
 //! - [`parties`]: [`Parties`], [`Boot`] and the factories: how a user's Agent, Client or proxy
 //!   plugs in;
 //! - [`trace`]: what a run did that its history does not hold (points passed, submissions

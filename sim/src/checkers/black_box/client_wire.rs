@@ -1,7 +1,7 @@
 //! The Client rules a served Agent's wire log shows: `acp-chaos probe --client`'s checkers.
 //!
-//! A pure function of one trial's wire log (`super::wire_log`: what our model Agent read and
-//! wrote, boot by boot) and the Client process's exit status. The Client is a black box, so a
+//! A pure function of one trial's wire log (what our model Agent read and wrote, boot by boot,
+//! as `acp-chaos agent --wire-log` writes it: `acp_chaos_cli::probe::wire_log`) and the Client process's exit status. The Client is a black box, so a
 //! submission is what the wire shows: **one prompt text in one session is one submission**
 //! (the Client under test is driven with a distinct text per submission, as `acp-chaos client`
 //! does; a Client that sends one text twice on purpose is judged as retrying it). Each verdict's
@@ -222,8 +222,7 @@ pub fn judge(log: &[Value], exit: Option<i32>) -> Vec<Verdict> {
     ]
 }
 
-/// The submissions (one text in one session) with their attempts, and those sent more than
-/// once.
+/// The submissions (one text in one session), each with its attempts in order.
 fn submissions(attempts: &[Attempt]) -> BTreeMap<(&str, &str), Vec<&Attempt>> {
     let mut by_text: BTreeMap<(&str, &str), Vec<&Attempt>> = BTreeMap::new();
     for a in attempts {
