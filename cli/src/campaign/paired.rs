@@ -49,7 +49,7 @@ pub struct PairedReport {
 /// Which build runs first in round `round` (from 0): this one in even rounds, the other in odd
 /// ones, so a machine that slows or speeds up during a round favours neither build overall.
 pub fn this_first(round: usize) -> bool {
-    round % 2 == 0
+    round.is_multiple_of(2)
 }
 
 /// The median of `xs` (the mean of the middle two for an even count); `NaN` when empty.

@@ -183,7 +183,7 @@ fn mutants_row(row: &Row) -> Option<String> {
         n if n % 2 == 1 => runs[n / 2].to_string(),
         n => {
             let twice = runs[n / 2 - 1] + runs[n / 2];
-            if twice % 2 == 0 {
+            if twice.is_multiple_of(2) {
                 (twice / 2).to_string()
             } else {
                 format!("{}.5", twice / 2)
