@@ -7,7 +7,8 @@ use serde_json::Value;
 
 use super::facts::{is_store_op, malformed_request, track_active, Facts};
 use super::verdict::{Status, Verdict};
-use crate::history::{is_agent_host, op, process, Op};
+use super::wire::lost_answer;
+use crate::history::{op, process, Op};
 use crate::nemesis::logged;
 
 /// P6 cancel: an attempt the Agent answered `-32800` inserted nothing (A5, A6), and a
@@ -275,18 +276,11 @@ impl<'a> Withdrawals<'a> {
                 }
                 // An answer the network lost after the Agent wrote it (the remote transport's
                 // lost exchange, or the break at that very frame; not a request of the Agent's own).
-                (process::NEMESIS, logged::LOSE_EXCHANGE | logged::LOSE_FRAME, _)
-                    if val["detail"]["from"].as_str().is_some_and(is_agent_host)
-                        && val["detail"]["frame"].get("method").is_none() =>
-                {
-                    let d = &val["detail"];
-                    let k = (
-                        d["conn"].as_u64().unwrap_or(0),
-                        d["frame"]["id"].to_string(),
-                    );
-                    x.answered
-                        .entry(k)
-                        .or_insert((op.index, d["frame"]["error"]["code"].as_i64()));
+                (process::NEMESIS, logged::LOSE_EXCHANGE | logged::LOSE_FRAME, _) => {
+                    if let Some((k, frame)) = lost_answer(op) {
+                        let code = frame["error"]["code"].as_i64();
+                        x.answered.entry(k).or_insert((op.index, code));
+                    }
                 }
                 // Either end (the later one), a proxy's too: a crashed process logs no end of its
                 // own, its peer does; an end may read a last frame before it notices the close; and

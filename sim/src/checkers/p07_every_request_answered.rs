@@ -6,7 +6,8 @@ use acp_chaos_models::{methods, Party};
 
 use super::facts::Facts;
 use super::verdict::{Status, Verdict};
-use crate::history::{is_agent_host, op, process};
+use super::wire::lost_answer;
+use crate::history::{op, process};
 use crate::nemesis::logged;
 
 /// P7 every-request-answered, from the Agent's own log: a request it read got at most one
@@ -103,16 +104,10 @@ impl<'a> Exchanges<'a> {
                     x.answers.entry(w.key()).or_default().push(op.index);
                 }
                 // A response the remote transport lost (not an Agent request it lost).
-                (process::NEMESIS, logged::LOSE_EXCHANGE, _)
-                    if val["detail"]["from"].as_str().is_some_and(is_agent_host)
-                        && val["detail"]["frame"].get("method").is_none() =>
-                {
-                    let d = &val["detail"];
-                    let k = (
-                        d["conn"].as_u64().unwrap_or(0),
-                        d["frame"]["id"].to_string(),
-                    );
-                    x.answers.entry(k).or_default().push(op.index);
+                (process::NEMESIS, logged::LOSE_EXCHANGE, _) => {
+                    if let Some((k, _)) = lost_answer(op) {
+                        x.answers.entry(k).or_default().push(op.index);
+                    }
                 }
                 (_, op::CONN_END, _) => {
                     if let Some(c) = val["conn"].as_u64() {

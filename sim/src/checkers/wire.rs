@@ -91,6 +91,22 @@ impl<'h> WireFrame<'h> {
     }
 }
 
+/// The answer a frame fault lost after the Agent wrote it: `o` is the `nemesis` op of a fault
+/// that lost a frame (`lose-exchange`, `lose-frame`), and its detail holds a response an Agent
+/// host wrote (not a request of the Agent's own). Its (connection, id) and the frame.
+pub fn lost_answer(o: &Op) -> Option<((u64, String), &Value)> {
+    let d = &o.value["detail"];
+    let by_agent = d["from"].as_str().is_some_and(is_agent_host);
+    if !by_agent || d["frame"].get("method").is_some() {
+        return None;
+    }
+    let key = (
+        d["conn"].as_u64().unwrap_or(0),
+        d["frame"]["id"].to_string(),
+    );
+    Some((key, &d["frame"]))
+}
+
 /// The frame of each op of `ops`, in order (`None` for an op that is not a `send` or `recv`).
 pub fn wire_of(ops: &[Op]) -> Vec<Option<WireFrame<'_>>> {
     ops.iter().map(WireFrame::of).collect()

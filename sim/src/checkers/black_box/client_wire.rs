@@ -211,19 +211,23 @@ impl<'a> Wire<'a> {
 /// in its order.
 pub fn judge(log: &[Value], exit: Option<i32>) -> Vec<Verdict> {
     let w = Wire::read(log);
+    let by_text = submissions(&w.attempts);
     vec![
         c4_own_ids(&w),
         k2_key_form(&w),
-        c1_same_key(&w),
-        c3_one_key_one_submission(&w),
-        c9_no_unkeyed_resend(&w),
+        c1_same_key(&w, &by_text),
+        c3_one_key_one_submission(&w, &by_text),
+        c9_no_unkeyed_resend(&by_text),
         c6_resume_first(&w),
-        c8_no_silent_drop(&w, exit),
+        c8_no_silent_drop(&w, &by_text, exit),
     ]
 }
 
+/// The submissions of a trial: (session, text) → its attempts in order.
+type Submissions<'a> = BTreeMap<(&'a str, &'a str), Vec<&'a Attempt>>;
+
 /// The submissions (one text in one session), each with its attempts in order.
-fn submissions(attempts: &[Attempt]) -> BTreeMap<(&str, &str), Vec<&Attempt>> {
+fn submissions(attempts: &[Attempt]) -> Submissions<'_> {
     let mut by_text: BTreeMap<(&str, &str), Vec<&Attempt>> = BTreeMap::new();
     for a in attempts {
         by_text.entry((&a.session, &a.text)).or_default().push(a);
@@ -303,8 +307,7 @@ fn k2_key_form(w: &Wire) -> Verdict {
 }
 
 /// C1: every attempt of one submission carries the same key.
-fn c1_same_key(w: &Wire) -> Verdict {
-    let by_text = submissions(&w.attempts);
+fn c1_same_key(w: &Wire, by_text: &Submissions) -> Verdict {
     let retried: Vec<&Vec<&Attempt>> = by_text.values().filter(|v| v.len() > 1).collect();
     let keyed = keyed(w);
     let split = retried.iter().find(|v| {
@@ -364,8 +367,7 @@ fn c1_same_key(w: &Wire) -> Verdict {
 }
 
 /// C3 (with C2): one key never names two submissions.
-fn c3_one_key_one_submission(w: &Wire) -> Verdict {
-    let by_text = submissions(&w.attempts);
+fn c3_one_key_one_submission(w: &Wire, by_text: &Submissions) -> Verdict {
     let mut by_key: BTreeMap<String, Vec<&Attempt>> = BTreeMap::new();
     for a in &w.attempts {
         if let Some(Value::String(k)) = &a.key {
@@ -418,8 +420,7 @@ fn c3_one_key_one_submission(w: &Wire) -> Verdict {
 }
 
 /// C9: a prompt sent without a key is not resent automatically (a finding).
-fn c9_no_unkeyed_resend(w: &Wire) -> Verdict {
-    let by_text = submissions(&w.attempts);
+fn c9_no_unkeyed_resend(by_text: &Submissions) -> Verdict {
     let retried: Vec<&Vec<&Attempt>> = by_text.values().filter(|v| v.len() > 1).collect();
     let unkeyed = retried.iter().find(|v| v.iter().all(|a| a.key.is_none()));
     match unkeyed {
@@ -466,8 +467,7 @@ fn c6_resume_first(w: &Wire) -> Verdict {
 
 /// C8 (P2): a submission never acknowledged was resent or shown to the user: the Client
 /// exited non-zero; exit 0 with it unacknowledged is a silent drop.
-fn c8_no_silent_drop(w: &Wire, exit: Option<i32>) -> Verdict {
-    let by_text = submissions(&w.attempts);
+fn c8_no_silent_drop(w: &Wire, by_text: &Submissions, exit: Option<i32>) -> Verdict {
     let lost: Vec<&Vec<&Attempt>> = by_text
         .values()
         .filter(|v| v.iter().all(|a| a.ok.is_none()))
