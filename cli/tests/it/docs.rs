@@ -434,3 +434,28 @@ fn every_runnable_block_of_the_docs_runs_as_shown() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+/// The README's Properties table has one row per checker of `CHECKERS`, in its order, under
+/// its id and title: the list a new reader sees is the list the tool runs.
+#[test]
+fn the_readme_lists_every_checker_as_the_registry_does() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let table = &readme[readme.find("## Properties").expect("a Properties section")..];
+    let rows: Vec<(String, String)> = table
+        .lines()
+        .skip_while(|l| !l.starts_with("| P1 "))
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            (cells[1].to_string(), cells[2].replace(" *(ours)*", ""))
+        })
+        .collect();
+    let registry: Vec<(String, String)> = acp_chaos::checkers::CHECKERS
+        .iter()
+        .map(|c| (c.property.to_string(), c.title.to_string()))
+        .collect();
+    assert_eq!(
+        rows, registry,
+        "README.md's Properties table against CHECKERS"
+    );
+}
