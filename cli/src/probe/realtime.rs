@@ -32,7 +32,7 @@ use serde_json::{json, Value};
 use super::driver::{Ev, Launch, Proc, RawOp};
 use acp_chaos::history::{op, process, OpType};
 use acp_chaos::models::{Action, ClientInput, ClientModel, Point, SpecClient};
-use acp_chaos::nemesis::{AtPipe, FaultSpec, Side};
+use acp_chaos::nemesis::{AtPipe, Exchange, ExchangeCount, FaultSpec, Sender, Side, Trigger};
 use acp_chaos::plan::{Plan, UserEvent};
 
 /// Why a plan cannot run against a black box, or `None` when it can.
@@ -44,18 +44,21 @@ pub fn unsupported(plan: &Plan) -> Option<String> {
         return Some("raw probes are run by the probe's key-validation trace".into());
     }
     for f in &plan.faults {
-        if f.on.attempt_of.is_some() || f.on.by.is_some() {
+        if f.on
+            .frame()
+            .is_some_and(|t| t.attempt_of.is_some() || t.by.is_some())
+        {
             return Some(format!(
                 "fault `{}`: a trigger on one submission's attempts or on the Agent's own frames needs the Client's inside",
                 acp_chaos::nemesis::fault_line(f)
             ));
         }
         let ok = match f.kind.at_pipe() {
-            Some(AtPipe::LoseFrame | AtPipe::StallFrame) => f.on.frame.is_some(),
+            Some(AtPipe::LoseFrame | AtPipe::StallFrame) => f.on.frame().is_some(),
             Some(AtPipe::CrashAgent) => {
-                f.on.frame.is_some()
+                f.on.frame().is_some()
                     || matches!(
-                        f.on.point,
+                        f.on.point(),
                         Some(
                             Point::AfterReceive
                                 | Point::AfterInsertBeforeSync
@@ -63,7 +66,7 @@ pub fn unsupported(plan: &Plan) -> Option<String> {
                         )
                     )
             }
-            Some(AtPipe::RestartClient) => f.on.submission.is_some() || f.on.frame.is_some(),
+            Some(AtPipe::RestartClient) => f.on.submission().is_some() || f.on.frame().is_some(),
             // It acts on the network, the store, a proxy or the disk, inside the simulator.
             None => false,
         };
@@ -122,10 +125,9 @@ struct World<'a> {
     due: BTreeMap<(u64, u64), Due>,
     seq: u64,
     fired: Vec<bool>,
-    requests: BTreeMap<String, u32>,
-    /// (conn, request id) → (method, which request of it), so a response trigger fires on
-    /// the response to the nth request, as in the simulator.
-    methods: BTreeMap<(u64, String), (String, u32)>,
+    /// Which exchange each line is part of, counted as the simulator counts
+    /// ([`ExchangeCount`]), so a frame trigger fires on the same frame in both.
+    exchanges: ExchangeCount,
     /// Lines held by a stall: (release at, direction, connection, line).
     stalled: VecDeque<(u64, Dir, u64, String)>,
     healed: bool,
@@ -167,8 +169,7 @@ pub fn run(plan: &Plan, launch: Launch, scale: u64, read_back: bool) -> Realtime
         due: BTreeMap::new(),
         seq: 0,
         fired: vec![false; plan.faults.len()],
-        requests: BTreeMap::new(),
-        methods: BTreeMap::new(),
+        exchanges: ExchangeCount::default(),
         stalled: VecDeque::new(),
         healed: plan.faults.is_empty(),
         heard: false,
@@ -527,7 +528,7 @@ impl World<'_> {
             if self.fired[i] || self.healed || f.kind.at_pipe() != Some(AtPipe::RestartClient) {
                 continue;
             }
-            if f.on.submission.map(u64::from) == Some(n) {
+            if f.on.submission().map(u64::from) == Some(n) {
                 self.fired[i] = true;
                 let f = f.clone();
                 self.nemesis(&f, i);
@@ -616,35 +617,22 @@ impl World<'_> {
         if dir == Dir::ToClient {
             self.heard = true;
         }
-        let (side, method, nth) = match (dir, &frame) {
-            (Dir::ToAgent, Some(f)) if f["method"].is_string() && f.get("id").is_some() => {
-                let m = f["method"].as_str().unwrap_or("").to_string();
-                let c = self.requests.entry(m.clone()).or_default();
-                *c += 1;
-                let n = *c;
-                self.methods
-                    .insert((self.conn, f["id"].to_string()), (m.clone(), n));
-                (Some(Side::Request), Some(m), n)
-            }
-            (Dir::ToClient, Some(f)) if f.get("method").is_none() && f.get("id").is_some() => {
-                match self.methods.remove(&(self.conn, f["id"].to_string())) {
-                    Some((m, n)) => (Some(Side::Response), Some(m), n),
-                    None => (None, None, 0),
-                }
-            }
-            _ => (None, None, 0),
+        let from = if dir == Dir::ToAgent {
+            "client"
+        } else {
+            "agent"
         };
-        let hit = (!self.healed)
-            .then(|| self.fault_at(side, method.as_deref(), nth))
-            .flatten();
+        let exchange = frame.as_ref().and_then(|f| {
+            let id = f.get("id").map(Value::to_string);
+            let method = f["method"].as_str();
+            self.exchanges.frame(self.conn, from, method, id.as_ref())
+        });
+        let hit = exchange
+            .filter(|_| !self.healed)
+            .and_then(|e| self.fault_at(&e));
         // Sent: its writer wrote it (whether it arrives is the fault's business).
         if self.live {
             let conn = self.conn;
-            let from = if dir == Dir::ToAgent {
-                "client"
-            } else {
-                "agent"
-            };
             let logged = frame.clone().unwrap_or_else(|| Value::String(line.clone()));
             self.op(
                 process::NET,
@@ -707,29 +695,26 @@ impl World<'_> {
         }
     }
 
-    /// The first unfired fault that this frame triggers.
-    fn fault_at(
-        &mut self,
-        side: Option<Side>,
-        method: Option<&str>,
-        nth: u32,
-    ) -> Option<(usize, FaultSpec)> {
-        let (side, method) = (side?, method?);
+    /// The first unfired fault that this frame triggers: a frame trigger that names its
+    /// exchange, or a `crash-agent` at a protocol point the wire shows (`after-receive` at the
+    /// nth prompt request, the two points after insertion at the response to it).
+    fn fault_at(&mut self, e: &Exchange) -> Option<(usize, FaultSpec)> {
+        let prompt = e.by == Sender::Client && e.method == "session/prompt";
         for (i, f) in self.plan.faults.iter().enumerate() {
             if self.fired[i] {
                 continue;
             }
-            let on = &f.on;
-            let by_frame =
-                on.frame == Some(side) && on.method.as_deref() == Some(method) && on.nth == nth;
+            let by_frame = f.on.frame().is_some_and(|t| e.is(t));
             let by_point = f.kind.at_pipe() == Some(AtPipe::CrashAgent)
-                && method == "session/prompt"
-                && on.nth == nth
-                && match on.point {
-                    Some(Point::AfterReceive) => side == Side::Request,
-                    Some(Point::AfterInsertBeforeSync | Point::AfterSyncBeforeResponse) => {
-                        side == Side::Response
-                    }
+                && prompt
+                && match f.on {
+                    Trigger::Point { point, nth } if nth == e.nth => match point {
+                        Point::AfterReceive => e.side == Side::Request,
+                        Point::AfterInsertBeforeSync | Point::AfterSyncBeforeResponse => {
+                            e.side == Side::Response
+                        }
+                        _ => false,
+                    },
                     _ => false,
                 };
             if by_frame || by_point {

@@ -134,15 +134,7 @@ fn the_correct_model_certifies_rfd02_and_pruned_schedules_agree_with_their_repre
 
 /// A fault at a frame trigger: the `nth` `side` frame of `method` (the Client's).
 fn at_frame(kind: FaultKind, side: Side, method: &str, nth: u32) -> FaultSpec {
-    FaultSpec {
-        on: Trigger {
-            frame: Some(side),
-            method: Some(method.to_string()),
-            nth,
-            ..Trigger::default()
-        },
-        ..FaultSpec::new(kind)
-    }
+    FaultSpec::new(kind, Trigger::at_frame(side, method, nth))
 }
 
 /// The first unsound merge: a stall that outlasts the Client's 140 ms prompt timeout
@@ -219,13 +211,11 @@ fn a_store_cut_is_never_merged_with_a_stalled_list() {
     let lost = at_frame(FaultKind::LoseFrame, Side::Request, "session/prompt", 4);
     let mut cut = p.clone();
     cut.faults.push(FaultSpec {
-        on: Trigger {
-            point: Some(acp_chaos::models::Point::AfterStoreWrite),
-            nth: 2,
-            ..Trigger::default()
-        },
         heal_after_ms: Some(100),
-        ..FaultSpec::new(FaultKind::PartitionStore)
+        ..FaultSpec::new(
+            FaultKind::PartitionStore,
+            Trigger::at_point(acp_chaos::models::Point::AfterStoreWrite, 2),
+        )
     });
     let after_cut = exhaustive::class_of(&cut, &lost).expect("a class");
     for side in [Side::Request, Side::Response] {
@@ -250,13 +240,11 @@ fn decided_actions_not_yet_run_keep_two_placements_apart() {
         Some("error-after-insert"),
     ));
     let crash = FaultSpec {
-        on: Trigger {
-            point: Some(acp_chaos::models::Point::AfterReceive),
-            nth: 3,
-            ..Trigger::default()
-        },
         restart_after_ms: Some(50),
-        ..FaultSpec::new(FaultKind::CrashAgent)
+        ..FaultSpec::new(
+            FaultKind::CrashAgent,
+            Trigger::at_point(acp_chaos::models::Point::AfterReceive, 3),
+        )
     };
     let mut erred = p.clone();
     erred.faults.push(at_frame(
@@ -286,7 +274,9 @@ fn a_resume_on_a_connection_a_lost_frame_broke_is_not_judged() {
     ));
     for (nth, silent) in [(1, false), (2, true)] {
         let mut f = at_frame(FaultKind::LoseFrame, Side::Request, "session/update", nth);
-        f.on.by = Some(acp_chaos::nemesis::Sender::Agent);
+        if let acp_chaos::nemesis::Trigger::Frame(t) = &mut f.on {
+            t.by = Some(acp_chaos::nemesis::Sender::Agent);
+        }
         f.silent = silent;
         p.faults.push(f);
     }

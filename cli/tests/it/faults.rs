@@ -531,14 +531,11 @@ fn reroute_moves_the_client_to_another_node_and_only_then() {
         let run = |reroute: bool| {
             let mut p = acp_chaos::explore::exhaustive::trace_plan(&base);
             p.faults = vec![FaultSpec {
-                on: Trigger {
-                    frame: Some(Side::Request),
-                    method: Some("session/prompt".into()),
-                    nth: 2,
-                    ..Trigger::default()
-                },
                 reroute,
-                ..FaultSpec::new(FaultKind::LoseFrame)
+                ..FaultSpec::new(
+                    FaultKind::LoseFrame,
+                    Trigger::at_frame(Side::Request, "session/prompt", 2),
+                )
             }];
             let h = acp_chaos::world::run(&p);
             let f = fired(&h, "lose-frame").expect("the break fires").index;
@@ -572,10 +569,10 @@ fn reroute_moves_the_client_to_another_node_and_only_then() {
         "no seed routed back to the same node without reroute"
     );
     // It is a lose-frame or restart-client setting only.
-    let mut stall = FaultSpec::new(FaultKind::StallFrame);
-    stall.on.frame = Some(Side::Request);
-    stall.on.method = Some("session/prompt".into());
-    stall.on.nth = 1;
+    let mut stall = FaultSpec::new(
+        FaultKind::StallFrame,
+        Trigger::at_frame(Side::Request, "session/prompt", 1),
+    );
     stall.stall_ms = Some(50);
     assert_eq!(stall.check(), None);
     stall.reroute = true;
@@ -594,13 +591,11 @@ fn partition_store_at_a_nodes_point_cuts_that_node_from_the_store() {
     let base = Plan::derive(&s, 0, None, Design::Cluster);
     let mut p = acp_chaos::explore::exhaustive::trace_plan(&base);
     let fault = FaultSpec {
-        on: Trigger {
-            point: Some(Point::AfterInsertBeforeSync),
-            nth: 1,
-            ..Trigger::default()
-        },
         heal_after_ms: Some(100),
-        ..FaultSpec::new(FaultKind::PartitionStore)
+        ..FaultSpec::new(
+            FaultKind::PartitionStore,
+            Trigger::at_point(Point::AfterInsertBeforeSync, 1),
+        )
     };
     assert_eq!(fault.check(), None);
     p.faults = vec![fault];
@@ -620,9 +615,10 @@ fn partition_store_at_a_nodes_point_cuts_that_node_from_the_store() {
         "the write landed before the heal"
     );
     // crash-store stays at the store's own point.
-    let mut crash = FaultSpec::new(FaultKind::CrashStore);
-    crash.on.point = Some(Point::AfterInsertBeforeSync);
-    crash.on.nth = 1;
+    let mut crash = FaultSpec::new(
+        FaultKind::CrashStore,
+        Trigger::at_point(Point::AfterInsertBeforeSync, 1),
+    );
     crash.restart_after_ms = Some(50);
     assert_eq!(
         crash.check().as_deref(),

@@ -27,7 +27,7 @@ use super::state::{placement_class, states_at};
 use crate::checkers::{self, Status, Verdict};
 use crate::history::{process, History};
 use crate::models::Point;
-use crate::nemesis::{fault_line, Direction, FaultKind, FaultSpec, Reach, Sender, Side};
+use crate::nemesis::{fault_line, Direction, FaultKind, FaultSpec, Reach, Sender, Side, Trigger};
 use crate::plan::{stream, Plan};
 use crate::world::{self, Parties, Trace};
 
@@ -221,10 +221,7 @@ pub const LONG_STALL_METHODS: &[&str] = &[
 /// [`LONG_STALL_METHODS`], also past the Client's prompt timeout; one-way partitions both ways), those of `kinds` that can land
 /// there on this topology.
 pub fn shapes(place: &Place, plan: &Plan, kinds: &[FaultKind]) -> Vec<FaultSpec> {
-    let spec = |kind: FaultKind| FaultSpec {
-        on: place.on.clone(),
-        ..FaultSpec::placed(kind)
-    };
+    let spec = |kind: FaultKind| FaultSpec::placed(kind, place.on.clone());
     let mut out = Vec::new();
     for &k in kinds {
         let mut f = spec(k);
@@ -373,9 +370,8 @@ pub fn exhaustive_shapes(place: &Place, plan: &Plan, kinds: &[FaultKind]) -> Vec
     if before_write && kinds.contains(&FaultKind::PartitionStore) {
         for ms in [100, STORE_FAULT_LONG_MS] {
             out.push(FaultSpec {
-                on: place.on.clone(),
                 heal_after_ms: Some(ms),
-                ..FaultSpec::new(FaultKind::PartitionStore)
+                ..FaultSpec::new(FaultKind::PartitionStore, place.on.clone())
             });
         }
     }
@@ -386,7 +382,7 @@ pub fn exhaustive_shapes(place: &Place, plan: &Plan, kinds: &[FaultKind]) -> Vec
 /// kind of place it lands on (`frames`, a protocol point, `submissions`).
 pub fn shape_family(f: &FaultSpec, spot: &Spot) -> String {
     let line = fault_line(&FaultSpec {
-        on: Default::default(),
+        on: Trigger::at_time(0),
         ..f.clone()
     })
     .replacen(" on at 0ms", "", 1);
@@ -402,7 +398,7 @@ pub fn shape_family(f: &FaultSpec, spot: &Spot) -> String {
 /// key of an equivalence class.
 fn shape_key(f: &FaultSpec, spot: &Spot) -> String {
     let mut line = fault_line(&FaultSpec {
-        on: Default::default(),
+        on: Trigger::at_time(0),
         ..f.clone()
     });
     line.push_str(&match spot {

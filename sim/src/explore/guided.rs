@@ -30,7 +30,7 @@ use super::runner::map_runs;
 use crate::checkers::{self, FAULT_STATES};
 use crate::history::{is_agent_host, op, process, History};
 use crate::models::Design;
-use crate::nemesis::{FaultKind, Reach};
+use crate::nemesis::{FaultKind, Reach, Trigger};
 use crate::plan::{stream, Plan};
 use crate::scenario::Scenario;
 use crate::world::{self, Parties};
@@ -334,11 +334,11 @@ fn process_level(k: FaultKind) -> bool {
 /// A process-level fault of `kind` as exploration places it (its default durations; a
 /// one-way partition cuts the Client's frames), trigger to be set; `None` for another level
 /// or a kind this topology has no part for.
-fn at_time(kind: FaultKind, plan: &Plan) -> Option<crate::nemesis::FaultSpec> {
+fn at_time(kind: FaultKind, plan: &Plan, at_ms: u64) -> Option<crate::nemesis::FaultSpec> {
     if !process_level(kind) || !plan.topology().has(kind.reach()) {
         return None;
     }
-    let mut f = crate::nemesis::FaultSpec::placed(kind);
+    let mut f = crate::nemesis::FaultSpec::placed(kind, Trigger::at_time(at_ms));
     if kind == FaultKind::PartitionOneway {
         f.direction = Some(crate::nemesis::Direction::ClientToAgent);
     }
@@ -360,11 +360,7 @@ fn toward(
         // it is stretched below, where a short state is widened first).
         if process_level(kind) && r.gen_bool(0.5) {
             let t = p.times.get(state).and_then(|ts| ts.choose(r));
-            if let (Some(t), Some(mut f)) = (t, at_time(kind, &p.plan)) {
-                f.on = crate::nemesis::Trigger {
-                    at_ms: Some(*t),
-                    ..Default::default()
-                };
+            if let Some(f) = t.and_then(|t| at_time(kind, &p.plan, *t)) {
                 let mut plan = p.plan.clone();
                 plan.faults.push(f);
                 if plan.check().is_none() {
@@ -405,12 +401,8 @@ fn toward(
             let Some(t) = p.times.get(state).and_then(|ts| ts.choose(r)) else {
                 continue;
             };
-            let Some(mut f) = at_time(FaultKind::Hold, &p.plan) else {
+            let Some(mut f) = at_time(FaultKind::Hold, &p.plan, *t) else {
                 continue;
-            };
-            f.on = crate::nemesis::Trigger {
-                at_ms: Some(*t),
-                ..Default::default()
             };
             f.heal_after_ms = Some(r.gen_range(100..=400));
             let mut plan = p.plan.clone();
@@ -463,11 +455,7 @@ fn toward(
         .copied()
         .collect::<Vec<u64>>();
     let t = *t.choose(r)?;
-    let mut f = at_time(FaultKind::RestartClient, &p.plan)?;
-    f.on = crate::nemesis::Trigger {
-        at_ms: Some(t),
-        ..Default::default()
-    };
+    let f = at_time(FaultKind::RestartClient, &p.plan, t)?;
     let mut plan = p.plan.clone();
     plan.faults.push(f);
     plan.check().is_none().then_some(plan)
@@ -491,7 +479,7 @@ fn stretch(
     r: &mut rand_chacha::ChaCha8Rng,
 ) -> Option<Plan> {
     use super::places::Spot;
-    use crate::nemesis::{Sender, Side, Trigger};
+    use crate::nemesis::{Sender, Side};
     let mut order: Vec<usize> = (0..corpus.len()).collect();
     order.shuffle(r);
     let i = order
@@ -505,13 +493,7 @@ fn stretch(
         let at_ms = p.place_ms[j];
         let f = if process_level(kind) && ended_by(state).is_some() {
             // At the place's time, inside the widened state.
-            at_time(kind, &p.plan).map(|mut f| {
-                f.on = Trigger {
-                    at_ms: Some(at_ms),
-                    ..Default::default()
-                };
-                f
-            })
+            at_time(kind, &p.plan, at_ms)
         } else {
             shapes(&p.places[j], &p.plan, &[kind]).choose(r).cloned()
         };
@@ -553,12 +535,8 @@ fn stretch(
                 }
                 from_ms = t;
             }
-            let Some(mut hold) = at_time(FaultKind::Hold, &p.plan) else {
+            let Some(mut hold) = at_time(FaultKind::Hold, &p.plan, from_ms) else {
                 continue;
-            };
-            hold.on = Trigger {
-                at_ms: Some(from_ms),
-                ..Default::default()
             };
             hold.heal_after_ms = Some(at_ms - from_ms + 20);
             hold

@@ -29,7 +29,7 @@ use super::state::{placement_class, states_at};
 use crate::checkers;
 use crate::history::{is_agent_host, op, process, History, Op};
 use crate::models::Point;
-use crate::nemesis::{fault_line, FaultKind, FaultSpec, Reach, Sender, Side};
+use crate::nemesis::{fault_line, FaultKind, FaultSpec, Reach, Sender, Side, Trigger};
 use crate::plan::Plan;
 use crate::world::{self, Parties, Trace};
 
@@ -549,10 +549,7 @@ fn store_cut_before_write(p: &Place, plan: &Plan, kinds: &[FaultKind]) -> Option
     {
         return None;
     }
-    Some(FaultSpec {
-        on: p.on.clone(),
-        ..FaultSpec::placed(FaultKind::PartitionStore)
-    })
+    Some(FaultSpec::placed(FaultKind::PartitionStore, p.on.clone()))
 }
 
 /// A run proposed by a cut, and what came of it.
@@ -642,7 +639,7 @@ impl Search<'_> {
         let shape = format!(
             "{}#{:?}",
             fault_line(&FaultSpec {
-                on: Default::default(),
+                on: Trigger::at_time(0),
                 ..c.fault.clone()
             }),
             c.place.spot

@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use crate::history::{op, process, History};
 use crate::models::Point;
-use crate::nemesis::{ExchangeCount, FaultKind, Sender, Side, Trigger};
+use crate::nemesis::{ExchangeCount, FaultKind, FrameTrigger, Sender, Side, Trigger};
 use crate::world::Trace;
 
 /// What a place is.
@@ -66,11 +66,7 @@ pub fn places(h: &History, trace: &Trace) -> Vec<Place> {
         let n = nth.entry(p.point.as_str()).or_insert(0);
         *n += 1;
         out.push(Place {
-            on: Trigger {
-                point: Some(p.point),
-                nth: *n,
-                ..Trigger::default()
-            },
+            on: Trigger::at_point(p.point, *n),
             spot: Spot::Point {
                 point: p.point,
                 host: p.host,
@@ -81,10 +77,7 @@ pub fn places(h: &History, trace: &Trace) -> Vec<Place> {
     }
     for a in &trace.accepted {
         out.push(Place {
-            on: Trigger {
-                submission: Some(a.submission as u32),
-                ..Trigger::default()
-            },
+            on: Trigger::at_submission(a.submission as u32),
             spot: Spot::Submission(a.submission),
             at: a.ops_before,
             state: a.state,
@@ -131,13 +124,13 @@ fn frames(h: &History, trace: &Trace) -> Vec<Place> {
         let method = frame["method"].as_str();
         let id = frame.get("id").map(Value::to_string);
         let place = |by, side, method: &str, nth, submission| Place {
-            on: Trigger {
-                frame: Some(side),
-                method: Some(method.to_string()),
+            on: Trigger::Frame(FrameTrigger {
+                side,
+                method: method.to_string(),
                 nth,
+                attempt_of: None,
                 by: (by == Sender::Agent).then_some(Sender::Agent),
-                ..Trigger::default()
-            },
+            }),
             spot: Spot::Frame {
                 by,
                 side,

@@ -24,6 +24,7 @@ use serde::Serialize;
 use crate::checkers::{self, Status, Verdict};
 use crate::history::{op, process, History};
 use crate::models::Party;
+use crate::nemesis::Trigger;
 use crate::plan::Plan;
 use crate::world::{self, Parties};
 
@@ -211,11 +212,10 @@ pub fn anchor_with(plan: &Plan, parties: &Parties) -> Plan {
     }
     let mut p = plan.clone();
     for (i, f) in p.faults.iter_mut().enumerate() {
-        let t = &mut f.on;
-        if t.frame.is_none()
-            || t.method.as_deref() != Some("session/prompt")
-            || t.attempt_of.is_some()
-        {
+        let Trigger::Frame(t) = &mut f.on else {
+            continue;
+        };
+        if t.method != "session/prompt" || t.attempt_of.is_some() {
             continue;
         }
         if let Some(&(s, k)) = fired.get(&i).and_then(|a| sent.get(a)) {

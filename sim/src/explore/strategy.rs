@@ -283,10 +283,7 @@ pub fn base(design: Design) -> Plan {
 }
 
 fn spec(kind: FaultKind, on: Trigger) -> FaultSpec {
-    FaultSpec {
-        on,
-        ..FaultSpec::new(kind)
-    }
+    FaultSpec::new(kind, on)
 }
 
 /// At a simulated time.
@@ -294,22 +291,14 @@ fn at(space: &Space) -> BoxedStrategy<Trigger> {
     space
         .fault_ms
         .clone()
-        .prop_map(|t| Trigger {
-            at_ms: Some(t),
-            nth: 1,
-            ..Trigger::default()
-        })
+        .prop_map(|at_ms| Trigger::At { at_ms, nth: 1 })
         .boxed()
 }
 
 /// The nth time the Agent passes one of `points`.
 fn point(points: Vec<Point>, n_max: u32) -> BoxedStrategy<Trigger> {
     (select(points), 1..=n_max)
-        .prop_map(|(p, nth)| Trigger {
-            point: Some(p),
-            nth,
-            ..Trigger::default()
-        })
+        .prop_map(|(p, nth)| Trigger::at_point(p, nth))
         .boxed()
 }
 
@@ -331,12 +320,7 @@ fn frame(space: &Space) -> BoxedStrategy<Trigger> {
             } else {
                 (n - 1) % 2 + 1
             };
-            Trigger {
-                frame: Some(side),
-                method: Some(method),
-                nth,
-                ..Trigger::default()
-            }
+            Trigger::at_frame(side, &method, nth)
         })
         .boxed()
 }
@@ -344,11 +328,7 @@ fn frame(space: &Space) -> BoxedStrategy<Trigger> {
 /// Right after the user's nth submission is accepted by the Client.
 fn submission(n_max: u32) -> BoxedStrategy<Trigger> {
     (1..=n_max)
-        .prop_map(|n| Trigger {
-            submission: Some(n),
-            nth: 1,
-            ..Trigger::default()
-        })
+        .prop_map(|submission| Trigger::Submission { submission, nth: 1 })
         .boxed()
 }
 
@@ -446,12 +426,7 @@ pub fn fault_of(kind: FaultKind, space: &Space) -> BoxedStrategy<FaultSpec> {
             .prop_map(move |nth| {
                 spec(
                     kind,
-                    Trigger {
-                        frame: Some(Side::Request),
-                        method: Some("session/prompt".into()),
-                        nth,
-                        ..Trigger::default()
-                    },
+                    Trigger::at_frame(Side::Request, "session/prompt", nth),
                 )
             })
             .boxed(),

@@ -13,7 +13,7 @@
 
 use indexmap::IndexMap;
 
-use super::trigger::{Sender, Side};
+use super::trigger::{FrameTrigger, Sender, Side};
 
 /// A prompt attempt's submission and its attempt number (1-based).
 pub type AttemptOf = (u32, u32);
@@ -49,6 +49,21 @@ pub struct ExchangeCount {
     attempt_links: IndexMap<(u64, String), u32>,
     /// Submission → prompt requests written for it so far.
     attempts: IndexMap<u32, u32>,
+}
+
+impl Exchange {
+    /// Whether frame trigger `t` names this exchange: the same side, method and writer, and
+    /// its `nth` frame (with `attempt_of`: that submission's `nth` attempt).
+    pub fn is(&self, t: &FrameTrigger) -> bool {
+        let counted = match t.attempt_of {
+            Some(s) => self.of == Some((s, t.nth)),
+            None => t.nth == self.nth,
+        };
+        t.by.unwrap_or(Sender::Client) == self.by
+            && t.side == self.side
+            && t.method == self.method
+            && counted
+    }
 }
 
 impl ExchangeCount {

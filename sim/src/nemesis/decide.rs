@@ -15,7 +15,7 @@ use super::fault::FaultKind;
 use super::frame::FrameDecision;
 use super::kinds::Setting;
 use super::spec::{fault_line, FaultSpec};
-use super::trigger::{Sender, Side};
+use super::trigger::{Side, Trigger};
 
 /// The nemesis's state in one run (one per ledger).
 #[derive(Debug)]
@@ -142,15 +142,7 @@ impl Nemesis {
 
     /// Whether armed fault `i`'s frame trigger names this exchange.
     fn fires_at(&self, i: usize, e: &Exchange) -> bool {
-        let t = &self.faults[i].on;
-        let counted = match t.attempt_of {
-            Some(s) => e.of == Some((s, t.nth)),
-            None => t.nth == e.nth,
-        };
-        t.by.unwrap_or(Sender::Client) == e.by
-            && t.frame == Some(e.side)
-            && t.method.as_deref() == Some(e.method.as_str())
-            && counted
+        self.faults[i].on.frame().is_some_and(|t| e.is(t))
     }
 
     /// Fault `i` is triggered at a frame of `side` on `conn`: what it does to the frame's fate
@@ -225,7 +217,7 @@ impl Nemesis {
             return;
         }
         for (i, f) in self.faults.iter().enumerate() {
-            if !self.fired[i] && f.on.submission.map(u64::from) == Some(n) {
+            if !self.fired[i] && f.on.submission().map(u64::from) == Some(n) {
                 if let Some(a) = NemesisAction::of(f) {
                     self.queue.push((i, a));
                 }
@@ -238,15 +230,17 @@ impl Nemesis {
         let mut by_point: BTreeMap<&'static str, (Point, BTreeMap<u32, usize>)> = BTreeMap::new();
         let mut timed = Vec::new();
         for (i, f) in self.faults.iter().enumerate() {
-            if let Some(p) = f.on.point {
-                by_point
-                    .entry(p.as_str())
-                    .or_insert((p, BTreeMap::new()))
-                    .1
-                    .entry(f.on.nth)
-                    .or_insert(i);
-            } else if let Some(at) = f.on.at_ms {
-                timed.push((at, i));
+            match f.on {
+                Trigger::Point { point, nth } => {
+                    by_point
+                        .entry(point.as_str())
+                        .or_insert((point, BTreeMap::new()))
+                        .1
+                        .entry(nth)
+                        .or_insert(i);
+                }
+                Trigger::At { at_ms, .. } => timed.push((at_ms, i)),
+                Trigger::Frame(_) | Trigger::Submission { .. } => {}
             }
         }
         (by_point.into_values().collect(), timed)

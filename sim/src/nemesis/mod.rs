@@ -45,4 +45,4 @@ pub use kinds::{
     AtPipe, DiskDamage, Durations, Fires, Given, Level, Reach, Setting, Takes, Topology,
 };
 pub use spec::{fault_line, Direction, FaultSpec};
-pub use trigger::{Sender, Side, Trigger};
+pub use trigger::{FrameTrigger, Sender, Side, Trigger, TriggerFields};

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::fault::FaultKind;
 use super::kinds::{Fires, Given, Setting};
-use super::trigger::{Sender, Side, Trigger};
+use super::trigger::{FrameTrigger, Sender, Side, Trigger};
 
 /// One `[[fault]]` entry.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -48,13 +48,38 @@ pub enum Direction {
     AgentToClient,
 }
 
+/// What is wrong with a frame trigger's method, as "field`: reason": `attempt_of` on another
+/// method than `session/prompt`, a method its sender does not send, or the response to a
+/// notification.
+fn frame_wrong(f: &FrameTrigger) -> Option<String> {
+    if f.attempt_of.is_some() && f.method != "session/prompt" {
+        return Some("on.attempt_of`: goes with `frame` and `method = \"session/prompt\"`".into());
+    }
+    // A frame trigger names a method its sender sends: the Client's (methods::METHODS) or,
+    // with `by = "agent"`, the Agent's (methods::AGENT_METHODS).
+    let m = f.method.as_str();
+    let (info, table) = match f.by {
+        Some(Sender::Agent) => (methods::agent_method(m), methods::AGENT_METHODS),
+        _ => (methods::get(m), methods::METHODS),
+    };
+    let Some(info) = info else {
+        let known: Vec<&str> = table.iter().map(|x| x.name).collect();
+        return Some(format!(
+            "on.method`: unknown method `{m}` (known: {})",
+            known.join(", ")
+        ));
+    };
+    (info.notification && f.side == Side::Response)
+        .then(|| format!("on.frame`: `{m}` is a notification: it has no response"))
+}
+
 impl FaultSpec {
-    /// A fault of `kind` with no trigger and no settings yet (the caller sets what its kind
-    /// takes).
-    pub fn new(kind: FaultKind) -> FaultSpec {
+    /// A fault of `kind` fired `on` a trigger, with no settings yet (the caller sets what its
+    /// kind takes).
+    pub fn new(kind: FaultKind, on: Trigger) -> FaultSpec {
         FaultSpec {
             kind,
-            on: Default::default(),
+            on,
             silent: false,
             reroute: false,
             stall_ms: None,
@@ -64,15 +89,15 @@ impl FaultSpec {
         }
     }
 
-    /// A fault of `kind` with no trigger yet and each duration it takes at its default
+    /// A fault of `kind` fired `on` a trigger, each duration it takes at its default
     /// ([`FaultKind::default_ms`]): what exploration places.
-    pub fn placed(kind: FaultKind) -> FaultSpec {
+    pub fn placed(kind: FaultKind, on: Trigger) -> FaultSpec {
         let ms = |s| kind.default_ms(s);
         FaultSpec {
             stall_ms: ms(Setting::StallMs),
             heal_after_ms: ms(Setting::HealAfterMs),
             restart_after_ms: ms(Setting::RestartAfterMs),
-            ..FaultSpec::new(kind)
+            ..FaultSpec::new(kind, on)
         }
     }
 
@@ -93,53 +118,19 @@ impl FaultSpec {
     /// One check per field, in the order errors are reported.
     pub fn check(&self) -> Option<String> {
         let t = &self.on;
-        let frame = t.frame.is_some() && t.method.is_some();
-        let kinds = [
-            frame,
-            t.point.is_some(),
-            t.submission.is_some(),
-            t.at_ms.is_some(),
-        ];
-        if kinds.iter().filter(|x| **x).count() != 1 {
-            return Some(
-                "on`: give exactly one of {frame + method}, point, submission, at_ms".into(),
-            );
-        }
-        if t.frame.is_some() != t.method.is_some() {
-            return Some("on`: `frame` and `method` go together".into());
-        }
-        if t.nth == 0 {
+        // The trigger's shape was checked as it was read ([`Trigger`]'s `try_from`).
+        if t.nth() == 0 {
             return Some("on.nth`: occurrences count from 1".into());
         }
-        if t.submission == Some(0) || t.attempt_of == Some(0) {
+        let frame = t.frame();
+        let attempt_of = frame.and_then(|f| f.attempt_of);
+        if t.submission() == Some(0) || attempt_of == Some(0) {
             return Some("on.submission`: submissions count from 1".into());
         }
-        if t.attempt_of.is_some() && (!frame || t.method.as_deref() != Some("session/prompt")) {
-            return Some(
-                "on.attempt_of`: goes with `frame` and `method = \"session/prompt\"`".into(),
-            );
-        }
-        if let Some(m) = &t.method {
-            // A frame trigger names a method its sender sends: the Client's (methods::METHODS)
-            // or, with `by = "agent"`, the Agent's (methods::AGENT_METHODS).
-            let (info, table) = match t.by {
-                Some(Sender::Agent) => (methods::agent_method(m), methods::AGENT_METHODS),
-                _ => (methods::get(m), methods::METHODS),
-            };
-            let Some(info) = info else {
-                let known: Vec<&str> = table.iter().map(|x| x.name).collect();
-                return Some(format!(
-                    "on.method`: unknown method `{m}` (known: {})",
-                    known.join(", ")
-                ));
-            };
-            if info.notification && t.frame == Some(Side::Response) {
-                return Some(format!(
-                    "on.frame`: `{m}` is a notification: it has no response"
-                ));
+        if let Some(f) = frame {
+            if let Some(wrong) = frame_wrong(f) {
+                return Some(wrong);
             }
-        } else if t.by.is_some() {
-            return Some("on.by`: goes with `frame` and `method`".into());
         }
         if let Some(wrong) = self.settings_wrong() {
             return Some(wrong);
@@ -148,7 +139,7 @@ impl FaultSpec {
             ("stall_ms", self.stall_ms),
             ("heal_after_ms", self.heal_after_ms),
             ("restart_after_ms", self.restart_after_ms),
-            ("on.at_ms", t.at_ms),
+            ("on.at_ms", t.at_ms()),
         ] {
             if let Some(rule) = v.and_then(|v| crate::bounds::MS.check(v)) {
                 return Some(format!("{field}`: {rule}"));
@@ -200,8 +191,7 @@ impl FaultSpec {
     /// request, and a protocol point the kind fires at ([`FaultKind::points`]).
     fn trigger_wrong(&self) -> Option<String> {
         let (t, kind) = (&self.on, self.kind);
-        let frame = t.frame.is_some() && t.method.is_some();
-        if kind.fires() == Fires::AtFrame && !frame {
+        if kind.fires() == Fires::AtFrame && t.frame().is_none() {
             return Some("on`: a frame fault needs `frame` and `method`".into());
         }
         for t in kind.settings() {
@@ -213,15 +203,16 @@ impl FaultSpec {
                 ));
             }
         }
-        let prompt_request =
-            t.frame == Some(Side::Request) && t.method.as_deref() == Some("session/prompt");
+        let prompt_request = t
+            .frame()
+            .is_some_and(|f| f.side == Side::Request && f.method == "session/prompt");
         if kind.fires() == Fires::AtPromptRequest && !prompt_request {
             return Some(format!(
                 "on`: {} needs frame = \"request\", method = \"session/prompt\"",
                 kind.as_str()
             ));
         }
-        let p = t.point.filter(|p| !kind.points().contains(p))?;
+        let p = t.point().filter(|p| !kind.points().contains(p))?;
         let at = |p: Point| -> Vec<&str> {
             FaultKind::ALL
                 .into_iter()
@@ -264,25 +255,27 @@ impl FaultSpec {
     }
 }
 
+/// A frame trigger in words, lower case: "request of session/prompt #2".
+fn frame_words(t: &FrameTrigger) -> String {
+    let (side, m, nth) = (t.side, &t.method, t.nth);
+    let words = match (t.attempt_of, t.by) {
+        (Some(s), _) => format!("{side:?} of {m} of submission {s} attempt #{nth}"),
+        (None, Some(Sender::Agent)) => match side {
+            Side::Request => format!("{m} #{nth} from the agent"),
+            Side::Response => format!("response to the agent's {m} #{nth}"),
+        },
+        (None, _) => format!("{side:?} of {m} #{nth}"),
+    };
+    words.to_lowercase()
+}
+
 /// A fault as one readable line.
 pub fn fault_line(f: &FaultSpec) -> String {
-    let t = &f.on;
-    let on = if let (Some(side), Some(m), Some(s)) = (t.frame, &t.method, t.attempt_of) {
-        format!("{side:?} of {m} of submission {s} attempt #{}", t.nth).to_lowercase()
-    } else if let (Some(side), Some(m), Some(Sender::Agent)) = (t.frame, &t.method, t.by) {
-        let what = match side {
-            Side::Request => format!("{m} #{} from the agent", t.nth),
-            Side::Response => format!("response to the agent's {m} #{}", t.nth),
-        };
-        what.to_lowercase()
-    } else if let (Some(side), Some(m)) = (t.frame, &t.method) {
-        format!("{side:?} of {m} #{}", t.nth).to_lowercase()
-    } else if let Some(p) = t.point {
-        format!("point {} #{}", p.as_str(), t.nth)
-    } else if let Some(s) = t.submission {
-        format!("submission {s}")
-    } else {
-        format!("at {}ms", t.at_ms.unwrap_or(0))
+    let on = match &f.on {
+        Trigger::Frame(t) => frame_words(t),
+        Trigger::Point { point, nth } => format!("point {} #{nth}", point.as_str()),
+        Trigger::Submission { submission, .. } => format!("submission {submission}"),
+        Trigger::At { at_ms, .. } => format!("at {at_ms}ms"),
     };
     let mut extra = String::new();
     if f.kind == FaultKind::LoseFrame {

@@ -7,6 +7,7 @@ use acp_chaos_models::Design;
 
 use super::Plan;
 use crate::bounds::{self, Bound};
+use crate::nemesis::Trigger;
 
 /// Submissions in a plan: a shrunk schedule may keep none.
 const PLAN_SUBMISSIONS: Bound = Bound {
@@ -40,8 +41,8 @@ impl Plan {
         for (i, f) in self.faults.iter().enumerate() {
             // `nth` counts only frame and point triggers (a drawn time trigger leaves it 0).
             let mut f = f.clone();
-            if f.on.frame.is_none() && f.on.point.is_none() {
-                f.on.nth = f.on.nth.max(1);
+            if let Trigger::Submission { nth, .. } | Trigger::At { nth, .. } = &mut f.on {
+                *nth = (*nth).max(1);
             }
             if let Some(e) = f.check() {
                 return Some(format!("faults[{i}].{e}"));

@@ -408,10 +408,7 @@ pub(super) fn draw_swarm(
             continue;
         }
         for _ in 0..r.gen_range(1..=per_kind_max.max(1)) {
-            let at = Trigger {
-                at_ms: Some(r.gen_range(s.workload.start_ms..=horizon)),
-                ..Trigger::default()
-            };
+            let at = Trigger::at_time(r.gen_range(s.workload.start_ms..=horizon));
             let frame_trigger = |r: &mut ChaCha8Rng| {
                 let method = *[
                     "session/prompt",
@@ -433,17 +430,9 @@ pub(super) fn draw_swarm(
                 } else {
                     r.gen_range(1..=2)
                 };
-                Trigger {
-                    frame: Some(side),
-                    method: Some(method.to_string()),
-                    nth,
-                    ..Trigger::default()
-                }
+                Trigger::at_frame(side, method, nth)
             };
-            let mut f = FaultSpec {
-                on: at,
-                ..FaultSpec::new(kind)
-            };
+            let mut f = FaultSpec::new(kind, at);
             // The durations' ranges are the kind's (`FaultKind::swarm_ms`).
             let ms = |s: Setting| kind.swarm_ms(s).expect("drawn only for a setting it takes");
             match kind {
@@ -478,11 +467,8 @@ pub(super) fn draw_swarm(
                         f.on = if r.gen_bool(0.5) {
                             frame_trigger(&mut r)
                         } else {
-                            Trigger {
-                                point: Some(*Point::AGENT.choose(&mut r).expect("non-empty")),
-                                nth: r.gen_range(1..=n_sub),
-                                ..Trigger::default()
-                            }
+                            let p = *Point::AGENT.choose(&mut r).expect("non-empty");
+                            Trigger::at_point(p, r.gen_range(1..=n_sub))
                         };
                     }
                     f.restart_after_ms = Some(r.gen_range(ms(Setting::RestartAfterMs)));
@@ -490,11 +476,7 @@ pub(super) fn draw_swarm(
                 FaultKind::CrashStore => {
                     if r.gen_bool(0.5) {
                         // Right after a write, before its reply: the node cannot know.
-                        f.on = Trigger {
-                            point: Some(Point::AfterStoreWrite),
-                            nth: r.gen_range(1..=n_sub),
-                            ..Trigger::default()
-                        };
+                        f.on = Trigger::at_point(Point::AfterStoreWrite, r.gen_range(1..=n_sub));
                     }
                     f.restart_after_ms = Some(r.gen_range(ms(Setting::RestartAfterMs)));
                 }
@@ -504,30 +486,22 @@ pub(super) fn draw_swarm(
                 | FaultKind::LoseSyncedRecord => {
                     if r.gen_bool(0.5) {
                         let p = *Point::AGENT.choose(&mut r).expect("non-empty");
-                        f.on = Trigger {
-                            point: Some(p),
-                            nth: r.gen_range(1..=n_sub),
-                            ..Trigger::default()
-                        };
+                        f.on = Trigger::at_point(p, r.gen_range(1..=n_sub));
                     }
                     f.restart_after_ms = Some(r.gen_range(ms(Setting::RestartAfterMs)));
                 }
                 FaultKind::RestartClient => {
                     if r.gen_bool(0.5) {
-                        f.on = Trigger {
-                            submission: Some(r.gen_range(1..=n_sub)),
-                            ..Trigger::default()
-                        };
+                        f.on = Trigger::at_submission(r.gen_range(1..=n_sub));
                     }
                     f.restart_after_ms = Some(r.gen_range(ms(Setting::RestartAfterMs)));
                 }
                 FaultKind::TransientError => {
-                    f.on = Trigger {
-                        frame: Some(Side::Request),
-                        method: Some("session/prompt".into()),
-                        nth: r.gen_range(1..=n_sub + 1),
-                        ..Trigger::default()
-                    };
+                    f.on = Trigger::at_frame(
+                        Side::Request,
+                        "session/prompt",
+                        r.gen_range(1..=n_sub + 1),
+                    );
                 }
             }
             out.push(f);

@@ -27,8 +27,8 @@ pub use format::{
 
 use crate::nemesis::FaultSpec;
 use format::{agent_default, expect_valid, timing_default, workload_default};
-pub(crate) use validate::key_at;
 use validate::line_of;
+pub(crate) use validate::{in_entry, key_at};
 
 /// A scenario file could not be used. Displayed as `FILE:LINE: field `F`: reason`.
 #[derive(Debug, thiserror::Error)]
@@ -135,6 +135,7 @@ impl Scenario {
                     message = format!("field `{key}`: {message}");
                 }
             }
+            let message = in_entry(message, text, line, "fault");
             ScenarioError::Parse {
                 path: path.to_path_buf(),
                 line,

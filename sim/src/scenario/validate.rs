@@ -406,6 +406,26 @@ pub fn key_at(text: &str, line: usize) -> Option<String> {
     .then(|| key.to_string())
 }
 
+/// A trigger's shape error ("field `on...`: reason", from [`crate::nemesis::Trigger`]'s
+/// `try_from`) on `line`, named with its entry of the array of tables `array` (`fault` in a
+/// scenario, `faults` in a schedule file): "field `fault[2].on...`: reason". Any other
+/// message, or a line in no entry, is returned as it is.
+pub fn in_entry(message: String, text: &str, line: usize, array: &str) -> String {
+    let header = format!("[[{array}]]");
+    let Some(rest) = message.strip_prefix("field `on") else {
+        return message;
+    };
+    let entries = text
+        .lines()
+        .take(line.saturating_sub(1))
+        .filter(|l| l.trim_start().starts_with(&header))
+        .count();
+    match entries.checked_sub(1) {
+        Some(i) => format!("field `{array}[{i}].on{rest}"),
+        None => message,
+    }
+}
+
 pub fn line_of(text: &str, byte: usize) -> usize {
     text[..byte.min(text.len())]
         .bytes()

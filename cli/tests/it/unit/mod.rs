@@ -22,6 +22,7 @@ mod explore_strategy;
 mod harness;
 mod launch;
 mod nemesis_kinds;
+mod nemesis_trigger;
 mod plan_swarm;
 mod probe_calibrate;
 mod probe_infer;

@@ -50,15 +50,10 @@ fn a_black_box_runs_the_pipe_kinds_and_refuses_every_other_kind() {
     assert_eq!(unsupported(&base), None, "the base plan runs at a pipe");
     for kind in FaultKind::ALL {
         let mut plan = base.clone();
-        plan.faults = vec![FaultSpec {
-            on: Trigger {
-                frame: Some(Side::Request),
-                method: Some("session/prompt".into()),
-                nth: 1,
-                ..Trigger::default()
-            },
-            ..FaultSpec::new(kind)
-        }];
+        plan.faults = vec![FaultSpec::new(
+            kind,
+            Trigger::at_frame(Side::Request, "session/prompt", 1),
+        )];
         let refused = unsupported(&plan);
         assert_eq!(
             refused.is_none(),
