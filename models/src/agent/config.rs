@@ -17,7 +17,8 @@ pub enum Retention {
     Process,
 }
 
-/// An Agent design.
+/// An Agent design: its name in scenario files and on the command line. How it behaves is its
+/// [`super::Durability`] ([`Design::durability`], one file per design under `design/`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Design {
@@ -40,14 +41,6 @@ impl Design {
         Design::Cluster,
     ];
 
-    /// The retention the design declares.
-    pub fn retention(self) -> Retention {
-        match self {
-            Design::Stored | Design::Cluster => Retention::Durable,
-            Design::InMemory | Design::Adapter => Retention::Process,
-        }
-    }
-
     /// Name used in scenario files and `--agent`.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -55,16 +48,6 @@ impl Design {
             Design::Stored => "stored",
             Design::Adapter => "adapter",
             Design::Cluster => "cluster",
-        }
-    }
-
-    /// One line for `acp-chaos list`.
-    pub fn summary(self) -> &'static str {
-        match self {
-            Design::InMemory => "process retention: sessions and keys in memory; a restart loses them (resume gets -32002)",
-            Design::Stored => "durable retention: key + message in one fsynced record before the echo, response or work (A10 A13 D1)",
-            Design::Adapter => "process retention: runtime keeps messages under UUIDv5(sessionId, key), synced at turn end; id set filled from history after restart",
-            Design::Cluster => "durable retention: N nodes, one store host; insert-if-absent at the store; requests and retries routed to any node (A13 A2)",
         }
     }
 }

@@ -3,23 +3,14 @@
 //! A sans-IO state machine: [`AgentModel::handle`] takes one [`AgentInput`] and appends
 //! [`Action`]s. One protocol core serves every design; a [`Design`] differs from another only
 //! where the proposal says designs differ: where sessions and keys live and when they are
-//! durable.
-//!
-//! - `stored` (`durable`): key and message in one framed record, synced before the insertion
-//!   becomes visible (A10, A13, D1).
-//! - `in-memory` (`process`): nothing on disk; a restart loses every session.
-//! - `adapter` (`process`): the proposal's "Adapter validation" design over a runtime store it
-//!   does not control: the runtime keeps user messages under an id the adapter picks
-//!   (`UUIDv5(sessionId, key)`), never keys, and persists lazily (synced at turn end); the
-//!   adapter finds retries in its pending prompts and in an in-memory id set that it fills from
-//!   the runtime's history once, on the first keyed prompt after a restart.
-//! - `cluster` (`durable`): one node of a remote Agent. Sessions, key records and which logical
-//!   connection has which session active live in the store host ([`crate::cluster`]), never in
-//!   the node (A13). Before each request the node loads the store's view; an insertion is one
-//!   insert-if-absent at the store. A node that cannot learn whether its store write applied
-//!   sends it again until it knows, never answering with an error (A2).
+//! durable. Those answers are the design's [`Durability`], one file per design under
+//! `design/`: `in_memory.rs` (`process`: nothing on disk), `stored.rs` (`durable`: key and
+//! message in one synced record), `adapter.rs` (`process`: a runtime store under derived ids,
+//! synced at turn end) and `cluster.rs` (`durable`: one node of a remote Agent whose store host,
+//! [`crate::cluster`], keeps sessions and keys).
 
 mod config;
+mod design;
 mod meta;
 mod prompt;
 mod session;
@@ -47,6 +38,7 @@ pub use config::{
     AgentConfig, AgentMutant, CancelRequest, Design, DuringTurn, HeldOnDisconnect, Retention,
     WorkOnDisconnect,
 };
+pub use design::{Durability, Insertion};
 
 /// What the driver feeds an Agent.
 #[derive(Debug, Clone, PartialEq)]
@@ -262,6 +254,10 @@ impl Storing {
 /// Why a prompt's wait ended without insertion.
 const CANCELLED: &str = "Request cancelled";
 
+/// Mutant `key-recorded-on-arrival`: (session, key) → (the messageId recorded on arrival, the
+/// boot that recorded it).
+type Arrivals = BTreeMap<(String, String), (String, u32)>;
+
 /// The model Agent for every [`Design`].
 #[derive(Debug)]
 pub struct ModelAgent {
@@ -303,7 +299,7 @@ pub struct ModelAgent {
     cancel_later: BTreeSet<String>,
     /// Mutant `key-recorded-on-arrival`: (session, key) → (the messageId recorded on arrival,
     /// the boot that recorded it).
-    arrivals: BTreeMap<(String, String), (String, u32)>,
+    arrivals: Arrivals,
     /// Mutant `keys-per-connection`: the (session, key) pairs inserted on each connection.
     conn_keys: BTreeMap<ConnId, BTreeSet<(String, String)>>,
     /// Mutant `dedup-by-id`: (session, JSON-RPC id) → messageId.
@@ -340,96 +336,11 @@ impl ModelAgent {
     /// Rebuild from the records recovered from disk (none for `in-memory`). `boot` numbers the
     /// process start (ids stay unique across restarts); `seed` seeds turn durations and tools.
     pub fn recover(cfg: AgentConfig, boot: u32, seed: u64, records: &[Value]) -> Self {
-        let mut sessions: IndexMap<String, Session> = IndexMap::new();
-        let mut arrivals: BTreeMap<(String, String), (String, u32)> = BTreeMap::new();
-        if !matches!(cfg.design, Design::InMemory | Design::Cluster) {
-            for r in records {
-                let sid = r["id"]
-                    .as_str()
-                    .or(r["session"].as_str())
-                    .unwrap_or_default()
-                    .to_string();
-                match r["t"].as_str() {
-                    Some("session") => {
-                        let cwd = r["cwd"].as_str().unwrap_or_default().to_string();
-                        sessions.entry(sid).or_default().cwd = cwd;
-                    }
-                    Some("fork") => {
-                        let from = r["from"].as_str().unwrap_or_default();
-                        let msgs: Vec<Msg> = sessions
-                            .get(from)
-                            .map(|s| {
-                                s.messages
-                                    .iter()
-                                    .map(|m| Msg {
-                                        key: None,
-                                        ..m.clone()
-                                    })
-                                    .collect()
-                            })
-                            .unwrap_or_default();
-                        let s = sessions.entry(sid).or_default();
-                        s.messages = msgs;
-                        s.cwd = r["cwd"].as_str().unwrap_or_default().to_string();
-                    }
-                    Some("delete") => {
-                        sessions.shift_remove(&sid);
-                    }
-                    Some("title") => {
-                        if let Some(s) = sessions.get_mut(&sid) {
-                            s.title = r["title"].as_str().map(str::to_string);
-                        }
-                    }
-                    Some("archive") => {
-                        if let Some(s) = sessions.get_mut(&sid) {
-                            s.archived = r["on"].as_bool().unwrap_or(false);
-                        }
-                    }
-                    // Retention window: a message discarded with its key.
-                    Some("discard") => {
-                        let mid = r["messageId"].as_str().unwrap_or_default();
-                        if let Some(s) = sessions.get_mut(&sid) {
-                            if let Some(i) = s.messages.iter().position(|m| m.message_id == mid) {
-                                s.messages.remove(i);
-                            }
-                        }
-                    }
-                    Some("arrival") => {
-                        if let (Some(k), Some(mid)) = (r["key"].as_str(), r["messageId"].as_str()) {
-                            let b = r["boot"].as_u64().unwrap_or(0) as u32;
-                            arrivals.insert((sid.clone(), k.to_string()), (mid.to_string(), b));
-                        }
-                    }
-                    // Mutant `two-step-write`: the key written after its message.
-                    Some("msg-key") => {
-                        let (Some(mid), Some(k)) = (r["messageId"].as_str(), r["key"].as_str())
-                        else {
-                            continue;
-                        };
-                        if let Some(m) = sessions
-                            .entry(sid)
-                            .or_default()
-                            .messages
-                            .iter_mut()
-                            .find(|m| m.message_id == mid)
-                        {
-                            m.key = Some(k.to_string());
-                        }
-                    }
-                    Some("msg") => {
-                        let Some(mid) = r["messageId"].as_str() else {
-                            continue;
-                        };
-                        sessions.entry(sid).or_default().messages.push(Msg {
-                            message_id: mid.to_string(),
-                            key: r["key"].as_str().map(str::to_string),
-                            text: r["text"].as_str().unwrap_or_default().to_string(),
-                        });
-                    }
-                    _ => {}
-                }
-            }
-        }
+        let (sessions, arrivals) = if cfg.design.durability().recovers_from_disk() {
+            Self::replay(records)
+        } else {
+            (IndexMap::new(), BTreeMap::new())
+        };
         ModelAgent {
             cfg,
             boot,
@@ -462,6 +373,104 @@ impl ModelAgent {
         }
     }
 
+    /// The sessions and the arrival records (mutant `key-recorded-on-arrival`) a process
+    /// rebuilds from the records on its disk, in the order they were written (A10 D1).
+    fn replay(records: &[Value]) -> (IndexMap<String, Session>, Arrivals) {
+        let mut sessions = IndexMap::new();
+        let mut arrivals = Arrivals::new();
+        for r in records {
+            Self::replay_record(&mut sessions, &mut arrivals, r);
+        }
+        (sessions, arrivals)
+    }
+
+    /// Apply one recovered record `r` to `sessions` and `arrivals`.
+    fn replay_record(sessions: &mut IndexMap<String, Session>, arrivals: &mut Arrivals, r: &Value) {
+        let sid = r["id"]
+            .as_str()
+            .or(r["session"].as_str())
+            .unwrap_or_default()
+            .to_string();
+        match r["t"].as_str() {
+            Some("session") => {
+                let cwd = r["cwd"].as_str().unwrap_or_default().to_string();
+                sessions.entry(sid).or_default().cwd = cwd;
+            }
+            Some("fork") => {
+                let from = r["from"].as_str().unwrap_or_default();
+                let msgs: Vec<Msg> = sessions
+                    .get(from)
+                    .map(|s| {
+                        s.messages
+                            .iter()
+                            .map(|m| Msg {
+                                key: None,
+                                ..m.clone()
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let s = sessions.entry(sid).or_default();
+                s.messages = msgs;
+                s.cwd = r["cwd"].as_str().unwrap_or_default().to_string();
+            }
+            Some("delete") => {
+                sessions.shift_remove(&sid);
+            }
+            Some("title") => {
+                if let Some(s) = sessions.get_mut(&sid) {
+                    s.title = r["title"].as_str().map(str::to_string);
+                }
+            }
+            Some("archive") => {
+                if let Some(s) = sessions.get_mut(&sid) {
+                    s.archived = r["on"].as_bool().unwrap_or(false);
+                }
+            }
+            // Retention window: a message discarded with its key.
+            Some("discard") => {
+                let mid = r["messageId"].as_str().unwrap_or_default();
+                if let Some(s) = sessions.get_mut(&sid) {
+                    if let Some(i) = s.messages.iter().position(|m| m.message_id == mid) {
+                        s.messages.remove(i);
+                    }
+                }
+            }
+            Some("arrival") => {
+                if let (Some(k), Some(mid)) = (r["key"].as_str(), r["messageId"].as_str()) {
+                    let b = r["boot"].as_u64().unwrap_or(0) as u32;
+                    arrivals.insert((sid.clone(), k.to_string()), (mid.to_string(), b));
+                }
+            }
+            // Mutant `two-step-write`: the key written after its message.
+            Some("msg-key") => {
+                let (Some(mid), Some(k)) = (r["messageId"].as_str(), r["key"].as_str()) else {
+                    return;
+                };
+                if let Some(m) = sessions
+                    .entry(sid)
+                    .or_default()
+                    .messages
+                    .iter_mut()
+                    .find(|m| m.message_id == mid)
+                {
+                    m.key = Some(k.to_string());
+                }
+            }
+            Some("msg") => {
+                let Some(mid) = r["messageId"].as_str() else {
+                    return;
+                };
+                sessions.entry(sid).or_default().messages.push(Msg {
+                    message_id: mid.to_string(),
+                    key: r["key"].as_str().map(str::to_string),
+                    text: r["text"].as_str().unwrap_or_default().to_string(),
+                });
+            }
+            _ => {}
+        }
+    }
+
     /// Name this process as cluster node `node` (ids become `s<node>b<boot>.n`, unique across
     /// nodes).
     pub fn node(mut self, node: &str) -> Self {
@@ -486,11 +495,17 @@ impl ModelAgent {
 
     /// The design's declared retention.
     pub fn retention(&self) -> Retention {
-        self.cfg.design.retention()
+        self.durability().retention()
     }
 
+    /// The design's answers ([`Design::durability`]).
+    fn durability(&self) -> &'static dyn Durability {
+        self.cfg.design.durability()
+    }
+
+    /// Whether the design writes its sessions' records ([`Durability::persists`]).
     fn persists(&self) -> bool {
-        self.cfg.design != Design::InMemory
+        self.durability().persists()
     }
 
     fn send(&self, conn: ConnId, line: String, out: &mut Vec<Action>) {

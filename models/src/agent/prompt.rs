@@ -77,7 +77,7 @@ impl ModelAgent {
             return self.reject_internal(conn, &id, "transient", json!({"transient": true}), out);
         }
         let keyed = r.idempotency_key.is_some();
-        if self.cfg.design == Design::Adapter && keyed {
+        if keyed && self.durability().fills_from_history() {
             let s = self.sessions.get_mut(&sid).expect("active sessions exist");
             if !s.filled && self.cfg.mutant != Some(AgentMutant::AdapterNoHistoryFill) {
                 // The first keyed prompt after a restart reads the runtime history once; prompts
@@ -213,7 +213,7 @@ impl ModelAgent {
                 out,
             );
         }
-        let design = self.cfg.design;
+        let dur = self.durability();
         let local_keys = self.cfg.mutant == Some(AgentMutant::ClusterNodeLocalKeys);
         // Mutant `keys-per-connection`: only keys inserted on this connection are known.
         let conn_known = |k: &str| {
@@ -237,8 +237,8 @@ impl ModelAgent {
                 .find(|m| m.key.as_deref() == Some(k))
                 .map(|m| m.message_id.clone());
             let found = live.or_else(|| {
-                if design == Design::Adapter {
-                    let derived = derive_id(&sid, k);
+                if let Some(derived) = dur.derived_id(&sid, k) {
+                    // The design keeps no key: a retry is found by the id it derives.
                     s.ids.contains(&derived).then_some(derived)
                 } else if local_keys {
                     // Mutant: the record lives in this node's memory only.
@@ -331,7 +331,7 @@ impl ModelAgent {
         out: &mut Vec<Action>,
     ) {
         let mid = self.new_message_id(sid, &p);
-        if self.cfg.design == Design::Cluster {
+        if self.durability().shared_store() {
             // Live-only keys too: A11 holds while the session is active on any logical
             // connection, through any node (A13).
             return self.store_insert(sid, p, mode, mid, turn, out);
@@ -342,18 +342,16 @@ impl ModelAgent {
         }
     }
 
+    /// The messageId of a new insertion of `p` in `sid`: the design's own
+    /// ([`Durability::message_id`]), or else the process's next number.
     pub(super) fn new_message_id(&mut self, sid: &str, p: &Held) -> String {
-        match (&p.key, self.cfg.design) {
-            (Some(k), Design::Adapter) => derive_id(sid, k),
-            (None, Design::Adapter) => uuid::Builder::from_random_bytes(self.rng.gen())
-                .into_uuid()
-                .to_string(),
-            _ => {
-                // Unique per Agent process (boot) across sessions, and across restarts.
-                self.next_message += 1;
-                format!("m{}.{}", self.prefix, self.next_message)
-            }
+        let dur = self.durability();
+        if let Some(mid) = dur.message_id(sid, p.key.as_deref(), &mut self.rng) {
+            return mid;
         }
+        // Unique per Agent process (boot) across sessions, and across restarts.
+        self.next_message += 1;
+        format!("m{}.{}", self.prefix, self.next_message)
     }
 
     /// Cluster: one insert-if-absent at the store (A13); the session is busy until it answers.
@@ -429,49 +427,10 @@ impl ModelAgent {
             .chain(st.held.waiters.iter().cloned())
             .collect();
         let Some(r) = reply else {
-            if self.cfg.mutant == Some(AgentMutant::ClusterErrorOnStoreTimeout) {
-                // Mutant: an error although the store may have inserted it (breaks A2).
-                out.push(effect(op::STORE_TIMEOUT,
-                    json!({"session": sid, "conn": st.held.conn, "id": st.held.id, "answer": "error"}),
-                ));
-                for (c, id) in &attempts {
-                    self.fail(
-                        *c,
-                        id,
-                        code::INTERNAL_ERROR,
-                        "Internal error",
-                        Some(json!({"store": "timeout"})),
-                        out,
-                    );
-                }
-                return self.store_done(&sid, out);
-            }
-            // A2: it may have applied, so no error; insert-if-absent is safe to send again.
-            out.push(effect(
-                op::STORE_RETRY,
-                json!({"session": sid, "messageId": st.message_id}),
-            ));
-            return self.store_op(st, out);
+            return self.store_unanswered(st, &attempts, out);
         };
         if r["withdrawn"] == true || r["stopped"] == true {
-            // A5: the key was withdrawn through another node; A6: a session/cancel read by
-            // another node reached the store after this prompt was held. Withdrawn either way.
-            let by = if r["stopped"] == true {
-                "stop"
-            } else {
-                "store"
-            };
-            out.push(effect(op::WITHDRAW,
-                json!({"session": sid, "conn": st.held.conn, "id": st.held.id, "key": st.held.key, "by": by}),
-            ));
-            for (c, id) in &attempts {
-                self.send(
-                    *c,
-                    rpc::err(id, code::REQUEST_CANCELLED, CANCELLED, None),
-                    out,
-                );
-            }
-            return self.store_done(&sid, out);
+            return self.withdrawn_at_store(&st, &r, &attempts, out);
         }
         if r["missing"] == true {
             for (c, id) in &attempts {
@@ -512,6 +471,70 @@ impl ModelAgent {
         }
     }
 
+    /// Cluster: no answer came in time to insertion `st` (its attempts `attempts`): it may have
+    /// applied, so it is sent again (A2; the mutant answers them with an error).
+    fn store_unanswered(
+        &mut self,
+        st: Storing,
+        attempts: &[(ConnId, Value)],
+        out: &mut Vec<Action>,
+    ) {
+        let sid = st.sid.clone();
+        if self.cfg.mutant == Some(AgentMutant::ClusterErrorOnStoreTimeout) {
+            // Mutant: an error although the store may have inserted it (breaks A2).
+            out.push(effect(
+                op::STORE_TIMEOUT,
+                json!({"session": sid, "conn": st.held.conn, "id": st.held.id, "answer": "error"}),
+            ));
+            for (c, id) in attempts {
+                self.fail(
+                    *c,
+                    id,
+                    code::INTERNAL_ERROR,
+                    "Internal error",
+                    Some(json!({"store": "timeout"})),
+                    out,
+                );
+            }
+            return self.store_done(&sid, out);
+        }
+        // A2: it may have applied, so no error; insert-if-absent is safe to send again.
+        out.push(effect(
+            op::STORE_RETRY,
+            json!({"session": sid, "messageId": st.message_id}),
+        ));
+        self.store_op(st, out);
+    }
+
+    /// Cluster: the store withdrew insertion `st` instead (reply `r`): A5, the key was
+    /// withdrawn through another node; A6, a session/cancel read by another node reached the
+    /// store after this prompt was held. Every attempt gets `-32800`.
+    fn withdrawn_at_store(
+        &mut self,
+        st: &Storing,
+        r: &Value,
+        attempts: &[(ConnId, Value)],
+        out: &mut Vec<Action>,
+    ) {
+        let sid = &st.sid;
+        let by = if r["stopped"] == true {
+            "stop"
+        } else {
+            "store"
+        };
+        out.push(effect(op::WITHDRAW,
+            json!({"session": sid, "conn": st.held.conn, "id": st.held.id, "key": st.held.key, "by": by}),
+        ));
+        for (c, id) in attempts {
+            self.send(
+                *c,
+                rpc::err(id, code::REQUEST_CANCELLED, CANCELLED, None),
+                out,
+            );
+        }
+        self.store_done(sid, out);
+    }
+
     /// Cluster: the session's store insertion is settled; held prompts may go on.
     pub(super) fn store_done(&mut self, sid: &str, out: &mut Vec<Action>) {
         let Some(s) = self.sessions.get_mut(sid) else {
@@ -523,8 +546,8 @@ impl ModelAgent {
         }
     }
 
-    /// Insert one prompt as `mid`: record (key + message in one write), sync, then make it
-    /// visible. A cluster node calls it once the store has inserted it.
+    /// Insert one prompt as `mid`: record (key + message in one write, as the design writes it,
+    /// A13), sync, then make it visible. A cluster node calls it once the store has inserted it.
     pub(super) fn insert(
         &mut self,
         sid: &str,
@@ -534,10 +557,43 @@ impl ModelAgent {
         out: &mut Vec<Action>,
     ) {
         let live = mode == "live";
-        let design = self.cfg.design;
+        let dur = self.durability();
+        self.note_mutant_records(sid, &p, &mid);
+        self.keep_message(sid, &p, &mid, live);
+        if !dur.shared_store() {
+            // A cluster's store reports its own insertions.
+            out.push(effect(op::INSERT,
+                json!({"session": sid, "messageId": mid, "key": p.key, "conn": p.conn, "id": p.id, "mode": mode, "live_only": live}),
+            ));
+            out.push(Action::Point(Point::AfterInsertBeforeSync));
+        }
+        let w = Insertion {
+            sid,
+            message_id: &mid,
+            key: p.key.as_deref(),
+            text: &p.text,
+            mutant: self.cfg.mutant,
+        };
+        let synced_point = !live && dur.write_insertion(&w, out);
+        if !live {
+            self.arm_discard(sid, &mid, out);
+        }
+        if !synced_point {
+            out.push(Action::Point(Point::AfterSyncBeforeResponse));
+        }
+        out.push(effect(
+            op::VISIBLE,
+            json!({"session": sid, "messageId": mid}),
+        ));
+        self.answer_and_echo(sid, p, mid, out);
+    }
+
+    /// The records the mutants keep of an insertion beside the design's own: a cluster node's
+    /// own key memory, the keys per connection, the JSON-RPC id's messageId.
+    fn note_mutant_records(&mut self, sid: &str, p: &Held, mid: &str) {
         if let (Some(AgentMutant::ClusterNodeLocalKeys), Some(k)) = (self.cfg.mutant, &p.key) {
             self.local_keys
-                .insert((sid.to_string(), k.clone()), mid.clone());
+                .insert((sid.to_string(), k.clone()), mid.to_string());
         }
         if let (Some(AgentMutant::KeysPerConnection), Some(k)) = (self.cfg.mutant, &p.key) {
             for c in std::iter::once(p.conn).chain(p.waiters.iter().map(|(c, _)| *c)) {
@@ -549,12 +605,13 @@ impl ModelAgent {
         }
         if self.cfg.mutant == Some(AgentMutant::DedupById) {
             self.id_records
-                .insert((sid.to_string(), p.id.to_string()), mid.clone());
+                .insert((sid.to_string(), p.id.to_string()), mid.to_string());
         }
-        let two_step = self.cfg.mutant == Some(AgentMutant::TwoStepWrite)
-            && design == Design::Stored
-            && !live
-            && p.key.is_some();
+    }
+
+    /// Keep prompt `p` as message `mid` of `sid` (created if a cluster node learns of it only
+    /// now): retained, or live-only while the session is active (A11).
+    fn keep_message(&mut self, sid: &str, p: &Held, mid: &str, live: bool) {
         let s = self
             .sessions
             .entry(sid.to_string())
@@ -564,7 +621,7 @@ impl ModelAgent {
             });
         s.next_msg += 1;
         let msg = Msg {
-            message_id: mid.clone(),
+            message_id: mid.to_string(),
             key: p.key.clone(),
             text: p.text.clone(),
         };
@@ -574,66 +631,12 @@ impl ModelAgent {
             }
         } else {
             s.messages.push(msg);
-            s.ids.insert(mid.clone());
+            s.ids.insert(mid.to_string());
         }
-        let stored = design == Design::Cluster;
-        if !stored {
-            // A cluster's store reports its own insertions.
-            out.push(effect(op::INSERT,
-                json!({"session": sid, "messageId": mid, "key": p.key, "conn": p.conn, "id": p.id, "mode": mode, "live_only": live}),
-            ));
-            out.push(Action::Point(Point::AfterInsertBeforeSync));
-        }
-        if !live {
-            match design {
-                Design::Stored if two_step => {
-                    // Mutant: the message first, its key in a second write (breaks A13).
-                    out.push(Action::Persist {
-                        record: json!({"t": "msg", "session": sid, "messageId": mid, "key": null, "text": p.text}),
-                        sync: true,
-                    });
-                    out.push(effect(
-                        op::DURABLE,
-                        json!({"session": sid, "messageId": mid}),
-                    ));
-                    out.push(Action::Point(Point::AfterSyncBeforeResponse));
-                    out.push(Action::Persist {
-                        record: json!({"t": "msg-key", "session": sid, "messageId": mid, "key": p.key}),
-                        sync: true,
-                    });
-                }
-                Design::Stored => {
-                    let sync = self.cfg.mutant != Some(AgentMutant::RecordUnsynced);
-                    out.push(Action::Persist {
-                        record: json!({"t": "msg", "session": sid, "messageId": mid, "key": p.key, "text": p.text}),
-                        sync,
-                    });
-                    if sync {
-                        out.push(effect(
-                            op::DURABLE,
-                            json!({"session": sid, "messageId": mid}),
-                        ));
-                    }
-                }
-                // The runtime stores the message under the adapter's id, never the key, and
-                // syncs lazily (at the end of the turn).
-                Design::Adapter => out.push(Action::Persist {
-                    record: json!({"t": "msg", "session": sid, "messageId": mid, "text": p.text}),
-                    sync: false,
-                }),
-                Design::InMemory | Design::Cluster => {}
-            }
-        }
-        if !live {
-            self.arm_discard(sid, &mid, out);
-        }
-        if !two_step {
-            out.push(Action::Point(Point::AfterSyncBeforeResponse));
-        }
-        out.push(effect(
-            op::VISIBLE,
-            json!({"session": sid, "messageId": mid}),
-        ));
+    }
+
+    /// Answer every attempt of inserted prompt `p` with `mid` (A1 A7), then echo it (A14).
+    fn answer_and_echo(&mut self, sid: &str, p: Held, mid: String, out: &mut Vec<Action>) {
         let ok = PromptResponse::new(mid.clone());
         if std::mem::take(&mut self.fail_next_insert) {
             // Mutant: a failure after insertion answered as an error (breaks A3).
@@ -654,7 +657,7 @@ impl ModelAgent {
         // between them.
         out.push(Action::Point(Point::AfterResponseBeforeUpdate));
         // A14: the echo carries the messageId and never precedes insertion. A8: no key.
-        let um = UserMessage::new(mid.clone()).content(vec![ContentBlock::from(p.text.clone())]);
+        let um = UserMessage::new(mid).content(vec![ContentBlock::from(p.text.clone())]);
         if let (Some(AgentMutant::KeyInUpdates), Some(k)) = (self.cfg.mutant, &p.key) {
             // Mutant: the echo carries the key in `_meta` (breaks A8).
             let mut n = to_value(UpdateSessionNotification::new(
@@ -742,8 +745,8 @@ impl ModelAgent {
             self.sessions[sid].turn.as_mut().expect("set above").phase =
                 TurnPhase::AwaitPermission { conn: owner, req };
             self.send(owner, permission_request(req, sid), out);
-            if self.cfg.design == Design::Cluster {
-                self.timer(sid, TimerKind::AskAgain(req), ASK_AGAIN_MS, out);
+            if let Some(ms) = self.durability().asks_again_ms() {
+                self.timer(sid, TimerKind::AskAgain(req), ms, out);
             }
         } else {
             self.work(sid, tool, out);
@@ -794,12 +797,9 @@ impl ModelAgent {
             SessionUpdate::StateUpdate(StateUpdate::Idle(idle)),
             out,
         );
-        if self.cfg.design == Design::Adapter {
-            // The runtime syncs at the end of a turn: everything written so far is durable.
-            out.push(Action::Persist {
-                record: json!({"t": "turn-end", "session": sid}),
-                sync: true,
-            });
+        if let Some(record) = self.durability().turn_end_sync(sid) {
+            // The design syncs at the end of a turn: everything written so far is durable.
+            out.push(Action::Persist { record, sync: true });
             let s = &self.sessions[sid];
             for m in &s.messages {
                 out.push(effect(
@@ -818,7 +818,7 @@ impl ModelAgent {
             .and_then(|s| s.held.pop_front());
         if let Some(h) = next {
             let owner = h.conn;
-            if self.cfg.design == Design::Cluster {
+            if self.durability().shared_store() {
                 // Its insertion completes at the store, later: the log shows it left the queue.
                 out.push(effect(
                     op::RELEASE,
@@ -852,98 +852,19 @@ impl ModelAgent {
         let turn = s.turn.clone();
         let forget = closing && self.cfg.mutant == Some(AgentMutant::CloseForgetsHeld);
         for h in held {
-            if let Some(mid) = (!forget).then(|| self.recorded_id(sid, &h)).flatten() {
-                // A15: an inserted prompt succeeds with its messageId. A retry held while the
-                // adapter reads its runtime history after a restart may be of a message that
-                // survived the crash: the close answers it as that read would have (the
-                // model's shortcut for waiting for the read), never -32800.
-                self.answer_inserted(sid, &h, &mid, out);
-                continue;
-            }
-            if forget {
-                // Mutant: gone without an answer.
-                out.push(effect(
-                    op::DROP_HELD,
-                    json!({"session": sid, "conn": h.conn, "id": h.id, "by": why}),
-                ));
-                continue;
-            }
-            if let (Design::Cluster, Some(k)) = (self.cfg.design, h.key.clone()) {
-                // Another node may have inserted the key meanwhile: the store decides in one
-                // step, as for `$/cancel_request` (A5 A6 across nodes, A7: an inserted key's
-                // attempts get its messageId, never -32800); `withdraw_reply` answers.
-                let op = json!({"op": "withdraw", "session": sid, "key": k, "by": why});
-                self.store_op(Storing::without_insertion(sid, h, "withdraw", op), out);
-                continue;
-            }
-            out.push(effect(
-                op::WITHDRAW,
-                json!({"session": sid, "conn": h.conn, "id": h.id, "key": h.key, "by": why}),
-            ));
-            self.persist_withdrawal(sid, h.key.as_deref(), out);
-            self.send(
-                h.conn,
-                rpc::err(&h.id, code::REQUEST_CANCELLED, CANCELLED, None),
-                out,
-            );
-            for (c, id) in h.waiters {
-                self.send(
-                    c,
-                    rpc::err(&id, code::REQUEST_CANCELLED, CANCELLED, None),
-                    out,
-                );
-            }
+            self.cancel_held(sid, h, forget, why, out);
         }
-        for (c, id, r) in queued {
-            // Queued behind the history read: one whose key the session already holds is
-            // answered as the read would have (A15), never -32800.
-            let h = Held {
-                conn: c,
-                id: id.clone(),
-                key: r.idempotency_key.as_ref().map(|k| k.as_str().to_string()),
-                ..Held::default()
-            };
-            if let Some(mid) = (!forget).then(|| self.recorded_id(sid, &h)).flatten() {
-                self.answer_inserted(sid, &h, &mid, out);
-                continue;
-            }
-            out.push(effect(
-                op::WITHDRAW,
-                json!({"session": sid, "conn": c, "id": id, "by": why}),
-            ));
-            self.send(
-                c,
-                rpc::err(&id, code::REQUEST_CANCELLED, CANCELLED, None),
-                out,
-            );
+        for q in queued {
+            self.cancel_queued(sid, q, forget, why, out);
         }
         if let Some(t) = turn {
-            if let TurnPhase::AwaitPermission { conn, req } = t.phase {
-                // Stop waiting: not approved, and withdraw the request itself (the mutant
-                // `cancel-keeps-asking` leaves it out there).
-                if self.cfg.mutant != Some(AgentMutant::CancelKeepsAsking) {
-                    self.asks.shift_remove(&req);
-                    self.reasked.remove(&req);
-                    self.send(
-                        conn,
-                        rpc::notification("$/cancel_request", json!({"requestId": req})),
-                        out,
-                    );
-                }
-            }
-            // A6: `cancelled`, never `error`, whatever the abort threw (the mutant leaks it).
-            let stop = if self.cfg.mutant == Some(AgentMutant::CancelEndsAsError) {
-                StopReason::Error(v2::ErrorStopReason::new())
-            } else {
-                StopReason::Cancelled
-            };
-            self.end_turn(sid, stop, out);
+            self.cancel_turn(sid, t, out);
         }
         if skip {
             // Mutant: the prompts left in the queue go on as if nothing was cancelled.
             self.next_held(sid, out);
         }
-        if self.cfg.design == Design::Cluster
+        if self.durability().shared_store()
             && self.cfg.mutant != Some(AgentMutant::ClusterStopNodeLocal)
         {
             // A6 across nodes: prompts held on other nodes are withdrawn by the store when they
@@ -956,6 +877,108 @@ impl ModelAgent {
                 out,
             );
         }
+    }
+
+    /// A stop or close (`why`) meets held prompt `h`: answered with its messageId if its key is
+    /// inserted already, withdrawn at the store if the design shares one, else withdrawn here
+    /// and answered `-32800` (A6 A15; `forget`: the mutant `close-forgets-held` drops it).
+    fn cancel_held(&mut self, sid: &str, h: Held, forget: bool, why: &str, out: &mut Vec<Action>) {
+        if let Some(mid) = (!forget).then(|| self.recorded_id(sid, &h)).flatten() {
+            // A15: an inserted prompt succeeds with its messageId. A retry held while the
+            // adapter reads its runtime history after a restart may be of a message that
+            // survived the crash: the close answers it as that read would have (the
+            // model's shortcut for waiting for the read), never -32800.
+            return self.answer_inserted(sid, &h, &mid, out);
+        }
+        if forget {
+            // Mutant: gone without an answer.
+            out.push(effect(
+                op::DROP_HELD,
+                json!({"session": sid, "conn": h.conn, "id": h.id, "by": why}),
+            ));
+            return;
+        }
+        let at_store = self.durability().shared_store();
+        if let Some(k) = h.key.clone().filter(|_| at_store) {
+            // Another node may have inserted the key meanwhile: the store decides in one
+            // step, as for `$/cancel_request` (A5 A6 across nodes, A7: an inserted key's
+            // attempts get its messageId, never -32800); `withdraw_reply` answers.
+            let op = json!({"op": "withdraw", "session": sid, "key": k, "by": why});
+            return self.store_op(Storing::without_insertion(sid, h, "withdraw", op), out);
+        }
+        out.push(effect(
+            op::WITHDRAW,
+            json!({"session": sid, "conn": h.conn, "id": h.id, "key": h.key, "by": why}),
+        ));
+        self.persist_withdrawal(sid, h.key.as_deref(), out);
+        self.send(
+            h.conn,
+            rpc::err(&h.id, code::REQUEST_CANCELLED, CANCELLED, None),
+            out,
+        );
+        for (c, id) in h.waiters {
+            self.send(
+                c,
+                rpc::err(&id, code::REQUEST_CANCELLED, CANCELLED, None),
+                out,
+            );
+        }
+    }
+
+    /// A stop or close meets prompt `r` (`conn`, `id`), queued behind the history read: one
+    /// whose key the session already holds is answered as the read would have (A15), never
+    /// -32800; any other is withdrawn.
+    fn cancel_queued(
+        &mut self,
+        sid: &str,
+        (conn, id, r): (ConnId, Value, v2::PromptRequest),
+        forget: bool,
+        why: &str,
+        out: &mut Vec<Action>,
+    ) {
+        let h = Held {
+            conn,
+            id: id.clone(),
+            key: r.idempotency_key.as_ref().map(|k| k.as_str().to_string()),
+            ..Held::default()
+        };
+        if let Some(mid) = (!forget).then(|| self.recorded_id(sid, &h)).flatten() {
+            return self.answer_inserted(sid, &h, &mid, out);
+        }
+        out.push(effect(
+            op::WITHDRAW,
+            json!({"session": sid, "conn": conn, "id": id, "by": why}),
+        ));
+        self.send(
+            conn,
+            rpc::err(&id, code::REQUEST_CANCELLED, CANCELLED, None),
+            out,
+        );
+    }
+
+    /// A stop or close ends the running turn `t`: `cancelled` (A6), and a permission request it
+    /// waits on is withdrawn.
+    fn cancel_turn(&mut self, sid: &str, t: Turn, out: &mut Vec<Action>) {
+        if let TurnPhase::AwaitPermission { conn, req } = t.phase {
+            // Stop waiting: not approved, and withdraw the request itself (the mutant
+            // `cancel-keeps-asking` leaves it out there).
+            if self.cfg.mutant != Some(AgentMutant::CancelKeepsAsking) {
+                self.asks.shift_remove(&req);
+                self.reasked.remove(&req);
+                self.send(
+                    conn,
+                    rpc::notification("$/cancel_request", json!({"requestId": req})),
+                    out,
+                );
+            }
+        }
+        // A6: `cancelled`, never `error`, whatever the abort threw (the mutant leaks it).
+        let stop = if self.cfg.mutant == Some(AgentMutant::CancelEndsAsError) {
+            StopReason::Error(v2::ErrorStopReason::new())
+        } else {
+            StopReason::Cancelled
+        };
+        self.end_turn(sid, stop, out);
     }
 
     /// `$/cancel_request` for a prompt attempt: withdraw the un-inserted prompt and answer every
@@ -974,7 +997,8 @@ impl ModelAgent {
             });
             if let Some(pos) = pos {
                 let h = s.held.remove(pos).expect("position is valid");
-                if let (Design::Cluster, Some(k)) = (self.cfg.design, h.key.clone()) {
+                let at_store = self.durability().shared_store();
+                if let Some(k) = h.key.clone().filter(|_| at_store) {
                     // Another node may have inserted the key meanwhile: the store decides in
                     // one step (A5 across nodes, A13); `withdraw_reply` answers.
                     let op = json!({"op": "withdraw", "session": sid, "key": k,
@@ -1041,7 +1065,7 @@ impl ModelAgent {
     fn recorded_id(&self, sid: &str, h: &Held) -> Option<String> {
         let k = h.key.as_deref().filter(|k| !k.is_empty())?;
         let s = self.sessions.get(sid)?;
-        let derived = (self.cfg.design == Design::Adapter).then(|| derive_id(sid, k));
+        let derived = self.durability().derived_id(sid, k);
         s.messages
             .iter()
             .find(|m| m.key.as_deref() == Some(k) || Some(&m.message_id) == derived.as_ref())

@@ -34,7 +34,10 @@ impl ModelAgent {
 
     /// Cluster: which logical connection has the session active lives in the store (X2, A13).
     pub(super) fn persist_activity(&self, conn: ConnId, sid: &str, t: &str, out: &mut Vec<Action>) {
-        if let (Design::Cluster, Some(l)) = (self.cfg.design, self.logical.get(&conn)) {
+        if !self.durability().shared_store() {
+            return;
+        }
+        if let Some(l) = self.logical.get(&conn) {
             out.push(Action::Persist {
                 record: json!({"t": t, "session": sid, "logical": l}),
                 sync: true,
@@ -46,7 +49,10 @@ impl ModelAgent {
     /// attempt of it pending on another node is withdrawn too when it reaches the store (A5
     /// across nodes).
     pub(super) fn persist_withdrawal(&self, sid: &str, key: Option<&str>, out: &mut Vec<Action>) {
-        if let (Design::Cluster, Some(k)) = (self.cfg.design, key) {
+        if !self.durability().shared_store() {
+            return;
+        }
+        if let Some(k) = key {
             out.push(Action::Persist {
                 record: json!({"t": "withdraw", "session": sid, "key": k}),
                 sync: true,
@@ -313,7 +319,9 @@ impl ModelAgent {
                 if let Some(conn) = waits.filter(|c| self.conns.contains_key(c)) {
                     self.reasked.insert(req);
                     self.send(conn, prompt::permission_request(req, &sid), out);
-                    self.timer(&sid, TimerKind::AskAgain(req), ASK_AGAIN_MS, out);
+                    if let Some(ms) = self.durability().asks_again_ms() {
+                        self.timer(&sid, TimerKind::AskAgain(req), ms, out);
+                    }
                 }
             }
             TimerKind::Discard => {
@@ -348,7 +356,7 @@ impl ModelAgent {
     /// has passed (nothing without a window, or on a cluster node: its records live in the
     /// store).
     pub(super) fn arm_discard(&mut self, sid: &str, mid: &str, out: &mut Vec<Action>) {
-        if self.cfg.retention_ms == 0 || self.cfg.design == Design::Cluster {
+        if self.cfg.retention_ms == 0 || !self.durability().discards_itself() {
             return;
         }
         let t = self.timer(sid, TimerKind::Discard, self.cfg.retention_ms, out);
