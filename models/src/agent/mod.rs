@@ -333,7 +333,8 @@ pub const ASK_AGAIN_MS: u64 = 200;
 pub type StoredAgent = ModelAgent;
 
 impl ModelAgent {
-    /// Rebuild from the records recovered from disk (none for `in-memory`). `boot` numbers the
+    /// Rebuild from the records recovered from disk (read only by a design that recovers from
+    /// disk, [`Durability::recovers_from_disk`]: none for `in-memory`). `boot` numbers the
     /// process start (ids stay unique across restarts); `seed` seeds turn durations and tools.
     pub fn recover(cfg: AgentConfig, boot: u32, seed: u64, records: &[Value]) -> Self {
         let (sessions, arrivals) = if cfg.design.durability().recovers_from_disk() {
