@@ -14,6 +14,7 @@ pub mod digest;
 pub mod methods;
 pub mod mutant;
 pub mod op;
+pub mod property;
 pub mod proxy;
 pub mod rpc;
 pub mod store;
@@ -29,3 +30,4 @@ pub use client::{
 };
 pub use methods::RetryClass;
 pub use mutant::{Mutant, Need, Party, Witness, MUTANTS};
+pub use property::Property;

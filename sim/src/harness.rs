@@ -637,7 +637,10 @@ impl Harness {
         let Some(e) = &self.expect else {
             return Ok(());
         };
-        let known: Vec<&str> = checkers::CHECKERS.iter().map(|c| c.property).collect();
+        let known: Vec<&str> = checkers::CHECKERS
+            .iter()
+            .map(|c| c.property.as_str())
+            .collect();
         if known.contains(&e.property()) {
             return Ok(());
         }

@@ -196,7 +196,7 @@ fn keep_failures(
             .unwrap_or(usize::MAX);
         let prop = CHECKERS
             .iter()
-            .position(|c| f["property"] == c.property)
+            .position(|c| f["property"] == c.property.as_str())
             .unwrap_or(usize::MAX);
         (row, f["seed"].as_u64().unwrap_or(0), prop)
     };

@@ -23,7 +23,7 @@ use serde::Serialize;
 use crate::campaign;
 use acp_chaos::checkers::{Status, Verdict};
 use acp_chaos::models::mutant::{Mutant, MUTANTS};
-use acp_chaos::models::Design;
+use acp_chaos::models::{Design, Property};
 use acp_chaos::scenario::{Mix, Scenario};
 
 /// One mutant under one mix.
@@ -47,7 +47,7 @@ pub fn is_catch(m: &Mutant, v: &Verdict) -> bool {
     } else {
         Status::Invalid
     };
-    v.property == m.property && v.status == want && v.party == Some(m.party)
+    m.property == v.property && v.status == want && v.party == Some(m.party)
 }
 
 /// One row of the scoreboard.
@@ -56,7 +56,7 @@ pub struct MutantRow {
     /// Mutant name.
     pub mutant: &'static str,
     /// The property its verdict must fail.
-    pub property: &'static str,
+    pub property: Property,
     /// The party that verdict must name.
     pub party: acp_chaos::models::mutant::Party,
     /// Designs run per seed.
@@ -479,7 +479,7 @@ pub fn checker_table(rows: &[MutantRow]) -> String {
         out.push_str(&format!("{:<32}", r.mutant));
         for p in &props {
             let n = r.swarm.by_checker.get(p).copied().unwrap_or(0);
-            let own = p == r.property;
+            let own = r.property == *p;
             let cell = if r.swarm.seeds == 0 || (n == 0 && !own) {
                 ".".to_string()
             } else {

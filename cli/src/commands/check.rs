@@ -124,7 +124,7 @@ fn check_history(file: &Path, github: bool) -> Outcome {
     let vs = if crate::probe::is_probe_history(&h) {
         println!(
             "# a probe's history: the probe's verdicts ({})",
-            crate::probe::PROPERTIES.join(" ")
+            crate::probe::properties().join(" ")
         );
         crate::probe::judge_history(&h)
     } else {

@@ -59,8 +59,14 @@ use acp_chaos::models::Retention;
 
 use runner::{prepare_out, probe_traces};
 
-/// The properties a probe reports: those a black-box history decides (see `docs/probe.md`).
-pub const PROPERTIES: &[&str] = &["P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P11", "X4"];
+/// The properties a probe reports, in report order: those a black-box history decides, as
+/// each checker's row says ([`acp_chaos::checkers::Checker::black_box`]; `docs/probe.md`).
+pub fn properties() -> Vec<&'static str> {
+    acp_chaos::checkers::black_box_properties()
+        .into_iter()
+        .map(|p| p.as_str())
+        .collect()
+}
 
 /// `acp-chaos probe` arguments.
 #[derive(Args, Debug, Clone)]

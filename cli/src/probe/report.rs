@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::{ProbeArgs, PROPERTIES};
+use super::{properties, ProbeArgs};
 use crate::probe::target::shell_quote;
 use crate::probe::Target;
 use acp_chaos::checkers::{Status, Verdict};
@@ -327,7 +327,7 @@ pub(super) fn pct(n: u32, d: u32) -> String {
 pub fn table_text(s: &ProbeSummary) -> String {
     let mut out = String::new();
     out.push_str(&format!("\n{:<22} {:>4}", "trace", "runs"));
-    for p in PROPERTIES {
+    for p in &properties() {
         out.push_str(&format!(" {p:>5}"));
     }
     out.push('\n');
@@ -335,7 +335,7 @@ pub fn table_text(s: &ProbeSummary) -> String {
         let row = s.table.get(t);
         let runs = row.and_then(|r| r.values().next()).map_or(0, |c| c.runs);
         out.push_str(&format!("{t:<22} {runs:>4}"));
-        for p in PROPERTIES {
+        for p in &properties() {
             out.push_str(&format!(" {:>5}", cell_short(row.and_then(|r| r.get(*p)))));
         }
         if let Some(why) = s.not_run.get(t) {
@@ -524,7 +524,7 @@ pub fn summary_md(s: &ProbeSummary) -> String {
             ));
             continue;
         }
-        for p in PROPERTIES {
+        for p in &properties() {
             if let Some(c) = s.table.get(t).and_then(|r| r.get(*p)) {
                 out.push_str(&format!(
                     "| {t} | {p} | {} | {}{} | {} | {}{} | {} | {} |\n",

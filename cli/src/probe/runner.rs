@@ -11,7 +11,7 @@ use super::driver::Driver;
 use super::report::{summary_md, table_text};
 use super::start::{fresh_home, launch, run_seed};
 use super::traces::{Kill, Sweep};
-use super::{infer, realtime, traces, ProbeArgs, PROPERTIES, SCENARIO};
+use super::{infer, properties, realtime, traces, ProbeArgs, SCENARIO};
 use crate::probe::report::{retry_line, write_run, Failure, RunOutcome, INCOMPLETE};
 use crate::probe::{ProbeSummary, Target};
 use acp_chaos::checkers::black_box::{agent as verdicts, VACUOUS};
@@ -198,7 +198,7 @@ fn header(
 /// verdicts become unknown.
 pub fn judge(h: &History, aborted: Option<&str>) -> Vec<Verdict> {
     let all = checkers::check_all(h);
-    let mut out: Vec<Verdict> = PROPERTIES
+    let mut out: Vec<Verdict> = properties()
         .iter()
         .filter_map(|p| all.iter().find(|v| v.property == *p).cloned())
         .collect();

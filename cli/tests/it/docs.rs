@@ -459,3 +459,32 @@ fn the_readme_lists_every_checker_as_the_registry_does() {
         "README.md's Properties table against CHECKERS"
     );
 }
+
+/// docs/probe.md's black-box table is each checker's `black_box` row, word for word (the
+/// probe's columns are the rows it judges: `probe::properties`).
+#[test]
+fn the_probe_page_says_of_each_property_what_its_checker_row_says() {
+    use acp_chaos::checkers::CHECKERS;
+    let page = std::fs::read_to_string(root().join("docs/probe.md")).unwrap();
+    let rows: Vec<(String, String)> = page
+        .lines()
+        .skip_while(|l| !l.starts_with("| property | black-box |"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| {
+            let cells: Vec<&str> = l.split(" | ").collect();
+            (
+                cells[0].trim_start_matches("| ").to_string(),
+                cells[1].trim_end_matches(" |").to_string(),
+            )
+        })
+        .collect();
+    let registry: Vec<(String, String)> = CHECKERS
+        .iter()
+        .map(|c| (format!("{} {}", c.property, c.title), c.black_box.cell()))
+        .collect();
+    assert_eq!(
+        rows, registry,
+        "docs/probe.md's black-box table against CHECKERS"
+    );
+}

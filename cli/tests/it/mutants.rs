@@ -68,7 +68,7 @@ fn every_mutant_is_caught_on_its_property_and_party_on_pinned_seeds() {
         let v = bad
             .verdicts
             .iter()
-            .find(|v| v.property == m.property)
+            .find(|v| m.property == v.property)
             .unwrap();
         assert!(is_catch(m, v), "{name} on {scen} seed {seed}: {v:?}");
         assert!(

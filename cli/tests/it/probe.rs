@@ -445,7 +445,7 @@ fn mutants_are_caught_on_their_property_and_party_as_real_processes() {
         ];
         let (o, s, _) = probe_agent(m, &args, "stored", Some(m), extra);
         assert_eq!(o.status.code(), Some(1), "{m}: {}", text(&o));
-        let cell = &s["table"][trace][want.property];
+        let cell = &s["table"][trace][want.property.as_str()];
         // In every run (a kill trace runs its whole sweep).
         assert_eq!(
             cell["invalid"], cell["runs"],
@@ -456,7 +456,7 @@ fn mutants_are_caught_on_their_property_and_party_as_real_processes() {
             .as_array()
             .unwrap()
             .iter()
-            .find(|f| f["verdict"]["property"] == want.property)
+            .find(|f| f["verdict"]["property"] == want.property.as_str())
             .unwrap_or_else(|| panic!("{m}: no failure on {}", want.property));
         assert_eq!(f["verdict"]["status"], "invalid", "{m}");
         assert_eq!(f["verdict"]["party"], "agent", "{m}");

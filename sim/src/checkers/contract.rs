@@ -28,6 +28,7 @@ use serde_json::Value;
 use super::facts::Facts;
 use super::verdict::{Status, Verdict};
 use crate::history::{op, process, History};
+use crate::models::Property;
 
 /// One Agent effect some properties cannot be judged without, and what on the wire shows
 /// the Agent owed it.
@@ -40,7 +41,7 @@ pub struct Dependency {
     /// effect).
     pub or: &'static [&'static str],
     /// The properties that are not checked when it is owed and never emitted.
-    pub properties: &'static [&'static str],
+    pub properties: &'static [Property],
     /// When the Agent owes it, as the wire (or its other effects) shows it.
     pub owed_when: &'static str,
     /// The first op that shows it owed, if any.
@@ -69,7 +70,7 @@ pub const DEPENDENCIES: &[Dependency] = &[
         party: process::AGENT,
         effect: op::INSERT,
         or: &[],
-        properties: &["P1", "P2", "P3", "P4", "P6", "P9", "P11", "P12", "P15"],
+        properties: &[Property::P1, Property::P2, Property::P3, Property::P4, Property::P6, Property::P9, Property::P11, Property::P12, Property::P15],
         owed_when: "it answered a session/prompt with a messageId, or echoed a user_message",
         // An answer the Agent reported as a `dedup-hit` (a retry) inserted nothing itself.
         witness: |i| {
@@ -86,7 +87,7 @@ pub const DEPENDENCIES: &[Dependency] = &[
         party: process::AGENT,
         effect: op::DURABLE,
         or: &[op::VISIBLE],
-        properties: &["P1", "P11", "P12"],
+        properties: &[Property::P1, Property::P11, Property::P12],
         owed_when: "it answered a session/prompt with the messageId of an insertion (one no restart reported kept)",
         witness: |i| {
             i.prompt_ok
@@ -99,7 +100,7 @@ pub const DEPENDENCIES: &[Dependency] = &[
         party: process::AGENT,
         effect: op::DEDUP_HIT,
         or: &[],
-        properties: &["P9"],
+        properties: &[Property::P9],
         owed_when: "it answered a retry with a messageId an earlier attempt got, inserting nothing",
         witness: |i| i.repeated_answer,
     },
@@ -107,7 +108,7 @@ pub const DEPENDENCIES: &[Dependency] = &[
         party: process::AGENT,
         effect: op::TURN_START,
         or: &[],
-        properties: &["P1", "P17"],
+        properties: &[Property::P1, Property::P17],
         owed_when: "it sent a state_update `running`",
         witness: |i| i.running,
     },
@@ -115,7 +116,7 @@ pub const DEPENDENCIES: &[Dependency] = &[
         party: process::AGENT,
         effect: op::TURN_END,
         or: &[],
-        properties: &["P17"],
+        properties: &[Property::P17],
         owed_when: "it sent a state_update with a stopReason",
         witness: |i| i.stopped,
     },
@@ -123,7 +124,7 @@ pub const DEPENDENCIES: &[Dependency] = &[
         party: process::AGENT,
         effect: op::TOOL_EFFECT,
         or: &[],
-        properties: &["P1"],
+        properties: &[Property::P1],
         owed_when: "it sent a completed tool call",
         witness: |i| i.tool_done,
     },
@@ -131,7 +132,7 @@ pub const DEPENDENCIES: &[Dependency] = &[
         party: process::AGENT,
         effect: op::HOLD,
         or: &[],
-        properties: &["P6"],
+        properties: &[Property::P6],
         owed_when: "it reported an insertion from its queue (`insert` with mode `held`)",
         witness: |i| i.held_insert,
     },
@@ -139,7 +140,7 @@ pub const DEPENDENCIES: &[Dependency] = &[
         party: process::AGENT,
         effect: op::WITHDRAW,
         or: &[],
-        properties: &["P6"],
+        properties: &[Property::P6],
         owed_when: "it answered a session/prompt -32800",
         witness: |i| i.prompt_cancelled,
     },
@@ -147,7 +148,7 @@ pub const DEPENDENCIES: &[Dependency] = &[
         party: process::AGENT,
         effect: op::ACTIVATE,
         or: &[],
-        properties: &["P6", "P10", "P17"],
+        properties: &[Property::P6, Property::P10, Property::P17],
         owed_when:
             "it answered session/new, session/fork, session/load or session/resume with a success",
         witness: |i| i.session_ok,
@@ -159,7 +160,7 @@ pub const DEPENDENCIES: &[Dependency] = &[
         effect: op::ATTEMPT,
         or: &[],
         // Each maps the Agent's attempts to the user's submissions through `attempt`.
-        properties: &["P1", "P2", "P3", "P10", "P14"],
+        properties: &[Property::P1, Property::P2, Property::P3, Property::P10, Property::P14],
         owed_when: "it wrote a session/prompt",
         witness: |i| i.client_prompt,
     },
@@ -169,7 +170,7 @@ pub const DEPENDENCIES: &[Dependency] = &[
         // A Client that let the submission go first (an unkeyed attempt not resent and shown
         // to the user, C9; a withdrawal) owes no `ack` for a late answer.
         or: &[op::SURFACE, op::WITHDRAWN, op::NOT_RESENT],
-        properties: &["P2"],
+        properties: &[Property::P2],
         owed_when: "it read a session/prompt answered with a messageId",
         witness: |i| i.client_answer,
     },
@@ -178,7 +179,7 @@ pub const DEPENDENCIES: &[Dependency] = &[
         effect: op::FORWARD,
         or: &[],
         // Each maps the attempts the proxy rewrote through `forward`.
-        properties: &["P1", "P2", "P3", "P6", "P13"],
+        properties: &[Property::P1, Property::P2, Property::P3, Property::P6, Property::P13],
         owed_when: "it wrote a session/prompt to the Agent",
         witness: |i| i.proxy_prompt,
     },
@@ -373,7 +374,7 @@ pub struct Missing {
     /// The first op that shows it owed.
     pub witness: usize,
     /// The properties not checked for want of it.
-    pub properties: &'static [&'static str],
+    pub properties: &'static [Property],
 }
 
 /// The dependencies the Agent owed in `h` and never emitted, read as the checkers read it (a
@@ -429,7 +430,7 @@ pub(super) fn apply_to_view(f: &Facts, verdicts: &mut [Verdict]) {
     for v in verdicts.iter_mut() {
         let of: Vec<&Missing> = missing
             .iter()
-            .filter(|m| m.properties.contains(&v.property.as_str()))
+            .filter(|m| m.properties.iter().any(|p| *p == v.property))
             .collect();
         if of.is_empty() {
             continue;

@@ -59,7 +59,7 @@ impl Expect {
                     path.display()
                 );
             };
-            if !checkers::CHECKERS.iter().any(|c| c.property == p) {
+            if !checkers::CHECKERS.iter().any(|c| c.property == p.as_str()) {
                 anyhow::bail!(
                     "{}: field `expect.property`: unknown property `{p}` (P1 to P17)",
                     path.display()

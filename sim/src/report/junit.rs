@@ -51,7 +51,7 @@ pub fn junit_xml(s: &Summary) -> String {
         let mut suite = TestSuite::new(row.as_str());
         let mut row_ms = 0u64;
         for c in CHECKERS {
-            let Some(cell) = cells.get(c.property) else {
+            let Some(cell) = cells.get(c.property.as_str()) else {
                 continue;
             };
             row_ms = row_ms.max(cell.sim_ms);

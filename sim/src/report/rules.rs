@@ -46,7 +46,7 @@ pub fn rules_quoted(v: &Verdict) -> Vec<(String, String)> {
             let text = rule_text(id).unwrap_or_else(|| {
                 CHECKERS
                     .iter()
-                    .find(|c| c.property == id)
+                    .find(|c| c.property == id.as_str())
                     .map(|c| format!("{} (ours; see the README's Properties)", c.title))
                     .unwrap_or_else(|| "(not in RULES.md)".into())
             });

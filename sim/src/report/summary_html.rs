@@ -85,7 +85,7 @@ pub fn summary_html(s: &Summary) -> String {
         );
     }
     // The table's nonzero cells only; summary.md has all of it.
-    let props: Vec<&str> = CHECKERS.iter().map(|c| c.property).collect();
+    let props: Vec<&str> = CHECKERS.iter().map(|c| c.property.as_str()).collect();
     let mut nonzero: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     for (row, cells) in &s.table {
         for p in &props {

@@ -137,7 +137,7 @@ pub fn summary_md(s: &Summary) -> String {
         o.push('\n');
     }
     o.push_str("## Table\n\n`·` valid on every seed, `✗N` N violations, `?N` N unknown, `fN` N findings.\n\n");
-    let props: Vec<&str> = CHECKERS.iter().map(|c| c.property).collect();
+    let props: Vec<&str> = CHECKERS.iter().map(|c| c.property.as_str()).collect();
     let _ = writeln!(o, "| scenario@design | {} |", props.join(" | "));
     let _ = writeln!(o, "|---|{}", "---|".repeat(props.len()));
     for (row, cells) in &s.table {

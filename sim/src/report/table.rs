@@ -44,7 +44,7 @@ pub fn coverage_text(s: &Summary) -> String {
 /// The table as text: scenario × property.
 pub fn table_text(s: &Summary) -> String {
     let mut out = String::new();
-    let props: Vec<&str> = CHECKERS.iter().map(|c| c.property).collect();
+    let props: Vec<&str> = CHECKERS.iter().map(|c| c.property.as_str()).collect();
     let width = s.table.keys().map(|k| k.len()).max().unwrap_or(8).max(8);
     out.push_str(&format!(
         "{:<width$}  {:<5} {:>6} {:>10} {:>8} {:>8}  {}\n",

@@ -143,7 +143,7 @@ pub fn witnesses(
                 properties: CHECKERS
                     .iter()
                     .filter(|c| c.rules.contains(&id.as_str()) || c.property == id)
-                    .map(|c| c.property)
+                    .map(|c| c.property.as_str())
                     .collect(),
                 mutants: shown
                     .iter()

@@ -25,7 +25,7 @@ fn every_witness_row_states_what_its_property_required() {
         ops: vec![op],
     };
     for c in CHECKERS {
-        let mut v = Verdict::valid(c.property);
+        let mut v = Verdict::valid(c.property.as_str());
         v.status = Status::Invalid;
         v.witnesses = vec![0];
         let e = Expected::of(&v, &h);
@@ -35,7 +35,7 @@ fn every_witness_row_states_what_its_property_required() {
         assert!(!required.contains("above"), "{}: {required}", c.property);
         assert_eq!(
             Some(e.summary.as_str()),
-            general(c.property),
+            general(c.property.as_str()),
             "{}",
             c.property
         );
