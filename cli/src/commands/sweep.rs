@@ -53,67 +53,16 @@ pub(super) struct SweepArgs {
     dir: DirArgs,
 }
 
+/// One campaign's totals in a sweep: kind, first seed, seeds, runs, violations, unknown,
+/// findings, exit code.
+type Part = (&'static str, u64, u64, u64, u64, u64, u64, i32);
+
 /// Two campaigns (scripted scenarios, then swarm scenarios), no regression corpus; exits with
 /// the worse of their codes (130 if Ctrl-C stopped it, then 1 before 4: a violation is the
 /// point of a sweep).
 pub(super) fn exec(a: &SweepArgs) -> Outcome {
-    // Every flag checked under its own name before any run.
-    for (flag, start_flag, start, seeds) in [
-        ("--seeds", "--seed-start", a.seed_start, a.seeds),
-        (
-            "--swarm-seeds",
-            "--swarm-seed-start",
-            a.swarm_seed_start,
-            a.swarm_seeds,
-        ),
-    ] {
-        super::args::check_seeds(seeds).map_err(|e| {
-            CliError::usage(
-                e.to_string()
-                    .replace("--seeds", flag)
-                    .replace("--seed-start", start_flag),
-            )
-        })?;
-        if start.checked_add(seeds).is_none() {
-            return Err(CliError::usage(format!(
-                "{start_flag} {start}: with {seeds} seeds ({flag}) the range would end past \
-                 2^64; the largest start for {seeds} seeds is {}",
-                u64::MAX - seeds
-            )));
-        }
-    }
-    let mut base_line = None;
-    let (seed_start, swarm_seed_start) = match &a.base {
-        None => (a.seed_start, a.swarm_seed_start),
-        Some(b) => {
-            let (base, named) = base_of(b)?;
-            let (x, y) = (
-                far_start(base, 1, a.seeds),
-                far_start(base, 2, a.swarm_seeds),
-            );
-            if a.shard.is_some() && b == "random" {
-                return Err(CliError::usage(
-                    "--base random with --shard: every shard would draw its own range; draw the base once and give each shard --base N".to_string(),
-                ));
-            }
-            let again = format!(
-                "acp-chaos sweep --seed-start {x} --seeds {} --swarm-seed-start {y} --swarm-seeds {}{}{}",
-                a.seeds,
-                a.swarm_seeds,
-                a.shard.map_or(String::new(), |(k, n)| format!(" --shard {k}/{n}")),
-                a.dir
-                    .scenarios
-                    .as_ref()
-                    .map_or(String::new(), |d| format!(" --scenarios {}", d.display()))
-            );
-            base_line = Some(format!(
-                "sweep base {named}: scripted seeds {x}..{}, swarm seeds {y}..{} (again: {again})",
-                x + a.seeds,
-                y + a.swarm_seeds,
-            ));
-            (x, y)
-        }
-    };
+    check_ranges(a)?;
+    let (seed_start, swarm_seed_start, base_line) = starts_of(a)?;
     if let Some((_, n)) = a.shard {
         if n > a.seeds.min(a.swarm_seeds) {
             return Err(CliError::usage(format!(
@@ -144,46 +93,9 @@ pub(super) fn exec(a: &SweepArgs) -> Outcome {
         if list.is_empty() {
             continue;
         }
-        let args = RunArgs {
-            scenario: list.iter().map(|s| s.name.clone()).collect(),
-            seeds,
-            seed_start: start,
-            seed: None,
-            verbose: false,
-            jobs: a.jobs,
-            mutant: None,
-            agent: None,
-            shard: a.shard,
-            no_progress: a.no_progress,
-            no_regressions: true,
-            check_determinism: false,
-            no_shrink: false,
-            out: Some(out.join(kind)),
-            dir: a.dir.clone(),
-        };
-        let s = campaign(&args)?;
-        let (runs, violations, unknown, findings) = write_rows(
-            &out,
-            kind,
-            &s,
-            &format!(
-                "seeds {start}..{} per scenario@design{}",
-                start + seeds,
-                a.shard
-                    .map_or(String::new(), |(k, n)| format!(", shard {k}/{n}"))
-            ),
-        )?;
-        parts.push((
-            kind,
-            start,
-            seeds,
-            runs,
-            violations,
-            unknown,
-            findings,
-            s.exit_code,
-        ));
-        if s.interrupted {
+        let (part, interrupted) = run_part(a, &out, kind, &list, start, seeds)?;
+        parts.push(part);
+        if interrupted {
             // Ctrl-C stopped this campaign: the next one does not start.
             break;
         }
@@ -194,8 +106,129 @@ pub(super) fn exec(a: &SweepArgs) -> Outcome {
             scenarios_dir(&a.dir).display()
         )));
     }
+    Ok(report(&parts))
+}
+
+/// Every flag checked under its own name before any run.
+fn check_ranges(a: &SweepArgs) -> Result<(), CliError> {
+    for (flag, start_flag, start, seeds) in [
+        ("--seeds", "--seed-start", a.seed_start, a.seeds),
+        (
+            "--swarm-seeds",
+            "--swarm-seed-start",
+            a.swarm_seed_start,
+            a.swarm_seeds,
+        ),
+    ] {
+        super::args::check_seeds(seeds).map_err(|e| {
+            CliError::usage(
+                e.to_string()
+                    .replace("--seeds", flag)
+                    .replace("--seed-start", start_flag),
+            )
+        })?;
+        if start.checked_add(seeds).is_none() {
+            return Err(CliError::usage(format!(
+                "{start_flag} {start}: with {seeds} seeds ({flag}) the range would end past \
+                 2^64; the largest start for {seeds} seeds is {}",
+                u64::MAX - seeds
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The first scripted and swarm seeds: the flags', or both derived from `--base`, with the
+/// line that says the ranges and how to run them again.
+fn starts_of(a: &SweepArgs) -> Result<(u64, u64, Option<String>), CliError> {
+    let Some(b) = &a.base else {
+        return Ok((a.seed_start, a.swarm_seed_start, None));
+    };
+    let (base, named) = base_of(b)?;
+    let (x, y) = (
+        far_start(base, 1, a.seeds),
+        far_start(base, 2, a.swarm_seeds),
+    );
+    if a.shard.is_some() && b == "random" {
+        return Err(CliError::usage(
+            "--base random with --shard: every shard would draw its own range; draw the base once and give each shard --base N".to_string(),
+        ));
+    }
+    let again = format!(
+        "acp-chaos sweep --seed-start {x} --seeds {} --swarm-seed-start {y} --swarm-seeds {}{}{}",
+        a.seeds,
+        a.swarm_seeds,
+        a.shard
+            .map_or(String::new(), |(k, n)| format!(" --shard {k}/{n}")),
+        a.dir
+            .scenarios
+            .as_ref()
+            .map_or(String::new(), |d| format!(" --scenarios {}", d.display()))
+    );
+    let line = format!(
+        "sweep base {named}: scripted seeds {x}..{}, swarm seeds {y}..{} (again: {again})",
+        x + a.seeds,
+        y + a.swarm_seeds,
+    );
+    Ok((x, y, Some(line)))
+}
+
+/// Run one kind's campaign into `<out>/<kind>` and write its rows page; its totals, and
+/// whether Ctrl-C stopped it.
+fn run_part(
+    a: &SweepArgs,
+    out: &Path,
+    kind: &'static str,
+    list: &[&acp_chaos::scenario::Scenario],
+    start: u64,
+    seeds: u64,
+) -> Result<(Part, bool), CliError> {
+    let args = RunArgs {
+        scenario: list.iter().map(|s| s.name.clone()).collect(),
+        seeds,
+        seed_start: start,
+        seed: None,
+        verbose: false,
+        jobs: a.jobs,
+        mutant: None,
+        agent: None,
+        shard: a.shard,
+        no_progress: a.no_progress,
+        no_regressions: true,
+        check_determinism: false,
+        no_shrink: false,
+        out: Some(out.join(kind)),
+        dir: a.dir.clone(),
+    };
+    let s = campaign(&args)?;
+    let (runs, violations, unknown, findings) = write_rows(
+        out,
+        kind,
+        &s,
+        &format!(
+            "seeds {start}..{} per scenario@design{}",
+            start + seeds,
+            a.shard
+                .map_or(String::new(), |(k, n)| format!(", shard {k}/{n}"))
+        ),
+    )?;
+    let part = (
+        kind,
+        start,
+        seeds,
+        runs,
+        violations,
+        unknown,
+        findings,
+        s.exit_code,
+    );
+    Ok((part, s.interrupted))
+}
+
+/// Print each campaign's line (and the vacuous-rows note); the sweep's exit code.
+fn report(parts: &[Part]) -> i32 {
     println!();
-    for (kind, start, seeds, runs, violations, unknown, findings, code) in &parts {
+    for (kind, start, seeds, runs, violations, unknown, findings, code) in parts {
         println!(
             "sweep {kind}: seeds {start}..{} per scenario@design, {runs} runs: {violations} violations, {unknown} unknown, {findings} findings (exit {code})",
             start + seeds
@@ -210,7 +243,7 @@ pub(super) fn exec(a: &SweepArgs) -> Outcome {
     if violations + unknown == 0 && codes.contains(&exit::LIVENESS) {
         println!("sweep: note: some rows were vacuous (a `sometimes` event never happened in so few seeds; see each summary.md); not counted as a failure");
     }
-    Ok(if codes.contains(&exit::INTERRUPTED) {
+    if codes.contains(&exit::INTERRUPTED) {
         exit::INTERRUPTED
     } else if codes.contains(&exit::NONDETERMINISM) {
         exit::NONDETERMINISM
@@ -220,7 +253,7 @@ pub(super) fn exec(a: &SweepArgs) -> Outcome {
         exit::LIVENESS
     } else {
         exit::VALID
-    })
+    }
 }
 
 /// Write `<out>/<kind>-rows.md` from campaign `s` (its folder `<out>/<kind>`): every

@@ -173,6 +173,46 @@ fn run_trial(
     // copy of the path, and the probe would read none of them).
     let dir = &std::path::absolute(dir)?;
     let wire = dir.join("wire.jsonl");
+    let argv = client_argv(a, &trial_agent(served, trial, dir, &wire));
+    let t0 = crate::wall_clock::now();
+    let status = run_client(a, &argv, dir, t0)?;
+    let wall_ms = t0.elapsed().as_millis() as u64;
+    let exit = status.and_then(|s| s.code());
+    let log: Vec<Value> = std::fs::read_to_string(&wire)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let prompts = log
+        .iter()
+        .filter(|v| v["in"]["method"] == "session/prompt")
+        .count() as u32;
+    let aborted = aborted_why(a, dir, &log, exit, status.is_none());
+    let mut verdicts = client_wire::judge(&log, exit);
+    if let Some(why) = &aborted {
+        if log.is_empty() {
+            for v in &mut verdicts {
+                v.status = Status::Unknown;
+                v.message = why.clone();
+            }
+        }
+    }
+    let mut j = serde_json::to_vec_pretty(&verdicts)?;
+    j.push(b'\n');
+    std::fs::write(dir.join("verdicts.json"), j)?;
+    Ok(TrialRun {
+        verdicts,
+        prompts,
+        exit,
+        wall_ms,
+        aborted,
+        folder: dir.to_path_buf(),
+    })
+}
+
+/// The served Agent's command for one trial: its store and wire log in `dir`, and the
+/// trial's fault.
+fn trial_agent(served: &[String], trial: &str, dir: &Path, wire: &Path) -> Vec<String> {
     let mut agent = served.to_vec();
     agent.extend([
         "--store".into(),
@@ -183,23 +223,37 @@ fn run_trial(
     if trial != NO_FAULT {
         agent.extend(["--fault-at".into(), trial.to_string()]);
     }
+    agent
+}
+
+/// The Client command with `{agent}` (several arguments) and `{agent-line}` (one, quoted)
+/// filled in.
+fn client_argv(a: &ProbeArgs, agent: &[String]) -> Vec<String> {
     let line = agent
         .iter()
         .map(|w| shell_quote(w))
         .collect::<Vec<_>>()
         .join(" ");
-    let argv: Vec<String> = a
-        .command
+    a.command
         .iter()
         .flat_map(|w| {
             if w == AGENT {
-                agent.clone()
+                agent.to_vec()
             } else {
                 vec![w.replace(AGENT_LINE, &line)]
             }
         })
-        .collect();
-    let t0 = crate::wall_clock::now();
+        .collect()
+}
+
+/// Run the Client in `dir` until it exits or the trial's bound passes, then kill its process
+/// group; its exit status, or `None` when it was still running.
+fn run_client(
+    a: &ProbeArgs,
+    argv: &[String],
+    dir: &Path,
+    t0: std::time::Instant,
+) -> anyhow::Result<Option<std::process::ExitStatus>> {
     // A relative program path (`./my-client`) is the user's, from where they ran the probe.
     let program = match Path::new(&argv[0]) {
         p if p.is_relative() && p.components().count() > 1 => std::path::absolute(p)?,
@@ -241,18 +295,19 @@ fn run_trial(
         libc::kill(-pgid, libc::SIGKILL);
     }
     let _ = child.wait();
-    let wall_ms = t0.elapsed().as_millis() as u64;
-    let exit = status.and_then(|s| s.code());
-    let log: Vec<Value> = std::fs::read_to_string(&wire)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
-    let prompts = log
-        .iter()
-        .filter(|v| v["in"]["method"] == "session/prompt")
-        .count() as u32;
-    let aborted = if log.is_empty() {
+    Ok(status)
+}
+
+/// Why a run says nothing of the Client: it never started its Agent, or it was killed out of
+/// time.
+fn aborted_why(
+    a: &ProbeArgs,
+    dir: &Path,
+    log: &[Value],
+    exit: Option<i32>,
+    killed: bool,
+) -> Option<String> {
+    if log.is_empty() {
         let err = std::fs::read_to_string(dir.join("client.stderr")).unwrap_or_default();
         Some(format!(
             "the Client never started its Agent (`{AGENT}`){}; {}",
@@ -265,34 +320,14 @@ fn run_trial(
                 l => format!("stderr: {l}"),
             }
         ))
-    } else if status.is_none() {
+    } else if killed {
         Some(format!(
             "the Client did not exit within {} ms (killed)",
             a.wait_ms()
         ))
     } else {
         None
-    };
-    let mut verdicts = client_wire::judge(&log, exit);
-    if let Some(why) = &aborted {
-        if log.is_empty() {
-            for v in &mut verdicts {
-                v.status = Status::Unknown;
-                v.message = why.clone();
-            }
-        }
     }
-    let mut j = serde_json::to_vec_pretty(&verdicts)?;
-    j.push(b'\n');
-    std::fs::write(dir.join("verdicts.json"), j)?;
-    Ok(TrialRun {
-        verdicts,
-        prompts,
-        exit,
-        wall_ms,
-        aborted,
-        folder: dir.to_path_buf(),
-    })
 }
 
 /// The command that runs one trial again.
@@ -316,6 +351,18 @@ fn retry_line(a: &ProbeArgs, trial: &str) -> String {
     s
 }
 
+/// What the trials so far added up to: the table trial × rule, the failures, every run, and
+/// the notes per trial.
+#[derive(Default)]
+struct Tally {
+    table: BTreeMap<String, BTreeMap<String, TraceTally>>,
+    failures: Vec<Failure>,
+    runs: Vec<RunOutcome>,
+    notes: BTreeMap<String, BTreeMap<String, u32>>,
+}
+
+/// Run every trial `--repeat` times (the crash trials after the first fault-free run says how
+/// many prompts there are), then print and write the report; the exit code.
 fn probe(
     a: &ProbeArgs,
     target: &Target,
@@ -340,10 +387,7 @@ fn probe(
     } else {
         pinned.clone()
     };
-    let mut table: BTreeMap<String, BTreeMap<String, TraceTally>> = BTreeMap::new();
-    let mut failures: Vec<Failure> = Vec::new();
-    let mut runs: Vec<RunOutcome> = Vec::new();
-    let mut notes: BTreeMap<String, BTreeMap<String, u32>> = BTreeMap::new();
+    let mut t = Tally::default();
     let mut i = 0;
     while i < trials.len() {
         let trial = trials[i].clone();
@@ -352,70 +396,105 @@ fn probe(
             let r = run_trial(a, served, &trial, &out.join(&name))?;
             // The first fault-free run says how many prompts the crash trials cover.
             if pinned.is_empty() && trial == NO_FAULT && run == 0 {
-                for n in 1..=r.prompts.min(PROMPTS_MAX) {
-                    for point in FaultPoint::ALL {
-                        trials.push(ServedFault { point, nth: n }.to_string());
-                    }
-                }
-                if r.prompts == 0 && r.aborted.is_none() {
-                    notes.entry(trial.clone()).or_default().insert(
-                        "the Client sent no session/prompt: no crash trial to run".into(),
-                        1,
-                    );
-                }
+                crash_trials(&r, &trial, &mut trials, &mut t.notes);
             }
-            let row = table.entry(trial.clone()).or_default();
-            let mut failed = false;
-            for v in &r.verdicts {
-                row.entry(v.property.clone()).or_default().count(v);
-                let unknown = v.status == Status::Unknown && !v.message.starts_with(VACUOUS);
-                if v.status == Status::Invalid || v.status == Status::Finding || unknown {
-                    failed |= v.status != Status::Finding;
-                    failures.push(Failure {
-                        trace: trial.clone(),
-                        run,
-                        delay_ms: None,
-                        kill_point: None,
-                        verdict: v.clone(),
-                        at_ms: None,
-                        wall_ms: r.wall_ms,
-                        folder: Some(name.clone()),
-                        retry: retry_line(a, &trial),
-                    });
-                }
-            }
-            if let Some(why) = &r.aborted {
-                *notes
-                    .entry(trial.clone())
-                    .or_default()
-                    .entry(why.clone())
-                    .or_default() += 1;
-            }
-            let keep = failed || a.keep_runs;
-            if !keep {
-                let _ = std::fs::remove_dir_all(&r.folder);
-            }
-            runs.push(RunOutcome {
-                trace: trial.clone(),
-                run,
-                delay_ms: None,
-                kill_point: None,
-                wall_ms: r.wall_ms,
-                verdicts: r.verdicts,
-                aborted: r.aborted,
-                notes: r
-                    .exit
-                    .map(|c| vec![format!("the Client exited {c}")])
-                    .unwrap_or_default(),
-                windows: Vec::new(),
-                folder: keep.then_some(name),
-                ops: 0,
-            });
+            record(a, &mut t, &trial, run, name, r);
         }
         i += 1;
     }
-    let invalid = failures.iter().any(|f| f.verdict.status == Status::Invalid);
-    let unknown = failures.iter().any(|f| f.verdict.status == Status::Unknown);
+    report(a, target, trials, t, out)
+}
+
+/// Queue a crash trial per fault point for each of the Client's first prompts (as many as
+/// the fault-free run `r` sent); note a Client that sent none.
+fn crash_trials(
+    r: &TrialRun,
+    trial: &str,
+    trials: &mut Vec<String>,
+    notes: &mut BTreeMap<String, BTreeMap<String, u32>>,
+) {
+    for n in 1..=r.prompts.min(PROMPTS_MAX) {
+        for point in FaultPoint::ALL {
+            trials.push(ServedFault { point, nth: n }.to_string());
+        }
+    }
+    if r.prompts == 0 && r.aborted.is_none() {
+        notes.entry(trial.to_string()).or_default().insert(
+            "the Client sent no session/prompt: no crash trial to run".into(),
+            1,
+        );
+    }
+}
+
+/// Count one run's verdicts, failures and notes; keep its folder only when it failed (or
+/// `--keep-runs`).
+fn record(a: &ProbeArgs, t: &mut Tally, trial: &str, run: u32, name: String, r: TrialRun) {
+    let row = t.table.entry(trial.to_string()).or_default();
+    let mut failed = false;
+    for v in &r.verdicts {
+        row.entry(v.property.clone()).or_default().count(v);
+        let unknown = v.status == Status::Unknown && !v.message.starts_with(VACUOUS);
+        if v.status == Status::Invalid || v.status == Status::Finding || unknown {
+            failed |= v.status != Status::Finding;
+            t.failures.push(Failure {
+                trace: trial.to_string(),
+                run,
+                delay_ms: None,
+                kill_point: None,
+                verdict: v.clone(),
+                at_ms: None,
+                wall_ms: r.wall_ms,
+                folder: Some(name.clone()),
+                retry: retry_line(a, trial),
+            });
+        }
+    }
+    if let Some(why) = &r.aborted {
+        *t.notes
+            .entry(trial.to_string())
+            .or_default()
+            .entry(why.clone())
+            .or_default() += 1;
+    }
+    let keep = failed || a.keep_runs;
+    if !keep {
+        let _ = std::fs::remove_dir_all(&r.folder);
+    }
+    t.runs.push(RunOutcome {
+        trace: trial.to_string(),
+        run,
+        delay_ms: None,
+        kill_point: None,
+        wall_ms: r.wall_ms,
+        verdicts: r.verdicts,
+        aborted: r.aborted,
+        notes: r
+            .exit
+            .map(|c| vec![format!("the Client exited {c}")])
+            .unwrap_or_default(),
+        windows: Vec::new(),
+        folder: keep.then_some(name),
+        ops: 0,
+    });
+}
+
+/// The summary of every trial: printed as a table, written as `summary.json`, `summary.md`
+/// and `junit.xml`, and the last line; the exit code.
+fn report(
+    a: &ProbeArgs,
+    target: &Target,
+    trials: Vec<String>,
+    t: Tally,
+    out: &Path,
+) -> anyhow::Result<i32> {
+    let invalid = t
+        .failures
+        .iter()
+        .any(|f| f.verdict.status == Status::Invalid);
+    let unknown = t
+        .failures
+        .iter()
+        .any(|f| f.verdict.status == Status::Unknown);
     let code = if invalid {
         exit::INVALID
     } else if unknown {
@@ -431,12 +510,12 @@ fn probe(
         repeat: a.repeat,
         timeout_ms: a.wait_ms(),
         traces: trials.clone(),
-        table,
+        table: t.table,
         windows: BTreeMap::new(),
-        notes,
+        notes: t.notes,
         not_run: BTreeMap::new(),
-        failures,
-        runs,
+        failures: t.failures,
+        runs: t.runs,
         calibration: None,
         time_scale: None,
         exit_code: code,
