@@ -86,6 +86,31 @@ fn read_or_empty(path: &Path) -> anyhow::Result<Vec<u8>> {
     }
 }
 
+/// This start's boot number: one more than any boot the `records` show, the watermark
+/// keeps, or the `boots` file of a store from before boot records counts.
+fn next_boot(
+    dir: &Path,
+    path: &Path,
+    records: &[serde_json::Value],
+    mark: Option<store::Watermark>,
+) -> anyhow::Result<u32> {
+    // A store from before boot records counted its starts in `boots`, one line each.
+    let legacy = std::fs::read_to_string(dir.join("boots"))
+        .map(|s| s.lines().count() as u64)
+        .unwrap_or(0);
+    let last = records
+        .iter()
+        .map(boot_of)
+        .max()
+        .unwrap_or(0)
+        .max(legacy)
+        .max(mark.map_or(0, |m| m.boot));
+    let Some(boot) = last.checked_add(1).and_then(|b| u32::try_from(b).ok()) else {
+        anyhow::bail!("{}: boot counter at its limit ({last})", path.display());
+    };
+    Ok(boot)
+}
+
 impl StoreDir {
     fn log_path(&self) -> PathBuf {
         self.dir.join("sessions.log")
@@ -113,105 +138,12 @@ impl StoreDir {
             mark: store::Watermark::default(),
             boot: 0,
         };
-        let (path, mark_path) = (disk.log_path(), disk.mark_path());
+        let path = disk.log_path();
         let named = |e: std::io::Error| anyhow::anyhow!("{}: {e}", path.display());
         let bytes = read_or_empty(&path)?;
-        let mark_bytes = read_or_empty(&mark_path)?;
-        if let Some(at) = store::Watermark::damaged_slot(&mark_bytes) {
-            // A crash tears the slot being written; damage looks the same. Either way the
-            // other slot's synced length is older and smaller, never a claim the log cannot
-            // back: say which was used.
-            eprintln!(
-                "acp-chaos agent: {}: the slot at byte {at} is damaged (a torn write or damage); using the other, older slot",
-                mark_path.display()
-            );
-        }
-        let mark = match store::Watermark::read(&mark_bytes) {
-            Ok(m) => m,
-            // The first watermark write torn by a crash: nothing it could vouch for was written
-            // yet, so the log is read as if it had none (and refused by the check below if it
-            // holds more).
-            Err(_) if unvouched(&store::recover(&bytes).records) == 0 => {
-                eprintln!(
-                    "acp-chaos agent: {}: no valid slot, and {} holds only what comes before the first watermark (a torn first write); reading it without one",
-                    mark_path.display(),
-                    path.display()
-                );
-                None
-            }
-            Err(at) if !salvage => anyhow::bail!(
-                "{}: damaged at byte {at}: neither slot holds a valid watermark (the synced length of {}), so damage in the log could not be told from a torn tail; refusing to start (restore the file, or run with --salvage to read the log as if every byte were synced)",
-                mark_path.display(),
-                path.display()
-            ),
-            Err(at) => {
-                eprintln!(
-                    "acp-chaos agent: {}: --salvage: damaged at byte {at}, no valid watermark; reading {} as if every byte were synced",
-                    mark_path.display(),
-                    path.display()
-                );
-                None
-            }
-        };
-        let found = match store::recover_synced(&bytes, mark.map(|m| m.synced)) {
-            Ok(found) => {
-                if found.valid < bytes.len() {
-                    disk.cut(found.valid)?;
-                    eprintln!(
-                        "acp-chaos agent: {}: cut a torn tail ({} bytes from byte {}, after the synced length {})",
-                        path.display(),
-                        bytes.len() - found.valid,
-                        found.valid,
-                        mark.map_or(0, |m| m.synced)
-                    );
-                }
-                found
-            }
-            Err(d) if !salvage => anyhow::bail!(
-                "{}: {}; refusing to start rather than lose acknowledged records (restore the file, or run with --salvage to keep the {} whole records before byte {})",
-                path.display(),
-                d.reason(),
-                d.kept.records.len(),
-                d.at
-            ),
-            Err(d) => {
-                disk.cut(d.at)?;
-                let missing = if d.len < d.synced {
-                    format!("; {} synced bytes were already missing", d.synced - d.len)
-                } else {
-                    String::new()
-                };
-                eprintln!(
-                    "acp-chaos agent: {}: --salvage: {}: kept {} records (bytes 0..{}), dropped {} bytes from byte {} ({} whole records readable after the damage among them){missing}",
-                    path.display(),
-                    d.reason(),
-                    d.kept.records.len(),
-                    d.at,
-                    d.len - d.at,
-                    d.at,
-                    store::records_after(&bytes, d.at),
-                );
-                d.kept
-            }
-        };
-        // A log in the current framing has had a watermark since its first start wrote its
-        // boot record (or, migrated from the old framing, since then): without one, a cut at
-        // a record boundary could not be seen.
-        let unvouched = unvouched(&found.records);
-        if mark.is_none() && found.framing == store::Framing::Current && unvouched > 0 {
-            if !salvage {
-                anyhow::bail!(
-                    "{}: missing or empty beside {} ({unvouched} records written since a watermark was first written), so a cut of the log could not be seen; refusing to start (restore the file, or run with --salvage to read the log as if every byte were synced)",
-                    mark_path.display(),
-                    path.display()
-                );
-            }
-            eprintln!(
-                "acp-chaos agent: {}: --salvage: missing or empty; reading {} as if every byte were synced (a cut at a record boundary cannot be seen)",
-                mark_path.display(),
-                path.display()
-            );
-        }
+        let mark = disk.read_mark(&bytes, salvage)?;
+        let found = disk.recover(&bytes, mark, salvage)?;
+        disk.check_vouched(&found, mark, salvage)?;
         disk.len = found.valid as u64;
         if found.framing == store::Framing::Legacy {
             disk.migrate(&found.records)?;
@@ -232,24 +164,135 @@ impl StoreDir {
             .iter()
             .filter_map(|r| serde_json::from_slice(r).ok())
             .collect();
-        // A store from before boot records counted its starts in `boots`, one line each.
-        let legacy = std::fs::read_to_string(dir.join("boots"))
-            .map(|s| s.lines().count() as u64)
-            .unwrap_or(0);
-        let last = records
-            .iter()
-            .map(boot_of)
-            .max()
-            .unwrap_or(0)
-            .max(legacy)
-            .max(mark.map_or(0, |m| m.boot));
-        let Some(boot) = last.checked_add(1).and_then(|b| u32::try_from(b).ok()) else {
-            anyhow::bail!("{}: boot counter at its limit ({last})", path.display());
-        };
+        let boot = next_boot(dir, &path, &records, mark)?;
         disk.mark = mark.unwrap_or_default();
         disk.boot = u64::from(boot);
         disk.persist(&serde_json::json!({"t": "boot", "boot": boot}), true)?;
         Ok((disk, boot, records))
+    }
+
+    /// The watermark beside the log `bytes`: `None` when there is none, or (said on stderr)
+    /// when it is damaged and the log holds nothing it vouched for or `salvage` reads past it.
+    fn read_mark(&self, bytes: &[u8], salvage: bool) -> anyhow::Result<Option<store::Watermark>> {
+        let (path, mark_path) = (self.log_path(), self.mark_path());
+        let mark_bytes = read_or_empty(&mark_path)?;
+        if let Some(at) = store::Watermark::damaged_slot(&mark_bytes) {
+            // A crash tears the slot being written; damage looks the same. Either way the
+            // other slot's synced length is older and smaller, never a claim the log cannot
+            // back: say which was used.
+            eprintln!(
+                "acp-chaos agent: {}: the slot at byte {at} is damaged (a torn write or damage); using the other, older slot",
+                mark_path.display()
+            );
+        }
+        Ok(match store::Watermark::read(&mark_bytes) {
+            Ok(m) => m,
+            // The first watermark write torn by a crash: nothing it could vouch for was written
+            // yet, so the log is read as if it had none (and refused by the check below if it
+            // holds more).
+            Err(_) if unvouched(&store::recover(bytes).records) == 0 => {
+                eprintln!(
+                    "acp-chaos agent: {}: no valid slot, and {} holds only what comes before the first watermark (a torn first write); reading it without one",
+                    mark_path.display(),
+                    path.display()
+                );
+                None
+            }
+            Err(at) if !salvage => anyhow::bail!(
+                "{}: damaged at byte {at}: neither slot holds a valid watermark (the synced length of {}), so damage in the log could not be told from a torn tail; refusing to start (restore the file, or run with --salvage to read the log as if every byte were synced)",
+                mark_path.display(),
+                path.display()
+            ),
+            Err(at) => {
+                eprintln!(
+                    "acp-chaos agent: {}: --salvage: damaged at byte {at}, no valid watermark; reading {} as if every byte were synced",
+                    mark_path.display(),
+                    path.display()
+                );
+                None
+            }
+        })
+    }
+
+    /// The whole records of the log `bytes` under the watermark `mark`: a torn tail past it
+    /// cut (with a note); damage below it refused, or under `salvage` cut with what it dropped
+    /// said.
+    fn recover(
+        &self,
+        bytes: &[u8],
+        mark: Option<store::Watermark>,
+        salvage: bool,
+    ) -> anyhow::Result<store::Recovered> {
+        let path = self.log_path();
+        Ok(match store::recover_synced(bytes, mark.map(|m| m.synced)) {
+            Ok(found) => {
+                if found.valid < bytes.len() {
+                    self.cut(found.valid)?;
+                    eprintln!(
+                        "acp-chaos agent: {}: cut a torn tail ({} bytes from byte {}, after the synced length {})",
+                        path.display(),
+                        bytes.len() - found.valid,
+                        found.valid,
+                        mark.map_or(0, |m| m.synced)
+                    );
+                }
+                found
+            }
+            Err(d) if !salvage => anyhow::bail!(
+                "{}: {}; refusing to start rather than lose acknowledged records (restore the file, or run with --salvage to keep the {} whole records before byte {})",
+                path.display(),
+                d.reason(),
+                d.kept.records.len(),
+                d.at
+            ),
+            Err(d) => {
+                self.cut(d.at)?;
+                let missing = if d.len < d.synced {
+                    format!("; {} synced bytes were already missing", d.synced - d.len)
+                } else {
+                    String::new()
+                };
+                eprintln!(
+                    "acp-chaos agent: {}: --salvage: {}: kept {} records (bytes 0..{}), dropped {} bytes from byte {} ({} whole records readable after the damage among them){missing}",
+                    path.display(),
+                    d.reason(),
+                    d.kept.records.len(),
+                    d.at,
+                    d.len - d.at,
+                    d.at,
+                    store::records_after(bytes, d.at),
+                );
+                d.kept
+            }
+        })
+    }
+
+    /// A log in the current framing has had a watermark since its first start wrote its boot
+    /// record (or, migrated from the old framing, since then): without one, a cut at a record
+    /// boundary could not be seen, so the start stops (or, under `salvage`, says so).
+    fn check_vouched(
+        &self,
+        found: &store::Recovered,
+        mark: Option<store::Watermark>,
+        salvage: bool,
+    ) -> anyhow::Result<()> {
+        let (path, mark_path) = (self.log_path(), self.mark_path());
+        let unvouched = unvouched(&found.records);
+        if mark.is_none() && found.framing == store::Framing::Current && unvouched > 0 {
+            if !salvage {
+                anyhow::bail!(
+                    "{}: missing or empty beside {} ({unvouched} records written since a watermark was first written), so a cut of the log could not be seen; refusing to start (restore the file, or run with --salvage to read the log as if every byte were synced)",
+                    mark_path.display(),
+                    path.display()
+                );
+            }
+            eprintln!(
+                "acp-chaos agent: {}: --salvage: missing or empty; reading {} as if every byte were synced (a cut at a record boundary cannot be seen)",
+                mark_path.display(),
+                path.display()
+            );
+        }
+        Ok(())
     }
 
     /// Cut the log to `len` bytes and sync it.
