@@ -417,6 +417,7 @@ impl std::fmt::Debug for MockModel {
 
 // ---- the server --------------------------------------------------------------------------
 
+/// One request: routed, logged, then answered (404 for a route it does not serve).
 async fn handle(
     State(shared): State<Arc<Shared>>,
     method: Method,
@@ -431,26 +432,7 @@ async fn handle(
     let bare = uri.path().trim_end_matches('/');
     let parsed: Option<Value> = serde_json::from_slice(&body).ok();
     let at_ms = shared.elapsed_ms();
-    let (api, kind) = match (method.as_str(), bare) {
-        ("POST", "/v1/messages") => (
-            Some(Api::Anthropic),
-            if has_tools(parsed.as_ref()) {
-                RequestKind::Turn
-            } else {
-                RequestKind::Title
-            },
-        ),
-        ("POST", "/v1/messages/count_tokens") => (Some(Api::Anthropic), RequestKind::Other),
-        ("POST", "/v1/responses") => (
-            Some(Api::OpenaiResponses),
-            if has_tools(parsed.as_ref()) {
-                RequestKind::Turn
-            } else {
-                RequestKind::Title
-            },
-        ),
-        _ => (None, RequestKind::Unknown),
-    };
+    let (api, kind) = route(method.as_str(), bare, parsed.as_ref());
     let stream = parsed
         .as_ref()
         .and_then(|v| v.get("stream"))
@@ -503,21 +485,86 @@ async fn handle(
     };
     shared.changed.notify_all();
     if let Some(dir) = &shared.cfg.log_dir {
-        let name: String = path
-            .trim_start_matches('/')
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-            .collect();
-        let file = dir.join(format!("{seq:04}-{method}-{name}.json"));
-        let text = match &parsed {
-            Some(v) => serde_json::to_string_pretty(v).unwrap_or_default(),
-            None => String::from_utf8_lossy(&body).into_owned(),
-        };
-        let _ = std::fs::write(file, text);
+        write_body(dir, seq, &method, &path, parsed.as_ref(), &body);
     }
-
-    let id = shared.next_id.fetch_add(1, Ordering::SeqCst);
     let model = model.unwrap_or_else(|| "mock".into());
+    let req = Answer {
+        seq,
+        api,
+        kind,
+        stream,
+        delay_ms,
+    };
+    answer(&shared, req, &method, &path, &model, body.len())
+}
+
+/// Which API a request speaks and what it asks for, from its method and path (a model
+/// request with tools is a turn, without them a title).
+fn route(method: &str, bare: &str, parsed: Option<&Value>) -> (Option<Api>, RequestKind) {
+    let turn_or_title = || {
+        if has_tools(parsed) {
+            RequestKind::Turn
+        } else {
+            RequestKind::Title
+        }
+    };
+    match (method, bare) {
+        ("POST", "/v1/messages") => (Some(Api::Anthropic), turn_or_title()),
+        ("POST", "/v1/messages/count_tokens") => (Some(Api::Anthropic), RequestKind::Other),
+        ("POST", "/v1/responses") => (Some(Api::OpenaiResponses), turn_or_title()),
+        _ => (None, RequestKind::Unknown),
+    }
+}
+
+/// `--log-dir`: the request's body as `<seq>-<method>-<path>.json` (pretty when it is JSON).
+fn write_body(
+    dir: &std::path::Path,
+    seq: usize,
+    method: &Method,
+    path: &str,
+    parsed: Option<&Value>,
+    body: &[u8],
+) {
+    let name: String = path
+        .trim_start_matches('/')
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    let file = dir.join(format!("{seq:04}-{method}-{name}.json"));
+    let text = match parsed {
+        Some(v) => serde_json::to_string_pretty(v).unwrap_or_default(),
+        None => String::from_utf8_lossy(body).into_owned(),
+    };
+    let _ = std::fs::write(file, text);
+}
+
+/// What the answer to a logged request depends on.
+struct Answer {
+    seq: usize,
+    api: Option<Api>,
+    kind: RequestKind,
+    stream: bool,
+    delay_ms: u64,
+}
+
+/// The answer to request `r`: in its API's shape, streamed (after its delay) when it asked for
+/// a stream; marked completed in the log when it is not a stream (a stream marks itself).
+fn answer(
+    shared: &Arc<Shared>,
+    r: Answer,
+    method: &Method,
+    path: &str,
+    model: &str,
+    body_len: usize,
+) -> Response {
+    let Answer {
+        seq,
+        api,
+        kind,
+        stream,
+        delay_ms,
+    } = r;
+    let id = shared.next_id.fetch_add(1, Ordering::SeqCst);
     let text = if kind == RequestKind::Title {
         shared.cfg.title_text.clone()
     } else {
@@ -525,11 +572,8 @@ async fn handle(
     };
     match (api, kind) {
         (None, _) => {
-            eprintln!(
-                "mock model: unknown request {method} {path} ({} bytes)",
-                body.len()
-            );
-            finish(&shared, seq);
+            eprintln!("mock model: unknown request {method} {path} ({body_len} bytes)");
+            finish(shared, seq);
             json_response(
                 StatusCode::NOT_FOUND,
                 json!({"type": "error", "error": {"type": "not_found_error",
@@ -537,30 +581,30 @@ async fn handle(
             )
         }
         (Some(Api::Anthropic), RequestKind::Other) => {
-            finish(&shared, seq);
+            finish(shared, seq);
             json_response(StatusCode::OK, json!({"input_tokens": 10}))
         }
         (Some(Api::Anthropic), _) if stream => sse_response(
             shared.clone(),
             seq,
-            anthropic_events(id, &model, &text),
+            anthropic_events(id, model, &text),
             delay_ms,
         ),
         (Some(Api::Anthropic), _) => {
-            finish(&shared, seq);
-            json_response(StatusCode::OK, anthropic_message(id, &model, &text))
+            finish(shared, seq);
+            json_response(StatusCode::OK, anthropic_message(id, model, &text))
         }
         (Some(Api::OpenaiResponses), _) if stream => sse_response(
             shared.clone(),
             seq,
-            openai_events(id, &model, &text),
+            openai_events(id, model, &text),
             delay_ms,
         ),
         (Some(Api::OpenaiResponses), _) => {
-            finish(&shared, seq);
+            finish(shared, seq);
             json_response(
                 StatusCode::OK,
-                openai_response(id, &model, &text, "completed"),
+                openai_response(id, model, &text, "completed"),
             )
         }
     }
