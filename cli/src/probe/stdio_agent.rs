@@ -238,9 +238,14 @@ fn refusal(line: &Line) -> Option<In> {
 
 const CONN: u64 = 1;
 
-fn serve(cfg: AgentConfig, a: &AgentArgs) -> anyhow::Result<()> {
+/// The store folder (`--store`), this start's boot number and the records the model
+/// recovers from (none for the in-memory design, whose sessions die with it).
+fn open_store(
+    cfg: &AgentConfig,
+    a: &AgentArgs,
+) -> anyhow::Result<(Option<StoreDir>, u32, Vec<serde_json::Value>)> {
     let persists = cfg.design != Design::InMemory;
-    let (mut disk, boot, records) = match &a.store {
+    Ok(match &a.store {
         Some(dir) => {
             let (mut d, b, mut r) = StoreDir::open(dir, a.salvage)?;
             if !persists {
@@ -252,17 +257,13 @@ fn serve(cfg: AgentConfig, a: &AgentArgs) -> anyhow::Result<()> {
             (Some(d), b, r)
         }
         None => (None, 1, Vec::new()),
-    };
-    let mut pipe = Pipe::new(match &a.wire_log {
-        Some(path) => Some(
-            WireLog::open(path, boot, a.fault_at.clone(), a.slow_resume_ms)
-                .map_err(|e| anyhow::anyhow!("--wire-log {}: {e}", path.display()))?,
-        ),
-        None => None,
-    });
-    let mut model = ModelAgent::recover(cfg, boot, a.seed, &records);
+    })
+}
+
+/// Read stdin on its own thread: each line (or refusal of a bad one) arrives on the channel,
+/// then `Eof`.
+fn read_stdin(max_line: usize) -> mpsc::Receiver<In> {
     let (tx, rx) = mpsc::channel::<In>();
-    let max_line = a.max_line_bytes;
     std::thread::spawn(move || {
         let mut r = LineReader::new(std::io::stdin().lock(), max_line);
         loop {
@@ -279,6 +280,46 @@ fn serve(cfg: AgentConfig, a: &AgentArgs) -> anyhow::Result<()> {
             }
         }
     });
+    rx
+}
+
+/// The next thing to handle: a line already read, else one that arrives before the earliest
+/// timer or held line `next` falls due (`None` when it falls due first).
+fn next_event(rx: &mpsc::Receiver<In>, next: Option<Instant>) -> Option<In> {
+    // Lines already read go first: a turn's timer that fell due while the process was
+    // descheduled does not overtake a prompt that arrived before it (as on a quiet machine).
+    let ready = match rx.try_recv() {
+        Ok(ev) => Some(ev),
+        Err(mpsc::TryRecvError::Disconnected) => Some(In::Eof),
+        Err(mpsc::TryRecvError::Empty) => None,
+    };
+    match (ready, next) {
+        (Some(ev), _) => Some(ev),
+        (None, Some(d)) => {
+            let wait = d.saturating_duration_since(now());
+            match rx.recv_timeout(wait) {
+                Ok(ev) => Some(ev),
+                Err(mpsc::RecvTimeoutError::Timeout) => None,
+                Err(mpsc::RecvTimeoutError::Disconnected) => Some(In::Eof),
+            }
+        }
+        (None, None) => Some(rx.recv().unwrap_or(In::Eof)),
+    }
+}
+
+/// The Agent's one event loop: stdin lines, due timers and held lines in, the model's actions
+/// out, until stdin ends.
+fn serve(cfg: AgentConfig, a: &AgentArgs) -> anyhow::Result<()> {
+    let (mut disk, boot, records) = open_store(&cfg, a)?;
+    let mut pipe = Pipe::new(match &a.wire_log {
+        Some(path) => Some(
+            WireLog::open(path, boot, a.fault_at.clone(), a.slow_resume_ms)
+                .map_err(|e| anyhow::anyhow!("--wire-log {}: {e}", path.display()))?,
+        ),
+        None => None,
+    });
+    let mut model = ModelAgent::recover(cfg, boot, a.seed, &records);
+    let rx = read_stdin(a.max_line_bytes);
     let stdout = std::io::stdout();
     let mut out = Vec::new();
     // Timers: (deadline, order, id), earliest first.
@@ -305,26 +346,7 @@ fn serve(cfg: AgentConfig, a: &AgentArgs) -> anyhow::Result<()> {
             .into_iter()
             .flatten()
             .min();
-        // Lines already read go first: a turn's timer that fell due while the process was
-        // descheduled does not overtake a prompt that arrived before it (as on a quiet machine).
-        let ready = match rx.try_recv() {
-            Ok(ev) => Some(ev),
-            Err(mpsc::TryRecvError::Disconnected) => Some(In::Eof),
-            Err(mpsc::TryRecvError::Empty) => None,
-        };
-        let ev = match (ready, next) {
-            (Some(ev), _) => Some(ev),
-            (None, Some(d)) => {
-                let wait = d.saturating_duration_since(now());
-                match rx.recv_timeout(wait) {
-                    Ok(ev) => Some(ev),
-                    Err(mpsc::RecvTimeoutError::Timeout) => None,
-                    Err(mpsc::RecvTimeoutError::Disconnected) => Some(In::Eof),
-                }
-            }
-            (None, None) => Some(rx.recv().unwrap_or(In::Eof)),
-        };
-        match ev {
+        match next_event(&rx, next) {
             None => {
                 let t = now();
                 pipe.release(t, &mut stdout.lock());
