@@ -179,6 +179,54 @@ fn usage(msg: &str) -> i32 {
 
 /// Run `acp-chaos probe`; returns the exit code.
 pub fn main(a: &ProbeArgs) -> i32 {
+    on_signals();
+    if let Some(name) = &a.install {
+        return install(name);
+    }
+    if a.client {
+        return client::main(a);
+    }
+    let target = match target_of(a) {
+        Ok(t) => t,
+        Err(e) => return usage(&e),
+    };
+    if a.repeat == 0 {
+        return usage("--repeat must be at least 1");
+    }
+    let mut a = a.clone();
+    match (a.timeout_ms, target.real) {
+        (Some(0), _) => return usage("--timeout-ms must be at least 1"),
+        (None, Some(p)) => {
+            a.timeout_ms = Some(crate::probe::profile::startup_timeout(p).as_millis() as u64)
+        }
+        _ => {}
+    }
+    let a = &a;
+    let (selected, skipped) = match select(a) {
+        Ok(s) => s,
+        Err(e) => return usage(&e),
+    };
+    if let Err(e) = check_kill_point(a, &selected) {
+        return usage(&e);
+    }
+    let out = a
+        .out
+        .clone()
+        .unwrap_or_else(|| Path::new("reports").join(format!("probe-{}", target.name)));
+    if let Err(e) = prepare_out(&out) {
+        return usage(&format!("{e:#}"));
+    }
+    match probe_traces(a, &target, &selected, skipped, &out) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            exit::USAGE
+        }
+    }
+}
+
+/// SIGPIPE ignored, and Ctrl-C takes the Agent's process group down with the probe.
+fn on_signals() {
     // A write to an Agent that died must be an error we handle, not a signal that ends us.
     // SAFETY: setting a signal disposition; no handler code runs.
     unsafe {
@@ -196,21 +244,17 @@ pub fn main(a: &ProbeArgs) -> i32 {
         eprintln!("interrupted: the agent's process group was killed; no report written");
         std::process::exit(exit::INTERRUPTED);
     });
-    if let Some(name) = &a.install {
-        return install(name);
-    }
-    if a.client {
-        return client::main(a);
-    }
+}
+
+/// The Agent under test: a built-in profile or the command, with `--name`, `--retention`,
+/// `--no-resume-after-restart` and `--env` applied.
+fn target_of(a: &ProbeArgs) -> Result<Target, String> {
     let mut target = match (&a.profile, a.command.is_empty()) {
-        (Some(_), false) => return usage("give either --profile NAME or -- COMMAND, not both"),
+        (Some(_), false) => return Err("give either --profile NAME or -- COMMAND, not both".into()),
         (None, true) => {
-            return usage("no agent to probe: give -- COMMAND ARGS... or --profile NAME")
+            return Err("no agent to probe: give -- COMMAND ARGS... or --profile NAME".into())
         }
-        (Some(p), true) => match Target::builtin(p) {
-            Ok(p) => p,
-            Err(e) => return usage(&e),
-        },
+        (Some(p), true) => Target::builtin(p)?,
         (None, false) => Target::command(&a.command, a.name.as_deref()),
     };
     if let Some(n) = &a.name {
@@ -220,7 +264,7 @@ pub fn main(a: &ProbeArgs) -> i32 {
         None => {}
         Some("durable") => target.retention = Retention::Durable,
         Some("process") => target.retention = Retention::Process,
-        Some(r) => return usage(&format!("--retention `{r}`: durable or process")),
+        Some(r) => return Err(format!("--retention `{r}`: durable or process")),
     }
     if a.no_resume_after_restart {
         target.resumes_after_restart = false;
@@ -228,56 +272,33 @@ pub fn main(a: &ProbeArgs) -> i32 {
     for e in &a.env {
         match e.split_once('=') {
             Some((k, v)) if !k.is_empty() => target.env.push((k.to_string(), v.to_string())),
-            _ => return usage(&format!("--env `{e}`: expected KEY=VALUE")),
+            _ => return Err(format!("--env `{e}`: expected KEY=VALUE")),
         }
     }
-    if a.repeat == 0 {
-        return usage("--repeat must be at least 1");
-    }
-    let mut a = a.clone();
-    match (a.timeout_ms, target.real) {
-        (Some(0), _) => return usage("--timeout-ms must be at least 1"),
-        (None, Some(p)) => {
-            a.timeout_ms = Some(crate::probe::profile::startup_timeout(p).as_millis() as u64)
-        }
-        _ => {}
-    }
-    let a = &a;
-    let (selected, skipped) = match select(a) {
-        Ok(s) => s,
-        Err(e) => return usage(&e),
+    Ok(target)
+}
+
+/// `--kill-point P`: some selected trace must kill there (else the points there are).
+fn check_kill_point(a: &ProbeArgs, selected: &[Item]) -> Result<(), String> {
+    let Some(p) = &a.kill_point else {
+        return Ok(());
     };
-    if let Some(p) = &a.kill_point {
-        let has = |i: &Item| matches!(i, Item::Trace(t) if t.points.contains(&p.as_str()));
-        if !selected.iter().any(has) {
-            let mut known: Vec<&str> = Vec::new();
-            for t in traces::TRACES {
-                for q in t.points {
-                    if !known.contains(q) {
-                        known.push(q);
-                    }
-                }
+    let has = |i: &Item| matches!(i, Item::Trace(t) if t.points.contains(&p.as_str()));
+    if selected.iter().any(has) {
+        return Ok(());
+    }
+    let mut known: Vec<&str> = Vec::new();
+    for t in traces::TRACES {
+        for q in t.points {
+            if !known.contains(q) {
+                known.push(q);
             }
-            return usage(&format!(
-                "--kill-point `{p}`: no selected trace kills there (points: {})",
-                known.join(", ")
-            ));
         }
     }
-    let out = a
-        .out
-        .clone()
-        .unwrap_or_else(|| Path::new("reports").join(format!("probe-{}", target.name)));
-    if let Err(e) = prepare_out(&out) {
-        return usage(&format!("{e:#}"));
-    }
-    match probe_traces(a, &target, &selected, skipped, &out) {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            exit::USAGE
-        }
-    }
+    Err(format!(
+        "--kill-point `{p}`: no selected trace kills there (points: {})",
+        known.join(", ")
+    ))
 }
 
 /// The items to run, and the suite's scenarios left out with the reason.
