@@ -478,27 +478,65 @@ impl Harness {
     /// again when rerun (a party that depends on something outside the seed), and as
     /// [`Harness::run`].
     pub fn explore(&self, mode: Mode) -> anyhow::Result<Outcome> {
-        use crate::explore::{certificate::Scope, exhaustive, guided, lineage};
         self.known_property()?;
         // A rerun line of an exploration names its schedule file: run that one run.
         if env_nonempty("ACP_CHAOS_SCHEDULE").is_some() {
             return self.run();
         }
+        let mut outcome = Outcome {
+            expected: self.expect.clone(),
+            ..Outcome::default()
+        };
+        let (violations, runs, first_catch) = self.search(mode, &mut outcome)?;
+        outcome.runs = runs as u64;
+        outcome.first_catch = first_catch;
+        for e in &violations {
+            outcome.count_run(&e.verdicts);
+            if let Some(v) = e.verdicts.iter().find(|v| self.acts_on(v)) {
+                outcome
+                    .failing_seeds
+                    .push((e.plan.seed, v.property.clone()));
+            }
+        }
+        if !self.quiet {
+            if let Some(c) = &outcome.certificate {
+                eprintln!("acp-chaos harness: {c}");
+            }
+        }
+        let Some(e) = violations
+            .iter()
+            .find(|e| e.verdicts.iter().any(|v| self.acts_on(v)))
+        else {
+            return Ok(outcome);
+        };
+        outcome.failure = self.replay(e)?.failure;
+        Ok(outcome)
+    }
+
+    /// The search `mode` names over the first seed's plan, one run at a time: its failing
+    /// schedules, its runs and the run of its first catch. An exhaustive search that explored
+    /// everything leaves its certificate and scope in `outcome`.
+    fn search(
+        &self,
+        mode: Mode,
+        outcome: &mut Outcome,
+    ) -> anyhow::Result<(
+        Vec<crate::explore::exhaustive::Explored>,
+        usize,
+        Option<usize>,
+    )> {
+        use crate::explore::{certificate::Scope, exhaustive, guided, lineage};
         let plan = self.plan(self.seeds.start);
         let target = self.expect.as_ref().map(|e| Target::invalid(e.property()));
         let stop_at_first = matches!(self.expect, Some(Expect::Fails(_)));
         // One thread: with your parties runs are sequential anyway, and with the models it
         // keeps `cargo test`'s own parallelism.
         let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build()?;
-        let mut outcome = Outcome {
-            expected: self.expect.clone(),
-            ..Outcome::default()
-        };
         let yours = match self.parties.replaced() {
             r if r.is_empty() => "none (every party the project's model)".to_string(),
             r => r.join(", "),
         };
-        let (violations, runs, first_catch) = match mode {
+        Ok(match mode {
             Mode::Exhaustive { faults, audit } => {
                 let opts = exhaustive::Options {
                     faults,
@@ -556,28 +594,13 @@ impl Harness {
                 );
                 (g.violations, g.runs, g.first_catch)
             }
-        };
-        outcome.runs = runs as u64;
-        outcome.first_catch = first_catch;
-        for e in &violations {
-            outcome.count_run(&e.verdicts);
-            if let Some(v) = e.verdicts.iter().find(|v| self.acts_on(v)) {
-                outcome
-                    .failing_seeds
-                    .push((e.plan.seed, v.property.clone()));
-            }
-        }
-        if !self.quiet {
-            if let Some(c) = &outcome.certificate {
-                eprintln!("acp-chaos harness: {c}");
-            }
-        }
-        let Some(e) = violations
-            .iter()
-            .find(|e| e.verdicts.iter().any(|v| self.acts_on(v)))
-        else {
-            return Ok(outcome);
-        };
+        })
+    }
+
+    /// Run an exploration's failing schedule `e` again as [`Harness::run`] does (shrunk,
+    /// written, printed, with a rerun line naming `explored.toml`, written beside it); an
+    /// error when it passes this time.
+    fn replay(&self, e: &crate::explore::exhaustive::Explored) -> anyhow::Result<Outcome> {
         // `1.48` (exhaustive, lineage) or `run 12` (guided): one word for a folder name.
         let folder = format!("explore-{}", e.id.replace(['.', ' '], "-"));
         let file = self.report_dir(&folder).join("explored.toml");
@@ -627,8 +650,7 @@ impl Harness {
             crate::folders::write_atomic(&file, body.as_bytes())
                 .with_context(|| format!("{}", file.display()))?;
         }
-        outcome.failure = one.failure;
-        Ok(outcome)
+        Ok(one)
     }
 
     /// An error when the expected property ([`Harness::expect`]) is not one a checker judges:
