@@ -417,6 +417,9 @@ impl Io {
             .then(|| json!({ "logical": logical }).to_string())
     }
 
+    /// A connection on `stream`: its id from the ledger, a reader task sending its frames
+    /// (and its close) as events, and a writer task sending `hello` first, then each line the
+    /// host queues through the ledger's frame faults, with heartbeats while idle.
     pub(super) fn open(
         &mut self,
         stream: TcpStream,
@@ -429,131 +432,26 @@ impl Io {
             .ledger
             .borrow_mut()
             .conn_id(&client_addr, self.process);
-        let (r, mut w) = stream.into_split();
-        let (otx, mut orx) = unbounded_channel::<String>();
+        let (r, w) = stream.into_split();
+        let (otx, orx) = unbounded_channel::<String>();
         let dead = Duration::from_millis(plan.net.dead_ms);
         let hb = Duration::from_millis(plan.net.heartbeat_ms);
-        let tx = self.tx.clone();
-        let (wakes, host) = (self.ctx.wakes.clone(), self.process);
-        let reader = tokio::task::spawn_local(async move {
-            let mut r = BufReader::new(r);
-            let mut buf = String::new();
-            loop {
-                buf.clear();
-                let why = match wakes.timeout(host, dead, r.read_line(&mut buf)).await {
-                    Ok(Ok(0)) => "eof",
-                    Ok(Ok(_)) => {
-                        let l = buf.trim_end();
-                        if !l.is_empty() {
-                            let _ = tx.send(Ev::Frame(id, l.to_string()));
-                        }
-                        continue;
-                    }
-                    Ok(Err(_)) => "reset",
-                    Err(_) => "heartbeat timeout",
-                };
-                let _ = tx.send(Ev::Closed(id, why));
-                return;
-            }
-        });
-        let tx = self.tx.clone();
-        let ledger = self.ctx.ledger.clone();
-        let from = self.process;
-        let (wakes, host) = (self.ctx.wakes.clone(), self.process);
-        let writer = tokio::task::spawn_local(async move {
-            if let Some(h) = hello {
-                if w.write_all(format!("{h}\n").as_bytes()).await.is_err() {
-                    let _ = tx.send(Ev::Closed(id, "write failed"));
-                    return;
-                }
-            }
-            loop {
-                let line = match wakes.timeout(host, hb, orx.recv()).await {
-                    Ok(Some(l)) => l,
-                    Ok(None) => return,
-                    Err(_) => {
-                        if !ledger.borrow().nemesis.is_blackholed(id)
-                            && w.write_all(b"\n").await.is_err()
-                        {
-                            let _ = tx.send(Ev::Closed(id, "write failed"));
-                            return;
-                        }
-                        continue;
-                    }
-                };
-                // A line that is not JSON (a raw probe) is logged as the string it is, as the
-                // reader logs it, so the two ends match and it counts as in flight.
-                let frame: Value =
-                    serde_json::from_str(&line).unwrap_or_else(|_| Value::String(line.clone()));
-                // The frame goes into the send op; only a request the remote transport drops
-                // needs its id after.
-                let rpc_id = frame.get("id").cloned().unwrap_or(Value::Null);
-                let decision = ledger.borrow_mut().on_send(id, from, &line, frame);
-                if matches!(decision, FrameDecision::Lose { silent: false }) {
-                    ledger.borrow_mut().writer_gone(id, from);
-                } else {
-                    // Written below, or dropped: either way the writer is done with it (a
-                    // stalled frame stays queued until its stall ends).
-                    if !matches!(
-                        decision,
-                        FrameDecision::Stall(_) | FrameDecision::Reorder { .. }
-                    ) {
-                        ledger.borrow_mut().frame_done(id, from);
-                    }
-                }
-                match decision {
-                    FrameDecision::Deliver => {}
-                    FrameDecision::Stall(ms) => {
-                        wakes.sleep(host, Duration::from_millis(ms)).await;
-                        ledger.borrow_mut().record(
-                            process::NET,
-                            OpType::Info,
-                            op::STALL_END,
-                            json!({"conn": id, "from": from}),
-                        );
-                        ledger.borrow_mut().frame_done(id, from);
-                    }
-                    FrameDecision::Reorder { bound_ms, after } => {
-                        let mut waited = 0;
-                        let by = loop {
-                            if let Some(x) = ledger.borrow().overtaken(id, after) {
-                                break Some(x);
-                            }
-                            if waited >= bound_ms {
-                                break None;
-                            }
-                            wakes.sleep(host, Duration::from_millis(1)).await;
-                            waited += 1;
-                        };
-                        ledger.borrow_mut().record(
-                            process::NET,
-                            OpType::Info,
-                            op::REORDER_END,
-                            json!({"conn": id, "from": from, "waited_ms": waited,
-                                   "overtaken_by": by.map(|b| json!({"conn": b.0, "op": b.1}))}),
-                        );
-                        ledger.borrow_mut().frame_done(id, from);
-                    }
-                    FrameDecision::Lose { silent: true } => continue,
-                    FrameDecision::Drop { not_accepted } => {
-                        if not_accepted {
-                            let _ = tx.send(Ev::NotAccepted(id, rpc_id));
-                        }
-                        continue;
-                    }
-                    FrameDecision::Lose { silent: false } => {
-                        let _ = tx.send(Ev::Closed(id, "connection broke at a lost frame"));
-                        return;
-                    }
-                }
-                let mut bytes = line.into_bytes();
-                bytes.push(b'\n');
-                if w.write_all(&bytes).await.is_err() {
-                    let _ = tx.send(Ev::Closed(id, "write failed"));
-                    return;
-                }
-            }
-        });
+        let reader = tokio::task::spawn_local(read_frames(
+            r,
+            id,
+            self.process,
+            dead,
+            self.tx.clone(),
+            self.ctx.wakes.clone(),
+        ));
+        let end = End {
+            id,
+            host: self.process,
+            tx: self.tx.clone(),
+            ledger: self.ctx.ledger.clone(),
+            wakes: self.ctx.wakes.clone(),
+        };
+        let writer = tokio::task::spawn_local(write_frames(w, orx, hello, hb, end));
         self.conns.insert(
             id,
             ConnHandle {
@@ -815,4 +713,159 @@ fn peer(process: &str) -> &'static str {
         "proxy" => "peer",
         _ => "agent",
     }
+}
+
+/// A connection's reader: each non-empty line a frame event, until end of file, a reset or
+/// `dead` without a line (a heartbeat timeout), then the close event saying which.
+async fn read_frames(
+    r: impl tokio::io::AsyncRead + Unpin,
+    id: ConnId,
+    host: &'static str,
+    dead: Duration,
+    tx: UnboundedSender<Ev>,
+    wakes: Rc<Wakes>,
+) {
+    let mut r = BufReader::new(r);
+    let mut buf = String::new();
+    loop {
+        buf.clear();
+        let why = match wakes.timeout(host, dead, r.read_line(&mut buf)).await {
+            Ok(Ok(0)) => "eof",
+            Ok(Ok(_)) => {
+                let l = buf.trim_end();
+                if !l.is_empty() {
+                    let _ = tx.send(Ev::Frame(id, l.to_string()));
+                }
+                continue;
+            }
+            Ok(Err(_)) => "reset",
+            Err(_) => "heartbeat timeout",
+        };
+        let _ = tx.send(Ev::Closed(id, why));
+        return;
+    }
+}
+
+/// What a connection's writer shares with the world: which connection, whose end (its host),
+/// where its close goes, the ledger that decides each frame's fate, and the host's timers.
+struct End {
+    id: ConnId,
+    host: &'static str,
+    tx: UnboundedSender<Ev>,
+    ledger: Rc<RefCell<Ledger>>,
+    wakes: Rc<Wakes>,
+}
+
+/// A connection's writer: `hello` first, then each queued line as the ledger decides
+/// (delivered, stalled, reordered, dropped or lost), a heartbeat after `hb` idle (unless the
+/// connection is blackholed); a failed write or a lost frame closes the connection.
+async fn write_frames(
+    mut w: impl tokio::io::AsyncWrite + Unpin,
+    mut orx: UnboundedReceiver<String>,
+    hello: Option<String>,
+    hb: Duration,
+    end: End,
+) {
+    let (id, host, from) = (end.id, end.host, end.host);
+    let (tx, ledger, wakes) = (&end.tx, &end.ledger, &end.wakes);
+    if let Some(h) = hello {
+        if w.write_all(format!("{h}\n").as_bytes()).await.is_err() {
+            let _ = tx.send(Ev::Closed(id, "write failed"));
+            return;
+        }
+    }
+    loop {
+        let line = match wakes.timeout(host, hb, orx.recv()).await {
+            Ok(Some(l)) => l,
+            Ok(None) => return,
+            Err(_) => {
+                if !ledger.borrow().nemesis.is_blackholed(id) && w.write_all(b"\n").await.is_err() {
+                    let _ = tx.send(Ev::Closed(id, "write failed"));
+                    return;
+                }
+                continue;
+            }
+        };
+        // A line that is not JSON (a raw probe) is logged as the string it is, as the
+        // reader logs it, so the two ends match and it counts as in flight.
+        let frame: Value =
+            serde_json::from_str(&line).unwrap_or_else(|_| Value::String(line.clone()));
+        // The frame goes into the send op; only a request the remote transport drops
+        // needs its id after.
+        let rpc_id = frame.get("id").cloned().unwrap_or(Value::Null);
+        let decision = ledger.borrow_mut().on_send(id, from, &line, frame);
+        if matches!(decision, FrameDecision::Lose { silent: false }) {
+            ledger.borrow_mut().writer_gone(id, from);
+        } else {
+            // Written below, or dropped: either way the writer is done with it (a
+            // stalled frame stays queued until its stall ends).
+            if !matches!(
+                decision,
+                FrameDecision::Stall(_) | FrameDecision::Reorder { .. }
+            ) {
+                ledger.borrow_mut().frame_done(id, from);
+            }
+        }
+        match decision {
+            FrameDecision::Deliver => {}
+            FrameDecision::Stall(ms) => stall(&end, ms).await,
+            FrameDecision::Reorder { bound_ms, after } => reorder(&end, bound_ms, after).await,
+            FrameDecision::Lose { silent: true } => continue,
+            FrameDecision::Drop { not_accepted } => {
+                if not_accepted {
+                    let _ = tx.send(Ev::NotAccepted(id, rpc_id));
+                }
+                continue;
+            }
+            FrameDecision::Lose { silent: false } => {
+                let _ = tx.send(Ev::Closed(id, "connection broke at a lost frame"));
+                return;
+            }
+        }
+        let mut bytes = line.into_bytes();
+        bytes.push(b'\n');
+        if w.write_all(&bytes).await.is_err() {
+            let _ = tx.send(Ev::Closed(id, "write failed"));
+            return;
+        }
+    }
+}
+
+/// A stalled frame: held `ms`, then the stall's end recorded and the frame done.
+async fn stall(end: &End, ms: u64) {
+    let (id, from) = (end.id, end.host);
+    end.wakes.sleep(end.host, Duration::from_millis(ms)).await;
+    end.ledger.borrow_mut().record(
+        process::NET,
+        OpType::Info,
+        op::STALL_END,
+        json!({"conn": id, "from": from}),
+    );
+    end.ledger.borrow_mut().frame_done(id, from);
+}
+
+/// A reordered frame (send number `after`): held until a later frame overtakes it or
+/// `bound_ms` passes, then the reorder's end recorded (with what overtook it) and the frame
+/// done.
+async fn reorder(end: &End, bound_ms: u64, after: u64) {
+    let (id, from, ledger) = (end.id, end.host, &end.ledger);
+    let mut waited = 0;
+    let by = loop {
+        if let Some(x) = ledger.borrow().overtaken(id, after) {
+            break Some(x);
+        }
+        if waited >= bound_ms {
+            break None;
+        }
+        end.wakes.sleep(end.host, Duration::from_millis(1)).await;
+        waited += 1;
+    };
+    ledger.borrow_mut().record(
+        process::NET,
+        OpType::Info,
+        op::REORDER_END,
+        json!({"conn": id, "from": from, "waited_ms": waited,
+               "overtaken_by": by.map(|b| json!({"conn": b.0, "op": b.1}))}),
+    );
+    ledger.borrow_mut().frame_done(id, from);
 }
