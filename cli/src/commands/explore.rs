@@ -550,27 +550,13 @@ fn coverage_race(
 
 /// `--mutants`: each mutant that applies to `design`, explored up to its first catch.
 fn every_mutant(a: &ExploreArgs, s: &scenario::Scenario, design: Design) -> Outcome {
-    use acp_chaos::explore::shrink::Target;
     use acp_chaos::models::mutant::MUTANTS;
     let jobs = jobs(a.jobs, u64::MAX);
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(jobs)
         .build()
         .map_err(|e| CliError::usage(format!("--jobs: {e}")))?;
-    let out = a.out.clone().unwrap_or_else(|| {
-        PathBuf::from("reports").join(format!(
-            "explore-{}-{}{}-k{}-mutants{}",
-            s.name,
-            design.as_str(),
-            seed_part(a.seed),
-            a.faults,
-            if a.mode == Mode::Lineage {
-                "-lineage"
-            } else {
-                ""
-            }
-        ))
-    });
+    let out = mutants_out(a, s, design);
     super::writable::into_folder(&out, "--out")?;
     let applies: Vec<_> = MUTANTS
         .iter()
@@ -607,55 +593,98 @@ fn every_mutant(a: &ExploreArgs, s: &scenario::Scenario, design: Design) -> Outc
             );
             continue;
         }
-        let plan = Plan::derive(s, a.seed, Some(m.name), design);
-        let target = Target::of_mutant(m);
-        let opts = Options {
-            faults: a.faults,
-            kinds: exhaustive::default_kinds(&plan),
-            shard: None,
-            audit: 0,
-            stop_at_first: true,
-            target: Some(target.clone()),
-            budget: None,
-            merge: Default::default(),
-        };
-        let x = explore_trace(a, &plan, opts, &pool);
-        match (x.first_catch, &x.caught) {
-            (Some(r), Some(e)) => {
-                let verdict = e.verdicts.iter().find(|v| target.matches(v));
-                let dir = out.join(m.name);
-                certificate::prepare_explore_folder(&dir)?;
-                let replay = certificate::write_run(&dir.join("catch"), e, verdict)?;
-                let faults = if e.plan.faults.is_empty() {
-                    "the fault-free trace itself".to_string()
-                } else {
-                    fault_lines(&e.plan)
-                };
-                let how = if m.finding {
-                    tally.findings += 1;
-                    "caught (a finding)"
-                } else {
-                    tally.caught += 1;
-                    "caught"
-                };
-                println!(
-                    "  {:<32} {how} at run {r:>5}: {faults}\n  {:<32} {}",
-                    m.name,
-                    "",
-                    crate::launch::runnable(&replay)
-                );
+        explore_mutant(a, s, design, m, &pool, &out, &mut tally)?;
+    }
+    print_mutant_totals(a, &tally, &out);
+    Ok(acp_chaos::exit::VALID)
+}
+
+/// `--mutants`' report folder: `--out`, or one named by scenario, design, seed, faults and
+/// mode.
+fn mutants_out(a: &ExploreArgs, s: &scenario::Scenario, design: Design) -> PathBuf {
+    a.out.clone().unwrap_or_else(|| {
+        PathBuf::from("reports").join(format!(
+            "explore-{}-{}{}-k{}-mutants{}",
+            s.name,
+            design.as_str(),
+            seed_part(a.seed),
+            a.faults,
+            if a.mode == Mode::Lineage {
+                "-lineage"
+            } else {
+                ""
             }
-            _ => {
-                tally.missed.push(m.name);
-                println!(
-                    "  {:<32} not shown: {} schedules of <= {} faults, none caught it",
-                    m.name,
-                    x.explored(),
-                    a.faults
-                )
-            }
+        ))
+    })
+}
+
+/// Explore the trace with mutant `m` in it until a schedule catches it: the catch written
+/// under `<out>/<mutant>` with its replay line, or a line saying no schedule did; counted in
+/// `tally`.
+fn explore_mutant(
+    a: &ExploreArgs,
+    s: &scenario::Scenario,
+    design: Design,
+    m: &'static acp_chaos::models::mutant::Mutant,
+    pool: &rayon::ThreadPool,
+    out: &std::path::Path,
+    tally: &mut Tally,
+) -> Result<(), CliError> {
+    use acp_chaos::explore::shrink::Target;
+    let plan = Plan::derive(s, a.seed, Some(m.name), design);
+    let target = Target::of_mutant(m);
+    let opts = Options {
+        faults: a.faults,
+        kinds: exhaustive::default_kinds(&plan),
+        shard: None,
+        audit: 0,
+        stop_at_first: true,
+        target: Some(target.clone()),
+        budget: None,
+        merge: Default::default(),
+    };
+    let x = explore_trace(a, &plan, opts, pool);
+    match (x.first_catch, &x.caught) {
+        (Some(r), Some(e)) => {
+            let verdict = e.verdicts.iter().find(|v| target.matches(v));
+            let dir = out.join(m.name);
+            certificate::prepare_explore_folder(&dir)?;
+            let replay = certificate::write_run(&dir.join("catch"), e, verdict)?;
+            let faults = if e.plan.faults.is_empty() {
+                "the fault-free trace itself".to_string()
+            } else {
+                fault_lines(&e.plan)
+            };
+            let how = if m.finding {
+                tally.findings += 1;
+                "caught (a finding)"
+            } else {
+                tally.caught += 1;
+                "caught"
+            };
+            println!(
+                "  {:<32} {how} at run {r:>5}: {faults}\n  {:<32} {}",
+                m.name,
+                "",
+                crate::launch::runnable(&replay)
+            );
+        }
+        _ => {
+            tally.missed.push(m.name);
+            println!(
+                "  {:<32} not shown: {} schedules of <= {} faults, none caught it",
+                m.name,
+                x.explored(),
+                a.faults
+            )
         }
     }
+    Ok(())
+}
+
+/// The last line of `--mutants`: how many were caught, could not show, or were not caught
+/// within the search.
+fn print_mutant_totals(a: &ExploreArgs, tally: &Tally, out: &std::path::Path) {
     let searched = if a.mode == Mode::Lineage {
         format!("within {} lineage runs of <= {} faults", a.budget, a.faults)
     } else {
@@ -675,7 +704,6 @@ fn every_mutant(a: &ExploreArgs, s: &scenario::Scenario, design: Design) -> Outc
         },
         out.display()
     );
-    Ok(acp_chaos::exit::VALID)
 }
 
 /// How `--mutants` ended for the mutants that apply.
