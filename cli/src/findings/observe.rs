@@ -255,41 +255,8 @@ impl Observer {
             op::RELEASE => {
                 self.held.remove(&attempt);
             }
-            op::INSERT => {
-                if let (Some(m), Some(c)) = (v["messageId"].as_str(), v["conn"].as_u64()) {
-                    self.conn_of_message.insert(m.to_string(), c);
-                }
-                self.fate(&attempt, "inserted", o.index);
-                self.held.remove(&attempt);
-                if let Some(at) = self.cut_held.remove(&attempt) {
-                    self.count(
-                        "connection-ends-mid-work",
-                        "of the held, kept and inserted after the end",
-                        1,
-                    );
-                    self.show("connection-ends-mid-work", vec![at, o.index]);
-                }
-            }
-            op::WITHDRAW => {
-                self.fate(&attempt, "withdrawn", o.index);
-                let session = v["session"].as_str().unwrap_or_default();
-                if matches!(v["by"].as_str(), Some("session/cancel" | "stop")) {
-                    if let Some(s) = self.stop_read.get(session).cloned() {
-                        let hold = self.held.get(&attempt).map(|h| h.at);
-                        self.by_stop.push((attempt.clone(), o.index, hold, s));
-                    }
-                }
-                if v["by"] == "stop" {
-                    self.count(
-                        "stop-reaches-other-nodes",
-                        "held prompts withdrawn on another node than the one that read the stop",
-                        1,
-                    );
-                    let read = self.stop_read.get(session).map_or(o.index, |s| s.read);
-                    self.show("stop-reaches-other-nodes", vec![read, o.index]);
-                }
-                self.held.remove(&attempt);
-            }
+            op::INSERT => self.inserted(o, attempt),
+            op::WITHDRAW => self.withdrawn(o, attempt),
             op::DROP_HELD => {
                 self.held.remove(&attempt);
                 if self.cut_held.remove(&attempt).is_some() {
@@ -328,41 +295,87 @@ impl Observer {
                     self.show("connection-ends-mid-work", vec![at, o.index]);
                 }
             }
-            op::CONN_END => {
-                let conn = v["conn"].as_u64().unwrap_or(0);
+            op::CONN_END => self.conn_ended(o),
+            _ => {}
+        }
+    }
+
+    /// A prompt `attempt` inserted: its message's connection noted, its cancel's fate, and
+    /// counted when it was held as its connection ended.
+    fn inserted(&mut self, o: &Op, attempt: Attempt) {
+        let v = &o.value;
+        if let (Some(m), Some(c)) = (v["messageId"].as_str(), v["conn"].as_u64()) {
+            self.conn_of_message.insert(m.to_string(), c);
+        }
+        self.fate(&attempt, "inserted", o.index);
+        self.held.remove(&attempt);
+        if let Some(at) = self.cut_held.remove(&attempt) {
+            self.count(
+                "connection-ends-mid-work",
+                "of the held, kept and inserted after the end",
+                1,
+            );
+            self.show("connection-ends-mid-work", vec![at, o.index]);
+        }
+    }
+
+    /// A held prompt `attempt` withdrawn: its cancel's fate, and by a stop, what the stop
+    /// reached.
+    fn withdrawn(&mut self, o: &Op, attempt: Attempt) {
+        let v = &o.value;
+        self.fate(&attempt, "withdrawn", o.index);
+        let session = v["session"].as_str().unwrap_or_default();
+        if matches!(v["by"].as_str(), Some("session/cancel" | "stop")) {
+            if let Some(s) = self.stop_read.get(session).cloned() {
+                let hold = self.held.get(&attempt).map(|h| h.at);
+                self.by_stop.push((attempt.clone(), o.index, hold, s));
+            }
+        }
+        if v["by"] == "stop" {
+            self.count(
+                "stop-reaches-other-nodes",
+                "held prompts withdrawn on another node than the one that read the stop",
+                1,
+            );
+            let read = self.stop_read.get(session).map_or(o.index, |s| s.read);
+            self.show("stop-reaches-other-nodes", vec![read, o.index]);
+        }
+        self.held.remove(&attempt);
+    }
+
+    /// A connection the Agent saw end: the turns running and prompts held on it are cut (each
+    /// counted once).
+    fn conn_ended(&mut self, o: &Op) {
+        let conn = o.value["conn"].as_u64().unwrap_or(0);
+        self.count(
+            "connection-ends-mid-work",
+            "connections the Agent saw end",
+            1,
+        );
+        let turns: Vec<String> = self
+            .running
+            .iter()
+            .filter(|(_, c)| **c == conn)
+            .map(|(m, _)| m.clone())
+            .collect();
+        for m in turns {
+            if self.cut_turns.insert(m, o.index).is_none() {
                 self.count(
                     "connection-ends-mid-work",
-                    "connections the Agent saw end",
+                    "turns running when their connection ended",
                     1,
                 );
-                let turns: Vec<String> = self
-                    .running
-                    .iter()
-                    .filter(|(_, c)| **c == conn)
-                    .map(|(m, _)| m.clone())
-                    .collect();
-                for m in turns {
-                    if self.cut_turns.insert(m, o.index).is_none() {
-                        self.count(
-                            "connection-ends-mid-work",
-                            "turns running when their connection ended",
-                            1,
-                        );
-                    }
-                }
-                let held: Vec<Attempt> =
-                    self.held.keys().filter(|a| a.0 == conn).cloned().collect();
-                for a in held {
-                    if self.cut_held.insert(a, o.index).is_none() {
-                        self.count(
-                            "connection-ends-mid-work",
-                            "prompts held when their connection ended",
-                            1,
-                        );
-                    }
-                }
             }
-            _ => {}
+        }
+        let held: Vec<Attempt> = self.held.keys().filter(|a| a.0 == conn).cloned().collect();
+        for a in held {
+            if self.cut_held.insert(a, o.index).is_none() {
+                self.count(
+                    "connection-ends-mid-work",
+                    "prompts held when their connection ended",
+                    1,
+                );
+            }
         }
     }
 
