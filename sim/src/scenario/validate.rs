@@ -49,6 +49,15 @@ impl Scenario {
                 "field `agent.designs`: name at least one design".into(),
             ));
         }
+        self.check_rates(at)?;
+        self.check_setting_ranges(at)?;
+        self.check_topology(at)?;
+        self.check_min_max(at)
+    }
+
+    /// Every rate a probability.
+    fn check_rates(&self, at: &At<'_>) -> Result<(), ScenarioError> {
+        let err = |needle: &str, nth: usize, message: String| at.err(needle, nth, message);
         for (v, name) in [
             (self.agent.tool_rate, "tool_rate"),
             (self.agent.permission_rate, "permission_rate"),
@@ -69,6 +78,13 @@ impl Scenario {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// Settings inside their bounds: permission wait, sessions, block size, nodes,
+    /// submissions, latency.
+    fn check_setting_ranges(&self, at: &At<'_>) -> Result<(), ScenarioError> {
+        let err = |needle: &str, nth: usize, message: String| at.err(needle, nth, message);
         for (v, bound, needle, field) in [
             (
                 self.client.permission_ms,
@@ -117,6 +133,13 @@ impl Scenario {
                 return Err(err(needle, 0, format!("field `{field}`: {rule}")));
             }
         }
+        Ok(())
+    }
+
+    /// What the topology cannot hold: stdio with a proxy, a watcher or the cluster; a
+    /// retention window on the cluster.
+    fn check_topology(&self, at: &At<'_>) -> Result<(), ScenarioError> {
+        let err = |needle: &str, nth: usize, message: String| at.err(needle, nth, message);
         if self.topology.transport == Transport::Stdio
             && (self.topology.proxy
                 || self.topology.watcher
@@ -135,6 +158,12 @@ impl Scenario {
                 "field `agent.retention_ms`: a retention window is for in-memory, stored and adapter (a cluster's key records live in its store)".into(),
             ));
         }
+        Ok(())
+    }
+
+    /// Every min/max pair in order.
+    fn check_min_max(&self, at: &At<'_>) -> Result<(), ScenarioError> {
+        let err = |needle: &str, nth: usize, message: String| at.err(needle, nth, message);
         for (lo, hi, name) in [
             (
                 self.workload.gap_ms_min,
@@ -228,6 +257,7 @@ impl Scenario {
     }
 
     /// Bounds that keep runs finite and arithmetic exact (simulated ms, counts), and every submission inside the safety phase.
+    /// Long on purpose: one table of every bounded field (rustfmt gives each row six lines).
     fn check_bounds(&self, at: &At<'_>) -> Result<(), ScenarioError> {
         let err = |needle: &str, nth: usize, message: String| at.err(needle, nth, message);
         let w = &self.workload;
@@ -327,7 +357,12 @@ impl Scenario {
                 return Err(err(needle, 0, format!("field `{field}`: {rule}")));
             }
         }
-        // Every submission must fall inside the safety phase, or it is never made.
+        self.check_safety_phase(at)
+    }
+
+    /// Every submission must fall inside the safety phase, or it is never made.
+    fn check_safety_phase(&self, at: &At<'_>) -> Result<(), ScenarioError> {
+        let err = |needle: &str, nth: usize, message: String| at.err(needle, nth, message);
         let last = self.workload.start_ms
             + u64::from(self.workload.submissions - 1) * self.workload.gap_ms_max;
         if last >= self.timing.safety_ms {
