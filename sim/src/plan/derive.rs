@@ -36,24 +36,7 @@ impl Plan {
             Some(MutantKind::Proxy(p)) => (None, None, Some(p)),
             None => (None, None, None),
         };
-        let o1 = match s.agent.o1 {
-            Pinned::Value(v) => v,
-            Pinned::Seeded(_) => *[HeldOnDisconnect::Keep, HeldOnDisconnect::Drop]
-                .choose(&mut stream(seed, "policy.o1"))
-                .expect("non-empty"),
-        };
-        let o2 = match s.agent.o2 {
-            Pinned::Value(v) => v,
-            Pinned::Seeded(_) => *[WorkOnDisconnect::Continue, WorkOnDisconnect::Cancel]
-                .choose(&mut stream(seed, "policy.o2"))
-                .expect("non-empty"),
-        };
-        let o4 = match s.agent.o4 {
-            Pinned::Value(v) => v,
-            Pinned::Seeded(_) => *[DuringTurn::Hold, DuringTurn::Steer]
-                .choose(&mut stream(seed, "policy.o4"))
-                .expect("non-empty"),
-        };
+        let agent = agent_config(s, seed, design, agent_mutant);
         let workload = draw_workload(s, seed);
         let faults = match &s.swarm {
             Some(sw) => draw_swarm(
@@ -70,35 +53,9 @@ impl Plan {
             scenario: s.name.clone(),
             seed,
             mutant: mutant.map(str::to_string),
-            agent: AgentConfig {
-                design,
-                o1,
-                o2,
-                o4,
-                turn_ms_min: s.agent.turn_ms_min,
-                turn_ms_max: s.agent.turn_ms_max,
-                tool_rate: s.agent.tool_rate,
-                permission_rate: s.agent.permission_rate,
-                mutant: agent_mutant,
-                retention_ms: s.agent.retention_ms,
-                fail_rate: s.agent.fail_rate,
-                cancel_request: s.agent.cancel_request,
-            },
+            agent,
             retention: design.retention(),
-            client: ClientConfig {
-                // Longer than the longest turn, so held prompts rarely cause resends.
-                prompt_timeout_ms: s.agent.turn_ms_max * 2 + 40,
-                backoff_ms_min: 10,
-                backoff_ms_max: 160,
-                attempts_max: 40,
-                sessions: s.workload.sessions.max(1),
-                keys: s.workload.keys,
-                stale_ms: s.client.stale_ms,
-                mutant: client_mutant,
-                kind: s.client.kind,
-                unkeyed_rate: s.client.unkeyed_rate,
-                permission_ms: s.client.permission_ms,
-            },
+            client: client_config(s, client_mutant),
             net: NetTiming {
                 heartbeat_ms: 25,
                 dead_ms: 250,
@@ -135,6 +92,66 @@ impl Plan {
                 0
             },
         }
+    }
+}
+
+/// The Agent's settings: the scenario's, with each open policy (O1, O2, O4) not pinned drawn
+/// from its own stream.
+fn agent_config(
+    s: &Scenario,
+    seed: u64,
+    design: Design,
+    mutant: Option<acp_chaos_models::AgentMutant>,
+) -> AgentConfig {
+    let o1 = match s.agent.o1 {
+        Pinned::Value(v) => v,
+        Pinned::Seeded(_) => *[HeldOnDisconnect::Keep, HeldOnDisconnect::Drop]
+            .choose(&mut stream(seed, "policy.o1"))
+            .expect("non-empty"),
+    };
+    let o2 = match s.agent.o2 {
+        Pinned::Value(v) => v,
+        Pinned::Seeded(_) => *[WorkOnDisconnect::Continue, WorkOnDisconnect::Cancel]
+            .choose(&mut stream(seed, "policy.o2"))
+            .expect("non-empty"),
+    };
+    let o4 = match s.agent.o4 {
+        Pinned::Value(v) => v,
+        Pinned::Seeded(_) => *[DuringTurn::Hold, DuringTurn::Steer]
+            .choose(&mut stream(seed, "policy.o4"))
+            .expect("non-empty"),
+    };
+    AgentConfig {
+        design,
+        o1,
+        o2,
+        o4,
+        turn_ms_min: s.agent.turn_ms_min,
+        turn_ms_max: s.agent.turn_ms_max,
+        tool_rate: s.agent.tool_rate,
+        permission_rate: s.agent.permission_rate,
+        mutant,
+        retention_ms: s.agent.retention_ms,
+        fail_rate: s.agent.fail_rate,
+        cancel_request: s.agent.cancel_request,
+    }
+}
+
+/// The Client's settings: the scenario's, and its fixed timings.
+fn client_config(s: &Scenario, mutant: Option<acp_chaos_models::ClientMutant>) -> ClientConfig {
+    ClientConfig {
+        // Longer than the longest turn, so held prompts rarely cause resends.
+        prompt_timeout_ms: s.agent.turn_ms_max * 2 + 40,
+        backoff_ms_min: 10,
+        backoff_ms_max: 160,
+        attempts_max: 40,
+        sessions: s.workload.sessions.max(1),
+        keys: s.workload.keys,
+        stale_ms: s.client.stale_ms,
+        mutant,
+        kind: s.client.kind,
+        unkeyed_rate: s.client.unkeyed_rate,
+        permission_ms: s.client.permission_ms,
     }
 }
 
