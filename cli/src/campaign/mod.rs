@@ -135,7 +135,6 @@ pub fn run_with(spec: &CampaignSpec, finish: impl FnOnce(&mut Summary)) -> anyho
         .flat_map(|(i, s)| spec.designs_for(s).into_iter().map(move |d| (i, d)))
         .collect();
     let total = pairs.len() as u64 * per_row;
-    let mutant = spec.mutant.as_deref();
     // The regression corpus first: minimal schedules that must keep their verdicts.
     let regressions: Vec<acp_chaos::explore::regression::Outcome> = pool.install(|| {
         spec.regressions
@@ -169,23 +168,7 @@ pub fn run_with(spec: &CampaignSpec, finish: impl FnOnce(&mut Summary)) -> anyho
                     let (i, d) = pairs[(k / per_row) as usize];
                     let seed = first + k % per_row;
                     let s = &spec.scenarios[i];
-                    let (h, mut r) = run_one(s, seed, mutant, d);
-                    if spec.check_determinism {
-                        let (h2, r2) = run_one(s, seed, mutant, d);
-                        if r2.hash != r.hash {
-                            // Keep both histories (`-a` first run, `-b` second) for a diff.
-                            let line = repro(&s.reference, d, seed, mutant);
-                            let keep = |h: &History, r: &RunResult, tag: &str| {
-                                let mut r = r.clone();
-                                r.scenario = format!("{}-{tag}", r.scenario);
-                                write_run(staging.dir(), h, &r, &line, true)
-                            };
-                            if let Err(e) = keep(&h, &r, "a").and_then(|_| keep(&h2, &r2, "b")) {
-                                tracing::warn!("could not keep both histories: {e}");
-                            }
-                            r.rerun_hash = Some(r2.hash);
-                        }
-                    }
+                    let r = run_seed(spec, staging.dir(), s, seed, d);
                     if r.verdicts.iter().any(|v| v.status == Status::Invalid) {
                         failing.fetch_add(1, Ordering::Relaxed);
                     }
@@ -210,8 +193,44 @@ pub fn run_with(spec: &CampaignSpec, finish: impl FnOnce(&mut Summary)) -> anyho
             interrupted,
         );
     }
-    let (mut summary, mut error) = tables.finish(regressions, interrupted);
+    let (mut summary, error) = tables.finish(regressions, interrupted);
     finish(&mut summary);
+    commit(staging, summary, error)
+}
+
+/// One run of scenario `s` on `seed` under design `d`; with `--check-determinism` run again,
+/// and when the two hashes differ both histories kept in `dir` (`-a` the first run, `-b` the
+/// second) and the second hash noted.
+fn run_seed(spec: &CampaignSpec, dir: &Path, s: &Scenario, seed: u64, d: Design) -> RunResult {
+    let mutant = spec.mutant.as_deref();
+    let (h, mut r) = run_one(s, seed, mutant, d);
+    if spec.check_determinism {
+        let (h2, r2) = run_one(s, seed, mutant, d);
+        if r2.hash != r.hash {
+            // Keep both histories (`-a` first run, `-b` second) for a diff.
+            let line = repro(&s.reference, d, seed, mutant);
+            let keep = |h: &History, r: &RunResult, tag: &str| {
+                let mut r = r.clone();
+                r.scenario = format!("{}-{tag}", r.scenario);
+                write_run(dir, h, &r, &line, true)
+            };
+            if let Err(e) = keep(&h, &r, "a").and_then(|_| keep(&h2, &r2, "b")) {
+                tracing::warn!("could not keep both histories: {e}");
+            }
+            r.rerun_hash = Some(r2.hash);
+        }
+    }
+    r
+}
+
+/// Write `summary.json` into the staging folder and move the report into place, unless
+/// writing the tables already failed (`error`); the summary, or the report left unwritten
+/// with it.
+fn commit(
+    staging: Staging,
+    summary: Summary,
+    mut error: Option<String>,
+) -> anyhow::Result<Summary> {
     if error.is_none() {
         if let Err(e) = write_summary(staging.dir(), &summary) {
             error = Some(format!("{e:#}"));
