@@ -135,81 +135,19 @@ pub fn first_catch(
     budget: usize,
     pool: &rayon::ThreadPool,
 ) -> FirstCatch {
-    use acp_chaos::explore::{exhaustive, guided, lineage, needs, shrink::Target};
-    let target = Target::of_mutant(m);
     let work: Vec<(u64, Design)> = (0..seeds)
         .flat_map(|seed| designs.iter().map(move |d| (seed, *d)))
         .collect();
     let found: Vec<(u64, Option<usize>)> = pool.install(|| {
         work.par_iter()
             .map(|&(seed, d)| {
-                // Exhaustive and lineage explore one trace: a trace that lacks what the
-                // mutant needs to show (`explore::needs`: a cancel, a close, a prompt without
-                // a key) is passed over for the scenario's next draw (seed + seeds), as
-                // `explore --mutants` tells a user to, each costing its one run.
-                let mut plan = acp_chaos::plan::Plan::derive(s, seed, Some(m.name), d);
-                let mut passed = 0usize;
-                if mode != Mode::Guided {
-                    while passed + 1 < budget {
-                        let trace = exhaustive::trace_plan(&plan);
-                        let h = acp_chaos::world::run(&trace);
-                        if needs::missing(m.name, &trace, &h).is_empty() {
-                            break;
-                        }
-                        passed += 1;
-                        let next = seed + seeds * passed as u64;
-                        plan = acp_chaos::plan::Plan::derive(s, next, Some(m.name), d);
-                    }
-                }
-                let budget = budget - passed;
-                let runs = match mode {
-                    Mode::Exhaustive => {
-                        let kinds = exhaustive::default_kinds(&plan);
-                        exhaustive::explore(
-                            &plan,
-                            &exhaustive::Options {
-                                faults: 2,
-                                kinds,
-                                shard: None,
-                                audit: 0,
-                                stop_at_first: true,
-                                target: Some(target.clone()),
-                                budget: Some(budget),
-                                merge: Default::default(),
-                            },
-                            pool,
-                        )
-                        .first_catch
-                    }
-                    Mode::Lineage => {
-                        lineage::lineage(
-                            &plan,
-                            &lineage::Options {
-                                faults: 2,
-                                budget,
-                                stop_at_first: true,
-                                target: Some(target.clone()),
-                            },
-                        )
-                        .first_catch
-                    }
-                    Mode::Guided => {
-                        guided::guided(
-                            s,
-                            d,
-                            Some(m.name),
-                            &guided::Options {
-                                runs: budget,
-                                seed_start: seed * 100_000,
-                                stop_at_first: true,
-                                stop_at_full_coverage: false,
-                                target: Some(target.clone()),
-                            },
-                            pool,
-                        )
-                        .first_catch
-                    }
+                let (plan, passed) = if mode == Mode::Guided {
+                    (acp_chaos::plan::Plan::derive(s, seed, Some(m.name), d), 0)
+                } else {
+                    trace_that_shows(s, m, seed, seeds, d, budget)
                 };
+                let budget = budget - passed;
+                let runs = search(s, m, d, mode, &plan, budget, pool);
                 (seed, runs.filter(|r| *r <= budget).map(|r| r + passed))
             })
             .collect()
@@ -227,6 +165,99 @@ pub fn first_catch(
         median: median_of(&per_seed),
         per_seed,
         budget,
+    }
+}
+
+/// Exhaustive and lineage explore one trace: a trace that lacks what the mutant needs to show
+/// (`explore::needs`: a cancel, a close, a prompt without a key) is passed over for the
+/// scenario's next draw (seed + seeds), as `explore --mutants` tells a user to, each costing
+/// its one run. The plan to explore, and how many draws were passed over.
+fn trace_that_shows(
+    s: &Scenario,
+    m: &Mutant,
+    seed: u64,
+    seeds: u64,
+    d: Design,
+    budget: usize,
+) -> (acp_chaos::plan::Plan, usize) {
+    use acp_chaos::explore::{exhaustive, needs};
+    let mut plan = acp_chaos::plan::Plan::derive(s, seed, Some(m.name), d);
+    let mut passed = 0usize;
+    while passed + 1 < budget {
+        let trace = exhaustive::trace_plan(&plan);
+        let h = acp_chaos::world::run(&trace);
+        if needs::missing(m.name, &trace, &h).is_empty() {
+            break;
+        }
+        passed += 1;
+        let next = seed + seeds * passed as u64;
+        plan = acp_chaos::plan::Plan::derive(s, next, Some(m.name), d);
+    }
+    (plan, passed)
+}
+
+/// The run of `mode`'s search (two faults, at most `budget` runs) that first catches mutant
+/// `m`, if any: exhaustive and lineage over `plan`, guided drawing from the scenario (its
+/// runs' seeds from `plan`'s).
+fn search(
+    s: &Scenario,
+    m: &Mutant,
+    d: Design,
+    mode: Mode,
+    plan: &acp_chaos::plan::Plan,
+    budget: usize,
+    pool: &rayon::ThreadPool,
+) -> Option<usize> {
+    use acp_chaos::explore::{exhaustive, guided, lineage, shrink::Target};
+    let target = Target::of_mutant(m);
+    match mode {
+        Mode::Exhaustive => {
+            let kinds = exhaustive::default_kinds(plan);
+            exhaustive::explore(
+                plan,
+                &exhaustive::Options {
+                    faults: 2,
+                    kinds,
+                    shard: None,
+                    audit: 0,
+                    stop_at_first: true,
+                    target: Some(target.clone()),
+                    budget: Some(budget),
+                    merge: Default::default(),
+                },
+                pool,
+            )
+            .first_catch
+        }
+        Mode::Lineage => {
+            lineage::lineage(
+                plan,
+                &lineage::Options {
+                    faults: 2,
+                    budget,
+                    stop_at_first: true,
+                    target: Some(target.clone()),
+                },
+            )
+            .first_catch
+        }
+        Mode::Guided => {
+            guided::guided(
+                s,
+                d,
+                Some(m.name),
+                &guided::Options {
+                    runs: budget,
+                    // Guided passes no draw over: `plan` is the seed's own.
+                    seed_start: plan.seed * 100_000,
+                    stop_at_first: true,
+                    stop_at_full_coverage: false,
+                    target: Some(target.clone()),
+                },
+                pool,
+            )
+            .first_catch
+        }
     }
 }
 
