@@ -180,45 +180,7 @@ fn keep_failures(
     shards: &[Summary],
     out: &Path,
 ) -> anyhow::Result<()> {
-    // Unsharded order: rows as they ran, then seeds, then checkers.
-    let row_of = |f: &Value| {
-        format!(
-            "{}@{}",
-            f["scenario"].as_str().unwrap_or(""),
-            f["design"].as_str().unwrap_or("")
-        )
-    };
-    let rank = |f: &Value| {
-        let row = m
-            .order
-            .iter()
-            .position(|r| *r == row_of(f))
-            .unwrap_or(usize::MAX);
-        let prop = CHECKERS
-            .iter()
-            .position(|c| f["property"] == c.property.as_str())
-            .unwrap_or(usize::MAX);
-        (row, f["seed"].as_u64().unwrap_or(0), prop)
-    };
-    m.findings.sort_by_key(|f| rank(f));
-    let mut seen = BTreeSet::new();
-    m.findings
-        .retain(|f| seen.insert((row_of(f), f["property"].to_string())));
-    m.failures.sort_by_key(|f| rank(f));
-    // As many listed per group as one unsharded run lists; the rest counted.
-    let cap = acp_chaos::summary::FAILURES_LISTED.max(m.kept_per_property);
-    let mut listed: BTreeMap<String, usize> = BTreeMap::new();
-    let mut omitted = std::mem::take(&mut m.failures_omitted);
-    m.failures.retain(|f| {
-        let g = acp_chaos::summary::failure_group(f);
-        let n = listed.entry(g.clone()).or_default();
-        *n += 1;
-        if *n > cap {
-            *omitted.entry(g).or_default() += 1;
-        }
-        *n <= cap
-    });
-    m.failures_omitted = omitted;
+    order_and_cap(m);
     let mut count: BTreeMap<(String, String), usize> = BTreeMap::new();
     let shard_of = |seed: u64| {
         dirs.iter()
@@ -250,29 +212,86 @@ fn keep_failures(
             }
         }
         if f["shrunk"].is_object() {
-            let dir = format!(
-                "{}-{}-seed{}",
-                f["scenario"].as_str().unwrap_or(""),
-                f["design"].as_str().unwrap_or(""),
-                f["seed"]
-            );
-            let leaf = f["shrunk"]["schedule"]
-                .as_str()
-                .and_then(|p| Path::new(p).file_name())
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_else(|| "schedule.toml".into());
-            let file = out.join(&dir).join(leaf);
-            if folder.is_none() {
-                if let Some(src) = src {
-                    copy_run_dir(&src.join(&dir), &out.join(&dir), src, out)?;
-                }
-            }
-            f["shrunk"]["schedule"] = json!(file.display().to_string());
-            f["shrunk"]["replay"] =
-                json!(format!("acp-chaos replay --schedule {}", file.display()));
+            keep_schedule(f, folder.as_deref(), src, out)?;
         }
         *k += 1;
     }
+    Ok(())
+}
+
+/// A failure's or finding's row, `scenario@design`.
+fn row_of(f: &Value) -> String {
+    format!(
+        "{}@{}",
+        f["scenario"].as_str().unwrap_or(""),
+        f["design"].as_str().unwrap_or("")
+    )
+}
+
+/// Failures and findings in unsharded order (rows as they ran, then seeds, then checkers),
+/// one finding per row × property, and as many failures listed per group as one unsharded
+/// run lists (the rest counted).
+fn order_and_cap(m: &mut Summary) {
+    let rank = |f: &Value| {
+        let row = m
+            .order
+            .iter()
+            .position(|r| *r == row_of(f))
+            .unwrap_or(usize::MAX);
+        let prop = CHECKERS
+            .iter()
+            .position(|c| f["property"] == c.property.as_str())
+            .unwrap_or(usize::MAX);
+        (row, f["seed"].as_u64().unwrap_or(0), prop)
+    };
+    m.findings.sort_by_key(|f| rank(f));
+    let mut seen = BTreeSet::new();
+    m.findings
+        .retain(|f| seen.insert((row_of(f), f["property"].to_string())));
+    m.failures.sort_by_key(|f| rank(f));
+    // As many listed per group as one unsharded run lists; the rest counted.
+    let cap = acp_chaos::summary::FAILURES_LISTED.max(m.kept_per_property);
+    let mut listed: BTreeMap<String, usize> = BTreeMap::new();
+    let mut omitted = std::mem::take(&mut m.failures_omitted);
+    m.failures.retain(|f| {
+        let g = acp_chaos::summary::failure_group(f);
+        let n = listed.entry(g.clone()).or_default();
+        *n += 1;
+        if *n > cap {
+            *omitted.entry(g).or_default() += 1;
+        }
+        *n <= cap
+    });
+    m.failures_omitted = omitted;
+}
+
+/// A failure's shrunk schedule, copied from its shard `src` when its run folder was not, and
+/// pointed at (with its replay line) under `out`.
+fn keep_schedule(
+    f: &mut Value,
+    folder: Option<&str>,
+    src: Option<&PathBuf>,
+    out: &Path,
+) -> anyhow::Result<()> {
+    let dir = format!(
+        "{}-{}-seed{}",
+        f["scenario"].as_str().unwrap_or(""),
+        f["design"].as_str().unwrap_or(""),
+        f["seed"]
+    );
+    let leaf = f["shrunk"]["schedule"]
+        .as_str()
+        .and_then(|p| Path::new(p).file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "schedule.toml".into());
+    let file = out.join(&dir).join(leaf);
+    if folder.is_none() {
+        if let Some(src) = src {
+            copy_run_dir(&src.join(&dir), &out.join(&dir), src, out)?;
+        }
+    }
+    f["shrunk"]["schedule"] = json!(file.display().to_string());
+    f["shrunk"]["replay"] = json!(format!("acp-chaos replay --schedule {}", file.display()));
     Ok(())
 }
 
