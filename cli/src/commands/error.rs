@@ -53,6 +53,11 @@ impl CliError {
     }
 }
 
+/// A usage error as a command's outcome: `return usage("--repeat must be at least 1")`.
+pub fn usage(message: impl fmt::Display) -> Outcome {
+    Err(CliError::usage(message))
+}
+
 impl fmt::Display for CliError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)

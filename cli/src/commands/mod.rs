@@ -37,7 +37,7 @@ mod shrink;
 pub mod sweep;
 mod writable;
 
-pub use error::{CliError, Outcome};
+pub use error::{usage, CliError, Outcome};
 pub use list::ListSection;
 
 use acp_chaos::exit;
@@ -193,9 +193,9 @@ pub fn dispatch(cli: Cli) -> Outcome {
         Some(Cmd::Sweep(a)) => sweep::exec(&a),
         Some(Cmd::Findings(a)) => findings::exec(&a),
         Some(Cmd::Fuzz(a)) => fuzz::exec(&a),
-        Some(Cmd::Agent(a)) => Ok(crate::probe::stdio_agent::main(&a)),
-        Some(Cmd::Client(a)) => Ok(crate::probe::stdio_client::main(&a)),
-        Some(Cmd::Probe(a)) => Ok(crate::probe::main(&a)),
+        Some(Cmd::Agent(a)) => crate::probe::stdio_agent::main(&a),
+        Some(Cmd::Client(a)) => crate::probe::stdio_client::main(&a),
+        Some(Cmd::Probe(a)) => crate::probe::main(&a),
     }
 }
 

@@ -17,6 +17,7 @@
 //! a table trial × rule in the terminal and `summary.md`, `summary.json`, `junit.xml`, a retry
 //! command per failure, and the failing trials' folders (`wire.jsonl`, the Client's output).
 
+use crate::commands::{usage, Outcome};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -52,11 +53,6 @@ const SLOW_RESUME_MS: u64 = 50;
 /// Crash trials cover the Client's first prompts only (each costs a run).
 const PROMPTS_MAX: u32 = 3;
 
-fn usage(msg: &str) -> i32 {
-    eprintln!("error: {msg}");
-    exit::USAGE
-}
-
 /// One trial run's result.
 struct TrialRun {
     verdicts: Vec<acp_chaos::checkers::Verdict>,
@@ -67,8 +63,8 @@ struct TrialRun {
     folder: PathBuf,
 }
 
-/// Run `acp-chaos probe --client`; returns the exit code.
-pub fn main(a: &ProbeArgs) -> i32 {
+/// Run `acp-chaos probe --client`: the exit code, or a usage error (exit 2).
+pub fn main(a: &ProbeArgs) -> Outcome {
     if a.command.is_empty() {
         return usage(
             "no Client to probe: give -- CLIENT_CMD ARGS... with {agent} where it starts its Agent",
@@ -79,7 +75,7 @@ pub fn main(a: &ProbeArgs) -> i32 {
         .iter()
         .any(|w| w == AGENT || w.contains(AGENT_LINE))
     {
-        return usage(&format!(
+        return usage(format!(
             "the Client command has no `{AGENT}` argument: write it where the Client takes its Agent's command, e.g. `probe --client -- acp-chaos client -- {AGENT}` (or `{AGENT_LINE}` where it takes the command as one string)"
         ));
     }
@@ -96,7 +92,7 @@ pub fn main(a: &ProbeArgs) -> i32 {
     for t in &a.traces {
         if t != NO_FAULT {
             if let Err(e) = t.parse::<ServedFault>() {
-                return usage(&format!("--trace {e} (or `{NO_FAULT}`)"));
+                return usage(format!("--trace {e} (or `{NO_FAULT}`)"));
             }
         }
         if !pinned.contains(t) {
@@ -115,16 +111,8 @@ pub fn main(a: &ProbeArgs) -> i32 {
         .out
         .clone()
         .unwrap_or_else(|| Path::new("reports").join(format!("probe-{}", target.name)));
-    if let Err(e) = super::runner::prepare_out(&out) {
-        return usage(&format!("{e:#}"));
-    }
-    match probe(a, &target, &served, pinned, &out) {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            exit::USAGE
-        }
-    }
+    super::runner::prepare_out(&out)?;
+    Ok(probe(a, &target, &served, pinned, &out)?)
 }
 
 /// `acp-chaos agent` arguments of the served Agent, before the trial's own.

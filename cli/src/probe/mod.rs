@@ -55,6 +55,8 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use acp_chaos::exit;
+
+use crate::commands::{CliError, Outcome};
 use acp_chaos::models::Retention;
 
 use runner::{prepare_out, probe_traces};
@@ -172,13 +174,9 @@ impl ProbeArgs {
     }
 }
 
-fn usage(msg: &str) -> i32 {
-    eprintln!("error: {msg}");
-    exit::USAGE
-}
-
-/// Run `acp-chaos probe`; returns the exit code.
-pub fn main(a: &ProbeArgs) -> i32 {
+/// Run `acp-chaos probe`: the exit code, or a usage error (exit 2) the dispatch prints, as
+/// every command's.
+pub fn main(a: &ProbeArgs) -> Outcome {
     on_signals();
     if let Some(name) = &a.install {
         return install(name);
@@ -186,43 +184,27 @@ pub fn main(a: &ProbeArgs) -> i32 {
     if a.client {
         return client::main(a);
     }
-    let target = match target_of(a) {
-        Ok(t) => t,
-        Err(e) => return usage(&e),
-    };
+    let target = target_of(a).map_err(CliError::usage)?;
     if a.repeat == 0 {
-        return usage("--repeat must be at least 1");
+        return Err(CliError::usage("--repeat must be at least 1"));
     }
     let mut a = a.clone();
     match (a.timeout_ms, target.real) {
-        (Some(0), _) => return usage("--timeout-ms must be at least 1"),
+        (Some(0), _) => return Err(CliError::usage("--timeout-ms must be at least 1")),
         (None, Some(p)) => {
             a.timeout_ms = Some(crate::probe::profile::startup_timeout(p).as_millis() as u64)
         }
         _ => {}
     }
     let a = &a;
-    let (selected, skipped) = match select(a) {
-        Ok(s) => s,
-        Err(e) => return usage(&e),
-    };
-    if let Err(e) = check_kill_point(a, &selected) {
-        return usage(&e);
-    }
+    let (selected, skipped) = select(a).map_err(CliError::usage)?;
+    check_kill_point(a, &selected).map_err(CliError::usage)?;
     let out = a
         .out
         .clone()
         .unwrap_or_else(|| Path::new("reports").join(format!("probe-{}", target.name)));
-    if let Err(e) = prepare_out(&out) {
-        return usage(&format!("{e:#}"));
-    }
-    match probe_traces(a, &target, &selected, skipped, &out) {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            exit::USAGE
-        }
-    }
+    prepare_out(&out)?;
+    Ok(probe_traces(a, &target, &selected, skipped, &out)?)
 }
 
 /// SIGPIPE ignored, and Ctrl-C takes the Agent's process group down with the probe.
@@ -393,11 +375,8 @@ impl Item {
 }
 
 /// `--install NAME`: npm install of a real-agent profile into the cache folder.
-fn install(name: &str) -> i32 {
-    let p = match crate::probe::profile::get(name) {
-        Ok(p) => p,
-        Err(e) => return usage(&e.to_string()),
-    };
+fn install(name: &str) -> Outcome {
+    let p = crate::probe::profile::get(name).map_err(CliError::usage)?;
     println!(
         "installing {} ({}) into {}",
         p.name,
@@ -422,11 +401,11 @@ fn install(name: &str) -> i32 {
                     format!(", {:.0} s", r.seconds)
                 }
             );
-            exit::VALID
+            Ok(exit::VALID)
         }
-        Err(e) => {
-            eprintln!("error: {e}");
-            e.exit_code()
-        }
+        Err(e) => Err(CliError {
+            code: e.exit_code(),
+            message: e.to_string(),
+        }),
     }
 }

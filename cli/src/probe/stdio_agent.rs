@@ -27,6 +27,7 @@
 //! line longer than `--max-line-bytes` `-32600` (`id: null`; it is discarded as it is read, so
 //! it was never parsed), and neither reaches the model.
 
+use crate::commands::{usage, Outcome};
 use std::collections::BinaryHeap;
 use std::path::PathBuf;
 use std::sync::mpsc;
@@ -118,20 +119,17 @@ fn parse_max_line(s: &str) -> Result<usize, String> {
     }
 }
 
-fn usage(msg: String) -> i32 {
-    eprintln!("error: {msg}");
-    exit::USAGE
-}
-
-/// Run the server until stdin ends. Returns the exit code.
-pub fn main(a: &AgentArgs) -> i32 {
+/// Run the server until stdin ends: the exit code, or a usage error (exit 2). A failure while
+/// serving is said on stderr as the served process's own (`acp-chaos agent: ...`), beside what
+/// the probe collects of it.
+pub fn main(a: &AgentArgs) -> Outcome {
     let design = match a.design.as_str() {
         "stored" => Design::Stored,
         "in-memory" => Design::InMemory,
         "adapter" => Design::Adapter,
         "cluster" => {
             return usage(
-                "`cluster` is not served as a process (its nodes share the simulator's store host); use stored, in-memory or adapter".into(),
+                "`cluster` is not served as a process (its nodes share the simulator's store host); use stored, in-memory or adapter",
             )
         }
         d => return usage(format!("unknown design `{d}` (stored, in-memory, adapter)")),
@@ -160,8 +158,7 @@ pub fn main(a: &AgentArgs) -> i32 {
     };
     if (!a.fault_at.is_empty() || a.slow_resume_ms > 0) && a.wire_log.is_none() {
         return usage(
-            "--fault-at and --slow-resume-ms need --wire-log (the log counts prompts across restarts)"
-                .into(),
+            "--fault-at and --slow-resume-ms need --wire-log (the log counts prompts across restarts)",
         );
     }
     let (turn_min, turn_max) = match parse_range(&a.turn_ms) {
@@ -182,13 +179,13 @@ pub fn main(a: &AgentArgs) -> i32 {
         fail_rate: 0.0,
         cancel_request: Default::default(),
     };
-    match serve(cfg, a) {
+    Ok(match serve(cfg, a) {
         Ok(()) => exit::VALID,
         Err(e) => {
             eprintln!("acp-chaos agent: {e:#}");
             exit::USAGE
         }
-    }
+    })
 }
 
 fn parse_range(s: &str) -> Option<(u64, u64)> {

@@ -12,6 +12,7 @@
 //! (what a user would see), else 0; 2 on a bad flag; 4 when the Agent never answered. Each
 //! submission's outcome is one line on stderr.
 
+use crate::commands::{usage, Outcome};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
@@ -66,8 +67,8 @@ fn scenario(a: &ClientArgs) -> Result<Scenario, String> {
     Scenario::parse(Path::new("acp-chaos-client.toml"), &text).map_err(|e| e.to_string())
 }
 
-/// Run the Client until its workload settles; returns the exit code.
-pub fn main(a: &ClientArgs) -> i32 {
+/// Run the Client until its workload settles: the exit code, or a usage error (exit 2).
+pub fn main(a: &ClientArgs) -> Outcome {
     // A write to an Agent that died must be an error we handle, not a signal that ends us.
     // SAFETY: setting a signal disposition; no handler code runs.
     #[cfg(unix)]
@@ -103,7 +104,7 @@ pub fn main(a: &ClientArgs) -> i32 {
     let r = realtime::run(&plan, launch, a.time_scale, false);
     if let Some(why) = &r.aborted {
         eprintln!("acp-chaos client: {why}");
-        return exit::LIVENESS;
+        return Ok(exit::LIVENESS);
     }
     // What the Client showed its user about each submission: acknowledged, an error, still
     // pending. A submission the model forgot (a mutant's silent drop) shows nothing, and does
@@ -134,10 +135,5 @@ pub fn main(a: &ClientArgs) -> i32 {
             code = exit::INVALID;
         }
     }
-    code
-}
-
-fn usage(msg: String) -> i32 {
-    eprintln!("error: {msg}");
-    exit::USAGE
+    Ok(code)
 }
