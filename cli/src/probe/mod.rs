@@ -17,6 +17,24 @@
 //!
 //! Every wait is bounded (`--timeout-ms`): a command that is not an ACP agent, exits at once
 //! or never answers gets `unknown` with the reason, and exit 4.
+//!
+//! The folder holds four ideas:
+//!
+//! - **Probing an Agent**: this file (arguments, `main`, `--install`), `target` (what is
+//!   probed), `start` (a run's fresh `HOME`, launch and mock model), [`calibrate`] (how long
+//!   the Agent takes), [`traces`] and [`driver`] (a scripted trace against the process),
+//!   [`realtime`] (a scenario's faults at the pipe, the model Client in real time), [`infer`]
+//!   (the Agent's side read off what it wrote), [`runner`] (the runs and their verdicts: the
+//!   library's checkers and `checkers::black_box`), `report` and `junit` (the report folder),
+//!   [`line_reader`] (strict, bounded JSON-RPC lines), `tree` (a folder's files, for
+//!   persistence), [`profile`] (pinned real agents).
+//! - **Probing a Client**: `client` (`probe --client`, judged by
+//!   `checkers::black_box::client_wire`).
+//! - **Our models as processes**: [`stdio_agent`] (`acp-chaos agent`), with
+//!   [`stdio_envelope`], `store_dir` and [`wire_log`]; [`stdio_client`] (`acp-chaos client`).
+//! - **The mock model server** real agents talk to: [`mock_model`].
+//!
+//! Every command here returns an [`crate::commands::Outcome`], as the other commands do.
 
 pub mod calibrate;
 mod client;
