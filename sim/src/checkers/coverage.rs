@@ -167,9 +167,30 @@ pub fn events(h: &History) -> BTreeSet<&'static str> {
 
 /// [`events`] of `h`, given the facts of `h` as the checkers read it ([`agent_view`]).
 pub fn events_in_view(h: &History, facts: &Facts) -> BTreeSet<&'static str> {
-    let mut e = BTreeSet::new();
-    // Cluster: which node each connection reached, then which nodes each submission's
-    // attempts reached.
+    let mut seen = Seen::default();
+    if reached_other_node(h) {
+        seen.e.insert("other-node");
+    }
+    for (op, w) in facts.ops_with_wire() {
+        seen.asking(op, w);
+        seen.plain(op, w);
+        // The connection an op is on: its frame's, else its own `conn`.
+        let conn = w.map_or_else(|| op.value["conn"].as_u64().unwrap_or(0), |w| w.conn);
+        seen.ids(op, w, conn);
+        seen.retries(op, w, conn);
+    }
+    if seen.attempts.values().any(|n| *n > 1) {
+        seen.e.insert("retry");
+    }
+    if seen.client_conns > 1 {
+        seen.e.insert("reconnect");
+    }
+    seen.e
+}
+
+/// Cluster: some submission's attempts reached more than one node (which node each connection
+/// reached, then which nodes each submission's attempts reached).
+fn reached_other_node(h: &History) -> bool {
     let mut node_of: BTreeMap<u64, &str> = BTreeMap::new();
     let mut nodes: BTreeMap<u64, BTreeSet<&str>> = BTreeMap::new();
     for op in &h.ops {
@@ -185,54 +206,69 @@ pub fn events_in_view(h: &History, facts: &Facts) -> BTreeSet<&'static str> {
             }
         }
     }
-    if nodes.values().any(|s| s.len() > 1) {
-        e.insert("other-node");
-    }
-    let mut attempts: BTreeMap<u64, u32> = BTreeMap::new();
-    let mut open_ids: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
-    let mut client_conns = 0;
-    // Attempts that waited for a held original (A7): (connection, JSON-RPC id).
-    let mut waited: BTreeSet<(u64, String)> = BTreeSet::new();
-    // The Agent's `session/request_permission` requests still unanswered: (connection, id) →
-    // the session each asked about.
-    let mut asking: BTreeMap<(u64, String), &serde_json::Value> = BTreeMap::new();
-    for (op, w) in facts.ops_with_wire() {
-        // A6: the user stops the session while the Agent waits on the user's permission.
+    nodes.values().any(|s| s.len() > 1)
+}
+
+/// What [`events_in_view`] has seen so far in its one pass over the ops.
+#[derive(Default)]
+struct Seen<'h> {
+    e: BTreeSet<&'static str>,
+    /// Attempts per submission.
+    attempts: BTreeMap<u64, u32>,
+    /// JSON-RPC id → the connections on which a Client request with it awaits the Agent.
+    open_ids: BTreeMap<String, BTreeSet<u64>>,
+    client_conns: u32,
+    /// Attempts that waited for a held original (A7): (connection, JSON-RPC id).
+    waited: BTreeSet<(u64, String)>,
+    /// The Agent's `session/request_permission` requests still unanswered: (connection, id) →
+    /// the session each asked about.
+    asking: BTreeMap<(u64, String), &'h serde_json::Value>,
+}
+
+impl<'h> Seen<'h> {
+    /// A6: the user stops the session while the Agent waits on the user's permission.
+    fn asking(&mut self, op: &Op, w: Option<&WireFrame<'h>>) {
         let method = w.and_then(|w| w.method);
         match (op.process.as_str(), op.f.as_str(), w) {
             (process::NET, op::SEND, Some(w))
                 if method == Some("session/request_permission") && w.from == "agent" =>
             {
-                asking.insert(w.key(), &w.frame["params"]["sessionId"]);
+                self.asking.insert(w.key(), &w.frame["params"]["sessionId"]);
             }
             (process::NET, op::RECV, Some(w)) if method.is_none() && w.from == "client" => {
-                asking.remove(&w.key());
+                self.asking.remove(&w.key());
             }
             // Withdrawn by the Agent: no longer asked.
             (process::NET, op::SEND, Some(w))
                 if method == Some("$/cancel_request") && w.from == "agent" =>
             {
-                asking.remove(&(w.conn, w.frame["params"]["requestId"].to_string()));
+                self.asking
+                    .remove(&(w.conn, w.frame["params"]["requestId"].to_string()));
             }
             (process::NET, op::RECV, Some(w))
                 if method == Some("session/cancel") && w.from == "client" =>
             {
                 let sid = &w.frame["params"]["sessionId"];
-                if asking.values().any(|s| *s == sid) {
-                    e.insert("stop-while-asking");
+                if self.asking.values().any(|s| *s == sid) {
+                    self.e.insert("stop-while-asking");
                 }
             }
             // Gone with its connection, or with the Agent process that asked.
             (_, op::CONN_END, _) => {
                 let c = op.value["conn"].as_u64().unwrap_or(0);
-                asking.retain(|(x, _), _| *x != c);
+                self.asking.retain(|(x, _), _| *x != c);
             }
             (process::AGENT, op::RECOVER, _) if op.value["renamed_from"] != "store" => {
-                asking.clear();
+                self.asking.clear();
             }
             _ => {}
         }
-        let has = |o: &Op, p: &str, f: &str| o.process == p && o.f == f;
+    }
+
+    /// Events one op shows by itself.
+    fn plain(&mut self, op: &Op, w: Option<&WireFrame>) {
+        let has = |p: &str, f: &str| op.process == p && op.f == f;
+        let e = &mut self.e;
         // (No plain event is a frame: most ops are.)
         if let Some((_, _, ev)) = PLAIN_EVENTS
             .iter()
@@ -254,50 +290,10 @@ pub fn events_in_view(h: &History, facts: &Facts) -> BTreeSet<&'static str> {
         {
             e.insert("reordered");
         }
-        // The same JSON-RPC id awaiting the Agent's answer on two connections at once (legal:
-        // ids are per connection, and dedup must go by key, never by id).
-        let conn = w.map_or_else(|| op.value["conn"].as_u64().unwrap_or(0), |w| w.conn);
-        if let Some(w) = w.filter(|w| w.has_id()) {
-            match (w.sent, w.from, w.has_method) {
-                (false, "client", true) => {
-                    let conns = open_ids.entry(w.id_key.clone()).or_default();
-                    if conns.iter().any(|c| *c != conn) {
-                        e.insert("id-shared");
-                    }
-                    conns.insert(conn);
-                }
-                (true, "agent", false) => {
-                    if let Some(c) = open_ids.get_mut(&w.id_key) {
-                        c.remove(&conn);
-                    }
-                }
-                _ => {}
-            }
-        }
-        if op.f == op::CONN_END {
-            for c in open_ids.values_mut() {
-                c.remove(&conn);
-            }
-        }
-        if has(op, "client", "attempt") {
-            if let Some(s) = op.value["submission"].as_u64() {
-                *attempts.entry(s).or_default() += 1;
-            }
-        }
-        // O1 drop: the held original's connection ended and a retry that waited for it was
-        // inserted in its place (A7: it becomes the submission).
-        let attempt = || (conn, op.value["id"].to_string());
-        if has(op, "agent", "wait-held") {
-            waited.insert(attempt());
-        }
-        if has(op, "agent", "insert") && op.value["mode"] == "held" && waited.contains(&attempt()) {
-            e.insert("retry-promoted");
-        }
-        if has(op, "agent", "insert") && op.value["mode"] == "steer" {
+        if has("agent", "insert") && op.value["mode"] == "steer" {
             e.insert("steer");
         }
-        if (has(op, "agent", "recover") || has(op, "agent", "boot"))
-            && op.value["boot"].as_u64() > Some(0)
+        if (has("agent", "recover") || has("agent", "boot")) && op.value["boot"].as_u64() > Some(0)
         {
             e.insert("agent-restart");
         }
@@ -307,26 +303,65 @@ pub fn events_in_view(h: &History, facts: &Facts) -> BTreeSet<&'static str> {
         if op.f == op::STORE_CORRUPT {
             e.insert("store-corrupt");
         }
-        if has(op, "client", "boot") && op.value["boot"].as_u64() > Some(0) {
+        if has("client", "boot") && op.value["boot"].as_u64() > Some(0) {
             e.insert("client-restart");
         }
-        if has(op, "agent", "reject") && op.value["transient"] == true {
+        if has("agent", "reject") && op.value["transient"] == true {
             e.insert("transient-error");
         }
-        if has(op, "agent", "insert") && op.value["live_only"] == true {
+        if has("agent", "insert") && op.value["live_only"] == true {
             e.insert("live-only");
         }
-        if w.is_some_and(|w| w.sent && w.from == "client" && w.method == Some("initialize")) {
-            client_conns += 1;
+    }
+
+    /// The same JSON-RPC id awaiting the Agent's answer on two connections at once (legal:
+    /// ids are per connection, and dedup must go by key, never by id).
+    fn ids(&mut self, op: &Op, w: Option<&WireFrame>, conn: u64) {
+        if let Some(w) = w.filter(|w| w.has_id()) {
+            match (w.sent, w.from, w.has_method) {
+                (false, "client", true) => {
+                    let conns = self.open_ids.entry(w.id_key.clone()).or_default();
+                    if conns.iter().any(|c| *c != conn) {
+                        self.e.insert("id-shared");
+                    }
+                    conns.insert(conn);
+                }
+                (true, "agent", false) => {
+                    if let Some(c) = self.open_ids.get_mut(&w.id_key) {
+                        c.remove(&conn);
+                    }
+                }
+                _ => {}
+            }
+        }
+        if op.f == op::CONN_END {
+            for c in self.open_ids.values_mut() {
+                c.remove(&conn);
+            }
         }
     }
-    if attempts.values().any(|n| *n > 1) {
-        e.insert("retry");
+
+    /// Retries, reconnects, and O1's drop: the held original's connection ended and a retry
+    /// that waited for it was inserted in its place (A7: it becomes the submission).
+    fn retries(&mut self, op: &Op, w: Option<&WireFrame>, conn: u64) {
+        let has = |p: &str, f: &str| op.process == p && op.f == f;
+        if has("client", "attempt") {
+            if let Some(s) = op.value["submission"].as_u64() {
+                *self.attempts.entry(s).or_default() += 1;
+            }
+        }
+        let attempt = || (conn, op.value["id"].to_string());
+        if has("agent", "wait-held") {
+            self.waited.insert(attempt());
+        }
+        if has("agent", "insert") && op.value["mode"] == "held" && self.waited.contains(&attempt())
+        {
+            self.e.insert("retry-promoted");
+        }
+        if w.is_some_and(|w| w.sent && w.from == "client" && w.method == Some("initialize")) {
+            self.client_conns += 1;
+        }
     }
-    if client_conns > 1 {
-        e.insert("reconnect");
-    }
-    e
 }
 
 /// Events a scenario may list under `sometimes`.
