@@ -8,7 +8,7 @@ use acp_chaos_models::Party;
 
 use super::facts::Facts;
 use super::verdict::{Status, Verdict};
-use crate::history::{is_agent_host, op, process, History};
+use crate::history::{is_agent_host, op, process, History, Op};
 use crate::nemesis::logged;
 
 /// The kind recorded for an update of an open resume's connection that the transport lost.
@@ -53,91 +53,81 @@ pub fn x4_resume_order(h: &History) -> Verdict {
         party: None,
         message: String::new(),
     };
-    // (conn, id) → the resume open there.
-    let mut open: BTreeMap<(u64, u64), Open> = BTreeMap::new();
-    let mut unknown: Option<(usize, String)> = None;
-    // The Agent's connections: a proxy's upstream leg carries the proxy's answers, not the
-    // Agent's (the Agent's order is judged on the leg it writes).
-    let agent_conns: BTreeSet<u64> = h
-        .ops
-        .iter()
-        .filter(|o| o.process == process::NET && o.f == op::SEND)
-        .filter(|o| o.value["from"].as_str().is_some_and(is_agent_host))
-        .filter_map(|o| o.value["conn"].as_u64())
-        .collect();
-    // The hosts at the ends of each connection (its writers, and the one that accepted it):
-    // a crash of one ends the connection without a `conn-end`.
-    let mut ends: BTreeMap<u64, BTreeSet<String>> = BTreeMap::new();
+    let mut resumes = Resumes::new(h);
     for op in &h.ops {
+        if let Some((w, message)) = resumes.step(op) {
+            v.status = Status::Invalid;
+            v.party = Some(Party::Agent);
+            v.witnesses = w;
+            v.message = message;
+            return v;
+        }
+    }
+    if let Some(((_, id), (req, sid, _, _))) = resumes.open.iter().next() {
+        v.status = Status::Unknown;
+        v.witnesses = vec![*req];
+        v.message = format!("session/resume #{id} of {sid} was never answered");
+    }
+    v
+}
+
+/// The resumes open on the Agent's connections, as [`x4_resume_order`] walks the ops.
+struct Resumes {
+    /// The Agent's connections: a proxy's upstream leg carries the proxy's answers, not the
+    /// Agent's (the Agent's order is judged on the leg it writes).
+    agent_conns: BTreeSet<u64>,
+    /// The hosts at the ends of each connection (its writers, and the one that accepted it):
+    /// a crash of one ends the connection without a `conn-end`.
+    ends: BTreeMap<u64, BTreeSet<String>>,
+    /// (conn, id) → the resume open there.
+    open: BTreeMap<(u64, u64), Open>,
+}
+
+impl Resumes {
+    fn new(h: &History) -> Resumes {
+        let agent_conns = h
+            .ops
+            .iter()
+            .filter(|o| o.process == process::NET && o.f == op::SEND)
+            .filter(|o| o.value["from"].as_str().is_some_and(is_agent_host))
+            .filter_map(|o| o.value["conn"].as_u64())
+            .collect();
+        Resumes {
+            agent_conns,
+            ends: BTreeMap::new(),
+            open: BTreeMap::new(),
+        }
+    }
+
+    /// Take one op in; the witnesses and message of an answer out of order.
+    fn step(&mut self, op: &Op) -> Option<(Vec<usize>, String)> {
         let val = &op.value;
         let conn = val["conn"].as_u64().unwrap_or(0);
         if op.process == process::NET {
             for host in [&val["from"], &val["seen_by"]] {
                 if let Some(host) = host.as_str() {
-                    ends.entry(conn).or_default().insert(host.to_string());
+                    self.ends.entry(conn).or_default().insert(host.to_string());
                 }
             }
         }
+        let from_agent = val["from"].as_str().map(is_agent_host);
         match (op.process.as_str(), op.f.as_str()) {
             (process::NET, op::SEND)
-                if val["from"].as_str().is_some_and(|f| !is_agent_host(f))
-                    && agent_conns.contains(&conn) =>
+                if from_agent == Some(false) && self.agent_conns.contains(&conn) =>
             {
-                let fr = &val["frame"];
-                if let (Some("session/resume"), Some(id)) =
-                    (fr["method"].as_str(), fr["id"].as_u64())
-                {
-                    let sid = fr["params"]["sessionId"].as_str().unwrap_or("").to_string();
-                    let replay = fr["params"]["replayFrom"].is_object();
-                    open.insert((conn, id), (op.index, sid, replay, Vec::new()));
-                }
+                self.sent_resume(op, conn);
             }
-            (process::NET, op::SEND) if val["from"].as_str().is_some_and(is_agent_host) => {
-                let fr = &val["frame"];
-                if fr["method"] == "session/update" {
-                    let sid = fr["params"]["sessionId"].as_str().unwrap_or("");
-                    let kind = fr["params"]["update"]["sessionUpdate"]
-                        .as_str()
-                        .unwrap_or("")
-                        .to_string();
-                    for ((c, _), o) in open.iter_mut() {
-                        if *c == conn && o.1 == sid {
-                            o.3.push((kind.clone(), op.index));
-                        }
-                    }
-                    continue;
-                }
-                // A request of the Agent's (`session/request_permission #4`) shares the id
-                // space of nothing the Client sent: only a response answers a resume.
-                let Some(id) = fr["id"].as_u64().filter(|_| fr.get("method").is_none()) else {
-                    continue;
-                };
-                let Some((req, sid, replay, ups)) = open.remove(&(conn, id)) else {
-                    continue;
-                };
-                // An update the transport lost (a dead update stream, a lost exchange): what the
-                // Agent wrote cannot be read off the wire, so its order is not judged.
-                if fr.get("error").is_some() || ups.iter().any(|(k, _)| k == LOST) {
-                    continue;
-                }
-                let bad = misordered(req, op.index, &sid, replay, &ups);
-                if let Some((w, message)) = bad {
-                    v.status = Status::Invalid;
-                    v.party = Some(Party::Agent);
-                    v.witnesses = w;
-                    v.message = message;
-                    return v;
-                }
+            (process::NET, op::SEND) if from_agent == Some(true) => {
+                return self.agent_wrote(op, conn);
             }
             // The Agent read the resume (a simulated run logs it; a probe's wire log from the
             // Client's side does not): what it wrote before was written before it knew of
             // the request, live updates crossing it in the pipe.
             (process::NET, op::RECV)
-                if val["from"].as_str().is_some_and(|f| !is_agent_host(f))
-                    && val["frame"]["method"] == "session/resume" =>
+                if from_agent == Some(false) && val["frame"]["method"] == "session/resume" =>
             {
                 if let Some(id) = val["frame"]["id"].as_u64() {
-                    if let Some(o) = open.get_mut(&(conn, id)) {
+                    if let Some(o) = self.open.get_mut(&(conn, id)) {
                         o.3.clear();
                     }
                 }
@@ -148,18 +138,73 @@ pub fn x4_resume_order(h: &History) -> Verdict {
             // across a reconnect), not inside the replay.
             (process::AGENT, op::ACTIVATE) => {
                 let sid = val["session"].as_str().unwrap_or_default();
-                for ((c, _), o) in open.iter_mut() {
+                for ((c, _), o) in self.open.iter_mut() {
                     if *c == conn && o.1 == sid {
                         o.3.clear();
                     }
                 }
             }
-            (_, op::CONN_END) => open.retain(|k, _| k.0 != conn),
+            (_, op::CONN_END) => self.open.retain(|k, _| k.0 != conn),
+            (process::NEMESIS, _) => self.fault(op),
+            (process::NET, op::DROPPED) if val["method"] == "session/update" => {
+                lost_update(&mut self.open, conn, op.index);
+            }
+            _ => {}
+        }
+        None
+    }
+
+    /// A writer other than the Agent sent a frame on one of the Agent's connections: a
+    /// `session/resume` opens.
+    fn sent_resume(&mut self, op: &Op, conn: u64) {
+        let fr = &op.value["frame"];
+        if let (Some("session/resume"), Some(id)) = (fr["method"].as_str(), fr["id"].as_u64()) {
+            let sid = fr["params"]["sessionId"].as_str().unwrap_or("").to_string();
+            let replay = fr["params"]["replayFrom"].is_object();
+            self.open
+                .insert((conn, id), (op.index, sid, replay, Vec::new()));
+        }
+    }
+
+    /// The Agent wrote a frame: an update of an open resume's session, or the answer that
+    /// closes a resume (judged here).
+    fn agent_wrote(&mut self, op: &Op, conn: u64) -> Option<(Vec<usize>, String)> {
+        let fr = &op.value["frame"];
+        if fr["method"] == "session/update" {
+            let sid = fr["params"]["sessionId"].as_str().unwrap_or("");
+            let kind = fr["params"]["update"]["sessionUpdate"]
+                .as_str()
+                .unwrap_or("")
+                .to_string();
+            for ((c, _), o) in self.open.iter_mut() {
+                if *c == conn && o.1 == sid {
+                    o.3.push((kind.clone(), op.index));
+                }
+            }
+            return None;
+        }
+        // A request of the Agent's (`session/request_permission #4`) shares the id
+        // space of nothing the Client sent: only a response answers a resume.
+        let id = fr["id"].as_u64().filter(|_| fr.get("method").is_none())?;
+        let (req, sid, replay, ups) = self.open.remove(&(conn, id))?;
+        // An update the transport lost (a dead update stream, a lost exchange): what the
+        // Agent wrote cannot be read off the wire, so its order is not judged.
+        if fr.get("error").is_some() || ups.iter().any(|(k, _)| k == LOST) {
+            return None;
+        }
+        misordered(req, op.index, &sid, replay, &ups)
+    }
+
+    /// A fault of the nemesis's that ends resumes or loses an update.
+    fn fault(&mut self, op: &Op) {
+        let val = &op.value;
+        match op.f.as_str() {
             // A crash of either end (the Agent, the Client, a proxy or a node) ends its
             // connections unlogged: a resume open there can never be answered.
-            (process::NEMESIS, op::CRASH) => {
+            op::CRASH => {
                 let host = val["host_was"].as_str().or(val["host"].as_str());
-                open.retain(|k, _| {
+                let ends = &self.ends;
+                self.open.retain(|k, _| {
                     !host.is_some_and(|h| ends.get(&k.0).is_some_and(|e| e.contains(h)))
                 });
             }
@@ -167,41 +212,26 @@ pub fn x4_resume_order(h: &History) -> Verdict {
             // connection): nothing more can come for it. A lost update leaves a gap.
             // A lost frame breaks its connection there (visibly or silently, as P7 reads
             // it): nothing after it is delivered, so a resume open there is not judged.
-            (process::NEMESIS, logged::LOSE_FRAME) => {
+            logged::LOSE_FRAME => {
                 let c = val["detail"]["conn"].as_u64().unwrap_or(0);
-                open.retain(|k, _| k.0 != c);
+                self.open.retain(|k, _| k.0 != c);
             }
             // Only a fault that loses the frame: a stall or reorder delays it (X4 judges the
             // order frames were written in), a transient error is an answer.
-            (process::NEMESIS, logged::LOSE_EXCHANGE) => {
+            logged::LOSE_EXCHANGE => {
                 let d = &val["detail"];
                 let c = d["conn"].as_u64().unwrap_or(0);
                 if d["frame"]["method"] == "session/update" {
-                    lost_update(&mut open, c, op.index);
+                    lost_update(&mut self.open, c, op.index);
                 } else if let Some(id) = d["frame"]["id"].as_u64() {
                     if d["frame"].get("method").is_none() {
-                        open.remove(&(c, id));
+                        self.open.remove(&(c, id));
                     }
                 }
-            }
-            (process::NET, op::DROPPED) if val["method"] == "session/update" => {
-                lost_update(&mut open, conn, op.index);
             }
             _ => {}
         }
     }
-    if let Some(((_, id), (req, sid, _, _))) = open.iter().next() {
-        unknown = Some((
-            *req,
-            format!("session/resume #{id} of {sid} was never answered"),
-        ));
-    }
-    if let Some((w, m)) = unknown {
-        v.status = Status::Unknown;
-        v.witnesses = vec![w];
-        v.message = m;
-    }
-    v
 }
 
 /// What is out of order in the answer (op `answer`) to the resume of `sid` written at op
