@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::facts::{malformed_request, Facts};
 use super::verdict::{Status, Verdict};
+use super::wire::WireFrame;
 use crate::history::{is_agent_host, op, process};
 use crate::nemesis::logged;
 
@@ -31,8 +32,48 @@ const NEED_ACTIVE: [&str; 2] = ["session/prompt", "session/set_config_option"];
 /// that connection.
 pub fn p16_active_session(f: &Facts) -> Verdict {
     let mut v = Verdict::valid("P16");
-    // The Agent's first answer to each (connection, id): (op index, the frame).
-    let mut answers: BTreeMap<(u64, String), (usize, &Value)> = BTreeMap::new();
+    let answers = first_answers(f);
+    let mut sessions = Sessions::default();
+    for (o, w) in f.ops_with_wire() {
+        let val = &o.value;
+        match (o.process.as_str(), o.f.as_str(), w) {
+            (process::AGENT, op::LOGICAL, _) => {
+                if let (Some(c), Some(l)) = (val["conn"].as_u64(), val["logical"].as_str()) {
+                    sessions.logical.insert(c, format!("logical {l}"));
+                }
+            }
+            // The Agent's own end of it (the Client may end it first and frames still in flight
+            // reach the Agent, which still has the session active).
+            (process::AGENT, "conn-end", _) => {
+                let c = val["conn"].as_u64().unwrap_or(0);
+                if !sessions.logical.contains_key(&c) {
+                    sessions.active.remove(&c.to_string());
+                }
+            }
+            (process::NET, op::RECV, Some(w)) if !w.from_agent => {
+                if let Some((at, message)) = sessions.read(o.index, w, &answers) {
+                    v.status = Status::Invalid;
+                    v.party = Some(Party::Agent);
+                    v.rules = vec!["X2".into()];
+                    v.witnesses = vec![o.index, at];
+                    v.fault = f.fault_before(o.index);
+                    v.message = message;
+                    return v;
+                }
+            }
+            _ => {}
+        }
+    }
+    if v.status == Status::Valid {
+        client_waits_for_resume(f, &mut v);
+    }
+    v
+}
+
+/// The Agent's first answer to each (connection, id): (op index, the frame), including an
+/// answer the network lost after the Agent wrote it.
+fn first_answers<'a>(f: &Facts<'a>) -> BTreeMap<(u64, String), (usize, &'a Value)> {
+    let mut answers = BTreeMap::new();
     for (o, w) in f.ops_with_wire() {
         let val = &o.value;
         let frame = match (o.process.as_str(), o.f.as_str(), w) {
@@ -58,133 +99,145 @@ pub fn p16_active_session(f: &Facts) -> Verdict {
             .entry((conn, frame["id"].to_string()))
             .or_insert((o.index, frame));
     }
-    // Cluster: the logical connection each TCP connection carries.
-    let mut logical: BTreeMap<u64, String> = BTreeMap::new();
-    // Connection (or logical connection) → sessions active on it.
-    let mut active: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    // Sessions a `session/resume` the Agent read and never answered may have activated
-    // (its response was never written: the connection died under it, on a remote transport
-    // the logical connection lives on): neither active nor inactive from the wire, so
-    // requests for them are not judged.
-    let mut maybe: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    // Remote transport: (logical connection, session) → the op where the last resume read
-    // for it was answered (`usize::MAX`: never). The Agent may apply a resume any time before
-    // it answers, so a close read meanwhile, through another of the logical connection's
-    // streams or nodes, may come before or after it: the session is undecided after it.
-    let mut resuming: BTreeMap<(String, String), usize> = BTreeMap::new();
-    let key = |logical: &BTreeMap<u64, String>, c: u64| {
-        logical.get(&c).cloned().unwrap_or_else(|| c.to_string())
-    };
-    for (o, w) in f.ops_with_wire() {
-        let val = &o.value;
-        match (o.process.as_str(), o.f.as_str(), w) {
-            (process::AGENT, op::LOGICAL, _) => {
-                if let (Some(c), Some(l)) = (val["conn"].as_u64(), val["logical"].as_str()) {
-                    logical.insert(c, format!("logical {l}"));
+    answers
+}
+
+/// The sessions active on each connection, as [`p16_active_session`] reads the wire.
+#[derive(Default)]
+struct Sessions {
+    /// Cluster: the logical connection each TCP connection carries.
+    logical: BTreeMap<u64, String>,
+    /// Connection (or logical connection) → sessions active on it.
+    active: BTreeMap<String, BTreeSet<String>>,
+    /// Sessions a `session/resume` the Agent read and never answered may have activated
+    /// (its response was never written: the connection died under it, on a remote transport
+    /// the logical connection lives on): neither active nor inactive from the wire, so
+    /// requests for them are not judged.
+    maybe: BTreeMap<String, BTreeSet<String>>,
+    /// Remote transport: (logical connection, session) → the op where the last resume read
+    /// for it was answered (`usize::MAX`: never). The Agent may apply a resume any time before
+    /// it answers, so a close read meanwhile, through another of the logical connection's
+    /// streams or nodes, may come before or after it: the session is undecided after it.
+    resuming: BTreeMap<(String, String), usize>,
+}
+
+impl Sessions {
+    fn key(&self, c: u64) -> String {
+        self.logical
+            .get(&c)
+            .cloned()
+            .unwrap_or_else(|| c.to_string())
+    }
+
+    /// The Agent read a request (op `at_read`): it changes which sessions are active, or is
+    /// judged. A violation: (the answer's op, the message).
+    fn read(
+        &mut self,
+        at_read: usize,
+        w: &WireFrame,
+        answers: &BTreeMap<(u64, String), (usize, &Value)>,
+    ) -> Option<(usize, String)> {
+        let (Some(method), Some(_)) = (w.method, w.id) else {
+            return None;
+        };
+        let (conn, id) = (w.conn, &w.id_key);
+        let sid = w.frame["params"]["sessionId"].as_str().unwrap_or_default();
+        let k = self.key(conn);
+        let answered = answers.get(&(conn, id.clone())).copied();
+        if method == "session/resume" && k.starts_with("logical ") {
+            let until = answered.map_or(usize::MAX, |(at, _)| at);
+            let e = self
+                .resuming
+                .entry((k.clone(), sid.to_string()))
+                .or_insert(0);
+            *e = (*e).max(until);
+        }
+        let Some((at, answer)) = answered else {
+            if method == "session/resume" {
+                self.maybe.entry(k).or_default().insert(sid.to_string());
+            }
+            return None;
+        };
+        let ok = answer.get("result").is_some();
+        match method {
+            "session/new" | "session/fork" if ok => {
+                if let Some(s) = answer["result"]["sessionId"].as_str() {
+                    self.active.entry(k).or_default().insert(s.to_string());
                 }
             }
-            // The Agent's own end of it (the Client may end it first and frames still in flight
-            // reach the Agent, which still has the session active).
-            (process::AGENT, "conn-end", _) => {
-                let c = val["conn"].as_u64().unwrap_or(0);
-                if !logical.contains_key(&c) {
-                    active.remove(&c.to_string());
-                }
+            "session/resume" if ok => {
+                self.active.entry(k).or_default().insert(sid.to_string());
             }
-            (process::NET, op::RECV, Some(w)) if !w.from_agent => {
-                let fr = w.frame;
-                let (Some(method), Some(_)) = (w.method, w.id) else {
-                    continue;
-                };
-                let (conn, id) = (w.conn, &w.id_key);
-                let sid = fr["params"]["sessionId"].as_str().unwrap_or_default();
-                let k = key(&logical, conn);
-                let answered = answers.get(&(conn, id.clone())).copied();
-                if method == "session/resume" && k.starts_with("logical ") {
-                    let until = answered.map_or(usize::MAX, |(at, _)| at);
-                    let e = resuming.entry((k.clone(), sid.to_string())).or_insert(0);
-                    *e = (*e).max(until);
-                }
-                let Some((at, answer)) = answered else {
-                    if method == "session/resume" {
-                        maybe.entry(k).or_default().insert(sid.to_string());
-                    }
-                    continue;
-                };
-                let undecided = |k: &str| {
-                    resuming
-                        .get(&(k.to_string(), sid.to_string()))
-                        .is_some_and(|until| *until > o.index)
-                };
-                let ok = answer.get("result").is_some();
-                match method {
-                    "session/new" | "session/fork" if ok => {
-                        if let Some(s) = answer["result"]["sessionId"].as_str() {
-                            active.entry(k).or_default().insert(s.to_string());
-                        }
-                    }
-                    "session/resume" if ok => {
-                        active.entry(k).or_default().insert(sid.to_string());
-                    }
-                    "session/close" => {
-                        if let Some(a) = active.get_mut(&k) {
-                            a.remove(sid);
-                        }
-                        if undecided(&k) {
-                            maybe.entry(k).or_default().insert(sid.to_string());
-                        } else if let Some(a) = maybe.get_mut(&k) {
-                            a.remove(sid);
-                        }
-                    }
-                    "session/delete" => {
-                        for a in active.values_mut() {
-                            a.remove(sid);
-                        }
-                        for (mk, a) in maybe.iter_mut() {
-                            if !undecided(mk) {
-                                a.remove(sid);
-                            }
-                        }
-                    }
-                    m if NEED_ACTIVE.contains(&m)
-                        && !active.get(&k).is_some_and(|a| a.contains(sid))
-                        && !maybe.get(&k).is_some_and(|a| a.contains(sid)) =>
-                    {
-                        let code = answer["error"]["code"].as_i64();
-                        let named = answer["error"]["data"]["sessionId"] == sid;
-                        let request_error =
-                            code.is_some_and(|c| malformed_request(c) || c == code::INVALID_PARAMS);
-                        if (code == Some(code::RESOURCE_NOT_FOUND) && named) || request_error {
-                            continue;
-                        }
-                        v.status = Status::Invalid;
-                        v.party = Some(Party::Agent);
-                        v.rules = vec!["X2".into()];
-                        v.witnesses = vec![o.index, at];
-                        v.fault = f.fault_before(o.index);
-                        v.message = match code {
-                            None => format!(
-                                "{m} #{id} on connection {conn} for session {sid}, not active on that connection, was served (X2: -32002 with data.sessionId)"
-                            ),
-                            Some(c) if c == code::RESOURCE_NOT_FOUND => format!(
-                                "{m} #{id} on connection {conn} for session {sid}, not active there, got -32002 without data.sessionId naming it (X2)"
-                            ),
-                            Some(c) => format!(
-                                "{m} #{id} on connection {conn} for session {sid}, not active on that connection, got {c} (X2: -32002 with data.sessionId)"
-                            ),
-                        };
-                        return v;
-                    }
-                    _ => {}
-                }
+            "session/close" => self.closed(k, sid, at_read),
+            "session/delete" => self.deleted(sid, at_read),
+            m if NEED_ACTIVE.contains(&m)
+                && !self.active.get(&k).is_some_and(|a| a.contains(sid))
+                && !self.maybe.get(&k).is_some_and(|a| a.contains(sid)) =>
+            {
+                return served_inactive(m, id, conn, sid, answer).map(|m| (at, m));
             }
             _ => {}
         }
+        None
     }
-    if v.status == Status::Valid {
-        client_waits_for_resume(f, &mut v);
+
+    /// A resume of `sid` on `k` still unanswered when the close or delete at `at_read` was read.
+    fn undecided(
+        resuming: &BTreeMap<(String, String), usize>,
+        k: &str,
+        sid: &str,
+        at_read: usize,
+    ) -> bool {
+        resuming
+            .get(&(k.to_string(), sid.to_string()))
+            .is_some_and(|until| *until > at_read)
     }
-    v
+
+    /// `session/close` of `sid` on `k`, answered.
+    fn closed(&mut self, k: String, sid: &str, at_read: usize) {
+        if let Some(a) = self.active.get_mut(&k) {
+            a.remove(sid);
+        }
+        if Sessions::undecided(&self.resuming, &k, sid, at_read) {
+            self.maybe.entry(k).or_default().insert(sid.to_string());
+        } else if let Some(a) = self.maybe.get_mut(&k) {
+            a.remove(sid);
+        }
+    }
+
+    /// `session/delete` of `sid`, answered: inactive everywhere.
+    fn deleted(&mut self, sid: &str, at_read: usize) {
+        for a in self.active.values_mut() {
+            a.remove(sid);
+        }
+        for (mk, a) in self.maybe.iter_mut() {
+            if !Sessions::undecided(&self.resuming, mk, sid, at_read) {
+                a.remove(sid);
+            }
+        }
+    }
+}
+
+/// The message of a violation when `answer` to a request `m` for `sid`, not active on its
+/// connection, is not `-32002` naming it (nor a request error); `None` when it is.
+fn served_inactive(m: &str, id: &str, conn: u64, sid: &str, answer: &Value) -> Option<String> {
+    let code = answer["error"]["code"].as_i64();
+    let named = answer["error"]["data"]["sessionId"] == sid;
+    let request_error = code.is_some_and(|c| malformed_request(c) || c == code::INVALID_PARAMS);
+    if (code == Some(code::RESOURCE_NOT_FOUND) && named) || request_error {
+        return None;
+    }
+    Some(match code {
+        None => format!(
+            "{m} #{id} on connection {conn} for session {sid}, not active on that connection, was served (X2: -32002 with data.sessionId)"
+        ),
+        Some(c) if c == code::RESOURCE_NOT_FOUND => format!(
+            "{m} #{id} on connection {conn} for session {sid}, not active there, got -32002 without data.sessionId naming it (X2)"
+        ),
+        Some(c) => format!(
+            "{m} #{id} on connection {conn} for session {sid}, not active on that connection, got {c} (X2: -32002 with data.sessionId)"
+        ),
+    })
 }
 
 /// C6, from the Client's log: once it has written `session/resume` for a session on a
