@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use super::Summary;
+use super::{Summary, Tally};
 
 /// One group of failures: a property broken under its rules (by one or more designs).
 #[derive(Debug, Clone, PartialEq)]
@@ -71,20 +71,44 @@ impl FailureGroup {
 /// its first. Rows whose table cell fails with no entry in `failures` (a summary that kept
 /// none) form a group of their own per property with no repro. Ordered by first appearance.
 pub fn failure_groups(s: &Summary) -> Vec<FailureGroup> {
-    type Key = (String, Vec<String>);
-    let mut groups: Vec<FailureGroup> = Vec::new();
-    let mut index: BTreeMap<Key, usize> = BTreeMap::new();
-    // The groups each (row, property) cell's listed failures fall in, with how many each.
-    let mut cells: BTreeMap<(String, String), Vec<(usize, u64)>> = BTreeMap::new();
-    let failing = |row: &str, property: &str| -> u64 {
-        s.table
-            .get(row)
-            .and_then(|r| r.get(property))
-            .map(|c| c.violations + c.unknown)
-            .unwrap_or(0)
-    };
-    let str_of = |f: &Value, k: &str| f[k].as_str().unwrap_or("").to_string();
+    let mut grouping = Grouping::default();
     for (at, f) in s.failures.iter().enumerate() {
+        grouping.listed(s, at, f);
+    }
+    grouping.share_runs(s);
+    grouping.unlisted(s);
+    grouping.groups
+}
+
+/// A group's key: (property, rules).
+type Key = (String, Vec<String>);
+
+/// The groups as [`failure_groups`] builds them.
+#[derive(Default)]
+struct Grouping {
+    groups: Vec<FailureGroup>,
+    /// Each key's group.
+    index: BTreeMap<Key, usize>,
+    /// The groups each (row, property) cell's listed failures fall in, with how many each.
+    cells: BTreeMap<(String, String), Vec<(usize, u64)>>,
+}
+
+fn str_of(f: &Value, k: &str) -> String {
+    f[k].as_str().unwrap_or("").to_string()
+}
+
+impl Grouping {
+    /// The group of `key`, made by `new` when it has none yet.
+    fn group(&mut self, key: Key, new: impl FnOnce() -> FailureGroup) -> usize {
+        let groups = &mut self.groups;
+        *self.index.entry(key).or_insert_with(|| {
+            groups.push(new());
+            groups.len() - 1
+        })
+    }
+
+    /// One entry of `failures` (the `at`th) into its group.
+    fn listed(&mut self, s: &Summary, at: usize, f: &Value) {
         let (scenario, design, property) = (
             str_of(f, "scenario"),
             str_of(f, "design"),
@@ -93,7 +117,7 @@ pub fn failure_groups(s: &Summary) -> Vec<FailureGroup> {
         let row = format!("{scenario}@{design}");
         // A row that expects a violation and has one is not a failure.
         if s.expected_invalid.contains(&row) && f["status"] == "invalid" {
-            continue;
+            return;
         }
         let rules: Vec<String> = f["rules"]
             .as_array()
@@ -104,26 +128,23 @@ pub fn failure_groups(s: &Summary) -> Vec<FailureGroup> {
             })
             .unwrap_or_default();
         let key = (property.clone(), rules.clone());
-        let i = *index.entry(key).or_insert_with(|| {
-            groups.push(FailureGroup {
-                property: property.clone(),
-                status: str_of(f, "status"),
-                rules,
-                designs: Vec::new(),
-                mutant: s.mutant.clone(),
-                parties: BTreeSet::new(),
-                rows: Vec::new(),
-                runs: 0,
-                message: str_of(f, "message"),
-                repro: str_of(f, "repro"),
-                shrunk: f["shrunk"]["replay"].as_str().map(str::to_string),
-                folder: f["folder"].as_str().map(str::to_string),
-                report: f["report"].as_str().map(str::to_string),
-                failures: Vec::new(),
-            });
-            groups.len() - 1
+        let i = self.group(key, || FailureGroup {
+            property: property.clone(),
+            status: str_of(f, "status"),
+            rules,
+            designs: Vec::new(),
+            mutant: s.mutant.clone(),
+            parties: BTreeSet::new(),
+            rows: Vec::new(),
+            runs: 0,
+            message: str_of(f, "message"),
+            repro: str_of(f, "repro"),
+            shrunk: f["shrunk"]["replay"].as_str().map(str::to_string),
+            folder: f["folder"].as_str().map(str::to_string),
+            report: f["report"].as_str().map(str::to_string),
+            failures: Vec::new(),
         });
-        let g = &mut groups[i];
+        let g = &mut self.groups[i];
         g.failures.push(at);
         if !g.designs.contains(&design) {
             g.designs.push(design.clone());
@@ -142,7 +163,7 @@ pub fn failure_groups(s: &Summary) -> Vec<FailureGroup> {
         if let Some(p) = f["party"].as_str() {
             g.parties.insert(p.to_string());
         }
-        let shares = cells.entry((row.clone(), property.clone())).or_default();
+        let shares = self.cells.entry((row.clone(), property)).or_default();
         match shares.iter_mut().find(|(j, _)| *j == i) {
             Some((_, n)) => *n += 1,
             None => shares.push((i, 1)),
@@ -151,73 +172,87 @@ pub fn failure_groups(s: &Summary) -> Vec<FailureGroup> {
             g.rows.push(row);
         }
     }
-    // A cell's failing runs: each later group gets the runs it lists (the failures list is
-    // capped, so this is what is known of them), the cell's first group the rest. The groups'
-    // runs add up to the table's.
-    for ((row, property), shares) in &cells {
-        let total = failing(row, property);
-        let later: u64 = shares[1..].iter().map(|(_, n)| n).sum();
-        groups[shares[0].0].runs += total.saturating_sub(later);
-        for (j, n) in &shares[1..] {
-            groups[*j].runs += *n;
+
+    /// A cell's failing runs: each later group gets the runs it lists (the failures list is
+    /// capped, so this is what is known of them), the cell's first group the rest. The groups'
+    /// runs add up to the table's.
+    fn share_runs(&mut self, s: &Summary) {
+        for ((row, property), shares) in &self.cells {
+            let total = s
+                .table
+                .get(row)
+                .and_then(|r| r.get(property))
+                .map(|c| c.violations + c.unknown)
+                .unwrap_or(0);
+            let later: u64 = shares[1..].iter().map(|(_, n)| n).sum();
+            self.groups[shares[0].0].runs += total.saturating_sub(later);
+            for (j, n) in &shares[1..] {
+                self.groups[*j].runs += *n;
+            }
         }
     }
-    // Failing cells no failure entry stands for.
-    for row in &s.order {
-        let Some(row_cells) = s.table.get(row) else {
-            continue;
-        };
-        for (property, c) in row_cells {
-            let expected = s.expected_invalid.contains(row) && c.unknown == 0;
-            if c.violations + c.unknown == 0
-                || expected
-                || cells.contains_key(&(row.clone(), property.clone()))
-            {
+
+    /// Failing cells no failure entry stands for.
+    fn unlisted(&mut self, s: &Summary) {
+        for row in &s.order {
+            let Some(row_cells) = s.table.get(row) else {
                 continue;
-            }
-            let design = row
-                .rsplit_once('@')
-                .map(|(_, d)| d)
-                .unwrap_or("")
-                .to_string();
-            let key = (property.clone(), Vec::new());
-            let i = *index.entry(key).or_insert_with(|| {
-                groups.push(FailureGroup {
-                    property: property.clone(),
-                    status: if c.violations > 0 {
-                        "invalid"
-                    } else {
-                        "unknown"
-                    }
-                    .into(),
-                    rules: Vec::new(),
-                    designs: Vec::new(),
-                    mutant: s.mutant.clone(),
-                    parties: c.parties.clone(),
-                    rows: Vec::new(),
-                    runs: 0,
-                    message: format!(
-                        "first failing seed {}",
-                        c.first_failing_seed
-                            .map(|x| x.to_string())
-                            .unwrap_or_default()
-                    ),
-                    repro: String::new(),
-                    shrunk: None,
-                    folder: None,
-                    report: None,
-                    failures: Vec::new(),
+            };
+            for (property, c) in row_cells {
+                let expected = s.expected_invalid.contains(row) && c.unknown == 0;
+                if c.violations + c.unknown == 0
+                    || expected
+                    || self.cells.contains_key(&(row.clone(), property.clone()))
+                {
+                    continue;
+                }
+                let design = row
+                    .rsplit_once('@')
+                    .map(|(_, d)| d)
+                    .unwrap_or("")
+                    .to_string();
+                let i = self.group((property.clone(), Vec::new()), || {
+                    unlisted_group(s, property, c)
                 });
-                groups.len() - 1
-            });
-            groups[i].runs += c.violations + c.unknown;
-            groups[i].rows.push(row.clone());
-            if !groups[i].designs.contains(&design) {
-                groups[i].designs.push(design);
+                let g = &mut self.groups[i];
+                g.runs += c.violations + c.unknown;
+                g.rows.push(row.clone());
+                if !g.designs.contains(&design) {
+                    g.designs.push(design);
+                }
             }
         }
     }
-    groups
+}
+
+/// The group of a failing cell (of `property`) no failure entry stands for: no repro.
+fn unlisted_group(s: &Summary, property: &str, c: &Tally) -> FailureGroup {
+    FailureGroup {
+        property: property.to_string(),
+        status: if c.violations > 0 {
+            "invalid"
+        } else {
+            "unknown"
+        }
+        .into(),
+        rules: Vec::new(),
+        designs: Vec::new(),
+        mutant: s.mutant.clone(),
+        parties: c.parties.clone(),
+        rows: Vec::new(),
+        runs: 0,
+        message: format!(
+            "first failing seed {}",
+            c.first_failing_seed
+                .map(|x| x.to_string())
+                .unwrap_or_default()
+        ),
+        repro: String::new(),
+        shrunk: None,
+        folder: None,
+        report: None,
+        failures: Vec::new(),
+    }
 }
 
 /// The campaign-wide failures that belong to no row: unmet expectations, vacuous scenarios,
