@@ -80,28 +80,21 @@ pub fn p3_same_answer(f: &Facts) -> Verdict {
         return v;
     }
     let reads = prompt_reads(f);
-    // When the Agent decided each attempt: its answer, or its own log of the decision (an
-    // answer lost on the way was decided all the same).
-    let mut answered_at: BTreeMap<(u64, String), usize> = BTreeMap::new();
-    for (a, op, _) in answers {
-        answered_at.entry(a.clone()).or_insert(*op);
+    if cross_wired(f, answers, &reads, &mut v) {
+        return v;
     }
-    for op in &f.history.ops {
-        if op.process == process::AGENT
-            && matches!(
-                op.f.as_str(),
-                "reject" | "insert" | "dedup-hit" | "withdraw" | "drop-held"
-            )
-        {
-            let a = (
-                op.value["conn"].as_u64().unwrap_or(0),
-                op.value["id"].to_string(),
-            );
-            let e = answered_at.entry(a).or_insert(op.index);
-            *e = (*e).min(op.index);
-        }
-    }
-    // Cross-wired answers: a success whose messageId the Agent inserted for another key.
+    held_then_failed(f, answers, &reads, &mut v);
+    v
+}
+
+/// Cross-wired answers: a success whose messageId the Agent inserted for another key (A1, or
+/// A9 across sessions). Writes the violation into `v`; `true` when there is one.
+fn cross_wired(
+    f: &Facts,
+    answers: &[Answer],
+    reads: &BTreeMap<(u64, String), Read>,
+    v: &mut Verdict,
+) -> bool {
     for (attempt, op, ans) in answers {
         let Ok(mid) = ans else { continue };
         let Some(r) = reads.get(attempt) else {
@@ -143,12 +136,40 @@ pub fn p3_same_answer(f: &Facts) -> Verdict {
             "attempt {attempt_name} (key {:?}) was answered {mid}, the message the Agent inserted for key {:?}",
             r.key, other.key
         );
-        return v;
+        return true;
     }
-    // The nemesis's `transient-error` makes the Agent fail a later prompt with -32603 (a
-    // failure before insertion, which A3 allows); the Agent logs which one it failed.
-    let excused: BTreeSet<(u64, String)> = f
-        .history
+    false
+}
+
+/// When the Agent decided each attempt: its answer, or its own log of the decision (an
+/// answer lost on the way was decided all the same).
+fn decided_at(f: &Facts, answers: &[Answer]) -> BTreeMap<(u64, String), usize> {
+    let mut decided: BTreeMap<(u64, String), usize> = BTreeMap::new();
+    for (a, op, _) in answers {
+        decided.entry(a.clone()).or_insert(*op);
+    }
+    for op in &f.history.ops {
+        if op.process == process::AGENT
+            && matches!(
+                op.f.as_str(),
+                "reject" | "insert" | "dedup-hit" | "withdraw" | "drop-held"
+            )
+        {
+            let a = (
+                op.value["conn"].as_u64().unwrap_or(0),
+                op.value["id"].to_string(),
+            );
+            let e = decided.entry(a).or_insert(op.index);
+            *e = (*e).min(op.index);
+        }
+    }
+    decided
+}
+
+/// The nemesis's `transient-error` makes the Agent fail a later prompt with -32603 (a
+/// failure before insertion, which A3 allows); the Agent logs which one it failed.
+fn transient_failures(f: &Facts) -> BTreeSet<(u64, String)> {
+    f.history
         .ops
         .iter()
         .filter(|o| {
@@ -160,14 +181,20 @@ pub fn p3_same_answer(f: &Facts) -> Verdict {
                 o.value["id"].to_string(),
             )
         })
-        .collect();
-    // A7: an error for a retry that arrived while an attempt of its key was held, that held
-    // attempt then inserted by this Agent process. Even -32800 counts: had the Agent withdrawn
-    // the held prompt, it would not have been inserted (A5).
-    let inserted_attempt = |i: &Insert| {
-        let v = &f.history.ops[i.op].value;
-        (v["conn"].as_u64().unwrap_or(0), v["id"].to_string())
-    };
+        .collect()
+}
+
+/// A7: an error for a retry that arrived while an attempt of its key was held, that held
+/// attempt then inserted by this Agent process. Even -32800 counts: had the Agent withdrawn
+/// the held prompt, it would not have been inserted (A5). Writes the violation into `v`.
+fn held_then_failed(
+    f: &Facts,
+    answers: &[Answer],
+    reads: &BTreeMap<(u64, String), Read>,
+    v: &mut Verdict,
+) {
+    let decided = decided_at(f, answers);
+    let excused = transient_failures(f);
     for (attempt, op, ans) in answers {
         let Err(code) = ans else { continue };
         if request_error(*code) || excused.contains(attempt) {
@@ -180,29 +207,7 @@ pub fn p3_same_answer(f: &Facts) -> Verdict {
         if *code == rpc_code::INVALID_PARAMS && (key_malformed(key) || r.empty) {
             continue;
         }
-        let next_boot = f
-            .recoveries
-            .iter()
-            .map(|(i, _)| *i)
-            .find(|i| *i > r.at)
-            .unwrap_or(usize::MAX);
-        let held_then_inserted = reads
-            .iter()
-            .filter(|(a, o)| {
-                *a != attempt
-                    && o.key.as_ref() == Some(key)
-                    && o.session == r.session
-                    && o.boot == r.boot
-                    && o.at < r.at
-                    && answered_at.get(*a).is_none_or(|x| *x > r.at)
-            })
-            .find_map(|(a, o)| {
-                f.inserts
-                    .iter()
-                    .find(|i| i.op > r.at && i.op < next_boot && inserted_attempt(i) == *a)
-                    .map(|i| (a, o, i))
-            });
-        if let Some((held, o, i)) = held_then_inserted {
+        if let Some((held, o, i)) = held_then_inserted(f, reads, &decided, attempt, r, key) {
             v.status = Status::Invalid;
             v.party = Some(Party::Agent);
             v.rules = vec!["A7".into()];
@@ -216,10 +221,47 @@ pub fn p3_same_answer(f: &Facts) -> Verdict {
                 "retry {attempt_name} arrived while {held_name} with its key was held and was answered {code}; the key was then inserted as {} (A7: the same outcome, never an error)",
                 i.message_id
             );
-            return v;
+            return;
         }
     }
-    v
+}
+
+/// An earlier attempt with `key` in the same session and Agent process, undecided when the
+/// retry `r` was read, that this process then inserted: (its attempt, its read, the insert).
+fn held_then_inserted<'r, 'f>(
+    f: &'f Facts,
+    reads: &'r BTreeMap<(u64, String), Read>,
+    decided: &BTreeMap<(u64, String), usize>,
+    attempt: &(u64, String),
+    r: &Read,
+    key: &str,
+) -> Option<(&'r (u64, String), &'r Read, &'f Insert)> {
+    let next_boot = f
+        .recoveries
+        .iter()
+        .map(|(i, _)| *i)
+        .find(|i| *i > r.at)
+        .unwrap_or(usize::MAX);
+    let inserted_attempt = |i: &Insert| {
+        let v = &f.history.ops[i.op].value;
+        (v["conn"].as_u64().unwrap_or(0), v["id"].to_string())
+    };
+    reads
+        .iter()
+        .filter(|(a, o)| {
+            *a != attempt
+                && o.key.as_deref() == Some(key)
+                && o.session == r.session
+                && o.boot == r.boot
+                && o.at < r.at
+                && decided.get(*a).is_none_or(|x| *x > r.at)
+        })
+        .find_map(|(a, o)| {
+            f.inserts
+                .iter()
+                .find(|i| i.op > r.at && i.op < next_boot && inserted_attempt(i) == *a)
+                .map(|i| (a, o, i))
+        })
 }
 
 /// P3's first half: every success for one submission carries the same `messageId`.
