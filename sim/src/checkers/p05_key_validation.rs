@@ -143,30 +143,9 @@ fn judge_probe(
 ) -> Option<(usize, String, &'static str)> {
     let ops = &f.history.ops;
     let conn = sent.value["conn"].as_u64().unwrap_or(0);
-    let id = &sent.value["id"];
     let form = key_form(sent.value["line"].as_str().unwrap_or_default());
     let later = || ops[sent.index..].iter();
-    let opened = ops[..sent.index]
-        .iter()
-        .rposition(|o| o.f == op::CONN_OPEN && o.value["conn"].as_u64() == Some(conn))
-        .unwrap_or(0);
-    let since_open = || ops[opened..].iter();
-    // Through a proxy the Agent sees the probe under the id the proxy wrote downstream.
-    let (aconn, aid) = later()
-        .find(|o| {
-            o.process == process::PROXY
-                && o.f == op::FORWARD
-                && o.value["up_conn"].as_u64() == Some(conn)
-                && o.value["up_id"] == *id
-        })
-        .map_or((conn, id.clone()), |o| {
-            (
-                o.value["down_conn"].as_u64().unwrap_or(0),
-                o.value["down_id"].clone(),
-            )
-        });
-    let on_conn = |o: &&Op| o.value["conn"].as_u64() == Some(conn);
-    let on_aconn = |o: &&Op| o.value["conn"].as_u64() == Some(aconn);
+    let (aconn, aid) = agent_side(f, sent, conn);
     let answer = if form == KeyForm::NotJson {
         // Garbage is answered by whoever reads it first: the Agent, or a proxy.
         later().find_map(|o| {
@@ -178,31 +157,15 @@ fn judge_probe(
                 .then_some((o, w))
         })
     } else {
-        later().find_map(|o| {
-            let w = written(o)?;
-            (w["conn"].as_u64() == Some(aconn)
-                && w["from"] == "agent"
-                && w["frame"].get("method").is_none()
-                && w["frame"]["id"] == aid)
-                .then_some((o, w))
-        })
+        later().find_map(|o| agent_answer(o, aconn, &aid).map(|w| (o, w)))
     };
     let insert = later()
-        .filter(on_aconn)
+        .filter(|o| o.value["conn"].as_u64() == Some(aconn))
         .find(|o| o.process == process::AGENT && o.f == op::INSERT && o.value["id"] == aid);
     // K3: a frame that is not JSON has no id to answer under; an answer under the probe's
     // id means the Agent parsed it anyway.
     let served = (form == KeyForm::NotJson)
-        .then(|| {
-            later().find(|o| {
-                written(o).is_some_and(|w| {
-                    w["conn"].as_u64() == Some(aconn)
-                        && w["from"] == "agent"
-                        && w["frame"].get("method").is_none()
-                        && w["frame"]["id"] == aid
-                })
-            })
-        })
+        .then(|| later().find(|o| agent_answer(o, aconn, &aid).is_some()))
         .flatten();
     let code = answer.and_then(|(_, w)| w["frame"]["error"]["code"].as_i64());
     let answer = answer.map(|(a, _)| a);
@@ -255,33 +218,69 @@ fn judge_probe(
             "a frame that is not JSON was parsed anyway and answered under its id (K3: -32700 with id null)".to_string(),
             "K3",
         )),
-        // A connection that ended, before the frame was written (its reader had already
-        // left; a one-way partition can keep the writer from hearing so) or after it,
-        // may never have delivered it. A crash logs no end of its connections: after one,
-        // the frame may never be read, and a frame written after a crash that came after
-        // the connection opened (the reader is down, or back on new connections) is never
-        // read at all.
-        (KeyForm::NotJson, None, _)
-            if !since_open().any(|o| o.f == op::CONN_END && on_conn(&o))
-                // A silent break after the send swallows what the reader writes there
-                // from then on, its -32700 too, unlogged.
-                && silent_from.get(&conn).is_none_or(|b| *b <= sent.index)
-                && !since_open().any(|o| {
-                    // The reader (the Agent, or a proxy in front of it) crashed.
-                    o.f == op::CRASH
-                        && o.value["host"]
-                            .as_str()
-                            .is_some_and(|h| h == "proxy" || crate::history::is_agent_host(h))
-                }) =>
-        {
-            Some((
-                sent.index,
-                "a frame that is not JSON got no -32700 (K3)".to_string(),
-                "K3",
-            ))
-        }
+        (KeyForm::NotJson, None, _) if surely_read(f, sent, conn, silent_from) => Some((
+            sent.index,
+            "a frame that is not JSON got no -32700 (K3)".to_string(),
+            "K3",
+        )),
         _ => None,
     }
+}
+
+/// The (connection, JSON-RPC id) the Agent sees the probe sent at `sent` under: through a
+/// proxy, the ones the proxy wrote downstream.
+fn agent_side(f: &Facts, sent: &Op, conn: u64) -> (u64, Value) {
+    let id = &sent.value["id"];
+    f.history.ops[sent.index..]
+        .iter()
+        .find(|o| {
+            o.process == process::PROXY
+                && o.f == op::FORWARD
+                && o.value["up_conn"].as_u64() == Some(conn)
+                && o.value["up_id"] == *id
+        })
+        .map_or((conn, id.clone()), |o| {
+            (
+                o.value["down_conn"].as_u64().unwrap_or(0),
+                o.value["down_id"].clone(),
+            )
+        })
+}
+
+/// What the Agent wrote at op `o` when it is its answer to `aid` on `aconn`.
+fn agent_answer<'o>(o: &'o Op, aconn: u64, aid: &Value) -> Option<&'o Value> {
+    written(o).filter(|w| {
+        w["conn"].as_u64() == Some(aconn)
+            && w["from"] == "agent"
+            && w["frame"].get("method").is_none()
+            && w["frame"]["id"] == *aid
+    })
+}
+
+/// The frame sent at `sent` on `conn` surely reached a reader that stayed up to answer it.
+/// A connection that ended, before the frame was written (its reader had already left; a
+/// one-way partition can keep the writer from hearing so) or after it, may never have
+/// delivered it. A crash logs no end of its connections: after one, the frame may never be
+/// read, and a frame written after a crash that came after the connection opened (the reader
+/// is down, or back on new connections) is never read at all.
+fn surely_read(f: &Facts, sent: &Op, conn: u64, silent_from: &BTreeMap<u64, usize>) -> bool {
+    let ops = &f.history.ops;
+    let opened = ops[..sent.index]
+        .iter()
+        .rposition(|o| o.f == op::CONN_OPEN && o.value["conn"].as_u64() == Some(conn))
+        .unwrap_or(0);
+    let since_open = || ops[opened..].iter();
+    !since_open().any(|o| o.f == op::CONN_END && o.value["conn"].as_u64() == Some(conn))
+        // A silent break after the send swallows what the reader writes there
+        // from then on, its -32700 too, unlogged.
+        && silent_from.get(&conn).is_none_or(|b| *b <= sent.index)
+        && !since_open().any(|o| {
+            // The reader (the Agent, or a proxy in front of it) crashed.
+            o.f == op::CRASH
+                && o.value["host"]
+                    .as_str()
+                    .is_some_and(|h| h == "proxy" || crate::history::is_agent_host(h))
+        })
 }
 
 /// K3 on every `session/prompt` the Agent read, whoever wrote it (a user's Client, a proxy,
