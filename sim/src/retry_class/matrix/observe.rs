@@ -10,6 +10,10 @@ use crate::history::op;
 use crate::models::rpc;
 use crate::models::ConnId;
 
+/// What an op did: (the duplicate effect, if any; whether its effect happened; what was
+/// seen, for the outcome's line).
+type Effect = (Option<String>, bool, String);
+
 impl EventWorld {
     pub(super) fn sessions(&self) -> BTreeSet<String> {
         self.agent
@@ -100,7 +104,29 @@ impl EventWorld {
 
     /// The outcome (see [`Outcome`] for the order) and one line why.
     pub(super) fn classify(&self) -> (Outcome, String) {
-        let client_error: Option<String> = match (&self.state, self.method.is_notification()) {
+        let (dup, happened, what) = self.effect();
+        if let Some(d) = dup {
+            return (Outcome::DuplicateEffect, d);
+        }
+        if let Some(e) = self.client_error() {
+            return (
+                Outcome::SurfacedError,
+                format!("the Client shows an error ({e}); {what}"),
+            );
+        }
+        if happened {
+            (Outcome::Ok, format!("success; {what}"))
+        } else {
+            (
+                Outcome::SilentDrop,
+                format!("the effect did not happen and the Client has no error; {what}"),
+            )
+        }
+    }
+
+    /// The error the Client shows for the op, if any.
+    fn client_error(&self) -> Option<String> {
+        match (&self.state, self.method.is_notification()) {
             (_, true) => self
                 .session_lost
                 .then(|| "its session was lost on reconnect".into()),
@@ -113,9 +139,12 @@ impl EventWorld {
             )),
             (OpState::GaveUp(why), _) => Some(format!("gave up: {why}")),
             (s, _) => Some(format!("no answer at the end ({s:?})")),
-        };
-        // (duplicate, happened, what)
-        let (dup, happened, what): (Option<String>, bool, String) = match self.method {
+        }
+    }
+
+    /// What the op did, by method.
+    fn effect(&self) -> Effect {
+        match self.method {
             Method::Initialize | Method::List | Method::Status | Method::Options => (
                 None,
                 matches!(self.state, OpState::Answered(Ok(_))),
@@ -163,49 +192,9 @@ impl EventWorld {
                 self.after_op.autosave == Some(true),
                 format!("autosave after the op {:?}", self.after_op.autosave),
             ),
-            Method::SetTitle => {
-                let op_title = |m: &Option<(Option<String>, bool)>| {
-                    m.as_ref().and_then(|x| x.0.as_deref()) == Some(OP_TEXT)
-                };
-                (
-                    (self.next_ok() && op_title(&self.agent.session_meta(&self.sid)))
-                        .then(|| "the title is the op's again after the Client retitled".into()),
-                    op_title(&self.after_op.meta),
-                    format!("title after the op {:?}", self.after_op.meta),
-                )
-            }
-            Method::Archive | Method::Unarchive => {
-                let on = self.method == Method::Archive;
-                let now = self.agent.session_meta(&self.sid).map(|m| m.1);
-                (
-                    (self.next_ok() && now == Some(on)).then(|| {
-                        format!(
-                            "the session is {} again after the Client's {}",
-                            if on { "archived" } else { "unarchived" },
-                            if on { "unarchive" } else { "archive" }
-                        )
-                    }),
-                    self.after_op.meta.as_ref().map(|m| m.1) == Some(on),
-                    format!("(title, archived) after the op {:?}", self.after_op.meta),
-                )
-            }
-            Method::Cancel => {
-                let busy = self.busy_mid.as_deref().and_then(|m| self.turn_end(m));
-                let happened = match busy.as_deref() {
-                    Some("cancelled") => true,
-                    Some(_) => false,
-                    // The process died with the turn: stopped, though not by the cancel.
-                    None => self.crashed,
-                };
-                (
-                    self.next_harmed(),
-                    happened,
-                    format!(
-                        "the running turn ended {}",
-                        busy.unwrap_or_else(|| "with the process".into())
-                    ),
-                )
-            }
+            Method::SetTitle => self.title_effect(),
+            Method::Archive | Method::Unarchive => self.archive_effect(),
+            Method::Cancel => self.cancel_effect(),
             Method::CancelRequest => {
                 let n = self.p2.map(|p| self.mids_of(&[p]).len()).unwrap_or(0);
                 (
@@ -214,24 +203,53 @@ impl EventWorld {
                     format!("the named prompt inserted {n} time(s)"),
                 )
             }
+        }
+    }
+
+    fn title_effect(&self) -> Effect {
+        let op_title = |m: &Option<(Option<String>, bool)>| {
+            m.as_ref().and_then(|x| x.0.as_deref()) == Some(OP_TEXT)
         };
-        if let Some(d) = dup {
-            return (Outcome::DuplicateEffect, d);
-        }
-        if let Some(e) = client_error {
-            return (
-                Outcome::SurfacedError,
-                format!("the Client shows an error ({e}); {what}"),
-            );
-        }
-        if happened {
-            (Outcome::Ok, format!("success; {what}"))
-        } else {
-            (
-                Outcome::SilentDrop,
-                format!("the effect did not happen and the Client has no error; {what}"),
-            )
-        }
+        (
+            (self.next_ok() && op_title(&self.agent.session_meta(&self.sid)))
+                .then(|| "the title is the op's again after the Client retitled".into()),
+            op_title(&self.after_op.meta),
+            format!("title after the op {:?}", self.after_op.meta),
+        )
+    }
+
+    fn archive_effect(&self) -> Effect {
+        let on = self.method == Method::Archive;
+        let now = self.agent.session_meta(&self.sid).map(|m| m.1);
+        (
+            (self.next_ok() && now == Some(on)).then(|| {
+                format!(
+                    "the session is {} again after the Client's {}",
+                    if on { "archived" } else { "unarchived" },
+                    if on { "unarchive" } else { "archive" }
+                )
+            }),
+            self.after_op.meta.as_ref().map(|m| m.1) == Some(on),
+            format!("(title, archived) after the op {:?}", self.after_op.meta),
+        )
+    }
+
+    fn cancel_effect(&self) -> Effect {
+        let busy = self.busy_mid.as_deref().and_then(|m| self.turn_end(m));
+        let happened = match busy.as_deref() {
+            Some("cancelled") => true,
+            Some(_) => false,
+            // The process died with the turn: stopped, though not by the cancel.
+            None => self.crashed,
+        };
+        (
+            self.next_harmed(),
+            happened,
+            format!(
+                "the running turn ended {}",
+                busy.unwrap_or_else(|| "with the process".into())
+            ),
+        )
     }
 
     /// The Client's next prompt was withdrawn (`-32800`) or its turn cancelled.
