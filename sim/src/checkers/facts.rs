@@ -437,16 +437,7 @@ impl Scan {
             }
             (process::AGENT, op::CONN_END) => {
                 if let Some(c) = v["conn"].as_u64() {
-                    let sids: Vec<String> = self
-                        .active
-                        .iter()
-                        .filter(|(_, cs)| cs.contains(&c))
-                        .map(|(s, _)| s.clone())
-                        .collect();
-                    for sid in sids {
-                        self.active.entry(sid.clone()).or_default().remove(&c);
-                        self.forget_if_inactive(&sid, op.index);
-                    }
+                    self.conn_ended(c, op.index);
                 }
             }
             (process::AGENT, op::TOOL_EFFECT) => {
@@ -454,37 +445,7 @@ impl Scan {
                     self.tool_effects.entry(i).or_default().push(op.index);
                 }
             }
-            (process::AGENT, op::INSERT) => {
-                let mid = v["messageId"].as_str().unwrap_or_default().to_string();
-                let live_only = v["live_only"] == true;
-                if live_only {
-                    let sid = v["session"].as_str().unwrap_or_default().to_string();
-                    self.live_pending
-                        .entry(sid)
-                        .or_default()
-                        .push(self.inserts.len());
-                }
-                let submission = v["conn"]
-                    .as_u64()
-                    .and_then(|c| self.attempts.get(&(c, v["id"].to_string())).copied());
-                self.by_mid.insert(mid.clone(), self.inserts.len());
-                let sent_key = v["conn"]
-                    .as_u64()
-                    .and_then(|c| self.sent_keys.get(&(c, v["id"].to_string())).cloned());
-                self.inserts.push(Insert {
-                    sent_key,
-                    op: op.index,
-                    session: v["session"].as_str().unwrap_or_default().to_string(),
-                    message_id: mid,
-                    key: v["key"].as_str().map(str::to_string),
-                    submission,
-                    took_effect: None,
-                    live_only,
-                    lost_at: None,
-                    forgotten_at: None,
-                    discarded_at: None,
-                });
-            }
+            (process::AGENT, op::INSERT) => self.inserted(op),
             ("agent", "durable") | (process::AGENT, op::VISIBLE) => {
                 // A fork copies messages under their ids into another session: only the
                 // insertion's own session dates it (an op that names none dates it too).
@@ -509,50 +470,101 @@ impl Scan {
                     self.turns.entry(i).or_default().push(op.index);
                 }
             }
-            (process::AGENT, op::RECOVER) => {
-                // A restart: the session is self.active nowhere any more.
-                for cs in self.active.values_mut() {
-                    cs.clear();
-                }
-                for (_, idx) in std::mem::take(&mut self.live_pending) {
-                    for i in idx {
-                        self.inserts[i].forgotten_at.get_or_insert(op.index);
-                    }
-                }
-                let mut m = BTreeMap::new();
-                if let Some(o) = v["retained"].as_object() {
-                    for (sid, ids) in o {
-                        let set = ids
-                            .as_array()
-                            .into_iter()
-                            .flatten()
-                            .filter_map(|x| x.as_str().map(str::to_string))
-                            .collect();
-                        m.insert(sid.clone(), set);
-                    }
-                }
-                // What a restart recovered had taken effect by then at the latest, though the
-                // Agent may log it `durable` only later in this boot (the adapter's history
-                // read): a crash between sync and response leaves no earlier op to date it.
-                for (sid, set) in &m {
-                    for mid in set {
-                        if let Some(&i) = self.by_mid.get(mid) {
-                            if self.inserts[i].session == *sid {
-                                self.inserts[i].took_effect.get_or_insert(op.index);
-                            }
-                        }
-                    }
-                }
-                if !v["retained"].is_object() {
-                    // A user Agent that does not report what it kept (`AgentModel::retained`
-                    // left at its default): assume it kept everything.
-                    self.unreported.insert(op.index);
-                }
-                self.recoveries.push((op.index, m));
-            }
-
+            (process::AGENT, op::RECOVER) => self.recovered(op),
             _ => {}
         }
+    }
+
+    /// The Agent's end of connection `c` (op `at`): its sessions are no longer active there.
+    fn conn_ended(&mut self, c: u64, at: usize) {
+        let sids: Vec<String> = self
+            .active
+            .iter()
+            .filter(|(_, cs)| cs.contains(&c))
+            .map(|(s, _)| s.clone())
+            .collect();
+        for sid in sids {
+            self.active.entry(sid.clone()).or_default().remove(&c);
+            self.forget_if_inactive(&sid, at);
+        }
+    }
+
+    /// An `insert`: a new [`Insert`], found again by its messageId.
+    fn inserted(&mut self, op: &Op) {
+        let v = &op.value;
+        let mid = v["messageId"].as_str().unwrap_or_default().to_string();
+        let live_only = v["live_only"] == true;
+        if live_only {
+            let sid = v["session"].as_str().unwrap_or_default().to_string();
+            self.live_pending
+                .entry(sid)
+                .or_default()
+                .push(self.inserts.len());
+        }
+        let submission = v["conn"]
+            .as_u64()
+            .and_then(|c| self.attempts.get(&(c, v["id"].to_string())).copied());
+        self.by_mid.insert(mid.clone(), self.inserts.len());
+        let sent_key = v["conn"]
+            .as_u64()
+            .and_then(|c| self.sent_keys.get(&(c, v["id"].to_string())).cloned());
+        self.inserts.push(Insert {
+            sent_key,
+            op: op.index,
+            session: v["session"].as_str().unwrap_or_default().to_string(),
+            message_id: mid,
+            key: v["key"].as_str().map(str::to_string),
+            submission,
+            took_effect: None,
+            live_only,
+            lost_at: None,
+            forgotten_at: None,
+            discarded_at: None,
+        });
+    }
+
+    /// A `recover`: a restart, with what it recovered.
+    fn recovered(&mut self, op: &Op) {
+        let v = &op.value;
+        // A restart: the session is active nowhere any more.
+        for cs in self.active.values_mut() {
+            cs.clear();
+        }
+        for (_, idx) in std::mem::take(&mut self.live_pending) {
+            for i in idx {
+                self.inserts[i].forgotten_at.get_or_insert(op.index);
+            }
+        }
+        let mut m = BTreeMap::new();
+        if let Some(o) = v["retained"].as_object() {
+            for (sid, ids) in o {
+                let set = ids
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|x| x.as_str().map(str::to_string))
+                    .collect();
+                m.insert(sid.clone(), set);
+            }
+        }
+        // What a restart recovered had taken effect by then at the latest, though the
+        // Agent may log it `durable` only later in this boot (the adapter's history
+        // read): a crash between sync and response leaves no earlier op to date it.
+        for (sid, set) in &m {
+            for mid in set {
+                if let Some(&i) = self.by_mid.get(mid) {
+                    if self.inserts[i].session == *sid {
+                        self.inserts[i].took_effect.get_or_insert(op.index);
+                    }
+                }
+            }
+        }
+        if !v["retained"].is_object() {
+            // A user Agent that does not report what it kept (`AgentModel::retained`
+            // left at its default): assume it kept everything.
+            self.unreported.insert(op.index);
+        }
+        self.recoveries.push((op.index, m));
     }
 
     /// A session became active on no connection: its live-only keys may be forgotten (A11).
