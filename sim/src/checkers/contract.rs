@@ -27,7 +27,8 @@ use serde_json::Value;
 
 use super::facts::Facts;
 use super::verdict::{Status, Verdict};
-use crate::history::{op, process, History};
+use super::wire::WireFrame;
+use crate::history::{op, process, History, Op};
 use crate::models::Property;
 
 /// One Agent effect some properties cannot be judged without, and what on the wire shows
@@ -235,130 +236,170 @@ struct Index {
 
 impl Index {
     fn of(f: &Facts) -> Index {
-        let mut ix = Index::default();
-        // (conn, id) → method of every request written to the Agent.
-        let mut requests: BTreeMap<(u64, String), String> = BTreeMap::new();
-        // Attempts the Agent inserted or parked behind a held attempt of their key.
-        let mut own_answer: BTreeSet<(u64, String)> = BTreeSet::new();
-        // messageId → the attempt first answered with it.
-        let mut answered: BTreeMap<String, (u64, String)> = BTreeMap::new();
-        let attempt = |v: &Value| (v["conn"].as_u64().unwrap_or(0), v["id"].to_string());
-        // (conn, id) of every session/prompt the Client wrote, the swarm's raw probes aside
-        // (no submission: no `attempt`, no `ack`).
-        let raw = f.raw_probes();
-        let mut client_prompts: BTreeSet<(u64, String)> = BTreeSet::new();
+        let mut walk = IndexWalk {
+            ix: Index::default(),
+            raw: f.raw_probes(),
+            requests: BTreeMap::new(),
+            own_answer: BTreeSet::new(),
+            answered: BTreeMap::new(),
+            client_prompts: BTreeSet::new(),
+        };
         for (o, w) in f.ops_with_wire() {
-            let val = &o.value;
-            if (o.process == process::CLIENT || o.process == process::PROXY)
-                && NAMED.contains(&o.f.as_str())
-            {
-                ix.emitted.insert((o.process.clone(), o.f.clone()));
+            walk.step(o, w);
+        }
+        walk.ix
+    }
+}
+
+/// [`Index::of`]'s walk over the ops: the index so far, and what it remembers on the way.
+struct IndexWalk<'f> {
+    ix: Index,
+    /// The swarm's raw probes (no submission: no `attempt`, no `ack`).
+    raw: &'f BTreeSet<(u64, String)>,
+    /// (conn, id) → method of every request written to the Agent.
+    requests: BTreeMap<(u64, String), String>,
+    /// Attempts the Agent inserted or parked behind a held attempt of their key.
+    own_answer: BTreeSet<(u64, String)>,
+    /// messageId → the attempt first answered with it.
+    answered: BTreeMap<String, (u64, String)>,
+    /// (conn, id) of every session/prompt the Client wrote, the raw probes aside.
+    client_prompts: BTreeSet<(u64, String)>,
+}
+
+fn attempt(v: &Value) -> (u64, String) {
+    (v["conn"].as_u64().unwrap_or(0), v["id"].to_string())
+}
+
+impl IndexWalk<'_> {
+    fn step(&mut self, o: &Op, w: Option<&WireFrame>) {
+        if (o.process == process::CLIENT || o.process == process::PROXY)
+            && NAMED.contains(&o.f.as_str())
+        {
+            self.ix.emitted.insert((o.process.clone(), o.f.clone()));
+        }
+        self.client_side(o, w);
+        if o.process == process::AGENT {
+            self.agent_op(o);
+            return;
+        }
+        let Some(w) = w.filter(|w| w.sent) else {
+            return;
+        };
+        if !w.from_agent {
+            if let (Some(m), Some(_)) = (w.method, w.id) {
+                self.requests.insert(w.key(), m.to_string());
             }
-            if let Some(w) = w.filter(|w| w.method == Some("session/prompt")) {
-                match (w.sent, w.from) {
-                    (true, "client") if !raw.contains(&w.key()) => {
-                        ix.client_prompt.get_or_insert(o.index);
-                        client_prompts.insert(w.key());
-                    }
-                    (true, "proxy") => {
-                        ix.proxy_prompt.get_or_insert(o.index);
-                    }
-                    _ => {}
-                }
+            return;
+        }
+        if let Some(m) = w.method {
+            if m == "session/update" {
+                self.update(o.index, &w.frame["params"]["update"]);
             }
-            // The Client's read of the answer on its own connection (from the Agent, or from a
-            // proxy between them): the only reader of that (conn, id).
-            if let Some(w) = w.filter(|w| !w.sent && w.method.is_none()) {
-                if w.frame["result"]["messageId"].is_string() && client_prompts.contains(&w.key()) {
-                    ix.client_answer.get_or_insert(o.index);
+            return;
+        }
+        self.answer(o.index, w);
+    }
+
+    /// The Client's (or a proxy's) `session/prompt` writes, and the Client's read of a
+    /// prompt's answer.
+    fn client_side(&mut self, o: &Op, w: Option<&WireFrame>) {
+        let ix = &mut self.ix;
+        if let Some(w) = w.filter(|w| w.method == Some("session/prompt")) {
+            match (w.sent, w.from) {
+                (true, "client") if !self.raw.contains(&w.key()) => {
+                    ix.client_prompt.get_or_insert(o.index);
+                    self.client_prompts.insert(w.key());
                 }
-            }
-            if o.process == process::AGENT {
-                ix.emitted.insert((process::AGENT.to_string(), o.f.clone()));
-                match o.f.as_str() {
-                    op::RECOVER => {
-                        let kept = val["retained"].as_object().into_iter().flatten();
-                        for m in kept.flat_map(|(_, ids)| ids.as_array().into_iter().flatten()) {
-                            if let Some(m) = m.as_str() {
-                                ix.recovered.insert(m.to_string());
-                            }
-                        }
-                    }
-                    op::INSERT => {
-                        if let Some(m) = val["messageId"].as_str() {
-                            ix.inserted.insert(m.to_string());
-                        }
-                        own_answer.insert(attempt(val));
-                        if val["mode"] == "held" {
-                            ix.held_insert.get_or_insert(o.index);
-                        }
-                    }
-                    op::WAIT_HELD => {
-                        own_answer.insert(attempt(val));
-                    }
-                    op::DEDUP_HIT => {
-                        ix.deduplicated.insert(attempt(val));
-                    }
-                    _ => {}
-                }
-                continue;
-            }
-            let Some(w) = w.filter(|w| w.sent) else {
-                continue;
-            };
-            let fr = w.frame;
-            if !w.from_agent {
-                if let (Some(m), Some(_)) = (w.method, w.id) {
-                    requests.insert(w.key(), m.to_string());
-                }
-                continue;
-            }
-            if let Some(m) = w.method {
-                let u = &fr["params"]["update"];
-                if m != "session/update" {
-                    continue;
-                }
-                let at = o.index;
-                match u["sessionUpdate"].as_str() {
-                    Some("user_message") if u["messageId"].is_string() => {
-                        ix.echo.get_or_insert(at);
-                    }
-                    Some("state_update") if u["state"] == "running" => {
-                        ix.running.get_or_insert(at);
-                    }
-                    Some("state_update") if u["stopReason"].is_string() => {
-                        ix.stopped.get_or_insert(at);
-                    }
-                    Some("tool_call" | "tool_call_update") if u["status"] == "completed" => {
-                        ix.tool_done.get_or_insert(at);
-                    }
-                    _ => {}
-                }
-                continue;
-            }
-            let a = w.key();
-            match requests.get(&a).map(String::as_str) {
-                Some("session/prompt") => {
-                    if let Some(mid) = fr["result"]["messageId"].as_str() {
-                        ix.prompt_ok.push((o.index, a.clone(), mid.to_string()));
-                        let first = answered.entry(mid.to_string()).or_insert(a.clone());
-                        if *first != a && !own_answer.contains(&a) {
-                            ix.repeated_answer.get_or_insert(o.index);
-                        }
-                    } else if fr["error"]["code"] == acp_chaos_models::rpc::code::REQUEST_CANCELLED
-                    {
-                        ix.prompt_cancelled.get_or_insert(o.index);
-                    }
-                }
-                Some("session/new" | "session/fork" | "session/load" | "session/resume")
-                    if fr.get("result").is_some() =>
-                {
-                    ix.session_ok.get_or_insert(o.index);
+                (true, "proxy") => {
+                    ix.proxy_prompt.get_or_insert(o.index);
                 }
                 _ => {}
             }
         }
-        ix
+        // The Client's read of the answer on its own connection (from the Agent, or from a
+        // proxy between them): the only reader of that (conn, id).
+        if let Some(w) = w.filter(|w| !w.sent && w.method.is_none()) {
+            if w.frame["result"]["messageId"].is_string() && self.client_prompts.contains(&w.key())
+            {
+                ix.client_answer.get_or_insert(o.index);
+            }
+        }
+    }
+
+    /// An op of the Agent's own log.
+    fn agent_op(&mut self, o: &Op) {
+        let (ix, val) = (&mut self.ix, &o.value);
+        ix.emitted.insert((process::AGENT.to_string(), o.f.clone()));
+        match o.f.as_str() {
+            op::RECOVER => {
+                let kept = val["retained"].as_object().into_iter().flatten();
+                for m in kept.flat_map(|(_, ids)| ids.as_array().into_iter().flatten()) {
+                    if let Some(m) = m.as_str() {
+                        ix.recovered.insert(m.to_string());
+                    }
+                }
+            }
+            op::INSERT => {
+                if let Some(m) = val["messageId"].as_str() {
+                    ix.inserted.insert(m.to_string());
+                }
+                self.own_answer.insert(attempt(val));
+                if val["mode"] == "held" {
+                    ix.held_insert.get_or_insert(o.index);
+                }
+            }
+            op::WAIT_HELD => {
+                self.own_answer.insert(attempt(val));
+            }
+            op::DEDUP_HIT => {
+                ix.deduplicated.insert(attempt(val));
+            }
+            _ => {}
+        }
+    }
+
+    /// A `session/update` the Agent wrote at op `at` (`u`: its `params.update`).
+    fn update(&mut self, at: usize, u: &Value) {
+        let ix = &mut self.ix;
+        match u["sessionUpdate"].as_str() {
+            Some("user_message") if u["messageId"].is_string() => {
+                ix.echo.get_or_insert(at);
+            }
+            Some("state_update") if u["state"] == "running" => {
+                ix.running.get_or_insert(at);
+            }
+            Some("state_update") if u["stopReason"].is_string() => {
+                ix.stopped.get_or_insert(at);
+            }
+            Some("tool_call" | "tool_call_update") if u["status"] == "completed" => {
+                ix.tool_done.get_or_insert(at);
+            }
+            _ => {}
+        }
+    }
+
+    /// A response the Agent wrote at op `at`.
+    fn answer(&mut self, at: usize, w: &WireFrame) {
+        let (ix, fr, a) = (&mut self.ix, w.frame, w.key());
+        match self.requests.get(&a).map(String::as_str) {
+            Some("session/prompt") => {
+                if let Some(mid) = fr["result"]["messageId"].as_str() {
+                    ix.prompt_ok.push((at, a.clone(), mid.to_string()));
+                    let first = self.answered.entry(mid.to_string()).or_insert(a.clone());
+                    if *first != a && !self.own_answer.contains(&a) {
+                        ix.repeated_answer.get_or_insert(at);
+                    }
+                } else if fr["error"]["code"] == acp_chaos_models::rpc::code::REQUEST_CANCELLED {
+                    ix.prompt_cancelled.get_or_insert(at);
+                }
+            }
+            Some("session/new" | "session/fork" | "session/load" | "session/resume")
+                if fr.get("result").is_some() =>
+            {
+                ix.session_ok.get_or_insert(at);
+            }
+            _ => {}
+        }
     }
 }
 
