@@ -352,6 +352,47 @@ fn toward(
     (kind, state): (FaultKind, &str),
     r: &mut rand_chacha::ChaCha8Rng,
 ) -> Option<Plan> {
+    if let Some(plan) = land(corpus, kind, state, r) {
+        return Some(plan);
+    }
+    // No parent has a place for that fault in that state: stretch the state over the next
+    // place where the fault lands, and put the fault there. A resume or an inserted prompt
+    // lasts until its answer: stall the last such answer before the place until just after
+    // it. Any other state: hold every frame from the start of the parent's last stretch in
+    // that state before the place until just after it (frames written meanwhile are still
+    // places).
+    if let Some(plan) = stretch(corpus, kind, state, r) {
+        return Some(plan);
+    }
+    // Else widen the state where some parent passes through it, so the next runs have places
+    // inside it. Half the time by holding every frame from a time in that state, else by
+    // stalling the answer that ends it (a resume's, or an inserted prompt's).
+    if r.gen_bool(0.5) {
+        if let Some(plan) = hold_from(corpus, state, r) {
+            return Some(plan);
+        }
+    }
+    let ends = match state {
+        "resuming" => "session/resume",
+        "inserted-unanswered" => "session/prompt",
+        _ => return None,
+    };
+    if let Some(plan) = stall_answer(corpus, ends, r) {
+        return Some(plan);
+    }
+    // No parent even enters that state: a Client restart while input is pending makes it
+    // reconnect and resume (a remote transport's Client only resumes on a new process).
+    restart_client(corpus, r)
+}
+
+/// A parent, in random order, with a place in `state` where `kind` lands (a process-level
+/// fault, half the time: at a time the run was in that state), and the fault added there.
+fn land(
+    corpus: &[Parent],
+    kind: FaultKind,
+    state: &str,
+    r: &mut rand_chacha::ChaCha8Rng,
+) -> Option<Plan> {
     let mut order: Vec<usize> = (0..corpus.len()).collect();
     order.shuffle(r);
     for i in order {
@@ -381,42 +422,35 @@ fn toward(
             }
         }
     }
-    // No parent has a place for that fault in that state: stretch the state over the next
-    // place where the fault lands, and put the fault there. A resume or an inserted prompt
-    // lasts until its answer: stall the last such answer before the place until just after
-    // it. Any other state: hold every frame from the start of the parent's last stretch in
-    // that state before the place until just after it (frames written meanwhile are still
-    // places).
-    if let Some(plan) = stretch(corpus, kind, state, r) {
-        return Some(plan);
-    }
-    // Else widen the state where some parent passes through it, so the next runs have places
-    // inside it. Half the time by holding every frame from a time in that state, else by
-    // stalling the answer that ends it (a resume's, or an inserted prompt's).
-    if r.gen_bool(0.5) {
-        let mut order: Vec<usize> = (0..corpus.len()).collect();
-        order.shuffle(r);
-        for i in order {
-            let p = &corpus[i];
-            let Some(t) = p.times.get(state).and_then(|ts| ts.choose(r)) else {
-                continue;
-            };
-            let Some(mut f) = at_time(FaultKind::Hold, &p.plan, *t) else {
-                continue;
-            };
-            f.heal_after_ms = Some(r.gen_range(100..=400));
-            let mut plan = p.plan.clone();
-            plan.faults.push(f);
-            if plan.check().is_none() {
-                return Some(plan);
-            }
+    None
+}
+
+/// A parent, in random order, that passes through `state`, with every frame held from a
+/// time in it.
+fn hold_from(corpus: &[Parent], state: &str, r: &mut rand_chacha::ChaCha8Rng) -> Option<Plan> {
+    let mut order: Vec<usize> = (0..corpus.len()).collect();
+    order.shuffle(r);
+    for i in order {
+        let p = &corpus[i];
+        let Some(t) = p.times.get(state).and_then(|ts| ts.choose(r)) else {
+            continue;
+        };
+        let Some(mut f) = at_time(FaultKind::Hold, &p.plan, *t) else {
+            continue;
+        };
+        f.heal_after_ms = Some(r.gen_range(100..=400));
+        let mut plan = p.plan.clone();
+        plan.faults.push(f);
+        if plan.check().is_none() {
+            return Some(plan);
         }
     }
-    let ends = match state {
-        "resuming" => "session/resume",
-        "inserted-unanswered" => "session/prompt",
-        _ => return None,
-    };
+    None
+}
+
+/// A parent, in random order, with the response to a Client's `ends` request (the answer
+/// that ends the state) stalled.
+fn stall_answer(corpus: &[Parent], ends: &str, r: &mut rand_chacha::ChaCha8Rng) -> Option<Plan> {
     let mut order: Vec<usize> = (0..corpus.len()).collect();
     order.shuffle(r);
     for i in order {
@@ -445,8 +479,11 @@ fn toward(
             }
         }
     }
-    // No parent even enters that state: a Client restart while input is pending makes it
-    // reconnect and resume (a remote transport's Client only resumes on a new process).
+    None
+}
+
+/// A random parent with a Client restart at a time input was pending.
+fn restart_client(corpus: &[Parent], r: &mut rand_chacha::ChaCha8Rng) -> Option<Plan> {
     let p = corpus.choose(r)?;
     let t = ["inserted-unanswered", "held", "answered"]
         .iter()
