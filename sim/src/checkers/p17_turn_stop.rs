@@ -115,29 +115,22 @@ struct Wire {
     conns_of: BTreeMap<String, BTreeSet<u64>>,
 }
 
+/// The (Agent host, session) an Agent op is about: the host it was renamed from, else `agent`.
+fn host_session(o: &crate::history::Op) -> (String, String) {
+    let val = &o.value;
+    (
+        val["renamed_from"].as_str().unwrap_or("agent").to_string(),
+        val["session"].as_str().unwrap_or_default().to_string(),
+    )
+}
+
 impl Wire {
     fn step(&mut self, o: &crate::history::Op, w: Option<&WireFrame>) -> Option<Breach> {
         let val = &o.value;
         let conn = w.map_or_else(|| val["conn"].as_u64().unwrap_or(0), |w| w.conn);
-        let sid = || val["session"].as_str().unwrap_or_default().to_string();
-        let host = || val["renamed_from"].as_str().unwrap_or("agent").to_string();
         // (No arm below reads the ops `track_active` consumes.)
         if track_active(&mut self.active, o) {
-            match o.f.as_str() {
-                // The session is active there again: updates may name it.
-                op::ACTIVATE => {
-                    // On a remote transport, on every connection of its logical connection
-                    // (a late resume read on one the Client left reactivates it on them all).
-                    for c in self.same_logical(conn) {
-                        self.closed.remove(&(c, sid()));
-                        *self.activations.entry((c, sid())).or_default() += 1;
-                    }
-                }
-                op::CONN_END => self.lift(conn),
-                // A restarted process (also one a broken stdio pipe ended) runs nothing yet.
-                op::RECOVER if !is_store_op(o) => self.forget_host(&host()),
-                _ => {}
-            }
+            self.tracked(o, conn);
             return None;
         }
         match (o.process.as_str(), o.f.as_str(), w) {
@@ -182,60 +175,90 @@ impl Wire {
                 }
             }
             (_, op::CONN_END, _) => self.lift(conn),
-            (process::AGENT, op::TURN_START, _) => {
-                let at = (host(), sid());
-                if let Some((mid, c)) = self.stop_owed.get(&at) {
-                    return Some((
-                        "A6",
-                        vec![*c, o.index],
-                        format!(
-                            "session/cancel of {} (op {c}) should have ended the work on {mid}, but new work (on {}) started first",
-                            at.1, val["messageId"].as_str().unwrap_or_default()
-                        ),
-                    ));
-                }
-                let mid = val["messageId"].as_str().unwrap_or_default().to_string();
-                self.turns.insert(at, mid);
-            }
+            (process::AGENT, op::TURN_START, _) => return self.turn_started(o),
             (process::AGENT, op::WORK_FAILED, _) => {
                 let mid = val["messageId"].as_str().unwrap_or_default().to_string();
-                self.failed.insert((host(), sid()), (mid, o.index));
+                self.failed.insert(host_session(o), (mid, o.index));
             }
-            (process::AGENT, op::TURN_END, _) => {
-                let at = (host(), sid());
-                self.turns.remove(&at);
-                let reason = &val["stopReason"];
-                if let Some((mid, w)) = self.failed.remove(&at) {
-                    if val["messageId"] == mid.as_str() && reason != "error" {
-                        return Some((
-                            "A3",
-                            vec![w, o.index],
-                            format!(
-                                "the work on {mid} failed (op {w}) and ended with stopReason {reason}, not \"error\""
-                            ),
-                        ));
-                    }
-                }
-                match self.stop_owed.remove(&at) {
-                    Some((mid, c)) if val["messageId"] == mid.as_str() && reason != "cancelled" => {
-                        return Some((
-                            "A6",
-                            vec![c, o.index],
-                            format!(
-                                "session/cancel of {} (op {c}) ended the work on {mid} with stopReason {reason}, not \"cancelled\"",
-                                at.1
-                            ),
-                        ));
-                    }
-                    Some(owed) if val["messageId"] != owed.0.as_str() => {
-                        self.stop_owed.insert(at, owed);
-                    }
-                    _ => {}
-                }
-            }
+            (process::AGENT, op::TURN_END, _) => return self.turn_ended(o),
             _ => {}
         }
         None
+    }
+
+    /// An op `track_active` consumed (on `conn`).
+    fn tracked(&mut self, o: &crate::history::Op, conn: u64) {
+        match o.f.as_str() {
+            // The session is active there again: updates may name it.
+            op::ACTIVATE => {
+                let sid = host_session(o).1;
+                // On a remote transport, on every connection of its logical connection
+                // (a late resume read on one the Client left reactivates it on them all).
+                for c in self.same_logical(conn) {
+                    self.closed.remove(&(c, sid.clone()));
+                    *self.activations.entry((c, sid.clone())).or_default() += 1;
+                }
+            }
+            op::CONN_END => self.lift(conn),
+            // A restarted process (also one a broken stdio pipe ended) runs nothing yet.
+            op::RECOVER if !is_store_op(o) => self.forget_host(&host_session(o).0),
+            _ => {}
+        }
+    }
+
+    /// A `turn-start`: new work may not start while a stop is owed on the session (A6).
+    fn turn_started(&mut self, o: &crate::history::Op) -> Option<Breach> {
+        let val = &o.value;
+        let at = host_session(o);
+        if let Some((mid, c)) = self.stop_owed.get(&at) {
+            return Some((
+                "A6",
+                vec![*c, o.index],
+                format!(
+                    "session/cancel of {} (op {c}) should have ended the work on {mid}, but new work (on {}) started first",
+                    at.1, val["messageId"].as_str().unwrap_or_default()
+                ),
+            ));
+        }
+        let mid = val["messageId"].as_str().unwrap_or_default().to_string();
+        self.turns.insert(at, mid);
+        None
+    }
+
+    /// A `turn-end`: failed work ends `error` (A3), stopped work `cancelled` (A6).
+    fn turn_ended(&mut self, o: &crate::history::Op) -> Option<Breach> {
+        let val = &o.value;
+        let at = host_session(o);
+        self.turns.remove(&at);
+        let reason = &val["stopReason"];
+        if let Some((mid, w)) = self.failed.remove(&at) {
+            if val["messageId"] == mid.as_str() && reason != "error" {
+                return Some((
+                    "A3",
+                    vec![w, o.index],
+                    format!(
+                        "the work on {mid} failed (op {w}) and ended with stopReason {reason}, not \"error\""
+                    ),
+                ));
+            }
+        }
+        match self.stop_owed.remove(&at) {
+            Some((mid, c)) if val["messageId"] == mid.as_str() && reason != "cancelled" => {
+                Some((
+                    "A6",
+                    vec![c, o.index],
+                    format!(
+                        "session/cancel of {} (op {c}) ended the work on {mid} with stopReason {reason}, not \"cancelled\"",
+                        at.1
+                    ),
+                ))
+            }
+            Some(owed) if val["messageId"] != owed.0.as_str() => {
+                self.stop_owed.insert(at, owed);
+                None
+            }
+            _ => None,
+        }
     }
 
     /// `conn` and, on a remote transport, every other connection of its logical connection.
