@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::facts::{is_store_op, malformed_request, track_active, Facts};
 use super::verdict::{Status, Verdict};
-use super::wire::lost_answer;
+use super::wire::{lost_answer, WireFrame};
 use crate::history::{op, process, Op};
 use crate::nemesis::logged;
 
@@ -433,19 +433,72 @@ fn judge_withdrawal(f: &Facts, x: &Withdrawals, w: &Op, stop_at: Option<usize>) 
 /// recorded (no stop reached the store, and the reading node did not crash first) leaves every
 /// such insertion a violation.
 fn a6_earlier_held(f: &Facts) -> Option<Verdict> {
-    let mut active: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
-    let mut held: BTreeMap<(u64, String), String> = BTreeMap::new();
-    // Held prompt → the stop's op, and the reading node while the stop is on its way to the
-    // store (a prompt held on another cluster node).
-    #[allow(clippy::type_complexity)]
-    let mut covered: BTreeMap<(u64, String), (usize, Option<String>, String)> = BTreeMap::new();
-    // Inserted while their stop was on its way: (attempt, stop op, insert op).
-    let mut in_flight: Vec<((u64, String), usize, usize)> = Vec::new();
-    // Cluster: which node each connection reached.
-    let mut node_of: BTreeMap<u64, String> = BTreeMap::new();
-    let attempt = |v: &Value| (v["conn"].as_u64().unwrap_or(0), v["id"].to_string());
-    let violation = |a: &(u64, String), c: usize, i: usize, how: &str| {
-        Verdict {
+    let mut s = HeldStops::default();
+    for (op, w) in f.ops_with_wire() {
+        let val = &op.value;
+        match (op.process.as_str(), op.f.as_str(), w) {
+            (process::NET, op::CONN_OPEN, _) => {
+                if let (Some(c), Some(n)) = (val["conn"].as_u64(), val["seen_by"].as_str()) {
+                    s.node_of.insert(c, n.to_string());
+                }
+            }
+            // (No arm below reads the ops `track_active` consumes.)
+            _ if track_active(&mut s.active, op) && op.f == op::RECOVER && !is_store_op(op) => {
+                s.held.clear();
+                s.covered.clear();
+            }
+            (process::AGENT, op::HOLD, _) => {
+                s.held.insert(
+                    attempt(val),
+                    val["session"].as_str().unwrap_or_default().to_string(),
+                );
+            }
+            (process::AGENT, op::WITHDRAW | op::RELEASE | op::DROP_HELD, _) => {
+                s.held.remove(&attempt(val));
+            }
+            (process::NET, op::RECV, Some(w))
+                if matches!(w.from, "client" | "proxy") && w.method == Some("session/cancel") =>
+            {
+                s.stop_read(op.index, w);
+            }
+            // The stop reached the store: every stop on its way for this session arrived.
+            (process::AGENT, op::STOP_RECORDED, _) if is_store_op(op) => {
+                s.stop_recorded(val["session"].as_str().unwrap_or_default());
+            }
+            // The reading node crashed before its stop reached the store: the stop died with it.
+            (process::NEMESIS, op::CRASH, _) => {
+                s.node_crashed(val["host_was"].as_str().unwrap_or_default());
+            }
+            (process::AGENT, op::INSERT, _) if val["mode"] == "held" => {
+                let a = attempt(val);
+                s.held.remove(&a);
+                match s.covered.get(&a) {
+                    Some((c, None, _)) => return Some(held_violation(f, &a, *c, op.index, "")),
+                    Some((c, Some(_), _)) => s.in_flight.push((a, *c, op.index)),
+                    None => {}
+                }
+            }
+            _ => {}
+        }
+    }
+    s.in_flight.first().map(|(a, c, i)| {
+        held_violation(
+            f,
+            a,
+            *c,
+            *i,
+            " on another cluster node, and no stop for the session ever reached the store",
+        )
+    })
+}
+
+fn attempt(v: &Value) -> (u64, String) {
+    (v["conn"].as_u64().unwrap_or(0), v["id"].to_string())
+}
+
+/// A6 broken: prompt `a`, held when the stop at op `c` arrived, inserted at op `i`.
+fn held_violation(f: &Facts, a: &(u64, String), c: usize, i: usize, how: &str) -> Verdict {
+    Verdict {
         property: "P6".into(),
         status: Status::Invalid,
         rules: vec!["A6".into()],
@@ -457,91 +510,69 @@ fn a6_earlier_held(f: &Facts) -> Option<Verdict> {
             super::facts::attempt_name(a)
         ),
     }
-    };
-    for (op, w) in f.ops_with_wire() {
-        let val = &op.value;
-        match (op.process.as_str(), op.f.as_str(), w) {
-            (process::NET, op::CONN_OPEN, _) => {
-                if let (Some(c), Some(n)) = (val["conn"].as_u64(), val["seen_by"].as_str()) {
-                    node_of.insert(c, n.to_string());
-                }
+}
+
+/// The held prompts and the stops that cover them, as [`a6_earlier_held`] walks the ops.
+#[derive(Default)]
+struct HeldStops {
+    /// Session → the connections it is active on.
+    active: BTreeMap<String, BTreeSet<u64>>,
+    /// Held prompt → its session.
+    held: BTreeMap<(u64, String), String>,
+    /// Held prompt → the stop's op, and the reading node while the stop is on its way to the
+    /// store (a prompt held on another cluster node), and the session.
+    covered: BTreeMap<(u64, String), (usize, Option<String>, String)>,
+    /// Inserted while their stop was on its way: (attempt, stop op, insert op).
+    in_flight: Vec<((u64, String), usize, usize)>,
+    /// Cluster: which node each connection reached.
+    node_of: BTreeMap<u64, String>,
+}
+
+impl HeldStops {
+    /// The Agent read a `session/cancel` at op `at`: on a connection where its session is
+    /// active, it covers every prompt of the session held then.
+    fn stop_read(&mut self, at: usize, w: &WireFrame) {
+        let sid = w.frame["params"]["sessionId"].as_str().unwrap_or_default();
+        let conn = w.conn;
+        if !self.active.get(sid).is_some_and(|c| c.contains(&conn)) {
+            return;
+        }
+        let reader = self.node_of.get(&conn).filter(|n| n.starts_with("node"));
+        for (a, s) in &self.held {
+            if s == sid {
+                let other = reader.filter(|r| self.node_of.get(&a.0) != Some(*r));
+                self.covered
+                    .entry(a.clone())
+                    .or_insert((at, other.cloned(), sid.to_string()));
             }
-            // (No arm below reads the ops `track_active` consumes.)
-            _ if track_active(&mut active, op) && op.f == op::RECOVER && !is_store_op(op) => {
-                held.clear();
-                covered.clear();
-            }
-            (process::AGENT, op::HOLD, _) => {
-                held.insert(
-                    attempt(val),
-                    val["session"].as_str().unwrap_or_default().to_string(),
-                );
-            }
-            (process::AGENT, op::WITHDRAW | op::RELEASE | op::DROP_HELD, _) => {
-                held.remove(&attempt(val));
-            }
-            (process::NET, op::RECV, Some(w))
-                if matches!(w.from, "client" | "proxy") && w.method == Some("session/cancel") =>
-            {
-                let sid = w.frame["params"]["sessionId"].as_str().unwrap_or_default();
-                let conn = w.conn;
-                if active.get(sid).is_some_and(|c| c.contains(&conn)) {
-                    let reader = node_of.get(&conn).filter(|n| n.starts_with("node"));
-                    for (a, s) in &held {
-                        if s == sid {
-                            let other = reader.filter(|r| node_of.get(&a.0) != Some(*r));
-                            covered.entry(a.clone()).or_insert((
-                                op.index,
-                                other.cloned(),
-                                sid.to_string(),
-                            ));
-                        }
-                    }
-                }
-            }
-            // The stop reached the store: every stop on its way for this session arrived.
-            (process::AGENT, op::STOP_RECORDED, _) if is_store_op(op) => {
-                let sid = val["session"].as_str().unwrap_or_default();
-                for (_, on_way, s) in covered.values_mut() {
-                    if s == sid {
-                        *on_way = None;
-                    }
-                }
-                in_flight.retain(|(a, _, _)| covered.get(a).is_some_and(|c| c.1.is_some()));
-            }
-            // The reading node crashed before its stop reached the store: the stop died with it.
-            (process::NEMESIS, op::CRASH, _) => {
-                let host = val["host_was"].as_str().unwrap_or_default();
-                let dead: Vec<(u64, String)> = covered
-                    .iter()
-                    .filter(|(_, (_, r, _))| r.as_deref() == Some(host))
-                    .map(|(a, _)| a.clone())
-                    .collect();
-                for a in dead {
-                    covered.remove(&a);
-                    in_flight.retain(|(x, _, _)| *x != a);
-                }
-            }
-            (process::AGENT, op::INSERT, _) if val["mode"] == "held" => {
-                let a = attempt(val);
-                held.remove(&a);
-                match covered.get(&a) {
-                    Some((c, None, _)) => return Some(violation(&a, *c, op.index, "")),
-                    Some((c, Some(_), _)) => in_flight.push((a, *c, op.index)),
-                    None => {}
-                }
-            }
-            _ => {}
         }
     }
-    in_flight.first().map(|(a, c, i)| {
-        violation(
-            a,
-            *c,
-            *i,
-            " on another cluster node, and no stop for the session ever reached the store",
-        )
-    })
+
+    /// The store recorded a stop for `sid`.
+    fn stop_recorded(&mut self, sid: &str) {
+        for (_, on_way, s) in self.covered.values_mut() {
+            if s == sid {
+                *on_way = None;
+            }
+        }
+        let covered = &self.covered;
+        self.in_flight
+            .retain(|(a, _, _)| covered.get(a).is_some_and(|c| c.1.is_some()));
+    }
+
+    /// `host` crashed: the stops it read and had not yet passed to the store died with it.
+    fn node_crashed(&mut self, host: &str) {
+        let dead: Vec<(u64, String)> = self
+            .covered
+            .iter()
+            .filter(|(_, (_, r, _))| r.as_deref() == Some(host))
+            .map(|(a, _)| a.clone())
+            .collect();
+        for a in dead {
+            self.covered.remove(&a);
+            self.in_flight.retain(|(x, _, _)| *x != a);
+        }
+    }
 }
 
 fn rpc_cancelled() -> Value {
