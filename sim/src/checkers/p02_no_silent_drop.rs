@@ -71,113 +71,122 @@ fn dropped(f: &Facts, n: u64, c: SubmissionClass) -> Verdict {
 /// Submission `n` was acknowledged with a `messageId` that is not its own insertion: whose
 /// message it is names the clause broken (C2 or C3 for a reused key, A2, A12, A9 or A1).
 fn acknowledged_otherwise(f: &Facts, n: u64) -> Option<Verdict> {
-    let n = &n;
-    let mut v = Verdict::valid("P2");
-    let (op, mid) = &f.acks[n];
-    let real = f
-        .inserts
+    let (op, mid) = &f.acks[&n];
+    if f.inserts
         .iter()
-        .any(|i| i.submission == Some(*n) && &i.message_id == mid);
-    if !real {
-        // Whose message is it? If it carries a key this submission used, the
-        // Client reused a key for a new submission (C2); otherwise the Agent
-        // answered with another submission's message (A1, A9).
-        let other = f.inserts.iter().find(|i| &i.message_id == mid);
-        // The sessions this submission's attempts went to (from the frames the
-        // Client wrote): a key is only reused within one session (A9).
-        let attempts: BTreeSet<(u64, String)> = f
-            .history
-            .ops
-            .iter()
-            .filter(|o| {
-                o.process == process::CLIENT
-                    && o.f == op::ATTEMPT
-                    && o.value["submission"].as_u64() == Some(*n)
-            })
-            .map(|o| {
-                (
-                    o.value["conn"].as_u64().unwrap_or(0),
-                    o.value["id"].to_string(),
-                )
-            })
-            .collect();
-        let sessions: BTreeSet<&str> = f
-            .history
-            .ops
-            .iter()
-            .filter(|o| {
-                o.process == process::NET
-                    && o.f == op::SEND
-                    && o.value["from"] == "client"
-                    && attempts.contains(&(
-                        o.value["conn"].as_u64().unwrap_or(0),
-                        o.value["frame"]["id"].to_string(),
-                    ))
-            })
-            .filter_map(|o| o.value["frame"]["params"]["sessionId"].as_str())
-            .collect();
-        let reused = other.and_then(|o| o.key.as_ref()).is_some_and(|k| {
-            f.attempt_keys.get(n).is_some_and(|ks| ks.contains(k))
-                && other
-                    .is_some_and(|o| sessions.is_empty() || sessions.contains(o.session.as_str()))
-        });
-        v.status = Status::Invalid;
-        v.witnesses = std::iter::once(*op).chain(other.map(|o| o.op)).collect();
-        v.fault = f.fault_before(*op);
-        if reused {
-            // C3 when the reused key came with another prompt, C2 when with the
-            // same text (a key derived from content).
-            let text = |s: Option<u64>| {
-                f.history
-                    .ops
-                    .iter()
-                    .find(|o| {
-                        o.process == process::USER
-                            && o.f == op::SUBMIT
-                            && o.value["submission"].as_u64() == s
-                    })
-                    .map(|o| o.value["text"].clone())
-            };
-            let rule = if text(Some(*n)) == text(other.and_then(|o| o.submission)) {
+        .any(|i| i.submission == Some(n) && &i.message_id == mid)
+    {
+        return None;
+    }
+    let mut v = Verdict::valid("P2");
+    // Whose message is it? If it carries a key this submission used, the
+    // Client reused a key for a new submission (C2); otherwise the Agent
+    // answered with another submission's message (A1, A9).
+    let other = f.inserts.iter().find(|i| &i.message_id == mid);
+    let attempts = attempts_of(f, n);
+    let sessions = sessions_of(f, &attempts);
+    let reused = other.and_then(|o| o.key.as_ref()).is_some_and(|k| {
+        f.attempt_keys.get(&n).is_some_and(|ks| ks.contains(k))
+            && other.is_some_and(|o| sessions.is_empty() || sessions.contains(o.session.as_str()))
+    });
+    v.status = Status::Invalid;
+    v.witnesses = std::iter::once(*op).chain(other.map(|o| o.op)).collect();
+    v.fault = f.fault_before(*op);
+    if reused {
+        // C3 when the reused key came with another prompt, C2 when with the
+        // same text (a key derived from content).
+        let rule =
+            if submitted_text(f, Some(n)) == submitted_text(f, other.and_then(|o| o.submission)) {
                 "C2"
             } else {
                 "C3"
             };
-            v.party = Some(Party::Client);
-            v.rules = vec![rule.into()];
-            v.message = format!("submission {n} was acknowledged with {mid}, the message of an earlier submission whose key it reused ({rule})");
-        } else if let (None, Some(err)) = (other, errored_before(f, &attempts, *op)) {
-            // No message has that id, and an attempt of it failed first: the
-            // failure left its key behind.
-            v.party = Some(Party::Agent);
-            v.rules = vec!["A2".into()];
-            v.witnesses.insert(0, err);
-            v.message = format!("submission {n} was acknowledged with {mid}, which no message has; an earlier attempt was answered with an error (op {err}), and an error records nothing for the key");
-        } else {
-            v.party = Some(Party::Agent);
-            // The clause the answer broke: an id no message has is a key recorded
-            // without an insertion (A12: recorded when inserted, not on arrival);
-            // another session's message crosses key scopes (A9); another message
-            // of the same session is not the original's answer (A1).
-            let (rule, why) = match other {
-                None => (
-                    "A12",
-                    "which no message has: its key was recorded without an insertion",
-                ),
-                Some(o) if !sessions.is_empty() && !sessions.contains(o.session.as_str()) => {
-                    ("A9", "the message of a submission in another session")
-                }
-                Some(_) => (
-                    "A1",
-                    "another message of its session, not its own insertion",
-                ),
-            };
-            v.rules = vec![rule.into()];
-            v.message = format!("submission {n} was acknowledged with {mid}, {why} ({rule})");
-        }
-        return Some(v);
+        v.party = Some(Party::Client);
+        v.rules = vec![rule.into()];
+        v.message = format!("submission {n} was acknowledged with {mid}, the message of an earlier submission whose key it reused ({rule})");
+    } else if let (None, Some(err)) = (other, errored_before(f, &attempts, *op)) {
+        // No message has that id, and an attempt of it failed first: the
+        // failure left its key behind.
+        v.party = Some(Party::Agent);
+        v.rules = vec!["A2".into()];
+        v.witnesses.insert(0, err);
+        v.message = format!("submission {n} was acknowledged with {mid}, which no message has; an earlier attempt was answered with an error (op {err}), and an error records nothing for the key");
+    } else {
+        v.party = Some(Party::Agent);
+        let (rule, why) = agent_clause(other, &sessions);
+        v.rules = vec![rule.into()];
+        v.message = format!("submission {n} was acknowledged with {mid}, {why} ({rule})");
     }
-    None
+    Some(v)
+}
+
+/// The (connection, JSON-RPC id) of every attempt of submission `n`.
+fn attempts_of(f: &Facts, n: u64) -> BTreeSet<(u64, String)> {
+    f.history
+        .ops
+        .iter()
+        .filter(|o| {
+            o.process == process::CLIENT
+                && o.f == op::ATTEMPT
+                && o.value["submission"].as_u64() == Some(n)
+        })
+        .map(|o| {
+            (
+                o.value["conn"].as_u64().unwrap_or(0),
+                o.value["id"].to_string(),
+            )
+        })
+        .collect()
+}
+
+/// The sessions these attempts went to (from the frames the Client wrote): a key is only
+/// reused within one session (A9).
+fn sessions_of<'a>(f: &Facts<'a>, attempts: &BTreeSet<(u64, String)>) -> BTreeSet<&'a str> {
+    f.history
+        .ops
+        .iter()
+        .filter(|o| {
+            o.process == process::NET
+                && o.f == op::SEND
+                && o.value["from"] == "client"
+                && attempts.contains(&(
+                    o.value["conn"].as_u64().unwrap_or(0),
+                    o.value["frame"]["id"].to_string(),
+                ))
+        })
+        .filter_map(|o| o.value["frame"]["params"]["sessionId"].as_str())
+        .collect()
+}
+
+/// The text the user submitted as submission `s`.
+fn submitted_text(f: &Facts, s: Option<u64>) -> Option<Value> {
+    f.history
+        .ops
+        .iter()
+        .find(|o| {
+            o.process == process::USER && o.f == op::SUBMIT && o.value["submission"].as_u64() == s
+        })
+        .map(|o| o.value["text"].clone())
+}
+
+/// The clause the Agent's answer broke, and how: an id no message has is a key recorded
+/// without an insertion (A12: recorded when inserted, not on arrival); another session's
+/// message crosses key scopes (A9); another message of the same session is not the
+/// original's answer (A1).
+fn agent_clause(other: Option<&Insert>, sessions: &BTreeSet<&str>) -> (&'static str, &'static str) {
+    match other {
+        None => (
+            "A12",
+            "which no message has: its key was recorded without an insertion",
+        ),
+        Some(o) if !sessions.is_empty() && !sessions.contains(o.session.as_str()) => {
+            ("A9", "the message of a submission in another session")
+        }
+        Some(_) => (
+            "A1",
+            "another message of its session, not its own insertion",
+        ),
+    }
 }
 
 /// Submission `n` was shown to the user as withdrawn: its own user must have asked (C8), and no
