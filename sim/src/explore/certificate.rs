@@ -471,6 +471,63 @@ pub fn summary_md(c: &Certificate) -> String {
 ///
 /// Errors: folders of different explorations, a shard missing or given twice.
 pub fn merge(dirs: &[PathBuf], out: &Path) -> anyhow::Result<Certificate> {
+    let certs = read_shards(dirs)?;
+    let order = shard_order(dirs, &certs)?;
+    prepare_explore_folder(out)?;
+    let mut m = certs[0].clone();
+    m.shard = None;
+    let last = m.levels.len() - 1;
+    m.levels[last].explored = 0;
+    m.levels[last].not_fired = 0;
+    m.levels[last].sharded = false;
+    m.violations.clear();
+    m.audited = 0;
+    m.audit_mismatches = 0;
+    let mut kept: Vec<String> = Vec::new();
+    for &(_, i) in &order {
+        let c = &certs[i];
+        m.levels[last].explored += c.levels[last].explored;
+        m.levels[last].not_fired += c.levels[last].not_fired;
+        m.audited += c.audited;
+        m.audit_mismatches += c.audit_mismatches;
+        for v in &c.violations {
+            // Below the last level every shard ran the same schedules: take them once.
+            let level: usize =
+                v.id.split('.')
+                    .next()
+                    .and_then(|x| x.parse().ok())
+                    .unwrap_or(0);
+            if level < last && i != order[0].1 {
+                continue;
+            }
+            m.violations
+                .push(keep_violation(v, &mut kept, &dirs[i], out)?);
+        }
+    }
+    m.explored = m.levels.iter().map(|l| l.explored).sum();
+    m.line = certificate_line(&m.scope, m.explored, m.pruned, m.violations.len());
+    let invalid = m
+        .violations
+        .iter()
+        .flat_map(|v| &v.verdicts)
+        .any(|l| l.contains(" invalid "));
+    m.exit_code = if m.audit_mismatches > 0 || invalid {
+        crate::exit::INVALID
+    } else if !m.violations.is_empty() {
+        crate::exit::LIVENESS
+    } else {
+        crate::exit::VALID
+    };
+    write_atomic(
+        &out.join("certificate.json"),
+        &serde_json::to_vec_pretty(&m)?,
+    )?;
+    write_atomic(&out.join("summary.md"), summary_md(&m).as_bytes())?;
+    Ok(m)
+}
+
+/// Every shard's `certificate.json`; at least one.
+fn read_shards(dirs: &[PathBuf]) -> anyhow::Result<Vec<Certificate>> {
     let read = |d: &PathBuf| -> anyhow::Result<Certificate> {
         let p = d.join("certificate.json");
         let text =
@@ -478,9 +535,14 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> anyhow::Result<Certificate> {
         serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", p.display()))
     };
     let certs: Vec<Certificate> = dirs.iter().map(read).collect::<anyhow::Result<_>>()?;
-    let Some(first) = certs.first() else {
-        anyhow::bail!("nothing to merge");
-    };
+    anyhow::ensure!(!certs.is_empty(), "nothing to merge");
+    Ok(certs)
+}
+
+/// The shards in order, (K, index into `certs`), once each are checked to be every shard of
+/// one exploration.
+fn shard_order(dirs: &[PathBuf], certs: &[Certificate]) -> anyhow::Result<Vec<(u64, usize)>> {
+    let first = &certs[0];
     let Some((_, n)) = first.shard else {
         anyhow::bail!("{}: not a shard (explore --shard K/N)", dirs[0].display());
     };
@@ -509,74 +571,36 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> anyhow::Result<Certificate> {
         order.len()
     );
     order.sort();
-    prepare_explore_folder(out)?;
-    let mut m = first.clone();
-    m.shard = None;
-    let last = m.levels.len() - 1;
-    m.levels[last].explored = 0;
-    m.levels[last].not_fired = 0;
-    m.levels[last].sharded = false;
-    m.violations.clear();
-    m.audited = 0;
-    m.audit_mismatches = 0;
-    let mut kept: Vec<String> = Vec::new();
-    for &(_, i) in &order {
-        let c = &certs[i];
-        m.levels[last].explored += c.levels[last].explored;
-        m.levels[last].not_fired += c.levels[last].not_fired;
-        m.audited += c.audited;
-        m.audit_mismatches += c.audit_mismatches;
-        for v in &c.violations {
-            // Below the last level every shard ran the same schedules: take them once.
-            let level: usize =
-                v.id.split('.')
-                    .next()
-                    .and_then(|x| x.parse().ok())
-                    .unwrap_or(0);
-            if level < last && i != order[0].1 {
-                continue;
-            }
-            let mut v = v.clone();
-            let kinds = v.kinds.clone();
-            let new = kinds.iter().any(|k| !kept.contains(k));
-            match (&v.folder, new) {
-                (Some(f), true) => {
-                    kept.extend(kinds);
-                    copy_dir(&dirs[i].join(f), &out.join(f), &dirs[i], out)?;
-                    v.replay = Some(format!(
-                        "acp-chaos replay --schedule {}",
-                        out.join(f).join("schedule.toml").display()
-                    ));
-                }
-                (None, true) => kept.extend(kinds),
-                _ => {
-                    v.folder = None;
-                    v.replay = None;
-                }
-            }
-            m.violations.push(v);
+    Ok(order)
+}
+
+/// A shard's violation as the merge lists it: its folder copied from the shard's `dir` into
+/// `out` when it is the first of a kind not `kept` yet, else without a folder.
+fn keep_violation(
+    v: &Violation,
+    kept: &mut Vec<String>,
+    dir: &Path,
+    out: &Path,
+) -> anyhow::Result<Violation> {
+    let mut v = v.clone();
+    let kinds = v.kinds.clone();
+    let new = kinds.iter().any(|k| !kept.contains(k));
+    match (&v.folder, new) {
+        (Some(f), true) => {
+            kept.extend(kinds);
+            copy_dir(&dir.join(f), &out.join(f), dir, out)?;
+            v.replay = Some(format!(
+                "acp-chaos replay --schedule {}",
+                out.join(f).join("schedule.toml").display()
+            ));
+        }
+        (None, true) => kept.extend(kinds),
+        _ => {
+            v.folder = None;
+            v.replay = None;
         }
     }
-    m.explored = m.levels.iter().map(|l| l.explored).sum();
-    m.line = certificate_line(&m.scope, m.explored, m.pruned, m.violations.len());
-    let invalid = m
-        .violations
-        .iter()
-        .flat_map(|v| &v.verdicts)
-        .any(|l| l.contains(" invalid "));
-    m.exit_code = if m.audit_mismatches > 0 || invalid {
-        crate::exit::INVALID
-    } else if !m.violations.is_empty() {
-        crate::exit::LIVENESS
-    } else {
-        crate::exit::VALID
-    };
-    write_atomic(
-        &out.join("certificate.json"),
-        &serde_json::to_vec_pretty(&m)?,
-    )?;
-    write_atomic(&out.join("summary.md"), summary_md(&m).as_bytes())?;
-    Ok(m)
+    Ok(v)
 }
 
 /// Copy a violation's folder, its schedule file's paths rewritten to the new folder.
