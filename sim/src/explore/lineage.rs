@@ -88,6 +88,20 @@ fn breaks(f: &FaultSpec) -> bool {
     f.kind == FaultKind::LoseFrame && !f.silent
 }
 
+/// The rank of an Agent crash at a point of its own (see [`rank`]): between its sync and its
+/// response first, where a lost answer meets a kept insertion.
+fn crash_rank(point: Point) -> Option<u32> {
+    Some(match point {
+        Point::AfterSyncBeforeResponse => 0,
+        Point::AfterInsertBeforeSync => 1,
+        Point::AfterResponseBeforeUpdate => 4,
+        Point::WhileHeld => 6,
+        Point::DuringHistoryFill => 6,
+        Point::AfterReceive => 8,
+        Point::AfterStoreWrite => return None,
+    })
+}
+
 /// The rank of a fault at a place of a support: where a retry protocol is weakest first.
 /// `live`: the place is a frame on the connection of an attempt the Agent has read and not
 /// yet answered (held, waiting on its store, working).
@@ -107,15 +121,7 @@ fn rank(f: &FaultSpec, spot: &Spot, live: bool) -> Option<u32> {
                 ..
             },
         ) => 1,
-        (K::CrashAgent, Spot::Point { point, .. }) => match point {
-            Point::AfterSyncBeforeResponse => 0,
-            Point::AfterInsertBeforeSync => 1,
-            Point::AfterResponseBeforeUpdate => 4,
-            Point::WhileHeld => 6,
-            Point::DuringHistoryFill => 6,
-            Point::AfterReceive => 8,
-            Point::AfterStoreWrite => return None,
-        },
+        (K::CrashAgent, Spot::Point { point, .. }) => return crash_rank(*point),
         // A store down while another attempt comes in (`live`): two outcomes' supports cut
         // at once, the second attempt waiting on the store while its Client can resend.
         (K::CrashStore | K::PartitionStore, Spot::Point { .. }) if live => 0,
