@@ -186,89 +186,104 @@ pub fn kept_across_restarts(h: &History) -> Kept {
             }
             (process::NEMESIS, "crash") => crash = Some((o.time_ms, o.index)),
             (process::NET, op::CONN_OPEN) => {
-                let (Some((crash_ms, crash_at)), Some(conn)) =
-                    (crash.take(), o.value["conn"].as_u64())
-                else {
+                let (Some(crash), Some(conn)) = (crash.take(), o.value["conn"].as_u64()) else {
                     continue;
                 };
                 // Nothing acknowledged before the kill: nothing to keep.
                 if held.is_empty() {
                     continue;
                 }
-                // Each held message is judged by the first resume with replay of its own
-                // session answered on the new process (a Client may hold several sessions).
-                let first = |x: &Held| {
-                    let mine = rs.iter().filter(|r| {
-                        r.conn == conn && sessions.get(&x.1).is_none_or(|s| *s == r.session)
-                    });
-                    let answered: Vec<_> = mine
-                        .filter_map(|r| r.answer.as_ref().map(|a| (r, a)))
-                        .collect();
-                    // A success judges; errors only when no resume of it succeeded.
-                    let ok = answered.iter().find(|(_, a)| a.1.is_none());
-                    ok.or(answered.first()).copied()
-                };
-                let judged: Vec<(&Held, &Replay, &Answer)> = held
-                    .iter()
-                    .filter_map(|x| first(x).map(|(r, a)| (x, r, a)))
-                    .collect();
+                let judged = judged_after(&rs, &sessions, &held, conn);
                 // No resume with replay answered on this process: nothing judged.
                 if judged.is_empty() {
                     continue;
                 }
-                let gone: Vec<&(&Held, &Replay, &Answer)> = judged
+                let gone: Vec<&Judged> = judged
                     .iter()
                     .filter(|(x, r, a)| {
                         a.1.is_some()
                             || (!r.replayed.contains(&x.1) && replayed_as(h, r, x.0).is_none())
                     })
                     .collect();
-                // A message left out of a replay is "not replayed" (it may live on, or come
-                // back as a second copy); "gone" only when the session itself is. One whose
-                // text the replay shows under another messageId is not lost (P11) but renamed.
-                let (answer_at, why, what) = match gone.first() {
-                    Some((_, r, a)) => match &a.1 {
-                        None => (
-                            a.0,
-                            format!(
-                                "replayed {} user messages without it (session/resume with replayFrom): the message was not replayed",
-                                r.replayed.len()
-                            ),
-                            "not replayed",
-                        ),
-                        Some((c, m)) => (
-                            a.0,
-                            format!(
-                                "answered session/resume with replayFrom with error {c} ({m}): the session is gone"
-                            ),
-                            "gone",
-                        ),
-                    },
-                    None => (0, String::new(), ""),
-                };
-                let gone: Vec<&Held> = gone.iter().map(|(x, _, _)| *x).collect();
                 out.restarts.push(gone.is_empty());
-                if let (None, Some((n, m, ack_ms, ack_at))) = (&out.lost, gone.first()) {
-                    out.lost = Some(invalid(
-                        "P11",
-                        "A10",
-                        vec![*ack_at, crash_at, answer_at],
-                        format!(
-                            "submission {n}'s message {m}, acknowledged at {ack_ms} ms (the Client holds its messageId), is {what} after the restart: the Agent was killed {} ms after that answer, and the restarted Agent {why}; an Agent that offers session/resume with replay retains its messages (A10){}",
-                            crash_ms.saturating_sub(*ack_ms),
-                            if gone.len() > 1 {
-                                format!(" ({} acknowledged messages {what} in all)", gone.len())
-                            } else {
-                                String::new()
-                            }
-                        ),
-                    ));
+                if out.lost.is_none() {
+                    out.lost = lost_after(crash, &gone);
                 }
             }
             _ => {}
         }
     }
     out
+}
+
+/// A held message, and the resume with replay (and its answer) that judges it.
+type Judged<'a> = (&'a Held, &'a Replay, &'a Answer);
+
+/// Each held message with the first resume with replay of its own session answered on the
+/// new process's connection `conn` (a Client may hold several sessions): a success judges;
+/// errors only when no resume of it succeeded.
+fn judged_after<'a>(
+    rs: &'a [Replay],
+    sessions: &BTreeMap<String, String>,
+    held: &'a [Held],
+    conn: u64,
+) -> Vec<Judged<'a>> {
+    let first = |x: &Held| {
+        let mine = rs
+            .iter()
+            .filter(|r| r.conn == conn && sessions.get(&x.1).is_none_or(|s| *s == r.session));
+        let answered: Vec<_> = mine
+            .filter_map(|r| r.answer.as_ref().map(|a| (r, a)))
+            .collect();
+        let ok = answered.iter().find(|(_, a)| a.1.is_none());
+        ok.or(answered.first()).copied()
+    };
+    held.iter()
+        .filter_map(|x| first(x).map(|(r, a)| (x, r, a)))
+        .collect()
+}
+
+/// The verdict when messages are `gone` after the restart after the crash (ms, op).
+/// A message left out of a replay is "not replayed" (it may live on, or come back as a second
+/// copy); "gone" only when the session itself is. One whose text the replay shows under
+/// another messageId is not lost (P11) but renamed.
+fn lost_after((crash_ms, crash_at): (u64, usize), gone: &[&Judged]) -> Option<Verdict> {
+    let (answer_at, why, what) = match gone.first() {
+        Some((_, r, a)) => match &a.1 {
+            None => (
+                a.0,
+                format!(
+                    "replayed {} user messages without it (session/resume with replayFrom): the message was not replayed",
+                    r.replayed.len()
+                ),
+                "not replayed",
+            ),
+            Some((c, m)) => (
+                a.0,
+                format!(
+                    "answered session/resume with replayFrom with error {c} ({m}): the session is gone"
+                ),
+                "gone",
+            ),
+        },
+        None => (0, String::new(), ""),
+    };
+    let gone: Vec<&Held> = gone.iter().map(|(x, _, _)| *x).collect();
+    let (n, m, ack_ms, ack_at) = gone.first()?;
+    Some(invalid(
+        "P11",
+        "A10",
+        vec![*ack_at, crash_at, answer_at],
+        format!(
+            "submission {n}'s message {m}, acknowledged at {ack_ms} ms (the Client holds its messageId), is {what} after the restart: the Agent was killed {} ms after that answer, and the restarted Agent {why}; an Agent that offers session/resume with replay retains its messages (A10){}",
+            crash_ms.saturating_sub(*ack_ms),
+            if gone.len() > 1 {
+                format!(" ({} acknowledged messages {what} in all)", gone.len())
+            } else {
+                String::new()
+            }
+        ),
+    ))
 }
 
 /// A12 on one process: a message whose `messageId` the Client was answered must be in every
