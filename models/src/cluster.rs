@@ -86,17 +86,11 @@ impl ClusterStore {
 
     /// Messages per session, as `{sessionId: [messageId...]}` (for the `recover` op).
     pub fn retained(&self) -> Value {
-        let mut m = serde_json::Map::new();
-        for (sid, s) in &self.sessions {
-            m.insert(
-                sid.clone(),
-                s.messages
-                    .iter()
-                    .map(|x| Value::from(x.message_id.clone()))
-                    .collect(),
-            );
-        }
-        Value::Object(m)
+        crate::agent::retained_ids(
+            self.sessions
+                .iter()
+                .map(|(sid, s)| (sid, s.messages.iter().map(|m| &m.message_id))),
+        )
     }
 
     fn apply(&mut self, r: &Value) {

@@ -491,22 +491,12 @@ fn report(
         exit::VALID
     };
     let summary = ProbeSummary {
-        format: 1,
-        deterministic: false,
-        agent: target.name.clone(),
-        target: target.clone(),
-        repeat: a.repeat,
-        timeout_ms: a.wait_ms(),
-        traces: trials.clone(),
         table: t.table,
-        windows: BTreeMap::new(),
         notes: t.notes,
-        not_run: BTreeMap::new(),
         failures: t.failures,
         runs: t.runs,
-        calibration: None,
-        time_scale: None,
         exit_code: code,
+        ..ProbeSummary::start(a, target, trials.clone())
     };
     let text = table_text(&summary, out);
     print!("{text}");

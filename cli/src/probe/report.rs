@@ -146,6 +146,31 @@ pub struct ProbeSummary {
     pub exit_code: i32,
 }
 
+impl ProbeSummary {
+    /// The summary of a probe of `target` with `a`'s settings over `traces`, before any run:
+    /// empty tables, exit 0.
+    pub fn start(a: &ProbeArgs, target: &Target, traces: Vec<String>) -> ProbeSummary {
+        ProbeSummary {
+            format: 1,
+            deterministic: false,
+            agent: target.name.clone(),
+            target: target.clone(),
+            repeat: a.repeat,
+            timeout_ms: a.wait_ms(),
+            traces,
+            table: BTreeMap::new(),
+            windows: BTreeMap::new(),
+            notes: BTreeMap::new(),
+            not_run: BTreeMap::new(),
+            failures: Vec::new(),
+            runs: Vec::new(),
+            calibration: None,
+            time_scale: None,
+            exit_code: acp_chaos::exit::VALID,
+        }
+    }
+}
+
 /// ` (kill 5 ms after answered)`: where a run killed, for its report lines; empty for a run
 /// without a kill.
 pub(super) fn kill_words(point: Option<&str>, delay: Option<u64>) -> String {

@@ -451,25 +451,13 @@ pub(super) fn probe_traces(
     let a = &scaled;
     let cal = cal.as_ref();
     let mut summary = ProbeSummary {
-        format: 1,
-        deterministic: false,
-        agent: target.name.clone(),
-        target: target.clone(),
-        repeat: a.repeat,
-        timeout_ms: a.wait_ms(),
-        traces: selected.iter().map(super::Item::name).collect(),
-        table: BTreeMap::new(),
-        windows: BTreeMap::new(),
-        notes: BTreeMap::new(),
         not_run: skipped
             .into_iter()
             .map(|(n, why)| (format!("{SCENARIO}{n}"), format!("{NOT_BLACK_BOX}{why}")))
             .collect(),
-        failures: Vec::new(),
-        runs: Vec::new(),
         calibration: cal.cloned(),
         time_scale: a.time_scale,
-        exit_code: exit::VALID,
+        ..ProbeSummary::start(a, target, selected.iter().map(super::Item::name).collect())
     };
     let mut kept: BTreeMap<(String, String), usize> = BTreeMap::new();
     let mut fatal: Option<String> = None;

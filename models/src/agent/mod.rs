@@ -481,17 +481,11 @@ impl ModelAgent {
 
     /// Retained messages per session, as `{sessionId: [messageId...]}` (for the `recover` op).
     pub fn retained(&self) -> Value {
-        let mut m = serde_json::Map::new();
-        for (sid, s) in &self.sessions {
-            m.insert(
-                sid.clone(),
-                s.messages
-                    .iter()
-                    .map(|x| Value::from(x.message_id.clone()))
-                    .collect(),
-            );
-        }
-        Value::Object(m)
+        retained_ids(
+            self.sessions
+                .iter()
+                .map(|(sid, s)| (sid, s.messages.iter().map(|m| &m.message_id))),
+        )
     }
 
     /// The design's declared retention.
@@ -1108,4 +1102,17 @@ fn replace_lone_surrogates(line: &str) -> String {
         }
     }
     out
+}
+
+/// `{sessionId: [messageId...]}`, in the sessions' order: what a `recover` op says a process
+/// (or the cluster's store) kept.
+pub(crate) fn retained_ids<'a, M>(sessions: impl Iterator<Item = (&'a String, M)>) -> Value
+where
+    M: Iterator<Item = &'a String>,
+{
+    Value::Object(
+        sessions
+            .map(|(sid, ids)| (sid.clone(), ids.cloned().map(Value::from).collect()))
+            .collect(),
+    )
 }
