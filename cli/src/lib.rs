@@ -17,7 +17,9 @@
 //! - [`fuzz`]: seeded rounds of bad input (files, command lines, variables, frames to the
 //!   stdio Agent), reproducible from their seed (`acp-chaos fuzz`);
 //! - [`wall_clock`]: the one wall clock (outside runs only; the library has none);
-//! - [`launch`]: how this process was launched, for the rerun lines it prints.
+//! - [`launch`]: how this process was launched, for the rerun lines it prints;
+//! - [`error`]: the error every command returns (`CliError`, `Outcome`), the commands' and the
+//!   probe's.
 //!
 //! Public for the binary and the tests; not a library interface (use [`acp_chaos`]). The
 //! library's `compile_error!` guards the `tokio_unstable` cfg for both crates.
@@ -26,6 +28,7 @@ pub mod campaign;
 /// The command line behind the `acp-chaos` binary (one file per command). Public only for the
 /// binary and the tests (`main`, `parse_from`, `replay_line`); not a library interface.
 pub mod commands;
+pub mod error;
 pub mod findings;
 pub mod fuzz;
 pub mod launch;

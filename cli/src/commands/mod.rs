@@ -19,7 +19,6 @@ mod audit;
 mod bench;
 mod check;
 mod env;
-mod error;
 mod explore;
 mod findings;
 mod fuzz;
@@ -37,7 +36,7 @@ mod shrink;
 pub mod sweep;
 mod writable;
 
-pub use error::{usage, CliError, Outcome};
+pub use crate::error::{usage, CliError, Outcome};
 pub use list::ListSection;
 
 use acp_chaos::exit;

@@ -17,7 +17,7 @@
 //! a table trial × rule in the terminal and `summary.md`, `summary.json`, `junit.xml`, a retry
 //! command per failure, and the failing trials' folders (`wire.jsonl`, the Client's output).
 
-use crate::commands::{usage, Outcome};
+use crate::error::{usage, Outcome};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -34,7 +34,7 @@
 //!   [`stdio_envelope`], `store_dir` and [`wire_log`]; [`stdio_client`] (`acp-chaos client`).
 //! - **The mock model server** real agents talk to: [`mock_model`].
 //!
-//! Every command here returns an [`crate::commands::Outcome`], as the other commands do.
+//! Every command here returns an [`crate::error::Outcome`], as the other commands do.
 
 pub mod calibrate;
 mod client;
@@ -74,7 +74,7 @@ use clap::Args;
 
 use acp_chaos::exit;
 
-use crate::commands::{CliError, Outcome};
+use crate::error::{CliError, Outcome};
 use acp_chaos::models::Retention;
 
 use runner::{prepare_out, probe_traces};

@@ -27,7 +27,7 @@
 //! line longer than `--max-line-bytes` `-32600` (`id: null`; it is discarded as it is read, so
 //! it was never parsed), and neither reaches the model.
 
-use crate::commands::{usage, Outcome};
+use crate::error::{usage, Outcome};
 use std::collections::BinaryHeap;
 use std::path::PathBuf;
 use std::sync::mpsc;

@@ -12,7 +12,7 @@
 //! (what a user would see), else 0; 2 on a bad flag; 4 when the Agent never answered. Each
 //! submission's outcome is one line on stderr.
 
-use crate::commands::{usage, Outcome};
+use crate::error::{usage, Outcome};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
