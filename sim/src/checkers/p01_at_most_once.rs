@@ -223,14 +223,16 @@ fn second_round(f: &Facts) -> Option<Verdict> {
             .find(|(_, r)| r.len() > 1);
         if let Some((i, ops)) = second {
             let mid = &f.inserts[i].message_id;
-            v.status = Status::Invalid;
-            v.party = Some(Party::Agent);
-            v.rules = vec!["A1".into()];
-            v.witnesses = ops.clone();
-            v.fault = f.fault_before(ops[1]);
-            v.message = format!(
+            v.breach(
+                Status::Invalid,
+                Party::Agent,
+                vec!["A1".into()],
+                ops.clone(),
+                f.fault_before(ops[1]),
+                format!(
                 "message {mid} got {} {what} (A1: a retry starts no second round; only work a restart stopped may be continued)",
                 ops.len()
+            ),
             );
             return Some(v);
         }

@@ -54,16 +54,18 @@ fn dropped(f: &Facts, n: u64, c: SubmissionClass) -> Verdict {
         .iter()
         .rev()
         .find(|o| o.process == process::NEMESIS && o.value["host"] == "client");
-    v.status = Status::Invalid;
-    v.party = Some(Party::Client);
-    v.rules = lost_rules(f, *n, at);
-    v.witnesses = vec![at];
-    v.fault = last_client_op
+    v.breach(
+        Status::Invalid,
+        Party::Client,
+        lost_rules(f, *n, at),
+        vec![at],
+        last_client_op
         .map(|o| o.index)
-        .or_else(|| f.fault_before(f.history.ops.len()));
-    v.message = format!(
+        .or_else(|| f.fault_before(f.history.ops.len())),
+        format!(
         "submission {n} is {}: the Client no longer holds it, never got its messageId and never showed an error",
         if *c == SubmissionClass::Lost { "lost (never inserted)" } else { "unacknowledged (inserted)" }
+    ),
     );
     v
 }
@@ -212,13 +214,15 @@ fn withdrawn_otherwise(f: &Facts, n: u64) -> Option<Verdict> {
             }
     });
     if !asked {
-        v.status = Status::Invalid;
-        v.party = Some(Party::Client);
-        v.rules = vec!["C8".into()];
-        v.witnesses = vec![submitted, at];
-        v.fault = f.fault_before(at);
-        v.message = format!(
+        v.breach(
+            Status::Invalid,
+            Party::Client,
+            vec!["C8".into()],
+            vec![submitted, at],
+            f.fault_before(at),
+            format!(
             "submission {n} was shown to the user as withdrawn (op {at}) though its user never cancelled it, nor stopped or closed its session (C8: a -32800 nobody asked for is shown or resubmitted)"
+        ),
         );
         return Some(v);
     }
@@ -266,14 +270,16 @@ fn withdrawn_otherwise(f: &Facts, n: u64) -> Option<Verdict> {
             && !withdrew_while_held(i)
     });
     if let Some(i) = inserted {
-        v.status = Status::Invalid;
-        v.party = Some(Party::Client);
-        v.rules = vec!["C8".into()];
-        v.witnesses = vec![i.op, at];
-        v.fault = f.fault_before(at);
-        v.message = format!(
+        v.breach(
+            Status::Invalid,
+            Party::Client,
+            vec!["C8".into()],
+            vec![i.op, at],
+            f.fault_before(at),
+            format!(
             "submission {n} was shown to the user as withdrawn (op {at}), but it was inserted as {} (op {}): the user was told the input is not in the session",
             i.message_id, i.op
+        ),
         );
         return Some(v);
     }

@@ -318,13 +318,15 @@ fn prompts_read(f: &Facts) -> Option<Verdict> {
         };
         if let Some(((at, what), by, how)) = bad {
             let mut v = Verdict::valid("P5");
-            v.status = Status::Invalid;
-            v.party = Some(Party::Agent);
-            v.rules = vec!["K3".into()];
-            v.witnesses = vec![at, by];
-            v.fault = f.fault_before(by);
-            v.message = format!(
+            v.breach(
+                Status::Invalid,
+                Party::Agent,
+                vec!["K3".into()],
+                vec![at, by],
+                f.fault_before(by),
+                format!(
                 "a session/prompt read with a malformed key ({what}, op {at}) {how} (op {by}): K3 wants an error and nothing inserted"
+            ),
             );
             return Some(v);
         }

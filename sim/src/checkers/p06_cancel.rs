@@ -97,14 +97,16 @@ fn cancels_through_the_proxy(
                 );
                 if let Some((down_id, fwd_op)) = rewritten.get(&up) {
                     if *down_id != val["down_request_id"] {
-                        v.status = Status::Invalid;
-                        v.party = Some(Party::Intermediary);
-                        v.rules = vec!["X1".into()];
-                        v.witnesses = vec![*fwd_op, op.index];
-                        v.fault = f.fault_before(op.index);
-                        v.message = format!(
+                        v.breach(
+                            Status::Invalid,
+                            Party::Intermediary,
+                            vec!["X1".into()],
+                            vec![*fwd_op, op.index],
+                            f.fault_before(op.index),
+                            format!(
                             "the proxy forwarded $/cancel_request for request {} as {}, but had rewritten that request to {down_id}",
                             val["up_request_id"], val["down_request_id"]
+                        ),
                         );
                         return Err(v);
                     }
@@ -195,14 +197,16 @@ fn x1_cancels_from_frames(f: &Facts) -> Option<Verdict> {
                 if let Some(c) = cancels.iter().find(|c| c.1 == named && target(c).is_some()) {
                     let (_, id, fwd) = target(c).expect("found");
                     let mut v = Verdict::valid("P6");
-                    v.status = Status::Invalid;
-                    v.party = Some(Party::Intermediary);
-                    v.rules = vec!["X1".into()];
-                    v.witnesses = vec![*fwd, c.2, o.index];
-                    v.fault = f.fault_before(o.index);
-                    v.message = format!(
+                    v.breach(
+                        Status::Invalid,
+                        Party::Intermediary,
+                        vec!["X1".into()],
+                        vec![*fwd, c.2, o.index],
+                        f.fault_before(o.index),
+                        format!(
                         "the proxy wrote request {} of connection {} on as {id} (op {fwd}); the Client cancelled it (op {}), and the proxy's $/cancel_request toward the Agent named {named} (op {})",
                         c.1, c.0, c.2, o.index
+                    ),
                     );
                     return Some(v);
                 }

@@ -147,14 +147,16 @@ fn answered_unread(f: &Facts, x: &Exchanges) -> Option<Verdict> {
                     .any(|(at, line)| *at < a[0] && line.contains(&format!("\"id\":{}", k.1)))
             })
     }) {
-        v.status = Status::Invalid;
-        v.party = Some(Party::Agent);
-        v.rules = vec!["A5".into()];
-        v.witnesses = a.clone();
-        v.fault = f.fault_before(a[0]);
-        v.message = format!(
+        v.breach(
+            Status::Invalid,
+            Party::Agent,
+            vec!["A5".into()],
+            a.clone(),
+            f.fault_before(a[0]),
+            format!(
             "the Agent answered id {} on connection {} (op {}), a request it never read there (A5: a cancel naming an unknown or answered id is ignored)",
             k.1, k.0, a[0]
+        ),
         );
         return Some(v);
     }

@@ -16,14 +16,16 @@ pub fn p11_durability(f: &Facts) -> Verdict {
             continue;
         };
         if durable {
-            v.status = Status::Invalid;
-            v.party = Some(Party::Agent);
-            v.rules = vec!["D1".into()];
-            v.witnesses = vec![i.op, t, lost];
-            v.fault = f.fault_before(lost);
-            v.message = format!(
+            v.breach(
+                Status::Invalid,
+                Party::Agent,
+                vec!["D1".into()],
+                vec![i.op, t, lost],
+                f.fault_before(lost),
+                format!(
                 "message {} (session {}) took effect at op {t} but was gone when the Agent restarted (op {lost})",
                 i.message_id, i.session
+            ),
             );
             return v;
         }
@@ -32,14 +34,16 @@ pub fn p11_durability(f: &Facts) -> Verdict {
             .iter()
             .find(|r| r.op > lost && r.submission.is_some() && r.submission == i.submission);
         if let (Some(r), Status::Valid) = (redone, v.status) {
-            v.status = Status::Finding;
-            v.party = Some(Party::Spec);
-            v.rules = vec!["A16".into()];
-            v.witnesses = vec![i.op, t, lost, r.op];
-            v.fault = f.fault_before(lost);
-            v.message = format!(
+            v.breach(
+                Status::Finding,
+                Party::Spec,
+                vec!["A16".into()],
+                vec![i.op, t, lost, r.op],
+                f.fault_before(lost),
+                format!(
                 "message {} became visible, a restart lost it (process retention), and a retry inserted it again as {}: nothing requires durability before visible effects",
                 i.message_id, r.message_id
+            ),
             );
         }
     }

@@ -54,20 +54,21 @@ pub fn p13_forwarding_order(f: &Facts) -> Verdict {
                 if let Some(&(prev_r, prev_s)) = last.get(&down.0) {
                     if r <= prev_r {
                         let dup = r == prev_r;
-                        v.status = Status::Invalid;
-                        v.party = Some(Party::Intermediary);
-                        v.rules = if dup {
+                        v.breach(
+                            Status::Invalid,
+                            Party::Intermediary,
+                            if dup {
                             vec!["X1".into(), "C4".into()]
                         } else {
                             vec!["X1".into()]
-                        };
-                        v.witnesses = if dup {
+                        },
+                            if dup {
                             vec![r, prev_s, op.index]
                         } else {
                             vec![prev_r, r, prev_s, op.index]
-                        };
-                        v.fault = f.fault_before(op.index);
-                        v.message = if dup {
+                        },
+                            f.fault_before(op.index),
+                            if dup {
                             format!(
                                 "the proxy wrote the request it read at op {r} twice on connection {} (ops {prev_s} and {}): intermediaries must not duplicate frames",
                                 down.0, op.index
@@ -77,7 +78,8 @@ pub fn p13_forwarding_order(f: &Facts) -> Verdict {
                                 "the proxy read a request at op {r} after one at op {prev_r}, but wrote it on connection {} (op {}) after that one (op {prev_s}): intermediaries must keep each connection's order",
                                 down.0, op.index
                             )
-                        };
+                        },
+                        );
                         return v;
                     }
                 }

@@ -37,14 +37,16 @@ pub fn p14_client_keys(f: &Facts) -> Verdict {
                         .as_array()
                         .is_some_and(|p| p.is_empty()) =>
             {
-                v.status = Status::Invalid;
-                v.party = Some(Party::Client);
-                v.rules = vec!["A17".into()];
-                v.witnesses = vec![op.index];
-                v.fault = f.fault_before(op.index);
-                v.message = format!(
+                v.breach(
+                    Status::Invalid,
+                    Party::Client,
+                    vec!["A17".into()],
+                    vec![op.index],
+                    f.fault_before(op.index),
+                    format!(
                     "the Client sent session/prompt #{} with `prompt: []` (A17: Clients MUST NOT send an empty prompt)",
                     op.value["frame"]["id"]
+                ),
                 );
                 return v;
             }
@@ -62,14 +64,16 @@ pub fn p14_client_keys(f: &Facts) -> Verdict {
                 let prompt = p["prompt"].to_string();
                 match written.get(&(sid.to_string(), key.to_string())) {
                     Some((first, at)) if *first != prompt => {
-                        v.status = Status::Invalid;
-                        v.party = Some(Party::Client);
-                        v.rules = vec!["C3".into()];
-                        v.witnesses = vec![*at, op.index];
-                        v.fault = f.fault_before(op.index);
-                        v.message = format!(
+                        v.breach(
+                            Status::Invalid,
+                            Party::Client,
+                            vec!["C3".into()],
+                            vec![*at, op.index],
+                            f.fault_before(op.index),
+                            format!(
                             "the Client wrote session/prompt #{} in session {sid} with key {key:?} and another prompt than the one it wrote with that key at op {at} (C3), judged from its frames",
                             w.id_key
+                        ),
                         );
                         return v;
                     }
@@ -103,16 +107,17 @@ pub fn p14_client_keys(f: &Facts) -> Verdict {
                 match owner.get(&(slot, key.to_string())).copied() {
                     Some((first, at)) if first != n => {
                         let same_text = sub.get(&first).is_some_and(|s| s.1 == text);
-                        v.status = Status::Invalid;
-                        v.party = Some(Party::Client);
-                        v.rules = if same_text {
+                        v.breach(
+                            Status::Invalid,
+                            Party::Client,
+                            if same_text {
                             vec!["C2".into(), "C5".into()]
                         } else {
                             vec!["C3".into()]
-                        };
-                        v.witnesses = vec![at, op.index];
-                        v.fault = f.fault_before(op.index);
-                        v.message = if same_text {
+                        },
+                            vec![at, op.index],
+                            f.fault_before(op.index),
+                            if same_text {
                             format!(
                                 "submission {n} reuses the key of submission {first} because its text is the same: a new submission needs a new key (C2); a key derived from content does this (C5)"
                             )
@@ -120,7 +125,8 @@ pub fn p14_client_keys(f: &Facts) -> Verdict {
                             format!(
                                 "submission {n} was sent with the key of submission {first} and a different prompt (C3)"
                             )
-                        };
+                        },
+                        );
                         return v;
                     }
                     Some(_) => {}

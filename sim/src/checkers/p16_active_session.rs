@@ -52,12 +52,14 @@ pub fn p16_active_session(f: &Facts) -> Verdict {
             }
             (process::NET, op::RECV, Some(w)) if !w.from_agent => {
                 if let Some((at, message)) = sessions.read(o.index, w, &answers) {
-                    v.status = Status::Invalid;
-                    v.party = Some(Party::Agent);
-                    v.rules = vec!["X2".into()];
-                    v.witnesses = vec![o.index, at];
-                    v.fault = f.fault_before(o.index);
-                    v.message = message;
+                    v.breach(
+                        Status::Invalid,
+                        Party::Agent,
+                        vec!["X2".into()],
+                        vec![o.index, at],
+                        f.fault_before(o.index),
+                        message,
+                    );
                     return v;
                 }
             }
@@ -256,14 +258,16 @@ fn client_waits_for_resume(f: &Facts, v: &mut Verdict) {
                         resuming.insert((conn, sid.to_string()), w.id_key.clone());
                     }
                     Some("session/prompt") if resuming.contains_key(&(conn, sid.to_string())) => {
-                        v.status = Status::Finding;
-                        v.party = Some(Party::Client);
-                        v.rules = vec!["C6".into()];
-                        v.witnesses = vec![o.index];
-                        v.fault = f.fault_before(o.index);
-                        v.message = format!(
+                        v.breach(
+                            Status::Finding,
+                            Party::Client,
+                            vec!["C6".into()],
+                            vec![o.index],
+                            f.fault_before(o.index),
+                            format!(
                             "session/prompt #{} for session {sid} went out on connection {conn} before the response to its session/resume there (C6: resend once the resume response has arrived; before it, -32002)",
                             fr["id"]
+                        ),
                         );
                         return;
                     }

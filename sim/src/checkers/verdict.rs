@@ -67,6 +67,26 @@ impl Verdict {
             message: String::new(),
         }
     }
+
+    /// The verdict broken: `status` (invalid, or a finding for a SHOULD), the `party` at
+    /// fault, the rules the failing clause cites, its witness ops, the nemesis op that enabled
+    /// it (if any) and the sentence saying what happened.
+    pub fn breach(
+        &mut self,
+        status: Status,
+        party: Party,
+        rules: Vec<String>,
+        witnesses: Vec<usize>,
+        fault: Option<usize>,
+        message: String,
+    ) {
+        self.status = status;
+        self.party = Some(party);
+        self.rules = rules;
+        self.witnesses = witnesses;
+        self.fault = fault;
+        self.message = message;
+    }
 }
 
 /// At most `n` characters: a longer text keeps its first `n - 1` and ends with `…` (a value
