@@ -163,7 +163,7 @@ pub const CHECKERS: &[Checker] = &[
         expected: "$/cancel_request answers every pending attempt of the key with -32800 and nothing is inserted after; session/cancel withdraws the prompts not yet inserted, and no later one (A5, A6)",
         rules: &["A2", "A5", "A6", "A15", "X1"],
         check: p6_cancel,
-        black_box: BlackBox::Judged("the A5 clause and A6's \"never a later prompt\"; not A6's \"every earlier held prompt\" (holding is invisible from outside)"),
+        black_box: BlackBox::Judged("the A5 clause and A6's \"never a later prompt\"; not A6's \"every earlier held prompt\" (holding is invisible from outside); A6's stop reason is the probe's own verdict in this column (below)"),
     },
     Checker {
         property: Property::P7,
@@ -171,7 +171,7 @@ pub const CHECKERS: &[Checker] = &[
         expected: "every request read is answered exactly once while its connection is open; a $/cancel_request naming an unknown or answered id is ignored (A5, A15, C4)",
         rules: &["A5", "A7", "A15", "C4"],
         check: p7_every_request_answered,
-        black_box: BlackBox::Judged("only `unknown`: from outside, \"never answered\" and \"slower than the bound\" look the same"),
+        black_box: BlackBox::Judged("a request answered twice and an answer to a request never read, from the frames; \"never answered\" only as `unknown`: from outside it looks the same as slower than the bound"),
     },
     Checker {
         property: Property::P8,
@@ -235,7 +235,7 @@ pub const CHECKERS: &[Checker] = &[
         expected: "a held prompt is echoed (user_message) only once it is inserted (A14)",
         rules: &["A14"],
         check: p15_echo,
-        black_box: BlackBox::NotReported("the insertions a black box sees are inferred from the echoes themselves, so no echo can come before its insertion there"),
+        black_box: BlackBox::NotReported("not yet one of the probe's columns, though its `messageId` clause could be judged from the wire; its order clause cannot be, from outside, where the insertions are inferred from the echoes themselves"),
     },
     Checker {
         property: Property::P16,
@@ -251,7 +251,7 @@ pub const CHECKERS: &[Checker] = &[
         expected: "a turn ends with the stopReason that fits (cancelled after a stop, error after a failure) and its work ends before session/close is answered (A3, A6, A15)",
         rules: &["A3", "A6", "A15"],
         check: p17_turn_stop,
-        black_box: BlackBox::NotReported("A3 and A6 read the Agent's effects (`work-failed`, `turn-start`, `turn-end`), which the wire does not show; its A15 clause, judged from the wire, is not yet one of the probe's columns"),
+        black_box: BlackBox::NotReported("A3 reads the Agent's `work-failed` effect, which the wire does not show; A6's stop reason is the probe's own verdict in the P6 column; its A15 clause, judged from the wire, is not yet one of the probe's columns"),
     },
     Checker {
         property: Property::X4,

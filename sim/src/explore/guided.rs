@@ -331,8 +331,8 @@ fn process_level(k: FaultKind) -> bool {
     k.level() == crate::nemesis::Level::Process
 }
 
-/// A process-level fault of `kind` as exploration places it (its default durations; a
-/// one-way partition cuts the Client's frames), trigger to be set; `None` for another level
+/// A process-level fault of `kind` at simulated time `at_ms`, as exploration places it (its
+/// default durations; a one-way partition cuts the Client's frames); `None` for another level
 /// or a kind this topology has no part for.
 fn at_time(kind: FaultKind, plan: &Plan, at_ms: u64) -> Option<crate::nemesis::FaultSpec> {
     if !process_level(kind) || !plan.topology().has(kind.reach()) {

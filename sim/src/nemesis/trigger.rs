@@ -165,7 +165,8 @@ impl Trigger {
 /// The table `on` as a file writes it: every field optional, in the order plans have always
 /// written them (`attempt_of` and `by` only when given).
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+// A type error names the trigger ("expected struct Trigger"), not this table's Rust name.
+#[serde(deny_unknown_fields, rename = "Trigger")]
 pub struct TriggerFields {
     /// With `method`: the `nth` request of that method, or the response to it.
     pub frame: Option<Side>,

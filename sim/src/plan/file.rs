@@ -51,7 +51,7 @@ pub fn toml_error(path: &Path, text: &str, e: &toml::de::Error) -> anyhow::Error
                 .filter(|b| **b == b'\n')
                 .count()
                 + 1;
-            let message = crate::scenario::in_entry(message.to_string(), text, line, "faults");
+            let message = crate::scenario::in_entry(message.to_string(), text, "faults");
             let field = crate::scenario::key_at(text, line)
                 .filter(|k| !message.contains(&format!("`{k}`")) && !message.starts_with("field `"))
                 .map(|k| format!(" (field `{k}`)"))

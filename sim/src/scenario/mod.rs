@@ -135,7 +135,7 @@ impl Scenario {
                     message = format!("field `{key}`: {message}");
                 }
             }
-            let message = in_entry(message, text, line, "fault");
+            let message = in_entry(message, text, "fault");
             ScenarioError::Parse {
                 path: path.to_path_buf(),
                 line,

@@ -442,20 +442,24 @@ pub fn key_at(text: &str, line: usize) -> Option<String> {
 }
 
 /// A trigger's shape error ("field `on...`: reason", from [`crate::nemesis::Trigger`]'s
-/// `try_from`) on `line`, named with its entry of the array of tables `array` (`fault` in a
-/// scenario, `faults` in a schedule file): "field `fault[2].on...`: reason". Any other
-/// message, or a line in no entry, is returned as it is.
-pub fn in_entry(message: String, text: &str, line: usize, array: &str) -> String {
-    let header = format!("[[{array}]]");
+/// `try_from`), named with its entry of the array of tables `array` (`fault` in a scenario,
+/// `faults` in a schedule file): "field `fault[2].on...`: reason". The entry is the first whose
+/// `on` does not read as a trigger, found in the document itself (so an inline array, spaced
+/// brackets or a `[[fault]]` inside a string do not mislead it). Any other message, or a
+/// document where no entry is found, is returned as it is.
+pub fn in_entry(message: String, text: &str, array: &str) -> String {
     let Some(rest) = message.strip_prefix("field `on") else {
         return message;
     };
-    let entries = text
-        .lines()
-        .take(line.saturating_sub(1))
-        .filter(|l| l.trim_start().starts_with(&header))
-        .count();
-    match entries.checked_sub(1) {
+    let Ok(doc) = text.parse::<toml::Table>() else {
+        return message;
+    };
+    let entries = doc.get(array).and_then(toml::Value::as_array);
+    let bad = entries.into_iter().flatten().position(|e| {
+        e.get("on")
+            .is_some_and(|on| on.clone().try_into::<crate::nemesis::Trigger>().is_err())
+    });
+    match bad {
         Some(i) => format!("field `{array}[{i}].on{rest}"),
         None => message,
     }

@@ -134,6 +134,17 @@ fn a_bad_trigger_names_its_fault_entry_and_line_in_a_scenario_and_a_schedule() {
         e.starts_with("x.toml:8: field `fault[1].on`: `frame` and `method` go together"),
         "{e}"
     );
+    // The entry is read off the document, whatever its layout.
+    for text in [
+        "summary = \"s\"\nfault = [\n  { kind = \"lose-frame\", on = { frame = \"request\", method = \"session/prompt\" } },\n  { kind = \"crash-agent\", on = {} },\n]\n",
+        "summary = \"s\"\n[[ fault ]]\nkind = \"lose-frame\"\non = { frame = \"request\", method = \"session/prompt\" }\n[[ fault ]]\nkind = \"crash-agent\"\non = {}\n",
+        "summary = \"\"\"\n[[fault]]\n\"\"\"\n[[fault]]\nkind = \"lose-frame\"\non = { frame = \"request\", method = \"session/prompt\" }\n[[fault]]\nkind = \"crash-agent\"\non = {}\n",
+    ] {
+        let e = acp_chaos::scenario::Scenario::parse(std::path::Path::new("x.toml"), text)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("field `fault[1].on`: give exactly one of"), "{text}\n{e}");
+    }
     let s = acp_chaos::scenario::Scenario::parse(
         std::path::Path::new("y.toml"),
         "summary = \"s\"\n[agent]\ndesigns = [\"stored\"]\n",
