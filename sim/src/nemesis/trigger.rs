@@ -165,8 +165,11 @@ impl Trigger {
 /// The table `on` as a file writes it: every field optional, in the order plans have always
 /// written them (`attempt_of` and `by` only when given).
 #[derive(Debug, Clone, Serialize, Deserialize)]
-// A type error names the trigger ("expected struct Trigger"), not this table's Rust name.
-#[serde(deny_unknown_fields, rename = "Trigger")]
+// A type error says what a trigger is, not this table's Rust name.
+#[serde(
+    deny_unknown_fields,
+    expecting = "a trigger table: frame + method, point, submission or at_ms"
+)]
 pub struct TriggerFields {
     /// With `method`: the `nth` request of that method, or the response to it.
     pub frame: Option<Side>,
