@@ -47,28 +47,6 @@ pub enum Property {
 }
 
 impl Property {
-    /// Every property, in report order.
-    pub const ALL: [Property; 18] = [
-        Property::P1,
-        Property::P2,
-        Property::P3,
-        Property::P4,
-        Property::P5,
-        Property::P6,
-        Property::P7,
-        Property::P8,
-        Property::P9,
-        Property::P10,
-        Property::P11,
-        Property::P12,
-        Property::P13,
-        Property::P14,
-        Property::P15,
-        Property::P16,
-        Property::P17,
-        Property::X4,
-    ];
-
     /// Its id as reports write it: `P1`, `X4`.
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -92,23 +70,12 @@ impl Property {
             Property::X4 => "X4",
         }
     }
-
-    /// The property with id `id` (exactly as written: `P1`, not `p1`).
-    pub fn named(id: &str) -> Option<Property> {
-        Property::ALL.into_iter().find(|p| p.as_str() == id)
-    }
 }
 
 impl std::fmt::Display for Property {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // `pad`, so a width (`{p:>5}`) lines it up as it does a `&str`.
         f.pad(self.as_str())
-    }
-}
-
-impl PartialEq<str> for Property {
-    fn eq(&self, other: &str) -> bool {
-        self.as_str() == other
     }
 }
 

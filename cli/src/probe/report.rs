@@ -351,8 +351,9 @@ pub(super) fn pct(n: u32, d: u32) -> String {
 /// Long on purpose: a renderer: the table, then its notes in order.
 pub fn table_text(s: &ProbeSummary) -> String {
     let mut out = String::new();
+    let props = properties();
     out.push_str(&format!("\n{:<22} {:>4}", "trace", "runs"));
-    for p in &properties() {
+    for p in &props {
         out.push_str(&format!(" {p:>5}"));
     }
     out.push('\n');
@@ -360,7 +361,7 @@ pub fn table_text(s: &ProbeSummary) -> String {
         let row = s.table.get(t);
         let runs = row.and_then(|r| r.values().next()).map_or(0, |c| c.runs);
         out.push_str(&format!("{t:<22} {runs:>4}"));
-        for p in &properties() {
+        for p in &props {
             out.push_str(&format!(" {:>5}", cell_short(row.and_then(|r| r.get(*p)))));
         }
         if let Some(why) = s.not_run.get(t) {
@@ -542,6 +543,7 @@ pub fn summary_md(s: &ProbeSummary) -> String {
     );
     out.push_str("| trace | property | runs | valid | invalid | unknown | invalid rate | unknown rate |\n|---|---|---|---|---|---|---|---|\n");
     let ignores = ignores_key(s);
+    let props = properties();
     for t in &s.traces {
         if let Some(why) = s.not_run.get(t) {
             out.push_str(&format!(
@@ -549,7 +551,7 @@ pub fn summary_md(s: &ProbeSummary) -> String {
             ));
             continue;
         }
-        for p in &properties() {
+        for p in &props {
             if let Some(c) = s.table.get(t).and_then(|r| r.get(*p)) {
                 out.push_str(&format!(
                     "| {t} | {p} | {} | {}{} | {} | {}{} | {} | {} |\n",

@@ -502,18 +502,19 @@ fn attempt(v: &Value) -> (u64, String) {
 
 /// A6 broken: prompt `a`, held when the stop at op `c` arrived, inserted at op `i`.
 fn held_violation(f: &Facts, a: &(u64, String), c: usize, i: usize, how: &str) -> Verdict {
-    Verdict {
-        property: "P6".into(),
-        status: Status::Invalid,
-        rules: vec!["A6".into()],
-        witnesses: vec![c, i],
-        fault: f.fault_before(i),
-        party: Some(Party::Agent),
-        message: format!(
+    let mut v = Verdict::valid("P6");
+    v.breach(
+        Status::Invalid,
+        Party::Agent,
+        vec!["A6".into()],
+        vec![c, i],
+        f.fault_before(i),
+        format!(
             "prompt {} was held when session/cancel arrived (op {c}) and was inserted afterwards{how} (A6: a stop withdraws earlier prompts not yet inserted)",
             super::facts::attempt_name(a)
         ),
-    }
+    );
+    v
 }
 
 /// The held prompts and the stops that cover them, as [`a6_earlier_held`] walks the ops.

@@ -42,15 +42,9 @@ fn breach(
     fault: Option<usize>,
     message: String,
 ) -> Verdict {
-    Verdict {
-        property: "P10".into(),
-        status,
-        rules: vec![rule.into()],
-        witnesses,
-        fault,
-        party: Some(party),
-        message,
-    }
+    let mut v = Verdict::valid("P10");
+    v.breach(status, party, vec![rule.into()], witnesses, fault, message);
+    v
 }
 
 /// What [`p10_retry_class`] knows as it walks the ops.

@@ -150,16 +150,6 @@ impl Trigger {
             | Trigger::At { nth, .. } => *nth,
         }
     }
-
-    /// The `nth` to set; see [`Trigger::nth`].
-    pub fn nth_mut(&mut self) -> &mut u32 {
-        match self {
-            Trigger::Frame(f) => &mut f.nth,
-            Trigger::Point { nth, .. }
-            | Trigger::Submission { nth, .. }
-            | Trigger::At { nth, .. } => nth,
-        }
-    }
 }
 
 /// The table `on` as a file writes it: every field optional, in the order plans have always

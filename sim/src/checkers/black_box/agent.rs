@@ -22,15 +22,16 @@ use crate::models::Party;
 use super::VACUOUS;
 
 fn invalid(property: &str, rule: &str, witnesses: Vec<usize>, message: String) -> Verdict {
-    Verdict {
-        property: property.into(),
-        status: Status::Invalid,
-        rules: vec![rule.into()],
+    let mut v = Verdict::valid(property);
+    v.breach(
+        Status::Invalid,
+        Party::Agent,
+        vec![rule.into()],
         witnesses,
-        fault: None,
-        party: Some(Party::Agent),
+        None,
         message,
-    }
+    );
+    v
 }
 
 fn from_agent(o: &Op) -> Option<(u64, &Value)> {
