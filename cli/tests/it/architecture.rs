@@ -106,3 +106,46 @@ fn the_architecture_page_names_every_source_file_and_no_missing_one() {
         problems.join("\n")
     );
 }
+
+/// A fault kind is one file in `sim/src/nemesis/kinds/` (its row): outside that folder no
+/// `match` arm names a kind, so a new kind adds no arm anywhere else (issue 40;
+/// `docs/internals/extending.md`, "A fault kind"). A kind named as a value (a steering tool of
+/// guided exploration, a logged op's name) is not an arm.
+#[test]
+fn no_match_arm_names_a_fault_kind_outside_the_kinds_folder() {
+    let mut files = Vec::new();
+    sources(&root().join("sim/src"), &mut files);
+    sources(&root().join("cli/src"), &mut files);
+    let mut arms = Vec::new();
+    for file in files
+        .iter()
+        .filter(|f| !f.starts_with("sim/src/nemesis/kinds/"))
+    {
+        let text = std::fs::read_to_string(root().join(file)).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let mut rest = line;
+            while let Some(i) = rest.find("FaultKind::") {
+                rest = &rest[i + "FaultKind::".len()..];
+                let ident: String = rest
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric())
+                    .collect();
+                let after = rest[ident.len()..].trim_start();
+                let variant =
+                    ident.chars().next().is_some_and(|c| c.is_ascii_uppercase()) && ident != "ALL";
+                let pattern = after.starts_with("=>")
+                    || after.starts_with('|')
+                    || line.trim_start().starts_with("| FaultKind::")
+                    || (after.is_empty() && line.trim_start().starts_with("FaultKind::"));
+                if variant && pattern {
+                    arms.push(format!("{file}:{}: {}", n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(
+        arms.is_empty(),
+        "match arms over fault kinds outside sim/src/nemesis/kinds/ (answer from the kind's row instead):\n{}",
+        arms.join("\n")
+    );
+}

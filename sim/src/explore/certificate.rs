@@ -14,7 +14,8 @@ use super::exhaustive::{default_kinds, Exploration, Explored, Level, STORE_FAULT
 use crate::checkers::{verdict_line, Status};
 use crate::folders::{prepare_folder, write_atomic};
 use crate::nemesis::fault_line;
-use crate::nemesis::{FaultKind, Reach};
+use crate::nemesis::kinds::ByDefault;
+use crate::nemesis::FaultKind;
 use crate::report::{counterexample_html, counterexample_md, Counterexample};
 use crate::world;
 
@@ -133,15 +134,15 @@ fn not_placed_why(x: &Exploration, k: FaultKind) -> &'static str {
     if default_kinds(&x.base).contains(&k) {
         return "left out by --kinds";
     }
-    if k == FaultKind::DropUpdates {
-        return "left out by default: a request on a dead update stream waits forever, a gap of the proposal; --kinds drop-updates places it";
+    let by_default = k.row().explore.by_default;
+    if let ByDefault::LeftOut(why) = by_default {
+        return why;
     }
     if !x.base.topology().acts(k.reach()) {
         return k.reach().missing().unwrap_or_default();
     }
-    if k.reach() == Reach::Log {
-        // `shapes` has no arm for them: `--kinds` would place nothing.
-        return "exploration places no disk damage: the disk-0N scenarios run it";
+    if let ByDefault::Never(why) = by_default {
+        return why;
     }
     "not placed by default: --kinds places it"
 }

@@ -26,8 +26,8 @@ use super::shrink::Target;
 use super::state::{placement_class, states_at};
 use crate::checkers::{self, Status, Verdict};
 use crate::history::{process, History};
-use crate::models::Point;
-use crate::nemesis::{fault_line, Direction, FaultKind, FaultSpec, Reach, Sender, Side, Trigger};
+use crate::nemesis::kinds::{AtFrames, OnCluster, Shapes};
+use crate::nemesis::{fault_line, Direction, FaultKind, FaultSpec, Sender, Setting, Side, Trigger};
 use crate::plan::{stream, Plan};
 use crate::world::{self, Parties, Trace};
 
@@ -74,26 +74,11 @@ pub enum Merge {
 /// stream, such as `session/request_permission`, waits forever, a gap the proposal leaves open
 /// rather than a model's bug; `--kinds drop-updates` places it.
 pub fn default_kinds(plan: &Plan) -> Vec<FaultKind> {
-    let mut k = vec![
-        FaultKind::LoseFrame,
-        FaultKind::StallFrame,
-        FaultKind::CrashAgent,
-        FaultKind::RestartClient,
-        FaultKind::Partition,
-        FaultKind::TransientError,
-    ];
     let topology = plan.topology();
-    k.extend(
-        [
-            FaultKind::CrashProxy,
-            FaultKind::CrashStore,
-            FaultKind::PartitionStore,
-            FaultKind::LoseExchange,
-        ]
+    FaultKind::explored_by_default()
         .into_iter()
-        .filter(|k| topology.acts(k.reach())),
-    );
-    k
+        .filter(|k| topology.acts(k.reach()))
+        .collect()
 }
 
 /// One schedule's run.
@@ -221,91 +206,67 @@ pub const LONG_STALL_METHODS: &[&str] = &[
 /// [`LONG_STALL_METHODS`], also past the Client's prompt timeout; one-way partitions both ways), those of `kinds` that can land
 /// there on this topology.
 pub fn shapes(place: &Place, plan: &Plan, kinds: &[FaultKind]) -> Vec<FaultSpec> {
-    let spec = |kind: FaultKind| FaultSpec::placed(kind, place.on.clone());
     let mut out = Vec::new();
     for &k in kinds {
-        let mut f = spec(k);
-        match (k, &place.spot) {
-            (FaultKind::LoseFrame, Spot::Frame { .. }) => {
-                out.push(f.clone());
-                f.silent = true;
-                out.push(f);
-            }
-            (FaultKind::StallFrame, Spot::Frame { method, .. }) => {
-                out.push(f.clone());
-                // Past the Client's prompt timeout: the Client resends while the frame is still
-                // on its way, so a second attempt of the key meets the first (A5, A7). Only on
-                // the frames of a prompt's life, where the timeout runs.
-                let long = plan.client.prompt_timeout_ms + 20;
-                if long > 100 && LONG_STALL_METHODS.contains(&method.as_str()) {
-                    f.stall_ms = Some(long);
-                    out.push(f);
+        // Only where the part it acts on is there (a remote transport's fault not behind a
+        // proxy, a proxy's with one, a store's on a cluster).
+        if !plan.topology().acts(k.reach()) {
+            continue;
+        }
+        let placed = k.row().explore.placed;
+        let lands = match &place.spot {
+            Spot::Frame {
+                by, side, method, ..
+            } => match placed.frames {
+                AtFrames::No => false,
+                AtFrames::Every => true,
+                AtFrames::PromptRequests => {
+                    *by == Sender::Client && *side == Side::Request && method == "session/prompt"
                 }
-            }
-            (FaultKind::ReorderFrame, Spot::Frame { .. }) => out.push(f),
-            (
-                FaultKind::TransientError,
-                Spot::Frame {
-                    by: Sender::Client,
-                    side: Side::Request,
-                    method,
-                    ..
-                },
-            ) if method == "session/prompt" => out.push(f),
-            (FaultKind::LoseExchange | FaultKind::DropUpdates, Spot::Frame { .. })
-                if plan.topology().acts(Reach::Remote) =>
-            {
-                out.push(f)
-            }
-            // A crash at a point the kind fires at, where its process exists.
-            (
-                FaultKind::CrashAgent | FaultKind::CrashProxy | FaultKind::CrashStore,
-                Spot::Point { point, .. },
-            ) if k.points().contains(point) && plan.topology().has(k.reach()) => out.push(f),
-            (FaultKind::CrashAgent, Spot::Submission(_)) => out.push(f),
-            (FaultKind::RestartClient, Spot::Frame { .. } | Spot::Submission(_)) => out.push(f),
-            (FaultKind::CrashProxy, Spot::Frame { .. }) if plan.proxy => out.push(f),
-            // Only where a write meets the store (lineage also cuts a node that has decided to
-            // insert: `after-insert-before-sync`).
-            (FaultKind::PartitionStore, Spot::Point { point, .. })
-                if plan.cluster() && *point == Point::AfterStoreWrite =>
-            {
-                out.push(f)
-            }
-            (FaultKind::Partition | FaultKind::Hold, Spot::Frame { .. } | Spot::Submission(_)) => {
-                out.push(f)
-            }
-            (FaultKind::PartitionOneway, Spot::Frame { .. } | Spot::Submission(_)) => {
-                for d in [Direction::ClientToAgent, Direction::AgentToClient] {
-                    let mut g = f.clone();
-                    g.direction = Some(d);
-                    out.push(g);
-                }
-            }
-            // Disk damage: exploration places none (the disk-0N scenarios run it).
-            (FaultKind::FlipBit | FaultKind::ZeroSector | FaultKind::LoseSyncedRecord, _) => {}
-            // Every other kind at a spot it has no shape for above. Each kind is named, not
-            // `_`: a new kind must say where it is placed.
-            (
-                FaultKind::LoseFrame
-                | FaultKind::StallFrame
-                | FaultKind::ReorderFrame
-                | FaultKind::Partition
-                | FaultKind::PartitionOneway
-                | FaultKind::Hold
-                | FaultKind::CrashAgent
-                | FaultKind::RestartClient
-                | FaultKind::TransientError
-                | FaultKind::CrashProxy
-                | FaultKind::CrashStore
-                | FaultKind::LoseExchange
-                | FaultKind::PartitionStore
-                | FaultKind::DropUpdates,
-                _,
-            ) => {}
+            },
+            Spot::Submission(_) => placed.submissions,
+            Spot::Point { point, .. } => placed.points.contains(point),
+        };
+        if lands {
+            shapes_at(place, plan, k, placed.shapes, &mut out);
         }
     }
     out
+}
+
+/// The shapes of a fault of `k` at `place` ([`Shapes`]), pushed to `out`.
+fn shapes_at(place: &Place, plan: &Plan, k: FaultKind, shapes: Shapes, out: &mut Vec<FaultSpec>) {
+    let f = FaultSpec::placed(k, place.on.clone());
+    match shapes {
+        Shapes::One => out.push(f),
+        Shapes::AlsoSilent => {
+            out.push(f.clone());
+            out.push(FaultSpec { silent: true, ..f });
+        }
+        Shapes::AlsoPastTimeout => {
+            out.push(f.clone());
+            // Past the Client's prompt timeout: the Client resends while the frame is still
+            // on its way, so a second attempt of the key meets the first (A5, A7). Only on
+            // the frames of a prompt's life, where the timeout runs.
+            let long = plan.client.prompt_timeout_ms + 20;
+            let on_prompt_life = matches!(&place.spot, Spot::Frame { method, .. }
+                if LONG_STALL_METHODS.contains(&method.as_str()));
+            if long > 100 && on_prompt_life {
+                out.push(FaultSpec {
+                    stall_ms: Some(long),
+                    ..f
+                });
+            }
+        }
+        Shapes::EachDirection => {
+            for d in [Direction::ClientToAgent, Direction::AgentToClient] {
+                out.push(FaultSpec {
+                    direction: Some(d),
+                    ..f.clone()
+                });
+            }
+        }
+    }
 }
 
 /// How long a store fault lasts in its long shape, ms: past a break placed after it and the
@@ -326,56 +287,38 @@ pub fn exhaustive_shapes(place: &Place, plan: &Plan, kinds: &[FaultKind]) -> Vec
     }
     let mut more = Vec::new();
     for f in &out {
-        match f.kind {
-            FaultKind::LoseFrame | FaultKind::RestartClient if !f.silent => {
-                more.push(FaultSpec {
-                    reroute: true,
-                    ..f.clone()
-                });
-            }
-            FaultKind::PartitionStore => more.push(FaultSpec {
-                heal_after_ms: Some(STORE_FAULT_LONG_MS),
+        match f.kind.row().explore.placed.on_cluster {
+            OnCluster::AlsoReroute if !f.silent => more.push(FaultSpec {
+                reroute: true,
                 ..f.clone()
             }),
-            FaultKind::CrashStore => more.push(FaultSpec {
-                restart_after_ms: Some(STORE_FAULT_LONG_MS),
-                ..f.clone()
-            }),
-            // One shape only (each kind named, so a new one must choose).
-            FaultKind::LoseFrame
-            | FaultKind::RestartClient
-            | FaultKind::StallFrame
-            | FaultKind::ReorderFrame
-            | FaultKind::Partition
-            | FaultKind::PartitionOneway
-            | FaultKind::Hold
-            | FaultKind::CrashAgent
-            | FaultKind::TransientError
-            | FaultKind::CrashProxy
-            | FaultKind::LoseExchange
-            | FaultKind::DropUpdates
-            | FaultKind::FlipBit
-            | FaultKind::ZeroSector
-            | FaultKind::LoseSyncedRecord => {}
+            OnCluster::AlsoLong(s) => more.push(held_long(f.clone(), s)),
+            OnCluster::AlsoReroute | OnCluster::Nothing => {}
         }
     }
     out.extend(more);
-    let before_write = matches!(
-        place.spot,
-        Spot::Point {
-            point: Point::AfterInsertBeforeSync,
-            ..
-        }
-    );
-    if before_write && kinds.contains(&FaultKind::PartitionStore) {
-        for ms in [100, STORE_FAULT_LONG_MS] {
-            out.push(FaultSpec {
-                heal_after_ms: Some(ms),
-                ..FaultSpec::new(FaultKind::PartitionStore, place.on.clone())
-            });
+    // The kinds placed at a point only on a cluster, in their default shape and their long one.
+    if let Spot::Point { point, .. } = &place.spot {
+        for &k in kinds {
+            let placed = k.row().explore.placed;
+            if let (true, OnCluster::AlsoLong(s)) =
+                (placed.cluster_points.contains(point), placed.on_cluster)
+            {
+                let f = FaultSpec::placed(k, place.on.clone());
+                out.push(f.clone());
+                out.push(held_long(f, s));
+            }
         }
     }
     out
+}
+
+/// `f` with its duration `s` held [`STORE_FAULT_LONG_MS`].
+pub fn held_long(mut f: FaultSpec, s: Setting) -> FaultSpec {
+    if let Some(ms) = f.ms_mut(s) {
+        *ms = Some(STORE_FAULT_LONG_MS);
+    }
+    f
 }
 
 /// The family of a shape for a certificate's scope: the fault without its trigger, and what

@@ -339,7 +339,7 @@ fn at_time(kind: FaultKind, plan: &Plan, at_ms: u64) -> Option<crate::nemesis::F
         return None;
     }
     let mut f = crate::nemesis::FaultSpec::placed(kind, Trigger::at_time(at_ms));
-    if kind == FaultKind::PartitionOneway {
+    if kind.takes(crate::nemesis::Setting::Direction).is_some() {
         f.direction = Some(crate::nemesis::Direction::ClientToAgent);
     }
     Some(f)
@@ -756,7 +756,7 @@ impl<'a> Steering<'a> {
             .filter(|c| !self.out.cells.contains_key(*c))
             .filter_map(|c| {
                 let (k, st) = c.split_once('@')?;
-                let kind = FaultKind::ALL.into_iter().find(|x| x.as_str() == k)?;
+                let kind = FaultKind::named(k)?;
                 let st = FAULT_STATES.into_iter().find(|x| *x == st)?;
                 Some((kind, st))
             })

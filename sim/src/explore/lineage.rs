@@ -29,6 +29,7 @@ use super::state::{placement_class, states_at};
 use crate::checkers;
 use crate::history::{is_agent_host, op, process, History, Op};
 use crate::models::Point;
+use crate::nemesis::kinds::{Effect, OnCluster};
 use crate::nemesis::{fault_line, FaultKind, FaultSpec, Reach, Sender, Side, Trigger};
 use crate::plan::Plan;
 use crate::world::{self, Parties, Trace};
@@ -85,7 +86,7 @@ fn frame_conn(h: &History, at: usize) -> Option<u64> {
 
 /// Whether a fault breaks the connection at its frame (a visible loss).
 fn breaks(f: &FaultSpec) -> bool {
-    f.kind == FaultKind::LoseFrame && !f.silent
+    f.kind.effect() == Effect::Break && !f.silent
 }
 
 /// The rank of an Agent crash at a point of its own (see [`rank`]): between its sync and its
@@ -536,26 +537,21 @@ fn cuts(h: &History, trace: &Trace, plan: &Plan, from: usize) -> Vec<Cut> {
     out.into_iter().map(|(_, c)| c).collect()
 }
 
-/// On a cluster of two nodes or more, a partition of the store from the node that passed
-/// `after-insert-before-sync` (heals after 100 ms): the node has decided to insert and its
-/// write waits. Lineage's own shape: exhaustive exploration does not place it (yet), so its
-/// certificates are unchanged.
+/// On a cluster of two nodes or more, the first of `kinds` placed at this point only on a
+/// cluster ([`crate::nemesis::kinds::Placed::cluster_points`]), in its default shape: the
+/// store cut from the node that passed `after-insert-before-sync` (heals after 100 ms), which
+/// has decided to insert and whose write waits. (Exhaustive exploration places it long too.)
 fn store_cut_before_write(p: &Place, plan: &Plan, kinds: &[FaultKind]) -> Option<FaultSpec> {
-    let at_point = matches!(
-        p.spot,
-        Spot::Point {
-            point: Point::AfterInsertBeforeSync,
-            ..
-        }
-    );
-    if !(at_point
-        && plan.cluster()
-        && plan.nodes >= 2
-        && kinds.contains(&FaultKind::PartitionStore))
-    {
+    let Spot::Point { point, .. } = &p.spot else {
+        return None;
+    };
+    if !(plan.cluster() && plan.nodes >= 2) {
         return None;
     }
-    Some(FaultSpec::placed(FaultKind::PartitionStore, p.on.clone()))
+    let k = kinds
+        .iter()
+        .find(|k| k.row().explore.placed.cluster_points.contains(point))?;
+    Some(FaultSpec::placed(*k, p.on.clone()))
 }
 
 /// A run proposed by a cut, and what came of it.
@@ -798,25 +794,13 @@ fn widen(plan: &Plan, h: &History, fired: usize, at: usize) -> Plan {
         return out;
     };
     let need = b.time_ms.saturating_sub(a.time_ms) + WIDEN_MS;
-    let window = match f.kind {
-        FaultKind::PartitionStore => &mut f.heal_after_ms,
-        FaultKind::CrashStore => &mut f.restart_after_ms,
-        // Only a store fault is widened to outlast what follows it.
-        FaultKind::LoseFrame
-        | FaultKind::StallFrame
-        | FaultKind::ReorderFrame
-        | FaultKind::Partition
-        | FaultKind::PartitionOneway
-        | FaultKind::Hold
-        | FaultKind::CrashAgent
-        | FaultKind::RestartClient
-        | FaultKind::TransientError
-        | FaultKind::CrashProxy
-        | FaultKind::LoseExchange
-        | FaultKind::DropUpdates
-        | FaultKind::FlipBit
-        | FaultKind::ZeroSector
-        | FaultKind::LoseSyncedRecord => return out,
+    // Only a fault with a long shape on a cluster (a store fault) is widened to outlast what
+    // follows it.
+    let OnCluster::AlsoLong(setting) = f.kind.row().explore.placed.on_cluster else {
+        return out;
+    };
+    let Some(window) = f.ms_mut(setting) else {
+        return out;
     };
     if window.is_some_and(|ms| ms < need) {
         *window = Some(need.min(600_000));

@@ -60,6 +60,7 @@ use proptest::sample::select;
 use proptest::strategy::{BoxedStrategy, Union};
 
 use crate::models::{ClientKind, Design, KeyScheme, Point};
+use crate::nemesis::kinds::{Knob, SpacedOn};
 use crate::nemesis::{Direction, FaultKind, FaultSpec, Setting, Side, Trigger};
 use crate::plan::{Plan, Submission};
 use crate::scenario::{RawProbe, Scenario};
@@ -189,30 +190,13 @@ impl Space {
     /// 100 ms after the last submission may come, 0 to 2 raw probes, the base's seed; delays
     /// as the swarm draws them.
     pub fn of(base: &Plan) -> Space {
-        let mut kinds = vec![
-            FaultKind::LoseFrame,
-            FaultKind::CrashAgent,
-            FaultKind::Partition,
-            FaultKind::StallFrame,
-            FaultKind::ReorderFrame,
-            FaultKind::PartitionOneway,
-            FaultKind::Hold,
-            FaultKind::RestartClient,
-            FaultKind::TransientError,
-        ];
-        // The kinds that need a part of the topology, where the plan has it (as the swarm).
+        // Every kind a space draws, in rank order, where the plan has the part it acts on (as
+        // the swarm).
         let topology = base.topology();
-        kinds.extend(
-            [
-                FaultKind::CrashProxy,
-                FaultKind::CrashStore,
-                FaultKind::PartitionStore,
-                FaultKind::LoseExchange,
-                FaultKind::DropUpdates,
-            ]
+        let kinds: Vec<FaultKind> = FaultKind::spaced()
             .into_iter()
-            .filter(|k| topology.has(k.reach())),
-        );
+            .filter(|k| topology.has(k.reach()))
+            .collect();
         let start = base.workload.first().map_or(20, |s| s.at_ms);
         let last = (start + 300).min(base.safety_ms * 4 / 5).max(start);
         let prompt = "session/prompt".to_string();
@@ -344,95 +328,95 @@ fn crash_on(space: &Space, points: &[Point], frames: bool) -> BoxedStrategy<Trig
     Union::new(options).boxed()
 }
 
-/// One fault of `kind`, with the fields that kind takes.
+/// One fault of `kind`, with the fields that kind takes: its trigger and settings as its row
+/// says ([`crate::nemesis::kinds::Spaced`]).
 pub fn fault_of(kind: FaultKind, space: &Space) -> BoxedStrategy<FaultSpec> {
-    let restart = space.restart_ms.clone();
-    let heal = space.heal_ms.clone();
-    match kind {
-        FaultKind::LoseFrame => (
-            frame(space),
-            prop::bool::weighted(space.silent.clamp(0.0, 1.0)),
-        )
-            .prop_map(move |(on, silent)| FaultSpec {
-                silent,
-                ..spec(kind, on)
-            })
+    let spaced = kind.row().space;
+    let on = trigger_of(kind, spaced.on, space);
+    let knobs: Vec<BoxedStrategy<Knobbed>> =
+        spaced.settings.iter().map(|k| knob(*k, space)).collect();
+    let spec = move |on| spec(kind, on);
+    // A tuple per arity, so a kind draws (and shrinks) its trigger then each setting in turn.
+    match <[BoxedStrategy<Knobbed>; 2]>::try_from(knobs) {
+        Ok([a, b]) => (on, a, b)
+            .prop_map(move |(on, a, b)| b.set(a.set(spec(on))))
             .boxed(),
-        FaultKind::StallFrame | FaultKind::ReorderFrame => {
-            let ms = if kind == FaultKind::StallFrame {
-                space.stall_ms.clone()
-            } else {
-                space.reorder_ms.clone()
-            };
-            (frame(space), ms)
-                .prop_map(move |(on, ms)| FaultSpec {
-                    stall_ms: Some(ms),
-                    ..spec(kind, on)
-                })
-                .boxed()
+        Err(knobs) => match <[BoxedStrategy<Knobbed>; 1]>::try_from(knobs) {
+            Ok([a]) => (on, a).prop_map(move |(on, a)| a.set(spec(on))).boxed(),
+            Err(knobs) if knobs.is_empty() => on.prop_map(spec).boxed(),
+            Err(knobs) => (on, knobs)
+                .prop_map(move |(on, v)| v.into_iter().fold(spec(on), |f, k| k.set(f)))
+                .boxed(),
+        },
+    }
+}
+
+/// The trigger options of a kind's row ([`SpacedOn`]).
+fn trigger_of(kind: FaultKind, on: SpacedOn, space: &Space) -> BoxedStrategy<Trigger> {
+    match on {
+        SpacedOn::Frame => frame(space),
+        SpacedOn::PromptRequest => (1..=space.n_max() + 1)
+            .prop_map(|nth| Trigger::at_frame(Side::Request, "session/prompt", nth))
+            .boxed(),
+        SpacedOn::Time => at(space),
+        SpacedOn::TimeOrSubmission => Union::new([at(space), submission(space.n_max())]).boxed(),
+        SpacedOn::TimeOrAgentPointOrFrame => {
+            let points: Vec<Point> = space
+                .points
+                .iter()
+                .copied()
+                .filter(|p| *p != Point::AfterStoreWrite)
+                .collect();
+            crash_on(space, &points, true)
         }
-        FaultKind::Partition | FaultKind::Hold | FaultKind::PartitionStore => (at(space), heal)
-            .prop_map(move |(on, ms)| FaultSpec {
-                heal_after_ms: Some(ms),
-                ..spec(kind, on)
-            })
-            .boxed(),
-        FaultKind::PartitionOneway => (
-            at(space),
-            heal,
-            prop_oneof![
-                Just(Direction::ClientToAgent),
-                Just(Direction::AgentToClient)
-            ],
-        )
-            .prop_map(move |(on, ms, d)| FaultSpec {
-                heal_after_ms: Some(ms),
-                direction: Some(d),
-                ..spec(kind, on)
-            })
-            .boxed(),
-        FaultKind::CrashAgent
-        | FaultKind::FlipBit
-        | FaultKind::ZeroSector
-        | FaultKind::LoseSyncedRecord
-        | FaultKind::CrashProxy
-        | FaultKind::CrashStore => {
-            let on = if kind == FaultKind::CrashStore {
-                // Right after a store write, before its reply: the node cannot know.
-                crash_on(space, &[Point::AfterStoreWrite], false)
-            } else {
-                let points: Vec<Point> = space
-                    .points
-                    .iter()
-                    .copied()
-                    .filter(|p| *p != Point::AfterStoreWrite)
-                    .collect();
-                crash_on(space, &points, true)
-            };
-            (on, restart)
-                .prop_map(move |(on, ms)| FaultSpec {
-                    restart_after_ms: Some(ms),
-                    ..spec(kind, on)
-                })
-                .boxed()
+        // Right after a store write, before its reply: the node cannot know.
+        SpacedOn::TimeOrOwnPoint => crash_on(space, kind.points(), false),
+    }
+}
+
+/// One setting's drawn value ([`Knob`]).
+#[derive(Debug, Clone, Copy)]
+enum Knobbed {
+    Silent(bool),
+    Ms(Setting, u64),
+    Direction(Direction),
+}
+
+impl Knobbed {
+    /// `f` with this setting.
+    fn set(self, mut f: FaultSpec) -> FaultSpec {
+        match self {
+            Knobbed::Silent(silent) => f.silent = silent,
+            Knobbed::Direction(d) => f.direction = Some(d),
+            Knobbed::Ms(s, ms) => {
+                if let Some(given) = f.ms_mut(s) {
+                    *given = Some(ms);
+                }
+            }
         }
-        FaultKind::RestartClient => (Union::new([at(space), submission(space.n_max())]), restart)
-            .prop_map(move |(on, ms)| FaultSpec {
-                restart_after_ms: Some(ms),
-                ..spec(kind, on)
-            })
+        f
+    }
+}
+
+/// The space's knob `k` as a strategy.
+fn knob(k: Knob, space: &Space) -> BoxedStrategy<Knobbed> {
+    let ms = |s: Setting, range: &RangeInclusive<u64>| {
+        range.clone().prop_map(move |ms| Knobbed::Ms(s, ms)).boxed()
+    };
+    match k {
+        Knob::Silent => prop::bool::weighted(space.silent.clamp(0.0, 1.0))
+            .prop_map(Knobbed::Silent)
             .boxed(),
-        FaultKind::TransientError => (1..=space.n_max() + 1)
-            .prop_map(move |nth| {
-                spec(
-                    kind,
-                    Trigger::at_frame(Side::Request, "session/prompt", nth),
-                )
-            })
-            .boxed(),
-        FaultKind::LoseExchange | FaultKind::DropUpdates => {
-            frame(space).prop_map(move |on| spec(kind, on)).boxed()
-        }
+        Knob::Stall => ms(Setting::StallMs, &space.stall_ms),
+        Knob::ReorderBound => ms(Setting::StallMs, &space.reorder_ms),
+        Knob::Heal => ms(Setting::HealAfterMs, &space.heal_ms),
+        Knob::Restart => ms(Setting::RestartAfterMs, &space.restart_ms),
+        Knob::Direction => prop_oneof![
+            Just(Direction::ClientToAgent),
+            Just(Direction::AgentToClient)
+        ]
+        .prop_map(Knobbed::Direction)
+        .boxed(),
     }
 }
 

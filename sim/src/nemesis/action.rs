@@ -1,8 +1,7 @@
 //! Process-level faults: what the step loop does between steps (crash and restart a host,
 //! partition, hold) for a fault that fired.
 
-use super::fault::FaultKind;
-use super::kinds::Setting;
+use super::kinds::{Effect, Setting};
 use super::spec::{Direction, FaultSpec};
 
 /// A process-level fault the step loop carries out between steps.
@@ -47,45 +46,32 @@ impl NemesisAction {
     pub fn of(f: &FaultSpec) -> Option<NemesisAction> {
         let restart_after_ms = f.ms(Setting::RestartAfterMs);
         let heal_after_ms = f.ms(Setting::HealAfterMs);
-        let host = match f.kind {
+        Some(match f.kind.effect() {
             // flip-bit, zero-sector, lose-synced-record: the step loop also marks the Agent's
             // log for damage before it restarts.
-            FaultKind::CrashAgent
-            | FaultKind::FlipBit
-            | FaultKind::ZeroSector
-            | FaultKind::LoseSyncedRecord => "agent",
-            FaultKind::RestartClient => "client",
-            FaultKind::CrashProxy => "proxy",
-            FaultKind::CrashStore => "store",
-            FaultKind::Partition => return Some(NemesisAction::Partition { heal_after_ms }),
-            FaultKind::PartitionOneway => {
-                return Some(NemesisAction::PartitionOneway {
-                    from_client: f.direction != Some(Direction::AgentToClient),
-                    heal_after_ms,
-                })
-            }
-            FaultKind::Hold => {
-                return Some(NemesisAction::Hold {
-                    release_after_ms: heal_after_ms,
-                })
-            }
-            FaultKind::PartitionStore => {
-                return Some(NemesisAction::PartitionStore {
-                    heal_after_ms,
-                    node: None,
-                })
-            }
+            Effect::Crash { host, .. } => NemesisAction::Crash {
+                host,
+                restart_after_ms,
+            },
+            Effect::Partition => NemesisAction::Partition { heal_after_ms },
+            Effect::PartitionOneway => NemesisAction::PartitionOneway {
+                from_client: f.direction != Some(Direction::AgentToClient),
+                heal_after_ms,
+            },
+            Effect::Hold => NemesisAction::Hold {
+                release_after_ms: heal_after_ms,
+            },
+            Effect::PartitionStore => NemesisAction::PartitionStore {
+                heal_after_ms,
+                node: None,
+            },
             // Frame faults: the connection's writer carries them out (`FrameDecision`).
-            FaultKind::LoseFrame
-            | FaultKind::StallFrame
-            | FaultKind::ReorderFrame
-            | FaultKind::TransientError
-            | FaultKind::LoseExchange
-            | FaultKind::DropUpdates => return None,
-        };
-        Some(NemesisAction::Crash {
-            host,
-            restart_after_ms,
+            Effect::Break
+            | Effect::LoseExchange
+            | Effect::KillUpdates
+            | Effect::Stall
+            | Effect::Reorder
+            | Effect::RejectPrompt => return None,
         })
     }
 }

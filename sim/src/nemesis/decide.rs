@@ -11,9 +11,8 @@ use serde_json::{json, Value};
 
 use super::action::NemesisAction;
 use super::count::{Exchange, ExchangeCount};
-use super::fault::FaultKind;
 use super::frame::FrameDecision;
-use super::kinds::Setting;
+use super::kinds::{Effect, Setting};
 use super::spec::{fault_line, FaultSpec};
 use super::trigger::{Side, Trigger};
 
@@ -150,27 +149,27 @@ impl Nemesis {
     fn fire_at_frame(&mut self, i: usize, conn: ConnId, side: Side, fate: &mut FrameFate) {
         let f = &self.faults[i];
         let free = fate.decision == FrameDecision::Deliver;
-        match f.kind {
-            FaultKind::LoseFrame if free => {
+        match f.kind.effect() {
+            Effect::Break if free => {
                 fate.decision = FrameDecision::Lose { silent: f.silent };
                 if f.silent {
                     self.blackholed.insert(conn);
                 }
             }
-            FaultKind::LoseExchange if free && self.remote => {
+            Effect::LoseExchange if free && self.remote => {
                 fate.decision = FrameDecision::Drop {
                     not_accepted: side == Side::Request,
                 };
                 // At a response the exchange is over: its answer is gone.
                 fate.answer_gone = side == Side::Response;
             }
-            FaultKind::DropUpdates if self.remote => {
+            Effect::KillUpdates if self.remote => {
                 self.updates_dead.insert(conn);
             }
-            FaultKind::StallFrame if free => {
+            Effect::Stall if free => {
                 fate.decision = FrameDecision::Stall(f.ms(Setting::StallMs));
             }
-            FaultKind::ReorderFrame if free => {
+            Effect::Reorder if free => {
                 fate.decision = FrameDecision::Reorder {
                     bound_ms: f.ms(Setting::StallMs),
                     after: 0,
@@ -178,23 +177,17 @@ impl Nemesis {
             }
             // The Agent rejects the next prompt it reads (the one this request becomes, also
             // through a proxy that rewrites its id).
-            FaultKind::TransientError => self.transient += 1,
-            FaultKind::LoseFrame
-            | FaultKind::LoseExchange
-            | FaultKind::DropUpdates
-            | FaultKind::StallFrame
-            | FaultKind::ReorderFrame => return,
-            FaultKind::CrashAgent
-            | FaultKind::RestartClient
-            | FaultKind::CrashProxy
-            | FaultKind::CrashStore
-            | FaultKind::Partition
-            | FaultKind::PartitionOneway
-            | FaultKind::Hold
-            | FaultKind::PartitionStore
-            | FaultKind::FlipBit
-            | FaultKind::ZeroSector
-            | FaultKind::LoseSyncedRecord => {
+            Effect::RejectPrompt => self.transient += 1,
+            Effect::Break
+            | Effect::LoseExchange
+            | Effect::KillUpdates
+            | Effect::Stall
+            | Effect::Reorder => return,
+            Effect::Crash { .. }
+            | Effect::Partition
+            | Effect::PartitionOneway
+            | Effect::Hold
+            | Effect::PartitionStore => {
                 // Logged when the step loop carries it out.
                 if let Some(a) = NemesisAction::of(f) {
                     self.queue.push((i, a));
@@ -250,11 +243,17 @@ impl Nemesis {
     /// that host (a cluster node, or the agent); `partition-store` at a node's point cuts that
     /// node from the store; `crash-proxy` crashes the proxy while the Agent waits at the point.
     pub fn at_point(&self, i: usize, host: &'static str) -> Option<NemesisAction> {
+        // An Agent crash (not a disk kind's: a cluster's nodes keep no log) crashes the host
+        // that passed the point.
+        const AGENT_CRASH: Effect = Effect::Crash {
+            host: "agent",
+            damage: None,
+        };
         let f = &self.faults[i];
         Some(match NemesisAction::of(f)? {
             NemesisAction::Crash {
                 restart_after_ms, ..
-            } if f.kind == FaultKind::CrashAgent => NemesisAction::Crash {
+            } if f.kind.effect() == AGENT_CRASH => NemesisAction::Crash {
                 host,
                 restart_after_ms,
             },

@@ -2,7 +2,7 @@
 //! ([`FaultKind::as_str`]), as constants a checker's `match` over ops can name, so no reader
 //! of a history writes a kind's name by hand.
 
-use super::fault::FaultKind;
+use super::kinds::FaultKind;
 
 /// `lose-frame` fired.
 pub const LOSE_FRAME: &str = FaultKind::LoseFrame.as_str();

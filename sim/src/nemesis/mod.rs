@@ -1,9 +1,9 @@
 //! The nemesis: the fault vocabulary and what each fault does.
 //!
-//! - [`fault`]: [`FaultKind`], the kinds of fault and their names;
-//! - [`kinds`]: every per-kind answer, each one exhaustive `match`: where it acts
-//!   ([`Reach`], [`Topology`]), its [`Level`], the [`Setting`]s it takes, what [`Fires`] it
-//!   and at which points, its durations' defaults and swarm ranges;
+//! - [`kinds`]: [`FaultKind`], one file per kind holding its row ([`kinds::Row`]): its name,
+//!   where it acts ([`Reach`], [`Topology`]), what it does ([`Effect`]), the [`Setting`]s it
+//!   takes, what [`Fires`] it and at which points, and how the swarm, a proptest space and
+//!   exploration draw or place it; every per-kind answer reads the row;
 //! - [`spec`]: [`FaultSpec`] (one `[[fault]]` entry, scripted or drawn by the swarm), checked
 //!   against its kind's answers, [`Direction`], and a fault as one line ([`fault_line`]);
 //! - [`logged`]: the op name each kind logs when it fires, for readers of a history;
@@ -27,7 +27,6 @@
 pub mod action;
 pub mod count;
 pub mod decide;
-pub mod fault;
 pub mod frame;
 pub mod in_force;
 pub mod kinds;
@@ -38,11 +37,17 @@ pub mod trigger;
 pub use action::NemesisAction;
 pub use count::{AttemptOf, Exchange, ExchangeCount};
 pub use decide::{FrameFate, Nemesis, PointsAndTimes, Swallowed};
-pub use fault::FaultKind;
 pub use frame::FrameDecision;
 pub use in_force::InForce;
+pub use kinds::FaultKind;
 pub use kinds::{
-    AtPipe, DiskDamage, Durations, Fires, Given, Level, Reach, Setting, Takes, Topology,
+    AtPipe, DiskDamage, Durations, Effect, Fires, Given, Level, Reach, Setting, Takes, Topology,
 };
+
+/// Where [`FaultKind`] was until stop 58 (`acp_chaos::nemesis::fault::FaultKind`); the path
+/// still works.
+pub mod fault {
+    pub use super::kinds::FaultKind;
+}
 pub use spec::{fault_line, Direction, FaultSpec};
 pub use trigger::{FrameTrigger, Sender, Side, Trigger, TriggerFields};

@@ -5,7 +5,7 @@
 use acp_chaos_models::{methods, Point};
 use serde::{Deserialize, Serialize};
 
-use super::fault::FaultKind;
+use super::kinds::FaultKind;
 use super::kinds::{Fires, Given, Setting};
 use super::trigger::{FrameTrigger, Sender, Side, Trigger};
 
@@ -111,6 +111,17 @@ impl FaultSpec {
             Setting::Silent | Setting::Reroute | Setting::Direction => None,
         };
         given.or(self.kind.default_ms(s)).unwrap_or(0)
+    }
+
+    /// The duration setting `s` as given (`None`: the kind's default), to set; `None` for a
+    /// setting that is no duration.
+    pub fn ms_mut(&mut self, s: Setting) -> Option<&mut Option<u64>> {
+        match s {
+            Setting::StallMs => Some(&mut self.stall_ms),
+            Setting::RestartAfterMs => Some(&mut self.restart_after_ms),
+            Setting::HealAfterMs => Some(&mut self.heal_after_ms),
+            Setting::Silent | Setting::Reroute | Setting::Direction => None,
+        }
     }
 
     /// What is wrong with this fault entry, as "field`: reason", or `None`.
@@ -278,7 +289,8 @@ pub fn fault_line(f: &FaultSpec) -> String {
         Trigger::At { at_ms, .. } => format!("at {at_ms}ms"),
     };
     let mut extra = String::new();
-    if f.kind == FaultKind::LoseFrame {
+    // A kind that may break silently says which way it broke.
+    if f.kind.takes(Setting::Silent).is_some() {
         extra = if f.silent {
             " (silent)".into()
         } else {

@@ -1,13 +1,14 @@
 //! What a `[swarm]` scenario draws per seed: the settings its file leaves free ([`DRAWN`]) and
 //! the fault schedule, each from its own stream.
 
-use acp_chaos_models::{Design, Point};
+use acp_chaos_models::Design;
 use rand::seq::SliceRandom;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use super::stream;
-use crate::nemesis::{FaultKind, FaultSpec, Setting, Side, Topology, Trigger};
+use crate::nemesis::kinds::DrawnOn;
+use crate::nemesis::{Direction, FaultKind, FaultSpec, Setting, Side, Topology, Trigger};
 use crate::scenario::Scenario;
 
 /// Settings a `[swarm]` scenario draws per seed when its file does not set them, each from its
@@ -409,103 +410,100 @@ pub(super) fn draw_swarm(
         }
         for _ in 0..r.gen_range(1..=per_kind_max.max(1)) {
             let at = Trigger::at_time(r.gen_range(s.workload.start_ms..=horizon));
-            let frame_trigger = |r: &mut ChaCha8Rng| {
-                let method = *[
-                    "session/prompt",
-                    "session/prompt",
-                    "session/prompt",
-                    "session/resume",
-                    "initialize",
-                    "session/new",
-                ]
-                .choose(r)
-                .expect("non-empty");
-                let side = if r.gen_bool(0.5) {
-                    Side::Request
-                } else {
-                    Side::Response
-                };
-                let nth = if method == "session/prompt" {
-                    r.gen_range(1..=n_sub + 1)
-                } else {
-                    r.gen_range(1..=2)
-                };
-                Trigger::at_frame(side, method, nth)
-            };
-            let mut f = FaultSpec::new(kind, at);
-            // The durations' ranges are the kind's (`FaultKind::swarm_ms`).
-            let ms = |s: Setting| kind.swarm_ms(s).expect("drawn only for a setting it takes");
-            match kind {
-                FaultKind::LoseFrame => {
-                    f.on = frame_trigger(&mut r);
-                    f.silent = r.gen_bool(0.4);
-                }
-                FaultKind::LoseExchange | FaultKind::DropUpdates => f.on = frame_trigger(&mut r),
-                FaultKind::StallFrame => {
-                    f.on = frame_trigger(&mut r);
-                    f.stall_ms = Some(r.gen_range(ms(Setting::StallMs)));
-                }
-                FaultKind::ReorderFrame => {
-                    f.on = frame_trigger(&mut r);
-                    f.stall_ms = Some(r.gen_range(ms(Setting::StallMs)));
-                }
-                FaultKind::Partition | FaultKind::PartitionStore | FaultKind::Hold => {
-                    f.heal_after_ms = Some(r.gen_range(ms(Setting::HealAfterMs)))
-                }
-                FaultKind::PartitionOneway => {
-                    f.heal_after_ms = Some(r.gen_range(ms(Setting::HealAfterMs)));
-                    f.direction = Some(if r.gen_bool(0.5) {
-                        crate::nemesis::Direction::ClientToAgent
-                    } else {
-                        crate::nemesis::Direction::AgentToClient
-                    });
-                }
-                FaultKind::CrashProxy => {
-                    if r.gen_bool(0.5) {
-                        // At a frame or while the Agent is at a protocol point: lands in
-                        // protocol states a time rarely hits.
-                        f.on = if r.gen_bool(0.5) {
-                            frame_trigger(&mut r)
-                        } else {
-                            let p = *Point::AGENT.choose(&mut r).expect("non-empty");
-                            Trigger::at_point(p, r.gen_range(1..=n_sub))
-                        };
-                    }
-                    f.restart_after_ms = Some(r.gen_range(ms(Setting::RestartAfterMs)));
-                }
-                FaultKind::CrashStore => {
-                    if r.gen_bool(0.5) {
-                        // Right after a write, before its reply: the node cannot know.
-                        f.on = Trigger::at_point(Point::AfterStoreWrite, r.gen_range(1..=n_sub));
-                    }
-                    f.restart_after_ms = Some(r.gen_range(ms(Setting::RestartAfterMs)));
-                }
-                FaultKind::CrashAgent
-                | FaultKind::FlipBit
-                | FaultKind::ZeroSector
-                | FaultKind::LoseSyncedRecord => {
-                    if r.gen_bool(0.5) {
-                        let p = *Point::AGENT.choose(&mut r).expect("non-empty");
-                        f.on = Trigger::at_point(p, r.gen_range(1..=n_sub));
-                    }
-                    f.restart_after_ms = Some(r.gen_range(ms(Setting::RestartAfterMs)));
-                }
-                FaultKind::RestartClient => {
-                    if r.gen_bool(0.5) {
-                        f.on = Trigger::at_submission(r.gen_range(1..=n_sub));
-                    }
-                    f.restart_after_ms = Some(r.gen_range(ms(Setting::RestartAfterMs)));
-                }
-                FaultKind::TransientError => {
-                    f.on = Trigger::at_frame(
-                        Side::Request,
-                        "session/prompt",
-                        r.gen_range(1..=n_sub + 1),
-                    );
-                }
+            let drawn = kind.row().swarm;
+            let on = drawn_on(drawn.on, kind, at, n_sub, &mut r);
+            let mut f = FaultSpec::new(kind, on);
+            for &setting in drawn.settings {
+                draw_setting(&mut f, setting, &mut r);
             }
             out.push(f);
         }
     }
     out
+}
+
+/// The trigger the swarm draws for a fault of `kind` ([`DrawnOn`]), `at` for a time; a
+/// workload of `n_sub` submissions.
+fn drawn_on(on: DrawnOn, kind: FaultKind, at: Trigger, n_sub: u32, r: &mut ChaCha8Rng) -> Trigger {
+    match on {
+        DrawnOn::Frame => frame_trigger(n_sub, r),
+        DrawnOn::PromptRequest => {
+            Trigger::at_frame(Side::Request, "session/prompt", r.gen_range(1..=n_sub + 1))
+        }
+        DrawnOn::Time => at,
+        DrawnOn::TimeOrPoint if r.gen_bool(0.5) => point_trigger(kind, n_sub, r),
+        DrawnOn::TimeOrSubmission if r.gen_bool(0.5) => {
+            Trigger::at_submission(r.gen_range(1..=n_sub))
+        }
+        DrawnOn::TimeOrFrameOrPoint if r.gen_bool(0.5) => {
+            if r.gen_bool(0.5) {
+                frame_trigger(n_sub, r)
+            } else {
+                point_trigger(kind, n_sub, r)
+            }
+        }
+        DrawnOn::TimeOrPoint | DrawnOn::TimeOrSubmission | DrawnOn::TimeOrFrameOrPoint => at,
+    }
+}
+
+/// A frame trigger: `session/prompt` 3 in 6, `session/resume`, `initialize`, `session/new`;
+/// either side; the prompt's 1st to (n_sub+1)th, another method's 1st or 2nd.
+fn frame_trigger(n_sub: u32, r: &mut ChaCha8Rng) -> Trigger {
+    let method = *[
+        "session/prompt",
+        "session/prompt",
+        "session/prompt",
+        "session/resume",
+        "initialize",
+        "session/new",
+    ]
+    .choose(r)
+    .expect("non-empty");
+    let side = if r.gen_bool(0.5) {
+        Side::Request
+    } else {
+        Side::Response
+    };
+    let nth = if method == "session/prompt" {
+        r.gen_range(1..=n_sub + 1)
+    } else {
+        r.gen_range(1..=2)
+    };
+    Trigger::at_frame(side, method, nth)
+}
+
+/// One of `kind`'s protocol points (a single one is not drawn), at its 1st to `n_sub`th pass.
+fn point_trigger(kind: FaultKind, n_sub: u32, r: &mut ChaCha8Rng) -> Trigger {
+    let p = match kind.points() {
+        [one] => *one,
+        points => *points
+            .choose(r)
+            .expect("a kind drawn at a point has points"),
+    };
+    Trigger::at_point(p, r.gen_range(1..=n_sub))
+}
+
+/// Draws setting `s` of `f`: `silent` with probability 0.4, `reroute` and `direction` even, a
+/// duration from its kind's swarm range ([`FaultKind::swarm_ms`]).
+fn draw_setting(f: &mut FaultSpec, s: Setting, r: &mut ChaCha8Rng) {
+    match s {
+        Setting::Silent => f.silent = r.gen_bool(0.4),
+        Setting::Reroute => f.reroute = r.gen_bool(0.5),
+        Setting::Direction => {
+            f.direction = Some(if r.gen_bool(0.5) {
+                Direction::ClientToAgent
+            } else {
+                Direction::AgentToClient
+            })
+        }
+        Setting::StallMs | Setting::RestartAfterMs | Setting::HealAfterMs => {
+            let range = f
+                .kind
+                .swarm_ms(s)
+                .expect("drawn only for a duration it takes");
+            if let Some(ms) = f.ms_mut(s) {
+                *ms = Some(r.gen_range(range));
+            }
+        }
+    }
 }

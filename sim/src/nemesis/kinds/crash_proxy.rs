@@ -1,0 +1,38 @@
+//! `crash-proxy`: Crash the proxy (both its legs close), restart it after `restart_after_ms`; at a protocol point, while the Agent waits there.
+
+use super::{AtFrames, ByDefault, Drawn, DrawnOn, Effect, Explored, Fires, Knob, OnCluster, Placed, Reach, Row, Setting, Shapes, Spaced, SpacedOn, Takes};
+
+/// `crash-proxy`'s row.
+pub(super) const ROW: Row = Row {
+    name: "crash-proxy",
+    summary: "crash the proxy (both legs close), restart it later",
+    reach: Reach::Proxy,
+    effect: Effect::Crash {
+        host: "proxy",
+        damage: None,
+    },
+    settings: &[Takes::RESTART],
+    fires: Fires::AtEvent,
+    points: super::AGENT_POINTS,
+    at_pipe: None,
+    swarm: Drawn {
+        on: DrawnOn::TimeOrFrameOrPoint,
+        settings: &[Setting::RestartAfterMs],
+    },
+    space: Spaced {
+        rank: Some(9),
+        on: SpacedOn::TimeOrAgentPointOrFrame,
+        settings: &[Knob::Restart],
+    },
+    explore: Explored {
+        by_default: ByDefault::Rank(6),
+        placed: Placed {
+            frames: AtFrames::Every,
+            submissions: false,
+            points: super::AGENT_POINTS,
+            shapes: Shapes::One,
+            on_cluster: OnCluster::Nothing,
+            cluster_points: &[],
+        },
+    },
+};

@@ -1,0 +1,37 @@
+//! `drop-updates`: Remote transport (cluster): the update stream of the connection whose frame triggers it dies silently.
+
+use super::{AtFrames, ByDefault, Drawn, DrawnOn, Effect, Explored, Fires, OnCluster, Placed, Reach, Row, Shapes, Spaced, SpacedOn};
+
+/// `drop-updates`'s row.
+pub(super) const ROW: Row = Row {
+    name: "drop-updates",
+    summary: "remote transport: the update stream dies silently (updates and Agent requests lost) while requests and responses flow",
+    reach: Reach::Remote,
+    effect: Effect::KillUpdates,
+    settings: &[],
+    fires: Fires::AtFrame,
+    points: &[],
+    at_pipe: None,
+    swarm: Drawn {
+        on: DrawnOn::Frame,
+        settings: &[],
+    },
+    space: Spaced {
+        rank: Some(13),
+        on: SpacedOn::Frame,
+        settings: &[],
+    },
+    explore: Explored {
+        by_default: ByDefault::LeftOut(
+            "left out by default: a request on a dead update stream waits forever, a gap of the proposal; --kinds drop-updates places it",
+        ),
+        placed: Placed {
+            frames: AtFrames::Every,
+            submissions: false,
+            points: &[],
+            shapes: Shapes::One,
+            on_cluster: OnCluster::Nothing,
+            cluster_points: &[],
+        },
+    },
+};

@@ -1,0 +1,38 @@
+//! `restart-client`: Crash and restart the Client.
+
+use super::{AtFrames, AtPipe, ByDefault, Drawn, DrawnOn, Effect, Explored, Fires, Knob, OnCluster, Placed, Reach, Row, Setting, Shapes, Spaced, SpacedOn, Takes};
+
+/// `restart-client`'s row.
+pub(super) const ROW: Row = Row {
+    name: "restart-client",
+    summary: "crash and restart the Client process",
+    reach: Reach::Everywhere,
+    effect: Effect::Crash {
+        host: "client",
+        damage: None,
+    },
+    settings: &[Takes::REROUTE, Takes::RESTART],
+    fires: Fires::AtEvent,
+    points: &[],
+    at_pipe: Some(AtPipe::RestartClient),
+    swarm: Drawn {
+        on: DrawnOn::TimeOrSubmission,
+        settings: &[Setting::RestartAfterMs],
+    },
+    space: Spaced {
+        rank: Some(7),
+        on: SpacedOn::TimeOrSubmission,
+        settings: &[Knob::Restart],
+    },
+    explore: Explored {
+        by_default: ByDefault::Rank(3),
+        placed: Placed {
+            frames: AtFrames::Every,
+            submissions: true,
+            points: &[],
+            shapes: Shapes::One,
+            on_cluster: OnCluster::AlsoReroute,
+            cluster_points: &[],
+        },
+    },
+};
