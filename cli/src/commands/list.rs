@@ -7,8 +7,8 @@ use super::args::{scenarios_dir, DirArgs};
 use super::Outcome;
 use acp_chaos::checkers::CHECKERS;
 use acp_chaos::exit;
-use acp_chaos::models::{mutant, Design, Point};
-use acp_chaos::nemesis::FaultKind;
+use acp_chaos::models::{mutant, Design};
+use acp_chaos::nemesis::{FaultKind, Setting};
 use acp_chaos::scenario;
 
 /// What `acp-chaos list` prints.
@@ -97,14 +97,26 @@ pub(super) fn exec(a: &ListArgs) -> Outcome {
     }
     if want(ListSection::Faults) {
         println!("faults:");
+        let width = FaultKind::ALL.map(|k| k.as_str().len()).into_iter().max();
         for k in FaultKind::ALL {
-            println!("  {:<16} {}", k.as_str(), k.summary());
+            println!(
+                "  {:<w$} {}",
+                k.as_str(),
+                k.summary(),
+                w = width.unwrap_or(0)
+            );
         }
+        for (points, kinds) in kinds_by_points() {
+            println!("  protocol points of {}: {points}", kinds.join(", "));
+        }
+        let reroute: Vec<&str> = FaultKind::ALL
+            .into_iter()
+            .filter(|k| k.takes(Setting::Reroute).is_some())
+            .map(FaultKind::as_str)
+            .collect();
         println!(
-            "  protocol points for crash-agent, flip-bit, zero-sector and lose-synced-record: {}\n  protocol point of the cluster store (crash-store, partition-store): {}\n  partition-store also at {} (cuts the node that reached it)\n  reroute = true (lose-frame, restart-client; cluster of >= 2 nodes): the Client's next connection goes to another node",
-            Point::AGENT.map(|p| p.as_str()).join(", "),
-            Point::AfterStoreWrite.as_str(),
-            Point::AfterInsertBeforeSync.as_str()
+            "  reroute = true ({}; cluster of >= 2 nodes): the Client's next connection goes to another node",
+            reroute.join(", ")
         );
     }
     if want(ListSection::Swarm) {
@@ -154,4 +166,19 @@ pub(super) fn exec(a: &ListArgs) -> Outcome {
         }
     }
     Ok(exit::VALID)
+}
+
+/// The kinds that fire at protocol points, grouped by their points (each kind's row), in
+/// [`FaultKind::ALL`]'s order of first appearance: (the points joined, the kinds).
+fn kinds_by_points() -> Vec<(String, Vec<&'static str>)> {
+    let mut out: Vec<(String, Vec<&'static str>)> = Vec::new();
+    for k in FaultKind::ALL.into_iter().filter(|k| !k.points().is_empty()) {
+        let points: Vec<&str> = k.points().iter().map(|p| p.as_str()).collect();
+        let points = points.join(", ");
+        match out.iter_mut().find(|(p, _)| *p == points) {
+            Some((_, kinds)) => kinds.push(k.as_str()),
+            None => out.push((points, vec![k.as_str()])),
+        }
+    }
+    out
 }

@@ -107,28 +107,45 @@ fn crash_rank(point: Point) -> Option<u32> {
 /// `live`: the place is a frame on the connection of an attempt the Agent has read and not
 /// yet answered (held, waiting on its store, working).
 fn rank(f: &FaultSpec, spot: &Spot, live: bool) -> Option<u32> {
-    use FaultKind as K;
-    let r = match (f.kind, spot) {
+    // By what the fault does (its effect), so a kind that does what another does ranks alike.
+    use Effect as E;
+    const AGENT_CRASH: E = E::Crash {
+        host: "agent",
+        damage: None,
+    };
+    const STORE_CRASH: E = E::Crash {
+        host: "store",
+        damage: None,
+    };
+    const CLIENT_RESTART: E = E::Crash {
+        host: "client",
+        damage: None,
+    };
+    const PROXY_CRASH: E = E::Crash {
+        host: "proxy",
+        damage: None,
+    };
+    let r = match (f.kind.effect(), spot) {
         // The connection breaks while the Agent still works on an attempt: the Client resends
         // on a new connection (another node of a cluster) while the first attempt is alive,
         // so two attempts of one key meet inside the Agent (A7, A12, A13).
-        (K::LoseFrame, Spot::Frame { .. }) if live && !f.silent => 4,
+        (E::Break, Spot::Frame { .. }) if live && !f.silent => 4,
         // A node decided to insert and its write is cut from the store: a resend through
         // another node decides again meanwhile (A4, A13: insert-if-absent must be one step).
         (
-            K::PartitionStore,
+            E::PartitionStore,
             Spot::Point {
                 point: Point::AfterInsertBeforeSync,
                 ..
             },
         ) => 1,
-        (K::CrashAgent, Spot::Point { point, .. }) => return crash_rank(*point),
+        (AGENT_CRASH, Spot::Point { point, .. }) => return crash_rank(*point),
         // A store down while another attempt comes in (`live`): two outcomes' supports cut
         // at once, the second attempt waiting on the store while its Client can resend.
-        (K::CrashStore | K::PartitionStore, Spot::Point { .. }) if live => 0,
-        (K::CrashStore | K::PartitionStore, Spot::Point { .. }) => 6,
+        (STORE_CRASH | E::PartitionStore, Spot::Point { .. }) if live => 0,
+        (STORE_CRASH | E::PartitionStore, Spot::Point { .. }) => 6,
         (
-            K::LoseFrame,
+            E::Break,
             Spot::Frame {
                 side: Side::Response,
                 ..
@@ -141,14 +158,14 @@ fn rank(f: &FaultSpec, spot: &Spot, live: bool) -> Option<u32> {
             }
         }
         (
-            K::LoseExchange,
+            E::LoseExchange,
             Spot::Frame {
                 side: Side::Response,
                 ..
             },
         ) => 2,
         (
-            K::RestartClient,
+            CLIENT_RESTART,
             Spot::Frame {
                 side: Side::Response,
                 ..
@@ -157,44 +174,39 @@ fn rank(f: &FaultSpec, spot: &Spot, live: bool) -> Option<u32> {
         // Past the Client's timeout: the Client resends while the frame is on its way, so two
         // attempts of one key meet (a late request after its retry, a cancel naming one of
         // two attempts: A5, A7, A11).
-        (K::StallFrame, Spot::Frame { .. }) if f.stall_ms.unwrap_or(0) > 100 => 3,
-        (K::StallFrame, Spot::Frame { .. }) => 7,
-        (K::TransientError, Spot::Frame { .. }) => 8,
+        (E::Stall, Spot::Frame { .. }) if f.stall_ms.unwrap_or(0) > 100 => 3,
+        (E::Stall, Spot::Frame { .. }) => 7,
+        (E::RejectPrompt, Spot::Frame { .. }) => 8,
         (
-            K::LoseFrame | K::LoseExchange,
+            E::Break | E::LoseExchange,
             Spot::Frame {
                 side: Side::Request,
                 ..
             },
         ) => 9,
         (
-            K::Partition,
+            E::Partition,
             Spot::Frame {
                 side: Side::Response,
                 ..
             },
         ) => 10,
-        (K::RestartClient, Spot::Submission(_)) => 10,
-        (K::CrashAgent, Spot::Submission(_)) => 11,
-        (K::CrashProxy, _) => 6,
-        // Not a cause lineage follows up (each kind named: a new one must choose).
+        (CLIENT_RESTART, Spot::Submission(_)) => 10,
+        (AGENT_CRASH, Spot::Submission(_)) => 11,
+        (PROXY_CRASH, _) => 6,
+        // Not a cause lineage follows up (each effect named: a new one must choose).
         (
-            K::LoseFrame
-            | K::StallFrame
-            | K::ReorderFrame
-            | K::Partition
-            | K::PartitionOneway
-            | K::Hold
-            | K::CrashAgent
-            | K::RestartClient
-            | K::TransientError
-            | K::CrashStore
-            | K::LoseExchange
-            | K::PartitionStore
-            | K::DropUpdates
-            | K::FlipBit
-            | K::ZeroSector
-            | K::LoseSyncedRecord,
+            E::Break
+            | E::LoseExchange
+            | E::KillUpdates
+            | E::Stall
+            | E::Reorder
+            | E::RejectPrompt
+            | E::Crash { .. }
+            | E::Partition
+            | E::PartitionOneway
+            | E::Hold
+            | E::PartitionStore,
             _,
         ) => return None,
     };

@@ -74,7 +74,8 @@ pub struct Durations {
 }
 
 impl Takes {
-    const fn flag(setting: Setting) -> Takes {
+    /// An optional flag (`silent`, `reroute`).
+    pub const fn flag(setting: Setting) -> Takes {
         Takes {
             setting,
             given: Given::Optional,
@@ -82,7 +83,9 @@ impl Takes {
         }
     }
 
-    const fn ms(setting: Setting, given: Given, default: u64, swarm: (u64, u64)) -> Takes {
+    /// A duration: whether an entry must give it, its default (what exploration places) and
+    /// the swarm's range `(low, high)`, ms, both ends drawn.
+    pub const fn ms(setting: Setting, given: Given, default: u64, swarm: (u64, u64)) -> Takes {
         Takes {
             setting,
             given,
