@@ -172,7 +172,10 @@ pub(super) fn exec(a: &ListArgs) -> Outcome {
 /// [`FaultKind::ALL`]'s order of first appearance: (the points joined, the kinds).
 fn kinds_by_points() -> Vec<(String, Vec<&'static str>)> {
     let mut out: Vec<(String, Vec<&'static str>)> = Vec::new();
-    for k in FaultKind::ALL.into_iter().filter(|k| !k.points().is_empty()) {
+    for k in FaultKind::ALL
+        .into_iter()
+        .filter(|k| !k.points().is_empty())
+    {
         let points: Vec<&str> = k.points().iter().map(|p| p.as_str()).collect();
         let points = points.join(", ");
         match out.iter_mut().find(|(p, _)| *p == points) {

@@ -1,6 +1,9 @@
-//! `crash-agent`: Crash the Agent (unsynced writes lost), restart it after `restart_after_ms`.
+//! `crash-agent`: crash the Agent (unsynced writes lost), restart it after `restart_after_ms`.
 
-use super::{AtFrames, AtPipe, ByDefault, Drawn, DrawnOn, Effect, Explored, Fires, Knob, OnCluster, Placed, Reach, Row, Setting, Shapes, Spaced, SpacedOn, Takes};
+use super::{
+    AtPipe, ByDefault, DiskDamage, Drawn, DrawnOn, Effect, Explored, Fires, Knob, Placed, Reach,
+    Row, Setting, Spaced, SpacedOn, Takes,
+};
 
 /// `crash-agent`'s row.
 pub(super) const ROW: Row = Row {
@@ -27,12 +30,36 @@ pub(super) const ROW: Row = Row {
     explore: Explored {
         by_default: ByDefault::Rank(2),
         placed: Placed {
-            frames: AtFrames::No,
             submissions: true,
             points: super::AGENT_POINTS,
-            shapes: Shapes::One,
-            on_cluster: OnCluster::Nothing,
-            cluster_points: &[],
+            ..Placed::NOWHERE
         },
     },
 };
+
+/// The row of a disk kind: it crashes the Agent as `crash-agent` does and does `damage` to its
+/// stored log while it is down, then restarts it. Opt-in (a scenario's `[swarm] faults` lists
+/// it), without effect on a cluster (its nodes keep no log), never placed by exploration.
+pub(super) const fn damaging(name: &'static str, summary: &'static str, damage: DiskDamage) -> Row {
+    Row {
+        name,
+        summary,
+        reach: Reach::Log,
+        effect: Effect::Crash {
+            host: "agent",
+            damage: Some(damage),
+        },
+        at_pipe: None,
+        space: Spaced {
+            rank: None,
+            ..ROW.space
+        },
+        explore: Explored {
+            by_default: ByDefault::Never(
+                "exploration places no disk damage: the disk-0N scenarios run it",
+            ),
+            placed: Placed::NOWHERE,
+        },
+        ..ROW
+    }
+}

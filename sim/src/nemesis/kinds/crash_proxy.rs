@@ -1,6 +1,10 @@
-//! `crash-proxy`: Crash the proxy (both its legs close), restart it after `restart_after_ms`; at a protocol point, while the Agent waits there.
+//! `crash-proxy`: crash the proxy (both its legs close), restart it after `restart_after_ms`; at a
+//! protocol point, while the Agent waits there.
 
-use super::{AtFrames, ByDefault, Drawn, DrawnOn, Effect, Explored, Fires, Knob, OnCluster, Placed, Reach, Row, Setting, Shapes, Spaced, SpacedOn, Takes};
+use super::{
+    ByDefault, Drawn, DrawnOn, Effect, Explored, Fires, Knob, Placed, Reach, Row, Setting, Spaced,
+    SpacedOn, Takes,
+};
 
 /// `crash-proxy`'s row.
 pub(super) const ROW: Row = Row {
@@ -27,12 +31,8 @@ pub(super) const ROW: Row = Row {
     explore: Explored {
         by_default: ByDefault::Rank(6),
         placed: Placed {
-            frames: AtFrames::Every,
-            submissions: false,
             points: super::AGENT_POINTS,
-            shapes: Shapes::One,
-            on_cluster: OnCluster::Nothing,
-            cluster_points: &[],
+            ..Placed::AT_FRAMES
         },
     },
 };

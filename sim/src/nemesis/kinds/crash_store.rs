@@ -1,8 +1,13 @@
-//! `crash-store`: Cluster: crash the store host (its synced records survive), restart it after `restart_after_ms`; at `after-store-write`, right after a write and before its reply (the node cannot know).
+//! `crash-store`: on a cluster, crash the store host (its synced records survive), restart it after
+//! `restart_after_ms`; at `after-store-write`, right after a write and before its reply (the node
+//! cannot know).
 
 use acp_chaos_models::Point;
 
-use super::{AtFrames, ByDefault, Drawn, DrawnOn, Effect, Explored, Fires, Knob, OnCluster, Placed, Reach, Row, Setting, Shapes, Spaced, SpacedOn, Takes};
+use super::{
+    ByDefault, Drawn, DrawnOn, Effect, Explored, Fires, Knob, OnCluster, Placed, Reach, Row,
+    Setting, Spaced, SpacedOn, Takes,
+};
 
 /// `crash-store`'s row.
 pub(super) const ROW: Row = Row {
@@ -29,12 +34,9 @@ pub(super) const ROW: Row = Row {
     explore: Explored {
         by_default: ByDefault::Rank(7),
         placed: Placed {
-            frames: AtFrames::No,
-            submissions: false,
             points: &[Point::AfterStoreWrite],
-            shapes: Shapes::One,
             on_cluster: OnCluster::AlsoLong(Setting::RestartAfterMs),
-            cluster_points: &[],
+            ..Placed::NOWHERE
         },
     },
 };

@@ -130,6 +130,28 @@ pub struct Placed {
     pub cluster_points: &'static [Point],
 }
 
+impl Placed {
+    /// Nowhere (the disk's kinds: the disk-0N scenarios run them).
+    pub const NOWHERE: Placed = Placed {
+        frames: AtFrames::No,
+        submissions: false,
+        points: &[],
+        shapes: Shapes::One,
+        on_cluster: OnCluster::Nothing,
+        cluster_points: &[],
+    };
+    /// At every frame, in its default shape.
+    pub const AT_FRAMES: Placed = Placed {
+        frames: AtFrames::Every,
+        ..Placed::NOWHERE
+    };
+    /// At every frame and every submission, in its default shape.
+    pub const AT_FRAMES_AND_SUBMISSIONS: Placed = Placed {
+        submissions: true,
+        ..Placed::AT_FRAMES
+    };
+}
+
 /// At which frames exploration places a kind.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AtFrames {

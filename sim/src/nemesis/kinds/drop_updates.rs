@@ -1,6 +1,9 @@
-//! `drop-updates`: Remote transport (cluster): the update stream of the connection whose frame triggers it dies silently.
+//! `drop-updates`: on the remote transport (cluster): the update stream of the connection whose
+//! frame triggers it dies silently.
 
-use super::{AtFrames, ByDefault, Drawn, DrawnOn, Effect, Explored, Fires, OnCluster, Placed, Reach, Row, Shapes, Spaced, SpacedOn};
+use super::{
+    ByDefault, Drawn, DrawnOn, Effect, Explored, Fires, Placed, Reach, Row, Spaced, SpacedOn,
+};
 
 /// `drop-updates`'s row.
 pub(super) const ROW: Row = Row {
@@ -25,13 +28,6 @@ pub(super) const ROW: Row = Row {
         by_default: ByDefault::LeftOut(
             "left out by default: a request on a dead update stream waits forever, a gap of the proposal; --kinds drop-updates places it",
         ),
-        placed: Placed {
-            frames: AtFrames::Every,
-            submissions: false,
-            points: &[],
-            shapes: Shapes::One,
-            on_cluster: OnCluster::Nothing,
-            cluster_points: &[],
-        },
+        placed: Placed::AT_FRAMES,
     },
 };

@@ -1,6 +1,9 @@
-//! `lose-exchange`: Remote transport (cluster): one exchange is lost while the logical connection lives.
+//! `lose-exchange`: on the remote transport (cluster): one exchange is lost while the logical
+//! connection lives.
 
-use super::{AtFrames, ByDefault, Drawn, DrawnOn, Effect, Explored, Fires, OnCluster, Placed, Reach, Row, Shapes, Spaced, SpacedOn};
+use super::{
+    ByDefault, Drawn, DrawnOn, Effect, Explored, Fires, Placed, Reach, Row, Spaced, SpacedOn,
+};
 
 /// `lose-exchange`'s row.
 pub(super) const ROW: Row = Row {
@@ -23,13 +26,6 @@ pub(super) const ROW: Row = Row {
     },
     explore: Explored {
         by_default: ByDefault::Rank(9),
-        placed: Placed {
-            frames: AtFrames::Every,
-            submissions: false,
-            points: &[],
-            shapes: Shapes::One,
-            on_cluster: OnCluster::Nothing,
-            cluster_points: &[],
-        },
+        placed: Placed::AT_FRAMES,
     },
 };

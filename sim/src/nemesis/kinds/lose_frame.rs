@@ -1,6 +1,10 @@
-//! `lose-frame`: The connection breaks at a frame: it and everything after it are lost (visible, or silent).
+//! `lose-frame`: the connection breaks at a frame: it and everything after it are lost (visible, or
+//! silent).
 
-use super::{AtFrames, AtPipe, ByDefault, Drawn, DrawnOn, Effect, Explored, Fires, Knob, OnCluster, Placed, Reach, Row, Setting, Shapes, Spaced, SpacedOn, Takes};
+use super::{
+    AtPipe, ByDefault, Drawn, DrawnOn, Effect, Explored, Fires, Knob, OnCluster, Placed, Reach,
+    Row, Setting, Shapes, Spaced, SpacedOn, Takes,
+};
 
 /// `lose-frame`'s row.
 pub(super) const ROW: Row = Row {
@@ -24,12 +28,9 @@ pub(super) const ROW: Row = Row {
     explore: Explored {
         by_default: ByDefault::Rank(0),
         placed: Placed {
-            frames: AtFrames::Every,
-            submissions: false,
-            points: &[],
             shapes: Shapes::AlsoSilent,
             on_cluster: OnCluster::AlsoReroute,
-            cluster_points: &[],
+            ..Placed::AT_FRAMES
         },
     },
 };

@@ -1,38 +1,11 @@
-//! `lose-synced-record`: Crash the Agent, cut its stored log before its last synced record while it is down, restart it: a disk that lost an acknowledged write.
+//! `lose-synced-record`: crash the Agent, cut its stored log before its last synced record while it
+//! is down, restart it: a disk that lost an acknowledged write.
 
-use super::{AtFrames, ByDefault, DiskDamage, Drawn, DrawnOn, Effect, Explored, Fires, Knob, OnCluster, Placed, Reach, Row, Setting, Shapes, Spaced, SpacedOn, Takes};
+use super::{crash_agent, DiskDamage, Row};
 
-/// `lose-synced-record`'s row.
-pub(super) const ROW: Row = Row {
-    name: "lose-synced-record",
-    summary: "crash the Agent, cut its stored log before its last synced record, restart it (a correct Agent refuses to start); only where a scenario lists it",
-    reach: Reach::Log,
-    effect: Effect::Crash {
-        host: "agent",
-        damage: Some(DiskDamage::LoseSyncedRecord),
-    },
-    settings: &[Takes::RESTART_AGENT],
-    fires: Fires::AtEvent,
-    points: super::AGENT_POINTS,
-    at_pipe: None,
-    swarm: Drawn {
-        on: DrawnOn::TimeOrPoint,
-        settings: &[Setting::RestartAfterMs],
-    },
-    space: Spaced {
-        rank: None,
-        on: SpacedOn::TimeOrAgentPointOrFrame,
-        settings: &[Knob::Restart],
-    },
-    explore: Explored {
-        by_default: ByDefault::Never("exploration places no disk damage: the disk-0N scenarios run it"),
-        placed: Placed {
-            frames: AtFrames::No,
-            submissions: false,
-            points: &[],
-            shapes: Shapes::One,
-            on_cluster: OnCluster::Nothing,
-            cluster_points: &[],
-        },
-    },
-};
+/// `lose-synced-record`'s row: an Agent crash that damages its log ([`crash_agent::damaging`]).
+pub(super) const ROW: Row = crash_agent::damaging(
+    "lose-synced-record",
+    "crash the Agent, cut its stored log before its last synced record, restart it (a correct Agent refuses to start); only where a scenario lists it",
+    DiskDamage::LoseSyncedRecord,
+);

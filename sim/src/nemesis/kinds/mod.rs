@@ -11,8 +11,9 @@
 //! - [`draw`]: how each generator draws or places a kind;
 //! - one file per kind (`lose_frame.rs`, …), listed once in [`FaultKind`] below.
 //!
-//! Adding a kind: its file, its line in the list below, and, if it does something no kind does
-//! yet, its [`Effect`] and that effect's arm in the world (`docs/internals/extending.md`).
+//! Adding a kind: its file, its `mod` line and its entry in the list below, and, if it does
+//! something no kind does yet, its [`Effect`] and that effect's arm in the world
+//! (`docs/internals/extending.md`).
 
 pub mod draw;
 pub mod reach;
@@ -27,12 +28,29 @@ pub use reach::{Reach, Topology};
 pub use row::{AtPipe, DiskDamage, Effect, Fires, Level, Row};
 pub use setting::{Durations, Given, Setting, Takes};
 
+// One module per kind (declared here, not by the list, so rustfmt reaches each file).
+mod crash_agent;
+mod crash_proxy;
+mod crash_store;
+mod drop_updates;
+mod flip_bit;
+mod hold;
+mod lose_exchange;
+mod lose_frame;
+mod lose_synced_record;
+mod partition;
+mod partition_oneway;
+mod partition_store;
+mod reorder_frame;
+mod restart_client;
+mod stall_frame;
+mod transient_error;
+mod zero_sector;
+
 /// The kinds, each a variant of [`FaultKind`] (its doc), the file holding its row, in
 /// [`FaultKind::ALL`]'s order (the swarm's, and `acp-chaos list`'s).
 macro_rules! kinds {
     ($($(#[$doc:meta])* $kind:ident => $file:ident,)*) => {
-        $(mod $file;)*
-
         /// The kinds of fault (each one file in `nemesis/kinds/`).
         #[derive(
             Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,

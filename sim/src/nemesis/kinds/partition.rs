@@ -1,6 +1,9 @@
-//! `partition`: Two-way partition Client↔Agent, healed after `heal_after_ms`.
+//! `partition`: two-way partition Client↔Agent, healed after `heal_after_ms`.
 
-use super::{AtFrames, ByDefault, Drawn, DrawnOn, Effect, Explored, Fires, Knob, OnCluster, Placed, Reach, Row, Setting, Shapes, Spaced, SpacedOn, Takes};
+use super::{
+    ByDefault, Drawn, DrawnOn, Effect, Explored, Fires, Knob, Placed, Reach, Row, Setting, Spaced,
+    SpacedOn, Takes,
+};
 
 /// `partition`'s row.
 pub(super) const ROW: Row = Row {
@@ -23,13 +26,6 @@ pub(super) const ROW: Row = Row {
     },
     explore: Explored {
         by_default: ByDefault::Rank(4),
-        placed: Placed {
-            frames: AtFrames::Every,
-            submissions: true,
-            points: &[],
-            shapes: Shapes::One,
-            on_cluster: OnCluster::Nothing,
-            cluster_points: &[],
-        },
+        placed: Placed::AT_FRAMES_AND_SUBMISSIONS,
     },
 };

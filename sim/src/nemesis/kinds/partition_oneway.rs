@@ -1,6 +1,9 @@
-//! `partition-oneway`: One-way partition (`direction`), healed after `heal_after_ms`.
+//! `partition-oneway`: one-way partition (`direction`), healed after `heal_after_ms`.
 
-use super::{AtFrames, ByDefault, Drawn, DrawnOn, Effect, Explored, Fires, Knob, OnCluster, Placed, Reach, Row, Setting, Shapes, Spaced, SpacedOn, Takes};
+use super::{
+    ByDefault, Drawn, DrawnOn, Effect, Explored, Fires, Knob, Placed, Reach, Row, Setting, Shapes,
+    Spaced, SpacedOn, Takes,
+};
 
 /// `partition-oneway`'s row.
 pub(super) const ROW: Row = Row {
@@ -24,12 +27,8 @@ pub(super) const ROW: Row = Row {
     explore: Explored {
         by_default: ByDefault::OnRequest,
         placed: Placed {
-            frames: AtFrames::Every,
-            submissions: true,
-            points: &[],
             shapes: Shapes::EachDirection,
-            on_cluster: OnCluster::Nothing,
-            cluster_points: &[],
+            ..Placed::AT_FRAMES_AND_SUBMISSIONS
         },
     },
 };

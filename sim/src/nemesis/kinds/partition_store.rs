@@ -1,8 +1,13 @@
-//! `partition-store`: Cluster: cut the store from the node serving the Client, healed after `heal_after_ms`; at `after-insert-before-sync`, from the node that reached it (it has decided to insert and its write has not reached the store).
+//! `partition-store`: on a cluster, cut the store from the node serving the Client, healed after
+//! `heal_after_ms`; at `after-insert-before-sync`, from the node that reached it (it has decided to
+//! insert and its write has not reached the store).
 
 use acp_chaos_models::Point;
 
-use super::{AtFrames, ByDefault, Drawn, DrawnOn, Effect, Explored, Fires, Knob, OnCluster, Placed, Reach, Row, Setting, Shapes, Spaced, SpacedOn, Takes};
+use super::{
+    ByDefault, Drawn, DrawnOn, Effect, Explored, Fires, Knob, OnCluster, Placed, Reach, Row,
+    Setting, Spaced, SpacedOn, Takes,
+};
 
 /// `partition-store`'s row.
 pub(super) const ROW: Row = Row {
@@ -26,12 +31,10 @@ pub(super) const ROW: Row = Row {
     explore: Explored {
         by_default: ByDefault::Rank(8),
         placed: Placed {
-            frames: AtFrames::No,
-            submissions: false,
             points: &[Point::AfterStoreWrite],
-            shapes: Shapes::One,
             on_cluster: OnCluster::AlsoLong(Setting::HealAfterMs),
             cluster_points: &[Point::AfterInsertBeforeSync],
+            ..Placed::NOWHERE
         },
     },
 };

@@ -1,6 +1,10 @@
-//! `reorder-frame`: A frame waits until a frame on another connection overtakes it (at most `stall_ms`); each connection stays FIFO.
+//! `reorder-frame`: a frame waits until a frame on another connection overtakes it (at most
+//! `stall_ms`); each connection stays FIFO.
 
-use super::{AtFrames, ByDefault, Drawn, DrawnOn, Effect, Explored, Fires, Knob, OnCluster, Placed, Reach, Row, Setting, Shapes, Spaced, SpacedOn, Takes};
+use super::{
+    ByDefault, Drawn, DrawnOn, Effect, Explored, Fires, Knob, Placed, Reach, Row, Setting, Spaced,
+    SpacedOn, Takes,
+};
 
 /// `reorder-frame`'s row.
 pub(super) const ROW: Row = Row {
@@ -23,13 +27,6 @@ pub(super) const ROW: Row = Row {
     },
     explore: Explored {
         by_default: ByDefault::OnRequest,
-        placed: Placed {
-            frames: AtFrames::Every,
-            submissions: false,
-            points: &[],
-            shapes: Shapes::One,
-            on_cluster: OnCluster::Nothing,
-            cluster_points: &[],
-        },
+        placed: Placed::AT_FRAMES,
     },
 };

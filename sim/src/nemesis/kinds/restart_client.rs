@@ -1,6 +1,9 @@
-//! `restart-client`: Crash and restart the Client.
+//! `restart-client`: crash and restart the Client.
 
-use super::{AtFrames, AtPipe, ByDefault, Drawn, DrawnOn, Effect, Explored, Fires, Knob, OnCluster, Placed, Reach, Row, Setting, Shapes, Spaced, SpacedOn, Takes};
+use super::{
+    AtPipe, ByDefault, Drawn, DrawnOn, Effect, Explored, Fires, Knob, OnCluster, Placed, Reach,
+    Row, Setting, Spaced, SpacedOn, Takes,
+};
 
 /// `restart-client`'s row.
 pub(super) const ROW: Row = Row {
@@ -27,12 +30,8 @@ pub(super) const ROW: Row = Row {
     explore: Explored {
         by_default: ByDefault::Rank(3),
         placed: Placed {
-            frames: AtFrames::Every,
-            submissions: true,
-            points: &[],
-            shapes: Shapes::One,
             on_cluster: OnCluster::AlsoReroute,
-            cluster_points: &[],
+            ..Placed::AT_FRAMES_AND_SUBMISSIONS
         },
     },
 };

@@ -1,6 +1,9 @@
-//! `stall-frame`: The connection stalls before a frame for `stall_ms`, then flows again.
+//! `stall-frame`: the connection stalls before a frame for `stall_ms`, then flows again.
 
-use super::{AtFrames, AtPipe, ByDefault, Drawn, DrawnOn, Effect, Explored, Fires, Knob, OnCluster, Placed, Reach, Row, Setting, Shapes, Spaced, SpacedOn, Takes};
+use super::{
+    AtPipe, ByDefault, Drawn, DrawnOn, Effect, Explored, Fires, Knob, Placed, Reach, Row, Setting,
+    Shapes, Spaced, SpacedOn, Takes,
+};
 
 /// `stall-frame`'s row.
 pub(super) const ROW: Row = Row {
@@ -24,12 +27,8 @@ pub(super) const ROW: Row = Row {
     explore: Explored {
         by_default: ByDefault::Rank(1),
         placed: Placed {
-            frames: AtFrames::Every,
-            submissions: false,
-            points: &[],
             shapes: Shapes::AlsoPastTimeout,
-            on_cluster: OnCluster::Nothing,
-            cluster_points: &[],
+            ..Placed::AT_FRAMES
         },
     },
 };

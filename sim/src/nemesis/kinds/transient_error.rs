@@ -1,6 +1,9 @@
-//! `transient-error`: The Agent rejects one `session/prompt` attempt with a transient `-32603`.
+//! `transient-error`: the Agent rejects one `session/prompt` attempt with a transient `-32603`.
 
-use super::{AtFrames, ByDefault, Drawn, DrawnOn, Effect, Explored, Fires, OnCluster, Placed, Reach, Row, Shapes, Spaced, SpacedOn};
+use super::{
+    AtFrames, ByDefault, Drawn, DrawnOn, Effect, Explored, Fires, Placed, Reach, Row, Spaced,
+    SpacedOn,
+};
 
 /// `transient-error`'s row.
 pub(super) const ROW: Row = Row {
@@ -25,11 +28,7 @@ pub(super) const ROW: Row = Row {
         by_default: ByDefault::Rank(5),
         placed: Placed {
             frames: AtFrames::PromptRequests,
-            submissions: false,
-            points: &[],
-            shapes: Shapes::One,
-            on_cluster: OnCluster::Nothing,
-            cluster_points: &[],
+            ..Placed::NOWHERE
         },
     },
 };

@@ -1,38 +1,11 @@
-//! `zero-sector`: Crash the Agent, zero one 512-byte sector inside the synced part of its stored log while it is down, restart it: a bad sector.
+//! `zero-sector`: crash the Agent, zero one 512-byte sector inside the synced part of its stored
+//! log while it is down, restart it: a bad sector.
 
-use super::{AtFrames, ByDefault, DiskDamage, Drawn, DrawnOn, Effect, Explored, Fires, Knob, OnCluster, Placed, Reach, Row, Setting, Shapes, Spaced, SpacedOn, Takes};
+use super::{crash_agent, DiskDamage, Row};
 
-/// `zero-sector`'s row.
-pub(super) const ROW: Row = Row {
-    name: "zero-sector",
-    summary: "crash the Agent, zero a 512-byte sector inside the synced part of its stored log, restart it (a correct Agent refuses to start); only where a scenario lists it",
-    reach: Reach::Log,
-    effect: Effect::Crash {
-        host: "agent",
-        damage: Some(DiskDamage::ZeroSector),
-    },
-    settings: &[Takes::RESTART_AGENT],
-    fires: Fires::AtEvent,
-    points: super::AGENT_POINTS,
-    at_pipe: None,
-    swarm: Drawn {
-        on: DrawnOn::TimeOrPoint,
-        settings: &[Setting::RestartAfterMs],
-    },
-    space: Spaced {
-        rank: None,
-        on: SpacedOn::TimeOrAgentPointOrFrame,
-        settings: &[Knob::Restart],
-    },
-    explore: Explored {
-        by_default: ByDefault::Never("exploration places no disk damage: the disk-0N scenarios run it"),
-        placed: Placed {
-            frames: AtFrames::No,
-            submissions: false,
-            points: &[],
-            shapes: Shapes::One,
-            on_cluster: OnCluster::Nothing,
-            cluster_points: &[],
-        },
-    },
-};
+/// `zero-sector`'s row: an Agent crash that damages its log ([`crash_agent::damaging`]).
+pub(super) const ROW: Row = crash_agent::damaging(
+    "zero-sector",
+    "crash the Agent, zero a 512-byte sector inside the synced part of its stored log, restart it (a correct Agent refuses to start); only where a scenario lists it",
+    DiskDamage::ZeroSector,
+);
