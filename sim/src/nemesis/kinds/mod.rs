@@ -253,7 +253,8 @@ impl FaultKind {
         self.taken(s)?.ms.as_ref().map(|d| d.swarm.clone())
     }
 
-    /// The kinds placed by default, in rank order, with their reach ([`ByDefault::Rank`]).
+    /// The kinds exploration places by default, in rank order ([`ByDefault::Rank`]), before
+    /// any topology leaves some out.
     pub fn explored_by_default() -> Vec<FaultKind> {
         ranked(|k| match k.row().explore.by_default {
             ByDefault::Rank(r) => Some(r),
