@@ -357,15 +357,36 @@ fn shape_key(f: &FaultSpec, spot: &Spot) -> String {
     line
 }
 
-/// A run at one level, to place further faults over.
+/// A run at one level, to place further faults over: what placing needs of it, read from its
+/// history and trace as it finished (they are dropped then: a level keeps no history).
 struct Node {
     plan: Plan,
-    history: History,
-    trace: Trace,
-    /// Faults may be placed from this op on (after the last fault fired).
-    from: usize,
+    /// Its places from where its newest fault fired on (all of the trace's).
+    places: Vec<Place>,
+    /// The abstract protocol state at each of those places' ops ([`states_at`]).
+    states: BTreeMap<usize, String>,
     /// Its run's position in the list of runs (`None`: the trace).
     pos: Option<usize>,
+}
+
+/// What placing needs of a run ([`Node`]): its places from op `from` on, and the protocol state
+/// at each.
+type Placing = (Vec<Place>, BTreeMap<usize, String>);
+
+/// [`Placing`] of the run `h`, `t`, from op `from` on.
+fn placing(h: &History, t: &Trace, from: usize) -> Placing {
+    let ps: Vec<Place> = places(h, t).into_iter().filter(|p| p.at >= from).collect();
+    let at: BTreeSet<usize> = ps.iter().map(|p| p.at).collect();
+    let states = states_at(h, &at);
+    (ps, states)
+}
+
+/// The newest fault of a schedule's plan.
+fn newest(plan: &Plan) -> FaultSpec {
+    plan.faults
+        .last()
+        .cloned()
+        .expect("a schedule places a fault")
 }
 
 /// The op index where fault `i` of the plan fired in `h`, if it did.
@@ -377,15 +398,19 @@ fn fired_at(h: &History, i: usize) -> Option<usize> {
 }
 
 /// One schedule's run as a level keeps it: its verdicts, the op where its newest fault fired
-/// (`None`: it never fired), and, for a run further faults are placed over, its history and
-/// trace (a run of the last level keeps neither: memory stays that of the levels below).
-type Ran = (Explored, Option<usize>, Option<(History, Trace)>);
+/// (`None`: it never fired), and, for a run further faults are placed over, what placing needs
+/// of it ([`Placing`]; its history and trace are dropped as it finishes, on the worker).
+type Ran = (Explored, Option<usize>, Option<Placing>);
 
 /// [`run`] as a level keeps it ([`Ran`]).
 fn run_kept(plan: &Plan, id: String, parent: bool, parties: &Parties) -> Ran {
     let (e, h, t) = run(plan, id, parent, parties);
     let fired = fired_at(&h, plan.faults.len() - 1);
-    (e, fired, parent.then_some((h, t)))
+    let kept = match (parent, fired) {
+        (true, Some(at)) => Some(placing(&h, &t, at + 1)),
+        _ => None,
+    };
+    (e, fired, kept)
 }
 
 /// Run `plan`; `parent`: its run will have further faults placed over it, so it takes
@@ -406,6 +431,10 @@ fn run(plan: &Plan, id: String, parent: bool, parties: &Parties) -> (Explored, H
     (e, h, t)
 }
 
+/// How many candidates a level places before running them ([`Search::stream_level`]): enough
+/// to keep every thread busy, few enough that their plans stay small.
+const LEVEL_CHUNK: usize = 4096;
+
 /// A schedule of one level, not run yet.
 struct Candidate {
     plan: Plan,
@@ -413,9 +442,28 @@ struct Candidate {
     parent: Option<usize>,
 }
 
-/// A pruned schedule: its plan, its parent's run and its representative's run (positions in
-/// the list of runs; `None`: the trace).
-type Pruned = (Plan, Option<usize>, usize);
+/// A pruned schedule: its newest fault, its parent's run and its representative's run
+/// (positions in the list of runs; `None`: the trace). Its plan is its parent's plus the fault
+/// ([`Audit::plan_of`]): no plan is held per pruned schedule.
+type Pruned = (FaultSpec, Option<usize>, usize);
+
+/// Each verdict's status and party, in `check_all`'s order: what the pruning audit compares
+/// ([`delta`]).
+type Judged = Vec<(Status, Option<crate::models::Party>)>;
+
+/// A schedule run (or listed from another shard's slice), as the search keeps it for the pruning
+/// audit: its newest fault, its parent's position in the list of runs, and what it judged (empty:
+/// it ran in another shard). Its plan is its parent's plus the fault ([`Audit::plan_of`]).
+struct RanBrief {
+    fault: FaultSpec,
+    parent: Option<usize>,
+    judged: Judged,
+}
+
+/// What `verdicts` judged ([`Judged`]).
+fn judged(verdicts: &[Verdict]) -> Judged {
+    verdicts.iter().map(|v| (v.status, v.party)).collect()
+}
 
 /// Explore `plan`'s trace (see the module doc). `pool` runs the schedules of a level in
 /// parallel; results keep the schedules' order, so the exploration is the same for any
@@ -436,12 +484,13 @@ pub fn explore_with(
 ) -> Exploration {
     let base = trace_plan(plan);
     let (e0, h0, t0) = run(&base, "0.0".into(), opts.faults > 0, parties);
+    let (places0, states0) = placing(&h0, &t0, 0);
+    drop((h0, t0));
     let mut x = Search::new(opts, pool, parties, e0);
     let mut nodes = vec![Node {
         plan: base.clone(),
-        history: h0,
-        trace: t0,
-        from: 0,
+        places: places0,
+        states: states0,
         pos: None,
     }];
     for k in 1..=opts.faults {
@@ -455,9 +504,14 @@ pub fn explore_with(
             ..Level::default()
         };
         let pruned_from = x.pruned_list.len();
-        let cands = x.place(&nodes, &mut level);
         let last = k == opts.faults;
-        let next = x.run_level(k, &cands, last, &mut level);
+        let next = if last && opts.shard.is_some() {
+            // A shard's slice is cut from the whole level's list.
+            let cands = x.place(&nodes, &mut level);
+            x.run_level(k, &cands, 0, last, &mut level)
+        } else {
+            x.stream_level(k, std::mem::take(&mut nodes), last, &mut level)
+        };
         if opts.stop_at_first {
             // Stopped at a catch or the budget: a placement counts as pruned only when the
             // representative it was merged into ran.
@@ -488,7 +542,7 @@ struct Search<'a> {
     /// Equivalence class → the representative's position in `ran` (for the audit).
     seen: BTreeMap<String, usize>,
     /// Every schedule run (or, of another shard's slice, listed), with its parent.
-    ran: Vec<(Explored, Option<usize>)>,
+    ran: Vec<RanBrief>,
     pruned_list: Vec<Pruned>,
     shapes_placed: BTreeMap<String, usize>,
 }
@@ -531,14 +585,9 @@ impl<'a> Search<'a> {
     fn place(&mut self, nodes: &[Node], level: &mut Level) -> Vec<Candidate> {
         let mut cands: Vec<Candidate> = Vec::new();
         for node in nodes {
-            let ps: Vec<Place> = places(&node.history, &node.trace)
-                .into_iter()
-                .filter(|p| p.at >= node.from)
-                .collect();
+            let (ps, states) = (&node.places, &node.states);
             level.places += ps.len();
-            let at: BTreeSet<usize> = ps.iter().map(|p| p.at).collect();
-            let states = states_at(&node.history, &at);
-            for p in &ps {
+            for p in ps {
                 for f in exhaustive_shapes(p, &node.plan, &self.opts.kinds) {
                     *self
                         .shapes_placed
@@ -549,14 +598,14 @@ impl<'a> Search<'a> {
                         Merge::ProtocolStateOnly => Some(0),
                     };
                     let class = placement_class(&states[&p.at], snapshot, &shape_key(&f, &p.spot));
-                    let mut child = node.plan.clone();
-                    child.faults.push(f);
                     match class.as_ref().and_then(|c| self.seen.get(c)) {
                         Some(&rep) => {
                             level.pruned += 1;
-                            self.pruned_list.push((child, node.pos, rep));
+                            self.pruned_list.push((f, node.pos, rep));
                         }
                         None => {
+                            let mut child = node.plan.clone();
+                            child.faults.push(f);
                             if let Some(c) = class {
                                 self.seen.insert(c, self.ran.len() + cands.len());
                             }
@@ -572,13 +621,41 @@ impl<'a> Search<'a> {
         cands
     }
 
-    /// Run the level's candidates (this shard's slice of the last level), in order or in
-    /// parallel; their runs join the list, and the ones whose fault fired become the next
-    /// level's nodes.
+    /// Place and run level `k` over `nodes` a chunk at a time ([`LEVEL_CHUNK`] candidates),
+    /// each node dropped once placed and each chunk's plans once run, so a level holds its
+    /// nodes' places and one chunk, never every candidate's plan. The schedules, their ids and
+    /// the pruning are those of placing the whole level first: nodes are placed in order and
+    /// each chunk's runs join the list before the next chunk is placed.
+    fn stream_level(
+        &mut self,
+        k: usize,
+        nodes: Vec<Node>,
+        last: bool,
+        level: &mut Level,
+    ) -> Vec<Node> {
+        let mut next = Vec::new();
+        let mut cands = Vec::new();
+        let mut first_id = 0;
+        for node in nodes {
+            cands.extend(self.place(std::slice::from_ref(&node), level));
+            if cands.len() >= LEVEL_CHUNK {
+                next.extend(self.run_level(k, &cands, first_id, last, level));
+                first_id += cands.len();
+                cands.clear();
+            }
+        }
+        next.extend(self.run_level(k, &cands, first_id, last, level));
+        next
+    }
+
+    /// Run candidates of level `k` (numbered from `first_id`; of the last level, this shard's
+    /// slice), in order or in parallel; their runs join the list, and the ones whose fault fired
+    /// become the next level's nodes.
     fn run_level(
         &mut self,
         k: usize,
         cands: &[Candidate],
+        first_id: usize,
         last: bool,
         level: &mut Level,
     ) -> Vec<Node> {
@@ -591,7 +668,9 @@ impl<'a> Search<'a> {
             }
             _ => (0, cands.len()),
         };
-        let slice = &cands[lo..hi];
+        // Stopped at a catch earlier in this level: the rest is placed (and counted), not run.
+        let stopped = self.opts.stop_at_first && self.first_catch.is_some();
+        let slice = if stopped { &cands[..0] } else { &cands[lo..hi] };
         // Every candidate of the level, also in a shard (whose slice is part of the same list).
         for c in cands {
             for f in &c.plan.faults {
@@ -607,7 +686,8 @@ impl<'a> Search<'a> {
                 if self.opts.budget.is_some_and(|b| self.runs + out.len() >= b) {
                     break;
                 }
-                let r = run_kept(&c.plan, format!("{k}.{}", lo + i), !last, self.parties);
+                let id = format!("{k}.{}", first_id + lo + i);
+                let r = run_kept(&c.plan, id, !last, self.parties);
                 let failed = r.0.catches(self.opts.target.as_ref()) && r.1.is_some();
                 out.push(r);
                 if failed {
@@ -618,27 +698,30 @@ impl<'a> Search<'a> {
         } else {
             let items: Vec<(usize, &Candidate)> = slice.iter().enumerate().collect();
             map_runs(items, self.parties, self.pool, |(i, c), parties| {
-                run_kept(&c.plan, format!("{k}.{}", lo + i), !last, parties)
+                run_kept(
+                    &c.plan,
+                    format!("{k}.{}", first_id + lo + i),
+                    !last,
+                    parties,
+                )
             })
         };
         self.runs += results.len();
         let results_len = results.len();
         // Representatives of other shards' slices never run here: keep positions aligned.
-        for (i, c) in cands[..lo].iter().enumerate() {
-            let listed = Explored {
-                plan: c.plan.clone(),
-                id: format!("{k}.{i}"),
-                verdicts: Vec::new(),
-                hash: String::new(),
-            };
-            self.ran.push((listed, c.parent));
+        for c in &cands[..lo] {
+            self.ran.push(RanBrief {
+                fault: newest(&c.plan),
+                parent: c.parent,
+                judged: Vec::new(),
+            });
         }
         let mut next = Vec::new();
         for ((e, fired, kept), c) in results.into_iter().zip(slice) {
             level.explored += 1;
             match fired {
                 None => level.not_fired += 1,
-                Some(at) => {
+                Some(_) => {
                     if e.catches(self.opts.target.as_ref()) && self.first_catch.is_none() {
                         self.first_catch = Some(self.runs - results_len + level.explored);
                         self.caught = Some(e.clone());
@@ -646,18 +729,21 @@ impl<'a> Search<'a> {
                     if e.failed() {
                         self.violations.push(e.clone());
                     }
-                    if let Some((history, trace)) = kept {
+                    if let Some((places, states)) = kept {
                         next.push(Node {
                             plan: e.plan.clone(),
-                            history,
-                            trace,
-                            from: at + 1,
+                            places,
+                            states,
                             pos: Some(self.ran.len()),
                         });
                     }
                 }
             }
-            self.ran.push((e, c.parent));
+            self.ran.push(RanBrief {
+                fault: newest(&e.plan),
+                parent: c.parent,
+                judged: judged(&e.verdicts),
+            });
         }
         next
     }
@@ -665,9 +751,11 @@ impl<'a> Search<'a> {
     /// The pruning audit, then the exploration's record.
     fn finish(mut self, base: Plan) -> Exploration {
         let sample = Audit {
+            base: &base,
             pruned: &self.pruned_list,
             ran: &self.ran,
             trace: &self.trace_verdicts,
+            trace_judged: judged(&self.trace_verdicts),
         };
         let (audited, mismatches) = sample.run(self.opts.audit, self.pool, self.parties);
         self.runs += audited;
@@ -711,42 +799,59 @@ pub fn class_of(parent: &Plan, fault: &FaultSpec) -> Option<String> {
 /// judged by this delta only, so a violation its parent already had (before or after the
 /// placement) is never counted against it.
 pub fn delta(parent: &[Verdict], run: &[Verdict]) -> Vec<(String, String)> {
-    let show = |v: &Verdict| match v.party {
-        Some(p) => format!(
-            "{} ({})",
-            v.status.as_str(),
-            format!("{p:?}").to_lowercase()
-        ),
-        None => v.status.as_str().to_string(),
+    delta_judged(run, &judged(parent), &judged(run))
+}
+
+/// [`delta`] of what two runs judged, the properties named by `names` (any run's verdicts: every
+/// run judges the same properties in the same order).
+fn delta_judged(names: &[Verdict], parent: &Judged, run: &Judged) -> Vec<(String, String)> {
+    let show = |(status, party): &(Status, Option<crate::models::Party>)| match party {
+        Some(p) => format!("{} ({})", status.as_str(), format!("{p:?}").to_lowercase()),
+        None => status.as_str().to_string(),
     };
-    parent
+    names
         .iter()
-        .zip(run)
-        .filter(|(a, b)| a.status != b.status || a.party != b.party)
-        .map(|(a, b)| (b.property.clone(), format!("{} -> {}", show(a), show(b))))
+        .zip(parent.iter().zip(run))
+        .filter(|(_, (a, b))| a != b)
+        .map(|(v, (a, b))| (v.property.clone(), format!("{} -> {}", show(a), show(b))))
         .collect()
 }
 
 /// The pruned schedules of an exploration, with the runs their representatives and parents
 /// are among.
 struct Audit<'a> {
+    /// The trace's plan (the root of every schedule's plan).
+    base: &'a Plan,
     pruned: &'a [Pruned],
-    ran: &'a [(Explored, Option<usize>)],
-    /// The trace's verdicts (the parent of every level-1 schedule).
+    ran: &'a [RanBrief],
+    /// The trace's verdicts (the parent of every level-1 schedule), which name the properties.
     trace: &'a [Verdict],
+    trace_judged: Judged,
 }
 
 impl Audit<'_> {
-    /// The verdicts of the run at `pos` (`None`: the trace); `None` when it ran in another
-    /// shard.
-    fn verdicts(&self, pos: Option<usize>) -> Option<&[Verdict]> {
+    /// What the run at `pos` judged (`None`: the trace); `None` when it ran in another shard.
+    fn verdicts(&self, pos: Option<usize>) -> Option<&Judged> {
         match pos {
-            None => Some(self.trace),
+            None => Some(&self.trace_judged),
             Some(i) => {
-                let v = &self.ran.get(i)?.0.verdicts;
-                (!v.is_empty()).then_some(v.as_slice())
+                let v = &self.ran.get(i)?.judged;
+                (!v.is_empty()).then_some(v)
             }
         }
+    }
+
+    /// The plan of the run at `pos` (`None`: the trace): the trace's plus each newest fault on
+    /// the way down from the trace.
+    fn plan_of(&self, mut pos: Option<usize>) -> Plan {
+        let mut faults = Vec::new();
+        while let Some(i) = pos {
+            faults.push(self.ran[i].fault.clone());
+            pos = self.ran[i].parent;
+        }
+        let mut plan = self.base.clone();
+        plan.faults.extend(faults.into_iter().rev());
+        plan
     }
 
     /// Run `n` pruned schedules (a seeded sample; all of them when `n` is at least their
@@ -767,7 +872,7 @@ impl Audit<'_> {
             .filter(|(_, parent, rep)| {
                 self.verdicts(*parent).is_some()
                     && self.verdicts(Some(*rep)).is_some()
-                    && self.verdicts(self.ran[*rep].1).is_some()
+                    && self.verdicts(self.ran[*rep].parent).is_some()
             })
             .collect();
         if n < eligible.len() {
@@ -777,14 +882,17 @@ impl Audit<'_> {
         let lines = |p: &Plan| p.faults.iter().map(fault_line).collect::<Vec<_>>();
         let n_eligible = eligible.len();
         let results: Vec<Option<AuditMismatch>> =
-            map_runs(eligible, parties, pool, |(plan, parent, rep), parties| {
-                let (e, _, _) = run(plan, String::new(), false, parties);
-                let (r, rep_parent) = &self.ran[*rep];
-                let ours = delta(self.verdicts(*parent)?, &e.verdicts);
-                let theirs = delta(self.verdicts(*rep_parent)?, &r.verdicts);
+            map_runs(eligible, parties, pool, |(fault, parent, rep), parties| {
+                let mut plan = self.plan_of(*parent);
+                plan.faults.push(fault.clone());
+                let (e, _, _) = run(&plan, String::new(), false, parties);
+                let r = &self.ran[*rep];
+                let names = self.trace;
+                let ours = delta_judged(names, self.verdicts(*parent)?, &judged(&e.verdicts));
+                let theirs = delta_judged(names, self.verdicts(r.parent)?, &r.judged);
                 (ours != theirs).then(|| AuditMismatch {
-                    pruned: lines(plan),
-                    representative: lines(&r.plan),
+                    pruned: lines(&plan),
+                    representative: lines(&self.plan_of(Some(*rep))),
                     pruned_delta: ours,
                     representative_delta: theirs,
                 })
