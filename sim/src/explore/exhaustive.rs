@@ -507,7 +507,7 @@ pub fn explore_with(
         let last = k == opts.faults;
         let next = if last && opts.shard.is_some() {
             // A shard's slice is cut from the whole level's list.
-            let cands = x.place(&nodes, &mut level);
+            let cands = x.place(&nodes, 0, &mut level);
             x.run_level(k, &cands, 0, last, &mut level)
         } else {
             x.stream_level(k, std::mem::take(&mut nodes), last, &mut level)
@@ -581,8 +581,9 @@ impl<'a> Search<'a> {
     }
 
     /// Place every shape at every place of each node's run: the candidates to run, in order;
-    /// a placement equivalent to one already placed is pruned instead.
-    fn place(&mut self, nodes: &[Node], level: &mut Level) -> Vec<Candidate> {
+    /// a placement equivalent to one already placed is pruned instead. `pending`: candidates
+    /// placed before these and not run yet (they join the list of runs first).
+    fn place(&mut self, nodes: &[Node], pending: usize, level: &mut Level) -> Vec<Candidate> {
         let mut cands: Vec<Candidate> = Vec::new();
         for node in nodes {
             let (ps, states) = (&node.places, &node.states);
@@ -607,7 +608,7 @@ impl<'a> Search<'a> {
                             let mut child = node.plan.clone();
                             child.faults.push(f);
                             if let Some(c) = class {
-                                self.seen.insert(c, self.ran.len() + cands.len());
+                                self.seen.insert(c, self.ran.len() + pending + cands.len());
                             }
                             cands.push(Candidate {
                                 plan: child,
@@ -637,7 +638,8 @@ impl<'a> Search<'a> {
         let mut cands = Vec::new();
         let mut first_id = 0;
         for node in nodes {
-            cands.extend(self.place(std::slice::from_ref(&node), level));
+            let placed = self.place(std::slice::from_ref(&node), cands.len(), level);
+            cands.extend(placed);
             if cands.len() >= LEVEL_CHUNK {
                 next.extend(self.run_level(k, &cands, first_id, last, level));
                 first_id += cands.len();
