@@ -680,3 +680,56 @@ fn a_stalled_resume_answer_is_still_judged() {
     let x4 = x4_of(&p);
     assert_eq!(x4.status, Status::Invalid, "{}", x4.message);
 }
+
+/// A level is placed and run a chunk of candidates at a time (flat memory, issue 41): the
+/// exploration is the same for any chunk. Under `no-dedup` with the protocol-state key, so the
+/// audit has mismatches whose representatives must be the same schedules; and stopped at the
+/// first catch, whose run number must not count a chunk twice.
+#[test]
+fn an_exploration_is_the_same_for_any_chunk_of_a_level() {
+    let p = plan(RFD02, Design::Stored, Some("no-dedup"));
+    let full = Options {
+        audit: 400,
+        merge: exhaustive::Merge::ProtocolStateOnly,
+        ..options(&p, 2)
+    };
+    let first = Options {
+        stop_at_first: true,
+        target: Some(target("no-dedup")),
+        // Past the first catch of a level placed whole: its run number is what chunks change.
+        kinds: vec![FaultKind::StallFrame, FaultKind::LoseFrame],
+        ..options(&p, 2)
+    };
+    let parties = acp_chaos::world::Parties::default();
+    for opts in [full, first] {
+        let run = |chunk| exhaustive::explore_chunked(&p, &opts, &pool(2), &parties, chunk);
+        let whole = run(usize::MAX);
+        let audit = |x: &Exploration| -> Vec<(Vec<String>, Vec<String>)> {
+            x.mismatches
+                .iter()
+                .map(|m| (m.pruned.clone(), m.representative.clone()))
+                .collect()
+        };
+        for chunk in [1, 7, 4096] {
+            let x = run(chunk);
+            assert_eq!(counts(&x), counts(&whole), "chunk {chunk}");
+            assert_eq!(x.levels, whole.levels, "chunk {chunk}");
+            assert_eq!(x.first_catch, whole.first_catch, "chunk {chunk}");
+            let id = |x: &Exploration| x.caught.as_ref().map(|e| e.id.clone());
+            assert_eq!(id(&x), id(&whole), "chunk {chunk}");
+            assert_eq!((x.audited, audit(&x)), (whole.audited, audit(&whole)));
+        }
+        if opts.audit > 0 {
+            assert!(
+                !whole.mismatches.is_empty(),
+                "the audit found nothing to compare"
+            );
+        } else {
+            assert!(
+                whole.first_catch.is_some_and(|n| n > 8),
+                "{:?}",
+                whole.first_catch
+            );
+        }
+    }
+}

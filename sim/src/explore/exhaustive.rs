@@ -482,11 +482,25 @@ pub fn explore_with(
     pool: &rayon::ThreadPool,
     parties: &Parties,
 ) -> Exploration {
+    explore_chunked(plan, opts, pool, parties, LEVEL_CHUNK)
+}
+
+/// [`explore_with`], a level placed and run `chunk` candidates at a time (at least one): the
+/// exploration is the same for any chunk (a test holds it); only its peak memory differs.
+#[doc(hidden)]
+pub fn explore_chunked(
+    plan: &Plan,
+    opts: &Options,
+    pool: &rayon::ThreadPool,
+    parties: &Parties,
+    chunk: usize,
+) -> Exploration {
     let base = trace_plan(plan);
     let (e0, h0, t0) = run(&base, "0.0".into(), opts.faults > 0, parties);
     let (places0, states0) = placing(&h0, &t0, 0);
     drop((h0, t0));
     let mut x = Search::new(opts, pool, parties, e0);
+    x.chunk = chunk.max(1);
     let mut nodes = vec![Node {
         plan: base.clone(),
         places: places0,
@@ -545,6 +559,8 @@ struct Search<'a> {
     ran: Vec<RanBrief>,
     pruned_list: Vec<Pruned>,
     shapes_placed: BTreeMap<String, usize>,
+    /// How many candidates a level places before running them ([`LEVEL_CHUNK`]).
+    chunk: usize,
 }
 
 impl<'a> Search<'a> {
@@ -577,6 +593,7 @@ impl<'a> Search<'a> {
             ran: Vec::new(),
             pruned_list: Vec::new(),
             shapes_placed: BTreeMap::new(),
+            chunk: LEVEL_CHUNK,
         }
     }
 
@@ -640,10 +657,11 @@ impl<'a> Search<'a> {
         for node in nodes {
             let placed = self.place(std::slice::from_ref(&node), cands.len(), level);
             cands.extend(placed);
-            if cands.len() >= LEVEL_CHUNK {
+            while cands.len() >= self.chunk {
+                let rest = cands.split_off(self.chunk);
                 next.extend(self.run_level(k, &cands, first_id, last, level));
                 first_id += cands.len();
-                cands.clear();
+                cands = rest;
             }
         }
         next.extend(self.run_level(k, &cands, first_id, last, level));
@@ -719,13 +737,15 @@ impl<'a> Search<'a> {
             });
         }
         let mut next = Vec::new();
-        for ((e, fired, kept), c) in results.into_iter().zip(slice) {
+        for (i, ((e, fired, kept), c)) in results.into_iter().zip(slice).enumerate() {
             level.explored += 1;
             match fired {
                 None => level.not_fired += 1,
                 Some(_) => {
                     if e.catches(self.opts.target.as_ref()) && self.first_catch.is_none() {
-                        self.first_catch = Some(self.runs - results_len + level.explored);
+                        // Its number among every run so far (the runs before this chunk, then
+                        // its own place in it).
+                        self.first_catch = Some(self.runs - results_len + i + 1);
                         self.caught = Some(e.clone());
                     }
                     if e.failed() {
