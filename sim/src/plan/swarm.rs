@@ -376,8 +376,9 @@ const REKEY_PROBE: &str = r#"{"jsonrpc":"2.0","id":$ID,"method":"session/prompt"
 /// session is closed on a ready connection.
 const INACTIVE_PROBE: &str = r#"{"jsonrpc":"2.0","id":$ID,"method":"session/prompt","params":{"sessionId":"$INACTIVE_SESSION","prompt":[{"type":"text","text":"probe after close"}],"idempotencyKey":"probe-after-close"}}"#;
 
-/// Long on purpose: one arm per fault kind, each drawing that kind's trigger and settings from its
-/// own stream.
+/// The swarm's faults: each kind of `kinds` its topology has, on its own stream
+/// (`swarm.<kind>`), switched on or off per seed, 1 to `per_kind_max` faults, each a time then
+/// the trigger and settings its row says ([`DrawnOn`], [`draw_setting`]).
 pub(super) fn draw_swarm(
     s: &Scenario,
     seed: u64,
