@@ -109,22 +109,6 @@ fn crash_rank(point: Point) -> Option<u32> {
 fn rank(f: &FaultSpec, spot: &Spot, live: bool) -> Option<u32> {
     // By what the fault does (its effect), so a kind that does what another does ranks alike.
     use Effect as E;
-    const AGENT_CRASH: E = E::Crash {
-        host: "agent",
-        damage: None,
-    };
-    const STORE_CRASH: E = E::Crash {
-        host: "store",
-        damage: None,
-    };
-    const CLIENT_RESTART: E = E::Crash {
-        host: "client",
-        damage: None,
-    };
-    const PROXY_CRASH: E = E::Crash {
-        host: "proxy",
-        damage: None,
-    };
     let r = match (f.kind.effect(), spot) {
         // The connection breaks while the Agent still works on an attempt: the Client resends
         // on a new connection (another node of a cluster) while the first attempt is alive,
@@ -139,11 +123,11 @@ fn rank(f: &FaultSpec, spot: &Spot, live: bool) -> Option<u32> {
                 ..
             },
         ) => 1,
-        (AGENT_CRASH, Spot::Point { point, .. }) => return crash_rank(*point),
+        (E::CRASH_AGENT, Spot::Point { point, .. }) => return crash_rank(*point),
         // A store down while another attempt comes in (`live`): two outcomes' supports cut
         // at once, the second attempt waiting on the store while its Client can resend.
-        (STORE_CRASH | E::PartitionStore, Spot::Point { .. }) if live => 0,
-        (STORE_CRASH | E::PartitionStore, Spot::Point { .. }) => 6,
+        (E::CRASH_STORE | E::PartitionStore, Spot::Point { .. }) if live => 0,
+        (E::CRASH_STORE | E::PartitionStore, Spot::Point { .. }) => 6,
         (
             E::Break,
             Spot::Frame {
@@ -165,7 +149,7 @@ fn rank(f: &FaultSpec, spot: &Spot, live: bool) -> Option<u32> {
             },
         ) => 2,
         (
-            CLIENT_RESTART,
+            E::RESTART_CLIENT,
             Spot::Frame {
                 side: Side::Response,
                 ..
@@ -191,9 +175,9 @@ fn rank(f: &FaultSpec, spot: &Spot, live: bool) -> Option<u32> {
                 ..
             },
         ) => 10,
-        (CLIENT_RESTART, Spot::Submission(_)) => 10,
-        (AGENT_CRASH, Spot::Submission(_)) => 11,
-        (PROXY_CRASH, _) => 6,
+        (E::RESTART_CLIENT, Spot::Submission(_)) => 10,
+        (E::CRASH_AGENT, Spot::Submission(_)) => 11,
+        (E::CRASH_PROXY, _) => 6,
         // Not a cause lineage follows up (each effect named: a new one must choose).
         (
             E::Break

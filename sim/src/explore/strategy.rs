@@ -337,17 +337,18 @@ pub fn fault_of(kind: FaultKind, space: &Space) -> BoxedStrategy<FaultSpec> {
         spaced.settings.iter().map(|k| knob(*k, space)).collect();
     let spec = move |on| spec(kind, on);
     // A tuple per arity, so a kind draws (and shrinks) its trigger then each setting in turn.
-    match <[BoxedStrategy<Knobbed>; 2]>::try_from(knobs) {
-        Ok([a, b]) => (on, a, b)
+    if knobs.len() > 2 {
+        return (on, knobs)
+            .prop_map(move |(on, v)| v.into_iter().fold(spec(on), |f, k| k.set(f)))
+            .boxed();
+    }
+    let mut knobs = knobs.into_iter();
+    match (knobs.next(), knobs.next()) {
+        (None, _) => on.prop_map(spec).boxed(),
+        (Some(a), None) => (on, a).prop_map(move |(on, a)| a.set(spec(on))).boxed(),
+        (Some(a), Some(b)) => (on, a, b)
             .prop_map(move |(on, a, b)| b.set(a.set(spec(on))))
             .boxed(),
-        Err(knobs) => match <[BoxedStrategy<Knobbed>; 1]>::try_from(knobs) {
-            Ok([a]) => (on, a).prop_map(move |(on, a)| a.set(spec(on))).boxed(),
-            Err(knobs) if knobs.is_empty() => on.prop_map(spec).boxed(),
-            Err(knobs) => (on, knobs)
-                .prop_map(move |(on, v)| v.into_iter().fold(spec(on), |f, k| k.set(f)))
-                .boxed(),
-        },
     }
 }
 

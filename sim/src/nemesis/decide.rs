@@ -243,17 +243,13 @@ impl Nemesis {
     /// that host (a cluster node, or the agent); `partition-store` at a node's point cuts that
     /// node from the store; `crash-proxy` crashes the proxy while the Agent waits at the point.
     pub fn at_point(&self, i: usize, host: &'static str) -> Option<NemesisAction> {
-        // An Agent crash (not a disk kind's: a cluster's nodes keep no log) crashes the host
-        // that passed the point.
-        const AGENT_CRASH: Effect = Effect::Crash {
-            host: "agent",
-            damage: None,
-        };
         let f = &self.faults[i];
+        // An Agent crash (not a disk kind's: a cluster's nodes keep no log) crashes the host that
+        // passed the point.
         Some(match NemesisAction::of(f)? {
             NemesisAction::Crash {
                 restart_after_ms, ..
-            } if f.kind.effect() == AGENT_CRASH => NemesisAction::Crash {
+            } if f.kind.effect() == Effect::CRASH_AGENT => NemesisAction::Crash {
                 host,
                 restart_after_ms,
             },

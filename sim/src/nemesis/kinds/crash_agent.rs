@@ -10,10 +10,7 @@ pub(super) const ROW: Row = Row {
     name: "crash-agent",
     summary: "crash the Agent (unsynced writes lost), at a time, frame or protocol point",
     reach: Reach::Everywhere,
-    effect: Effect::Crash {
-        host: "agent",
-        damage: None,
-    },
+    effect: Effect::CRASH_AGENT,
     settings: &[Takes::RESTART_AGENT],
     fires: Fires::AtEvent,
     points: super::AGENT_POINTS,

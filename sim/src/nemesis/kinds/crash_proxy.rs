@@ -11,10 +11,7 @@ pub(super) const ROW: Row = Row {
     name: "crash-proxy",
     summary: "crash the proxy (both legs close), restart it later",
     reach: Reach::Proxy,
-    effect: Effect::Crash {
-        host: "proxy",
-        damage: None,
-    },
+    effect: Effect::CRASH_PROXY,
     settings: &[Takes::RESTART],
     fires: Fires::AtEvent,
     points: super::AGENT_POINTS,

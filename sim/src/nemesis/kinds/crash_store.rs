@@ -14,10 +14,7 @@ pub(super) const ROW: Row = Row {
     name: "crash-store",
     summary: "cluster: crash the store host (synced records survive), restart it later",
     reach: Reach::Store,
-    effect: Effect::Crash {
-        host: "store",
-        damage: None,
-    },
+    effect: Effect::CRASH_STORE,
     settings: &[Takes::RESTART],
     fires: Fires::AtEvent,
     points: &[Point::AfterStoreWrite],

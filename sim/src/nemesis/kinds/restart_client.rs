@@ -10,10 +10,7 @@ pub(super) const ROW: Row = Row {
     name: "restart-client",
     summary: "crash and restart the Client process",
     reach: Reach::Everywhere,
-    effect: Effect::Crash {
-        host: "client",
-        damage: None,
-    },
+    effect: Effect::RESTART_CLIENT,
     settings: &[Takes::REROUTE, Takes::RESTART],
     fires: Fires::AtEvent,
     points: &[],

@@ -93,6 +93,27 @@ pub enum Level {
 }
 
 impl Effect {
+    /// Crash the Agent (at a protocol point: the node that passed it), no damage to its log.
+    pub const CRASH_AGENT: Effect = Effect::Crash {
+        host: "agent",
+        damage: None,
+    };
+    /// Crash and restart the Client.
+    pub const RESTART_CLIENT: Effect = Effect::Crash {
+        host: "client",
+        damage: None,
+    };
+    /// Crash the proxy.
+    pub const CRASH_PROXY: Effect = Effect::Crash {
+        host: "proxy",
+        damage: None,
+    };
+    /// Crash the cluster's store host.
+    pub const CRASH_STORE: Effect = Effect::Crash {
+        host: "store",
+        damage: None,
+    };
+
     /// What carries it out.
     pub fn level(self) -> Level {
         match self {
