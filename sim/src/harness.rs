@@ -547,6 +547,7 @@ impl Harness {
                     target,
                     budget: None,
                     merge: exhaustive::Merge::Snapshot,
+                    orders: false,
                 };
                 let x = exhaustive::explore_with(&plan, &opts, &pool, &self.parties);
                 outcome.audit_mismatches = x.mismatches.len();

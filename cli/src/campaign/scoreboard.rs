@@ -224,6 +224,7 @@ fn search(
                     target: Some(target.clone()),
                     budget: Some(budget),
                     merge: Default::default(),
+                    orders: false,
                 },
                 pool,
             )

@@ -103,6 +103,12 @@ pub(super) struct ExploreArgs {
     /// Stop at the first violating schedule (prints how many runs it took).
     #[arg(long)]
     stop_at_first: bool,
+    /// Also explore delivery orders (exhaustive mode): over every schedule's run, each race
+    /// (two deliveries to one host on different connections, or two nodes' ops at a cluster's
+    /// store, neither causing the other, touching the same session) is reversed by delaying
+    /// the first just past the second, one run per race. The certificate counts them.
+    #[arg(long)]
+    orders: bool,
     /// Explore against every mutant that applies to the design, one after the other, each up
     /// to its first catch (its property, status and party): which mutants the trace can show,
     /// in how many runs, with the replay line of the catching schedule.
@@ -126,6 +132,12 @@ pub(super) fn exec(a: &ExploreArgs) -> Outcome {
     }
     if a.budget == 0 {
         return Err(CliError::usage("--budget must be at least 1"));
+    }
+    if a.orders && a.mode != Mode::Exhaustive {
+        return Err(CliError::usage(format!(
+            "--orders: exhaustive exploration reverses races, not --mode {}",
+            a.mode.as_str()
+        )));
     }
     let s = scenario::resolve(&scenarios_dir(&a.dir), &a.scenario)?;
     let design = design_of(a, &s)?;
@@ -181,6 +193,7 @@ pub(super) fn exec(a: &ExploreArgs) -> Outcome {
         } else {
             exhaustive::Merge::Snapshot
         },
+        orders: a.orders,
     };
     let x = explore_trace(a, &plan, opts, &pool);
     let secs = started.elapsed().as_secs_f64();
@@ -264,7 +277,7 @@ fn kinds_of(a: &ExploreArgs, plan: &Plan) -> Result<Vec<FaultKind>, CliError> {
 fn out_of(a: &ExploreArgs, s: &Scenario, design: Design) -> PathBuf {
     // Lineage's report is not a certificate: it gets its own folder.
     let name = format!(
-        "explore-{}-{}{}{}-k{}{}",
+        "explore-{}-{}{}{}-k{}{}{}",
         s.name,
         design.as_str(),
         seed_part(a.seed),
@@ -274,6 +287,7 @@ fn out_of(a: &ExploreArgs, s: &Scenario, design: Design) -> PathBuf {
             ""
         },
         a.faults,
+        if a.orders { "-orders" } else { "" },
         a.mutant
             .as_deref()
             .map(|m| format!("-{m}"))
@@ -395,13 +409,21 @@ fn steered(
 fn print_levels(x: &exhaustive::Exploration) {
     for l in &x.levels {
         println!(
-            "  {} faults: {} places, {} schedules run, {} pruned as equivalent{}{}",
+            "  {} faults: {} places, {} schedules run, {} pruned as equivalent{}{}{}",
             l.faults,
             l.places,
             l.explored,
             l.pruned,
             if l.not_fired > 0 {
                 format!(", {} whose fault never fired", l.not_fired)
+            } else {
+                String::new()
+            },
+            if x.orders {
+                format!(
+                    ", {} races reversed ({} whose delay never fired)",
+                    l.orders, l.orders_not_fired
+                )
             } else {
                 String::new()
             },
@@ -563,10 +585,11 @@ fn every_mutant(a: &ExploreArgs, s: &scenario::Scenario, design: Design) -> Outc
         .filter(|m| m.designs.is_empty() || m.designs.contains(&design))
         .collect();
     println!(
-        "acp-chaos explore {} --mutants: design {}, <= {} faults, {} mutants apply{}",
+        "acp-chaos explore {} --mutants: design {}, <= {} faults{}, {} mutants apply{}",
         s.reference,
         design.as_str(),
         a.faults,
+        if a.orders { " and every race reversed" } else { "" },
         applies.len(),
         if a.mode == Mode::Lineage {
             format!(", lineage (at most {} runs each)", a.budget)
@@ -604,11 +627,12 @@ fn every_mutant(a: &ExploreArgs, s: &scenario::Scenario, design: Design) -> Outc
 fn mutants_out(a: &ExploreArgs, s: &scenario::Scenario, design: Design) -> PathBuf {
     a.out.clone().unwrap_or_else(|| {
         PathBuf::from("reports").join(format!(
-            "explore-{}-{}{}-k{}-mutants{}",
+            "explore-{}-{}{}-k{}{}-mutants{}",
             s.name,
             design.as_str(),
             seed_part(a.seed),
             a.faults,
+            if a.orders { "-orders" } else { "" },
             if a.mode == Mode::Lineage {
                 "-lineage"
             } else {
@@ -642,6 +666,7 @@ fn explore_mutant(
         target: Some(target.clone()),
         budget: None,
         merge: Default::default(),
+        orders: a.orders,
     };
     let x = explore_trace(a, &plan, opts, pool);
     match (x.first_catch, &x.caught) {

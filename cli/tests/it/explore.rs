@@ -36,6 +36,7 @@ fn options(plan: &Plan, faults: usize) -> Options {
         target: None,
         budget: None,
         merge: Default::default(),
+        orders: false,
     }
 }
 

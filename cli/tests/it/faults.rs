@@ -92,6 +92,26 @@ const CASES: &[(&str, &str, Design, u64, Effect)] = &[
         },
     ),
     (
+        "stall-point",
+        "cluster-07-insert-race",
+        Design::Cluster,
+        0,
+        |h, f| {
+            // The node that passed the point inserts only once its stall is over.
+            let i = f.value["fault"].as_u64().ok_or("no fault index")? as usize;
+            let ms = h.header["plan"]["faults"][i]["stall_ms"]
+                .as_u64()
+                .ok_or("no stall_ms")?;
+            let insert = next(h, f.index, "store", "insert").ok_or("no insert after it")?;
+            (insert.time_ms > f.time_ms + ms)
+                .then_some(())
+                .ok_or(format!(
+                    "stalled {ms} ms at {} but inserted at {}",
+                    f.time_ms, insert.time_ms
+                ))
+        },
+    ),
+    (
         "reorder-frame",
         "net-02-reorder-across-connections",
         Design::Stored,

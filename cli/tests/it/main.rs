@@ -17,6 +17,7 @@
 //!   library's dependencies;
 //! - `surface`: what a user touches first: the terse output, repro lines, `--help`;
 //! - `mutants`: every mutant is caught on its property and party; no false positives;
+//! - `orders`: `explore --orders` reverses races (two nodes' store ops, two connections' frames);
 //! - `regressions`: the corpus of shrunk schedules keeps its verdicts;
 //! - `reports`: report folders, pages, diagrams, sharding and merging;
 //! - `pages`: what a page shows (op numbers, expected behaviour, both verdicts, the fault, a
@@ -45,6 +46,7 @@ mod folders;
 mod inputs;
 mod mock_model;
 mod mutants;
+mod orders;
 mod package;
 mod pages;
 mod probe;

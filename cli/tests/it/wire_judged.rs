@@ -201,6 +201,7 @@ fn the_model_client_owes_no_ack_for_an_answer_after_it_let_the_submission_go() {
         target: None,
         budget: None,
         merge: exhaustive::Merge::Snapshot,
+        orders: false,
     };
     let x = exhaustive::explore(&plan, &opts, &pool);
     assert!(x.explored() > 50);

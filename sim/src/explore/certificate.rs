@@ -47,6 +47,9 @@ pub struct Scope {
     pub not_placed: Vec<String>,
     /// What no schedule varies.
     pub fixed: Vec<String>,
+    /// Whether every run's races were reversed (`--orders`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub orders: bool,
 }
 
 impl Scope {
@@ -70,7 +73,11 @@ impl Scope {
             ),
             "durations: only those in the shapes (a stall, heal or restart of another length is not covered)"
                 .to_string(),
-            "delivery order: the trace's; concurrent deliveries are not reordered".to_string(),
+            if x.orders {
+                ORDERS_COVERED.to_string()
+            } else {
+                "delivery order: the trace's; concurrent deliveries are not reordered".to_string()
+            },
             format!(
                 "workload and the parties' seeded draws: those of seed {}",
                 x.base.seed
@@ -91,6 +98,7 @@ impl Scope {
             shapes: x.shapes.clone(),
             not_placed,
             fixed,
+            orders: x.orders,
         }
     }
 
@@ -126,6 +134,9 @@ impl Scope {
     }
 }
 
+/// What `--orders` varies of the delivery order, and what it does not.
+pub const ORDERS_COVERED: &str = "delivery order: the trace's, and over every schedule's run each race reversed once (two deliveries to one host on different connections, or two nodes' ops at the store, neither causing the other, touching one session: the first delayed just past the second, a frame by stall-frame, a node's insert by stall-point at after-insert-before-sync); not reversed: a race whose first delivery is a store load, append, withdraw or stop, and two races in one run";
+
 /// Why exploration `x` placed no fault of kind `k`.
 fn not_placed_why(x: &Exploration, k: FaultKind) -> &'static str {
     if x.kinds.contains(&k) {
@@ -157,6 +168,7 @@ impl Exploration {
         certificate_line(
             &Scope::of(self),
             self.explored(),
+            self.orders(),
             self.pruned(),
             self.violations.len(),
         )
@@ -167,11 +179,17 @@ impl Exploration {
 pub fn certificate_line(
     scope: &Scope,
     explored: usize,
+    orders: usize,
     pruned: usize,
     violations: usize,
 ) -> String {
+    let orders = if scope.orders {
+        format!(" and {orders} reversed orders")
+    } else {
+        String::new()
+    };
     format!(
-        "explored: {explored} schedules of <={} faults over {} under {} (seed {}, latency {} ms, {} fault shapes), {pruned} pruned as equivalent, {violations} violations",
+        "explored: {explored} schedules of <={} faults{orders} over {} under {} (seed {}, latency {} ms, {} fault shapes), {pruned} pruned as equivalent, {violations} violations",
         scope.faults,
         scope.scenario,
         scope.design,
@@ -431,14 +449,24 @@ pub fn summary_md(c: &Certificate) -> String {
             .map(|(k, n)| format!(" Shard {k} of {n} (the last level is split)."))
             .unwrap_or_default()
     );
+    let (head, rule) = if c.scope.orders {
+        (" races reversed | delay not fired |", "---|---|")
+    } else {
+        ("", "")
+    };
     let _ = writeln!(
         s,
-        "| faults | places | explored | pruned | not fired |\n|---|---|---|---|---|"
+        "| faults | places | explored | pruned | not fired |{head}\n|---|---|---|---|---|{rule}"
     );
     for l in &c.levels {
+        let orders = if c.scope.orders {
+            format!(" {} | {} |", l.orders, l.orders_not_fired)
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} |{orders}",
             l.faults, l.places, l.explored, l.pruned, l.not_fired
         );
     }
@@ -480,15 +508,21 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> anyhow::Result<Certificate> {
     let last = m.levels.len() - 1;
     m.levels[last].explored = 0;
     m.levels[last].not_fired = 0;
+    m.levels[last].orders = 0;
+    m.levels[last].orders_not_fired = 0;
     m.levels[last].sharded = false;
     m.violations.clear();
     m.audited = 0;
     m.audit_mismatches = 0;
     let mut kept: Vec<String> = Vec::new();
+    // The last level's reversals follow its schedules (as the unsharded exploration lists them).
+    let mut reversals = Vec::new();
     for &(_, i) in &order {
         let c = &certs[i];
         m.levels[last].explored += c.levels[last].explored;
         m.levels[last].not_fired += c.levels[last].not_fired;
+        m.levels[last].orders += c.levels[last].orders;
+        m.levels[last].orders_not_fired += c.levels[last].orders_not_fired;
         m.audited += c.audited;
         m.audit_mismatches += c.audit_mismatches;
         for v in &c.violations {
@@ -501,12 +535,21 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> anyhow::Result<Certificate> {
             if level < last && i != order[0].1 {
                 continue;
             }
+            if level == last && v.id.contains('o') {
+                reversals.push((v, i));
+                continue;
+            }
             m.violations
                 .push(keep_violation(v, &mut kept, &dirs[i], out)?);
         }
     }
+    for (v, i) in reversals {
+        m.violations
+            .push(keep_violation(v, &mut kept, &dirs[i], out)?);
+    }
     m.explored = m.levels.iter().map(|l| l.explored).sum();
-    m.line = certificate_line(&m.scope, m.explored, m.pruned, m.violations.len());
+    let orders = m.levels.iter().map(|l| l.orders).sum();
+    m.line = certificate_line(&m.scope, m.explored, orders, m.pruned, m.violations.len());
     let invalid = m
         .violations
         .iter()
@@ -554,6 +597,7 @@ fn shard_order(dirs: &[PathBuf], certs: &[Certificate]) -> anyhow::Result<Vec<(u
             && c.mutant == first.mutant
             && c.faults == first.faults
             && c.kinds == first.kinds
+            && c.scope.orders == first.scope.orders
             && c.order_hash == first.order_hash;
         anyhow::ensure!(
             same,

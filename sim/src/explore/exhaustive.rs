@@ -20,6 +20,7 @@ use rand::seq::SliceRandom;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::orders;
 use super::places::{places, Place, Spot};
 use super::runner::map_runs;
 use super::shrink::Target;
@@ -51,6 +52,11 @@ pub struct Options {
     pub budget: Option<usize>,
     /// What two placements must share to be merged ([`Merge`]).
     pub merge: Merge,
+    /// Also reverse every race of every run (`--orders`, [`super::orders`]): over each
+    /// schedule's run, each race's other order is one more run, its delay added to the
+    /// schedule. Orders are not faults: a schedule of `k` faults plus one reversal is explored
+    /// at level `k`.
+    pub orders: bool,
 }
 
 /// What two placements must share to be merged (the second pruned).
@@ -127,6 +133,17 @@ pub struct Level {
     pub not_fired: usize,
     /// Whether this level was sharded (`--shard`): its counts are the shard's slice.
     pub sharded: bool,
+    /// Races reversed over this level's runs (`--orders`): each one more run.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub orders: usize,
+    /// Of those, reversals whose delay never fired (the run was its schedule's).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub orders_not_fired: usize,
+}
+
+/// Serde: leave a zero count out (a certificate without orders reads as before them).
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// A pruned schedule run anyway whose placement changed its parent's verdicts otherwise than
@@ -171,6 +188,8 @@ pub struct Exploration {
     /// Every shape placed ([`shape_family`]) with how many schedules placed it (run or
     /// pruned): what the certificate covers, read off the placements made.
     pub shapes: BTreeMap<String, usize>,
+    /// Whether races were reversed (`--orders`).
+    pub orders: bool,
 }
 
 impl Exploration {
@@ -182,6 +201,11 @@ impl Exploration {
     /// Schedules pruned, over every level.
     pub fn pruned(&self) -> usize {
         self.levels.iter().map(|l| l.pruned).sum()
+    }
+
+    /// Races reversed, over every level.
+    pub fn orders(&self) -> usize {
+        self.levels.iter().map(|l| l.orders).sum()
     }
 }
 
@@ -398,19 +422,32 @@ fn fired_at(h: &History, i: usize) -> Option<usize> {
 }
 
 /// One schedule's run as a level keeps it: its verdicts, the op where its newest fault fired
-/// (`None`: it never fired), and, for a run further faults are placed over, what placing needs
-/// of it ([`Placing`]; its history and trace are dropped as it finishes, on the worker).
-type Ran = (Explored, Option<usize>, Option<Placing>);
+/// (`None`: it never fired), for a run further faults are placed over what placing needs of it
+/// ([`Placing`]), and with `--orders` its races' delays ([`orders::races`]); its history and
+/// trace are dropped as it finishes, on the worker.
+type Ran = (Explored, Option<usize>, Option<Placing>, Vec<FaultSpec>);
 
-/// [`run`] as a level keeps it ([`Ran`]).
-fn run_kept(plan: &Plan, id: String, parent: bool, parties: &Parties) -> Ran {
+/// [`run`] as a level keeps it ([`Ran`]); `orders`: find its races.
+fn run_kept(plan: &Plan, id: String, parent: bool, orders: bool, parties: &Parties) -> Ran {
     let (e, h, t) = run(plan, id, parent, parties);
     let fired = fired_at(&h, plan.faults.len() - 1);
     let kept = match (parent, fired) {
         (true, Some(at)) => Some(placing(&h, &t, at + 1)),
         _ => None,
     };
-    (e, fired, kept)
+    let races = match (orders, fired) {
+        (true, Some(_)) => delays(&h, &t),
+        _ => Vec::new(),
+    };
+    (e, fired, kept, races)
+}
+
+/// The delays that reverse the races of a run ([`orders::races`]).
+fn delays(h: &History, t: &Trace) -> Vec<FaultSpec> {
+    orders::races(h, t, 0)
+        .into_iter()
+        .map(|r| r.delay)
+        .collect()
 }
 
 /// Run `plan`; `parent`: its run will have further faults placed over it, so it takes
@@ -429,6 +466,13 @@ fn run(plan: &Plan, id: String, parent: bool, parties: &Parties) -> (Explored, H
         hash: h.hash(),
     };
     (e, h, t)
+}
+
+/// A reversal's run: its verdicts, and whether its delay fired.
+fn run_reversed(plan: &Plan, id: String, parties: &Parties) -> (Explored, bool) {
+    let (e, h, _) = run(plan, id, false, parties);
+    let fired = fired_at(&h, plan.faults.len() - 1).is_some();
+    (e, fired)
 }
 
 /// How many candidates a level places before running them ([`Search::stream_level`]): enough
@@ -498,9 +542,18 @@ pub fn explore_chunked(
     let base = trace_plan(plan);
     let (e0, h0, t0) = run(&base, "0.0".into(), opts.faults > 0, parties);
     let (places0, states0) = placing(&h0, &t0, 0);
+    let races0 = if opts.orders {
+        delays(&h0, &t0)
+    } else {
+        Vec::new()
+    };
     drop((h0, t0));
-    let mut x = Search::new(opts, pool, parties, e0);
+    let mut x = Search::new(opts, pool, parties, e0.clone());
     x.chunk = chunk.max(1);
+    let mut level0 = std::mem::take(&mut x.levels[0]);
+    x.reverse(&[(e0, races0)], &mut level0);
+    x.levels[0] = level0;
+    x.violations.append(&mut x.order_violations);
     let mut nodes = vec![Node {
         plan: base.clone(),
         places: places0,
@@ -526,6 +579,9 @@ pub fn explore_chunked(
         } else {
             x.stream_level(k, std::mem::take(&mut nodes), last, &mut level)
         };
+        // A level's reversals come after its schedules in the list of violations (as a merge
+        // of shards lists them).
+        x.violations.append(&mut x.order_violations);
         if opts.stop_at_first {
             // Stopped at a catch or the budget: a placement counts as pruned only when the
             // representative it was merged into ran.
@@ -549,6 +605,8 @@ struct Search<'a> {
     order: Sha256,
     levels: Vec<Level>,
     violations: Vec<Explored>,
+    /// The reversals of the level under way that failed (they join `violations` after it).
+    order_violations: Vec<Explored>,
     runs: usize,
     first_catch: Option<usize>,
     caught: Option<Explored>,
@@ -585,6 +643,7 @@ impl<'a> Search<'a> {
                 ..Level::default()
             }],
             violations,
+            order_violations: Vec::new(),
             runs: 1,
             first_catch,
             caught,
@@ -707,7 +766,7 @@ impl<'a> Search<'a> {
                     break;
                 }
                 let id = format!("{k}.{}", first_id + lo + i);
-                let r = run_kept(&c.plan, id, !last, self.parties);
+                let r = run_kept(&c.plan, id, !last, self.opts.orders, self.parties);
                 let failed = r.0.catches(self.opts.target.as_ref()) && r.1.is_some();
                 out.push(r);
                 if failed {
@@ -722,6 +781,7 @@ impl<'a> Search<'a> {
                     &c.plan,
                     format!("{k}.{}", first_id + lo + i),
                     !last,
+                    self.opts.orders,
                     parties,
                 )
             })
@@ -737,7 +797,8 @@ impl<'a> Search<'a> {
             });
         }
         let mut next = Vec::new();
-        for (i, ((e, fired, kept), c)) in results.into_iter().zip(slice).enumerate() {
+        let mut to_reverse = Vec::new();
+        for (i, ((e, fired, kept, races), c)) in results.into_iter().zip(slice).enumerate() {
             level.explored += 1;
             match fired {
                 None => level.not_fired += 1,
@@ -766,8 +827,64 @@ impl<'a> Search<'a> {
                 parent: c.parent,
                 judged: judged(&e.verdicts),
             });
+            if !races.is_empty() {
+                to_reverse.push((e, races));
+            }
         }
+        self.reverse(&to_reverse, level);
         next
+    }
+
+    /// Reverse each race of each run (`--orders`): its schedule plus the race's delay, run once
+    /// each (ids `L.IoN`: the `N`-th race of schedule `L.I`), counted in `level`; a failing one
+    /// is kept for the level's violations.
+    fn reverse(&mut self, runs: &[(Explored, Vec<FaultSpec>)], level: &mut Level) {
+        let mut cands: Vec<(String, Plan)> = Vec::new();
+        for (e, races) in runs {
+            for (n, d) in races.iter().enumerate() {
+                let mut plan = e.plan.clone();
+                plan.faults.push(d.clone());
+                cands.push((format!("{}o{n}", e.id), plan));
+            }
+        }
+        if self.opts.stop_at_first && self.first_catch.is_some() {
+            cands.clear();
+        }
+        let results: Vec<(Explored, bool)> = if self.opts.stop_at_first {
+            let mut out = Vec::new();
+            for (id, plan) in cands {
+                if self.opts.budget.is_some_and(|b| self.runs + out.len() >= b) {
+                    break;
+                }
+                let (e, fired) = run_reversed(&plan, id, self.parties);
+                let caught = fired && e.catches(self.opts.target.as_ref());
+                out.push((e, fired));
+                if caught {
+                    break;
+                }
+            }
+            out
+        } else {
+            map_runs(cands, self.parties, self.pool, |(id, plan), parties| {
+                run_reversed(&plan, id, parties)
+            })
+        };
+        let before = self.runs;
+        self.runs += results.len();
+        for (i, (e, fired)) in results.into_iter().enumerate() {
+            level.orders += 1;
+            if !fired {
+                level.orders_not_fired += 1;
+                continue;
+            }
+            if e.catches(self.opts.target.as_ref()) && self.first_catch.is_none() {
+                self.first_catch = Some(before + i + 1);
+                self.caught = Some(e.clone());
+            }
+            if e.failed() {
+                self.order_violations.push(e);
+            }
+        }
     }
 
     /// The pruning audit, then the exploration's record.
@@ -794,6 +911,7 @@ impl<'a> Search<'a> {
             first_catch: self.first_catch,
             caught: self.caught,
             shapes: self.shapes_placed,
+            orders: self.opts.orders,
         }
     }
 }

@@ -190,7 +190,8 @@ fn rank(f: &FaultSpec, spot: &Spot, live: bool) -> Option<u32> {
             | E::Partition
             | E::PartitionOneway
             | E::Hold
-            | E::PartitionStore,
+            | E::PartitionStore
+            | E::Pause,
             _,
         ) => return None,
     };
@@ -900,6 +901,7 @@ pub fn lineage_with(plan: &Plan, opts: &Options, parties: &Parties) -> Explorati
         first_catch: search.first_catch,
         caught: search.caught,
         shapes: search.shapes,
+        orders: false,
     }
 }
 

@@ -9,13 +9,16 @@
 //! - [`guided`]: a swarm that steers itself by what its runs covered;
 //! - [`runner`]: the schedules of a level run in parallel with the models, in order with a
 //!   user's parties;
-//! - [`needs`]: what a trace must hold before a fault can show a mutant (a cancel, a close).
+//! - [`needs`]: what a trace must hold before a fault can show a mutant (a cancel, a close);
+//! - [`orders`]: the races of a run (concurrent, dependent deliveries to one host) and the
+//!   delay that reverses each (`explore --orders`).
 
 pub mod certificate;
 pub mod exhaustive;
 pub mod guided;
 pub mod lineage;
 pub mod needs;
+pub mod orders;
 pub(crate) mod places;
 pub mod regression;
 pub mod runner;

@@ -39,6 +39,13 @@ pub enum NemesisAction {
         /// `None`: the node serving the Client.
         node: Option<&'static str>,
     },
+    /// The host that passed a protocol point stops there (`stall-point`).
+    Pause {
+        /// The host (`agent`: at a point, the one that passed it).
+        host: &'static str,
+        /// How long, ms.
+        stall_ms: u64,
+    },
 }
 
 impl NemesisAction {
@@ -64,6 +71,10 @@ impl NemesisAction {
             Effect::PartitionStore => NemesisAction::PartitionStore {
                 heal_after_ms,
                 node: None,
+            },
+            Effect::Pause => NemesisAction::Pause {
+                host: "agent",
+                stall_ms: f.ms(Setting::StallMs),
             },
             // Frame faults: the connection's writer carries them out (`FrameDecision`).
             Effect::Break

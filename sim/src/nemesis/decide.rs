@@ -187,7 +187,8 @@ impl Nemesis {
             | Effect::Partition
             | Effect::PartitionOneway
             | Effect::Hold
-            | Effect::PartitionStore => {
+            | Effect::PartitionStore
+            | Effect::Pause => {
                 // Logged when the step loop carries it out.
                 if let Some(a) = NemesisAction::of(f) {
                     self.queue.push((i, a));
@@ -253,6 +254,7 @@ impl Nemesis {
                 host,
                 restart_after_ms,
             },
+            NemesisAction::Pause { stall_ms, .. } => NemesisAction::Pause { host, stall_ms },
             NemesisAction::PartitionStore { heal_after_ms, .. } if host != "store" => {
                 NemesisAction::PartitionStore {
                     heal_after_ms,

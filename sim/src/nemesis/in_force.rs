@@ -37,6 +37,8 @@ pub enum Start {
     Hold,
     /// Cut the store from this node.
     StoreCut(&'static str),
+    /// This host stops at the protocol point it passed for this many ms.
+    Pause(&'static str, u64),
 }
 
 /// Something in force that ended at its time, for the step loop to undo.
@@ -114,6 +116,10 @@ impl InForce {
         serving: &'static str,
     ) -> Option<Start> {
         let link_free = !self.partitioned && self.oneway.is_none() && !self.held;
+        if let NemesisAction::Pause { host, stall_ms } = a {
+            // Nothing in force and nothing to end: the host sleeps it out itself.
+            return Some(Start::Pause(host, stall_ms));
+        }
         let (start, end) = match a {
             NemesisAction::Crash {
                 host,

@@ -205,6 +205,9 @@ impl FaultSpec {
         if kind.fires() == Fires::AtFrame && t.frame().is_none() {
             return Some("on`: a frame fault needs `frame` and `method`".into());
         }
+        if kind.fires() == Fires::AtPoint && t.point().is_none() {
+            return Some(format!("on`: {} needs `point`", kind.as_str()));
+        }
         for t in kind.settings() {
             if t.given == Given::Required && !self.gives(t.setting) {
                 return Some(format!(

@@ -432,6 +432,7 @@ fn drawn_on(on: DrawnOn, kind: FaultKind, at: Trigger, n_sub: u32, r: &mut ChaCh
             Trigger::at_frame(Side::Request, "session/prompt", r.gen_range(1..=n_sub + 1))
         }
         DrawnOn::Time => at,
+        DrawnOn::Point => point_trigger(kind, n_sub, r),
         DrawnOn::TimeOrPoint if r.gen_bool(0.5) => point_trigger(kind, n_sub, r),
         DrawnOn::TimeOrSubmission if r.gen_bool(0.5) => {
             Trigger::at_submission(r.gen_range(1..=n_sub))

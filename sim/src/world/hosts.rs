@@ -18,9 +18,10 @@ use turmoil::net::UdpSocket;
 use super::io::{Ctx, Ev, Io, PointHit, StoreLink, STORE_PORT};
 use super::parties::Boot;
 use super::snapshot::of_debug;
+use super::trace::StoreStepKind;
 use crate::history::{op, process, OpType, NODES};
 use crate::nemesis::DiskDamage;
-use crate::plan::UserEvent;
+use crate::plan::{Plan, UserEvent};
 
 /// The Agent host: recover the stored sessions, listen, run the model (the Agent of [`Ctx::parties`], or
 /// the project's [`ModelAgent`]).
@@ -219,6 +220,11 @@ pub async fn store(ctx: Rc<Ctx>) -> turmoil::Result {
         let Ok(op) = serde_json::from_slice::<Value>(&buf[..n]) else {
             continue;
         };
+        if let (Some(node), Some(req)) = (node_of(&ctx.plan, &op), op["req"].as_u64()) {
+            ctx.ledger
+                .borrow_mut()
+                .on_store(StoreStepKind::Applied, node, req, &op);
+        }
         let applied = st.handle(&op);
         ctx.digest("store", || Some(of_debug(&st)));
         for e in applied.effects {
@@ -249,6 +255,12 @@ pub async fn store(ctx: Rc<Ctx>) -> turmoil::Result {
             .await;
         ctx.settled("store");
     }
+}
+
+/// The node that sent a store op (its `node` field), as the plan names its host.
+fn node_of(plan: &Plan, op: &Value) -> Option<&'static str> {
+    let name = op["node"].as_str()?;
+    plan.agent_hosts().iter().copied().find(|h| *h == name)
 }
 
 /// The Client host: recover its store, connect, take the user's submissions when they are due.

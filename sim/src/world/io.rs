@@ -21,6 +21,7 @@ use turmoil::fs::shim::std::fs as simfs;
 use turmoil::net::{TcpListener, TcpStream, UdpSocket};
 
 use super::ledger::Ledger;
+use super::trace::StoreStepKind;
 use super::parties::Parties;
 use super::wakes::Wakes;
 use crate::history::{is_agent_host, op, process, OpType};
@@ -529,6 +530,7 @@ impl Io {
         } else {
             Recv::default()
         };
+        ledger.on_read(self.process);
         ledger.record(
             process::NET,
             OpType::Info,
@@ -550,6 +552,10 @@ impl Io {
         msg["req"] = json!(req);
         msg["node"] = json!(self.process);
         let bytes = serde_json::to_vec(&msg).expect("serializes");
+        let (ledger, node) = (&self.ctx.ledger, self.process);
+        ledger
+            .borrow_mut()
+            .on_store(StoreStepKind::Sent, node, req, op);
         let (sock, buf) = (&link.sock, &mut link.buf);
         let wait = async {
             // A failed send is a lost datagram: the node waits out its timeout all the same.
@@ -563,6 +569,9 @@ impl Io {
                 // Replies to earlier, timed-out ops are stale: skip them.
                 if let Ok(v) = serde_json::from_slice::<Value>(&buf[..n]) {
                     if v["req"] == json!(req) {
+                        ledger
+                            .borrow_mut()
+                            .on_store(StoreStepKind::Answered, node, req, op);
                         return v;
                     }
                 }
@@ -635,7 +644,12 @@ impl Io {
                 Action::Point(p) => {
                     self.ctx.busy(self.process, &("point", actions.as_slice()));
                     self.ctx.ledger.borrow_mut().on_point(p, self.process);
-                    turmoil::barriers::trigger(PointHit(p, self.process)).await
+                    turmoil::barriers::trigger(PointHit(p, self.process)).await;
+                    let pause = self.ctx.ledger.borrow_mut().take_pause(self.process);
+                    if let Some(ms) = pause {
+                        let wakes = self.ctx.wakes.clone();
+                        wakes.sleep(self.process, Duration::from_millis(ms)).await;
+                    }
                 }
                 Action::Effect(e) => {
                     // Jepsen types for the Client's view: an attempt is invoked, an ack is ok,

@@ -11,7 +11,9 @@ use indexmap::IndexMap;
 use serde_json::{json, Value};
 
 use super::snapshot::{of_debug, Snapshots};
-use super::trace::{Accepted, PointPass, Trace};
+use super::trace::{
+    store_op_name, store_op_session, Accepted, PointPass, StoreStep, StoreStepKind, Trace,
+};
 use crate::history::{is_agent_host, op, process, Op, OpType};
 use crate::models::Point;
 use crate::nemesis::{fault_line, FrameDecision, Nemesis, Swallowed};
@@ -61,6 +63,8 @@ pub struct Ledger {
     sends: u64,
     /// What the run did that the history does not hold (points passed, submissions accepted).
     pub trace: Trace,
+    /// Hosts a `stall-point` stops at the point they passed, ms ([`Ledger::take_pause`]).
+    pub pauses: BTreeMap<&'static str, u64>,
     /// Per connection: (sequence number, op index) of its newest send.
     last_send: IndexMap<ConnId, (u64, usize)>,
     /// Frames written and not yet read, by their line: the reader takes the value the writer
@@ -106,6 +110,7 @@ impl Ledger {
             sends: 0,
             last_send: IndexMap::new(),
             trace: Trace::default(),
+            pauses: BTreeMap::new(),
             snapshots: None,
         }
     }
@@ -380,6 +385,29 @@ impl Ledger {
             state,
         });
         self.nemesis.on_submission(n);
+    }
+
+    /// How long `host` stops at the protocol point it just passed (`stall-point`), if at all.
+    pub fn take_pause(&mut self, host: &str) -> Option<u64> {
+        self.pauses.remove(host)
+    }
+
+    /// `host` read a frame: the `recv` op logged next is its ([`Trace::received`]).
+    pub fn on_read(&mut self, host: &'static str) {
+        self.trace.received.push((self.ops.len(), host));
+    }
+
+    /// A step of one of a cluster's store ops ([`Trace::store`]).
+    pub fn on_store(&mut self, kind: StoreStepKind, node: &'static str, req: u64, op: &Value) {
+        self.trace.store.push(StoreStep {
+            kind,
+            node,
+            req,
+            op: store_op_name(op),
+            session: store_op_session(op),
+            ops_before: self.ops.len(),
+            time_ms: self.now_ms,
+        });
     }
 
     /// Host `host` passed protocol point `point` (the trace, not the history, keeps it).

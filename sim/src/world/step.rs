@@ -520,6 +520,11 @@ impl<'a> StepLoop<'a> {
                 self.sim.partition("store", node);
                 (op::PARTITION, json!({"between": ["store", node]}))
             }
+            Start::Pause(host, ms) => {
+                // The host, let past its point's barrier, sleeps it out (its fault op says so).
+                self.ledger.borrow_mut().pauses.insert(host, ms);
+                return;
+            }
         };
         let mut l = self.ledger.borrow_mut();
         l.record(process::NEMESIS, OpType::Info, logged.0, logged.1);

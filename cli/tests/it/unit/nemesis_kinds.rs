@@ -122,11 +122,15 @@ fn every_kind_is_drawn_with_the_settings_and_triggers_it_takes() {
             Fires::AtFrame => assert_eq!(on, DrawnOn::Frame, "{k:?}"),
             Fires::AtPromptRequest => assert_eq!(on, DrawnOn::PromptRequest, "{k:?}"),
             Fires::AtEvent => assert!(
-                !matches!(on, DrawnOn::Frame | DrawnOn::PromptRequest),
+                !matches!(on, DrawnOn::Frame | DrawnOn::PromptRequest | DrawnOn::Point),
                 "{k:?}"
             ),
+            Fires::AtPoint => assert_eq!(on, DrawnOn::Point, "{k:?}"),
         }
-        if matches!(on, DrawnOn::TimeOrPoint | DrawnOn::TimeOrFrameOrPoint) {
+        if matches!(
+            on,
+            DrawnOn::TimeOrPoint | DrawnOn::TimeOrFrameOrPoint | DrawnOn::Point
+        ) {
             assert!(
                 !k.points().is_empty(),
                 "{k:?} drawn at a point it has none of"
@@ -166,8 +170,14 @@ fn exploration_places_each_kind_only_where_it_may_fire() {
             AtFrames::Every => assert!(k.fires() != Fires::AtPromptRequest, "{k:?}"),
             AtFrames::PromptRequests => assert_eq!(k.fires(), Fires::AtPromptRequest),
         }
-        if p.submissions || !p.points.is_empty() {
+        if p.submissions {
             assert_eq!(k.fires(), Fires::AtEvent, "{k:?}");
+        }
+        if !p.points.is_empty() {
+            assert!(
+                matches!(k.fires(), Fires::AtEvent | Fires::AtPoint),
+                "{k:?}"
+            );
         }
         let needs = match p.shapes {
             Shapes::One => None,
@@ -198,9 +208,10 @@ fn exploration_places_each_kind_only_where_it_may_fire() {
 fn a_kind_damages_the_disk_exactly_when_its_reach_is_a_log() {
     for k in FaultKind::ALL {
         assert_eq!(k.level() == Level::Disk, k.reach() == Reach::Log, "{k:?}");
+        // A frame's fault fires at a frame; a process's at any event or at a point.
         assert_eq!(
             k.level() == Level::Frame,
-            k.fires() != Fires::AtEvent,
+            !matches!(k.fires(), Fires::AtEvent | Fires::AtPoint),
             "{k:?}"
         );
     }

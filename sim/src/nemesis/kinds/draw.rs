@@ -39,6 +39,8 @@ pub enum DrawnOn {
     /// A time, or with probability ½ a frame or (evenly) one of the kind's points: lands in
     /// protocol states a time rarely hits.
     TimeOrFrameOrPoint,
+    /// One of the kind's points (a single point is not drawn) at its 1st to Nth pass.
+    Point,
 }
 
 /// How a proptest `Space` draws a fault of a kind: a trigger, then its settings.

@@ -44,6 +44,7 @@ mod partition_store;
 mod reorder_frame;
 mod restart_client;
 mod stall_frame;
+mod stall_point;
 mod transient_error;
 mod zero_sector;
 
@@ -134,6 +135,10 @@ kinds! {
     /// log alone reads whole; a correct recovery sees it is shorter than its synced watermark
     /// and refuses to start (`store-corrupt`). Opt-in and cluster-less as `flip-bit`.
     LoseSyncedRecord => lose_synced_record,
+    /// The host passing a protocol point stops there for `stall_ms`, then goes on: what it was
+    /// about to send goes later (order exploration reverses a cluster node's insertion against
+    /// another node's store op with it). Placed by exploration only on request.
+    StallPoint => stall_point,
 }
 
 /// The protocol points where the Agent (any node) may be crashed: every Agent point.

@@ -76,6 +76,8 @@ pub enum Effect {
     Hold,
     /// Cluster: cut the store from a node, healed after `heal_after_ms`.
     PartitionStore,
+    /// The host passing a protocol point stops there for `stall_ms`.
+    Pause,
 }
 
 /// What carries a fault of a kind out.
@@ -130,7 +132,8 @@ impl Effect {
             | Effect::Partition
             | Effect::PartitionOneway
             | Effect::Hold
-            | Effect::PartitionStore => Level::Process,
+            | Effect::PartitionStore
+            | Effect::Pause => Level::Process,
         }
     }
 
@@ -152,7 +155,8 @@ impl Effect {
             | Effect::Reorder
             | Effect::Partition
             | Effect::PartitionOneway
-            | Effect::Hold => None,
+            | Effect::Hold
+            | Effect::Pause => None,
         }
     }
 }
@@ -194,4 +198,6 @@ pub enum Fires {
     AtPromptRequest,
     /// Any event: a frame, a submission, a time, or one of the kind's protocol points.
     AtEvent,
+    /// Only one of the kind's protocol points: it acts on the host that passes it.
+    AtPoint,
 }

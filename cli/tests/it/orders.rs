@@ -1,0 +1,165 @@
+//! `explore --orders`: races of concurrent deliveries reversed, and what only a reversal shows.
+//! Two races: two cluster nodes' store ops (a node's insert delayed by `stall-point`), and two
+//! connections' frames at one host (a frame delayed by `stall-frame`); each catches a mutant no
+//! schedule of faults alone shows on the same trace. The counts are the same for any `--jobs`
+//! and for merged shards.
+
+use acp_chaos::explore::exhaustive::{self, Exploration, Explored, Options};
+use acp_chaos::explore::{certificate, orders};
+use acp_chaos::models::Design;
+use acp_chaos::nemesis::FaultKind;
+use acp_chaos::plan::Plan;
+
+use crate::common::scenario;
+
+const RFD04: &str = "rfd-04-retry-while-held";
+
+fn pool(jobs: usize) -> rayon::ThreadPool {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs)
+        .build()
+        .unwrap()
+}
+
+fn plan(name: &str, design: Design, mutant: Option<&str>) -> Plan {
+    Plan::derive(&scenario(name), 0, mutant, design)
+}
+
+fn with_orders(plan: &Plan) -> Options {
+    Options {
+        faults: 1,
+        kinds: exhaustive::default_kinds(plan),
+        shard: None,
+        audit: 0,
+        stop_at_first: false,
+        target: None,
+        budget: None,
+        merge: Default::default(),
+        orders: true,
+    }
+}
+
+fn lines(e: &Explored) -> Vec<String> {
+    e.plan
+        .faults
+        .iter()
+        .map(acp_chaos::nemesis::fault_line)
+        .collect()
+}
+
+/// The failing reversals by `delay` whose schedule without the delay (their parent, explored
+/// at the same level) passed: what only the other order shows.
+fn only_reversed(x: &Exploration, delay: FaultKind) -> Vec<Vec<String>> {
+    let failed: Vec<Vec<String>> = x.violations.iter().map(lines).collect();
+    x.violations
+        .iter()
+        .filter(|e| e.id.contains('o'))
+        .filter(|e| e.plan.faults.last().map(|f| f.kind) == Some(delay))
+        .map(lines)
+        .filter(|l| !failed.contains(&l[..l.len() - 1].to_vec()))
+        .collect()
+}
+
+#[test]
+fn reversing_two_nodes_store_ops_shows_check_then_insert_and_certifies_the_correct_cluster() {
+    let p = plan(RFD04, Design::Cluster, Some("cluster-check-then-insert"));
+    let x = exhaustive::explore(&p, &with_orders(&p), &pool(2));
+    let shown = only_reversed(&x, FaultKind::StallPoint);
+    assert!(
+        !shown.is_empty(),
+        "no reversal of a node's insert caught the mutant where its schedule alone did not: {}",
+        x.certificate()
+    );
+    // The correct cluster: the same schedules and reversals, none failing, and the line says
+    // how many orders it covers.
+    let p = plan(RFD04, Design::Cluster, None);
+    let x = exhaustive::explore(&p, &with_orders(&p), &pool(2));
+    assert!(x.violations.is_empty(), "{}", x.certificate());
+    assert!(x.orders() > 0, "no race reversed: {}", x.certificate());
+    assert!(
+        x.certificate()
+            .contains(&format!("<=1 faults and {} reversed orders", x.orders())),
+        "{}",
+        x.certificate()
+    );
+}
+
+#[test]
+fn reversing_two_connections_frames_shows_gives_up_silently() {
+    let p = plan(
+        "held-01-retry-becomes-submission",
+        Design::InMemory,
+        Some("gives-up-silently"),
+    );
+    let faults_alone = exhaustive::explore(
+        &p,
+        &Options {
+            orders: false,
+            ..with_orders(&p)
+        },
+        &pool(2),
+    );
+    assert!(
+        faults_alone.violations.is_empty(),
+        "faults alone show it now: the race below proves nothing: {}",
+        faults_alone.certificate()
+    );
+    let x = exhaustive::explore(&p, &with_orders(&p), &pool(2));
+    assert!(
+        !only_reversed(&x, FaultKind::StallFrame).is_empty(),
+        "no reversal of a frame caught the mutant: {}",
+        x.certificate()
+    );
+}
+
+#[test]
+fn a_run_on_one_connection_and_one_node_has_no_race() {
+    let p = exhaustive::trace_plan(&plan(RFD04, Design::Stored, None));
+    let (h, t) = acp_chaos::world::Run::new(&p).traced();
+    assert_eq!(orders::races(&h, &t, 0), Vec::new());
+}
+
+#[test]
+fn orders_are_the_same_for_any_jobs_and_for_merged_shards() {
+    let p = plan(RFD04, Design::Cluster, Some("cluster-check-then-insert"));
+    let opts = with_orders(&p);
+    let counts = |x: &Exploration| {
+        (
+            x.levels
+                .iter()
+                .map(|l| (l.explored, l.pruned, l.orders, l.orders_not_fired))
+                .collect::<Vec<_>>(),
+            x.order_hash.clone(),
+            x.violations.iter().map(|e| e.id.clone()).collect::<Vec<_>>(),
+        )
+    };
+    let one = exhaustive::explore(&p, &opts, &pool(1));
+    let two = exhaustive::explore(&p, &opts, &pool(2));
+    assert_eq!(counts(&one), counts(&two));
+    let tmp = std::env::temp_dir().join(format!("acp-chaos-orders-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    let whole = certificate::write(&tmp.join("whole"), &one, None).unwrap();
+    let mut dirs = Vec::new();
+    for k in 1..=2u64 {
+        let shard = Some((k, 2));
+        let x = exhaustive::explore(
+            &p,
+            &Options {
+                shard,
+                ..opts.clone()
+            },
+            &pool(1),
+        );
+        let d = tmp.join(format!("shard{k}"));
+        certificate::write(&d, &x, shard).unwrap();
+        dirs.push(d);
+    }
+    let merged = certificate::merge(&dirs, &tmp.join("merged")).unwrap();
+    assert_eq!(merged.levels, whole.levels);
+    assert_eq!(merged.line, whole.line);
+    let ids = |c: &certificate::Certificate| -> Vec<String> {
+        c.violations.iter().map(|v| v.id.clone()).collect()
+    };
+    assert_eq!(ids(&merged), ids(&whole), "violations in another order");
+    let _ = std::fs::remove_dir_all(&tmp);
+}

@@ -1,0 +1,343 @@
+//! Order exploration: the races of a run, and the delay that reverses each.
+//!
+//! A run delivers messages to hosts: frames on connections, and on a cluster the nodes' store
+//! ops to the store. Two deliveries to one host **race** when they come on different channels
+//! (two connections; two nodes' datagrams), neither happens before the other (the second's
+//! send does not follow the first's delivery: vector clocks over every send and delivery, a
+//! host's steps in order), and they are **dependent** (they may touch the same state: the same
+//! session, or a frame or op that names none; two store `load`s never are). That is the race
+//! of dynamic partial-order reduction for message passing (Flanagan and Godefroid; Abdulla et
+//! al.'s optimal DPOR): only a race's other order can lead somewhere new.
+//!
+//! A race is reversed by delaying its first delivery until just after the second, with a
+//! fault the simulator already honours, so the reversed run replays from its schedule and
+//! shrinks like any other:
+//! - a frame: `stall-frame` at the frame's trigger, for the time from its send to the second
+//!   delivery;
+//! - a node's `insert`: `stall-point` at the node's `after-insert-before-sync` pass (the point
+//!   it passes just before sending it), as long.
+//!
+//! Not reversed (a certificate says so): a race whose first delivery is a store op other than
+//! an `insert` (a `load`, an `append`, a `withdraw`, a `stop`: no point precedes them), or a
+//! frame the run counted no trigger for. Each race is reversed on its own, over the run it was
+//! found in (one reversal per schedule).
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use serde_json::Value;
+
+use super::places::{places, Spot};
+use crate::history::{op, process, History};
+use crate::models::Point;
+use crate::nemesis::{fault_line, FaultKind, FaultSpec, Trigger};
+use crate::world::trace::{StoreStepKind, Trace};
+
+/// Which way a delivery came.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Channel {
+    /// A connection.
+    Conn(u64),
+    /// A node's datagrams to the store.
+    Store(&'static str),
+}
+
+/// One delivery of a run, as the race finder needs it.
+#[derive(Debug, Clone)]
+struct Delivery {
+    /// The host it was delivered to.
+    host: usize,
+    channel: Channel,
+    /// The sender's clock when it sent it.
+    sent_clock: Vec<u32>,
+    /// The receiver's clock once delivered.
+    at_clock: Vec<u32>,
+    sent_ms: u64,
+    at_ms: u64,
+    /// The session it touches (`None`: any, or unknown).
+    session: Option<String>,
+    /// A store `load` (reads only; two never race).
+    read_only: bool,
+    /// How to postpone it, if the run gives a way: the trigger and the kind that delays it.
+    delay: Option<(FaultKind, Trigger)>,
+}
+
+/// One race of a run and the fault that reverses it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Race {
+    /// The delay placed: the first delivery goes after the second.
+    pub delay: FaultSpec,
+    /// Whether the deliveries were store ops (else frames).
+    pub store: bool,
+}
+
+/// The races of run `h`, `t` whose first delivery came at or after op `from`, each with the
+/// delay that reverses it; one per distinct delay, in the order of their first deliveries.
+/// `t` must come from a traced run of the same plan ([`crate::world::Run::traced`]).
+pub fn races(h: &History, t: &Trace, from: usize) -> Vec<Race> {
+    let ds = deliveries(h, t);
+    let mut out = Vec::new();
+    let mut seen = BTreeSet::new();
+    for (i, a) in ds.iter().enumerate() {
+        let Some((kind, on)) = &a.delay else { continue };
+        if a.at_ms < first_ms(h, from) {
+            continue;
+        }
+        for b in &ds[i + 1..] {
+            if !(b.host == a.host && b.channel != a.channel && concurrent(a, b) && dependent(a, b))
+            {
+                continue;
+            }
+            let mut delay = FaultSpec::placed(*kind, on.clone());
+            delay.stall_ms = Some(b.at_ms.saturating_sub(a.sent_ms).max(1));
+            if seen.insert(fault_line(&delay)) {
+                out.push(Race {
+                    delay,
+                    store: matches!(a.channel, Channel::Store(_)),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The simulated time of op `from` (0 for the first; past the end: the last op's).
+fn first_ms(h: &History, from: usize) -> u64 {
+    if from == 0 {
+        return 0;
+    }
+    h.ops
+        .get(from)
+        .or(h.ops.last())
+        .map_or(0, |o| o.time_ms)
+}
+
+/// `b`'s send does not follow `a`'s delivery: `b`'s sender had not heard, directly or through
+/// others, of anything its receiver did from `a` on.
+fn concurrent(a: &Delivery, b: &Delivery) -> bool {
+    b.sent_clock[a.host] < a.at_clock[a.host]
+}
+
+/// Whether the two may touch the same state.
+fn dependent(a: &Delivery, b: &Delivery) -> bool {
+    if a.read_only && b.read_only {
+        return false;
+    }
+    match (&a.session, &b.session) {
+        (Some(x), Some(y)) => x == y,
+        _ => true,
+    }
+}
+
+/// One communication step of a run, in the order they happened.
+enum Step<'a> {
+    Send {
+        host: &'static str,
+        key: (u64, String),
+        ms: u64,
+    },
+    Recv {
+        host: &'static str,
+        key: (u64, String),
+        ms: u64,
+        frame: &'a Value,
+    },
+    Store(&'a crate::world::trace::StoreStep),
+}
+
+/// Every delivery of the run, in order, with vector clocks.
+fn deliveries(h: &History, t: &Trace) -> Vec<Delivery> {
+    let steps = steps(h, t);
+    let triggers = frame_triggers(h, t);
+    let insert_points = insert_points(t);
+    let mut hosts: BTreeMap<&'static str, usize> = BTreeMap::new();
+    for s in &steps {
+        let name = match s {
+            Step::Send { host, .. } | Step::Recv { host, .. } => *host,
+            Step::Store(x) => x.node,
+        };
+        let n = hosts.len();
+        hosts.entry(name).or_insert(n);
+    }
+    let n = hosts.len();
+    hosts.entry("store").or_insert(n);
+    let n = hosts.len();
+    let mut clock: Vec<Vec<u32>> = vec![vec![0; n]; n];
+    let tick = |clock: &mut Vec<Vec<u32>>, h: usize, with: Option<&Vec<u32>>| {
+        if let Some(w) = with {
+            for (c, x) in clock[h].iter_mut().zip(w) {
+                *c = (*c).max(*x);
+            }
+        }
+        clock[h][h] += 1;
+        clock[h].clone()
+    };
+    // Sends waiting for their delivery: frames by (conn, line), store ops by (node, req),
+    // each with the sender's clock, the send's time and (frames) its op index.
+    let mut frames: BTreeMap<(u64, String), VecDeque<(Vec<u32>, u64, usize)>> = BTreeMap::new();
+    let mut store_sent: BTreeMap<(&'static str, u64), (Vec<u32>, u64)> = BTreeMap::new();
+    let mut answers: BTreeMap<(&'static str, u64), Vec<u32>> = BTreeMap::new();
+    let mut out = Vec::new();
+    let mut send_ops: Vec<usize> = sends(h);
+    send_ops.reverse();
+    for s in steps {
+        match s {
+            Step::Send { host, key, ms } => {
+                let c = tick(&mut clock, hosts[host], None);
+                let op = send_ops.pop().unwrap_or(usize::MAX);
+                frames.entry(key).or_default().push_back((c, ms, op));
+            }
+            Step::Recv {
+                host,
+                key,
+                ms,
+                frame,
+                ..
+            } => {
+                let Some((sent, sent_ms, op)) = frames.get_mut(&key).and_then(VecDeque::pop_front)
+                else {
+                    continue;
+                };
+                let r = hosts[host];
+                let at = tick(&mut clock, r, Some(&sent));
+                out.push(Delivery {
+                    host: r,
+                    channel: Channel::Conn(key.0),
+                    sent_clock: sent,
+                    at_clock: at,
+                    sent_ms,
+                    at_ms: ms,
+                    session: frame["params"]["sessionId"].as_str().map(str::to_string),
+                    read_only: false,
+                    delay: triggers
+                        .get(&op)
+                        .map(|on| (FaultKind::StallFrame, on.clone())),
+                });
+            }
+            Step::Store(x) => {
+                let id = (x.node, x.req);
+                match x.kind {
+                    StoreStepKind::Sent => {
+                        let c = tick(&mut clock, hosts[x.node], None);
+                        store_sent.insert(id, (c, x.time_ms));
+                    }
+                    StoreStepKind::Applied => {
+                        let Some((sent, sent_ms)) = store_sent.remove(&id) else {
+                            continue;
+                        };
+                        let r = hosts["store"];
+                        let at = tick(&mut clock, r, Some(&sent));
+                        answers.insert(id, at.clone());
+                        let delay = (x.op == "insert")
+                            .then(|| insert_points.get(&(x.node, sent_ms)))
+                            .flatten()
+                            .map(|on| (FaultKind::StallPoint, on.clone()));
+                        out.push(Delivery {
+                            host: r,
+                            channel: Channel::Store(x.node),
+                            sent_clock: sent,
+                            at_clock: at,
+                            sent_ms,
+                            at_ms: x.time_ms,
+                            session: x.session.clone(),
+                            read_only: x.op == "load",
+                            delay,
+                        });
+                    }
+                    StoreStepKind::Answered => {
+                        let with = answers.remove(&id);
+                        tick(&mut clock, hosts[x.node], with.as_ref());
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The run's sends and deliveries of frames and its store steps, in the order they happened
+/// (a store step logged before op `i` comes before it).
+fn steps<'a>(h: &'a History, t: &'a Trace) -> Vec<Step<'a>> {
+    let received: BTreeMap<usize, &'static str> = t.received.iter().copied().collect();
+    let mut store = t.store.iter().peekable();
+    let mut out = Vec::new();
+    for o in &h.ops {
+        while let Some(x) = store.next_if(|x| x.ops_before <= o.index) {
+            out.push(Step::Store(x));
+        }
+        if o.process != process::NET {
+            continue;
+        }
+        let v = &o.value;
+        let (Some(conn), frame) = (v["conn"].as_u64(), &v["frame"]) else {
+            continue;
+        };
+        let key = (conn, frame.to_string());
+        if o.f == op::SEND {
+            let Some(host) = host_name(v["from"].as_str()) else {
+                continue;
+            };
+            out.push(Step::Send {
+                host,
+                key,
+                ms: o.time_ms,
+            });
+        } else if o.f == op::RECV {
+            if let Some(host) = received.get(&o.index) {
+                out.push(Step::Recv {
+                    host,
+                    key,
+                    ms: o.time_ms,
+                    frame,
+                });
+            }
+        }
+    }
+    out.extend(store.map(Step::Store));
+    out
+}
+
+/// The op indices of the run's frame sends, in order (the `Send` steps' ops).
+fn sends(h: &History) -> Vec<usize> {
+    h.ops
+        .iter()
+        .filter(|o| {
+            o.process == process::NET
+                && o.f == op::SEND
+                && o.value["conn"].as_u64().is_some()
+                && host_name(o.value["from"].as_str()).is_some()
+        })
+        .map(|o| o.index)
+        .collect()
+}
+
+/// A writer's host name as the world names its hosts (`client`, `agent`, `node2`, `proxy`).
+fn host_name(from: Option<&str>) -> Option<&'static str> {
+    let from = from?;
+    ["client", "agent", "proxy", "watcher"]
+        .into_iter()
+        .chain(crate::history::NODES)
+        .find(|h| *h == from)
+}
+
+/// The trigger of each frame send the run counted, by its op index ([`places`]).
+fn frame_triggers(h: &History, t: &Trace) -> BTreeMap<usize, Trigger> {
+    places(h, t)
+        .into_iter()
+        .filter(|p| matches!(p.spot, Spot::Frame { .. }))
+        .map(|p| (p.at, p.on))
+        .collect()
+}
+
+/// Each node's `after-insert-before-sync` passes, by (node, time): the point it passes just
+/// before sending an `insert` to the store, with the trigger of that pass.
+fn insert_points(t: &Trace) -> BTreeMap<(&'static str, u64), Trigger> {
+    let mut out = BTreeMap::new();
+    let mut nth = 0;
+    for p in &t.points {
+        if p.point == Point::AfterInsertBeforeSync {
+            nth += 1;
+            out.insert((p.host, p.time_ms), Trigger::at_point(p.point, nth));
+        }
+    }
+    out
+}
