@@ -589,7 +589,11 @@ fn every_mutant(a: &ExploreArgs, s: &scenario::Scenario, design: Design) -> Outc
         s.reference,
         design.as_str(),
         a.faults,
-        if a.orders { " and every race reversed" } else { "" },
+        if a.orders {
+            " and every race reversed"
+        } else {
+            ""
+        },
         applies.len(),
         if a.mode == Mode::Lineage {
             format!(", lineage (at most {} runs each)", a.budget)

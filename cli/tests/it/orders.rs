@@ -130,7 +130,10 @@ fn orders_are_the_same_for_any_jobs_and_for_merged_shards() {
                 .map(|l| (l.explored, l.pruned, l.orders, l.orders_not_fired))
                 .collect::<Vec<_>>(),
             x.order_hash.clone(),
-            x.violations.iter().map(|e| e.id.clone()).collect::<Vec<_>>(),
+            x.violations
+                .iter()
+                .map(|e| e.id.clone())
+                .collect::<Vec<_>>(),
         )
     };
     let one = exhaustive::explore(&p, &opts, &pool(1));

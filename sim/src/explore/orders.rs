@@ -105,10 +105,7 @@ fn first_ms(h: &History, from: usize) -> u64 {
     if from == 0 {
         return 0;
     }
-    h.ops
-        .get(from)
-        .or(h.ops.last())
-        .map_or(0, |o| o.time_ms)
+    h.ops.get(from).or(h.ops.last()).map_or(0, |o| o.time_ms)
 }
 
 /// `b`'s send does not follow `a`'s delivery: `b`'s sender had not heard, directly or through

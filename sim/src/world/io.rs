@@ -21,8 +21,8 @@ use turmoil::fs::shim::std::fs as simfs;
 use turmoil::net::{TcpListener, TcpStream, UdpSocket};
 
 use super::ledger::Ledger;
-use super::trace::StoreStepKind;
 use super::parties::Parties;
+use super::trace::StoreStepKind;
 use super::wakes::Wakes;
 use crate::history::{is_agent_host, op, process, OpType};
 use crate::nemesis::FrameDecision;
