@@ -1,14 +1,23 @@
 //! `acp-chaos mutants`: how fast the swarm alone (no scripted schedule) catches each mutant,
-//! against the uniform mix (every fault kind and optional feature on in every seed).
+//! against the uniform mix (every fault kind and optional feature on in every seed), and the
+//! exploring modes (exhaustive, lineage, guided).
 //!
-//! For each mutant and mix, seeds run in order from 0 (each seed under every design the mutant
-//! applies to, within the scenario's designs) until `catches` seeds have caught it or `seeds`
-//! have run. A seed *catches* the mutant when some design's verdict on the mutant's property is
-//! invalid and names the mutant's party. **Seeds-to-detection** from a start seed `s` is the
-//! number of seeds run from `s` up to and including the first catching seed, wrapping around
-//! the seeds run (so a mutant caught once in 2000 seeds reads as about 1000, not as the
-//! distance to that one catch); the table gives its median over every start seed run. It is
-//! measured, not inferred from a rate.
+//! Every column counts the same unit: **runs of one design** up to and including the first
+//! that catches the mutant, the fewest over the designs the mutant applies to (within the
+//! scenario's designs), median over start seeds. A run *catches* the mutant when its verdict
+//! on the mutant's property is invalid and names the mutant's party ([`is_catch`]).
+//!
+//! For the swarm and the uniform mix, seeds run in order from 0, each under every design,
+//! until `catches` seeds have caught it on some design or `seeds` have run; which design
+//! caught it on which seed is kept ([`Detection::by_design`]). From a start seed `s`, a design
+//! takes the seeds from `s` up to and including the first that catches it on that design,
+//! wrapping around the seeds run (so a mutant caught once in 2000 seeds reads as about 1000,
+//! not as the distance to that one catch); the cell is the median over every start seed of the
+//! fewest over the designs ([`median_fewest_over_designs`]). That fewest is the distance to
+//! the first seed that catches it on *some* design, so the figure is also the seeds-to-detection
+//! of a seed that runs every design: the two readings are one number, and only its unit's
+//! name says which runs it counts. It is measured, not inferred from a rate. For the exploring
+//! columns a base seed plays the start seed's part ([`FirstCatch`]).
 //!
 //! Beside it, the **mutant × checker** view: for each mutant, the share of the swarm seeds run
 //! on which each checker's verdict was invalid on some design (a mutant's bug often breaks
@@ -29,14 +38,49 @@ use acp_chaos::scenario::{Mix, Scenario};
 /// One mutant under one mix.
 #[derive(Debug, Clone, Serialize)]
 pub struct Detection {
-    /// Seeds run.
+    /// Seeds run (each under every design of [`MutantRow::designs`]).
     pub seeds: u64,
-    /// The catching seeds, ascending.
+    /// The seeds that caught it on some design, ascending.
     pub caught: Vec<u64>,
-    /// Median seeds-to-detection (`None`: never caught).
+    /// Per design, the seeds that caught it on that design, ascending (every design run is a
+    /// key, with no seeds if it never caught it).
+    pub by_design: BTreeMap<Design, Vec<u64>>,
+    /// Median runs of one design to the first catch, the fewest over the designs per start
+    /// seed ([`median_fewest_over_designs`]; `None`: never caught). The same number as the
+    /// seeds-to-detection of `caught` (seeds each running every design).
     pub median: Option<f64>,
+    /// Per design, its median on that design alone ([`median_to_detection`] of its
+    /// `by_design` seeds; `None`: never caught on it). The fewest of these can exceed
+    /// `median`: the fastest design differs from one start seed to the next.
+    pub design_medians: BTreeMap<Design, Option<f64>>,
     /// Property → seeds run on which its verdict was invalid on some design.
     pub by_checker: BTreeMap<String, u64>,
+}
+
+impl Detection {
+    /// The detection over seeds `0..seeds` from each design's catching seeds (each ascending,
+    /// below `seeds`) and the checker counts.
+    pub fn new(
+        seeds: u64,
+        by_design: BTreeMap<Design, Vec<u64>>,
+        by_checker: BTreeMap<String, u64>,
+    ) -> Detection {
+        let mut caught: Vec<u64> = by_design.values().flatten().copied().collect();
+        caught.sort_unstable();
+        caught.dedup();
+        let lists: Vec<&[u64]> = by_design.values().map(Vec::as_slice).collect();
+        Detection {
+            seeds,
+            median: median_fewest_over_designs(&lists, seeds),
+            design_medians: by_design
+                .iter()
+                .map(|(d, c)| (*d, median_to_detection(c, seeds)))
+                .collect(),
+            caught,
+            by_design,
+            by_checker,
+        }
+    }
 }
 
 /// Whether a verdict catches mutant `m`: on its property, naming its party, invalid (or a
@@ -76,13 +120,17 @@ pub struct MutantRow {
 
 /// Runs to the first catch of a mutant under one way of choosing schedules: for each base
 /// seed (the scenario's plan at that seed, its trace for exhaustive and lineage, the guided
-/// swarm's first draw), the fewest runs over the designs, and their median. Exhaustive and
-/// lineage pass over a trace that lacks what the mutant needs (`explore::needs`) for the next
-/// draw (seed + seeds, + 2·seeds, ...), each trace passed over counting one run.
+/// swarm's first draw), the fewest runs of one design over the designs, and their median.
+/// Exhaustive and lineage pass over a trace that lacks what the mutant needs
+/// (`explore::needs`) for the next draw (seed + seeds, + 2·seeds, ...), each trace passed over
+/// counting one run.
 #[derive(Debug, Clone, Serialize)]
 pub struct FirstCatch {
-    /// Runs to the first catch per base seed (`None`: not within the budget).
+    /// Runs to the first catch per base seed, the fewest over the designs (`None`: not within
+    /// the budget on any design).
     pub per_seed: Vec<Option<usize>>,
+    /// Per design, its runs to the first catch per base seed (`None`: not within the budget).
+    pub per_design: BTreeMap<Design, Vec<Option<usize>>>,
     /// Their median (`None`: most seeds did not catch it within the budget).
     pub median: Option<f64>,
     /// Most runs per seed and design.
@@ -152,6 +200,19 @@ pub fn first_catch(
             })
             .collect()
     });
+    // `found` is in `work`'s order: base seed, then design.
+    let per_design: BTreeMap<Design, Vec<Option<usize>>> = designs
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let runs = found
+                .iter()
+                .skip(i)
+                .step_by(designs.len().max(1))
+                .map(|(_, r)| *r);
+            (*d, runs.collect())
+        })
+        .collect();
     let per_seed: Vec<Option<usize>> = (0..seeds)
         .map(|seed| {
             found
@@ -164,6 +225,7 @@ pub fn first_catch(
     FirstCatch {
         median: median_of(&per_seed),
         per_seed,
+        per_design,
         budget,
     }
 }
@@ -269,33 +331,61 @@ impl MutantRow {
     }
 }
 
-/// Median seeds-to-detection over start seeds `0..seeds`, wrapping around (see the module
-/// doc); `caught` ascending, each below `seeds`.
-pub fn median_to_detection(caught: &[u64], seeds: u64) -> Option<f64> {
+/// Seeds from start seed `s` up to and including the first of `caught` (ascending, each below
+/// `seeds`), wrapping around the seeds run (`None`: `caught` is empty).
+fn to_detection(caught: &[u64], s: u64, seeds: u64) -> Option<u64> {
     let first = *caught.first()?;
-    let mut d: Vec<u64> = (0..seeds)
-        .map(|s| match caught.iter().find(|&&c| c >= s) {
-            Some(c) => c - s + 1,
-            None => first + seeds - s + 1,
-        })
-        .collect();
-    d.sort_unstable();
-    let n = d.len();
-    Some(if n % 2 == 1 {
-        d[n / 2] as f64
-    } else {
-        (d[n / 2 - 1] + d[n / 2]) as f64 / 2.0
+    Some(match caught.iter().find(|&&c| c >= s) {
+        Some(c) => c - s + 1,
+        None => first + seeds - s + 1,
     })
 }
 
-/// One seed under every design: whether it catches `m`, and the properties invalid on some
-/// design.
-fn catches(s: &Scenario, m: &Mutant, designs: &[Design], seed: u64) -> (bool, Vec<String>) {
-    let mut caught = false;
+/// The median of counts, sorted here (`None`: no counts).
+fn median_u64(mut d: Vec<u64>) -> Option<f64> {
+    d.sort_unstable();
+    let n = d.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(d[n / 2] as f64),
+        _ => Some((d[n / 2 - 1] + d[n / 2]) as f64 / 2.0),
+    }
+}
+
+/// Median seeds-to-detection over start seeds `0..seeds`, wrapping around (see the module
+/// doc); `caught` ascending, each below `seeds`.
+pub fn median_to_detection(caught: &[u64], seeds: u64) -> Option<f64> {
+    median_fewest_over_designs(&[caught], seeds)
+}
+
+/// Median runs of one design to the first catch, the fewest over the designs: for each start
+/// seed in `0..seeds`, each design's [`median_to_detection`] distance on its own catching
+/// seeds (`by_design`, each ascending and below `seeds`; a design that never caught it is left
+/// out), the fewest of them, and the median of those over the start seeds, as the exploring
+/// columns take the fewest over the designs per base seed ([`FirstCatch`]). `None`: no design
+/// caught it.
+pub fn median_fewest_over_designs(by_design: &[&[u64]], seeds: u64) -> Option<f64> {
+    let fewest: Option<Vec<u64>> = (0..seeds)
+        .map(|s| {
+            by_design
+                .iter()
+                .filter_map(|c| to_detection(c, s, seeds))
+                .min()
+        })
+        .collect();
+    median_u64(fewest?)
+}
+
+/// One seed under every design: the designs (in `designs`' order) whose run catches `m`, and
+/// the properties invalid on some design.
+fn catches(s: &Scenario, m: &Mutant, designs: &[Design], seed: u64) -> (Vec<Design>, Vec<String>) {
+    let mut caught = Vec::new();
     let mut invalid: Vec<String> = Vec::new();
     for &d in designs {
         let (_, r) = campaign::run_one(s, seed, Some(m.name), d);
-        caught |= r.verdicts.iter().any(|v| is_catch(m, v));
+        if r.verdicts.iter().any(|v| is_catch(m, v)) {
+            caught.push(d);
+        }
         for v in r.verdicts.iter().filter(|v| v.status == Status::Invalid) {
             if !invalid.contains(&v.property) {
                 invalid.push(v.property.clone());
@@ -305,15 +395,16 @@ fn catches(s: &Scenario, m: &Mutant, designs: &[Design], seed: u64) -> (bool, Ve
     (caught, invalid)
 }
 
-/// Seeds in order until `want` catches or `seeds` run; parallel in batches of `batch`.
+/// Seeds in order until `want` seeds caught it on some design or `seeds` run; parallel in
+/// batches of `batch`.
 fn detect(s: &Scenario, m: &Mutant, designs: &[Design], seeds: u64, want: usize) -> Detection {
     let batch = 32u64;
     let mut caught = Vec::new();
-    let mut per_seed: Vec<(u64, Vec<String>)> = Vec::new();
+    let mut per_seed: Vec<(u64, Vec<Design>, Vec<String>)> = Vec::new();
     let mut next = 0u64;
     while next < seeds && caught.len() < want {
         let end = (next + batch).min(seeds);
-        let results: Vec<(u64, bool, Vec<String>)> = (next..end)
+        let results: Vec<(u64, Vec<Design>, Vec<String>)> = (next..end)
             .into_par_iter()
             .map(|seed| {
                 let (c, inv) = catches(s, m, designs, seed);
@@ -321,10 +412,10 @@ fn detect(s: &Scenario, m: &Mutant, designs: &[Design], seeds: u64, want: usize)
             })
             .collect();
         for (seed, c, inv) in results {
-            if c {
+            if !c.is_empty() {
                 caught.push(seed);
             }
-            per_seed.push((seed, inv));
+            per_seed.push((seed, c, inv));
         }
         next = end;
     }
@@ -336,17 +427,17 @@ fn detect(s: &Scenario, m: &Mutant, designs: &[Design], seeds: u64, want: usize)
         next
     };
     let mut by_checker: BTreeMap<String, u64> = BTreeMap::new();
-    for (_, inv) in per_seed.iter().filter(|(seed, _)| *seed < run) {
+    let mut by_design: BTreeMap<Design, Vec<u64>> =
+        designs.iter().map(|d| (*d, Vec::new())).collect();
+    for (seed, c, inv) in per_seed.iter().filter(|(seed, _, _)| *seed < run) {
         for p in inv {
             *by_checker.entry(p.clone()).or_default() += 1;
         }
+        for d in c {
+            by_design.entry(*d).or_default().push(*seed);
+        }
     }
-    Detection {
-        seeds: run,
-        median: median_to_detection(&caught, run),
-        caught,
-        by_checker,
-    }
+    Detection::new(run, by_design, by_checker)
 }
 
 /// The scoreboard for every mutant (or one) on a `[swarm]` scenario; `on_row` sees each row as

@@ -1,6 +1,11 @@
 //! The unit tests of `cli/src/campaign/scoreboard.rs`.
 
-use acp_chaos_cli::campaign::scoreboard::median_to_detection;
+use std::collections::BTreeMap;
+
+use acp_chaos::models::Design;
+use acp_chaos_cli::campaign::scoreboard::{
+    median_fewest_over_designs, median_to_detection, Detection,
+};
 
 #[test]
 fn median_counts_seeds_up_to_and_including_the_catch() {
@@ -13,4 +18,35 @@ fn median_counts_seeds_up_to_and_including_the_catch() {
     assert_eq!(median_to_detection(&[1], 4), Some(2.5));
     // Every seed catches.
     assert_eq!(median_to_detection(&[0, 1, 2, 3, 4], 5), Some(1.0));
+}
+
+#[test]
+fn swarm_columns_take_the_fewest_runs_of_one_design_per_start_seed() {
+    // Design A catches on seed 3 of 4, design B on seed 1. From start seeds 0, 1, 2, 3:
+    // A takes 4, 3, 2, 1 runs; B takes 2, 1, 4 (wrapping), 3; the fewest: 2, 1, 2, 1.
+    let (a, b): (&[u64], &[u64]) = (&[3], &[1]);
+    assert_eq!(median_fewest_over_designs(&[a, b], 4), Some(1.5));
+    // Each design alone reads 2.5: the fewest per start seed is not the fewest median.
+    assert_eq!(median_to_detection(a, 4), Some(2.5));
+    assert_eq!(median_to_detection(b, 4), Some(2.5));
+    // The same number as seeds that each run every design (caught on some design: 1 and 3).
+    assert_eq!(median_to_detection(&[1, 3], 4), Some(1.5));
+    // A design that never catches it takes no part; none: never caught.
+    assert_eq!(median_fewest_over_designs(&[a, &[]], 4), Some(2.5));
+    assert_eq!(median_fewest_over_designs(&[&[], &[]], 4), None);
+}
+
+#[test]
+fn a_detection_keeps_each_designs_catches_and_medians() {
+    let by_design = BTreeMap::from([
+        (Design::Stored, vec![3]),
+        (Design::Cluster, vec![1]),
+        (Design::Adapter, vec![]),
+    ]);
+    let d = Detection::new(4, by_design, BTreeMap::new());
+    assert_eq!(d.caught, vec![1, 3]);
+    assert_eq!(d.median, Some(1.5));
+    assert_eq!(d.design_medians[&Design::Stored], Some(2.5));
+    assert_eq!(d.design_medians[&Design::Cluster], Some(2.5));
+    assert_eq!(d.design_medians[&Design::Adapter], None);
 }
