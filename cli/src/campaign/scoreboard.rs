@@ -627,48 +627,108 @@ pub fn checker_table(rows: &[MutantRow]) -> String {
     out
 }
 
-/// The table's header line.
-pub fn header() -> String {
+/// The width of an exploring cell: the median (with `.5` when the base seeds are even), then
+/// each base seed's runs in brackets ([`first_catch_cell`]); at least the column's name.
+fn explore_width(cols: ExploreColumns) -> usize {
+    let n = cols.seeds as usize;
+    let d = cols.budget.max(1).to_string().len();
+    let median = d + if n.is_multiple_of(2) { 2 } else { 0 };
+    (median + 2 + n * d + n.saturating_sub(1) + 1).max("explore".len())
+}
+
+/// A row's line (the header's too): the swarm and uniform columns, then the exploring ones
+/// unless `cols.seeds` is 0.
+fn line(cols: ExploreColumns, cells: [&str; 9]) -> String {
+    let mut out = format!(
+        "{:<32} {:<5} {:<13} {:>14} {:>14} {:>6}",
+        cells[0], cells[1], cells[2], cells[3], cells[4], cells[5]
+    );
+    if cols.seeds > 0 {
+        let w = explore_width(cols);
+        for c in &cells[6..] {
+            out.push_str(&format!(" {c:>w$}"));
+        }
+    }
+    out.push('\n');
+    out
+}
+
+/// The unit every column counts, one line (above the table's column names, and the first line
+/// of [`legend`]).
+pub const UNIT: &str = "unit: runs of one design, up to and including the first that catches the mutant; each cell the fewest over the designs the mutant applies to, median over start seeds";
+
+/// The table's header: the unit ([`UNIT`]) and the column names.
+pub fn header(cols: ExploreColumns) -> String {
     format!(
-        "{:<32} {:<5} {:<13} {:>14} {:>14} {:>8} {:>8} {:>8} {:>8}\n",
-        "mutant",
-        "prop",
-        "party",
-        "swarm median",
-        "uniform median",
-        "ratio",
-        "explore",
-        "lineage",
-        "guided"
+        "{UNIT}\n{}",
+        line(
+            cols,
+            [
+                "mutant", "prop", "party", "swarm", "uniform", "ratio", "explore", "lineage",
+                "guided"
+            ]
+        )
     )
 }
 
-/// The scoreboard's rows as table lines (after [`header`]).
-pub fn table(rows: &[MutantRow]) -> String {
-    let mut out = String::new();
-    let cell = |d: &Detection| match d.median {
+/// What the table's cells say, under it: the unit and how each column gets it.
+pub fn legend(cols: ExploreColumns) -> String {
+    let mut out = format!(
+        "{UNIT} (a catch: a verdict on the mutant's property, invalid, naming its party)\n"
+    );
+    out.push_str("swarm, uniform: start seeds = every seed run, wrapping around; the fewest over the designs from a start seed is the seeds up to the first that catches it on some design, so the same number counts seeds that each run every design; (catches/seeds run): seeds that caught it on some design / seeds run; ratio: uniform / swarm\n");
+    if cols.seeds > 0 {
+        out.push_str(&format!("explore, lineage, guided: start seeds = base seeds 0..{}, each one's fewest in brackets (-: not within {} runs on any design; the fault-free trace's run counts as one); explore places every fault of at most 2 over the trace in order, lineage cuts what each good outcome depended on, guided steers the swarm by coverage\n", cols.seeds, cols.budget));
+    }
+    out.push_str(
+        "each design's own catches and medians: --json (by_design, design_medians, per_design)\n",
+    );
+    out
+}
+
+/// A swarm or uniform cell: the median, then (catches/seeds run).
+fn detection_cell(d: &Detection) -> String {
+    match d.median {
         Some(m) => format!("{m} ({}/{})", d.caught.len(), d.seeds),
         None => format!("- (0/{})", d.seeds),
-    };
-    let runs = |f: &Option<FirstCatch>| match f {
-        Some(FirstCatch {
-            median: Some(m), ..
-        }) => format!("{m}"),
-        Some(_) => "-".to_string(),
-        None => "".to_string(),
-    };
+    }
+}
+
+/// An exploring cell: the median over the base seeds, then each base seed's runs in brackets
+/// (`-`: not within the budget), e.g. `8 [8,9,7]`.
+pub fn first_catch_cell(f: &FirstCatch) -> String {
+    let runs = |r: &Option<usize>| r.map_or("-".to_string(), |r| r.to_string());
+    let seeds: Vec<String> = f.per_seed.iter().map(runs).collect();
+    let median = f.median.map_or("-".to_string(), |m| m.to_string());
+    format!("{median} [{}]", seeds.join(","))
+}
+
+/// The scoreboard's rows as table lines (after [`header`] with the same `cols`).
+pub fn table(rows: &[MutantRow], cols: ExploreColumns) -> String {
+    let mut out = String::new();
+    let explored = |f: &Option<FirstCatch>| f.as_ref().map_or(String::new(), first_catch_cell);
     for r in rows {
-        out.push_str(&format!(
-            "{:<32} {:<5} {:<13} {:>14} {:>14} {:>8} {:>8} {:>8} {:>8}\n",
-            r.mutant,
-            r.property,
-            format!("{:?}", r.party).to_lowercase(),
-            cell(&r.swarm),
-            cell(&r.uniform),
-            r.ratio().map_or("-".to_string(), |x| format!("{x:.2}")),
-            runs(&r.explore),
-            runs(&r.lineage),
-            runs(&r.guided),
+        let party = format!("{:?}", r.party).to_lowercase();
+        let ratio = r.ratio().map_or("-".to_string(), |x| format!("{x:.2}"));
+        let (sw, un) = (detection_cell(&r.swarm), detection_cell(&r.uniform));
+        let (ex, li, gu) = (
+            explored(&r.explore),
+            explored(&r.lineage),
+            explored(&r.guided),
+        );
+        out.push_str(&line(
+            cols,
+            [
+                r.mutant,
+                &r.property.to_string(),
+                &party,
+                &sw,
+                &un,
+                &ratio,
+                &ex,
+                &li,
+                &gu,
+            ],
         ));
     }
     out

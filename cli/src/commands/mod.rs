@@ -65,9 +65,10 @@ enum Cmd {
     Check(check::CheckArgs),
     /// Measure seeds per second and the overhead over a bare turmoil run.
     Bench(bench::BenchArgs),
-    /// The mutant scoreboard: each mutant's median seeds-to-detection under the swarm alone
-    /// (no scripted schedule) and under the uniform mix, and their ratio; the mutant × checker
-    /// view; and the correct models on the same seeds. Exits 1 when the swarm misses, within
+    /// The mutant scoreboard: each mutant's median runs of one design to the first catch (the
+    /// fewest over its designs) under the swarm alone (no scripted schedule), under the uniform
+    /// mix, and their ratio, and under exhaustive, lineage and guided exploration; the mutant ×
+    /// checker view; and the correct models on the same seeds. Exits 1 when the swarm misses, within
     /// `--seeds`, a mutant it reaches within 40 seeds (rare-window mutants, pinned by their own
     /// scenarios, are listed instead) or a correct model has a violation.
     Mutants(mutants::MutantsArgs),

@@ -108,28 +108,26 @@ pub(super) fn exec(a: &MutantsArgs) -> Outcome {
         "acp-chaos mutants: scenario={} seeds<={} catches={} jobs={} (each seed runs every design the mutant applies to)",
         s.reference, a.seeds, a.catches, jobs
     );
-    print!("{}", crate::campaign::scoreboard::header());
+    let cols = crate::campaign::scoreboard::ExploreColumns {
+        seeds: a.explore_seeds,
+        budget: a.explore_budget,
+    };
+    print!("{}", crate::campaign::scoreboard::header(cols));
     let rows = crate::campaign::scoreboard::score(
         &s,
         a.mutant.as_deref(),
         a.seeds,
         a.catches,
         jobs,
-        crate::campaign::scoreboard::ExploreColumns {
-            seeds: a.explore_seeds,
-            budget: a.explore_budget,
-        },
+        cols,
         &mut |r| {
             print!(
                 "{}",
-                crate::campaign::scoreboard::table(std::slice::from_ref(r))
+                crate::campaign::scoreboard::table(std::slice::from_ref(r), cols)
             );
         },
     )?;
-    if a.explore_seeds > 0 {
-        println!("explore / lineage / guided = runs to the first catch (the fault-free trace's run counts as one), the fewest over the designs, median over base seeds 0..{} (- : not within {} runs per seed and design); explore places every fault of at most 2 over the trace in order, lineage cuts what each good outcome depended on, guided steers the swarm by coverage", a.explore_seeds, a.explore_budget);
-    }
-    println!("median = seeds run from a start seed up to and including the first catch (wrapping around the seeds run), over every start seed; (catches/seeds run)");
+    print!("{}", crate::campaign::scoreboard::legend(cols));
     let skipped: Vec<&str> = mutant::MUTANTS
         .iter()
         .filter(|m| a.mutant.as_deref().is_none_or(|o| o == m.name))
@@ -199,9 +197,10 @@ pub(super) fn exec(a: &MutantsArgs) -> Outcome {
     }
     let base_seeds = a.baseline_seeds.unwrap_or(a.seeds);
     let scoreboard = format!(
-        "{}{}\nmutant × checker (share of swarm seeds on which the checker was invalid):\n{}",
-        crate::campaign::scoreboard::header(),
-        crate::campaign::scoreboard::table(&rows),
+        "{}{}{}\nmutant × checker (share of swarm seeds on which the checker was invalid):\n{}",
+        crate::campaign::scoreboard::header(cols),
+        crate::campaign::scoreboard::table(&rows, cols),
+        crate::campaign::scoreboard::legend(cols),
         crate::campaign::scoreboard::checker_table(&rows)
     );
     let (base, _, unwritten) =

@@ -2,9 +2,11 @@
 
 use std::collections::BTreeMap;
 
+use acp_chaos::models::mutant::MUTANTS;
 use acp_chaos::models::Design;
 use acp_chaos_cli::campaign::scoreboard::{
-    median_fewest_over_designs, median_to_detection, Detection,
+    first_catch_cell, header, legend, median_fewest_over_designs, median_to_detection, table,
+    Detection, ExploreColumns, FirstCatch, MutantRow, UNIT,
 };
 
 #[test]
@@ -49,4 +51,62 @@ fn a_detection_keeps_each_designs_catches_and_medians() {
     assert_eq!(d.design_medians[&Design::Stored], Some(2.5));
     assert_eq!(d.design_medians[&Design::Cluster], Some(2.5));
     assert_eq!(d.design_medians[&Design::Adapter], None);
+}
+
+fn row(explore: Option<FirstCatch>) -> MutantRow {
+    let m = &MUTANTS[0];
+    let by_design = BTreeMap::from([(Design::Stored, vec![0, 2]), (Design::Cluster, vec![1])]);
+    let d = Detection::new(3, by_design, BTreeMap::new());
+    MutantRow {
+        mutant: m.name,
+        property: m.property,
+        party: m.party,
+        designs: vec![Design::Stored, Design::Cluster],
+        swarm: d.clone(),
+        uniform: d,
+        explore: explore.clone(),
+        lineage: explore.clone(),
+        guided: explore,
+    }
+}
+
+#[test]
+fn the_header_names_the_unit_and_exploring_cells_show_each_base_seed() {
+    let cols = ExploreColumns {
+        seeds: 3,
+        budget: 300,
+    };
+    let head = header(cols);
+    assert!(head.starts_with("unit: runs of one design,"), "{head}");
+    assert!(head.contains("the fewest over the designs"), "{head}");
+    assert!(legend(cols).starts_with(UNIT), "{}", legend(cols));
+    let f = |per_seed: Vec<Option<usize>>, median| FirstCatch {
+        per_design: BTreeMap::from([(Design::Stored, per_seed.clone())]),
+        per_seed,
+        median,
+        budget: 300,
+    };
+    assert_eq!(
+        first_catch_cell(&f(vec![Some(8), Some(9), Some(7)], Some(8.0))),
+        "8 [8,9,7]"
+    );
+    assert_eq!(
+        first_catch_cell(&f(vec![None, Some(12), None], None)),
+        "- [-,12,-]"
+    );
+    // The widest cell the budget allows fits its column: every line is as long as the header's.
+    let widest = f(vec![Some(300); 3], Some(300.0));
+    let t = table(&[row(Some(widest))], cols);
+    assert!(t.contains("300 [300,300,300]"), "{t}");
+    let names = head.lines().nth(1).unwrap();
+    for l in t.lines() {
+        assert_eq!(l.chars().count(), names.chars().count(), "{names}\n{l}");
+    }
+    // Without base seeds, no exploring columns.
+    let none = ExploreColumns {
+        seeds: 0,
+        budget: 300,
+    };
+    assert!(!header(none).contains("explore"), "{}", header(none));
+    assert!(!table(&[row(None)], none).contains('['));
 }
