@@ -591,7 +591,11 @@ pub fn checker_table(rows: &[MutantRow]) -> String {
         .flat_map(|r| r.swarm.by_checker.keys().cloned())
         .chain(rows.iter().map(|r| r.property.to_string()))
         .collect();
-    props.sort_by_key(|p| p[1..].parse::<u32>().unwrap_or(0));
+    // By number, then name: P4 and X4 share a number, and `dedup` only drops neighbours.
+    props.sort_by(|a, b| {
+        let n = |p: &String| p[1..].parse::<u32>().unwrap_or(0);
+        n(a).cmp(&n(b)).then_with(|| a.cmp(b))
+    });
     props.dedup();
     let mut out = format!("{:<32}", "mutant \\ checker");
     for p in &props {

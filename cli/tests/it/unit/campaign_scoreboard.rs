@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use acp_chaos::models::mutant::MUTANTS;
 use acp_chaos::models::Design;
 use acp_chaos_cli::campaign::scoreboard::{
-    first_catch_cell, header, legend, median_fewest_over_designs, median_to_detection, table,
-    Detection, ExploreColumns, FirstCatch, MutantRow, UNIT,
+    checker_table, first_catch_cell, header, legend, median_fewest_over_designs,
+    median_to_detection, table, Detection, ExploreColumns, FirstCatch, MutantRow, UNIT,
 };
 
 #[test]
@@ -109,4 +109,17 @@ fn the_header_names_the_unit_and_exploring_cells_show_each_base_seed() {
     };
     assert!(!header(none).contains("explore"), "{}", header(none));
     assert!(!table(&[row(None)], none).contains('['));
+}
+
+#[test]
+fn the_checker_table_names_each_checker_once() {
+    // P4 and X4 share a number: rows that break them in either order still give one column each.
+    let with = |props: &[&str]| {
+        let mut r = row(None);
+        r.swarm.by_checker = props.iter().map(|p| (p.to_string(), 1)).collect();
+        r
+    };
+    let t = checker_table(&[with(&["P4", "X4"]), with(&["X4"]), with(&["P4", "P1"])]);
+    let head: Vec<&str> = t.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(head[3..], ["P1", "P4", "X4"], "{t}");
 }
