@@ -644,7 +644,7 @@ fn explore_width(cols: ExploreColumns) -> usize {
 /// unless `cols.seeds` is 0.
 fn line(cols: ExploreColumns, cells: [&str; 9]) -> String {
     let mut out = format!(
-        "{:<32} {:<5} {:<13} {:>14} {:>14} {:>6}",
+        "{:<32} {:<5} {:<13} {:>16} {:>16} {:>8}",
         cells[0], cells[1], cells[2], cells[3], cells[4], cells[5]
     );
     if cols.seeds > 0 {

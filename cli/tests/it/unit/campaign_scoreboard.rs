@@ -94,9 +94,17 @@ fn the_header_names_the_unit_and_exploring_cells_show_each_base_seed() {
         first_catch_cell(&f(vec![None, Some(12), None], None)),
         "- [-,12,-]"
     );
-    // The widest cell the budget allows fits its column: every line is as long as the header's.
+    // The widest cells fit their columns: every line is as long as the header's (one catch in
+    // 2,000 seeds, halfway: a four-digit half median; the exploring cell the budget allows).
     let widest = f(vec![Some(300); 3], Some(300.0));
-    let t = table(&[row(Some(widest))], cols);
+    let mut r = row(Some(widest));
+    r.uniform = Detection::new(
+        2000,
+        BTreeMap::from([(Design::Stored, vec![1000])]),
+        BTreeMap::new(),
+    );
+    assert_eq!(r.uniform.median, Some(1000.5));
+    let t = table(&[r], cols);
     assert!(t.contains("300 [300,300,300]"), "{t}");
     let names = head.lines().nth(1).unwrap();
     for l in t.lines() {
