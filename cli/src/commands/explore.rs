@@ -421,8 +421,8 @@ fn print_levels(x: &exhaustive::Exploration) {
             },
             if x.orders {
                 format!(
-                    ", {} races reversed ({} whose delay never fired)",
-                    l.orders, l.orders_not_fired
+                    ", {} race reversals ({} came out reversed, {} whose delay never fired)",
+                    l.orders, l.orders_reversed, l.orders_not_fired
                 )
             } else {
                 String::new()

@@ -135,7 +135,7 @@ impl Scope {
 }
 
 /// What `--orders` varies of the delivery order, and what it does not.
-pub const ORDERS_COVERED: &str = "delivery order: the trace's, and over every schedule's run each race reversed once (two deliveries to one host on different connections, or two nodes' ops at the store, neither causing the other, touching one session: the first delayed just past the second, a frame by stall-frame, a node's insert by stall-point at after-insert-before-sync); not reversed: a race whose first delivery is a store load, append, withdraw or stop, and two races in one run";
+pub const ORDERS_COVERED: &str = "delivery order: the trace's, and over every schedule's run each race reversed once (two deliveries to one host on different connections, or two nodes' ops at the store, neither causing the other, touching one session: the first delayed just past the second, a frame by stall-frame, a node's insert by stall-point at after-insert-before-sync; a reversal whose run delivered them in the other order counts as came out reversed); not reversed: a race whose first delivery is a store load, append, withdraw or stop, and two races in one run";
 
 /// Why exploration `x` placed no fault of kind `k`.
 fn not_placed_why(x: &Exploration, k: FaultKind) -> &'static str {
@@ -168,23 +168,27 @@ impl Exploration {
         certificate_line(
             &Scope::of(self),
             self.explored(),
-            self.orders(),
+            (self.orders(), self.orders_reversed()),
             self.pruned(),
             self.violations.len(),
         )
     }
 }
 
-/// The certificate line ([`Exploration::certificate`]; a merge of shards writes the same).
+/// The certificate line ([`Exploration::certificate`]; a merge of shards writes the same);
+/// `orders`: (reversals run, reversals that came out in the other order), named with `--orders`.
 pub fn certificate_line(
     scope: &Scope,
     explored: usize,
-    orders: usize,
+    orders: (usize, usize),
     pruned: usize,
     violations: usize,
 ) -> String {
     let orders = if scope.orders {
-        format!(" and {orders} reversed orders")
+        format!(
+            " and {} race reversals ({} came out reversed)",
+            orders.0, orders.1
+        )
     } else {
         String::new()
     };
@@ -450,7 +454,10 @@ pub fn summary_md(c: &Certificate) -> String {
             .unwrap_or_default()
     );
     let (head, rule) = if c.scope.orders {
-        (" races reversed | delay not fired |", "---|---|")
+        (
+            " race reversals | delay not fired | came out reversed |",
+            "---|---|---|",
+        )
     } else {
         ("", "")
     };
@@ -460,7 +467,10 @@ pub fn summary_md(c: &Certificate) -> String {
     );
     for l in &c.levels {
         let orders = if c.scope.orders {
-            format!(" {} | {} |", l.orders, l.orders_not_fired)
+            format!(
+                " {} | {} | {} |",
+                l.orders, l.orders_not_fired, l.orders_reversed
+            )
         } else {
             String::new()
         };
@@ -510,6 +520,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> anyhow::Result<Certificate> {
     m.levels[last].not_fired = 0;
     m.levels[last].orders = 0;
     m.levels[last].orders_not_fired = 0;
+    m.levels[last].orders_reversed = 0;
     m.levels[last].sharded = false;
     m.violations.clear();
     m.audited = 0;
@@ -523,6 +534,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> anyhow::Result<Certificate> {
         m.levels[last].not_fired += c.levels[last].not_fired;
         m.levels[last].orders += c.levels[last].orders;
         m.levels[last].orders_not_fired += c.levels[last].orders_not_fired;
+        m.levels[last].orders_reversed += c.levels[last].orders_reversed;
         m.audited += c.audited;
         m.audit_mismatches += c.audit_mismatches;
         for v in &c.violations {
@@ -548,7 +560,10 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> anyhow::Result<Certificate> {
             .push(keep_violation(v, &mut kept, &dirs[i], out)?);
     }
     m.explored = m.levels.iter().map(|l| l.explored).sum();
-    let orders = m.levels.iter().map(|l| l.orders).sum();
+    let orders = (
+        m.levels.iter().map(|l| l.orders).sum(),
+        m.levels.iter().map(|l| l.orders_reversed).sum(),
+    );
     m.line = certificate_line(&m.scope, m.explored, orders, m.pruned, m.violations.len());
     let invalid = m
         .violations

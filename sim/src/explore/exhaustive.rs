@@ -139,6 +139,10 @@ pub struct Level {
     /// Of those, reversals whose delay never fired (the run was its schedule's).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub orders_not_fired: usize,
+    /// Of those, reversals whose run delivered the race's second delivery and the first only
+    /// after it ([`orders::Race::reversed_in`]); the others' delay changed more than the order.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub orders_reversed: usize,
 }
 
 /// Serde: leave a zero count out (a certificate without orders reads as before them).
@@ -203,9 +207,14 @@ impl Exploration {
         self.levels.iter().map(|l| l.pruned).sum()
     }
 
-    /// Races reversed, over every level.
+    /// Races reversed (reversals run), over every level.
     pub fn orders(&self) -> usize {
         self.levels.iter().map(|l| l.orders).sum()
+    }
+
+    /// Reversals whose run came out in the other order, over every level.
+    pub fn orders_reversed(&self) -> usize {
+        self.levels.iter().map(|l| l.orders_reversed).sum()
     }
 }
 
@@ -425,7 +434,7 @@ fn fired_at(h: &History, i: usize) -> Option<usize> {
 /// (`None`: it never fired), for a run further faults are placed over what placing needs of it
 /// ([`Placing`]), and with `--orders` its races' delays ([`orders::races`]); its history and
 /// trace are dropped as it finishes, on the worker.
-type Ran = (Explored, Option<usize>, Option<Placing>, Vec<FaultSpec>);
+type Ran = (Explored, Option<usize>, Option<Placing>, Vec<orders::Race>);
 
 /// [`run`] as a level keeps it ([`Ran`]); `orders`: find its races.
 fn run_kept(plan: &Plan, id: String, parent: bool, orders: bool, parties: &Parties) -> Ran {
@@ -436,18 +445,10 @@ fn run_kept(plan: &Plan, id: String, parent: bool, orders: bool, parties: &Parti
         _ => None,
     };
     let races = match (orders, fired) {
-        (true, Some(_)) => delays(&h, &t),
+        (true, Some(_)) => orders::races(&h, &t),
         _ => Vec::new(),
     };
     (e, fired, kept, races)
-}
-
-/// The delays that reverse the races of a run ([`orders::races`]).
-fn delays(h: &History, t: &Trace) -> Vec<FaultSpec> {
-    orders::races(h, t, 0)
-        .into_iter()
-        .map(|r| r.delay)
-        .collect()
 }
 
 /// Run `plan`; `parent`: its run will have further faults placed over it, so it takes
@@ -468,11 +469,18 @@ fn run(plan: &Plan, id: String, parent: bool, parties: &Parties) -> (Explored, H
     (e, h, t)
 }
 
-/// A reversal's run: its verdicts, and whether its delay fired.
-fn run_reversed(plan: &Plan, id: String, parties: &Parties) -> (Explored, bool) {
-    let (e, h, _) = run(plan, id, false, parties);
+/// A reversal's run: its verdicts, whether its delay fired, and whether the race came out
+/// reversed ([`orders::Race::reversed_in`]).
+fn run_reversed(
+    plan: &Plan,
+    id: String,
+    race: &orders::Race,
+    parties: &Parties,
+) -> (Explored, bool, bool) {
+    let (e, h, t) = run(plan, id, false, parties);
     let fired = fired_at(&h, plan.faults.len() - 1).is_some();
-    (e, fired)
+    let reversed = fired && race.reversed_in(&h, &t);
+    (e, fired, reversed)
 }
 
 /// How many candidates a level places before running them ([`Search::stream_level`]): enough
@@ -543,7 +551,7 @@ pub fn explore_chunked(
     let (e0, h0, t0) = run(&base, "0.0".into(), opts.faults > 0, parties);
     let (places0, states0) = placing(&h0, &t0, 0);
     let races0 = if opts.orders {
-        delays(&h0, &t0)
+        orders::races(&h0, &t0)
     } else {
         Vec::new()
     };
@@ -838,44 +846,47 @@ impl<'a> Search<'a> {
     /// Reverse each race of each run (`--orders`): its schedule plus the race's delay, run once
     /// each (ids `L.IoN`: the `N`-th race of schedule `L.I`), counted in `level`; a failing one
     /// is kept for the level's violations.
-    fn reverse(&mut self, runs: &[(Explored, Vec<FaultSpec>)], level: &mut Level) {
-        let mut cands: Vec<(String, Plan)> = Vec::new();
+    fn reverse(&mut self, runs: &[(Explored, Vec<orders::Race>)], level: &mut Level) {
+        let mut cands: Vec<(String, Plan, &orders::Race)> = Vec::new();
         for (e, races) in runs {
-            for (n, d) in races.iter().enumerate() {
+            for (n, r) in races.iter().enumerate() {
                 let mut plan = e.plan.clone();
-                plan.faults.push(d.clone());
-                cands.push((format!("{}o{n}", e.id), plan));
+                plan.faults.push(r.delay.clone());
+                cands.push((format!("{}o{n}", e.id), plan, r));
             }
         }
         if self.opts.stop_at_first && self.first_catch.is_some() {
             cands.clear();
         }
-        let results: Vec<(Explored, bool)> = if self.opts.stop_at_first {
+        let results: Vec<(Explored, bool, bool)> = if self.opts.stop_at_first {
             let mut out = Vec::new();
-            for (id, plan) in cands {
+            for (id, plan, race) in cands {
                 if self.opts.budget.is_some_and(|b| self.runs + out.len() >= b) {
                     break;
                 }
-                let (e, fired) = run_reversed(&plan, id, self.parties);
-                let caught = fired && e.catches(self.opts.target.as_ref());
-                out.push((e, fired));
+                let r = run_reversed(&plan, id, race, self.parties);
+                let caught = r.1 && r.0.catches(self.opts.target.as_ref());
+                out.push(r);
                 if caught {
                     break;
                 }
             }
             out
         } else {
-            map_runs(cands, self.parties, self.pool, |(id, plan), parties| {
-                run_reversed(&plan, id, parties)
+            map_runs(cands, self.parties, self.pool, |(id, plan, race), parties| {
+                run_reversed(&plan, id, race, parties)
             })
         };
         let before = self.runs;
         self.runs += results.len();
-        for (i, (e, fired)) in results.into_iter().enumerate() {
+        for (i, (e, fired, reversed)) in results.into_iter().enumerate() {
             level.orders += 1;
             if !fired {
                 level.orders_not_fired += 1;
                 continue;
+            }
+            if reversed {
+                level.orders_reversed += 1;
             }
             if e.catches(self.opts.target.as_ref()) && self.first_catch.is_none() {
                 self.first_catch = Some(before + i + 1);

@@ -4,7 +4,8 @@
 //! ops to the store. Two deliveries to one host **race** when they come on different channels
 //! (two connections; two nodes' datagrams), neither happens before the other (the second's
 //! send does not follow the first's delivery: vector clocks over every send and delivery, a
-//! host's steps in order), and they are **dependent** (they may touch the same state: the same
+//! host's steps in order, and a fault taken to reach every host whose connection then ends or
+//! that boots from the event it fired at), and they are **dependent** (they may touch the same state: the same
 //! session, or a frame or op that names none; two store `load`s never are). That is the race
 //! of dynamic partial-order reduction for message passing (Flanagan and Godefroid; Abdulla et
 //! al.'s optimal DPOR): only a race's other order can lead somewhere new.
@@ -20,7 +21,9 @@
 //! Not reversed (a certificate says so): a race whose first delivery is a store op other than
 //! an `insert` (a `load`, an `append`, a `withdraw`, a `stop`: no point precedes them), or a
 //! frame the run counted no trigger for. Each race is reversed on its own, over the run it was
-//! found in (one reversal per schedule).
+//! found in (one reversal per schedule). A delay holds back more than the one delivery (a
+//! stalled connection, a stopped node) and moves what waits on time, so a reversal's run is
+//! checked ([`Race::reversed_in`]): the certificate counts those that came out reversed.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -41,9 +44,22 @@ enum Channel {
     Store(&'static str),
 }
 
+/// Which delivery, the same in a run and in its reversal (which runs alike up to the delay):
+/// a frame by its connection, line and how many equal lines that connection delivered before
+/// it; a store op by its node and the node's number for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Delivered {
+    /// A frame: connection, line, equal lines before it on the connection.
+    Frame(u64, String, usize),
+    /// A store op: node, the node's `req`.
+    Store(&'static str, u64),
+}
+
 /// One delivery of a run, as the race finder needs it.
 #[derive(Debug, Clone)]
 struct Delivery {
+    /// Which one.
+    id: Delivered,
     /// The host it was delivered to.
     host: usize,
     channel: Channel,
@@ -68,44 +84,53 @@ pub struct Race {
     pub delay: FaultSpec,
     /// Whether the deliveries were store ops (else frames).
     pub store: bool,
+    /// The delivery delayed.
+    pub first: Delivered,
+    /// The delivery it is to come after.
+    pub second: Delivered,
 }
 
-/// The races of run `h`, `t` whose first delivery came at or after op `from`, each with the
-/// delay that reverses it; one per distinct delay, in the order of their first deliveries.
-/// `t` must come from a traced run of the same plan ([`crate::world::Run::traced`]).
-pub fn races(h: &History, t: &Trace, from: usize) -> Vec<Race> {
+impl Race {
+    /// Whether the reversal's run `h`, `t` (the race's schedule plus [`Race::delay`]) came out
+    /// reversed: the second delivery came, and the first only after it (or not at all).
+    pub fn reversed_in(&self, h: &History, t: &Trace) -> bool {
+        let ds = deliveries(h, t);
+        let at = |id: &Delivered| ds.iter().position(|d| &d.id == id);
+        match (at(&self.first), at(&self.second)) {
+            (_, None) => false,
+            (None, Some(_)) => true,
+            (Some(a), Some(b)) => b < a,
+        }
+    }
+}
+
+/// The races of run `h`, `t`, each with the delay that reverses it; one per distinct delay, in
+/// the order of their first deliveries. `t` must come from a traced run of the same plan
+/// ([`crate::world::Run::traced`]).
+pub fn races(h: &History, t: &Trace) -> Vec<Race> {
     let ds = deliveries(h, t);
     let mut out = Vec::new();
     let mut seen = BTreeSet::new();
     for (i, a) in ds.iter().enumerate() {
         let Some((kind, on)) = &a.delay else { continue };
-        if a.at_ms < first_ms(h, from) {
-            continue;
-        }
         for b in &ds[i + 1..] {
             if !(b.host == a.host && b.channel != a.channel && concurrent(a, b) && dependent(a, b))
             {
                 continue;
             }
             let mut delay = FaultSpec::placed(*kind, on.clone());
-            delay.stall_ms = Some(b.at_ms.saturating_sub(a.sent_ms).max(1));
+            delay.stall_ms = Some(b.at_ms.saturating_sub(a.sent_ms) + 1);
             if seen.insert(fault_line(&delay)) {
                 out.push(Race {
                     delay,
                     store: matches!(a.channel, Channel::Store(_)),
+                    first: a.id.clone(),
+                    second: b.id.clone(),
                 });
             }
         }
     }
     out
-}
-
-/// The simulated time of op `from` (0 for the first; past the end: the last op's).
-fn first_ms(h: &History, from: usize) -> u64 {
-    if from == 0 {
-        return 0;
-    }
-    h.ops.get(from).or(h.ops.last()).map_or(0, |o| o.time_ms)
 }
 
 /// `b`'s send does not follow `a`'s delivery: `b`'s sender had not heard, directly or through
@@ -139,6 +164,11 @@ enum Step<'a> {
         frame: &'a Value,
     },
     Store(&'a crate::world::trace::StoreStep),
+    /// A fault fired at an event of `host` (a frame it wrote, a point it passed): what the
+    /// fault does to other hosts follows from that event.
+    Fault { host: &'static str },
+    /// `host` saw a connection end, or booted: it may be a fault's doing.
+    Affected { host: &'static str },
 }
 
 /// Every delivery of the run, in order, with vector clocks.
@@ -149,7 +179,10 @@ fn deliveries(h: &History, t: &Trace) -> Vec<Delivery> {
     let mut hosts: BTreeMap<&'static str, usize> = BTreeMap::new();
     for s in &steps {
         let name = match s {
-            Step::Send { host, .. } | Step::Recv { host, .. } => *host,
+            Step::Send { host, .. }
+            | Step::Recv { host, .. }
+            | Step::Fault { host }
+            | Step::Affected { host } => *host,
             Step::Store(x) => x.node,
         };
         let n = hosts.len();
@@ -176,8 +209,21 @@ fn deliveries(h: &History, t: &Trace) -> Vec<Delivery> {
     let mut out = Vec::new();
     let mut send_ops: Vec<usize> = sends(h);
     send_ops.reverse();
+    let mut seen_lines: BTreeMap<(u64, String), usize> = BTreeMap::new();
+    // Every fault so far, as one clock: a host a fault may have acted on (a connection that
+    // ended, a boot) is taken to have heard of every event a fault fired at.
+    let mut faults: Vec<u32> = vec![0; n];
     for s in steps {
         match s {
+            Step::Fault { host } => {
+                let c = tick(&mut clock, hosts[host], None);
+                for (f, x) in faults.iter_mut().zip(&c) {
+                    *f = (*f).max(*x);
+                }
+            }
+            Step::Affected { host } => {
+                tick(&mut clock, hosts[host], Some(&faults));
+            }
             Step::Send { host, key, ms } => {
                 let c = tick(&mut clock, hosts[host], None);
                 let op = send_ops.pop().unwrap_or(usize::MAX);
@@ -196,9 +242,14 @@ fn deliveries(h: &History, t: &Trace) -> Vec<Delivery> {
                 };
                 let r = hosts[host];
                 let at = tick(&mut clock, r, Some(&sent));
+                let conn = key.0;
+                let before = seen_lines.entry(key.clone()).or_insert(0);
+                let id = Delivered::Frame(key.0, key.1, *before);
+                *before += 1;
                 out.push(Delivery {
+                    id,
                     host: r,
-                    channel: Channel::Conn(key.0),
+                    channel: Channel::Conn(conn),
                     sent_clock: sent,
                     at_clock: at,
                     sent_ms,
@@ -229,6 +280,7 @@ fn deliveries(h: &History, t: &Trace) -> Vec<Delivery> {
                             .flatten()
                             .map(|on| (FaultKind::StallPoint, on.clone()));
                         out.push(Delivery {
+                            id: Delivered::Store(x.node, x.req),
                             host: r,
                             channel: Channel::Store(x.node),
                             sent_clock: sent,
@@ -255,16 +307,41 @@ fn deliveries(h: &History, t: &Trace) -> Vec<Delivery> {
 /// (a store step logged before op `i` comes before it).
 fn steps<'a>(h: &'a History, t: &'a Trace) -> Vec<Step<'a>> {
     let received: BTreeMap<usize, &'static str> = t.received.iter().copied().collect();
+    // The host of each pass of a point, by (point, nth over every host).
+    let mut passed: BTreeMap<(&str, u64), &'static str> = BTreeMap::new();
+    let mut nth: BTreeMap<&str, u64> = BTreeMap::new();
+    for p in &t.points {
+        let n = nth.entry(p.point.as_str()).or_insert(0);
+        *n += 1;
+        passed.insert((p.point.as_str(), *n), p.host);
+    }
     let mut store = t.store.iter().peekable();
     let mut out = Vec::new();
     for o in &h.ops {
         while let Some(x) = store.next_if(|x| x.ops_before <= o.index) {
             out.push(Step::Store(x));
         }
+        let v = &o.value;
+        if [op::CONN_END, op::BOOT].contains(&o.f.as_str()) {
+            if let Some(host) = host_name(Some(o.process.as_str())) {
+                out.push(Step::Affected { host });
+            }
+            continue;
+        }
+        if o.process == process::NEMESIS && v.get("fault").is_some() {
+            let d = &v["detail"];
+            let at_point = d["point"]
+                .as_str()
+                .zip(d["nth"].as_u64())
+                .and_then(|(p, n)| passed.get(&(p, n)).copied());
+            if let Some(host) = host_name(d["from"].as_str()).or(at_point) {
+                out.push(Step::Fault { host });
+            }
+            continue;
+        }
         if o.process != process::NET {
             continue;
         }
-        let v = &o.value;
         let (Some(conn), frame) = (v["conn"].as_u64(), &v["frame"]) else {
             continue;
         };
