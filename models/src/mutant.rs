@@ -99,6 +99,20 @@ pub enum Need {
     RawProbe,
     /// A raw probe whose key is `null` (K1).
     NullKeyProbe,
+    /// A raw `session/prompt` that reuses the key of an earlier raw prompt in the same session
+    /// with another prompt (A4: a recorded key with another text). The correct Client never
+    /// sends one (one key names one submission, C3), so only a raw frame brings it.
+    RekeyProbe,
+    /// A cancel nobody pressed: a raw `session/cancel` or `$/cancel_request` (C8). The
+    /// Client's own stop and cancel mark what they withdraw, so only such a frame brings a
+    /// `-32800` its user never asked for.
+    UnpressedStop,
+    /// A `session/close` that can reach the Agent for a session missing or not active on the
+    /// connection (A15's SHOULD): a raw `session/close`, or a user's close on a cluster (a node
+    /// answers a close before the store deactivates the session, and the Client's queued
+    /// second close can arrive after it). Elsewhere the correct Client closes only a session it
+    /// resumed on that connection, and once.
+    InactiveClose,
     /// A prompt sent without a key (`sdk-auto-retry` Client, `unkeyed_rate`).
     UnkeyedPrompt,
     /// The same text submitted twice.
@@ -137,6 +151,11 @@ impl Need {
             Need::Close => "session/close",
             Need::RawProbe => "raw frame ([[raw]] probe)",
             Need::NullKeyProbe => "raw session/prompt probe with a null key",
+            Need::RekeyProbe => "raw session/prompt reusing a raw prompt's key with another text",
+            Need::UnpressedStop => "cancel nobody pressed (raw session/cancel or $/cancel_request)",
+            Need::InactiveClose => {
+                "session/close of a missing or inactive session (raw, or a user's close on a cluster)"
+            }
             Need::UnkeyedPrompt => "prompt without a key",
             Need::RepeatedText => "text submitted twice",
             Need::TwoSessions => "second session",
@@ -328,7 +347,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: false,
         swarm_finds: false,
         designs: &[Design::InMemory, Design::Stored],
-        needs: &[Need::RawProbe],
+        needs: &[Need::RekeyProbe],
         witness: Witness {
             scenario: "key-01-recorded-key-other-prompt",
             design: Design::Stored,
@@ -1012,7 +1031,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: false,
         swarm_finds: false,
         designs: &[],
-        needs: &[Need::RawProbe],
+        needs: &[Need::UnpressedStop, Need::Holding],
         witness: Witness {
             scenario: "cancel-03-stop-nobody-pressed",
             design: Design::Stored,
@@ -1120,7 +1139,7 @@ pub const MUTANTS: &[Mutant] = &[
         needs_fault: false,
         swarm_finds: false,
         designs: &[],
-        needs: &[Need::Close],
+        needs: &[Need::InactiveClose],
         witness: Witness {
             scenario: "session-03-close-while-running",
             design: Design::Stored,

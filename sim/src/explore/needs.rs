@@ -29,6 +29,15 @@ pub fn met(plan: &Plan, h: &History) -> BTreeSet<Need> {
     let mut submissions = 0;
     let mut texts = BTreeSet::new();
     let mut sessions = BTreeSet::new();
+    let mut raw = RawFrames::default();
+    // The sessions the Client knows, for the raw frames that name one (a probe may name a
+    // session that does not exist).
+    let known: BTreeSet<&str> = h
+        .ops
+        .iter()
+        .filter(|o| o.process == process::CLIENT && o.f == op::SESSION_KNOWN)
+        .filter_map(|o| o.value["session"].as_str())
+        .collect();
     for o in &h.ops {
         let v = &o.value;
         match (o.process.as_str(), o.f.as_str()) {
@@ -40,6 +49,9 @@ pub fn met(plan: &Plan, h: &History) -> BTreeSet<Need> {
             }
             (process::USER, op::CLOSE) => {
                 out.insert(Need::Close);
+                if plan.cluster() {
+                    out.insert(Need::InactiveClose);
+                }
             }
             (process::USER, op::SUBMIT) => {
                 submissions += 1;
@@ -55,16 +67,7 @@ pub fn met(plan: &Plan, h: &History) -> BTreeSet<Need> {
             (process::CLIENT, op::RAW_SENT) => {
                 out.insert(Need::RawProbe);
                 let line = v["line"].as_str().unwrap_or_default();
-                // A raw stop, cancel or close reaches the Agent as the user's would.
-                for (method, need) in [
-                    ("\"session/cancel\"", Need::Stop),
-                    ("\"$/cancel_request\"", Need::CancelRequest),
-                    ("\"session/close\"", Need::Close),
-                ] {
-                    if line.contains(method) {
-                        out.insert(need);
-                    }
-                }
+                out.extend(raw.read(line, &known));
                 if crate::checkers::null_key_alone(line) {
                     out.insert(Need::NullKeyProbe);
                 }
@@ -103,6 +106,60 @@ pub fn met(plan: &Plan, h: &History) -> BTreeSet<Need> {
         out.insert(Need::DropHeld);
     }
     out
+}
+
+/// What the raw frames of a run bring, read one by one in the order they were sent.
+#[derive(Default)]
+struct RawFrames {
+    /// (session, key) -> the prompts of the raw `session/prompt`s that carried that key.
+    prompts: std::collections::BTreeMap<(String, String), BTreeSet<String>>,
+}
+
+impl RawFrames {
+    /// The needs raw frame `line` meets. A raw stop, cancel or close reaches the Agent as the
+    /// user's would: a stop and a cancel are also ones nobody pressed; a close counts as a
+    /// close of the session only when it names one the Client knows, and always as a close
+    /// the Agent may find inactive. A line that is not JSON is read by the method it names.
+    fn read(&mut self, line: &str, known: &BTreeSet<&str>) -> Vec<Need> {
+        let Ok(f) = serde_json::from_str::<serde_json::Value>(line) else {
+            return [
+                ("\"session/cancel\"", &[Need::Stop, Need::UnpressedStop][..]),
+                (
+                    "\"$/cancel_request\"",
+                    &[Need::CancelRequest, Need::UnpressedStop],
+                ),
+                ("\"session/close\"", &[Need::Close, Need::InactiveClose]),
+            ]
+            .iter()
+            .filter(|(method, _)| line.contains(method))
+            .flat_map(|(_, needs)| needs.iter().copied())
+            .collect();
+        };
+        let p = &f["params"];
+        let sid = p["sessionId"].as_str().unwrap_or_default();
+        match f["method"].as_str().unwrap_or_default() {
+            "session/cancel" => vec![Need::Stop, Need::UnpressedStop],
+            "$/cancel_request" => vec![Need::CancelRequest, Need::UnpressedStop],
+            "session/close" if known.contains(sid) => vec![Need::Close, Need::InactiveClose],
+            "session/close" => vec![Need::InactiveClose],
+            "session/prompt" => {
+                let Some(key) = p["idempotencyKey"].as_str() else {
+                    return Vec::new();
+                };
+                let seen = self
+                    .prompts
+                    .entry((sid.to_string(), key.to_string()))
+                    .or_default();
+                seen.insert(p["prompt"].to_string());
+                if seen.len() > 1 {
+                    vec![Need::RekeyProbe]
+                } else {
+                    Vec::new()
+                }
+            }
+            _ => Vec::new(),
+        }
+    }
 }
 
 /// The needs of mutant `name` that the run of `plan` (history `h`) does not meet.
