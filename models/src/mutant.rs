@@ -1065,7 +1065,7 @@ pub const MUTANTS: &[Mutant] = &[
         summary: "session/cancel of a turn waiting on session/request_permission never withdraws the request with $/cancel_request",
         finding: false,
         needs_fault: false,
-        swarm_finds: true,
+        swarm_finds: false,
         designs: &[],
         needs: &[Need::Stop, Need::PermissionAsk],
         witness: Witness {

@@ -51,7 +51,7 @@ pub const DRAWN: &[(&str, &str)] = &[
     ),
     (
         "raw",
-        "1 to 3 raw session/prompt probes with a malformed or boundary key: 1 in 4 (unless the file has [[raw]]), and in 1 of 2 such seeds each (every one from its own stream): one more with 128 to 255 two-byte characters (valid: K2 counts characters), one with a lone surrogate escape (not JSON: K3's -32700), a session/cancel nobody pressed (C8), and a keyed prompt followed 50 to 400 ms later by the same key with another prompt (A4); with session/close drawn too, in 1 of 2 such seeds one more probe to slot 0's session once closed on its connection (X2)",
+        "1 to 3 raw session/prompt probes with a malformed or boundary key: 1 in 4 (unless the file has [[raw]]), and in 1 of 2 such seeds each (every one from its own stream): one more with 128 to 255 two-byte characters (valid: K2 counts characters), one with a lone surrogate escape (not JSON: K3's -32700), a session/cancel nobody pressed (C8), and a keyed prompt followed 50 to 400 ms later by the same key with another prompt (A4); with session/close drawn too, in 1 of 2 such seeds one more probe to slot 0's session once closed on its connection (X2); and in 1 of 2 seeds with probes, last, a session/close of a session that does not exist or (with closes drawn, 1 in 2) of slot 0's session once closed (A15's SHOULD)",
     ),
     (
         "workload.cancel_after_ms",
@@ -90,6 +90,7 @@ pub(super) fn draw_settings(s: &Scenario, seed: u64, design: Design) -> (Scenari
     draw_raw_probes(&c, &mut d, &mut drawn);
     draw_cancels(&c, &mut d, &mut drawn);
     draw_inactive_probe(&c, &mut d, &mut drawn);
+    draw_close_probe(&c, &mut d, &mut drawn);
     (d, drawn)
 }
 
@@ -364,6 +365,48 @@ fn draw_inactive_probe(c: &Draws, d: &mut Scenario, drawn: &mut Vec<String>) {
         }
     }
 }
+
+/// A `session/close` of a session that is not active (A15's SHOULD: it succeeds and changes
+/// nothing), only where raw probes were drawn, from its own stream `draw.raw.close` and last,
+/// so a seed without it keeps its plan and history byte for byte: a session that does not
+/// exist, or, in a seed that also draws closes, in 1 of 2 slot 0's session once the user closed
+/// it on a ready connection. The correct Client never sends either, so nothing else reaches
+/// that window.
+fn draw_close_probe(c: &Draws, d: &mut Scenario, drawn: &mut Vec<String>) {
+    if !c.s.raw.is_empty() || d.raw.is_empty() {
+        return;
+    }
+    let mut r = c.draw("raw.close");
+    let on = r.gen_bool(0.5) || c.uniform;
+    let closed = r.gen_bool(0.5) && d.workload.close_rate > 0.0;
+    let end =
+        d.workload.start_ms + u64::from(d.workload.submissions) * d.workload.gap_ms_min.max(1);
+    let at_ms = r.gen_range(d.workload.start_ms..=end);
+    if on {
+        let (session, what) = if closed {
+            ("$INACTIVE_SESSION", "slot 0's session once closed")
+        } else {
+            (MISSING_SESSION, "a session that does not exist")
+        };
+        d.raw.push(crate::scenario::RawProbe {
+            at_ms,
+            key_json: None,
+            line: Some(CLOSE_PROBE.replace("$CLOSED", session)),
+            note: format!("drawn by the swarm: session/close of {what} (A15)"),
+        });
+        drawn.push(format!(
+            "close_probe={}",
+            if closed { "closed" } else { "missing" }
+        ));
+    }
+}
+
+/// The session id the swarm's A15 probe closes when it names no session.
+const MISSING_SESSION: &str = "swarm-no-such-session";
+
+/// The swarm's A15 probe: a `session/close` (`$CLOSED` is filled in when drawn).
+const CLOSE_PROBE: &str =
+    r#"{"jsonrpc":"2.0","id":$ID,"method":"session/close","params":{"sessionId":"$CLOSED"}}"#;
 
 /// The swarm's C8 probe: a `session/cancel` for slot 0's session that the user did not press.
 const STOP_PROBE: &str =

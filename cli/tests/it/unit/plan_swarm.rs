@@ -92,3 +92,41 @@ fn uniform_mix_turns_every_fault_kind_and_feature_on() {
         }
     }
 }
+
+/// The swarm's A15 probe (a `session/close` of a session that does not exist, or of slot 0's
+/// once closed) comes only in seeds with raw probes, last among them, and names itself in the
+/// drawn settings; the seeds without it draw no raw close at all, so their plans are those the
+/// swarm drew before the probe existed.
+#[test]
+fn the_close_probe_comes_last_and_only_with_raw_probes() {
+    let s = scenario("");
+    let closes = |p: &Plan| {
+        p.raw
+            .iter()
+            .filter(|r| r.line().contains("\"session/close\""))
+            .count()
+    };
+    let mut with = 0;
+    for seed in 0..200 {
+        let p = Plan::derive(&s, seed, None, Design::Stored);
+        let drawn = p.drawn.iter().find(|d| d.starts_with("close_probe="));
+        match drawn {
+            Some(d) => {
+                with += 1;
+                assert_eq!(closes(&p), 1, "seed {seed}");
+                let last = p.raw.last().expect("the probe").line();
+                assert!(last.contains("\"session/close\""), "seed {seed}: {last}");
+                let named = if d == "close_probe=missing" {
+                    "swarm-no-such-session"
+                } else {
+                    "$INACTIVE_SESSION"
+                };
+                assert!(last.contains(named), "seed {seed}: {d} {last}");
+                assert!(p.raw.len() > 1, "seed {seed}: the other probes first");
+            }
+            None => assert_eq!(closes(&p), 0, "seed {seed}"),
+        }
+    }
+    // In 1 of 2 of the seeds with raw probes (1 in 4): about 25 of 200.
+    assert!((10..=45).contains(&with), "{with}");
+}
