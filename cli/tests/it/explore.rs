@@ -503,6 +503,52 @@ fn lineage_cuts_the_store_between_a_nodes_check_and_its_write() {
 }
 
 #[test]
+fn lineage_times_a_client_restart_to_the_users_next_stop() {
+    // cluster-06: P2 is held on the node serving the Client (28 ms) and the user stops the
+    // session at 50 ms. `cluster-stop-node-local` inserts the held prompt after the stop only
+    // when the Client restarted, came back on the other node and resumed there before the
+    // stop: a restart of 50 ms ends after it (lineage tried every schedule of <= 2 faults,
+    // 2,101, without a catch). The restart timed to the stop (back halfway to it, rerouted)
+    // catches it early; the correct cluster stays valid on the same budget.
+    let m = "cluster-stop-node-local";
+    let opts = |target: Option<Target>| lineage::Options {
+        faults: 2,
+        budget: 60,
+        stop_at_first: target.is_some(),
+        target,
+    };
+    let x = lineage::lineage(
+        &plan(
+            "cluster-06-stop-reaches-every-node",
+            Design::Cluster,
+            Some(m),
+        ),
+        &opts(Some(target(m))),
+    );
+    let caught = x
+        .caught
+        .as_ref()
+        .expect("lineage catches it within 60 runs");
+    let lines: Vec<String> = caught
+        .plan
+        .faults
+        .iter()
+        .map(acp_chaos::nemesis::fault_line)
+        .collect();
+    assert!(
+        lines.iter().any(|l| l.starts_with("restart-client")
+            && l.contains("reroute")
+            && !l.ends_with("restart_after_ms=50")),
+        "{lines:?}"
+    );
+    let ok = lineage::lineage(
+        &plan("cluster-06-stop-reaches-every-node", Design::Cluster, None),
+        &opts(None),
+    );
+    assert!(ok.violations.is_empty(), "{}", ok.certificate());
+}
+
+#[test]
 fn an_answer_the_network_lost_is_not_blamed_on_the_agent() {
     // Lineage breaks connections at the Agent's answers: a -32800 or a -32700 the Agent wrote
     // and the break swallowed, or a probe sent on a connection already broken silently, is

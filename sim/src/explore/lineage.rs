@@ -500,6 +500,10 @@ fn cuts(h: &History, trace: &Trace, plan: &Plan, from: usize) -> Vec<Cut> {
             for f in shapes(&p, plan, &kinds)
                 .into_iter()
                 .chain(store_cut_before_write(&p, plan, &kinds))
+                .flat_map(|f| {
+                    let timed = restarts_timed_to_user(&f, &p, h, plan);
+                    std::iter::once(f).chain(timed)
+                })
             {
                 // A frame held only for its connection: only breaking that connection cuts it.
                 if !own && !breaks(&f) {
@@ -532,6 +536,46 @@ fn cuts(h: &History, trace: &Trace, plan: &Plan, from: usize) -> Vec<Cut> {
     }
     out.sort_by_key(|(nth, c)| (*nth, c.rank, c.outcome, c.place.at));
     out.into_iter().map(|(_, c)| c).collect()
+}
+
+/// Restart-client shape `f` at place `p` again, timed to the user's next cancel, stop or close
+/// after `p` in run `h`, where the fixed restart lands on the wrong side of it: the Client back
+/// halfway to the op (resumed before it; on a cluster, on another node, so a stop reaches that
+/// node only while a prompt stays held on the first), and back 1 ms
+/// before it (the op lands while the Client resumes, before it resends what it had pending).
+/// On a cluster of two nodes or more both carry `reroute`. None when no user op follows, or a
+/// duration would be under 1 ms or the shape's own.
+fn restarts_timed_to_user(f: &FaultSpec, p: &Place, h: &History, plan: &Plan) -> Vec<FaultSpec> {
+    if f.kind.effect() != Effect::RESTART_CLIENT {
+        return Vec::new();
+    }
+    let Some(at) = h.ops.get(p.at).map(|o| o.time_ms) else {
+        return Vec::new();
+    };
+    let next = h.ops.iter().find(|o| {
+        o.process == process::USER
+            && matches!(o.f.as_str(), op::CANCEL | op::STOP | op::CLOSE)
+            && o.time_ms > at
+    });
+    let Some(gap) = next.map(|o| o.time_ms - at) else {
+        return Vec::new();
+    };
+    let mut out: Vec<FaultSpec> = Vec::new();
+    for ms in [gap / 2, gap.saturating_sub(1)] {
+        if ms < 1
+            || Some(ms) == f.restart_after_ms
+            || out.iter().any(|g| g.restart_after_ms == Some(ms))
+        {
+            continue;
+        }
+        let mut g = f.clone();
+        g.restart_after_ms = Some(ms);
+        // On two nodes or more the Client comes back on another node: the routing stream
+        // alone may send it back to the first.
+        g.reroute |= plan.cluster() && plan.nodes >= 2;
+        out.push(g);
+    }
+    out
 }
 
 /// On a cluster of two nodes or more, the first of `kinds` placed at this point only on a
