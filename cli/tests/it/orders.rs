@@ -77,11 +77,7 @@ fn reversing_two_nodes_store_ops_shows_check_then_insert_and_certifies_the_corre
     assert!(x.violations.is_empty(), "{}", x.certificate());
     assert!(x.orders() > 0, "no race reversed: {}", x.certificate());
     // Most delays come out as the reversal they were placed for.
-    assert!(
-        x.orders_reversed() * 2 > x.orders(),
-        "{}",
-        x.certificate()
-    );
+    assert!(x.orders_reversed() * 2 > x.orders(), "{}", x.certificate());
     assert!(
         x.certificate().contains(&format!(
             "<=1 faults and {} race reversals ({} came out reversed)",

@@ -873,9 +873,12 @@ impl<'a> Search<'a> {
             }
             out
         } else {
-            map_runs(cands, self.parties, self.pool, |(id, plan, race), parties| {
-                run_reversed(&plan, id, race, parties)
-            })
+            map_runs(
+                cands,
+                self.parties,
+                self.pool,
+                |(id, plan, race), parties| run_reversed(&plan, id, race, parties),
+            )
         };
         let before = self.runs;
         self.runs += results.len();

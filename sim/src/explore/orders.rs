@@ -166,10 +166,17 @@ enum Step<'a> {
     Store(&'a crate::world::trace::StoreStep),
     /// A fault fired at an event of `host` (a frame it wrote, a point it passed): what the
     /// fault does to other hosts follows from that event.
-    Fault { host: &'static str },
+    Fault {
+        host: &'static str,
+    },
     /// `host` saw a connection end, or booted: it may be a fault's doing.
-    Affected { host: &'static str },
+    Affected {
+        host: &'static str,
+    },
 }
+
+/// A frame sent and not yet read: the sender's clock, the send's time and its op index.
+type Sent = (Vec<u32>, u64, usize);
 
 /// Every delivery of the run, in order, with vector clocks.
 fn deliveries(h: &History, t: &Trace) -> Vec<Delivery> {
@@ -203,7 +210,7 @@ fn deliveries(h: &History, t: &Trace) -> Vec<Delivery> {
     };
     // Sends waiting for their delivery: frames by (conn, line), store ops by (node, req),
     // each with the sender's clock, the send's time and (frames) its op index.
-    let mut frames: BTreeMap<(u64, String), VecDeque<(Vec<u32>, u64, usize)>> = BTreeMap::new();
+    let mut frames: BTreeMap<(u64, String), VecDeque<Sent>> = BTreeMap::new();
     let mut store_sent: BTreeMap<(&'static str, u64), (Vec<u32>, u64)> = BTreeMap::new();
     let mut answers: BTreeMap<(&'static str, u64), Vec<u32>> = BTreeMap::new();
     let mut out = Vec::new();
