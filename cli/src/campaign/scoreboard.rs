@@ -116,6 +116,11 @@ pub struct MutantRow {
     pub lineage: Option<FirstCatch>,
     /// See `explore`.
     pub guided: Option<FirstCatch>,
+    /// Runs to the first catch on the mutant's own witness scenario (with the exploring
+    /// columns; `None` without them).
+    pub witness: Option<WitnessCatch>,
+    /// The fewest runs over the row's columns ([`best`]; `None`: no column caught it).
+    pub best: Option<Best>,
 }
 
 /// Runs to the first catch of a mutant under one way of choosing schedules: for each base
@@ -189,14 +194,10 @@ pub fn first_catch(
     let found: Vec<(u64, Option<usize>)> = pool.install(|| {
         work.par_iter()
             .map(|&(seed, d)| {
-                let (plan, passed) = if mode == Mode::Guided {
-                    (acp_chaos::plan::Plan::derive(s, seed, Some(m.name), d), 0)
-                } else {
-                    trace_that_shows(s, m, seed, seeds, d, budget)
-                };
-                let budget = budget - passed;
-                let runs = search(s, m, d, mode, &plan, budget, pool);
-                (seed, runs.filter(|r| *r <= budget).map(|r| r + passed))
+                (
+                    seed,
+                    runs_to_catch(s, m, d, mode, seed, seeds, budget, pool),
+                )
             })
             .collect()
     });
@@ -230,15 +231,96 @@ pub fn first_catch(
     }
 }
 
+/// Runs of design `d` to the first catch of `m` under `mode` from base seed `seed` (at most
+/// `budget`, counting each draw passed over; exhaustive and lineage pass over to `seed +
+/// stride`, `seed + 2·stride`, ...: [`trace_that_shows`]). `None`: not within the budget.
+#[allow(clippy::too_many_arguments)]
+fn runs_to_catch(
+    s: &Scenario,
+    m: &Mutant,
+    d: Design,
+    mode: Mode,
+    seed: u64,
+    stride: u64,
+    budget: usize,
+    pool: &rayon::ThreadPool,
+) -> Option<usize> {
+    let (plan, passed) = if mode == Mode::Guided {
+        (acp_chaos::plan::Plan::derive(s, seed, Some(m.name), d), 0)
+    } else {
+        trace_that_shows(s, m, seed, stride, d, budget)
+    };
+    let budget = budget - passed;
+    let runs = search(s, m, d, mode, &plan, budget, pool);
+    runs.filter(|r| *r <= budget).map(|r| r + passed)
+}
+
+/// The witness column: runs to the first catch of a mutant on its own witness scenario
+/// ([`Mutant::witness`]: a shipped scenario, a design, a seed), exploring exhaustively (at
+/// most 2 faults, in order) and lineage-driven, from the registry's one base seed under the
+/// registry's design. The same runs and the same catch as the exploring columns (a trace
+/// that lacks what the mutant needs passed over for seed + 1, seed + 2, ..., each one run).
+#[derive(Debug, Clone, Serialize)]
+pub struct WitnessCatch {
+    /// The witness scenario's name.
+    pub scenario: &'static str,
+    /// The witness design (the only one run).
+    pub design: Design,
+    /// The base seed (the registry's witness seed).
+    pub seed: u64,
+    /// Runs to the first catch exploring exhaustively (`None`: not within the budget).
+    pub exhaustive: Option<usize>,
+    /// Runs to the first catch lineage-driven (`None`: not within the budget).
+    pub lineage: Option<usize>,
+    /// Most runs per mode.
+    pub budget: usize,
+}
+
+impl WitnessCatch {
+    /// The fewer of the two modes' runs and the mode (exhaustive on a tie); `None`: neither
+    /// caught it within the budget.
+    pub fn best(&self) -> Option<(Mode, usize)> {
+        match (self.exhaustive, self.lineage) {
+            (Some(x), Some(l)) if l < x => Some((Mode::Lineage, l)),
+            (Some(x), _) => Some((Mode::Exhaustive, x)),
+            (None, Some(l)) => Some((Mode::Lineage, l)),
+            (None, None) => None,
+        }
+    }
+}
+
+/// The witness column of mutant `m` on `s`, its witness scenario (`m.witness.scenario`), at
+/// most `budget` runs per mode.
+pub fn witness_catch(
+    s: &Scenario,
+    m: &Mutant,
+    budget: usize,
+    pool: &rayon::ThreadPool,
+) -> WitnessCatch {
+    let w = m.witness;
+    let run = |mode| runs_to_catch(s, m, w.design, mode, w.seed, 1, budget, pool);
+    let (exhaustive, lineage) =
+        pool.install(|| rayon::join(|| run(Mode::Exhaustive), || run(Mode::Lineage)));
+    WitnessCatch {
+        scenario: w.scenario,
+        design: w.design,
+        seed: w.seed,
+        exhaustive,
+        lineage,
+        budget,
+    }
+}
+
 /// Exhaustive and lineage explore one trace: a trace that lacks what the mutant needs to show
 /// (`explore::needs`: a cancel, a close, a prompt without a key) is passed over for the
-/// scenario's next draw (seed + seeds), as `explore --mutants` tells a user to, each costing
+/// scenario's next draw (seed + stride: the exploring columns' stride is their number of
+/// base seeds, the witness column's 1), as `explore --mutants` tells a user to, each costing
 /// its one run. The plan to explore, and how many draws were passed over.
 fn trace_that_shows(
     s: &Scenario,
     m: &Mutant,
     seed: u64,
-    seeds: u64,
+    stride: u64,
     d: Design,
     budget: usize,
 ) -> (acp_chaos::plan::Plan, usize) {
@@ -252,7 +334,7 @@ fn trace_that_shows(
             break;
         }
         passed += 1;
-        let next = seed + seeds * passed as u64;
+        let next = seed + stride * passed as u64;
         plan = acp_chaos::plan::Plan::derive(s, next, Some(m.name), d);
     }
     (plan, passed)
@@ -440,10 +522,13 @@ fn detect(s: &Scenario, m: &Mutant, designs: &[Design], seeds: u64, want: usize)
     Detection::new(run, by_design, by_checker)
 }
 
-/// The scoreboard for every mutant (or one) on a `[swarm]` scenario; `on_row` sees each row as
-/// it is done.
+/// The scoreboard for every mutant (or one) on a `[swarm]` scenario, each mutant's witness
+/// scenario loaded from `dir` (or the built-in scenarios); `on_row` sees each row as it is
+/// done.
+#[allow(clippy::too_many_arguments)]
 pub fn score(
     s: &Scenario,
+    dir: &std::path::Path,
     only: Option<&str>,
     seeds: u64,
     want: usize,
@@ -498,17 +583,26 @@ pub fn score(
                 )
             })
         };
-        let row = MutantRow {
+        let witness = if explore.seeds > 0 {
+            let ws = acp_chaos::scenario::resolve(dir, m.witness.scenario)?;
+            Some(witness_catch(&ws, m, explore.budget, &pool))
+        } else {
+            None
+        };
+        let mut row = MutantRow {
             mutant: m.name,
             property: m.property,
             party: m.party,
             explore: explored(Mode::Exhaustive),
             lineage: explored(Mode::Lineage),
             guided: explored(Mode::Guided),
+            witness,
+            best: None,
             designs,
             swarm: sw,
             uniform: un,
         };
+        row.best = best(&row, &s.name);
         on_row(&row);
         rows.push(row);
     }
@@ -640,18 +734,26 @@ fn explore_width(cols: ExploreColumns) -> usize {
     (median + 2 + n * d + n.saturating_sub(1) + 1).max("explore".len())
 }
 
+/// The width of the witness cell: the budget's runs and the mode's letter (`300 l`); at least
+/// the column's name.
+fn witness_width(cols: ExploreColumns) -> usize {
+    (cols.budget.max(1).to_string().len() + 2).max("witness".len())
+}
+
 /// A row's line (the header's too): the swarm and uniform columns, then the exploring ones
-/// unless `cols.seeds` is 0.
-fn line(cols: ExploreColumns, cells: [&str; 9]) -> String {
+/// and the witness column unless `cols.seeds` is 0.
+fn line(cols: ExploreColumns, cells: [&str; 10]) -> String {
     let mut out = format!(
         "{:<32} {:<5} {:<13} {:>16} {:>16} {:>8}",
         cells[0], cells[1], cells[2], cells[3], cells[4], cells[5]
     );
     if cols.seeds > 0 {
         let w = explore_width(cols);
-        for c in &cells[6..] {
+        for c in &cells[6..9] {
             out.push_str(&format!(" {c:>w$}"));
         }
+        let w = witness_width(cols);
+        out.push_str(&format!(" {:>w$}", cells[9]));
     }
     out.push('\n');
     out
@@ -661,15 +763,21 @@ fn line(cols: ExploreColumns, cells: [&str; 9]) -> String {
 /// of [`legend`]).
 pub const UNIT: &str = "unit: runs of one design, up to and including the first that catches the mutant; each cell the fewest over the designs the mutant applies to, median over start seeds";
 
-/// The table's header: the unit ([`UNIT`]) and the column names.
+/// What the witness column counts, after [`UNIT`] on the header's first line (with the
+/// exploring columns).
+pub const WITNESS_UNIT: &str = "; witness: on the mutant's own witness scenario, design and seed (one run each, no fewest, no median), x exhaustive, l lineage";
+
+/// The table's header: the unit ([`UNIT`], and [`WITNESS_UNIT`] with the exploring columns)
+/// and the column names.
 pub fn header(cols: ExploreColumns) -> String {
+    let witness = if cols.seeds > 0 { WITNESS_UNIT } else { "" };
     format!(
-        "{UNIT}\n{}",
+        "{UNIT}{witness}\n{}",
         line(
             cols,
             [
                 "mutant", "prop", "party", "swarm", "uniform", "ratio", "explore", "lineage",
-                "guided"
+                "guided", "witness"
             ]
         )
     )
@@ -683,6 +791,7 @@ pub fn legend(cols: ExploreColumns) -> String {
     out.push_str("swarm, uniform: start seeds = every seed run, wrapping around; the fewest over the designs from a start seed is the seeds up to the first that catches it on some design, so the same number counts seeds that each run every design; (catches/seeds run): seeds that caught it on some design / seeds run; ratio: uniform / swarm\n");
     if cols.seeds > 0 {
         out.push_str(&format!("explore, lineage, guided: start seeds = base seeds 0..{}, each one's fewest in brackets (-: not within {} runs on any design; the fault-free trace's run counts as one); explore places every fault of at most 2 over the trace in order, lineage cuts what each good outcome depended on, guided steers the swarm by coverage\n", cols.seeds, cols.budget));
+        out.push_str(&format!("witness: runs to the first catch on the mutant's witness scenario (the registry's; --json names it) under its witness design from its one base seed (the registry's witness seed; a trace without what the mutant needs passed over for seed+1, seed+2, ...), exploring exhaustively (at most 2 faults, in order) and lineage-driven, at most {} runs each: the fewer of the two and its mode, x exhaustive, l lineage (exhaustive on a tie; -: neither within {} runs); one design and one seed, so no fewest and no median\n", cols.budget, cols.budget));
     }
     out.push_str(
         "each design's own catches and medians: --json (by_design, design_medians, per_design)\n",
@@ -720,6 +829,7 @@ pub fn table(rows: &[MutantRow], cols: ExploreColumns) -> String {
             explored(&r.lineage),
             explored(&r.guided),
         );
+        let wi = r.witness.as_ref().map_or(String::new(), witness_cell);
         out.push_str(&line(
             cols,
             [
@@ -732,7 +842,116 @@ pub fn table(rows: &[MutantRow], cols: ExploreColumns) -> String {
                 &ex,
                 &li,
                 &gu,
+                &wi,
             ],
+        ));
+    }
+    out
+}
+
+/// A witness cell: the fewer runs of the two modes and the mode's letter (`1 x`: exhaustive,
+/// `9 l`: lineage), `-` when neither caught it within the budget.
+pub fn witness_cell(w: &WitnessCatch) -> String {
+    match w.best() {
+        Some((Mode::Exhaustive, n)) => format!("{n} x"),
+        Some((Mode::Lineage, n)) => format!("{n} l"),
+        Some((Mode::Guided, n)) => format!("{n} g"),
+        None => "-".to_string(),
+    }
+}
+
+/// A row's fastest column ([`best`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Best {
+    /// The column: `swarm`, `uniform`, `explore`, `lineage`, `guided` or `witness`.
+    pub column: &'static str,
+    /// The mode that caught it: `swarm`, `uniform`, `exhaustive`, `lineage` or `guided`.
+    pub mode: &'static str,
+    /// The scenario it ran on: the scoreboard's, or the mutant's witness scenario.
+    pub scenario: String,
+    /// The column's runs: a median over start seeds, or the witness column's one seed's runs.
+    pub runs: f64,
+}
+
+/// Runs a row's best column must not exceed for the mutant to count as caught in the summary
+/// line ([`best_lines`]).
+pub const WITHIN: f64 = 20.0;
+
+/// A row's fastest column: the fewest runs over its cells (swarm, uniform, explore, lineage,
+/// guided on `scenario`, the scoreboard's; witness on the mutant's witness scenario), the
+/// first in that order on a tie. `None`: no column caught it.
+pub fn best(r: &MutantRow, scenario: &str) -> Option<Best> {
+    let here = |column, mode, runs: Option<f64>| {
+        runs.map(|runs| Best {
+            column,
+            mode,
+            scenario: scenario.to_string(),
+            runs,
+        })
+    };
+    let explored = |f: &Option<FirstCatch>| f.as_ref().and_then(|f| f.median);
+    let witness = r.witness.as_ref().and_then(|w| {
+        let (mode, n) = w.best()?;
+        Some(Best {
+            column: "witness",
+            mode: match mode {
+                Mode::Exhaustive => "exhaustive",
+                Mode::Lineage => "lineage",
+                Mode::Guided => "guided",
+            },
+            scenario: w.scenario.to_string(),
+            runs: n as f64,
+        })
+    });
+    [
+        here("swarm", "swarm", r.swarm.median),
+        here("uniform", "uniform", r.uniform.median),
+        here("explore", "exhaustive", explored(&r.explore)),
+        here("lineage", "lineage", explored(&r.lineage)),
+        here("guided", "guided", explored(&r.guided)),
+        witness,
+    ]
+    .into_iter()
+    .flatten()
+    .fold(None, |b: Option<Best>, c| match b {
+        Some(b) if b.runs <= c.runs => Some(b),
+        _ => Some(c),
+    })
+}
+
+/// Under the table: each row's fastest column ([`MutantRow::best`]: its runs, mode, scenario
+/// and column), then how many rows it catches in at most [`WITHIN`] runs.
+pub fn best_lines(rows: &[MutantRow]) -> String {
+    let mut out = String::from(
+        "best: each mutant's fewest runs over its columns (the column's cell: a median, or the witness column's one seed), the mode and the scenario it ran on\n",
+    );
+    for r in rows {
+        match &r.best {
+            Some(b) => out.push_str(&format!(
+                "  {:<32} {:>7} {:<10} {} ({})\n",
+                r.mutant, b.runs, b.mode, b.scenario, b.column
+            )),
+            None => out.push_str(&format!("  {:<32} {:>7}\n", r.mutant, "-")),
+        }
+    }
+    let within: Vec<&MutantRow> = rows
+        .iter()
+        .filter(|r| r.best.as_ref().is_some_and(|b| b.runs <= WITHIN))
+        .collect();
+    out.push_str(&format!(
+        "{} of {} mutants caught in <= {WITHIN} runs by some mode\n",
+        within.len(),
+        rows.len()
+    ));
+    let beyond: Vec<&str> = rows
+        .iter()
+        .filter(|r| !within.iter().any(|w| w.mutant == r.mutant))
+        .map(|r| r.mutant)
+        .collect();
+    if !beyond.is_empty() {
+        out.push_str(&format!(
+            "not in <= {WITHIN} runs by any mode: {}\n",
+            beyond.join(", ")
         ));
     }
     out

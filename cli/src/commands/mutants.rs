@@ -39,10 +39,12 @@ pub(super) struct MutantsArgs {
     #[arg(long, value_parser = super::args::seed_count)]
     baseline_seeds: Option<u64>,
     /// Base seeds for the exploring columns (explore, lineage, guided: runs to the first
-    /// catch); 0 leaves them out.
+    /// catch); 0 leaves them out, and the witness column (each mutant's own witness scenario,
+    /// design and seed) with them.
     #[arg(long, value_parser = super::args::seed_count, default_value_t = 3)]
     explore_seeds: u64,
-    /// Most runs per base seed and design in the exploring columns.
+    /// Most runs per base seed and design in the exploring columns (and per mode in the
+    /// witness column).
     #[arg(long, default_value_t = 300)]
     explore_budget: usize,
     /// Also shrink each mutant's first catching swarm seed (`acp-chaos shrink`) and print
@@ -115,6 +117,7 @@ pub(super) fn exec(a: &MutantsArgs) -> Outcome {
     print!("{}", crate::campaign::scoreboard::header(cols));
     let rows = crate::campaign::scoreboard::score(
         &s,
+        &scenarios_dir(&a.dir),
         a.mutant.as_deref(),
         a.seeds,
         a.catches,
@@ -128,6 +131,7 @@ pub(super) fn exec(a: &MutantsArgs) -> Outcome {
         },
     )?;
     print!("{}", crate::campaign::scoreboard::legend(cols));
+    print!("{}", crate::campaign::scoreboard::best_lines(&rows));
     let skipped: Vec<&str> = mutant::MUTANTS
         .iter()
         .filter(|m| a.mutant.as_deref().is_none_or(|o| o == m.name))
@@ -197,10 +201,11 @@ pub(super) fn exec(a: &MutantsArgs) -> Outcome {
     }
     let base_seeds = a.baseline_seeds.unwrap_or(a.seeds);
     let scoreboard = format!(
-        "{}{}{}\nmutant × checker (share of swarm seeds on which the checker was invalid):\n{}",
+        "{}{}{}{}\nmutant × checker (share of swarm seeds on which the checker was invalid):\n{}",
         crate::campaign::scoreboard::header(cols),
         crate::campaign::scoreboard::table(&rows, cols),
         crate::campaign::scoreboard::legend(cols),
+        crate::campaign::scoreboard::best_lines(&rows),
         crate::campaign::scoreboard::checker_table(&rows)
     );
     let (base, _, unwritten) =

@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 use acp_chaos::models::mutant::MUTANTS;
 use acp_chaos::models::Design;
 use acp_chaos_cli::campaign::scoreboard::{
-    checker_table, first_catch_cell, header, legend, median_fewest_over_designs,
-    median_to_detection, table, Detection, ExploreColumns, FirstCatch, MutantRow, UNIT,
+    best, best_lines, checker_table, first_catch_cell, header, legend, median_fewest_over_designs,
+    median_to_detection, table, witness_cell, Best, Detection, ExploreColumns, FirstCatch,
+    MutantRow, WitnessCatch, UNIT,
 };
 
 #[test]
@@ -67,6 +68,19 @@ fn row(explore: Option<FirstCatch>) -> MutantRow {
         explore: explore.clone(),
         lineage: explore.clone(),
         guided: explore,
+        witness: None,
+        best: None,
+    }
+}
+
+fn witness(exhaustive: Option<usize>, lineage: Option<usize>) -> WitnessCatch {
+    WitnessCatch {
+        scenario: "key-01-recorded-key-other-prompt",
+        design: Design::Stored,
+        seed: 0,
+        exhaustive,
+        lineage,
+        budget: 300,
     }
 }
 
@@ -104,9 +118,12 @@ fn the_header_names_the_unit_and_exploring_cells_show_each_base_seed() {
         BTreeMap::new(),
     );
     assert_eq!(r.uniform.median, Some(1000.5));
+    r.witness = Some(witness(Some(300), Some(300)));
+    let names = head.lines().nth(1).unwrap();
     let t = table(&[r], cols);
     assert!(t.contains("300 [300,300,300]"), "{t}");
-    let names = head.lines().nth(1).unwrap();
+    assert!(t.trim_end().ends_with(" 300 x"), "{t}");
+    assert!(names.trim_end().ends_with("guided witness"), "{names}");
     for l in t.lines() {
         assert_eq!(l.chars().count(), names.chars().count(), "{names}\n{l}");
     }
@@ -116,6 +133,7 @@ fn the_header_names_the_unit_and_exploring_cells_show_each_base_seed() {
         budget: 300,
     };
     assert!(!header(none).contains("explore"), "{}", header(none));
+    assert!(!header(none).contains("witness"), "{}", header(none));
     assert!(!table(&[row(None)], none).contains('['));
 }
 
@@ -130,4 +148,121 @@ fn the_checker_table_names_each_checker_once() {
     let t = checker_table(&[with(&["P4", "X4"]), with(&["X4"]), with(&["P4", "P1"])]);
     let head: Vec<&str> = t.lines().next().unwrap().split_whitespace().collect();
     assert_eq!(head[3..], ["P1", "P4", "X4"], "{t}");
+}
+
+#[test]
+fn the_witness_cell_is_the_fewer_of_its_two_modes() {
+    assert_eq!(witness_cell(&witness(Some(1), Some(1))), "1 x");
+    assert_eq!(witness_cell(&witness(Some(35), Some(9))), "9 l");
+    assert_eq!(witness_cell(&witness(Some(4), Some(9))), "4 x");
+    assert_eq!(witness_cell(&witness(None, Some(9))), "9 l");
+    assert_eq!(witness_cell(&witness(Some(7), None)), "7 x");
+    assert_eq!(witness_cell(&witness(None, None)), "-");
+    // The header says what it counts, and the legend how.
+    let cols = ExploreColumns {
+        seeds: 3,
+        budget: 300,
+    };
+    let unit = header(cols).lines().next().unwrap().to_string();
+    assert!(unit.starts_with(UNIT), "{unit}");
+    assert!(
+        unit.contains("witness: on the mutant's own witness scenario"),
+        "{unit}"
+    );
+    assert!(
+        legend(cols).contains("\nwitness: runs to the first catch"),
+        "{}",
+        legend(cols)
+    );
+}
+
+#[test]
+fn the_best_cell_is_the_fewest_runs_over_the_columns_and_the_count_is_truthful() {
+    let f = |median: Option<f64>| FirstCatch {
+        per_design: BTreeMap::new(),
+        per_seed: vec![median.map(|m| m as usize)],
+        median,
+        budget: 300,
+    };
+    // Swarm and uniform: median 2.5 (caught on seed 3 of 4); the exploring columns 8; the
+    // witness 9 l.
+    let mut r = row(Some(f(Some(8.0))));
+    r.swarm = Detection::new(
+        4,
+        BTreeMap::from([(Design::Stored, vec![3])]),
+        BTreeMap::new(),
+    );
+    r.uniform = r.swarm.clone();
+    r.witness = Some(witness(Some(35), Some(9)));
+    let b = best(&r, "swarm-basic").unwrap();
+    assert_eq!(
+        b,
+        Best {
+            column: "swarm",
+            mode: "swarm",
+            scenario: "swarm-basic".to_string(),
+            runs: 2.5,
+        }
+    );
+    // The witness column wins on its own scenario when it is the fewest.
+    r.witness = Some(witness(Some(1), Some(1)));
+    let b = best(&r, "swarm-basic").unwrap();
+    assert_eq!(
+        (b.column, b.mode, b.scenario.as_str(), b.runs),
+        (
+            "witness",
+            "exhaustive",
+            "key-01-recorded-key-other-prompt",
+            1.0
+        )
+    );
+    // A tie keeps the earlier column; the lineage column wins over a slower swarm.
+    let never = Detection::new(
+        10,
+        BTreeMap::from([(Design::Stored, vec![])]),
+        BTreeMap::new(),
+    );
+    let mut slow = row(None);
+    slow.swarm = never.clone();
+    slow.uniform = never.clone();
+    slow.lineage = Some(f(Some(9.0)));
+    slow.witness = Some(witness(None, Some(9)));
+    let b = best(&slow, "swarm-basic").unwrap();
+    assert_eq!((b.column, b.mode, b.runs), ("lineage", "lineage", 9.0));
+    // Nothing caught it: no best.
+    let mut none = row(None);
+    none.swarm = never.clone();
+    none.uniform = never;
+    none.witness = Some(witness(None, None));
+    assert_eq!(best(&none, "swarm-basic"), None);
+    // The lines under the table: each row's best, and how many are within 20 runs.
+    let mut far = row(None);
+    far.mutant = MUTANTS[1].name;
+    far.swarm = Detection::new(
+        100,
+        BTreeMap::from([(Design::Stored, vec![50])]),
+        BTreeMap::new(),
+    );
+    far.uniform = far.swarm.clone();
+    far.best = best(&far, "swarm-basic");
+    assert_eq!(far.best.as_ref().unwrap().runs, 50.5);
+    r.best = best(&r, "swarm-basic");
+    none.mutant = MUTANTS[2].name;
+    none.best = None;
+    let text = best_lines(&[r, far, none]);
+    assert!(
+        text.contains("1 of 3 mutants caught in <= 20 runs by some mode"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "not in <= 20 runs by any mode: {}, {}",
+            MUTANTS[1].name, MUTANTS[2].name
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains("1 exhaustive key-01-recorded-key-other-prompt (witness)"),
+        "{text}"
+    );
 }
