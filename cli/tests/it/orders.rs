@@ -1,8 +1,8 @@
 //! `explore --orders`: races of concurrent deliveries reversed, and what only a reversal shows.
-//! Two races: two cluster nodes' store ops (a node's insert delayed by `stall-point`), and two
-//! connections' frames at one host (a frame delayed by `stall-frame`); each catches a mutant no
-//! schedule of faults alone shows on the same trace. The counts are the same for any `--jobs`
-//! and for merged shards.
+//! Two races: two cluster nodes' store ops (a node's insert delayed by `stall-point`), which
+//! catches a mutant no schedule of faults alone shows on the same trace; and two connections'
+//! frames at one host (a frame delayed by `stall-frame`), whose reversal delivers them in the
+//! other order. The counts are the same for any `--jobs` and for merged shards.
 
 use acp_chaos::explore::exhaustive::{self, Exploration, Explored, Options};
 use acp_chaos::explore::{certificate, orders};
@@ -89,32 +89,38 @@ fn reversing_two_nodes_store_ops_shows_check_then_insert_and_certifies_the_corre
     );
 }
 
+/// Frames: a watcher and the Client each have a connection to the Agent from the start, so the
+/// trace itself has races between their frames; reversing one (a `stall-frame` on the first)
+/// delivers the second first, which the trace did not, and the correct model certifies every
+/// reversal of every schedule of one fault.
 #[test]
-fn reversing_two_connections_frames_shows_gives_up_silently() {
-    let p = plan(
-        "held-01-retry-becomes-submission",
-        Design::InMemory,
-        Some("gives-up-silently"),
-    );
-    let faults_alone = exhaustive::explore(
-        &p,
-        &Options {
-            orders: false,
-            ..with_orders(&p)
-        },
-        &pool(2),
-    );
+fn two_connections_frames_are_reversed_and_the_correct_model_certifies_them() {
+    let p = plan("net-02-reorder-across-connections", Design::Stored, None);
+    let trace = exhaustive::trace_plan(&p);
+    let (h, t) = acp_chaos::world::Run::new(&trace).traced();
+    let races = orders::races(&h, &t);
+    let frames: Vec<&orders::Race> = races.iter().filter(|r| !r.store).collect();
+    assert!(!frames.is_empty(), "no frame race in the trace");
+    let mut reversed = 0;
+    for r in &frames {
+        assert_eq!(r.delay.kind, FaultKind::StallFrame);
+        assert!(
+            !r.reversed_in(&h, &t),
+            "the trace already has the other order"
+        );
+        let mut q = trace.clone();
+        q.faults.push(r.delay.clone());
+        let (h2, t2) = acp_chaos::world::Run::new(&q).traced();
+        reversed += usize::from(r.reversed_in(&h2, &t2));
+    }
     assert!(
-        faults_alone.violations.is_empty(),
-        "faults alone show it now: the race below proves nothing: {}",
-        faults_alone.certificate()
+        reversed * 2 > frames.len(),
+        "{reversed} of {}",
+        frames.len()
     );
     let x = exhaustive::explore(&p, &with_orders(&p), &pool(2));
-    assert!(
-        !only_reversed(&x, FaultKind::StallFrame).is_empty(),
-        "no reversal of a frame caught the mutant: {}",
-        x.certificate()
-    );
+    assert!(x.violations.is_empty(), "{}", x.certificate());
+    assert!(x.orders_reversed() > 0, "{}", x.certificate());
 }
 
 #[test]

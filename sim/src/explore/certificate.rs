@@ -135,7 +135,7 @@ impl Scope {
 }
 
 /// What `--orders` varies of the delivery order, and what it does not.
-pub const ORDERS_COVERED: &str = "delivery order: the trace's, and over every schedule's run each race reversed once (two deliveries to one host on different connections, or two nodes' ops at the store, neither causing the other, touching one session: the first delayed just past the second, a frame by stall-frame, a node's insert by stall-point at after-insert-before-sync; a reversal whose run delivered them in the other order counts as came out reversed); not reversed: a race whose first delivery is a store load, append, withdraw or stop, and two races in one run";
+pub const ORDERS_COVERED: &str = "delivery order: the trace's, and over every run schedule's run (not a pruned one's) each race reversed once (two deliveries to one host on different connections, or two nodes' ops at the store, neither causing the other, touching one session or one of them naming none: the first delayed just past the second, a frame by stall-frame, a node's insert by stall-point at after-insert-before-sync, each delay as long as its race needs; a reversal whose run delivered both, the second first, came out reversed); not reversed: a race whose first delivery is a store op other than an insert or a frame without a trigger, two races in one run, and a reversal that did not come out reversed is not tried again longer";
 
 /// Why exploration `x` placed no fault of kind `k`.
 fn not_placed_why(x: &Exploration, k: FaultKind) -> &'static str {

@@ -51,8 +51,9 @@ enum Channel {
 pub enum Delivered {
     /// A frame: connection, line, equal lines before it on the connection.
     Frame(u64, String, usize),
-    /// A store op: node, the node's `req`.
-    Store(&'static str, u64),
+    /// A store op: node, the node's `req`, and which op of that number (a node numbers its ops
+    /// from 1 again when it restarts).
+    Store(&'static str, u64, u64),
 }
 
 /// One delivery of a run, as the race finder needs it.
@@ -92,14 +93,14 @@ pub struct Race {
 
 impl Race {
     /// Whether the reversal's run `h`, `t` (the race's schedule plus [`Race::delay`]) came out
-    /// reversed: the second delivery came, and the first only after it (or not at all).
+    /// reversed: both deliveries came, the second first (a first delivery that never came is
+    /// a lost frame, not another order).
     pub fn reversed_in(&self, h: &History, t: &Trace) -> bool {
         let ds = deliveries(h, t);
         let at = |id: &Delivered| ds.iter().position(|d| &d.id == id);
         match (at(&self.first), at(&self.second)) {
-            (_, None) => false,
-            (None, Some(_)) => true,
             (Some(a), Some(b)) => b < a,
+            _ => false,
         }
     }
 }
@@ -165,9 +166,11 @@ enum Step<'a> {
     },
     Store(&'a crate::world::trace::StoreStep),
     /// A fault fired at an event of `host` (a frame it wrote, a point it passed): what the
-    /// fault does to other hosts follows from that event.
+    /// fault does to other hosts follows from that event. `None`: the history does not say
+    /// where it fired (a process-level fault queued at a frame or a submission): it is taken
+    /// to follow everything so far (fewer races, never a false one).
     Fault {
-        host: &'static str,
+        host: Option<&'static str>,
     },
     /// `host` saw a connection end, or booted: it may be a fault's doing.
     Affected {
@@ -188,8 +191,9 @@ fn deliveries(h: &History, t: &Trace) -> Vec<Delivery> {
         let name = match s {
             Step::Send { host, .. }
             | Step::Recv { host, .. }
-            | Step::Fault { host }
+            | Step::Fault { host: Some(host) }
             | Step::Affected { host } => *host,
+            Step::Fault { host: None } => continue,
             Step::Store(x) => x.node,
         };
         let n = hosts.len();
@@ -211,7 +215,10 @@ fn deliveries(h: &History, t: &Trace) -> Vec<Delivery> {
     // Sends waiting for their delivery: frames by (conn, line), store ops by (node, req),
     // each with the sender's clock, the send's time and (frames) its op index.
     let mut frames: BTreeMap<(u64, String), VecDeque<Sent>> = BTreeMap::new();
-    let mut store_sent: BTreeMap<(&'static str, u64), (Vec<u32>, u64)> = BTreeMap::new();
+    let mut store_sent: BTreeMap<(&'static str, u64), (Vec<u32>, u64, usize, u64)> =
+        BTreeMap::new();
+    // How many ops each (node, req) had before: a node's numbers start again when it restarts.
+    let mut reqs_seen: BTreeMap<(&'static str, u64), u64> = BTreeMap::new();
     let mut answers: BTreeMap<(&'static str, u64), Vec<u32>> = BTreeMap::new();
     let mut out = Vec::new();
     let mut send_ops: Vec<usize> = sends(h);
@@ -222,10 +229,17 @@ fn deliveries(h: &History, t: &Trace) -> Vec<Delivery> {
     let mut faults: Vec<u32> = vec![0; n];
     for s in steps {
         match s {
-            Step::Fault { host } => {
+            Step::Fault { host: Some(host) } => {
                 let c = tick(&mut clock, hosts[host], None);
                 for (f, x) in faults.iter_mut().zip(&c) {
                     *f = (*f).max(*x);
+                }
+            }
+            Step::Fault { host: None } => {
+                for c in &clock {
+                    for (f, x) in faults.iter_mut().zip(c) {
+                        *f = (*f).max(*x);
+                    }
                 }
             }
             Step::Affected { host } => {
@@ -273,21 +287,23 @@ fn deliveries(h: &History, t: &Trace) -> Vec<Delivery> {
                 match x.kind {
                     StoreStepKind::Sent => {
                         let c = tick(&mut clock, hosts[x.node], None);
-                        store_sent.insert(id, (c, x.time_ms));
+                        let n = reqs_seen.entry(id).or_insert(0);
+                        *n += 1;
+                        store_sent.insert(id, (c, x.time_ms, x.ops_before, *n));
                     }
                     StoreStepKind::Applied => {
-                        let Some((sent, sent_ms)) = store_sent.remove(&id) else {
+                        let Some((sent, sent_ms, sent_ops, nth)) = store_sent.remove(&id) else {
                             continue;
                         };
                         let r = hosts["store"];
                         let at = tick(&mut clock, r, Some(&sent));
                         answers.insert(id, at.clone());
                         let delay = (x.op == "insert")
-                            .then(|| insert_points.get(&(x.node, sent_ms)))
+                            .then(|| insert_point(&insert_points, x.node, sent_ops))
                             .flatten()
-                            .map(|on| (FaultKind::StallPoint, on.clone()));
+                            .map(|on| (FaultKind::StallPoint, on));
                         out.push(Delivery {
-                            id: Delivered::Store(x.node, x.req),
+                            id: Delivered::Store(x.node, x.req, nth),
                             host: r,
                             channel: Channel::Store(x.node),
                             sent_clock: sent,
@@ -341,9 +357,9 @@ fn steps<'a>(h: &'a History, t: &'a Trace) -> Vec<Step<'a>> {
                 .as_str()
                 .zip(d["nth"].as_u64())
                 .and_then(|(p, n)| passed.get(&(p, n)).copied());
-            if let Some(host) = host_name(d["from"].as_str()).or(at_point) {
-                out.push(Step::Fault { host });
-            }
+            out.push(Step::Fault {
+                host: host_name(d["from"].as_str()).or(at_point),
+            });
             continue;
         }
         if o.process != process::NET {
@@ -409,16 +425,33 @@ fn frame_triggers(h: &History, t: &Trace) -> BTreeMap<usize, Trigger> {
         .collect()
 }
 
-/// Each node's `after-insert-before-sync` passes, by (node, time): the point it passes just
-/// before sending an `insert` to the store, with the trigger of that pass.
-fn insert_points(t: &Trace) -> BTreeMap<(&'static str, u64), Trigger> {
-    let mut out = BTreeMap::new();
+/// Each node's `after-insert-before-sync` passes, in order: (ops before the pass, the pass's
+/// trigger). A node passes it just before it sends an `insert` to the store.
+fn insert_points(t: &Trace) -> BTreeMap<&'static str, Vec<(usize, Trigger)>> {
+    let mut out: BTreeMap<&'static str, Vec<(usize, Trigger)>> = BTreeMap::new();
     let mut nth = 0;
     for p in &t.points {
         if p.point == Point::AfterInsertBeforeSync {
             nth += 1;
-            out.insert((p.host, p.time_ms), Trigger::at_point(p.point, nth));
+            out.entry(p.host)
+                .or_default()
+                .push((p.ops_before, Trigger::at_point(p.point, nth)));
         }
     }
     out
+}
+
+/// The trigger of `node`'s last `after-insert-before-sync` pass before its insert sent after
+/// `ops_before` ops.
+fn insert_point(
+    points: &BTreeMap<&'static str, Vec<(usize, Trigger)>>,
+    node: &str,
+    ops_before: usize,
+) -> Option<Trigger> {
+    points
+        .get(node)?
+        .iter()
+        .rev()
+        .find(|(at, _)| *at <= ops_before)
+        .map(|(_, on)| on.clone())
 }
