@@ -181,6 +181,10 @@ enum Step<'a> {
 /// A frame sent and not yet read: the sender's clock, the send's time and its op index.
 type Sent = (Vec<u32>, u64, usize);
 
+/// A store op sent and not yet applied: the node's clock, the send's time, the ops before it,
+/// and which op of its number it is.
+type StoreSent = (Vec<u32>, u64, usize, u64);
+
 /// Every delivery of the run, in order, with vector clocks.
 fn deliveries(h: &History, t: &Trace) -> Vec<Delivery> {
     let steps = steps(h, t);
@@ -215,8 +219,7 @@ fn deliveries(h: &History, t: &Trace) -> Vec<Delivery> {
     // Sends waiting for their delivery: frames by (conn, line), store ops by (node, req),
     // each with the sender's clock, the send's time and (frames) its op index.
     let mut frames: BTreeMap<(u64, String), VecDeque<Sent>> = BTreeMap::new();
-    let mut store_sent: BTreeMap<(&'static str, u64), (Vec<u32>, u64, usize, u64)> =
-        BTreeMap::new();
+    let mut store_sent: BTreeMap<(&'static str, u64), StoreSent> = BTreeMap::new();
     // How many ops each (node, req) had before: a node's numbers start again when it restarts.
     let mut reqs_seen: BTreeMap<(&'static str, u64), u64> = BTreeMap::new();
     let mut answers: BTreeMap<(&'static str, u64), Vec<u32>> = BTreeMap::new();
