@@ -157,6 +157,8 @@ enum Step<'a> {
         host: &'static str,
         key: (u64, String),
         ms: u64,
+        /// The index of its `send` op (where its trigger is read).
+        op: usize,
     },
     Recv {
         host: &'static str,
@@ -224,8 +226,6 @@ fn deliveries(h: &History, t: &Trace) -> Vec<Delivery> {
     let mut reqs_seen: BTreeMap<(&'static str, u64), u64> = BTreeMap::new();
     let mut answers: BTreeMap<(&'static str, u64), Vec<u32>> = BTreeMap::new();
     let mut out = Vec::new();
-    let mut send_ops: Vec<usize> = sends(h);
-    send_ops.reverse();
     let mut seen_lines: BTreeMap<(u64, String), usize> = BTreeMap::new();
     // Every fault so far, as one clock: a host a fault may have acted on (a connection that
     // ended, a boot) is taken to have heard of every event a fault fired at.
@@ -248,9 +248,8 @@ fn deliveries(h: &History, t: &Trace) -> Vec<Delivery> {
             Step::Affected { host } => {
                 tick(&mut clock, hosts[host], Some(&faults));
             }
-            Step::Send { host, key, ms } => {
+            Step::Send { host, key, ms, op } => {
                 let c = tick(&mut clock, hosts[host], None);
-                let op = send_ops.pop().unwrap_or(usize::MAX);
                 frames.entry(key).or_default().push_back((c, ms, op));
             }
             Step::Recv {
@@ -380,6 +379,7 @@ fn steps<'a>(h: &'a History, t: &'a Trace) -> Vec<Step<'a>> {
                 host,
                 key,
                 ms: o.time_ms,
+                op: o.index,
             });
         } else if o.f == op::RECV {
             if let Some(host) = received.get(&o.index) {
@@ -394,20 +394,6 @@ fn steps<'a>(h: &'a History, t: &'a Trace) -> Vec<Step<'a>> {
     }
     out.extend(store.map(Step::Store));
     out
-}
-
-/// The op indices of the run's frame sends, in order (the `Send` steps' ops).
-fn sends(h: &History) -> Vec<usize> {
-    h.ops
-        .iter()
-        .filter(|o| {
-            o.process == process::NET
-                && o.f == op::SEND
-                && o.value["conn"].as_u64().is_some()
-                && host_name(o.value["from"].as_str()).is_some()
-        })
-        .map(|o| o.index)
-        .collect()
 }
 
 /// A writer's host name as the world names its hosts (`client`, `agent`, `node2`, `proxy`).
