@@ -780,3 +780,41 @@ fn an_exploration_is_the_same_for_any_chunk_of_a_level() {
         }
     }
 }
+
+#[test]
+fn lineage_breaks_a_held_prompts_connection_half_open() {
+    // held-01 under O1 `drop`: P2 is held behind P1's long turn on the first connection, and
+    // no frame crosses that connection while it is held. `drop-held-drops-retries` shows only
+    // when the Agent sees that connection end after the Client's retry began to wait for the
+    // held original: a `half-open` break at `while-held` (the Client's end closes, the
+    // Agent's ends by heartbeat). Lineage tries it in the first round of cuts (the held
+    // prompt's derivation is a kind of its own). The correct models stay valid on the same
+    // budget.
+    let m = "drop-held-drops-retries";
+    let opts = |target: Option<Target>| lineage::Options {
+        faults: 2,
+        budget: 20,
+        stop_at_first: target.is_some(),
+        target,
+    };
+    let name = "held-01-retry-becomes-submission";
+    let x = lineage::lineage(&plan(name, Design::Stored, Some(m)), &opts(Some(target(m))));
+    let caught = x
+        .caught
+        .as_ref()
+        .expect("lineage catches it within 20 runs");
+    let lines: Vec<String> = caught
+        .plan
+        .faults
+        .iter()
+        .map(acp_chaos::nemesis::fault_line)
+        .collect();
+    assert!(
+        lines.iter().any(|l| l.starts_with("half-open")),
+        "{lines:?}"
+    );
+    for d in [Design::InMemory, Design::Stored, Design::Adapter] {
+        let ok = lineage::lineage(&plan(name, d, None), &opts(None));
+        assert!(ok.violations.is_empty(), "{d:?}: {}", ok.certificate());
+    }
+}

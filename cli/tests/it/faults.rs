@@ -112,6 +112,44 @@ const CASES: &[(&str, &str, Design, u64, Effect)] = &[
         },
     ),
     (
+        "half-open",
+        "held-02-half-open-retry-becomes-submission",
+        Design::Stored,
+        0,
+        |h, f| {
+            // The Client's end closes at once; the Agent's end of the same connection only by
+            // its heartbeat, after it read a frame on the Client's next connection.
+            let client = next(h, f.index, "client", "conn-end").ok_or("no Client conn-end")?;
+            let conn = &client.value["conn"];
+            let agent = h
+                .ops
+                .iter()
+                .find(|o| {
+                    o.index > f.index
+                        && is_agent(&o.process)
+                        && o.f == "conn-end"
+                        && &o.value["conn"] == conn
+                })
+                .ok_or("the Agent never ended the connection")?;
+            let retry_read = h.ops.iter().any(|o| {
+                o.index > client.index
+                    && o.index < agent.index
+                    && o.f == "recv"
+                    && o.value["from"] == "client"
+                    && &o.value["conn"] != conn
+            });
+            (client.value["reason"] == "half-open"
+                && client.time_ms == f.time_ms
+                && agent.value["reason"] == "heartbeat timeout"
+                && retry_read)
+                .then_some(())
+                .ok_or(format!(
+                    "client {} agent {} read between: {retry_read}",
+                    client.value, agent.value
+                ))
+        },
+    ),
+    (
         "reorder-frame",
         "net-02-reorder-across-connections",
         Design::Stored,

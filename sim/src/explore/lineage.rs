@@ -28,7 +28,7 @@ use super::shrink::Target;
 use super::state::{placement_class, states_at};
 use crate::checkers;
 use crate::history::{is_agent_host, op, process, History, Op};
-use crate::models::Point;
+use crate::models::{HeldOnDisconnect, Point};
 use crate::nemesis::kinds::{Effect, OnCluster};
 use crate::nemesis::{fault_line, FaultKind, FaultSpec, Reach, Sender, Side, Trigger};
 use crate::plan::Plan;
@@ -84,9 +84,14 @@ fn frame_conn(h: &History, at: usize) -> Option<u64> {
     d["conn"].as_u64()
 }
 
-/// Whether a fault breaks the connection at its frame (a visible loss).
+/// Whether a fault breaks the connection at its frame for the Client at least (a visible
+/// loss, or a half-open one).
 fn breaks(f: &FaultSpec) -> bool {
-    f.kind.effect() == Effect::Break && !f.silent
+    match f.kind.effect() {
+        Effect::Break => !f.silent,
+        Effect::HalfOpen => true,
+        _ => false,
+    }
 }
 
 /// The rank of an Agent crash at a point of its own (see [`rank`]): between its sync and its
@@ -114,6 +119,13 @@ fn rank(f: &FaultSpec, spot: &Spot, live: bool) -> Option<u32> {
         // on a new connection (another node of a cluster) while the first attempt is alive,
         // so two attempts of one key meet inside the Agent (A7, A12, A13).
         (E::Break, Spot::Frame { .. }) if live && !f.silent => 4,
+        // The same break seen by the Client only: its retry reaches the Agent while the Agent
+        // still counts the first connection open, and the first attempt's end comes after the
+        // retry began to wait for it (A7 under O1 `drop`).
+        (E::HalfOpen, Spot::Frame { .. }) if live => 4,
+        // While the Agent holds the attempt (its only place when no frame crosses its
+        // connection meanwhile): every Client connection breaks for the Client only.
+        (E::HalfOpen, Spot::Point { .. }) => 4,
         // A node decided to insert and its write is cut from the store: a resend through
         // another node decides again meanwhile (A4, A13: insert-if-absent must be one step).
         (
@@ -181,6 +193,7 @@ fn rank(f: &FaultSpec, spot: &Spot, live: bool) -> Option<u32> {
         // Not a cause lineage follows up (each effect named: a new one must choose).
         (
             E::Break
+            | E::HalfOpen
             | E::LoseExchange
             | E::KillUpdates
             | E::Stall
@@ -258,6 +271,8 @@ struct Exchanges {
     commands: BTreeSet<u64>,
     unkeyed: BTreeSet<u64>,
     withdrawn: BTreeSet<u64>,
+    /// Submissions an attempt of which the Agent held behind a running turn (O4 `hold`).
+    held: BTreeSet<u64>,
     /// (conn, id) of an attempt → the op its first answer was written at.
     answer_at: BTreeMap<(u64, String), usize>,
     /// (conn, id) of a prompt attempt → the op the Client wrote it at.
@@ -318,6 +333,12 @@ impl Exchanges {
                         if !x.good.contains(&n) {
                             x.good.push(n);
                         }
+                    }
+                }
+                (p, op::HOLD) if is_agent_host(p) => {
+                    let k = (v["conn"].as_u64().unwrap_or(0), v["id"].to_string());
+                    if let Some(&n) = x.attempt_sub.get(&k) {
+                        x.held.insert(n);
                     }
                 }
                 (process::NET, op::RECV)
@@ -447,6 +468,8 @@ fn support_of(
         OutcomeClass::Withdrawn
     } else if x.commands.contains(&n) {
         OutcomeClass::Command
+    } else if x.held.contains(&n) {
+        OutcomeClass::Held
     } else if x.unkeyed.contains(&n) {
         OutcomeClass::Unkeyed
     } else {
@@ -455,14 +478,18 @@ fn support_of(
     (class, support)
 }
 
-/// The kind of derivation a good outcome had: a keyed prompt acknowledged, an unkeyed one, a
-/// command the Agent answered itself, a submission its user withdrew, another request. Cuts go
+/// The kind of derivation a good outcome had: a keyed prompt acknowledged, one held behind a
+/// running turn first, an unkeyed one, a command the Agent answered itself, a submission its
+/// user withdrew, another request. Cuts go
 /// round the kinds (every cut of the first outcome of each kind, then of the second, ...): the
 /// outcomes of one kind mostly share a derivation, so a trace with one command and nine
 /// prompts has its command cut early, not after nine prompts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum OutcomeClass {
     Keyed,
+    /// A prompt the Agent held behind a running turn and inserted when the turn ended (A7):
+    /// its derivation goes through the hold, whose connection's end decides it (O1).
+    Held,
     Command,
     Unkeyed,
     Withdrawn,
@@ -473,7 +500,14 @@ enum OutcomeClass {
 /// ([`OutcomeClass`]: the first outcome of each kind before the second of any), then by rank,
 /// then outcome, then time.
 fn cuts(h: &History, trace: &Trace, plan: &Plan, from: usize) -> Vec<Cut> {
-    let kinds = super::exhaustive::default_kinds(plan);
+    let mut kinds = super::exhaustive::default_kinds(plan);
+    // Where the Agent drops a held prompt when its connection ends (O1 `drop`), when that
+    // end reaches it decides what happens to a retry already waiting for the prompt: a
+    // half-open break moves the end past the retry. (Elsewhere a connection's end does
+    // nothing a visible break does not already show.)
+    if plan.agent.o1 == HeldOnDisconnect::Drop {
+        kinds.push(FaultKind::HalfOpen);
+    }
     // When the Agent read each prompt attempt (simulated ms).
     let prompt_read_ms: Vec<u64> = h
         .ops
@@ -794,7 +828,9 @@ fn follow_ups(h: &History, t: &Trace, p: &Plan, from: usize) -> Vec<Cut> {
     let sent = unanswered_prompts(h, from, end);
     let all: Vec<Cut> = cuts(h, t, p, from)
         .into_iter()
-        .filter(|c| breaks(&c.fault))
+        // Visible breaks only: a follow-up moves the Client with `reroute`, which a
+        // half-open break does not take.
+        .filter(|c| c.fault.kind.effect() == Effect::Break && breaks(&c.fault))
         .collect();
     let mut after: Vec<&Cut> = all
         .iter()

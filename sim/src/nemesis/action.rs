@@ -39,6 +39,9 @@ pub enum NemesisAction {
         /// `None`: the node serving the Client.
         node: Option<&'static str>,
     },
+    /// `half-open` at an event other than a frame: every connection the Client opened breaks
+    /// for the Client only.
+    HalfOpen,
     /// The host that passed a protocol point stops there (`stall-point`).
     Pause {
         /// The host (`agent`: at a point, the one that passed it).
@@ -76,6 +79,9 @@ impl NemesisAction {
                 host: "agent",
                 stall_ms: f.ms(Setting::StallMs),
             },
+            // At a frame its writer carries it out (`FrameDecision`), at another event the
+            // step loop.
+            Effect::HalfOpen => NemesisAction::HalfOpen,
             // Frame faults: the connection's writer carries them out (`FrameDecision`).
             Effect::Break
             | Effect::LoseExchange

@@ -24,6 +24,9 @@ pub struct Nemesis {
     armed: bool,
     /// Connections a silent `lose-frame` broke: every later frame on them is lost unseen.
     blackholed: BTreeSet<ConnId>,
+    /// Of those, the ones `half-open` broke: their connecting end saw a close (not in a
+    /// snapshot: the fault's firing, which is, says it).
+    half_open: BTreeSet<ConnId>,
     /// Which exchange each frame written is part of, for frame triggers.
     exchanges: ExchangeCount,
     /// Transient errors armed for the next `session/prompt` requests the Agent reads.
@@ -49,6 +52,9 @@ pub struct FrameFate {
     pub swallowed: Option<Swallowed>,
     /// `lose-exchange` lost a response: its request will never be answered.
     pub answer_gone: bool,
+    /// `half-open` broke the connection: its connecting end is to see it close, the other
+    /// end nothing.
+    pub half_open: bool,
 }
 
 impl FrameFate {
@@ -58,6 +64,7 @@ impl FrameFate {
             fired: Vec::new(),
             swallowed: None,
             answer_gone: false,
+            half_open: false,
         }
     }
 }
@@ -86,6 +93,7 @@ impl Nemesis {
             fired: vec![false; faults.len()],
             armed: true,
             blackholed: BTreeSet::new(),
+            half_open: BTreeSet::new(),
             exchanges: ExchangeCount::default(),
             transient: 0,
             queue: Vec::new(),
@@ -156,6 +164,14 @@ impl Nemesis {
                     self.blackholed.insert(conn);
                 }
             }
+            // Lost as a silent break is, for both ends' writers; the world tells the
+            // connecting end it closed.
+            Effect::HalfOpen if free => {
+                fate.decision = FrameDecision::Lose { silent: true };
+                fate.half_open = true;
+                self.blackholed.insert(conn);
+                self.half_open.insert(conn);
+            }
             Effect::LoseExchange if free && self.remote => {
                 fate.decision = FrameDecision::Drop {
                     not_accepted: side == Side::Request,
@@ -179,6 +195,7 @@ impl Nemesis {
             // through a proxy that rewrites its id).
             Effect::RejectPrompt => self.transient += 1,
             Effect::Break
+            | Effect::HalfOpen
             | Effect::LoseExchange
             | Effect::KillUpdates
             | Effect::Stall
@@ -304,6 +321,19 @@ impl Nemesis {
     /// Whether a silent break swallowed this connection.
     pub fn is_blackholed(&self, conn: ConnId) -> bool {
         self.blackholed.contains(&conn)
+    }
+
+    /// `half-open` breaks `conn` (fired at another event than its frame): every frame on it
+    /// is lost unseen from now on.
+    pub fn break_half_open(&mut self, conn: ConnId) {
+        self.blackholed.insert(conn);
+        self.half_open.insert(conn);
+    }
+
+    /// Whether `half-open` broke this connection: its connecting end keeps its socket (its
+    /// close must not reach the other end) after it saw the connection end.
+    pub fn is_half_open(&self, conn: ConnId) -> bool {
+        self.half_open.contains(&conn)
     }
 
     /// What the nemesis applied in the safety phase, logged with `heal`:

@@ -39,6 +39,8 @@ pub enum Start {
     StoreCut(&'static str),
     /// This host stops at the protocol point it passed for this many ms.
     Pause(&'static str, u64),
+    /// Every connection the Client opened breaks for the Client only (`half-open`).
+    HalfOpen,
 }
 
 /// Something in force that ended at its time, for the step loop to undo.
@@ -119,6 +121,10 @@ impl InForce {
         if let NemesisAction::Pause { host, stall_ms } = a {
             // Nothing in force and nothing to end: the host sleeps it out itself.
             return Some(Start::Pause(host, stall_ms));
+        }
+        if a == NemesisAction::HalfOpen {
+            // Nothing in force: the broken connections end by their heartbeats.
+            return Some(Start::HalfOpen);
         }
         let (start, end) = match a {
             NemesisAction::Crash {

@@ -71,7 +71,7 @@ pub async fn agent(ctx: Rc<Ctx>) -> turmoil::Result {
         match ev {
             Ev::Accepted(s) => {
                 let addr = s.peer_addr().map(|a| a.to_string()).unwrap_or_default();
-                let id = io.open(s, addr, None);
+                let id = io.open(s, addr, None, false);
                 model.handle(AgentInput::Connected(id), &mut out);
             }
             Ev::Frame(id, line) if io.conns.contains_key(&id) => {
@@ -146,7 +146,7 @@ pub async fn node(ctx: Rc<Ctx>, name: &'static str) -> turmoil::Result {
         match ev {
             Ev::Accepted(s) => {
                 let addr = s.peer_addr().map(|a| a.to_string()).unwrap_or_default();
-                let id = io.open(s, addr, None);
+                let id = io.open(s, addr, None, false);
                 model.handle(AgentInput::Connected(id), &mut out);
             }
             Ev::Frame(id, line) if io.conns.contains_key(&id) => {
@@ -415,7 +415,7 @@ pub async fn client(ctx: Rc<Ctx>) -> turmoil::Result {
                 } else {
                     io.hello(format!("client-{boot}"))
                 };
-                let id = io.open(s, addr, hello);
+                let id = io.open(s, addr, hello, true);
                 model.handle(ClientInput::Connected(id), &mut out);
             }
             Some(Ev::ConnectFailed(_)) => {
@@ -470,13 +470,13 @@ pub async fn proxy(ctx: Rc<Ctx>) -> turmoil::Result {
         match ev {
             Ev::Accepted(s) => {
                 let addr = s.peer_addr().map(|a| a.to_string()).unwrap_or_default();
-                let id = io.open(s, addr, None);
+                let id = io.open(s, addr, None, false);
                 model.handle(ProxyInput::Accepted(id), &mut out);
             }
             Ev::Connected(s, tag) => {
                 let addr = s.local_addr().map(|a| a.to_string()).unwrap_or_default();
                 let hello = io.hello(format!("proxy-{boot}-{tag}"));
-                let id = io.open(s, addr, hello);
+                let id = io.open(s, addr, hello, true);
                 model.handle(ProxyInput::DownConnected { tag, conn: id }, &mut out);
             }
             Ev::ConnectFailed(tag) => model.handle(ProxyInput::DownFailed { tag }, &mut out),
@@ -526,7 +526,7 @@ pub async fn watcher(ctx: Rc<Ctx>) -> turmoil::Result {
             Some(Ev::Connected(s, _)) => {
                 let addr = s.local_addr().map(|a| a.to_string()).unwrap_or_default();
                 let hello = io.hello(format!("watcher-{boot}"));
-                let id = io.open(s, addr, hello);
+                let id = io.open(s, addr, hello, true);
                 model.handle(WatcherInput::Connected(id), &mut out);
             }
             Some(Ev::ConnectFailed(_)) => model.handle(WatcherInput::ConnectFailed, &mut out),

@@ -115,6 +115,8 @@ pub(super) struct ConnHandle {
     /// To drop this writer's queue from the ledger when the connection goes (also by crash).
     ledger: Rc<RefCell<Ledger>>,
     key: (ConnId, &'static str),
+    /// This host opened the connection (the Client's end, or a proxy's toward the Agent).
+    connecting: bool,
 }
 
 impl Drop for ConnHandle {
@@ -142,6 +144,9 @@ pub(super) struct Io {
     pub(super) ctx: Rc<Ctx>,
     pub(super) tx: UnboundedSender<Ev>,
     pub(super) conns: IndexMap<ConnId, ConnHandle>,
+    /// Connections `half-open` broke at this (connecting) end: closed for the host, their
+    /// socket kept until the process ends, so the other end never reads their close.
+    zombies: Vec<ConnHandle>,
     pub(super) store: String,
     /// Cluster node: persist through the store host instead of a local file.
     pub(super) link: Option<StoreLink>,
@@ -170,6 +175,7 @@ impl Io {
                 ctx,
                 tx,
                 conns: IndexMap::new(),
+                zombies: Vec::new(),
                 store: store.to_string(),
                 link: None,
                 len: Cell::new(0),
@@ -421,11 +427,13 @@ impl Io {
     /// A connection on `stream`: its id from the ledger, a reader task sending its frames
     /// (and its close) as events, and a writer task sending `hello` first, then each line the
     /// host queues through the ledger's frame faults, with heartbeats while idle.
+    /// `connecting`: this host opened it (`half-open` closes this end only).
     pub(super) fn open(
         &mut self,
         stream: TcpStream,
         client_addr: String,
         hello: Option<String>,
+        connecting: bool,
     ) -> ConnId {
         let plan = &self.ctx.plan;
         let id = self
@@ -460,8 +468,15 @@ impl Io {
                 tasks: [reader.abort_handle(), writer.abort_handle()],
                 ledger: self.ctx.ledger.clone(),
                 key: (id, self.process),
+                connecting,
             },
         );
+        if connecting {
+            self.ctx
+                .ledger
+                .borrow_mut()
+                .on_connect(id, self.process, &self.tx);
+        }
         id
     }
 
@@ -479,9 +494,13 @@ impl Io {
         Ok(())
     }
 
-    /// Forget a connection (its tasks are aborted, its halves dropped: the peer sees EOF).
+    /// Forget a connection (its tasks are aborted, its halves dropped: the peer sees EOF;
+    /// at the connecting end of a `half-open` connection they are kept, and it never does).
     pub(super) fn close(&mut self, id: ConnId, why: &str) -> bool {
-        if self.conns.shift_remove(&id).is_some() {
+        if let Some(h) = self.conns.shift_remove(&id) {
+            if h.connecting && self.ctx.ledger.borrow().nemesis.is_half_open(id) {
+                self.zombies.push(h);
+            }
             self.ctx.ledger.borrow_mut().on_conn_end(id);
             self.record(
                 OpType::Info,

@@ -10,6 +10,9 @@ use acp_chaos_models::ConnId;
 use indexmap::IndexMap;
 use serde_json::{json, Value};
 
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::io::Ev;
 use super::snapshot::{of_debug, Snapshots};
 use super::trace::{
     store_op_name, store_op_session, Accepted, PointPass, StoreStep, StoreStepKind, Trace,
@@ -74,6 +77,9 @@ pub struct Ledger {
     /// In a run exploration places faults over: what a snapshot of the world needs beside
     /// the ledger ([`super::snapshot`]).
     pub snapshots: Option<Snapshots>,
+    /// With a `half-open` fault in the schedule (`None` without): each open connection's
+    /// connecting end, told when the fault breaks it, whichever end wrote the frame.
+    connecting: Option<BTreeMap<ConnId, (&'static str, UnboundedSender<Ev>)>>,
 }
 
 impl Ledger {
@@ -112,6 +118,38 @@ impl Ledger {
             trace: Trace::default(),
             pauses: BTreeMap::new(),
             snapshots: None,
+            connecting: plan
+                .faults
+                .iter()
+                .any(|f| f.kind.effect() == crate::nemesis::kinds::Effect::HalfOpen)
+                .then(BTreeMap::new),
+        }
+    }
+
+    /// A host opened connection `conn` (its events go to `tx`): with a `half-open` fault in
+    /// the schedule, kept to tell it when the fault breaks the connection.
+    pub(super) fn on_connect(
+        &mut self,
+        conn: ConnId,
+        host: &'static str,
+        tx: &UnboundedSender<Ev>,
+    ) {
+        if let Some(c) = &mut self.connecting {
+            c.insert(conn, (host, tx.clone()));
+        }
+    }
+
+    /// `half-open` fired at an event other than a frame: every connection the Client opened
+    /// and has open breaks for the Client only (it sees each end; the Agent nothing).
+    pub fn half_open_client(&mut self) {
+        let Some(c) = &self.connecting else {
+            return;
+        };
+        for (&conn, (host, tx)) in c {
+            if *host == process::CLIENT {
+                self.nemesis.break_half_open(conn);
+                let _ = tx.send(Ev::Closed(conn, "half-open"));
+            }
         }
     }
 
@@ -228,6 +266,13 @@ impl Ledger {
         }
         for &i in &fate.fired {
             self.fire(i, frame_op(conn, from, frame.clone()));
+        }
+        if fate.half_open {
+            // Its connecting end sees it close now (its own writer's frame or the other
+            // end's); the other end is told nothing.
+            if let Some((_, tx)) = self.connecting.as_ref().and_then(|c| c.get(&conn)) {
+                let _ = tx.send(Ev::Closed(conn, "half-open"));
+            }
         }
         if let (true, Some(id)) = (fate.answer_gone, &id_key) {
             self.outstanding.shift_remove(&(conn, id.clone()));
@@ -365,6 +410,9 @@ impl Ledger {
     /// A connection ended: nothing on it will be answered.
     pub fn on_conn_end(&mut self, conn: ConnId) {
         self.outstanding.retain(|(c, _), _| *c != conn);
+        if let Some(c) = &mut self.connecting {
+            c.remove(&conn);
+        }
     }
 
     /// A host crashed: the requests it wrote will never be read as answered.

@@ -525,6 +525,11 @@ impl<'a> StepLoop<'a> {
                 self.ledger.borrow_mut().pauses.insert(host, ms);
                 return;
             }
+            Start::HalfOpen => {
+                // Its fault op says so; each connection's end at the Client is logged.
+                self.ledger.borrow_mut().half_open_client();
+                return;
+            }
         };
         let mut l = self.ledger.borrow_mut();
         l.record(process::NEMESIS, OpType::Info, logged.0, logged.1);

@@ -34,6 +34,7 @@ mod crash_proxy;
 mod crash_store;
 mod drop_updates;
 mod flip_bit;
+mod half_open;
 mod hold;
 mod lose_exchange;
 mod lose_frame;
@@ -139,6 +140,11 @@ kinds! {
     /// about to send goes later (order exploration reverses a cluster node's insertion against
     /// another node's store op with it). Placed by exploration only on request.
     StallPoint => stall_point,
+    /// The connection breaks at a frame for its connecting end only (the Client's): that end
+    /// sees it close; its close never reaches the Agent, which hears nothing more until its
+    /// heartbeat gives up (a half-open connection). Placed by exploration only on request,
+    /// and by lineage where the Agent drops a held prompt with its connection (O1 `drop`).
+    HalfOpen => half_open,
 }
 
 /// The protocol points where the Agent (any node) may be crashed: every Agent point.

@@ -78,6 +78,10 @@ pub enum Effect {
     PartitionStore,
     /// The host passing a protocol point stops there for `stall_ms`.
     Pause,
+    /// The connection breaks at the frame for its connecting end only (the Client's, or the
+    /// proxy's toward the Agent): that end sees it close; its close never reaches the other
+    /// end, which hears nothing more until its heartbeat gives up (a half-open connection).
+    HalfOpen,
 }
 
 /// What carries a fault of a kind out.
@@ -120,6 +124,7 @@ impl Effect {
     pub fn level(self) -> Level {
         match self {
             Effect::Break
+            | Effect::HalfOpen
             | Effect::LoseExchange
             | Effect::KillUpdates
             | Effect::Stall
@@ -149,6 +154,7 @@ impl Effect {
                 damage: Some(_), ..
             }
             | Effect::Break
+            | Effect::HalfOpen
             | Effect::LoseExchange
             | Effect::KillUpdates
             | Effect::Stall
