@@ -700,8 +700,15 @@ fn explore_mutant(
         }
         _ => {
             tally.missed.push(m.name);
+            // With --orders the race reversals ran too: say so, or the count undersells
+            // what was searched.
+            let reversals = if a.orders {
+                format!(" and {} race reversals", x.orders())
+            } else {
+                String::new()
+            };
             println!(
-                "  {:<32} not shown: {} schedules of <= {} faults, none caught it",
+                "  {:<32} not shown: {} schedules of <= {} faults{reversals}, none caught it",
                 m.name,
                 x.explored(),
                 a.faults
