@@ -90,6 +90,19 @@ fn two_fault_certificate_is_the_same_for_any_jobs_and_for_merged_shards() {
             },
             &pool(1),
         );
+        // A shard streams its slice a chunk at a time too (flat memory): the same slice.
+        let streamed = exhaustive::explore_chunked(
+            &p,
+            &Options {
+                shard,
+                ..opts.clone()
+            },
+            &pool(1),
+            &acp_chaos::world::Parties::default(),
+            7,
+        );
+        assert_eq!(counts(&streamed), counts(&x), "shard {k} in chunks of 7");
+        assert_eq!(streamed.levels, x.levels, "shard {k} in chunks of 7");
         let d = tmp.join(format!("shard{k}"));
         certificate::write(&d, &x, shard).unwrap();
         dirs.push(d);

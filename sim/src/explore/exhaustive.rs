@@ -580,13 +580,12 @@ pub fn explore_chunked(
         };
         let pruned_from = x.pruned_list.len();
         let last = k == opts.faults;
-        let next = if last && opts.shard.is_some() {
-            // A shard's slice is cut from the whole level's list.
-            let cands = x.place(&nodes, 0, &mut level);
-            x.run_level(k, &cands, 0, last, &mut level)
-        } else {
-            x.stream_level(k, std::mem::take(&mut nodes), last, &mut level)
-        };
+        if last && opts.shard.is_some() {
+            // A shard's slice is cut from the whole level's list: count it first (placing
+            // without keeping a plan), then stream the level as an unsharded run does.
+            x.level_len = Some(x.count(&nodes));
+        }
+        let next = x.stream_level(k, std::mem::take(&mut nodes), last, &mut level);
         // A level's reversals come after its schedules in the list of violations (as a merge
         // of shards lists them).
         x.violations.append(&mut x.order_violations);
@@ -627,6 +626,8 @@ struct Search<'a> {
     shapes_placed: BTreeMap<String, usize>,
     /// How many candidates a level places before running them ([`LEVEL_CHUNK`]).
     chunk: usize,
+    /// A shard's last level: how many candidates the whole level has ([`Search::count`]).
+    level_len: Option<usize>,
 }
 
 impl<'a> Search<'a> {
@@ -661,7 +662,35 @@ impl<'a> Search<'a> {
             pruned_list: Vec::new(),
             shapes_placed: BTreeMap::new(),
             chunk: LEVEL_CHUNK,
+            level_len: None,
         }
+    }
+
+    /// How many candidates [`Search::place`] would make of `nodes` (a placement equivalent to
+    /// one run before, or to an earlier one of these, is pruned), keeping no plan: a shard
+    /// knows its slice of a level it then streams. Changes nothing.
+    fn count(&self, nodes: &[Node]) -> usize {
+        let mut fresh: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+        let mut n = 0;
+        for node in nodes {
+            for p in &node.places {
+                for f in exhaustive_shapes(p, &node.plan, &self.opts.kinds) {
+                    let snapshot = match self.opts.merge {
+                        Merge::Snapshot => p.state,
+                        Merge::ProtocolStateOnly => Some(0),
+                    };
+                    match placement_class(&node.states[&p.at], snapshot, &shape_key(&f, &p.spot)) {
+                        Some(c) if self.seen.contains_key(&c) || fresh.contains(&c) => {}
+                        Some(c) => {
+                            fresh.insert(c);
+                            n += 1;
+                        }
+                        None => n += 1,
+                    }
+                }
+            }
+        }
+        n
     }
 
     /// Place every shape at every place of each node's run: the candidates to run, in order;
@@ -746,12 +775,15 @@ impl<'a> Search<'a> {
         last: bool,
         level: &mut Level,
     ) -> Vec<Node> {
-        // The last level is what a shard splits.
+        // The last level is what a shard splits: its slice of the whole level's list, cut to
+        // this chunk (`first_id` onward).
         let (lo, hi) = match (self.opts.shard, last) {
             (Some((s, n)), true) => {
                 level.sharded = true;
-                let cut = |i: u64| (cands.len() as u64 * i / n.max(1)) as usize;
-                (cut(s - 1), cut(s))
+                let len = self.level_len.unwrap_or(cands.len()) as u64;
+                let cut = |i: u64| (len * i / n.max(1)) as usize;
+                let within = |i: usize| i.clamp(first_id, first_id + cands.len()) - first_id;
+                (within(cut(s - 1)), within(cut(s)))
             }
             _ => (0, cands.len()),
         };
@@ -804,6 +836,7 @@ impl<'a> Search<'a> {
                 judged: Vec::new(),
             });
         }
+        let after = &cands[hi..];
         let mut next = Vec::new();
         let mut to_reverse = Vec::new();
         for (i, ((e, fired, kept, races), c)) in results.into_iter().zip(slice).enumerate() {
@@ -838,6 +871,14 @@ impl<'a> Search<'a> {
             if !races.is_empty() {
                 to_reverse.push((e, races));
             }
+        }
+        // And those after this shard's slice (a later chunk's pruned placements count them).
+        for c in after {
+            self.ran.push(RanBrief {
+                fault: newest(&c.plan),
+                parent: c.parent,
+                judged: Vec::new(),
+            });
         }
         self.reverse(&to_reverse, level);
         next
