@@ -9,10 +9,11 @@
 //! yet answered), the Client and the Agent staying up. A fault at one of them cuts that
 //! support. Cuts are proposed outcome by outcome in the order that most often breaks a retry
 //! protocol: first the window between the Agent's durable write and the answer that
-//! acknowledges it (a crash there, or a cluster's store down while another prompt arrives),
-//! then the answer itself lost, then the work in front of it and a break of the connection
-//! while an attempt is alive (the Client resends while the first attempt lives on: A7, A12,
-//! A13), then the request. A cut
+//! acknowledges it (a crash there, a cluster's store down while another prompt arrives, or the
+//! Client restarted to come back just before its user's cancel, stop or close while an attempt
+//! that op withdraws lives on: each cuts two supports at once), then the answer itself lost,
+//! then the work in front of it and a break of the connection while an attempt is alive (the
+//! Client resends while the first attempt lives on: A7, A12, A13), then the request. A cut
 //! whose run still ends well showed another derivation of the outcome (a resend on a new
 //! connection, an answer from a key record): its support is cut in turn, placed after the
 //! first fault in that run, up to `faults` faults. Placements that land in an abstract state
@@ -531,12 +532,12 @@ fn cuts(h: &History, trace: &Trace, plan: &Plan, from: usize) -> Vec<Cut> {
             live,
         } in support
         {
-            for f in shapes(&p, plan, &kinds)
+            for (f, splits) in shapes(&p, plan, &kinds)
                 .into_iter()
                 .chain(store_cut_before_write(&p, plan, &kinds))
                 .flat_map(|f| {
-                    let timed = restarts_timed_to_user(&f, &p, h, plan);
-                    std::iter::once(f).chain(timed)
+                    let (timed, splits) = restarts_timed_to_user(&f, &p, h, plan);
+                    std::iter::once((f, false)).chain(timed.into_iter().map(move |g| (g, splits)))
                 })
             {
                 // A frame held only for its connection: only breaking that connection cuts it.
@@ -553,7 +554,9 @@ fn cuts(h: &History, trace: &Trace, plan: &Plan, from: usize) -> Vec<Cut> {
                     }
                     Reach::Everywhere | Reach::Proxy | Reach::Remote | Reach::Log => live,
                 };
-                if let Some(rank) = rank(&f, &p.spot, live) {
+                // A restart timed to the user's op that splits it from the attempt it withdraws
+                // cuts two supports at once: first, like a store down while a prompt arrives.
+                if let Some(rank) = rank(&f, &p.spot, live).map(|r| if splits { 0 } else { r }) {
                     out.push((
                         *nth,
                         Cut {
@@ -579,21 +582,36 @@ fn cuts(h: &History, trace: &Trace, plan: &Plan, from: usize) -> Vec<Cut> {
 /// before it (the op lands while the Client resumes, before it resends what it had pending).
 /// On a cluster of two nodes or more both carry `reroute`. None when no user op follows, or a
 /// duration would be under 1 ms or the shape's own.
-fn restarts_timed_to_user(f: &FaultSpec, p: &Place, h: &History, plan: &Plan) -> Vec<FaultSpec> {
+///
+/// Also whether they split the user's op from an attempt it withdraws: a prompt the Client had
+/// sent by `p` is still unanswered when the op comes, so the restarted Client sends the op on a
+/// new connection (another node) while that attempt lives on the old one. Such a restart cuts
+/// two supports at once (the attempt's connection and the op's way to it) and ranks first in
+/// [`cuts`]; the fixed 50 ms restart it refines lands after the op and keeps its rank.
+fn restarts_timed_to_user(
+    f: &FaultSpec,
+    p: &Place,
+    h: &History,
+    plan: &Plan,
+) -> (Vec<FaultSpec>, bool) {
     if f.kind.effect() != Effect::RESTART_CLIENT {
-        return Vec::new();
+        return (Vec::new(), false);
     }
     let Some(at) = h.ops.get(p.at).map(|o| o.time_ms) else {
-        return Vec::new();
+        return (Vec::new(), false);
     };
     let next = h.ops.iter().find(|o| {
         o.process == process::USER
             && matches!(o.f.as_str(), op::CANCEL | op::STOP | op::CLOSE)
             && o.time_ms > at
     });
-    let Some(gap) = next.map(|o| o.time_ms - at) else {
-        return Vec::new();
+    let Some(next) = next else {
+        return (Vec::new(), false);
     };
+    let gap = next.time_ms - at;
+    let splits = unanswered_prompts(h, next.index, next.index)
+        .iter()
+        .any(|&(_, sent)| h.ops[sent].time_ms <= at);
     let mut out: Vec<FaultSpec> = Vec::new();
     for ms in [gap / 2, gap.saturating_sub(1)] {
         if ms < 1
@@ -609,7 +627,7 @@ fn restarts_timed_to_user(f: &FaultSpec, p: &Place, h: &History, plan: &Plan) ->
         g.reroute |= plan.cluster() && plan.nodes >= 2;
         out.push(g);
     }
-    out
+    (out, splits)
 }
 
 /// On a cluster of two nodes or more, the first of `kinds` placed at this point only on a
