@@ -594,7 +594,7 @@ pub fn explore_chunked(
             // representative it was merged into ran.
             level.pruned = x.pruned_list[pruned_from..]
                 .iter()
-                .filter(|(_, _, rep)| *rep < x.ran.len())
+                .filter(|(_, _, rep)| *rep < x.ran_len)
                 .count();
         }
         x.levels.push(level);
@@ -622,6 +622,10 @@ struct Search<'a> {
     seen: BTreeMap<String, usize>,
     /// Every schedule run (or, of another shard's slice, listed), with its parent.
     ran: Vec<RanBrief>,
+    /// How many schedules `ran` lists (or would: without the audit and `stop_at_first`,
+    /// which alone read it and `pruned_list`, neither is kept: a level's memory is then its
+    /// pruning keys and the next level's places).
+    ran_len: usize,
     pruned_list: Vec<Pruned>,
     shapes_placed: BTreeMap<String, usize>,
     /// How many candidates a level places before running them ([`LEVEL_CHUNK`]).
@@ -659,10 +663,25 @@ impl<'a> Search<'a> {
             trace_verdicts,
             seen: BTreeMap::new(),
             ran: Vec::new(),
+            ran_len: 0,
             pruned_list: Vec::new(),
             shapes_placed: BTreeMap::new(),
             chunk: LEVEL_CHUNK,
             level_len: None,
+        }
+    }
+
+    /// Whether the schedules run and pruned are kept ([`RanBrief`], [`Pruned`]): for the
+    /// pruning audit and `stop_at_first`'s count of what was pruned.
+    fn keeps_briefs(&self) -> bool {
+        self.opts.audit > 0 || self.opts.stop_at_first
+    }
+
+    /// The next schedule of the list of runs (kept when [`Search::keeps_briefs`]).
+    fn brief(&mut self, b: RanBrief) {
+        self.ran_len += 1;
+        if self.keeps_briefs() {
+            self.ran.push(b);
         }
     }
 
@@ -715,13 +734,15 @@ impl<'a> Search<'a> {
                     match class.as_ref().and_then(|c| self.seen.get(c)) {
                         Some(&rep) => {
                             level.pruned += 1;
-                            self.pruned_list.push((f, node.pos, rep));
+                            if self.keeps_briefs() {
+                                self.pruned_list.push((f, node.pos, rep));
+                            }
                         }
                         None => {
                             let mut child = node.plan.clone();
                             child.faults.push(f);
                             if let Some(c) = class {
-                                self.seen.insert(c, self.ran.len() + pending + cands.len());
+                                self.seen.insert(c, self.ran_len + pending + cands.len());
                             }
                             cands.push(Candidate {
                                 plan: child,
@@ -830,7 +851,7 @@ impl<'a> Search<'a> {
         let results_len = results.len();
         // Representatives of other shards' slices never run here: keep positions aligned.
         for c in &cands[..lo] {
-            self.ran.push(RanBrief {
+            self.brief(RanBrief {
                 fault: newest(&c.plan),
                 parent: c.parent,
                 judged: Vec::new(),
@@ -858,12 +879,12 @@ impl<'a> Search<'a> {
                             plan: e.plan.clone(),
                             places,
                             states,
-                            pos: Some(self.ran.len()),
+                            pos: Some(self.ran_len),
                         });
                     }
                 }
             }
-            self.ran.push(RanBrief {
+            self.brief(RanBrief {
                 fault: newest(&e.plan),
                 parent: c.parent,
                 judged: judged(&e.verdicts),
@@ -874,7 +895,7 @@ impl<'a> Search<'a> {
         }
         // And those after this shard's slice (a later chunk's pruned placements count them).
         for c in after {
-            self.ran.push(RanBrief {
+            self.brief(RanBrief {
                 fault: newest(&c.plan),
                 parent: c.parent,
                 judged: Vec::new(),
