@@ -140,7 +140,12 @@ pub const ORDERS_COVERED: &str = "delivery order: the trace's, and over every ru
 /// Why exploration `x` placed no fault of kind `k`.
 fn not_placed_why(x: &Exploration, k: FaultKind) -> &'static str {
     if x.kinds.contains(&k) {
-        return "no place of the trace takes it";
+        // Asked for, but the trace lacks what it acts on (a stdio pipe for half-open).
+        let t = x.base.topology();
+        return match k.reach().missing() {
+            Some(why) if !t.acts(k.reach()) => why,
+            _ => "no place of the trace takes it",
+        };
     }
     if default_kinds(&x.base).contains(&k) {
         return "left out by --kinds";

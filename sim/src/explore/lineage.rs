@@ -552,7 +552,11 @@ fn cuts(h: &History, trace: &Trace, plan: &Plan, from: usize) -> Vec<Cut> {
                         let down = f.heal_after_ms.or(f.restart_after_ms).unwrap_or(0);
                         prompt_read_ms.iter().any(|&r| t < r && r <= t + down)
                     }
-                    Reach::Everywhere | Reach::Proxy | Reach::Remote | Reach::Log => live,
+                    Reach::Everywhere
+                    | Reach::Proxy
+                    | Reach::Remote
+                    | Reach::Log
+                    | Reach::Socket => live,
                 };
                 // A restart timed to the user's op that splits it from the attempt it withdraws
                 // cuts two supports at once: first, like a store down while a prompt arrives.
@@ -611,7 +615,7 @@ fn restarts_timed_to_user(
     let gap = next.time_ms - at;
     let splits = unanswered_prompts(h, next.index, next.index)
         .iter()
-        .any(|&(_, sent)| h.ops[sent].time_ms <= at);
+        .any(|&(_, sent)| sent <= p.at);
     let mut out: Vec<FaultSpec> = Vec::new();
     for ms in [gap / 2, gap.saturating_sub(1)] {
         if ms < 1

@@ -208,6 +208,7 @@ impl Plan {
         crate::nemesis::Topology {
             proxy: self.proxy,
             cluster: self.cluster(),
+            stdio: self.stdio,
         }
     }
 

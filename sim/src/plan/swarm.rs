@@ -442,6 +442,7 @@ pub(super) fn draw_swarm(
         let topology = Topology {
             proxy: s.topology.proxy,
             cluster: design == Design::Cluster,
+            stdio: s.topology.transport == crate::scenario::Transport::Stdio,
         };
         if !topology.has(kind.reach()) {
             // Nothing to fault in this topology (its own stream, so no other draw moves).

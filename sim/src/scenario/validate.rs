@@ -408,6 +408,7 @@ impl Scenario {
                 let t = Topology {
                     proxy: self.topology.proxy,
                     cluster: *d == Design::Cluster,
+                    stdio: self.topology.transport == super::Transport::Stdio,
                 };
                 f.kind.refused_in(t).map(|needs| (d, needs))
             });
@@ -415,6 +416,8 @@ impl Scenario {
                 // The design is the cause only for the kinds that depend on it.
                 let under = if f.kind.reach() == Reach::Proxy {
                     "; set `topology.proxy = true`".to_string()
+                } else if f.kind.reach() == Reach::Socket {
+                    ", and the scenario sets `topology.transport = \"stdio\"`".to_string()
                 } else {
                     format!(", and the scenario runs it under the {} design", d.as_str())
                 };

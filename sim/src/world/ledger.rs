@@ -421,6 +421,10 @@ impl Ledger {
             s.crashed(host);
         }
         self.outstanding.retain(|_, from| from != host);
+        // Its connections went with it: a later `half-open` has none of them to break.
+        if let Some(c) = &mut self.connecting {
+            c.retain(|_, (h, _)| *h != host);
+        }
     }
 
     /// The Client accepted submission `n`: queue faults triggered by it.

@@ -9,18 +9,28 @@ fn every_kind_acts_somewhere_and_only_the_everywhere_kinds_act_everywhere() {
         Topology {
             proxy: false,
             cluster: false,
+            stdio: false,
         },
         Topology {
             proxy: true,
             cluster: false,
+            stdio: false,
         },
         Topology {
             proxy: false,
             cluster: true,
+            stdio: false,
         },
         Topology {
             proxy: true,
             cluster: true,
+            stdio: false,
+        },
+        // A stdio pipe (one Client, one Agent process, no proxy): the socket's kinds are out.
+        Topology {
+            proxy: false,
+            cluster: false,
+            stdio: true,
         },
     ];
     for k in FaultKind::ALL {
@@ -40,6 +50,12 @@ fn every_kind_acts_somewhere_and_only_the_everywhere_kinds_act_everywhere() {
     assert!(!all[3].acts(Reach::Remote) && all[2].acts(Reach::Remote));
     assert!(FaultKind::LoseExchange.refused_in(all[1]).is_some());
     assert!(FaultKind::FlipBit.refused_in(all[2]).is_some());
+    // A half-open break needs two ends that close apart: refused on a stdio pipe.
+    assert!(FaultKind::HalfOpen
+        .refused_in(all[4])
+        .unwrap()
+        .contains("needs the socket transport"));
+    assert!(FaultKind::HalfOpen.refused_in(plain).is_none());
 }
 
 /// The kinds that damage the disk (reach `Log`) are exactly those with a [`DiskDamage`], each

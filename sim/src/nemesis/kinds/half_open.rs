@@ -22,7 +22,7 @@ use super::{
 pub(super) const ROW: Row = Row {
     name: "half-open",
     summary: "connection breaks at a frame for the Client's end only: its close never reaches the Agent, whose heartbeat notices",
-    reach: Reach::Everywhere,
+    reach: Reach::Socket,
     effect: Effect::HalfOpen,
     settings: &[],
     fires: Fires::AtEvent,

@@ -21,6 +21,9 @@ pub enum Reach {
     /// The in-memory and adapter designs keep none either; there the fault is only the crash
     /// it begins with.
     Log,
+    /// A connection whose two ends close apart: every transport but `stdio` (a pipe's close
+    /// always reaches the Agent, which exits with it).
+    Socket,
 }
 
 /// The parts a run has that a fault could act on.
@@ -30,6 +33,8 @@ pub struct Topology {
     pub proxy: bool,
     /// The Agent is a cluster of nodes with a store host.
     pub cluster: bool,
+    /// The Client reaches the Agent over its stdio pipe (`transport = "stdio"`).
+    pub stdio: bool,
 }
 
 impl Topology {
@@ -41,6 +46,7 @@ impl Topology {
             Reach::Proxy => self.proxy,
             Reach::Store | Reach::Remote => self.cluster,
             Reach::Log => !self.cluster,
+            Reach::Socket => !self.stdio,
         }
     }
 
@@ -64,6 +70,9 @@ impl Reach {
             Reach::Store => Some("needs the cluster design (its store host)"),
             Reach::Remote => Some("needs the cluster design (its remote transport)"),
             Reach::Log => Some("needs a single-process design (the cluster's nodes keep no log)"),
+            Reach::Socket => {
+                Some("needs the socket transport (a stdio pipe's close always reaches the Agent)")
+            }
         }
     }
 
@@ -76,6 +85,7 @@ impl Reach {
             Reach::Store => Some("the trace is not a cluster"),
             Reach::Remote => Some("the trace has no remote transport"),
             Reach::Log => Some("the trace's cluster nodes keep no log"),
+            Reach::Socket => Some("the trace's Agent is on a stdio pipe"),
         }
     }
 }

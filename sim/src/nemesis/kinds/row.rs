@@ -90,8 +90,9 @@ pub enum Level {
     /// The writer of a connection, at one frame ([`crate::nemesis::FrameDecision`]);
     /// `transient-error` too, at the answer to one request.
     Frame,
-    /// The step loop, between steps: a crash, restart, partition or hold
-    /// ([`crate::nemesis::NemesisAction`]).
+    /// The step loop, between steps: a crash, restart, partition, hold or half-open break
+    /// ([`crate::nemesis::NemesisAction`]; a half-open break fired at a frame is its
+    /// writer's, on that frame's connection).
     Process,
     /// The step loop's crash of the Agent, and the damage done to its log while it is down
     /// ([`DiskDamage`]).
@@ -124,12 +125,14 @@ impl Effect {
     pub fn level(self) -> Level {
         match self {
             Effect::Break
-            | Effect::HalfOpen
             | Effect::LoseExchange
             | Effect::KillUpdates
             | Effect::Stall
             | Effect::Reorder
             | Effect::RejectPrompt => Level::Frame,
+            // Fires at any event, so the step loop's; at a frame the writer breaks that
+            // frame's connection itself.
+            Effect::HalfOpen => Level::Process,
             Effect::Crash {
                 damage: Some(_), ..
             } => Level::Disk,
