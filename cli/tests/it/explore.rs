@@ -48,6 +48,14 @@ fn x4_of(plan: &Plan) -> acp_chaos::checkers::Verdict {
         .expect("X4 judged")
 }
 
+/// Each fault of `p` as its schedule line (`lose-frame on ... (visible close) reroute`).
+fn fault_lines(p: &Plan) -> Vec<String> {
+    p.faults
+        .iter()
+        .map(acp_chaos::nemesis::fault_line)
+        .collect()
+}
+
 fn target(mutant: &str) -> Target {
     Target::of_mutant(MUTANTS.iter().find(|m| m.name == mutant).unwrap())
 }
@@ -496,12 +504,7 @@ fn lineage_cuts_the_store_between_a_nodes_check_and_its_write() {
             .violations
             .first()
             .expect("lineage catches it within 20 runs");
-        let lines: Vec<String> = caught
-            .plan
-            .faults
-            .iter()
-            .map(acp_chaos::nemesis::fault_line)
-            .collect();
+        let lines = fault_lines(&caught.plan);
         assert!(
             lines.iter().any(|l| l.ends_with(" reroute")),
             "seed {seed}: {lines:?}"
@@ -550,12 +553,7 @@ fn lineage_times_a_client_restart_to_the_users_next_stop() {
         "{:?}",
         x.first_catch
     );
-    let lines: Vec<String> = caught
-        .plan
-        .faults
-        .iter()
-        .map(acp_chaos::nemesis::fault_line)
-        .collect();
+    let lines = fault_lines(&caught.plan);
     assert!(
         lines.iter().any(|l| l.starts_with("restart-client")
             && l.contains("reroute")
@@ -824,12 +822,7 @@ fn lineage_breaks_a_held_prompts_connection_half_open() {
         .caught
         .as_ref()
         .expect("lineage catches it within 20 runs");
-    let lines: Vec<String> = caught
-        .plan
-        .faults
-        .iter()
-        .map(acp_chaos::nemesis::fault_line)
-        .collect();
+    let lines = fault_lines(&caught.plan);
     assert!(
         lines.iter().any(|l| l.starts_with("half-open")),
         "{lines:?}"
