@@ -20,6 +20,7 @@ use tokio::task::AbortHandle;
 use turmoil::fs::shim::std::fs as simfs;
 use turmoil::net::{TcpListener, TcpStream, UdpSocket};
 
+pub(super) use super::event::Ev;
 use super::ledger::Ledger;
 use super::parties::Parties;
 use super::trace::StoreStepKind;
@@ -36,18 +37,6 @@ pub const STORE_PORT: u16 = 9100;
 
 /// The sector the `zero-sector` fault zeroes, bytes.
 pub const SECTOR: usize = 512;
-
-/// What a host's event loop reacts to.
-pub(super) enum Ev {
-    Accepted(TcpStream),
-    Connected(TcpStream, u64),
-    ConnectFailed(u64),
-    Frame(ConnId, String),
-    Closed(ConnId, &'static str),
-    Timer(u64),
-    /// Remote transport: a request written on this connection was not accepted (X5).
-    NotAccepted(ConnId, Value),
-}
 
 /// The barrier value an Agent host triggers at each protocol point: the point and the host
 /// (`agent` or a cluster node) that passed it.

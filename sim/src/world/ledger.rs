@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::io::Ev;
+use super::event::Ev;
 use super::snapshot::{of_debug, Snapshots};
 use super::trace::{
     store_op_name, store_op_session, Accepted, PointPass, StoreStep, StoreStepKind, Trace,

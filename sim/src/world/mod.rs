@@ -11,6 +11,8 @@
 //! - [`step`]: the step loop (build, safety, heal, liveness) and the turmoil builder;
 //! - [`hosts`]: one async event loop per host (Agent, cluster node and store, Client, proxy,
 //!   watcher) around a sans-IO model;
+//! - `event.rs`: `Ev`, what a host's event loop reacts to (sent by the frame layer and, for a
+//!   `half-open` break, by the ledger);
 //! - [`io`]: the frame layer every host shares (connections, heartbeats, frame faults at the
 //!   writer, the simulated disk, the cluster store link);
 //! - [`ledger`]: the out-of-band ledger: the history, connection numbers, what is in flight,
@@ -22,6 +24,7 @@
 //! - [`wakes`]: the hosts' simulated clock and every timer they have armed, which tells the
 //!   step loop which ticks it may skip (docs/internals/performance.md).
 
+mod event;
 pub mod hosts;
 pub mod io;
 pub mod ledger;
