@@ -21,7 +21,7 @@ use super::{
 /// `half-open`'s row.
 pub(super) const ROW: Row = Row {
     name: "half-open",
-    summary: "connection breaks at a frame for the Client's end only: its close never reaches the Agent, whose heartbeat notices",
+    summary: "connection breaks for the Client's end only (at a frame, its connection; at a time, a submission or while-held, every Client connection): its close never reaches the Agent, whose heartbeat notices",
     reach: Reach::Socket,
     effect: Effect::HalfOpen,
     settings: &[],
