@@ -685,6 +685,17 @@ impl<'a> Search<'a> {
         }
     }
 
+    /// The equivalence class of placing `f` at place `p` of `node`'s run, under the
+    /// exploration's merge key (`None`: never merged); [`Search::place`] and
+    /// [`Search::count`] prune by it alike.
+    fn class(&self, node: &Node, p: &Place, f: &FaultSpec) -> Option<String> {
+        let snapshot = match self.opts.merge {
+            Merge::Snapshot => p.state,
+            Merge::ProtocolStateOnly => Some(0),
+        };
+        placement_class(&node.states[&p.at], snapshot, &shape_key(f, &p.spot))
+    }
+
     /// How many candidates [`Search::place`] would make of `nodes` (a placement equivalent to
     /// one run before, or to an earlier one of these, is pruned), keeping no plan: a shard
     /// knows its slice of a level it then streams. Changes nothing.
@@ -694,11 +705,7 @@ impl<'a> Search<'a> {
         for node in nodes {
             for p in &node.places {
                 for f in exhaustive_shapes(p, &node.plan, &self.opts.kinds) {
-                    let snapshot = match self.opts.merge {
-                        Merge::Snapshot => p.state,
-                        Merge::ProtocolStateOnly => Some(0),
-                    };
-                    match placement_class(&node.states[&p.at], snapshot, &shape_key(&f, &p.spot)) {
+                    match self.class(node, p, &f) {
                         Some(c) if self.seen.contains_key(&c) || fresh.contains(&c) => {}
                         Some(c) => {
                             fresh.insert(c);
@@ -718,7 +725,7 @@ impl<'a> Search<'a> {
     fn place(&mut self, nodes: &[Node], pending: usize, level: &mut Level) -> Vec<Candidate> {
         let mut cands: Vec<Candidate> = Vec::new();
         for node in nodes {
-            let (ps, states) = (&node.places, &node.states);
+            let ps = &node.places;
             level.places += ps.len();
             for p in ps {
                 for f in exhaustive_shapes(p, &node.plan, &self.opts.kinds) {
@@ -726,11 +733,7 @@ impl<'a> Search<'a> {
                         .shapes_placed
                         .entry(shape_family(&f, &p.spot))
                         .or_default() += 1;
-                    let snapshot = match self.opts.merge {
-                        Merge::Snapshot => p.state,
-                        Merge::ProtocolStateOnly => Some(0),
-                    };
-                    let class = placement_class(&states[&p.at], snapshot, &shape_key(&f, &p.spot));
+                    let class = self.class(node, p, &f);
                     match class.as_ref().and_then(|c| self.seen.get(c)) {
                         Some(&rep) => {
                             level.pruned += 1;
